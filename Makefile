@@ -1,0 +1,125 @@
+# nccltop: `make` builds, `make test` tests (ASan+UBSan), `make demo` runs the
+# simulated 8-rank job with the monitor attached. See README.md.
+PREFIX ?= /usr/local
+BUILD ?= build
+CC ?= cc
+SAN ?=
+# Packages the build needs (pkg-config names); scripts/install-deps.sh installs them.
+PKGS := libzmq ncursesw libcjson vterm expat
+
+CFLAGS_COMMON := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -g -O2 -fPIC \
+  -fvisibility=hidden -fno-omit-frame-pointer -MMD -MP
+ifeq ($(SAN),1)
+  CFLAGS_COMMON += -fsanitize=address,undefined -fno-sanitize-recover=all
+  LDSAN := -fsanitize=address,undefined
+endif
+ifeq ($(SAN),thread)
+  CFLAGS_COMMON += -fsanitize=thread -O1
+  LDSAN := -fsanitize=thread
+endif
+CFLAGS += $(CFLAGS_COMMON)
+PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+CPPFLAGS += $(PKG_CFLAGS)
+LIBS_PLUGIN := -lzmq -lpthread
+LIBS_VIEWER := -lzmq -lncursesw -lcjson -lexpat -ldl -lpthread -lm
+
+PROTO_SRC := $(wildcard proto/*.c)
+PLUGIN_SRC := $(wildcard plugin/*.c)
+SIM_SRC := $(wildcard sim/*.c)
+TOPO_SRC := $(wildcard topo/*.c)
+TUI_SRC := $(filter-out tui/main.c,$(wildcard tui/*.c))
+TEST_SRC := $(wildcard tests/test_*.c)
+BENCH_SRC := $(wildcard bench/*.c)
+
+obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
+PROTO_OBJ := $(call obj,$(PROTO_SRC))
+PLUGIN_OBJ := $(call obj,$(PLUGIN_SRC))
+# The plugin never parses JSON, so it does not link cJSON (a shared cJSON in a
+# training process could clash with ours).
+PROTO_PLUGIN_OBJ := $(filter-out %_decode.o,$(PROTO_OBJ))
+SIM_OBJ := $(call obj,$(SIM_SRC))
+TOPO_OBJ := $(call obj,$(TOPO_SRC))
+TUI_OBJ := $(call obj,$(TUI_SRC))
+VIEWER_OBJ := $(TUI_OBJ) $(SIM_OBJ) $(TOPO_OBJ) $(PROTO_OBJ)
+
+PLUGIN_SO := $(BUILD)/libnccl-profiler-nccltop.so
+NCCLTOP := $(BUILD)/nccltop
+TESTS := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRC))
+FIXTURES := $(patsubst tests/fixtures/%.c,$(BUILD)/tests/lib%.so,$(wildcard tests/fixtures/*.c))
+BENCHES := $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRC))
+
+.PHONY: all deps test check demo bench install clean format format-check tsan gpu-test
+all: deps $(PLUGIN_SO) $(NCCLTOP)
+
+# Installs missing packages when root, otherwise prints the command to run.
+deps:
+	@if ! pkg-config --exists $(PKGS) 2>/dev/null || ! command -v clang-format >/dev/null; then \
+	  if [ "$$(id -u)" = 0 ]; then sh scripts/install-deps.sh; \
+	  else echo "nccltop: missing build packages; run: sudo sh scripts/install-deps.sh" >&2; exit 1; fi; \
+	fi
+
+$(BUILD)/obj/%.o: %.c | deps
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
+
+$(PLUGIN_SO): $(PLUGIN_OBJ) $(PROTO_PLUGIN_OBJ)
+	$(CC) -shared $(LDSAN) -Wl,-z,defs -Wl,--exclude-libs,ALL -o $@ $^ $(LIBS_PLUGIN)
+
+$(NCCLTOP): $(BUILD)/obj/tui/main.o $(VIEWER_OBJ)
+	$(CC) $(LDSAN) -o $@ $^ $(LIBS_VIEWER)
+
+$(BUILD)/tests/%: tests/%.c $(VIEWER_OBJ) | deps
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(VIEWER_OBJ) $(LDSAN) $(LIBS_VIEWER) -lvterm -lutil
+
+$(BUILD)/bench/%: bench/%.c $(VIEWER_OBJ) | deps
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(VIEWER_OBJ) $(LDSAN) $(LIBS_VIEWER) -lvterm -lutil
+
+# Plugins tests load instead of ours (tests/fixtures/NAME.c -> libNAME.so).
+$(BUILD)/tests/lib%.so: tests/fixtures/%.c | deps
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -shared $(LDSAN) -o $@ $< -lpthread
+
+# The clock-only baseline plugin bench/ compares against.
+$(BUILD)/bench/libnccl-profiler-clockonly.so: bench/clockonly/clockonly_plugin.c | deps
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -shared -o $@ $<
+
+# The test suite runs the sanitized build (build/san) so every test is also an
+# ASan + UBSan run.
+test: deps format-check
+	$(MAKE) BUILD=build/san SAN=1 check
+
+check: $(PLUGIN_SO) $(NCCLTOP) $(TESTS) $(FIXTURES)
+	BUILD=$(BUILD) sh tests/run.sh $(TESTS)
+
+# The plugin's concurrency tests under ThreadSanitizer.
+tsan: deps
+	$(MAKE) BUILD=build/tsan SAN=thread build/tsan/libnccl-profiler-nccltop.so build/tsan/tests/test_plugin
+	TSAN_OPTIONS=halt_on_error=1 build/tsan/tests/test_plugin
+
+demo: all
+	$(NCCLTOP) demo
+
+bench: all $(BENCHES) $(BUILD)/bench/libnccl-profiler-clockonly.so
+	sh bench/run.sh $(BUILD)
+
+gpu-test: all
+	sh tests/gpu/run.sh $(BUILD)
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib
+	install -m 755 $(NCCLTOP) $(DESTDIR)$(PREFIX)/bin/nccltop
+	install -m 755 $(PLUGIN_SO) $(DESTDIR)$(PREFIX)/lib/
+
+format:
+	clang-format -i $$(git ls-files '*.c' '*.h')
+
+format-check:
+	@clang-format --dry-run -Werror $$(git ls-files '*.c' '*.h') && echo "format: ok"
+
+clean:
+	rm -rf build
+
+-include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)

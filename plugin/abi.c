@@ -1,0 +1,119 @@
+/* The exported ncclProfiler_v3 ... _v6 tables. NCCL takes the newest it
+ * knows (2.26: v3, 2.27: v4, 2.28: v5, 2.29+: v6). Each version has its own
+ * init (the argument order differs) and its own descriptor layout; the
+ * wrappers read the fields we use into a version-neutral nt_ev. */
+#include "internal.h"
+
+static nt_nccl_result init_v3(void **ctx, int *mask) {
+  /* v3 gives no communicator details and no logger at init. */
+  return nt_init(ctx, mask, NULL, 0, 0, 0, -1, NULL, 3);
+}
+
+static nt_nccl_result init_v4(void **ctx, int *mask, const char *name, uint64_t hash, int nnodes,
+                              int nranks, int rank, nt_nccl_logger logfn) {
+  return nt_init(ctx, mask, name, hash, nnodes, nranks, rank, logfn, 4);
+}
+
+static nt_nccl_result init_v5(void **ctx, uint64_t id, int *mask, const char *name, int nnodes,
+                              int nranks, int rank, nt_nccl_logger logfn) {
+  return nt_init(ctx, mask, name, id, nnodes, nranks, rank, logfn, 5);
+}
+
+static nt_nccl_result init_v6(void **ctx, uint64_t id, int *mask, const char *name, int nnodes,
+                              int nranks, int rank, nt_nccl_logger logfn) {
+  return nt_init(ctx, mask, name, id, nnodes, nranks, rank, logfn, 6);
+}
+
+/* The union members for proxy ops, steps and kernel channels sit at the same
+ * offsets in every version (pinned in nccl_profiler_abi.h), so one macro
+ * reads them from any descriptor. */
+#define NT_READ_COMMON(ev, d)                                                                      \
+  do {                                                                                             \
+    (ev).parent = (d)->parentObj;                                                                  \
+    (ev).rank = (d)->rank;                                                                         \
+    if ((ev).type == NT_EV_PROXY_OP) {                                                             \
+      (ev).pid = (d)->proxyOp.pid;                                                                 \
+      (ev).channel = (d)->proxyOp.channelId;                                                       \
+      (ev).peer = (d)->proxyOp.peer;                                                               \
+      (ev).is_send = (d)->proxyOp.isSend;                                                          \
+    } else if ((ev).type == NT_EV_PROXY_STEP) {                                                    \
+      (ev).step = (d)->proxyStep.step;                                                             \
+    }                                                                                              \
+  } while (0)
+
+static nt_nccl_result start_v3(void *ctx, void **h, nt_descr_v3 *d) {
+  if (!d) {
+    if (h) *h = NULL;
+    return NT_NCCL_SUCCESS;
+  }
+  struct nt_ev ev = {.type = d->type};
+  NT_READ_COMMON(ev, d);
+  if (ev.type == NT_EV_KERNEL_CH) ev.channel = d->kernelCh.channelId;
+  return nt_start(ctx, h, &ev);
+}
+
+static nt_nccl_result start_v4(void *ctx, void **h, nt_descr_v4 *d) {
+  if (!d) {
+    if (h) *h = NULL;
+    return NT_NCCL_SUCCESS;
+  }
+  struct nt_ev ev = {.type = d->type};
+  NT_READ_COMMON(ev, d);
+  if (ev.type == NT_EV_KERNEL_CH) {
+    ev.channel = d->kernelCh.channelId;
+    ev.ptimer = d->kernelCh.pTimer;
+  }
+  return nt_start(ctx, h, &ev);
+}
+
+static nt_nccl_result start_v5(void *ctx, void **h, nt_descr_v5 *d) {
+  if (!d) {
+    if (h) *h = NULL;
+    return NT_NCCL_SUCCESS;
+  }
+  /* v5 widened type to 64 bits; anything above our bits is unknown. */
+  struct nt_ev ev = {.type = d->type > UINT32_MAX ? 0 : (uint32_t)d->type};
+  NT_READ_COMMON(ev, d);
+  if (ev.type == NT_EV_KERNEL_CH) {
+    ev.channel = d->kernelCh.channelId;
+    ev.ptimer = d->kernelCh.pTimer;
+  }
+  return nt_start(ctx, h, &ev);
+}
+
+static nt_nccl_result stop_any(void *h) {
+  return nt_stop(h);
+}
+
+static nt_nccl_result record_v3(void *h, int state, nt_state_args_v3 *a) {
+  /* v3's ProxyStep records carry no size we can trust (NCCL 2.26 passed
+   * NULL; 2.27+'s v3 shim zeroes them). */
+  return nt_record(h, state, 0, false, a ? a->proxyCtrl.appendedProxyOps : 0, 0);
+}
+
+static nt_nccl_result record_v4(void *h, int state, nt_state_args_v4 *a) {
+  if (!a) return nt_record(h, state, 0, false, 0, 0);
+  /* The union's members overlap: read each one only for its own states. */
+  bool ctrl = state == NT_ST_CTRL_APPEND_END;
+  bool kernel = state == NT_ST_KERNEL_CH_STOP;
+  bool step = state >= NT_ST_STEP_SEND_GPU_WAIT && state <= NT_ST_STEP_RECV_GPU_WAIT;
+  return nt_record(h, state, step ? a->proxyStep.transSize : 0, step,
+                   ctrl ? a->proxyCtrl.appendedProxyOps : 0, kernel ? a->kernelCh.pTimer : 0);
+}
+
+static nt_nccl_result finalize_any(void *ctx) {
+  return nt_finalize(ctx);
+}
+
+NT_EXPORT const nt_profiler_v3 ncclProfiler_v3 = {
+    "nccltop", init_v3, start_v3, stop_any, record_v3, finalize_any,
+};
+NT_EXPORT const nt_profiler_v4 ncclProfiler_v4 = {
+    "nccltop", init_v4, start_v4, stop_any, record_v4, finalize_any,
+};
+NT_EXPORT const nt_profiler_v5 ncclProfiler_v5 = {
+    "nccltop", init_v5, start_v5, stop_any, record_v4, finalize_any,
+};
+NT_EXPORT const nt_profiler_v6 ncclProfiler_v6 = {
+    "nccltop", init_v6, start_v5, stop_any, record_v4, finalize_any,
+};

@@ -1,0 +1,91 @@
+/* NCCLTOP_* configuration, read once at the first init. Bad values are
+ * logged and replaced by the default: configuration never fails a job. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "internal.h"
+
+/* Event classes nccltop asks for by default: everything the views use, at
+ * low cost. KernelCh is left out: it makes NCCL add profiler proxy ops and
+ * poll GPU counters (NVIDIA/nccl#1809), so it is opt-in. */
+#define NT_DEFAULT_MASK                                                                            \
+  (NT_EV_COLL | NT_EV_P2P | NT_EV_PROXY_OP | NT_EV_PROXY_STEP | NT_EV_PROXY_CTRL)
+
+static const struct {
+  const char *name;
+  int bits;
+} event_names[] = {
+    {"group", NT_EV_GROUP},
+    {"coll", NT_EV_COLL},
+    {"p2p", NT_EV_P2P},
+    {"proxyop", NT_EV_PROXY_OP},
+    {"proxystep", NT_EV_PROXY_STEP},
+    {"proxyctrl", NT_EV_PROXY_CTRL},
+    {"kernelch", NT_EV_KERNEL_CH},
+    {"netplugin", NT_EV_NET_PLUGIN},
+    {"groupapi", NT_EV_GROUP_API},
+    {"collapi", NT_EV_COLL_API},
+    {"p2papi", NT_EV_P2P_API},
+    {"kernellaunch", NT_EV_KERNEL_LAUNCH},
+    {"default", NT_DEFAULT_MASK},
+    {"all", 0xFFF},
+};
+
+static bool parse_u32(const char *s, unsigned long lo, unsigned long hi, uint32_t *out) {
+  char *end;
+  errno = 0;
+  unsigned long v = strtoul(s, &end, 0);
+  if (errno || end == s || *end || v < lo || v > hi) return false;
+  *out = (uint32_t)v;
+  return true;
+}
+
+/* "coll,proxystep,kernelch", or a number (NCCL's bit values). */
+static bool parse_mask(const char *s, int *out) {
+  uint32_t v;
+  if (parse_u32(s, 0, 0x7FFF, &v)) {
+    *out = (int)v;
+    return true;
+  }
+  int mask = 0;
+  char buf[256];
+  if (strlen(s) >= sizeof buf) return false;
+  strcpy(buf, s);
+  char *save = NULL;
+  for (char *tok = strtok_r(buf, ",+ ", &save); tok; tok = strtok_r(NULL, ",+ ", &save)) {
+    bool found = false;
+    for (size_t i = 0; i < sizeof event_names / sizeof event_names[0]; i++) {
+      if (strcasecmp(tok, event_names[i].name) == 0) {
+        mask |= event_names[i].bits;
+        found = true;
+      }
+    }
+    if (!found) return false;
+  }
+  *out = mask;
+  return true;
+}
+
+void nt_config_load(struct nt_config *c) {
+  memset(c, 0, sizeof *c);
+  c->event_mask = NT_DEFAULT_MASK;
+  c->interval_ms = 100;
+  c->reclaim_ms = 60000;
+  const char *v = getenv("NCCLTOP_DISABLE");
+  c->disabled = v && *v && strcmp(v, "0") != 0;
+  if ((v = getenv("NCCLTOP_EVENTS")) && *v && !parse_mask(v, &c->event_mask))
+    nt_log(NT_NCCL_LOG_WARN, "NCCLTOP_EVENTS=%.64s not understood; using the default", v);
+  if ((v = getenv("NCCLTOP_INTERVAL_MS")) && *v && !parse_u32(v, 10, 60000, &c->interval_ms))
+    nt_log(NT_NCCL_LOG_WARN, "NCCLTOP_INTERVAL_MS=%.32s out of range 10..60000; using 100", v);
+  if ((v = getenv("NCCLTOP_RECLAIM_MS")) && *v && !parse_u32(v, 100, 86400000, &c->reclaim_ms))
+    nt_log(NT_NCCL_LOG_WARN, "NCCLTOP_RECLAIM_MS=%.32s out of range; using 60000", v);
+  if ((v = getenv("NCCLTOP_CONNECT")) && *v) {
+    if (strlen(v) < sizeof c->connect)
+      strcpy(c->connect, v);
+    else
+      nt_log(NT_NCCL_LOG_WARN, "NCCLTOP_CONNECT is too long; ignored");
+  }
+}

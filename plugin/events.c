@@ -1,0 +1,391 @@
+/* The event path: startEvent, stopEvent and recordEventState after the ABI
+ * wrappers have read the version-specific descriptor.
+ *
+ * Cost per call: one TLS load, one clock read, a few relaxed stores into the
+ * calling thread's own slot. No lock, no allocation, no syscall. Every handle
+ * NCCL hands back is range-checked before use; anything unexpected is
+ * counted and ignored.
+ */
+#include <string.h>
+
+#include "internal.h"
+
+/* Handle for events we count but do not track (API events, Coll, P2p):
+ * non-NULL so NCCL keeps generating their children. */
+unsigned char nt_ignored_handle = NT_K_IGNORED;
+
+static inline bool inert(void) {
+  return NT_UNLIKELY(atomic_load_explicit(&nt_g.inert, memory_order_relaxed) != 0);
+}
+
+static uint64_t row_key(const struct nt_context *c, int channel, int dir, int peer) {
+  return 1 + (((uint64_t)(unsigned)c->index << 48) | ((uint64_t)(channel & 0xFF) << 40) |
+              ((uint64_t)(dir & 1) << 32) | (uint32_t)peer);
+}
+
+static inline uint32_t hash_key(uint64_t k) {
+  k ^= k >> 33;
+  k *= 0xff51afd7ed558ccdull;
+  k ^= k >> 33;
+  return (uint32_t)k;
+}
+
+/* Find or insert the aggregate row of (context, channel, dir, peer) in this
+ * thread's table. Only the owner inserts, so no CAS is needed: the key is
+ * stored last, with release, for the publisher. */
+static struct nt_chan_row *chan_row(struct nt_thread *t, struct nt_context *c, int channel, int dir,
+                                    int peer) {
+  uint64_t key = row_key(c, channel, dir, peer);
+  uint32_t h = hash_key(key);
+  for (uint32_t i = 0; i < 32; i++) {
+    struct nt_chan_row *r = &t->chan[(h + i) % NT_CHAN_ROWS_PER_THREAD];
+    uint64_t k = atomic_load_explicit(&r->key, memory_order_relaxed);
+    if (k == key) return r;
+    if (k != 0) continue;
+    r->ctx = c;
+    r->channel = (uint8_t)channel;
+    r->dir = (uint8_t)dir;
+    r->peer = peer;
+    atomic_store_explicit(&r->cur_step, -1, memory_order_relaxed);
+    atomic_store_explicit(&r->cur_wait, NT_WAIT_NONE, memory_order_relaxed);
+    atomic_store_explicit(&r->key, key, memory_order_release);
+    return r;
+  }
+  NT_ADD(t->dropped_rows, 1);
+  return NULL;
+}
+
+static struct nt_kernel_row *kernel_row(struct nt_thread *t, struct nt_context *c, int channel) {
+  uint64_t key = row_key(c, channel, 0, 0);
+  uint32_t h = hash_key(key);
+  for (uint32_t i = 0; i < 32; i++) {
+    struct nt_kernel_row *r = &t->kernel[(h + i) % NT_KERNEL_ROWS_PER_THREAD];
+    uint64_t k = atomic_load_explicit(&r->key, memory_order_relaxed);
+    if (k == key) return r;
+    if (k != 0) continue;
+    r->ctx = c;
+    r->channel = (uint8_t)channel;
+    atomic_store_explicit(&r->key, key, memory_order_release);
+    return r;
+  }
+  NT_ADD(t->dropped_rows, 1);
+  return NULL;
+}
+
+/* A proxy op that was never stopped (NCCL starts CollNet and CE-memcpy ops
+ * without ever stopping them) is reclaimed when its slot is needed and it is
+ * older than NCCLTOP_RECLAIM_MS; until then it shows as in flight. */
+static struct nt_op *op_alloc(struct nt_thread *t, uint64_t now) {
+  uint64_t reclaim_ns = (uint64_t)nt_g.cfg.reclaim_ms * 1000000ull;
+  for (uint32_t i = 0; i < NT_POOL_PROBES; i++) {
+    struct nt_op *op = &t->ops[t->op_cursor++ % NT_OPS_PER_THREAD];
+    if (!atomic_load_explicit(&op->in_use, memory_order_acquire)) return op;
+    if (now - op->start_ns > reclaim_ns) {
+      if (op->row) NT_ADD(op->row->ops_done, 1);
+      NT_ADD(t->reclaimed_ops, 1);
+      return op;
+    }
+  }
+  return NULL;
+}
+
+static struct nt_kernel_event *kevent_alloc(struct nt_thread *t) {
+  for (uint32_t i = 0; i < NT_POOL_PROBES; i++) {
+    struct nt_kernel_event *e = &t->kevents[t->event_cursor++ % NT_EVENTS_PER_THREAD];
+    if (!atomic_load_explicit(&e->in_use, memory_order_acquire)) return e;
+  }
+  return NULL;
+}
+
+static void *start_proxy_op(struct nt_thread *t, void *context, const struct nt_ev *ev) {
+  /* PXN: another process's op, run by our proxy thread. Its context and
+   * parent are pointers into that process: never dereference them. */
+  if (ev->pid != nt_g.pid) {
+    NT_ADD(t->foreign_ops, 1);
+    return NULL;
+  }
+  struct nt_context *c = nt_context_check(context);
+  if (!c) {
+    NT_ADD(t->unknown_events, 1);
+    return NULL;
+  }
+  uint64_t now = nt_clock_ns();
+  struct nt_op *op = op_alloc(t, now);
+  int dir = ev->is_send ? NT_DIR_SEND : NT_DIR_RECV;
+  struct nt_chan_row *row = op ? chan_row(t, c, ev->channel, dir, ev->peer) : NULL;
+  if (!row) {
+    NT_ADD(t->dropped_events, 1);
+    return NULL;
+  }
+  op->kind = NT_K_OP;
+  op->dir = (uint8_t)dir;
+  op->start_ns = now;
+  op->row = row;
+  for (int i = 0; i < NT_STEPS_PER_OP; i++) op->steps[i].active = 0;
+  atomic_store_explicit(&op->in_use, 1, memory_order_relaxed);
+  NT_ADD(row->ops_started, 1);
+  return op;
+}
+
+/* Steps live inside their op, in slot step % NT_STEPS_PER_OP, as NCCL keeps
+ * them. NCCL may start a step slot again without stopping it (a recv step
+ * whose irecv could not be posted yet): the restart simply replaces it. */
+static void *start_proxy_step(struct nt_thread *t, const struct nt_ev *ev) {
+  struct nt_op *op = ev->parent;
+  if (!op || !nt_handle_in_region(op) || op->kind != NT_K_OP ||
+      !atomic_load_explicit(&op->in_use, memory_order_relaxed)) {
+    if (op) NT_ADD(t->unknown_events, 1);
+    return NULL;
+  }
+  struct nt_step *s = &op->steps[(unsigned)ev->step % NT_STEPS_PER_OP];
+  s->kind = NT_K_STEP;
+  s->op = op;
+  s->step = ev->step;
+  s->wait = NT_WAIT_NONE;
+  s->bytes_counted = 0;
+  s->since_ns = nt_clock_ns();
+  s->active = 1;
+  atomic_store_explicit(&op->row->cur_step, ev->step, memory_order_relaxed);
+  return s;
+}
+
+static void *start_kernel_ch(struct nt_thread *t, void *context, const struct nt_ev *ev) {
+  struct nt_context *c = nt_context_check(context);
+  struct nt_kernel_event *e = c ? kevent_alloc(t) : NULL;
+  if (!e) {
+    NT_ADD(t->dropped_events, 1);
+    return NULL;
+  }
+  e->kind = NT_K_KERNEL;
+  e->ctx = c;
+  e->channel = (uint8_t)ev->channel;
+  e->start_ptimer = ev->ptimer;
+  e->stop_ptimer = 0;
+  atomic_store_explicit(&e->in_use, 1, memory_order_relaxed);
+  return e;
+}
+
+nt_nccl_result nt_start(void *context, void **handle, const struct nt_ev *ev) {
+  if (handle) *handle = NULL;
+  if (inert() || !handle) return NT_NCCL_SUCCESS;
+  struct nt_thread *t = nt_thread_self();
+  if (NT_UNLIKELY(!t)) return NT_NCCL_SUCCESS;
+  NT_ADD(t->events, 1);
+  switch (ev->type) {
+  case NT_EV_PROXY_STEP: *handle = start_proxy_step(t, ev); break;
+  case NT_EV_PROXY_OP: *handle = start_proxy_op(t, context, ev); break;
+  case NT_EV_PROXY_CTRL: {
+    struct nt_context *c = nt_context_check(context);
+    if (c) atomic_store_explicit(&t->ctrl_ctx, c, memory_order_relaxed);
+    atomic_store_explicit(&t->is_proxy, 1, memory_order_relaxed);
+    *handle = &t->ctrl;
+    break;
+  }
+  case NT_EV_KERNEL_CH: *handle = start_kernel_ch(t, context, ev); break;
+  case NT_EV_COLL:
+  case NT_EV_P2P: {
+    struct nt_context *c = nt_context_check(context);
+    if (c)
+      atomic_fetch_add_explicit(ev->type == NT_EV_COLL ? &c->colls : &c->p2ps, 1,
+                                memory_order_relaxed);
+    *handle = &nt_ignored_handle;
+    break;
+  }
+  case NT_EV_GROUP:
+  case NT_EV_GROUP_API:
+  case NT_EV_COLL_API:
+  case NT_EV_P2P_API:
+  case NT_EV_KERNEL_LAUNCH: *handle = &nt_ignored_handle; break;
+  case NT_EV_NET_PLUGIN: break; /* decoded in a later version; NULL is allowed */
+  default: NT_ADD(t->unknown_events, 1); break;
+  }
+  return NT_NCCL_SUCCESS;
+}
+
+/* --- proxy control: a small state machine per thread, under its seqlock --- */
+
+static void ctrl_enter(struct nt_thread *t, int state, uint64_t now) {
+  uint32_t seq = atomic_load_explicit(&t->seq, memory_order_relaxed);
+  atomic_store_explicit(&t->seq, seq + 1, memory_order_relaxed);
+  atomic_thread_fence(memory_order_release);
+  int cur = atomic_load_explicit(&t->cur_state, memory_order_relaxed);
+  uint64_t since = NT_GET(t->since_ns);
+  if (cur < NT_PROXY_NSTATES && now > since) NT_ADD(t->state_ns[cur], now - since);
+  atomic_store_explicit(&t->cur_state, (uint8_t)state, memory_order_relaxed);
+  NT_SET(t->since_ns, now);
+  atomic_store_explicit(&t->seq, seq + 2, memory_order_release);
+}
+
+/* Idle and Active are edges that set the thread's base state; Sleep,
+ * Wakeup and Append are bursts laid over it until AppendEnd or the stop. */
+static void record_ctrl(struct nt_thread *t, int state, int appended) {
+  uint64_t now = nt_clock_ns();
+  int base = atomic_load_explicit(&t->base_state, memory_order_relaxed);
+  int overlay = atomic_load_explicit(&t->overlay, memory_order_relaxed);
+  switch (state) {
+  case NT_ST_CTRL_IDLE:
+  case NT_ST_CTRL_ACTIVE:
+    base = state == NT_ST_CTRL_IDLE ? NT_PROXY_IDLE : NT_PROXY_ACTIVE;
+    atomic_store_explicit(&t->base_state, (uint8_t)base, memory_order_relaxed);
+    if (overlay == NT_PROXY_UNKNOWN) ctrl_enter(t, base, now);
+    return;
+  case NT_ST_CTRL_SLEEP: overlay = NT_PROXY_SLEEP; break;
+  case NT_ST_CTRL_WAKEUP:
+    overlay = NT_PROXY_WAKEUP;
+    NT_ADD(t->wakeups, 1);
+    /* Sleep happens only when the thread has nothing to do. */
+    atomic_store_explicit(&t->base_state, NT_PROXY_IDLE, memory_order_relaxed);
+    break;
+  case NT_ST_CTRL_APPEND: overlay = NT_PROXY_APPEND; break;
+  case NT_ST_CTRL_APPEND_END:
+    NT_ADD(t->appends, 1);
+    if (appended > 0) NT_ADD(t->appended_ops, (uint64_t)appended);
+    atomic_store_explicit(&t->overlay, NT_PROXY_UNKNOWN, memory_order_relaxed);
+    ctrl_enter(t, base, now);
+    return;
+  default: NT_ADD(t->unknown_events, 1); return;
+  }
+  atomic_store_explicit(&t->overlay, (uint8_t)overlay, memory_order_relaxed);
+  ctrl_enter(t, overlay, now);
+}
+
+static void stop_ctrl(struct nt_thread *t) {
+  if (atomic_load_explicit(&t->overlay, memory_order_relaxed) == NT_PROXY_UNKNOWN) return;
+  atomic_store_explicit(&t->overlay, NT_PROXY_UNKNOWN, memory_order_relaxed);
+  ctrl_enter(t, atomic_load_explicit(&t->base_state, memory_order_relaxed), nt_clock_ns());
+}
+
+/* --- proxy steps --- */
+
+static int step_wait_of(int state) {
+  switch (state) {
+  case NT_ST_STEP_SEND_GPU_WAIT: return NT_WAIT_SEND_GPU;
+  case NT_ST_STEP_SEND_PEER_WAIT: return NT_WAIT_SEND_PEER;
+  case NT_ST_STEP_SEND_WAIT: return NT_WAIT_SEND_NET;
+  case NT_ST_STEP_RECV_WAIT: return NT_WAIT_RECV_NET;
+  case NT_ST_STEP_RECV_FLUSH_WAIT: return NT_WAIT_RECV_FLUSH;
+  case NT_ST_STEP_RECV_GPU_WAIT: return NT_WAIT_RECV_GPU;
+  default: return NT_WAIT_NONE;
+  }
+}
+
+static void step_close_wait(struct nt_step *s, struct nt_chan_row *row, uint64_t now) {
+  if (s->wait != NT_WAIT_NONE && now > s->since_ns) {
+    int i = s->wait >= NT_WAIT_RECV_NET ? s->wait - NT_WAIT_RECV_NET : s->wait;
+    NT_ADD(row->wait_ns[i], now - s->since_ns);
+  }
+}
+
+static void record_step(struct nt_thread *t, struct nt_step *s, int state, uint64_t size,
+                        bool has_size) {
+  int wait = step_wait_of(state);
+  struct nt_chan_row *row = s->op->row;
+  /* A wait of the other direction means a confused caller: ignore it. */
+  if (wait == NT_WAIT_NONE || (wait >= NT_WAIT_RECV_NET) != (row->dir == NT_DIR_RECV)) {
+    NT_ADD(t->unknown_events, 1);
+    return;
+  }
+  /* NCCL records SendPeerWait again each time the receiver has not given
+   * credit yet: the first one starts the wait, repeats change nothing. */
+  if (wait == s->wait) return;
+  uint64_t now = nt_clock_ns();
+  step_close_wait(s, row, now);
+  s->wait = (uint8_t)wait;
+  s->since_ns = now;
+  /* transSize is current only at these states; elsewhere it still holds the
+   * previous step's size. */
+  if (has_size && !s->bytes_counted &&
+      (state == NT_ST_STEP_SEND_WAIT || state == NT_ST_STEP_RECV_FLUSH_WAIT)) {
+    NT_ADD(row->bytes, size);
+    s->bytes_counted = 1;
+  }
+  atomic_store_explicit(&row->cur_step, s->step, memory_order_relaxed);
+  atomic_store_explicit(&row->cur_wait, (uint8_t)wait, memory_order_relaxed);
+  NT_SET(row->cur_since_ns, now);
+  NT_SET(row->last_progress_ns, now);
+}
+
+static void stop_step(struct nt_step *s) {
+  if (!s->active) return;
+  struct nt_chan_row *row = s->op->row;
+  uint64_t now = nt_clock_ns();
+  step_close_wait(s, row, now);
+  s->active = 0;
+  NT_ADD(row->steps, 1);
+  NT_SET(row->last_progress_ns, now);
+  if (atomic_load_explicit(&row->cur_step, memory_order_relaxed) == s->step)
+    atomic_store_explicit(&row->cur_wait, NT_WAIT_NONE, memory_order_relaxed);
+}
+
+static void stop_op(struct nt_op *op) {
+  if (!atomic_load_explicit(&op->in_use, memory_order_relaxed)) return;
+  NT_ADD(op->row->ops_done, 1);
+  NT_SET(op->row->last_progress_ns, nt_clock_ns());
+  atomic_store_explicit(&op->in_use, 0, memory_order_release);
+}
+
+static void stop_kernel(struct nt_thread *t, struct nt_kernel_event *e) {
+  if (!atomic_load_explicit(&e->in_use, memory_order_relaxed)) return;
+  struct nt_kernel_row *row = kernel_row(t, e->ctx, e->channel);
+  if (row) {
+    NT_ADD(row->count, 1);
+    if (e->stop_ptimer > e->start_ptimer && e->start_ptimer) {
+      uint64_t d = e->stop_ptimer - e->start_ptimer;
+      NT_ADD(row->busy_ns, d);
+      NT_SET(row->last_ns, d);
+    }
+  }
+  atomic_store_explicit(&e->in_use, 0, memory_order_release);
+}
+
+/* A handle is dereferenced only if it is the ignored handle or lies in our
+ * region: NetPlugin stops and some old NCCL paths pass handles unchecked. */
+static inline int handle_kind(const void *h) {
+  if (h == &nt_ignored_handle) return NT_K_IGNORED;
+  if (!nt_handle_in_region(h)) return NT_K_NONE;
+  return *(const uint8_t *)h;
+}
+
+nt_nccl_result nt_stop(void *handle) {
+  if (inert() || !handle) return NT_NCCL_SUCCESS;
+  struct nt_thread *t = nt_thread_self();
+  if (NT_UNLIKELY(!t)) return NT_NCCL_SUCCESS;
+  NT_ADD(t->events, 1);
+  switch (handle_kind(handle)) {
+  case NT_K_STEP: stop_step(handle); break;
+  case NT_K_OP: stop_op(handle); break;
+  case NT_K_CTRL: stop_ctrl(t); break;
+  case NT_K_KERNEL: stop_kernel(t, handle); break;
+  case NT_K_IGNORED: break;
+  default: NT_ADD(t->unknown_events, 1); break;
+  }
+  return NT_NCCL_SUCCESS;
+}
+
+nt_nccl_result nt_record(void *handle, int state, uint64_t trans_size, bool has_size,
+                         int appended_ops, uint64_t ptimer) {
+  if (inert() || !handle) return NT_NCCL_SUCCESS;
+  struct nt_thread *t = nt_thread_self();
+  if (NT_UNLIKELY(!t)) return NT_NCCL_SUCCESS;
+  NT_ADD(t->events, 1);
+  switch (handle_kind(handle)) {
+  case NT_K_STEP: {
+    struct nt_step *s = handle;
+    if (s->active) record_step(t, s, state, trans_size, has_size);
+    break;
+  }
+  case NT_K_CTRL:
+    if (handle == &t->ctrl)
+      record_ctrl(t, state, appended_ops);
+    else
+      NT_ADD(t->unknown_events, 1); /* another thread's burst: not ours to change */
+    break;
+  case NT_K_KERNEL:
+    if (state == NT_ST_KERNEL_CH_STOP) ((struct nt_kernel_event *)handle)->stop_ptimer = ptimer;
+    break;
+  case NT_K_OP: break;      /* InProgress and the pre-2.27 op states carry nothing we use */
+  case NT_K_IGNORED: break; /* group API states */
+  default: NT_ADD(t->unknown_events, 1); break;
+  }
+  return NT_NCCL_SUCCESS;
+}

@@ -1,0 +1,222 @@
+/* The plugin's internal contract between its files.
+ *
+ * Memory: one region reserved at the first init (mmap, untouched pages cost
+ * nothing) holds NT_MAX_THREADS thread slots. A thread that calls into the
+ * plugin claims a slot at its first event and from then on writes only to
+ * that slot: its handle pools, its aggregate tables, its proxy-control state.
+ * No lock and no allocation on the event path; the publisher thread reads the
+ * slots with relaxed atomic loads (counters are cumulative, so a read that
+ * races a write is at worst one event old) and a seqlock for the proxy state,
+ * whose fields must be read together.
+ *
+ * Every handle NCCL gets from us points into the region (or at the static
+ * ignored-event handle), so a handle can be validated with a range check
+ * before it is dereferenced: NCCL passes some handles back unchecked (the net
+ * plugin callback path) and PXN can hand us another process's pointers.
+ */
+#ifndef NCCLTOP_PLUGIN_INTERNAL_H
+#define NCCLTOP_PLUGIN_INTERNAL_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "../proto/nccltop_proto.h"
+#include "nccl_profiler_abi.h"
+
+#define NT_PLUGIN_VERSION         "0.1.0"
+#define NT_MAX_THREADS            256
+#define NT_MAX_CONTEXTS           64
+#define NT_OPS_PER_THREAD         512
+#define NT_STEPS_PER_OP           16 /* NCCL keeps at most NCCL_STEPS (8) steps of an op in flight */
+#define NT_EVENTS_PER_THREAD      256
+#define NT_CHAN_ROWS_PER_THREAD   512
+#define NT_KERNEL_ROWS_PER_THREAD 256
+#define NT_POOL_PROBES            8
+
+#define NT_LIKELY(x)   __builtin_expect(!!(x), 1)
+#define NT_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define NT_EXPORT      __attribute__((visibility("default")))
+
+/* Single-writer counters: a relaxed load and store (a plain mov on x86),
+ * never a locked read-modify-write; readers use NT_GET. */
+typedef _Atomic uint64_t nt_counter;
+#define NT_GET(x)    atomic_load_explicit(&(x), memory_order_relaxed)
+#define NT_SET(x, v) atomic_store_explicit(&(x), (v), memory_order_relaxed)
+#define NT_ADD(x, v) NT_SET(x, NT_GET(x) + (v))
+
+/* Handle kinds: the first byte of every handle. */
+enum nt_kind {
+  NT_K_NONE = 0,
+  NT_K_IGNORED = 0x5a, /* the static handle for events we only count */
+  NT_K_OP,
+  NT_K_STEP,
+  NT_K_CTRL,
+  NT_K_KERNEL,
+};
+
+/* Identity fields are written under nt_g.contexts_lock by init and read
+ * under it by the publisher; the event path reads only `magic` and `index`. */
+struct nt_context {
+  _Atomic uint64_t magic; /* NT_CONTEXT_MAGIC once the slot has been used */
+  int index;              /* fixed at the first init */
+  _Atomic int live;       /* between init and finalize */
+  int abi;
+  uint64_t comm_hash;
+  int32_t rank, nranks, nnodes;
+  char name[NT_MAX_NAME + 1];
+  _Atomic uint64_t colls, p2ps; /* several app threads may enqueue: true atomics */
+};
+#define NT_CONTEXT_MAGIC 0x6e63636c746f7063ull
+
+/* Aggregates per (context, channel, direction, peer), owned by one thread. */
+struct nt_chan_row {
+  _Atomic uint64_t key; /* 0 = empty; written last (release) */
+  struct nt_context *ctx;
+  uint8_t channel, dir;
+  int32_t peer;
+  nt_counter wait_ns[3];
+  nt_counter steps, bytes, ops_started, ops_done;
+  nt_counter last_progress_ns; /* 0 = never */
+  nt_counter cur_since_ns;
+  _Atomic int32_t cur_step;
+  _Atomic uint8_t cur_wait;
+};
+
+struct nt_kernel_row {
+  _Atomic uint64_t key;
+  struct nt_context *ctx;
+  uint8_t channel;
+  nt_counter count, busy_ns, last_ns;
+};
+
+struct nt_op;
+struct nt_step {
+  uint8_t kind; /* NT_K_STEP */
+  uint8_t wait; /* enum nt_wait, NT_WAIT_NONE before the first state */
+  uint8_t bytes_counted;
+  uint8_t active;
+  int32_t step;
+  uint64_t since_ns;
+  struct nt_op *op;
+};
+
+struct nt_op {
+  uint8_t kind; /* NT_K_OP */
+  _Atomic uint8_t in_use;
+  uint8_t dir;
+  uint64_t start_ns;
+  struct nt_chan_row *row;
+  struct nt_step steps[NT_STEPS_PER_OP];
+};
+
+struct nt_kernel_event {
+  uint8_t kind; /* NT_K_KERNEL */
+  _Atomic uint8_t in_use;
+  uint8_t channel;
+  struct nt_context *ctx;
+  uint64_t start_ptimer, stop_ptimer;
+};
+
+/* Proxy-control bursts on one thread never nest, so one inline handle does. */
+struct nt_ctrl {
+  uint8_t kind; /* NT_K_CTRL */
+};
+
+enum nt_slot_state { NT_SLOT_FREE = 0, NT_SLOT_OWNED, NT_SLOT_ORPHAN };
+
+struct nt_thread {
+  _Atomic int state; /* enum nt_slot_state */
+  _Atomic uint32_t tid;
+  /* Proxy-control state, under the seqlock. */
+  _Atomic uint32_t seq;
+  _Atomic int is_proxy;
+  _Atomic(struct nt_context *) ctrl_ctx;
+  _Atomic uint8_t base_state, overlay, cur_state; /* enum nt_proxy_state */
+  nt_counter since_ns;
+  nt_counter state_ns[NT_PROXY_NSTATES];
+  nt_counter appends, appended_ops, wakeups;
+  /* Process counters, summed by the publisher. */
+  nt_counter events, dropped_events, unknown_events, foreign_ops, reclaimed_ops, dropped_rows;
+  uint32_t op_cursor, event_cursor;
+  struct nt_ctrl ctrl;
+  struct nt_chan_row chan[NT_CHAN_ROWS_PER_THREAD];
+  struct nt_kernel_row kernel[NT_KERNEL_ROWS_PER_THREAD];
+  struct nt_op ops[NT_OPS_PER_THREAD];
+  struct nt_kernel_event kevents[NT_EVENTS_PER_THREAD];
+};
+
+/* Configuration from NCCLTOP_* variables, read at the first init. */
+struct nt_config {
+  bool disabled;
+  int event_mask;
+  uint32_t interval_ms;
+  uint32_t reclaim_ms;
+  char connect[256];
+};
+
+/* Process-wide state (state.c). */
+struct nt_global {
+  _Atomic int inert; /* forked child, or the region could not be mapped */
+  pid_t pid;
+  struct nt_thread *threads;      /* the region: NT_MAX_THREADS slots */
+  _Atomic uint32_t nthreads_used; /* high-water mark of claimed slots */
+  struct nt_context contexts[NT_MAX_CONTEXTS];
+  _Atomic(_Atomic int *) mask_ptr; /* NCCL's process-wide activation mask */
+  pthread_mutex_t contexts_lock;   /* context identity: init vs publisher */
+  _Atomic int abi;
+  struct nt_config cfg;
+  _Atomic(nt_nccl_logger) logfn;
+  _Atomic uint64_t unsent_messages;
+};
+extern struct nt_global nt_g;
+
+/* clock.c: the one clock read on the event path. */
+uint64_t nt_clock_ns(void);
+
+/* log.c: NCCL's logger (subsystem PROFILE) when we have it, else stderr when
+ * NCCLTOP_DEBUG is set; never stdout. */
+void nt_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* config.c */
+void nt_config_load(struct nt_config *c);
+
+/* state.c: init/finalize, contexts, thread slots. */
+nt_nccl_result nt_init(void **context, int *mask, const char *name, uint64_t hash, int nnodes,
+                       int nranks, int rank, nt_nccl_logger logfn, int abi);
+nt_nccl_result nt_finalize(void *context);
+struct nt_context *nt_context_check(void *p); /* ours and live-or-finalized, else NULL */
+struct nt_thread *nt_thread_claim(void);      /* NULL when every slot is taken */
+extern __thread struct nt_thread *nt_self;
+static inline struct nt_thread *nt_thread_self(void) {
+  struct nt_thread *t = nt_self;
+  return NT_LIKELY(t != NULL) ? t : nt_thread_claim();
+}
+bool nt_handle_in_region(const void *h);
+
+/* events.c: the hot path, on a version-neutral view of the descriptor. */
+struct nt_ev {
+  uint32_t type;
+  void *parent;
+  int rank;
+  pid_t pid;
+  int channel, peer, is_send, step;
+  uint64_t ptimer;
+};
+nt_nccl_result nt_start(void *context, void **handle, const struct nt_ev *ev);
+nt_nccl_result nt_stop(void *handle);
+nt_nccl_result nt_record(void *handle, int state, uint64_t trans_size, bool has_size,
+                         int appended_ops, uint64_t ptimer);
+extern unsigned char nt_ignored_handle;
+
+/* publisher.c */
+int nt_publisher_start(void);
+void nt_publisher_stop(void);
+void nt_publisher_flush(void);
+
+/* collect.c: read every slot into a snapshot (publisher thread only). */
+void nt_collect(nt_snapshot *s, uint64_t now_ns);
+
+#endif

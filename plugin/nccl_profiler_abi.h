@@ -1,0 +1,366 @@
+/* The NCCL profiler plugin ABI, versions 3 to 6, as NCCL 2.26 to 2.30 call it.
+ *
+ * Written for nccltop from the layouts NCCL publishes in
+ * src/include/plugin/profiler/profiler_v{3,4,5,6}.h; the static assertions at
+ * the end pin every offset we read, so a mistake here fails the build instead
+ * of corrupting a training job. Only the fields nccltop (and its simulator,
+ * which plays NCCL) use are spelled out in full; v6's CE descriptors share the
+ * union and are never read.
+ */
+#ifndef NCCLTOP_NCCL_PROFILER_ABI_H
+#define NCCLTOP_NCCL_PROFILER_ABI_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+typedef int nt_nccl_result; /* ncclResult_t: ncclSuccess is 0 */
+enum { NT_NCCL_SUCCESS = 0, NT_NCCL_INTERNAL_ERROR = 3, NT_NCCL_INVALID_USAGE = 5 };
+
+/* ncclDebugLogger_t and the values nccltop passes to it. */
+typedef void (*nt_nccl_logger)(int level, unsigned long flags, const char *file, int line,
+                               const char *fmt, ...);
+enum { NT_NCCL_LOG_WARN = 2, NT_NCCL_LOG_INFO = 3, NT_NCCL_LOG_TRACE = 5 };
+#define NT_NCCL_SUBSYS_PROFILE 0x4000UL
+
+/* Event type bits (ncclProfileGroup ...). */
+enum {
+  NT_EV_GROUP = 1 << 0,
+  NT_EV_COLL = 1 << 1,
+  NT_EV_P2P = 1 << 2,
+  NT_EV_PROXY_OP = 1 << 3,
+  NT_EV_PROXY_STEP = 1 << 4,
+  NT_EV_PROXY_CTRL = 1 << 5,
+  NT_EV_KERNEL_CH = 1 << 6,      /* v3+ */
+  NT_EV_NET_PLUGIN = 1 << 7,     /* v3+ */
+  NT_EV_GROUP_API = 1 << 8,      /* v5+ */
+  NT_EV_COLL_API = 1 << 9,       /* v5+ */
+  NT_EV_P2P_API = 1 << 10,       /* v5+ */
+  NT_EV_KERNEL_LAUNCH = 1 << 11, /* v5+ */
+  NT_EV_CE_COLL = 1 << 12,       /* v6 */
+  NT_EV_CE_SYNC = 1 << 13,       /* v6 */
+  NT_EV_CE_BATCH = 1 << 14,      /* v6 */
+};
+
+/* ncclProfilerEventState_t: one enum for all versions. */
+enum {
+  NT_ST_STEP_SEND_GPU_WAIT = 8,
+  NT_ST_STEP_SEND_WAIT = 9,
+  NT_ST_STEP_RECV_WAIT = 10,
+  NT_ST_STEP_RECV_FLUSH_WAIT = 11,
+  NT_ST_STEP_RECV_GPU_WAIT = 12,
+  NT_ST_CTRL_IDLE = 13,
+  NT_ST_CTRL_ACTIVE = 14,
+  NT_ST_CTRL_SLEEP = 15,
+  NT_ST_CTRL_WAKEUP = 16,
+  NT_ST_CTRL_APPEND = 17,
+  NT_ST_CTRL_APPEND_END = 18,
+  NT_ST_OP_IN_PROGRESS = 19,       /* v4+ */
+  NT_ST_STEP_SEND_PEER_WAIT = 20,  /* v4+ */
+  NT_ST_NET_PLUGIN_UPDATE = 21,    /* v4+ */
+  NT_ST_KERNEL_CH_STOP = 22,       /* v4+ */
+  NT_ST_GROUP_START_API_STOP = 23, /* v5+ */
+  NT_ST_GROUP_END_API_START = 24,  /* v5+ */
+};
+
+/* Union members shared by v4, v5 and v6 (v3's differ where noted below). */
+struct nt_abi_proxy_op {
+  pid_t pid;
+  uint8_t channelId;
+  int peer;
+  int nSteps;
+  int chunkSize;
+  int isSend;
+};
+struct nt_abi_proxy_step {
+  int step;
+};
+struct nt_abi_kernel_ch {
+  uint8_t channelId;
+  uint64_t pTimer; /* v4+: GPU globaltimer at the channel's start */
+};
+struct nt_abi_net_plugin {
+  int64_t id;
+  void *data;
+};
+
+/* ---- v3 (NCCL 2.26) ---- */
+typedef struct {
+  uint8_t type;
+  void *parentObj;
+  int rank;
+  union {
+    struct {
+      const char *name;
+      uint64_t commHash;
+      uint64_t seqNumber;
+      const char *func;
+      void const *sendBuff;
+      void *recvBuff;
+      size_t count;
+      int root;
+      const char *datatype;
+      uint8_t nMaxChannels;
+      uint8_t nWarps;
+      const char *algo;
+      const char *proto;
+    } coll;
+    struct {
+      const char *name;
+      uint64_t commHash;
+      const char *func;
+      void *buff;
+      const char *datatype;
+      size_t count;
+      int peer;
+    } p2p;
+    struct nt_abi_proxy_op proxyOp;
+    struct nt_abi_proxy_step proxyStep;
+    struct {
+      uint8_t channelId;
+    } kernelCh;
+    struct nt_abi_net_plugin netPlugin;
+  };
+} nt_descr_v3;
+
+typedef union {
+  struct {
+    size_t transSize;
+    int steps;
+  } proxyOp;
+  struct {
+    int appendedProxyOps;
+  } proxyCtrl;
+} nt_state_args_v3;
+
+/* ---- v4 (NCCL 2.27) ---- */
+typedef struct {
+  uint8_t type;
+  void *parentObj;
+  int rank;
+  union {
+    struct {
+      uint64_t seqNumber;
+      const char *func;
+      void const *sendBuff;
+      void *recvBuff;
+      size_t count;
+      int root;
+      const char *datatype;
+      uint8_t nChannels;
+      uint8_t nWarps;
+      const char *algo;
+      const char *proto;
+    } coll;
+    struct {
+      const char *func;
+      void *buff;
+      const char *datatype;
+      size_t count;
+      int peer;
+      uint8_t nChannels;
+    } p2p;
+    struct nt_abi_proxy_op proxyOp;
+    struct nt_abi_proxy_step proxyStep;
+    struct nt_abi_kernel_ch kernelCh;
+    struct nt_abi_net_plugin netPlugin;
+  };
+} nt_descr_v4;
+
+/* State arguments of v4, v5 and v6 (v5 and v6 add members of the same size). */
+typedef union {
+  struct {
+    size_t transSize;
+  } proxyStep;
+  struct {
+    int appendedProxyOps;
+  } proxyCtrl;
+  struct {
+    void *data;
+  } netPlugin;
+  struct {
+    uint64_t pTimer;
+  } kernelCh;
+} nt_state_args_v4;
+
+/* ---- v5 (NCCL 2.28) and v6 (2.29, 2.30): same layout for what we read ---- */
+typedef struct {
+  uint64_t type;
+  void *parentObj;
+  int rank;
+  union {
+    struct {
+      bool graphCaptured;
+      int groupDepth;
+    } groupApi;
+    struct {
+      const char *func;
+      size_t count;
+      const char *datatype;
+      int root;
+      void *stream;
+      bool graphCaptured;
+    } collApi;
+    struct {
+      const char *func;
+      size_t count;
+      const char *datatype;
+      void *stream;
+      bool graphCaptured;
+    } p2pApi;
+    struct {
+      void *stream;
+    } kernelLaunch;
+    struct {
+      uint64_t seqNumber;
+      const char *func;
+      void const *sendBuff;
+      void *recvBuff;
+      size_t count;
+      int root;
+      const char *datatype;
+      uint8_t nChannels;
+      uint8_t nWarps;
+      const char *algo;
+      const char *proto;
+      void *parentGroup;
+    } coll;
+    struct {
+      const char *func;
+      void *buff;
+      const char *datatype;
+      size_t count;
+      int peer;
+      uint8_t nChannels;
+      void *parentGroup;
+    } p2p;
+    struct nt_abi_proxy_op proxyOp;
+    struct nt_abi_proxy_step proxyStep;
+    struct nt_abi_kernel_ch kernelCh;
+    struct nt_abi_net_plugin netPlugin;
+    /* v6's ceColl is the largest member and ends at 112 bytes. */
+    unsigned char v6_ce_space[88];
+  };
+} nt_descr_v5;
+typedef nt_descr_v5 nt_descr_v6;
+typedef nt_state_args_v4 nt_state_args_v5;
+typedef nt_state_args_v4 nt_state_args_v6;
+
+/* Function tables: identical shape in every version, only argument types differ. */
+#define NT_PROFILER_TABLE(V, INIT_ARGS)                                                            \
+  typedef struct {                                                                                 \
+    const char *name;                                                                              \
+    nt_nccl_result(*init) INIT_ARGS;                                                               \
+    nt_nccl_result (*startEvent)(void *context, void **eHandle, nt_descr_##V *eDescr);             \
+    nt_nccl_result (*stopEvent)(void *eHandle);                                                    \
+    nt_nccl_result (*recordEventState)(void *eHandle, int eState, nt_state_args_##V *args);        \
+    nt_nccl_result (*finalize)(void *context);                                                     \
+  } nt_profiler_##V
+
+NT_PROFILER_TABLE(v3, (void **context, int *eActivationMask));
+NT_PROFILER_TABLE(v4, (void **context, int *eActivationMask, const char *commName,
+                       uint64_t commHash, int nNodes, int nranks, int rank, nt_nccl_logger logfn));
+NT_PROFILER_TABLE(v5, (void **context, uint64_t commId, int *eActivationMask, const char *commName,
+                       int nNodes, int nranks, int rank, nt_nccl_logger logfn));
+NT_PROFILER_TABLE(v6, (void **context, uint64_t commId, int *eActivationMask, const char *commName,
+                       int nNodes, int nranks, int rank, nt_nccl_logger logfn));
+
+/* Network plugin sub-ABI carried in netPlugin.data (NCCL's net_ib_v1.h / net_socket_v1.h). */
+#define NT_NET_TYPE_MASK 0xFFFF0000
+#define NT_NET_VER_MASK  0x0000FFFF
+#define NT_NET_TYPE_IB   (1 << 16)
+#define NT_NET_TYPE_SOCK (2 << 16)
+
+/* Layout pins, x86-64 / aarch64 LP64 (the offsets NCCL's headers give there). */
+#define NT_PIN(T, F, O) _Static_assert(offsetof(T, F) == (O), #T "." #F " offset")
+NT_PIN(nt_descr_v3, parentObj, 8);
+NT_PIN(nt_descr_v3, rank, 16);
+NT_PIN(nt_descr_v3, coll.commHash, 32);
+NT_PIN(nt_descr_v3, coll.seqNumber, 40);
+NT_PIN(nt_descr_v3, coll.func, 48);
+NT_PIN(nt_descr_v3, coll.count, 72);
+NT_PIN(nt_descr_v3, coll.datatype, 88);
+NT_PIN(nt_descr_v3, coll.nMaxChannels, 96);
+NT_PIN(nt_descr_v3, coll.algo, 104);
+NT_PIN(nt_descr_v3, coll.proto, 112);
+NT_PIN(nt_descr_v3, p2p.func, 40);
+NT_PIN(nt_descr_v3, p2p.peer, 72);
+NT_PIN(nt_descr_v3, proxyOp.pid, 24);
+NT_PIN(nt_descr_v3, proxyOp.channelId, 28);
+NT_PIN(nt_descr_v3, proxyOp.peer, 32);
+NT_PIN(nt_descr_v3, proxyOp.nSteps, 36);
+NT_PIN(nt_descr_v3, proxyOp.chunkSize, 40);
+NT_PIN(nt_descr_v3, proxyOp.isSend, 44);
+NT_PIN(nt_descr_v3, kernelCh.channelId, 24);
+_Static_assert(sizeof(nt_descr_v3) == 120, "v3 descriptor size");
+_Static_assert(sizeof(nt_state_args_v3) == 16, "v3 state args size");
+
+NT_PIN(nt_descr_v4, parentObj, 8);
+NT_PIN(nt_descr_v4, rank, 16);
+NT_PIN(nt_descr_v4, coll.seqNumber, 24);
+NT_PIN(nt_descr_v4, coll.func, 32);
+NT_PIN(nt_descr_v4, coll.count, 56);
+NT_PIN(nt_descr_v4, coll.root, 64);
+NT_PIN(nt_descr_v4, coll.datatype, 72);
+NT_PIN(nt_descr_v4, coll.nChannels, 80);
+NT_PIN(nt_descr_v4, coll.nWarps, 81);
+NT_PIN(nt_descr_v4, coll.algo, 88);
+NT_PIN(nt_descr_v4, coll.proto, 96);
+NT_PIN(nt_descr_v4, p2p.func, 24);
+NT_PIN(nt_descr_v4, p2p.datatype, 40);
+NT_PIN(nt_descr_v4, p2p.count, 48);
+NT_PIN(nt_descr_v4, p2p.peer, 56);
+NT_PIN(nt_descr_v4, p2p.nChannels, 60);
+NT_PIN(nt_descr_v4, proxyOp.pid, 24);
+NT_PIN(nt_descr_v4, proxyOp.isSend, 44);
+NT_PIN(nt_descr_v4, proxyStep.step, 24);
+NT_PIN(nt_descr_v4, kernelCh.channelId, 24);
+NT_PIN(nt_descr_v4, kernelCh.pTimer, 32);
+NT_PIN(nt_descr_v4, netPlugin.id, 24);
+NT_PIN(nt_descr_v4, netPlugin.data, 32);
+_Static_assert(sizeof(nt_descr_v4) == 104, "v4 descriptor size");
+_Static_assert(sizeof(nt_state_args_v4) == 8, "v4 state args size");
+
+NT_PIN(nt_descr_v5, parentObj, 8);
+NT_PIN(nt_descr_v5, rank, 16);
+NT_PIN(nt_descr_v5, groupApi.groupDepth, 28);
+NT_PIN(nt_descr_v5, collApi.func, 24);
+NT_PIN(nt_descr_v5, collApi.count, 32);
+NT_PIN(nt_descr_v5, collApi.datatype, 40);
+NT_PIN(nt_descr_v5, collApi.root, 48);
+NT_PIN(nt_descr_v5, collApi.stream, 56);
+NT_PIN(nt_descr_v5, collApi.graphCaptured, 64);
+NT_PIN(nt_descr_v5, p2pApi.stream, 48);
+NT_PIN(nt_descr_v5, p2pApi.graphCaptured, 56);
+NT_PIN(nt_descr_v5, coll.seqNumber, 24);
+NT_PIN(nt_descr_v5, coll.func, 32);
+NT_PIN(nt_descr_v5, coll.count, 56);
+NT_PIN(nt_descr_v5, coll.root, 64);
+NT_PIN(nt_descr_v5, coll.datatype, 72);
+NT_PIN(nt_descr_v5, coll.nChannels, 80);
+NT_PIN(nt_descr_v5, coll.nWarps, 81);
+NT_PIN(nt_descr_v5, coll.algo, 88);
+NT_PIN(nt_descr_v5, coll.proto, 96);
+NT_PIN(nt_descr_v5, coll.parentGroup, 104);
+NT_PIN(nt_descr_v5, p2p.func, 24);
+NT_PIN(nt_descr_v5, p2p.datatype, 40);
+NT_PIN(nt_descr_v5, p2p.count, 48);
+NT_PIN(nt_descr_v5, p2p.peer, 56);
+NT_PIN(nt_descr_v5, p2p.nChannels, 60);
+NT_PIN(nt_descr_v5, p2p.parentGroup, 64);
+NT_PIN(nt_descr_v5, proxyOp.pid, 24);
+NT_PIN(nt_descr_v5, proxyOp.channelId, 28);
+NT_PIN(nt_descr_v5, proxyOp.peer, 32);
+NT_PIN(nt_descr_v5, proxyOp.nSteps, 36);
+NT_PIN(nt_descr_v5, proxyOp.chunkSize, 40);
+NT_PIN(nt_descr_v5, proxyOp.isSend, 44);
+NT_PIN(nt_descr_v5, proxyStep.step, 24);
+NT_PIN(nt_descr_v5, kernelCh.channelId, 24);
+NT_PIN(nt_descr_v5, kernelCh.pTimer, 32);
+NT_PIN(nt_descr_v5, netPlugin.id, 24);
+NT_PIN(nt_descr_v5, netPlugin.data, 32);
+_Static_assert(sizeof(nt_descr_v5) == 112, "v5/v6 descriptor size");
+_Static_assert(sizeof(nt_profiler_v5) == 48, "function table size");
+
+#endif

@@ -1,0 +1,31 @@
+/* nccltop's profiler plugin: what libnccl-profiler-nccltop.so exports besides
+ * the NCCL ABI tables (ncclProfiler_v3 ... _v6, see nccl_profiler_abi.h).
+ *
+ * Applications reach these with dlsym(RTLD_DEFAULT, "nccltop_tag") or
+ * ctypes.CDLL(path).nccltop_tag; none of them ever blocks or fails the job.
+ */
+#ifndef NCCLTOP_PLUGIN_H
+#define NCCLTOP_PLUGIN_H
+
+#include <stdint.h>
+
+#include "nccl_profiler_abi.h"
+
+/* Phase tag: collectives enqueued from now on are attributed to `tag`
+ * (truncated to 31 bytes); NULL or "" clears it. Thread-safe. */
+void nccltop_tag(const char *tag);
+
+/* Replace the process-wide NCCL activation mask (NT_EV_* bits) while the job
+ * runs; returns the previous mask, or -1 before the first init. */
+int nccltop_set_mask(int mask);
+
+/* Simulation hook: make the plugin read time from `clock_ns` (nanoseconds,
+ * monotonic) instead of CLOCK_MONOTONIC, so a simulated schedule produces
+ * exactly known totals. NULL restores the real clock. Call before init. */
+void nccltop_sim_set_clock(uint64_t (*clock_ns)(void));
+
+/* Simulation hook: the publisher sends its snapshots now instead of at the
+ * next tick (used by the simulator before it exits). */
+void nccltop_flush(void);
+
+#endif

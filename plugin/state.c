@@ -1,0 +1,185 @@
+/* Process-wide state: init and finalize, the context registry, thread slots,
+ * and fork safety. Only init and finalize take the mutex; the event path
+ * never does. */
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+struct nt_global nt_g = {.contexts_lock = PTHREAD_MUTEX_INITIALIZER};
+__thread struct nt_thread *nt_self;
+
+static pthread_mutex_t init_lock = PTHREAD_MUTEX_INITIALIZER;
+static int live_contexts;
+static bool once_done;
+static pthread_key_t thread_key;
+static bool thread_key_ok;
+
+/* A forked child (e.g. a PyTorch DataLoader worker) inherits our memory but
+ * not our threads or sockets: it must never touch them. */
+static void after_fork_child(void) {
+  atomic_store(&nt_g.inert, 1);
+}
+
+/* A thread that exits leaves its slot (and the aggregates in it) for another
+ * thread to adopt; nothing already counted is lost. */
+static void release_slot(void *p) {
+  struct nt_thread *t = p;
+  if (t) atomic_store(&t->state, NT_SLOT_ORPHAN);
+}
+
+static bool map_region(void) {
+  size_t bytes = sizeof(struct nt_thread) * NT_MAX_THREADS;
+  void *p =
+      mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (p == MAP_FAILED) return false;
+  nt_g.threads = p;
+  return true;
+}
+
+__attribute__((destructor)) static void unload(void) {
+  /* NCCL unloads us after the last finalize: no call can reach us any more,
+   * but a thread exiting later would run our key destructor. */
+  if (atomic_load(&nt_g.inert)) return; /* a forked child owns no thread */
+  /* At exit with communicators never destroyed, still send the last
+   * snapshot and remove the socket file; NCCL's threads may still run, so
+   * the region stays mapped then. */
+  nt_publisher_stop();
+  if (thread_key_ok) pthread_key_delete(thread_key);
+  if (nt_g.threads && live_contexts == 0)
+    munmap(nt_g.threads, sizeof(struct nt_thread) * NT_MAX_THREADS);
+}
+
+bool nt_handle_in_region(const void *h) {
+  uintptr_t base = (uintptr_t)nt_g.threads, p = (uintptr_t)h;
+  return base && p >= base && p < base + sizeof(struct nt_thread) * NT_MAX_THREADS;
+}
+
+struct nt_thread *nt_thread_claim(void) {
+  if (!nt_g.threads) return NULL;
+  /* Adopt an orphaned slot first, so threads that come and go (CUDA
+   * callback threads, NCCL's group threads) do not use up the slots. */
+  for (int pass = 0; pass < 2; pass++) {
+    int want = pass == 0 ? NT_SLOT_ORPHAN : NT_SLOT_FREE;
+    for (uint32_t i = 0; i < NT_MAX_THREADS; i++) {
+      struct nt_thread *t = &nt_g.threads[i];
+      int expect = want;
+      if (atomic_load_explicit(&t->state, memory_order_relaxed) != want) continue;
+      if (!atomic_compare_exchange_strong(&t->state, &expect, NT_SLOT_OWNED)) continue;
+      /* A new owner starts with no proxy identity; the counters stay. */
+      atomic_store(&t->is_proxy, 0);
+      atomic_store(&t->cur_state, NT_PROXY_UNKNOWN);
+      atomic_store(&t->base_state, NT_PROXY_UNKNOWN);
+      atomic_store(&t->overlay, NT_PROXY_UNKNOWN);
+      atomic_store(&t->tid, (uint32_t)syscall(SYS_gettid));
+      t->ctrl.kind = NT_K_CTRL;
+      uint32_t used = atomic_load(&nt_g.nthreads_used);
+      while (used < i + 1 && !atomic_compare_exchange_weak(&nt_g.nthreads_used, &used, i + 1)) {
+      }
+      if (thread_key_ok) (void)pthread_setspecific(thread_key, t);
+      nt_self = t;
+      return t;
+    }
+  }
+  return NULL;
+}
+
+struct nt_context *nt_context_check(void *p) {
+  uintptr_t base = (uintptr_t)&nt_g.contexts[0], q = (uintptr_t)p;
+  if (q < base || q >= base + sizeof nt_g.contexts) return NULL;
+  if ((q - base) % sizeof(struct nt_context) != 0) return NULL;
+  struct nt_context *c = p;
+  return atomic_load_explicit(&c->magic, memory_order_acquire) == NT_CONTEXT_MAGIC ? c : NULL;
+}
+
+/* Slots are reused only when every one has been used once, oldest first,
+ * so a shared proxy thread still reporting with a finalized context keeps
+ * attributing to the right communicator for as long as possible. */
+static struct nt_context *context_alloc(void) {
+  static int next;
+  for (int n = 0; n < NT_MAX_CONTEXTS; n++) {
+    struct nt_context *c = &nt_g.contexts[(next + n) % NT_MAX_CONTEXTS];
+    if (atomic_load(&c->magic) == NT_CONTEXT_MAGIC && atomic_load(&c->live)) continue;
+    next = (c->index + 1) % NT_MAX_CONTEXTS;
+    return c;
+  }
+  return NULL;
+}
+
+static bool first_init(void) {
+  nt_config_load(&nt_g.cfg);
+  if (nt_g.cfg.disabled) return true;
+  nt_g.pid = getpid();
+  for (int i = 0; i < NT_MAX_CONTEXTS; i++) nt_g.contexts[i].index = i;
+  if (!map_region()) {
+    nt_log(NT_NCCL_LOG_WARN, "cannot reserve memory for event pools; plugin inert");
+    return false;
+  }
+  thread_key_ok = pthread_key_create(&thread_key, release_slot) == 0;
+  if (pthread_atfork(NULL, NULL, after_fork_child) != 0)
+    nt_log(NT_NCCL_LOG_WARN, "pthread_atfork failed; forked children must not use NCCL");
+  return true;
+}
+
+nt_nccl_result nt_init(void **context, int *mask, const char *name, uint64_t hash, int nnodes,
+                       int nranks, int rank, nt_nccl_logger logfn, int abi) {
+  if (context) *context = NULL;
+  if (!context || atomic_load(&nt_g.inert)) return NT_NCCL_SUCCESS;
+  if (logfn) atomic_store(&nt_g.logfn, logfn);
+  if (pthread_mutex_lock(&init_lock) != 0) return NT_NCCL_SUCCESS;
+  if (!once_done) {
+    once_done = true;
+    if (!first_init()) atomic_store(&nt_g.inert, 1);
+  }
+  if (nt_g.cfg.disabled) {
+    pthread_mutex_unlock(&init_lock);
+    nt_log(NT_NCCL_LOG_INFO, "disabled by NCCLTOP_DISABLE");
+    return NT_NCCL_INVALID_USAGE; /* NCCL drops (2.30: unloads) the plugin */
+  }
+  struct nt_context *c = atomic_load(&nt_g.inert) ? NULL : context_alloc();
+  if (c) {
+    pthread_mutex_lock(&nt_g.contexts_lock);
+    c->abi = abi;
+    c->comm_hash = hash;
+    c->rank = rank;
+    c->nranks = nranks;
+    c->nnodes = nnodes;
+    atomic_store(&c->colls, 0);
+    atomic_store(&c->p2ps, 0);
+    snprintf(c->name, sizeof c->name, "%s", name ? name : "");
+    atomic_store(&c->magic, NT_CONTEXT_MAGIC);
+    atomic_store(&c->live, 1);
+    pthread_mutex_unlock(&nt_g.contexts_lock);
+    atomic_store(&nt_g.abi, abi);
+    if (mask) {
+      atomic_store(&nt_g.mask_ptr, (_Atomic int *)mask);
+      atomic_store((_Atomic int *)mask, nt_g.cfg.event_mask);
+    }
+    if (live_contexts++ == 0 && nt_publisher_start() != 0)
+      nt_log(NT_NCCL_LOG_WARN, "publisher did not start; events are counted, not published");
+    *context = c;
+    nt_log(NT_NCCL_LOG_INFO, "comm %016llx rank %d/%d profiled (ABI v%d, mask 0x%x)",
+           (unsigned long long)hash, rank, nranks, abi, nt_g.cfg.event_mask);
+  } else if (!atomic_load(&nt_g.inert)) {
+    nt_log(NT_NCCL_LOG_WARN, "more than %d communicators; comm %016llx not profiled",
+           NT_MAX_CONTEXTS, (unsigned long long)hash);
+  }
+  pthread_mutex_unlock(&init_lock);
+  return NT_NCCL_SUCCESS;
+}
+
+nt_nccl_result nt_finalize(void *context) {
+  struct nt_context *c = nt_context_check(context);
+  if (!c || atomic_load(&nt_g.inert)) return NT_NCCL_SUCCESS;
+  if (pthread_mutex_lock(&init_lock) != 0) return NT_NCCL_SUCCESS;
+  int was_live = 1;
+  /* The slot stays readable (and its rows published) until it is reused. */
+  if (atomic_compare_exchange_strong(&c->live, &was_live, 0) && --live_contexts == 0)
+    nt_publisher_stop();
+  pthread_mutex_unlock(&init_lock);
+  return NT_NCCL_SUCCESS;
+}

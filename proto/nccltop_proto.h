@@ -1,0 +1,212 @@
+/* nccltop wire protocol: what a publisher (the plugin) sends and a reader
+ * (the viewer, the relay, the recorder) accepts. PROTOCOL.md documents every
+ * byte; this header is the C contract.
+ *
+ * A message is two ZeroMQ frames: a topic (NT_TOPIC_*) and a payload.
+ * Snapshots are binary (nt_snapshot_encode / nt_snapshot_decode); hello and
+ * communicator metadata are JSON (nt_hello_*, nt_comm_*). Decoders treat every
+ * byte as hostile: they check each length and count before use and fail with
+ * a reason instead of guessing.
+ */
+#ifndef NCCLTOP_PROTO_H
+#define NCCLTOP_PROTO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define NT_PROTO_MAJOR 1
+#define NT_PROTO_MINOR 0
+
+#define NT_TOPIC_HELLO    "nccltop.hello"
+#define NT_TOPIC_COMM     "nccltop.comm"
+#define NT_TOPIC_SNAPSHOT "nccltop.snap"
+#define NT_TOPIC_TOPOLOGY "nccltop.topo"
+
+/* Documented limits: decoders reject anything larger. */
+#define NT_MAX_MESSAGE_BYTES (4u << 20)
+#define NT_MAX_JSON_BYTES    (256u << 10)
+#define NT_MAX_HOST          64 /* bytes of a host name, without the NUL */
+#define NT_MAX_NAME          64 /* bytes of a communicator name */
+#define NT_MAX_COMMS         64 /* communicators in one snapshot */
+#define NT_MAX_PROXY_THREADS 256
+#define NT_MAX_CHANNEL_ROWS  8192
+#define NT_MAX_KERNEL_ROWS   4096
+#define NT_MAX_ENV           256 /* NCCL_* variables in a hello */
+#define NT_MAX_ENV_NAME      64
+#define NT_MAX_ENV_VALUE     256
+#define NT_NO_COMM           0xFFFFu /* comm_index of a row whose communicator is unknown */
+
+/* Proxy progress thread control states, in wire order. */
+enum nt_proxy_state {
+  NT_PROXY_IDLE,
+  NT_PROXY_ACTIVE,
+  NT_PROXY_SLEEP,
+  NT_PROXY_WAKEUP,
+  NT_PROXY_APPEND,
+  NT_PROXY_NSTATES,
+  NT_PROXY_UNKNOWN = 255,
+};
+/* "idle", "active", "sleep", "wakeup", "append"; "unknown" otherwise. */
+const char *nt_proxy_state_name(int state);
+
+/* Step wait states, in wire order; the first three are send-side. */
+enum nt_wait {
+  NT_WAIT_SEND_GPU,
+  NT_WAIT_SEND_PEER,
+  NT_WAIT_SEND_NET,
+  NT_WAIT_RECV_NET,
+  NT_WAIT_RECV_FLUSH,
+  NT_WAIT_RECV_GPU,
+  NT_WAIT_COUNT,
+  NT_WAIT_NONE = 255,
+};
+/* "send_gpu_wait", "send_peer_wait", "send_net_wait", "recv_net_wait",
+ * "recv_flush_wait", "recv_gpu_wait"; "none" otherwise. */
+const char *nt_wait_name(int wait);
+
+enum nt_dir { NT_DIR_SEND = 0, NT_DIR_RECV = 1 };
+/* The i-th (0..2) wait state of a direction: nt_dir_wait(NT_DIR_RECV, 1) is
+ * NT_WAIT_RECV_FLUSH. */
+static inline int nt_dir_wait(int dir, int i) {
+  return dir == NT_DIR_RECV ? 3 + i : i;
+}
+
+/* Process-wide counters, cumulative since the plugin loaded. */
+typedef struct {
+  uint64_t events;          /* ABI calls handled */
+  uint64_t dropped_events;  /* handle pool exhausted: NULL handle given to NCCL */
+  uint64_t unknown_events;  /* unknown event types or states, ignored */
+  uint64_t foreign_ops;     /* PXN proxy ops of another process, counted only */
+  uint64_t reclaimed_ops;   /* proxy ops never stopped, reclaimed by age */
+  uint64_t dropped_rows;    /* aggregate tables full */
+  uint64_t unsent_messages; /* ZeroMQ refused a message (queue full) */
+  uint32_t event_mask;      /* NCCL activation mask now */
+  uint8_t abi_version;      /* profiler ABI NCCL loaded: 3..6 */
+} nt_process_counters;
+
+typedef struct {
+  uint64_t comm_hash;
+  int32_t rank, nranks, nnodes;
+  uint64_t colls_enqueued; /* Coll events started */
+  uint64_t p2ps_enqueued;  /* P2p events started */
+} nt_comm_row;
+
+typedef struct {
+  uint16_t comm_index;                 /* into nt_snapshot.comms, or NT_NO_COMM */
+  uint32_t tid;                        /* OS thread id of the proxy progress thread */
+  uint8_t state;                       /* enum nt_proxy_state now */
+  uint64_t state_age_ns;               /* time in the current state */
+  uint64_t state_ns[NT_PROXY_NSTATES]; /* cumulative, current state included */
+  uint64_t appends;                    /* Append..AppendEnd bursts */
+  uint64_t appended_ops;               /* proxy ops pulled from the pool by them */
+  uint64_t wakeups;                    /* Sleep..Wakeup bursts */
+} nt_proxy_row;
+
+typedef struct {
+  uint16_t comm_index;
+  uint8_t channel;
+  uint8_t dir; /* enum nt_dir */
+  int32_t peer;
+  uint64_t wait_ns[3]; /* per wait state of this direction: nt_dir_wait(dir, i) */
+  uint64_t steps;      /* steps stopped */
+  uint64_t bytes;      /* transSize at SendWait / RecvFlushWait */
+  uint64_t ops_started;
+  uint64_t ops_done;        /* in flight = started - done (reclaimed count as done) */
+  int32_t cur_step;         /* step in progress, -1 when none */
+  uint8_t cur_wait;         /* enum nt_wait of the step in progress, NT_WAIT_NONE */
+  uint64_t cur_wait_age_ns; /* time in cur_wait */
+  uint64_t progress_age_ns; /* since the last step state change; UINT64_MAX never */
+} nt_channel_row;
+
+typedef struct {
+  uint16_t comm_index;
+  uint8_t channel;
+  uint64_t count;   /* KernelCh events stopped */
+  uint64_t busy_ns; /* sum of GPU stop - start (pTimer pairs) */
+  uint64_t last_ns; /* the last one's GPU duration */
+} nt_kernel_row;
+
+/* A decoded snapshot; nt_snapshot_new() sizes every array to its limit once,
+ * so decoding allocates nothing. */
+typedef struct {
+  uint16_t major, minor;
+  uint64_t seq;
+  uint32_t pid;
+  uint32_t interval_ms;
+  uint64_t mono_ns; /* publisher's monotonic clock when encoded */
+  uint64_t wall_ns; /* publisher's CLOCK_REALTIME when encoded */
+  uint8_t final;    /* 1 in the last snapshot before the publisher stops */
+  char host[NT_MAX_HOST + 1];
+  nt_process_counters process;
+  uint32_t ncomms, nproxy, nchannels, nkernels;
+  nt_comm_row *comms;
+  nt_proxy_row *proxy;
+  nt_channel_row *channels;
+  nt_kernel_row *kernels;
+} nt_snapshot;
+
+nt_snapshot *nt_snapshot_new(void); /* NULL on allocation failure */
+void nt_snapshot_free(nt_snapshot *s);
+void nt_snapshot_clear(nt_snapshot *s); /* counts to 0, header kept */
+
+/* Bytes nt_snapshot_encode needs for `s` at most. */
+size_t nt_snapshot_encoded_max(const nt_snapshot *s);
+/* Encodes into buf; returns bytes written, 0 if cap is too small or a count
+ * exceeds its limit. */
+size_t nt_snapshot_encode(const nt_snapshot *s, uint8_t *buf, size_t cap);
+/* Decodes; returns 0, or -1 with a human-readable reason in err. Unknown
+ * trailing sections and record bytes of a newer minor version are skipped;
+ * an unknown major version is rejected. */
+int nt_snapshot_decode(const uint8_t *buf, size_t len, nt_snapshot *out, char *err, size_t errlen);
+
+/* Hello: once per process, re-sent every few seconds. */
+typedef struct {
+  char name[NT_MAX_ENV_NAME + 1];
+  char value[NT_MAX_ENV_VALUE + 1];
+} nt_env_var;
+
+typedef struct {
+  uint16_t major, minor;
+  char host[NT_MAX_HOST + 1];
+  uint32_t pid;
+  char nccl_version[32]; /* "2.28.9", or "" when unknown */
+  char plugin_version[32];
+  uint8_t abi_version;
+  uint64_t start_wall_ns;
+  uint32_t nenv;
+  nt_env_var env[NT_MAX_ENV];
+} nt_hello;
+
+/* Writes JSON into buf (NUL-terminated); returns its length, 0 if it does not
+ * fit. Uses no allocation (safe inside the plugin). */
+size_t nt_hello_encode(const nt_hello *h, char *buf, size_t cap);
+int nt_hello_decode(const char *json, size_t len, nt_hello *out, char *err, size_t errlen);
+
+typedef struct {
+  uint32_t pid;
+  uint64_t comm_hash;
+  char name[NT_MAX_NAME + 1];
+  int32_t rank, nranks, nnodes;
+} nt_comm_info;
+
+size_t nt_comm_encode(const nt_comm_info *c, char *buf, size_t cap);
+int nt_comm_decode(const char *json, size_t len, nt_comm_info *out, char *err, size_t errlen);
+
+/* Endpoints. The directory is $NCCLTOP_DIR, else /tmp/nccltop-<uid>. */
+int nt_endpoint_dir(char *buf, size_t cap); /* 0, or -1 if it does not fit */
+/* Creates the directory (0700) if missing and checks it is a real directory
+ * owned by us with no group/other access. 0, or -1 with the reason in err. */
+int nt_endpoint_dir_prepare(const char *dir, char *err, size_t errlen);
+/* Checks without creating (the viewer). */
+int nt_endpoint_dir_check(const char *dir, char *err, size_t errlen);
+/* "ipc://<dir>/<pid>.sock"; -1 if longer than the ipc path limit. */
+int nt_endpoint_for_pid(const char *dir, uint32_t pid, char *buf, size_t cap);
+/* Parses "<pid>.sock"; returns the pid, or 0 for any other name. */
+uint32_t nt_endpoint_parse_name(const char *name);
+
+/* Copies src into dst (cap bytes with NUL) making control characters, DEL,
+ * C1 controls and invalid UTF-8 visible as \xNN; the result is safe to put on
+ * a terminal. Returns dst. */
+char *nt_sanitize(const char *src, size_t srclen, char *dst, size_t cap);
+
+#endif

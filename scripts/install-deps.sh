@@ -1,0 +1,14 @@
+#!/bin/sh
+# Installs the Debian 12 packages nccltop needs to build and test.
+# Run as root (the Makefile does this for you when it runs as root).
+set -eu
+PACKAGES="build-essential pkg-config libzmq3-dev libncurses-dev libcjson-dev \
+libexpat1-dev libvterm-dev clang-format"
+if [ "$(id -u)" != 0 ]; then
+  echo "install-deps: run as root: sudo apt-get install -y $PACKAGES" >&2
+  exit 1
+fi
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+# shellcheck disable=SC2086
+apt-get install -y -qq --no-install-recommends $PACKAGES

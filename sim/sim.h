@@ -1,0 +1,81 @@
+/* The simulator: a job whose ranks are real processes that dlopen a profiler
+ * plugin and drive it through the exported NCCL ABI exactly as NCCL does.
+ *
+ * `nccltop sim`, `nccltop demo` and the tests use it. In deterministic mode
+ * the plugin reads a virtual clock that only the simulated proxy threads
+ * advance, so every total (steps, bytes, nanoseconds per state) is known in
+ * advance: nt_sim_expect_* compute them.
+ */
+#ifndef NCCLTOP_SIM_H
+#define NCCLTOP_SIM_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+typedef struct {
+  int ranks;            /* processes, default 8 */
+  int comms;            /* communicators per rank, default 2 */
+  int channels;         /* channels per communicator, default 4 */
+  int steps;            /* network steps per proxy op, default 8 */
+  int iterations;       /* collectives per communicator; 0 = until duration */
+  double duration_s;    /* 0 = until SIGINT/SIGTERM (or iterations done) */
+  double linger_s;      /* keep the ranks (and their publishers) alive after
+                           the schedule ends, default 0 */
+  bool deterministic;   /* virtual clock, fixed schedule */
+  int abi;              /* 0 = newest the plugin exports, else 3..6 */
+  const char *plugin;   /* plugin path; NULL = nt_sim_default_plugin() */
+  const char *dir;      /* NCCLTOP_DIR for the ranks, NULL = inherit */
+  uint32_t interval_ms; /* NCCLTOP_INTERVAL_MS for the ranks, 0 = inherit */
+  bool quiet;           /* no progress lines on stderr */
+} nt_sim_config;
+
+void nt_sim_defaults(nt_sim_config *c);
+/* <dir of this executable>/libnccl-profiler-nccltop.so, or ../lib/... next to
+ * it, or $NCCLTOP_PLUGIN; written into buf, 0 on success. */
+int nt_sim_default_plugin(char *buf, size_t cap);
+
+/* Forks one process per rank and waits for them; returns 0 when every rank
+ * exited 0. SIGINT/SIGTERM stop the ranks cleanly (their plugins finalize). */
+int nt_sim_run(const nt_sim_config *c);
+/* Starts nt_sim_run in a child process (its own process group) and returns
+ * its pid, or -1. For `demo` and tests: call before creating any ZeroMQ
+ * context or thread. */
+int nt_sim_spawn(const nt_sim_config *c);
+
+/* Parses sim options (--ranks N --comms N --channels N --steps N
+ * --iterations N --duration S --linger S --deterministic --abi V --plugin P
+ * --interval-ms N --quiet) from argv, leaving others alone. Returns the number
+ * of arguments consumed at the front, or -1 with a message on stderr. */
+int nt_sim_parse_args(nt_sim_config *c, int argc, char **argv);
+
+/* Deterministic totals, exactly what the plugin must report once the
+ * schedule has run (the ranks ring: rank r sends to r+1 and receives from r-1
+ * on every channel of every communicator). */
+typedef struct {
+  uint64_t steps;
+  uint64_t bytes;
+  uint64_t wait_ns[3]; /* per wait state of the direction (see nt_dir_wait) */
+  uint64_t ops;        /* proxy ops started = done */
+  int32_t peer;
+} nt_sim_channel_expect;
+
+typedef struct {
+  uint64_t state_ns[5]; /* idle, active, sleep, wakeup, append */
+  uint64_t appends, appended_ops, wakeups;
+  int final_state; /* enum nt_proxy_state at the end */
+} nt_sim_proxy_expect;
+
+typedef struct {
+  uint64_t colls;        /* Coll events per communicator */
+  uint64_t kernel_count; /* KernelCh events per (comm, channel) */
+  uint64_t kernel_busy_ns;
+} nt_sim_comm_expect;
+
+void nt_sim_expect_channel(const nt_sim_config *c, int rank, int comm, int channel, int dir,
+                           nt_sim_channel_expect *out);
+void nt_sim_expect_proxy(const nt_sim_config *c, int rank, int comm, nt_sim_proxy_expect *out);
+void nt_sim_expect_comm(const nt_sim_config *c, int rank, int comm, nt_sim_comm_expect *out);
+/* The communicator hash the simulator gives comm k (same in every rank). */
+uint64_t nt_sim_comm_hash(int comm);
+
+#endif

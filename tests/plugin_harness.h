@@ -1,0 +1,184 @@
+/* Test harness for the real plugin: loads build/.../libnccl-profiler-nccltop.so
+ * with dlopen, drives it through its exported ABI, and reads what it
+ * publishes through a real ZeroMQ SUB socket.
+ *
+ * The plugin keeps process-wide state, so every case runs in a fresh child
+ * process (ph_in_child): the parent never loads the plugin.
+ */
+#ifndef NCCLTOP_PLUGIN_HARNESS_H
+#define NCCLTOP_PLUGIN_HARNESS_H
+
+#include <dlfcn.h>
+#include <libgen.h>
+#include <limits.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include <zmq.h>
+
+#include "../plugin/nccl_profiler_abi.h"
+#include "../proto/nccltop_proto.h"
+
+typedef struct {
+  void *lib;
+  const nt_profiler_v5 *v5;
+  void (*set_clock)(uint64_t (*)(void));
+  void (*flush)(void);
+  int (*set_mask)(int);
+  int mask;
+  void *zctx, *sub;
+  nt_snapshot *snap;
+  char dir[128];
+} ph_t;
+
+static uint64_t ph_now;
+static uint64_t ph_clock(void) {
+  return ph_now;
+}
+
+static void ph_plugin_path(char *buf, size_t cap, const char *name) {
+  char exe[PATH_MAX];
+  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  exe[n > 0 ? n : 0] = '\0';
+  snprintf(buf, cap, "%s/../%s", dirname(exe), name);
+}
+
+/* Private endpoint directory per case, so cases never see each other. */
+static int ph_setup_dir(ph_t *h) {
+  snprintf(h->dir, sizeof h->dir, "/tmp/nccltop-test-XXXXXX");
+  if (!mkdtemp(h->dir)) return -1;
+  return setenv("NCCLTOP_DIR", h->dir, 1);
+}
+
+static int ph_load(ph_t *h) {
+  char path[PATH_MAX];
+  ph_plugin_path(path, sizeof path, "libnccl-profiler-nccltop.so");
+  h->lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  if (!h->lib) {
+    fprintf(stderr, "    dlopen %s: %s\n", path, dlerror());
+    return -1;
+  }
+  h->v5 = dlsym(h->lib, "ncclProfiler_v5");
+  h->set_clock = (void (*)(uint64_t(*)(void)))dlsym(h->lib, "nccltop_sim_set_clock");
+  h->flush = (void (*)(void))dlsym(h->lib, "nccltop_flush");
+  h->set_mask = (int (*)(int))dlsym(h->lib, "nccltop_set_mask");
+  if (!h->v5 || !h->set_clock || !h->flush || !h->set_mask) return -1;
+  h->set_clock(ph_clock);
+  return 0;
+}
+
+static void *ph_init(ph_t *h, uint64_t hash, int rank, int nranks) {
+  void *ctx = NULL;
+  if (h->v5->init(&ctx, hash, &h->mask, "test-comm", 1, nranks, rank, NULL) != 0) return NULL;
+  return ctx;
+}
+
+/* Connects a SUB socket to this process's publisher. */
+static int ph_subscribe(ph_t *h) {
+  char ep[256];
+  h->snap = nt_snapshot_new();
+  h->zctx = zmq_ctx_new();
+  h->sub = zmq_socket(h->zctx, ZMQ_SUB);
+  int zero = 0;
+  zmq_setsockopt(h->sub, ZMQ_LINGER, &zero, sizeof zero);
+  if (nt_endpoint_for_pid(h->dir, (uint32_t)getpid(), ep, sizeof ep) != 0) return -1;
+  if (zmq_setsockopt(h->sub, ZMQ_SUBSCRIBE, "", 0) != 0) return -1;
+  return zmq_connect(h->sub, ep);
+}
+
+/* Receives messages until a snapshot arrives (timeout_ms); decodes it into
+ * h->snap. Returns 0, or -1 on timeout or a decode error. */
+static int ph_next_snapshot(ph_t *h, int timeout_ms) {
+  static uint8_t buf[NT_MAX_MESSAGE_BYTES];
+  char topic[64], err[256];
+  struct timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  for (;;) {
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    long left = timeout_ms - ((t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000);
+    if (left <= 0) return -1;
+    zmq_pollitem_t it = {.socket = h->sub, .events = ZMQ_POLLIN};
+    if (zmq_poll(&it, 1, left) <= 0) continue;
+    int n = zmq_recv(h->sub, topic, sizeof topic - 1, 0);
+    if (n < 0) return -1;
+    topic[n < (int)sizeof topic - 1 ? n : (int)sizeof topic - 1] = '\0';
+    int len = zmq_recv(h->sub, buf, sizeof buf, 0);
+    if (len < 0) return -1;
+    if (strcmp(topic, NT_TOPIC_SNAPSHOT) != 0) continue;
+    if (nt_snapshot_decode(buf, (size_t)len, h->snap, err, sizeof err) != 0) {
+      fprintf(stderr, "    decode: %s\n", err);
+      return -1;
+    }
+    return 0;
+  }
+}
+
+/* Flushes the publisher and returns the newest snapshot (drains older ones). */
+static int ph_latest(ph_t *h) {
+  h->flush();
+  if (ph_next_snapshot(h, 3000) != 0) return -1;
+  while (ph_next_snapshot(h, 50) == 0) {
+  }
+  return 0;
+}
+
+__attribute__((unused)) static void ph_close(ph_t *h) {
+  if (h->sub) zmq_close(h->sub);
+  if (h->zctx) zmq_ctx_term(h->zctx);
+  nt_snapshot_free(h->snap);
+}
+
+/* Runs fn in a fresh child process; returns its exit status (0 = passed). */
+/* fn uses testlib's CHECK macros (include testlib.h first). */
+static int ph_in_child(void (*fn)(void)) {
+  fflush(NULL);
+  pid_t pid = fork();
+  if (pid < 0) return -1;
+  if (pid == 0) {
+    tl_case_failed = 0;
+    fn();
+    fflush(NULL);
+    _exit(tl_case_failed ? 1 : 0);
+  }
+  int st = 0;
+  if (waitpid(pid, &st, 0) != pid) return -1;
+  return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+/* Descriptor builders (v5 layout). */
+static nt_descr_v5 ph_op(int channel, int peer, int is_send, void *parent) {
+  nt_descr_v5 d;
+  memset(&d, 0, sizeof d);
+  d.type = NT_EV_PROXY_OP;
+  d.parentObj = parent;
+  d.proxyOp.pid = getpid();
+  d.proxyOp.channelId = (uint8_t)channel;
+  d.proxyOp.peer = peer;
+  d.proxyOp.nSteps = 4;
+  d.proxyOp.chunkSize = 1 << 20;
+  d.proxyOp.isSend = is_send;
+  return d;
+}
+
+static nt_descr_v5 ph_step(void *op, int step) {
+  nt_descr_v5 d;
+  memset(&d, 0, sizeof d);
+  d.type = NT_EV_PROXY_STEP;
+  d.parentObj = op;
+  d.proxyStep.step = step;
+  return d;
+}
+
+static nt_descr_v5 ph_simple(uint64_t type) {
+  nt_descr_v5 d;
+  memset(&d, 0, sizeof d);
+  d.type = type;
+  return d;
+}
+
+#endif

@@ -1,0 +1,99 @@
+/* The viewer's state store: everything nccltop knows about every publisher.
+ *
+ * Sources (live ZeroMQ sockets, and later replay files) feed decoded messages
+ * in; batch output, JSON and every screen read the same model. Nothing here
+ * draws or touches a socket, so tests drive it directly.
+ *
+ * Time: `now_s` arguments are the viewer's own monotonic clock in seconds;
+ * publisher clocks are only ever compared with themselves.
+ */
+#ifndef NCCLTOP_MODEL_H
+#define NCCLTOP_MODEL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "../proto/nccltop_proto.h"
+
+#define NT_MODEL_MAX_PROCESSES 4096
+#define NT_MODEL_ERRORS        64 /* most recent decode errors kept */
+#define NT_MODEL_HISTORY       64 /* proxy-state history samples per thread */
+#define NT_STALE_INTERVALS     3  /* silent intervals before a publisher is stale */
+
+typedef struct {
+  double time_s;
+  char source[64]; /* endpoint or "replay" */
+  char text[160];  /* already sanitized */
+} nt_model_error;
+
+/* One publishing process (host, pid). */
+typedef struct {
+  uint32_t pid;
+  char host[NT_MAX_HOST + 1]; /* sanitized */
+  char endpoint[128];
+  bool have_hello;
+  nt_hello hello;                       /* strings sanitized on arrival */
+  nt_comm_info comm_info[NT_MAX_COMMS]; /* names, by snapshot comm index order not guaranteed */
+  uint32_t ncomm_info;
+  nt_snapshot *cur;                               /* latest snapshot, NULL before the first */
+  nt_snapshot *prev;                              /* the one before it (rates), NULL if none */
+  double cur_time_s, prev_time_s;                 /* when they arrived */
+  double first_time_s;                            /* first snapshot ever (since-start shares) */
+  nt_snapshot *first;                             /* first snapshot, for "since start" */
+  uint64_t messages, bad_messages, lost_messages; /* lost: gaps in seq */
+  bool stale;                                     /* no snapshot for NT_STALE_INTERVALS intervals */
+  bool ended;                                     /* final snapshot seen, or the process is gone */
+} nt_model_process;
+
+/* One rank: a (process, communicator) pair, the unit the views list. */
+typedef struct {
+  nt_model_process *proc;
+  uint16_t comm_index; /* into proc->cur->comms */
+  uint64_t comm_hash;
+  int32_t rank, nranks, nnodes;
+  const char *comm_name; /* "" when unknown; sanitized */
+} nt_model_rank;
+
+typedef struct nt_model nt_model;
+
+nt_model *nt_model_new(void);
+void nt_model_free(nt_model *m);
+
+/* Apply decoded messages. They copy what they keep. Return 0, or -1 when the
+ * model is full (the message is counted and dropped). */
+int nt_model_apply_snapshot(nt_model *m, const char *endpoint, const nt_snapshot *s, double now_s);
+int nt_model_apply_hello(nt_model *m, const char *endpoint, const nt_hello *h, double now_s);
+int nt_model_apply_comm(nt_model *m, const char *endpoint, const nt_comm_info *c, double now_s);
+/* A message that failed to decode; text is sanitized before it is kept. */
+void nt_model_note_error(nt_model *m, const char *source, const char *text, double now_s);
+/* Marks stale / ended publishers; call once per frame. */
+void nt_model_tick(nt_model *m, double now_s);
+void nt_model_process_gone(nt_model *m, uint32_t pid, const char *host);
+
+/* Reading. Pointers stay valid until the next apply/tick call. */
+uint32_t nt_model_nprocesses(const nt_model *m);
+nt_model_process *nt_model_process_at(nt_model *m, uint32_t i);
+/* Ranks sorted by (comm hash, rank); returns how many were written. */
+uint32_t nt_model_ranks(nt_model *m, nt_model_rank *out, uint32_t cap);
+uint32_t nt_model_nerrors(const nt_model *m);
+const nt_model_error *nt_model_error_at(const nt_model *m, uint32_t i); /* 0 = newest */
+uint64_t nt_model_total_messages(const nt_model *m);
+uint64_t nt_model_total_bad(const nt_model *m);
+double nt_model_last_data_s(const nt_model *m); /* arrival of the newest snapshot, 0 none */
+
+/* Derived numbers, the same for screen and batch output. */
+/* Share (0..1) of time per proxy state over the last interval (cur vs prev,
+ * falls back to since-start) and since the first snapshot. */
+void nt_model_proxy_shares(const nt_model_process *p, const nt_proxy_row *row,
+                           double last[NT_PROXY_NSTATES], double total[NT_PROXY_NSTATES]);
+/* Steps/s and bytes/s of a channel row over the last interval; 0 when unknown. */
+void nt_model_channel_rates(const nt_model_process *p, const nt_channel_row *row,
+                            double *steps_per_s, double *bytes_per_s);
+/* The wait state holding the most time over the last interval (since start if
+ * nothing moved), as enum nt_wait, NT_WAIT_NONE when none. */
+int nt_model_channel_dominant_wait(const nt_model_process *p, const nt_channel_row *row);
+/* A row is stalled when ops are in flight and its step has not changed for
+ * stall_ms. */
+bool nt_model_channel_stalled(const nt_channel_row *row, uint32_t stall_ms);
+
+#endif

@@ -1,0 +1,49 @@
+/* The viewer's pieces that the command line, the screen and batch output
+ * share: options, the live source (ZeroMQ) and the clock. */
+#ifndef NCCLTOP_VIEWER_H
+#define NCCLTOP_VIEWER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "model.h"
+
+typedef struct {
+  const char *dir;        /* endpoint directory; NULL = nt_endpoint_dir() */
+  const char *connect[8]; /* extra endpoints (tcp://host:port of a relay) */
+  int nconnect;
+  uint32_t delay_ms; /* screen refresh / batch interval, default 500 */
+  uint32_t stall_ms; /* --stall-ms, default 2000 */
+  int iterations;    /* -n: frames (batch) or screen updates, 0 = forever */
+  bool batch;        /* -b */
+  bool json;         /* --json (batch) */
+  bool color;        /* false with -C or NO_COLOR */
+  bool ascii;        /* -A / --ascii, or a non-UTF-8 locale */
+  int initial_view;  /* enum nt_view_id */
+} nt_options;
+
+/* Views, in Tab order; digits 1.. select them. */
+enum nt_view_id { NT_VIEW_PROXY, NT_VIEW_CHANNELS, NT_VIEW_HELP, NT_VIEW_COUNT };
+
+double nt_now_s(void); /* CLOCK_MONOTONIC in seconds */
+
+typedef struct nt_source nt_source;
+/* Opens the ZeroMQ context; NULL with the reason in err. */
+nt_source *nt_source_open(const nt_options *o, char *err, size_t errlen);
+/* Rescans the endpoint directory (at most once a second), connects to new
+ * publishers, drops dead ones, then receives and applies every pending
+ * message. Waits at most timeout_ms for the first message. Returns the number
+ * of messages applied. Never fails: problems become model errors. */
+int nt_source_poll(nt_source *s, nt_model *m, int timeout_ms);
+uint32_t nt_source_nendpoints(const nt_source *s);
+void nt_source_close(nt_source *s);
+
+/* Batch output: one frame of the model as text or one JSON line to `out`. */
+#include <stdio.h>
+int nt_batch_print(FILE *out, nt_model *m, const nt_options *o, double now_s);
+
+/* The interactive monitor; returns the exit status. */
+int nt_screen_run(nt_model *m, nt_source *src, const nt_options *o);
+
+#endif
