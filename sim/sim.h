@@ -10,6 +10,7 @@
 #define NCCLTOP_SIM_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 typedef struct {

@@ -130,7 +130,7 @@ static FILE *start_viewer(const char *dir, pid_t *pid) {
   *pid = fork();
   if (*pid < 0) return NULL;
   if (*pid == 0) {
-    char exe[PATH_MAX];
+    char exe[PATH_MAX + 16];
     snprintf(exe, sizeof exe, "%s/nccltop", bindir);
     dup2(fds[1], 1);
     close(fds[0]);
@@ -145,7 +145,7 @@ static FILE *start_viewer(const char *dir, pid_t *pid) {
 static void deterministic_totals_reach_the_viewer_exactly(void) {
   char dir[] = "/tmp/nccltop-e2e-XXXXXX";
   CHECK(mkdtemp(dir) != NULL);
-  char plugin[PATH_MAX];
+  char plugin[PATH_MAX + 64];
   snprintf(plugin, sizeof plugin, "%s/libnccl-profiler-nccltop.so", bindir);
   nt_sim_config cfg;
   nt_sim_defaults(&cfg);

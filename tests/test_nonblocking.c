@@ -15,7 +15,7 @@
 #include "testlib.h"
 #include "../sim/sim.h"
 
-static char bindir[PATH_MAX], plugin[PATH_MAX];
+static char bindir[PATH_MAX], plugin[PATH_MAX + 64];
 
 static double now_s(void) {
   struct timespec ts;
@@ -29,7 +29,7 @@ static void config(nt_sim_config *c, const char *dir) {
   c->comms = 2;
   c->channels = 4;
   c->steps = 16;
-  c->iterations = 1500;
+  c->iterations = 12000;
   c->deterministic = true;
   c->plugin = plugin;
   c->dir = dir;
@@ -57,7 +57,7 @@ static pid_t start_viewer(const char *dir, int *out_fd) {
   if (pipe(fds) != 0) return -1;
   pid_t pid = fork();
   if (pid == 0) {
-    char exe[PATH_MAX];
+    char exe[PATH_MAX + 16];
     snprintf(exe, sizeof exe, "%s/nccltop", bindir);
     dup2(fds[1], 1);
     close(fds[0]);
@@ -117,7 +117,7 @@ static double run_job(int mode, bool *ok) {
     waitpid(viewer, NULL, 0);
     close(fd);
   }
-  char cmd[PATH_MAX + 16];
+  char cmd[64];
   snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
   if (system(cmd) != 0) fprintf(stderr, "    could not remove %s\n", dir);
   *ok = rc == 0;

@@ -82,8 +82,8 @@ uint64_t nt_model_total_bad(const nt_model *m);
 double nt_model_last_data_s(const nt_model *m); /* arrival of the newest snapshot, 0 none */
 
 /* Derived numbers, the same for screen and batch output. */
-/* Share (0..1) of time per proxy state over the last interval (cur vs prev,
- * falls back to since-start) and since the first snapshot. */
+/* Share (0..1) of time per proxy state over the last interval (cur vs prev;
+ * the cumulative split when nothing moved) and since the plugin started. */
 void nt_model_proxy_shares(const nt_model_process *p, const nt_proxy_row *row,
                            double last[NT_PROXY_NSTATES], double total[NT_PROXY_NSTATES]);
 /* Steps/s and bytes/s of a channel row over the last interval; 0 when unknown. */

@@ -9,6 +9,8 @@
 
 #include "model.h"
 
+#define NT_VERSION "0.1.0"
+
 typedef struct {
   const char *dir;        /* endpoint directory; NULL = nt_endpoint_dir() */
   const char *connect[8]; /* extra endpoints (tcp://host:port of a relay) */
@@ -37,6 +39,8 @@ nt_source *nt_source_open(const nt_options *o, char *err, size_t errlen);
  * of messages applied. Never fails: problems become model errors. */
 int nt_source_poll(nt_source *s, nt_model *m, int timeout_ms);
 uint32_t nt_source_nendpoints(const nt_source *s);
+/* Also subscribe to `addr` (a relay's tcp:// endpoint); failures become model errors. */
+int nt_source_connect(nt_source *s, nt_model *m, const char *addr);
 void nt_source_close(nt_source *s);
 
 /* Batch output: one frame of the model as text or one JSON line to `out`. */

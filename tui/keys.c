@@ -1,0 +1,40 @@
+/* Key bindings and their help text: one table, so the help screen cannot
+ * drift from what the keys do. Every F-key has a letter alias. */
+#include <curses.h>
+
+#include "screen.h"
+
+const nt_key_binding nt_keys[] = {
+    {'h', "F1 h ?", "help (this screen)", NT_ACT_HELP},
+    {'?', NULL, NULL, NT_ACT_HELP},
+    {KEY_F(1), NULL, NULL, NT_ACT_HELP},
+    {'q', "q F10", "quit", NT_ACT_QUIT},
+    {KEY_F(10), NULL, NULL, NT_ACT_QUIT},
+    {'\t', "Tab S-Tab", "next / previous view", NT_ACT_NEXT_VIEW},
+    {KEY_BTAB, NULL, NULL, NT_ACT_PREV_VIEW},
+    {'1', "1 2 3", "proxy threads, channels, help", NT_ACT_VIEW_1},
+    {'2', NULL, NULL, NT_ACT_VIEW_2},
+    {'3', NULL, NULL, NT_ACT_VIEW_3},
+    {KEY_UP, "arrows", "move the cursor", NT_ACT_UP},
+    {KEY_DOWN, NULL, NULL, NT_ACT_DOWN},
+    {KEY_LEFT, NULL, NULL, NT_ACT_LEFT},
+    {KEY_RIGHT, NULL, NULL, NT_ACT_RIGHT},
+    {KEY_PPAGE, "PgUp PgDn", "scroll a page", NT_ACT_PAGE_UP},
+    {KEY_NPAGE, NULL, NULL, NT_ACT_PAGE_DOWN},
+    {KEY_HOME, "Home End", "first / last row", NT_ACT_HOME},
+    {KEY_END, NULL, NULL, NT_ACT_END},
+    {'\n', "Enter", "details of the channel under the cursor", NT_ACT_ENTER},
+    {KEY_ENTER, NULL, NULL, NT_ACT_ENTER},
+    {27, "Esc", "close details / back", NT_ACT_BACK},
+    {' ', "Space Z", "pause / resume (data keeps arriving)", NT_ACT_PAUSE},
+    {'z', NULL, NULL, NT_ACT_PAUSE},
+    {'Z', NULL, NULL, NT_ACT_PAUSE},
+    {12, "Ctrl-L", "redraw the screen", NT_ACT_REDRAW},
+    {0, NULL, NULL, NT_ACT_NONE},
+};
+
+int nt_key_action(int key) {
+  for (const nt_key_binding *b = nt_keys; b->key; b++)
+    if (b->key == key) return b->action;
+  return NT_ACT_NONE;
+}

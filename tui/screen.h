@@ -1,0 +1,69 @@
+/* The interactive monitor's internals: key table, screen state, views. */
+#ifndef NCCLTOP_SCREEN_H
+#define NCCLTOP_SCREEN_H
+
+#include <stdbool.h>
+
+#include "viewer.h"
+
+enum nt_action {
+  NT_ACT_NONE,
+  NT_ACT_HELP,
+  NT_ACT_QUIT,
+  NT_ACT_NEXT_VIEW,
+  NT_ACT_PREV_VIEW,
+  NT_ACT_VIEW_1,
+  NT_ACT_VIEW_2,
+  NT_ACT_VIEW_3,
+  NT_ACT_UP,
+  NT_ACT_DOWN,
+  NT_ACT_LEFT,
+  NT_ACT_RIGHT,
+  NT_ACT_PAGE_UP,
+  NT_ACT_PAGE_DOWN,
+  NT_ACT_HOME,
+  NT_ACT_END,
+  NT_ACT_ENTER,
+  NT_ACT_BACK,
+  NT_ACT_PAUSE,
+  NT_ACT_REDRAW,
+};
+
+typedef struct {
+  int key;
+  const char *keys_text; /* NULL: an alias, shown with the entry above */
+  const char *help;
+  int action;
+} nt_key_binding;
+
+extern const nt_key_binding nt_keys[]; /* ends with key 0 */
+int nt_key_action(int key);
+
+/* Colour pairs (attributes fall back to bold/reverse without colour). */
+enum { NT_C_IDLE = 1, NT_C_ACTIVE, NT_C_SLEEP, NT_C_WAKEUP, NT_C_APPEND, NT_C_STALL, NT_C_HEAD };
+
+#define NT_SCREEN_MAX_RANKS 4096
+
+typedef struct {
+  nt_model *m;
+  const nt_options *o;
+  int view, prev_view;
+  bool paused, detail;
+  int row, col; /* cursor: rank row, channel column */
+  int top;      /* first row shown */
+  int rows, cols;
+  nt_model_rank ranks[NT_SCREEN_MAX_RANKS];
+  uint32_t nranks;
+  double now;
+} nt_screen;
+
+/* Drawing (view_*.c); each draws below the header from line `y`. */
+void nt_draw_header(nt_screen *s);
+void nt_view_proxy(nt_screen *s, int y);
+void nt_view_channels(nt_screen *s, int y);
+void nt_view_help(nt_screen *s, int y);
+int nt_state_attr(const nt_screen *s, int proxy_state);
+/* Number of channels shown as columns: the highest channel id + 1 among ranks. */
+int nt_channel_count(const nt_screen *s);
+
+#endif

@@ -1,0 +1,247 @@
+/* The views: header, proxy threads, channel grid (+ details), help. They
+ * read the model and draw; nothing here changes state. Strings from other
+ * processes were sanitized when they entered the model. */
+#include <curses.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "screen.h"
+
+static const char *view_names[NT_VIEW_COUNT] = {"proxy threads", "channels", "help"};
+
+int nt_state_attr(const nt_screen *s, int state) {
+  bool color = s->o->color && has_colors();
+  switch (state) {
+  case NT_PROXY_IDLE: return color ? COLOR_PAIR(NT_C_IDLE) | A_DIM : A_DIM;
+  case NT_PROXY_ACTIVE: return color ? COLOR_PAIR(NT_C_ACTIVE) | A_BOLD : A_BOLD;
+  case NT_PROXY_SLEEP: return color ? COLOR_PAIR(NT_C_SLEEP) : A_NORMAL;
+  case NT_PROXY_WAKEUP: return color ? COLOR_PAIR(NT_C_WAKEUP) : A_UNDERLINE;
+  case NT_PROXY_APPEND: return color ? COLOR_PAIR(NT_C_APPEND) : A_UNDERLINE;
+  default: return A_NORMAL;
+  }
+}
+
+static int stall_attr(const nt_screen *s) {
+  return s->o->color && has_colors() ? COLOR_PAIR(NT_C_STALL) | A_BOLD : A_REVERSE | A_BOLD;
+}
+
+void nt_draw_header(nt_screen *s) {
+  double last = nt_model_last_data_s(s->m);
+  bool stale = !last || s->now - last > 3 * 1.0;
+  const char *mode = s->paused ? "PAUSED" : stale ? "STALE" : "LIVE";
+  char age[32], line[512];
+  if (last) snprintf(age, sizeof age, "data %.1fs ago", s->now - last);
+  else snprintf(age, sizeof age, "no data yet");
+  snprintf(line, sizeof line, " nccltop %s  %-6s %s  publishers %u  ranks %u  bad msgs %llu  [%s]",
+           NT_VERSION, mode, age, nt_model_nprocesses(s->m), s->nranks,
+           (unsigned long long)nt_model_total_bad(s->m), view_names[s->view]);
+  attron(s->o->color && has_colors() ? COLOR_PAIR(NT_C_HEAD) : A_REVERSE);
+  mvhline(0, 0, ' ', s->cols);
+  mvaddnstr(0, 0, line, s->cols);
+  attroff(s->o->color && has_colors() ? COLOR_PAIR(NT_C_HEAD) : A_REVERSE);
+  if (nt_model_nerrors(s->m)) {
+    const nt_model_error *e = nt_model_error_at(s->m, 0);
+    snprintf(line, sizeof line, " last error: %s: %s", e->source, e->text);
+    mvaddnstr(1, 0, line, s->cols);
+  } else if (!s->nranks) {
+    mvaddnstr(1, 0, " waiting for NCCL processes with the nccltop plugin (NCCL_PROFILER_PLUGIN)...",
+              s->cols);
+  }
+}
+
+/* A bar of `width` cells split by share per proxy state. */
+static void state_bar(nt_screen *s, int y, int x, int width, const double *share) {
+  static const char glyph_utf8[NT_PROXY_NSTATES][4] = {"·", "█", "z", "!", "+"};
+  static const char glyph_ascii[NT_PROXY_NSTATES] = {'.', '#', 'z', '!', '+'};
+  int used = 0;
+  for (int st = 0; st < NT_PROXY_NSTATES; st++) {
+    int n = (int)(share[st] * width + 0.5);
+    if (used + n > width) n = width - used;
+    attron(nt_state_attr(s, st));
+    for (int i = 0; i < n; i++) {
+      if (s->o->ascii) mvaddch(y, x + used + i, (chtype)glyph_ascii[st]);
+      else mvaddstr(y, x + used + i, glyph_utf8[st]);
+    }
+    attroff(nt_state_attr(s, st));
+    used += n;
+  }
+}
+
+void nt_view_proxy(nt_screen *s, int y) {
+  char line[256];
+  snprintf(line, sizeof line, "%-8s %-18s %-20s %-7s %-22s %5s %5s %5s %5s %5s %8s %8s", "RANK",
+           "COMM", "HOST:PID", "STATE", "LAST INTERVAL", "IDLE%", "ACTV%", "SLEP%", "WAKE%",
+           "APND%", "APPENDS", "OPS");
+  attron(A_BOLD);
+  mvaddnstr(y++, 0, line, s->cols);
+  attroff(A_BOLD);
+  int lines = 0;
+  for (uint32_t i = 0; i < s->nranks; i++) {
+    const nt_model_rank *r = &s->ranks[i];
+    const nt_snapshot *snap = r->proc->cur;
+    for (uint32_t t = 0; t < snap->nproxy; t++) {
+      const nt_proxy_row *p = &snap->proxy[t];
+      if (p->comm_index != r->comm_index) continue;
+      if (lines++ < s->top) continue;
+      if (y >= s->rows - 1) return;
+      double last[NT_PROXY_NSTATES], total[NT_PROXY_NSTATES];
+      nt_model_proxy_shares(r->proc, p, last, total);
+      char rank[16], comm[24], who[40];
+      snprintf(rank, sizeof rank, "%d/%d", r->rank, r->nranks);
+      if (r->comm_name[0]) snprintf(comm, sizeof comm, "%.18s", r->comm_name);
+      else snprintf(comm, sizeof comm, "%016llx", (unsigned long long)r->comm_hash);
+      snprintf(who, sizeof who, "%.12s:%u", r->proc->host, r->proc->pid);
+      snprintf(line, sizeof line, "%-8s %-18s %-20s", rank, comm, who);
+      if ((int)i == s->row) attron(A_REVERSE);
+      mvaddnstr(y, 0, line, s->cols);
+      if ((int)i == s->row) attroff(A_REVERSE);
+      attron(nt_state_attr(s, p->state));
+      mvaddnstr(y, 49, r->proc->stale ? "stale" : nt_proxy_state_name(p->state), s->cols - 49);
+      attroff(nt_state_attr(s, p->state));
+      if (s->cols > 80) state_bar(s, y, 57, 22, last);
+      snprintf(line, sizeof line, "%5.1f %5.1f %5.1f %5.1f %5.1f %8llu %8llu", 100 * total[0],
+               100 * total[1], 100 * total[2], 100 * total[3], 100 * total[4],
+               (unsigned long long)p->appends, (unsigned long long)p->appended_ops);
+      if (s->cols > 81) mvaddnstr(y, 81, line, s->cols - 81);
+      y++;
+    }
+  }
+  if (lines == 0)
+    mvaddnstr(y, 0, "no proxy threads reported (NCCL starts them only for network transports)",
+              s->cols);
+}
+
+int nt_channel_count(const nt_screen *s) {
+  int n = 0;
+  for (uint32_t i = 0; i < s->nranks; i++) {
+    const nt_snapshot *snap = s->ranks[i].proc->cur;
+    for (uint32_t c = 0; c < snap->nchannels; c++)
+      if (snap->channels[c].comm_index == s->ranks[i].comm_index && snap->channels[c].channel >= n)
+        n = snap->channels[c].channel + 1;
+  }
+  return n;
+}
+
+/* The busiest (most steps) row of a (rank, channel, dir), if any. */
+static const nt_channel_row *cell_row(const nt_model_rank *r, int channel, int dir) {
+  const nt_snapshot *snap = r->proc->cur;
+  const nt_channel_row *best = NULL;
+  for (uint32_t c = 0; c < snap->nchannels; c++) {
+    const nt_channel_row *row = &snap->channels[c];
+    if (row->comm_index == r->comm_index && row->channel == channel && row->dir == dir &&
+        (!best || row->steps > best->steps))
+      best = row;
+  }
+  return best;
+}
+
+static const char *wait_tag(int wait) {
+  static const char *tags[NT_WAIT_COUNT] = {"GPU", "PEER", "NET", "NET", "FLSH", "GPU"};
+  return wait >= 0 && wait < NT_WAIT_COUNT ? tags[wait] : "-";
+}
+
+static void detail_panel(nt_screen *s, const nt_model_rank *r, int channel, int y) {
+  char line[256];
+  int x = 2;
+  mvhline(y++, 0, ACS_HLINE, s->cols);
+  snprintf(line, sizeof line, "rank %d/%d  channel %d  host %s  pid %u   (Esc closes)", r->rank,
+           r->nranks, channel, r->proc->host, r->proc->pid);
+  attron(A_BOLD);
+  mvaddnstr(y++, x, line, s->cols - x);
+  attroff(A_BOLD);
+  for (int dir = 0; dir < 2 && y < s->rows - 1; dir++) {
+    const nt_channel_row *row = cell_row(r, channel, dir);
+    if (!row) continue;
+    double sps, bps;
+    nt_model_channel_rates(r->proc, row, &sps, &bps);
+    uint64_t sum = row->wait_ns[0] + row->wait_ns[1] + row->wait_ns[2];
+    char age[32];
+    if (row->progress_age_ns == UINT64_MAX) snprintf(age, sizeof age, "never");
+    else snprintf(age, sizeof age, "%.2fs ago", row->progress_age_ns / 1e9);
+    bool stalled = nt_model_channel_stalled(row, s->o->stall_ms);
+    snprintf(line, sizeof line,
+             "%s to/from peer %d: step %d in %s, last progress %s, %.0f steps/s, %.1f MB/s, "
+             "%llu ops in flight%s",
+             dir ? "recv" : "send", row->peer, row->cur_step, nt_wait_name(row->cur_wait), age, sps,
+             bps / 1e6, (unsigned long long)(row->ops_started - row->ops_done),
+             stalled ? "  STALLED" : "");
+    if (stalled) attron(stall_attr(s));
+    mvaddnstr(y++, x, line, s->cols - x);
+    if (stalled) attroff(stall_attr(s));
+    for (int k = 0; k < 3 && y < s->rows - 1; k++) {
+      double pct = sum ? 100.0 * (double)row->wait_ns[k] / (double)sum : 0;
+      snprintf(line, sizeof line, "    %-16s %12.3f ms  %5.1f%%", nt_wait_name(nt_dir_wait(dir, k)),
+               row->wait_ns[k] / 1e6, pct);
+      mvaddnstr(y++, x, line, s->cols - x);
+    }
+  }
+}
+
+void nt_view_channels(nt_screen *s, int y) {
+  int nch = nt_channel_count(s);
+  const int cellw = 11, left = 10;
+  char line[256];
+  attron(A_BOLD);
+  mvaddnstr(y, 0, "RANK", s->cols);
+  for (int c = 0; c < nch && left + (c + 1) * cellw <= s->cols; c++) {
+    snprintf(line, sizeof line, "ch%-2d S/R", c);
+    mvaddnstr(y, left + c * cellw, line, cellw - 1);
+  }
+  attroff(A_BOLD);
+  y++;
+  int detail_h = s->detail ? 10 : 0;
+  int avail = s->rows - 1 - y - detail_h - 1;
+  if (s->row < s->top) s->top = s->row;
+  if (avail > 0 && s->row >= s->top + avail) s->top = s->row - avail + 1;
+  for (int i = s->top; i < (int)s->nranks && y < s->rows - 2 - detail_h; i++, y++) {
+    const nt_model_rank *r = &s->ranks[i];
+    snprintf(line, sizeof line, "%d/%d%s", r->rank, r->nranks, r->proc->stale ? "?" : "");
+    mvaddnstr(y, 0, line, left - 1);
+    for (int c = 0; c < nch && left + (c + 1) * cellw <= s->cols; c++) {
+      const nt_channel_row *sr = cell_row(r, c, NT_DIR_SEND), *rr = cell_row(r, c, NT_DIR_RECV);
+      bool stalled = (sr && nt_model_channel_stalled(sr, s->o->stall_ms)) ||
+                     (rr && nt_model_channel_stalled(rr, s->o->stall_ms));
+      snprintf(line, sizeof line, "%s%s/%s", stalled ? "!" : "",
+               sr ? wait_tag(nt_model_channel_dominant_wait(r->proc, sr)) : "-",
+               rr ? wait_tag(nt_model_channel_dominant_wait(r->proc, rr)) : "-");
+      int attr = (i == s->row && c == s->col) ? A_REVERSE : 0;
+      if (stalled) attr |= stall_attr(s);
+      attron(attr);
+      mvaddnstr(y, left + c * cellw, line, cellw - 1);
+      attroff(attr);
+    }
+  }
+  if (!s->nranks) return;
+  if (s->detail && s->row < (int)s->nranks) {
+    detail_panel(s, &s->ranks[s->row], s->col, s->rows - 1 - detail_h);
+  } else {
+    mvaddnstr(s->rows - 1, 0,
+              "cell = dominant wait send/recv: GPU = waiting for the GPU, PEER = receiver has not "
+              "granted credit, NET = on the wire, FLSH = GPUDirect flush; ! = stalled; Enter = "
+              "details",
+              s->cols);
+  }
+}
+
+void nt_view_help(nt_screen *s, int y) {
+  char line[256];
+  attron(A_BOLD);
+  mvaddnstr(y++, 0, "Keys", s->cols);
+  attroff(A_BOLD);
+  for (const nt_key_binding *b = nt_keys; b->key && y < s->rows - 1; b++) {
+    if (!b->keys_text) continue;
+    snprintf(line, sizeof line, "  %-12s %s", b->keys_text, b->help);
+    mvaddnstr(y++, 0, line, s->cols);
+  }
+  static const char *const text[] = {
+      "",
+      "Proxy thread states: idle (nothing to progress), active (progressing network ops),",
+      "  sleep (blocked until NCCL posts work), wakeup (just woken), append (taking new ops).",
+      "Step waits, send: send_gpu_wait (GPU filling the buffer), send_peer_wait (receiver has",
+      "  not granted credit), send_net_wait (on the wire); recv: recv_net_wait (data not yet",
+      "  arrived), recv_flush_wait (GPUDirect flush), recv_gpu_wait (GPU consuming the data).",
+      "A channel is stalled (!) when ops are in flight and no step moved for --stall-ms.",
+  };
+  for (size_t i = 0; i < sizeof text / sizeof text[0] && y < s->rows - 1; i++)
+    mvaddnstr(y++, 0, text[i], s->cols);
+}
