@@ -182,6 +182,9 @@ static bool open_socket(struct pub *p) {
 }
 
 static void close_socket(struct pub *p) {
+  /* Give the final snapshot a moment to leave; bounded, and only at the
+   * last finalize, never on the event path. */
+  if (p->sock) set_int(p->sock, ZMQ_LINGER, p->subscribed ? 100 : 0);
   if (p->sock) zmq_close(p->sock);
   if (p->zctx) zmq_ctx_term(p->zctx);
   if (p->socket_path[0]) unlink(p->socket_path);

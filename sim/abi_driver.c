@@ -24,9 +24,12 @@ int sim_driver_open(sim_driver *d, const char *path, int abi, char *err, size_t 
     void *t = dlsym(d->lib, sym);
     if (!t) continue;
     d->abi = v;
-    if (v == 3) d->v3 = t;
-    else if (v == 4) d->v4 = t;
-    else d->v5 = t;
+    if (v == 3)
+      d->v3 = t;
+    else if (v == 4)
+      d->v4 = t;
+    else
+      d->v5 = t;
     return 0;
   }
   snprintf(err, errlen, "%s exports no ncclProfiler_v%s", path, abi ? "N asked for" : "3..6");
@@ -37,25 +40,32 @@ static void logger(int level, unsigned long flags, const char *file, int line, c
                    ...) {
   (void)level, (void)flags, (void)file, (void)line, (void)fmt;
 }
-static nt_nccl_logger sim_logger_fn(void) { return logger; }
+static nt_nccl_logger sim_logger_fn(void) {
+  return logger;
+}
 
 int sim_driver_init(sim_driver *d, void **ctx, uint64_t hash, const char *name, int nnodes,
                     int nranks, int rank) {
   int rc;
   *ctx = NULL;
-  if (d->abi == 3) rc = d->v3->init(ctx, &d->mask);
+  if (d->abi == 3)
+    rc = d->v3->init(ctx, &d->mask);
   else if (d->abi == 4)
     rc = d->v4->init(ctx, &d->mask, name, hash, nnodes, nranks, rank, sim_logger_fn());
-  else rc = d->v5->init(ctx, hash, &d->mask, name, nnodes, nranks, rank, sim_logger_fn());
+  else
+    rc = d->v5->init(ctx, hash, &d->mask, name, nnodes, nranks, rank, sim_logger_fn());
   d->enabled = rc == 0;
   return rc;
 }
 
 void sim_driver_finalize(sim_driver *d, void *ctx) {
   if (!d->enabled) return;
-  if (d->abi == 3) d->v3->finalize(ctx);
-  else if (d->abi == 4) d->v4->finalize(ctx);
-  else d->v5->finalize(ctx);
+  if (d->abi == 3)
+    d->v3->finalize(ctx);
+  else if (d->abi == 4)
+    d->v4->finalize(ctx);
+  else
+    d->v5->finalize(ctx);
 }
 
 /* NCCL's gating (src/plugin/profiler.cc): asking for a child event also
@@ -65,8 +75,7 @@ bool sim_driver_wants(sim_driver *d, int type) {
   int m = __atomic_load_n(&d->mask, __ATOMIC_RELAXED);
   int net = NT_EV_NET_PLUGIN;
   switch (type) {
-  case NT_EV_GROUP_API:
-    return d->abi >= 5 && (m & ~(NT_EV_PROXY_CTRL)) != 0;
+  case NT_EV_GROUP_API: return d->abi >= 5 && (m & ~(NT_EV_PROXY_CTRL)) != 0;
   case NT_EV_COLL_API:
     return d->abi >= 5 && (m & (NT_EV_COLL_API | NT_EV_COLL | NT_EV_PROXY_OP | NT_EV_PROXY_STEP |
                                 NT_EV_KERNEL_CH | net));
@@ -126,8 +135,10 @@ void *sim_driver_start(sim_driver *d, void *ctx, nt_descr_v5 *e) {
 void sim_driver_record(sim_driver *d, void *h, int state, const nt_state_args_v5 *args) {
   if (!d->enabled || !h) return;
   nt_state_args_v5 a;
-  if (args) a = *args;
-  else memset(&a, 0, sizeof a);
+  if (args)
+    a = *args;
+  else
+    memset(&a, 0, sizeof a);
   if (d->abi >= 5) {
     d->v5->recordEventState(h, state, args ? &a : NULL);
   } else if (d->abi == 4) {
@@ -139,14 +150,18 @@ void sim_driver_record(sim_driver *d, void *h, int state, const nt_state_args_v5
     if (state > NT_ST_CTRL_APPEND_END) return;
     nt_state_args_v3 v3;
     memset(&v3, 0, sizeof v3);
-    v3.proxyCtrl.appendedProxyOps = state == NT_ST_CTRL_APPEND_END ? a.proxyCtrl.appendedProxyOps : 0;
+    v3.proxyCtrl.appendedProxyOps =
+        state == NT_ST_CTRL_APPEND_END ? a.proxyCtrl.appendedProxyOps : 0;
     d->v3->recordEventState(h, state, &v3);
   }
 }
 
 void sim_driver_stop(sim_driver *d, void *h) {
   if (!d->enabled || !h) return;
-  if (d->abi == 3) d->v3->stopEvent(h);
-  else if (d->abi == 4) d->v4->stopEvent(h);
-  else d->v5->stopEvent(h);
+  if (d->abi == 3)
+    d->v3->stopEvent(h);
+  else if (d->abi == 4)
+    d->v4->stopEvent(h);
+  else
+    d->v5->stopEvent(h);
 }

@@ -55,4 +55,6 @@ void nt_sim_expect_comm(const nt_sim_config *c, int rank, int comm, nt_sim_comm_
   out->kernel_busy_ns = (uint64_t)c->iterations * SIM_KERNEL_NS;
 }
 
-uint64_t nt_sim_comm_hash(int comm) { return 0x5eed000000000000ull | (uint64_t)(comm + 1) * 0x1111; }
+uint64_t nt_sim_comm_hash(int comm) {
+  return 0x5eed000000000000ull | (uint64_t)(comm + 1) * 0x1111;
+}

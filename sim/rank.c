@@ -25,7 +25,9 @@
 #define QUEUE_CAP 64
 
 static volatile sig_atomic_t stop_flag;
-static void on_signal(int sig) { (void)sig, stop_flag = 1; }
+static void on_signal(int sig) {
+  (void)sig, stop_flag = 1;
+}
 
 /* ---- virtual clock ---- */
 static _Thread_local bool vc_owner;
@@ -171,7 +173,7 @@ static void *app_main(void *arg) {
     c->queue[(c->head + c->count++) % QUEUE_CAP] = coll;
     pthread_cond_broadcast(&c->cv);
     pthread_mutex_unlock(&c->mu);
-    if (!cfg->deterministic) sleep_us(20000 + (uint64_t)(c->r->rank % 3) * 5000);
+    if (!cfg->deterministic) sleep_us(30000 + (uint64_t)(c->r->rank % 3) * 10000);
   }
   pthread_mutex_lock(&c->mu);
   c->done = true;
@@ -186,15 +188,15 @@ static void *app_main(void *arg) {
  * round of steps: send gpu, send peer, send net, recv net, recv flush, recv
  * gpu). */
 static const uint64_t profiles[4][6] = {
-    {150, 100, 300, 300, 20, 150},  /* balanced */
-    {100, 100, 1500, 900, 20, 100}, /* slow network */
-    {1200, 100, 200, 200, 20, 900}, /* slow GPU */
+    {150, 100, 300, 300, 20, 150},   /* balanced */
+    {100, 100, 1500, 900, 20, 100},  /* slow network */
+    {1200, 100, 200, 200, 20, 900},  /* slow GPU */
     {150, 1300, 200, 1100, 20, 100}, /* waits for a slow peer */
 };
 
 static uint64_t wait_ns(sim_comm *c, int i) {
   if (c->r->cfg->deterministic) {
-    static const uint64_t det[6] = {SIM_SEND_GPU_NS, SIM_SEND_PEER_NS, SIM_SEND_NET_NS,
+    static const uint64_t det[6] = {SIM_SEND_GPU_NS, SIM_SEND_PEER_NS,  SIM_SEND_NET_NS,
                                     SIM_RECV_NET_NS, SIM_RECV_FLUSH_NS, SIM_RECV_GPU_NS};
     return det[i];
   }
@@ -354,8 +356,8 @@ int sim_rank_main(const nt_sim_config *cfg, int rank) {
     return 1;
   }
   if (cfg->deterministic) {
-    void (*set_clock)(uint64_t (*)(void)) =
-        (void (*)(uint64_t (*)(void)))dlsym(r.drv.lib, "nccltop_sim_set_clock");
+    void (*set_clock)(uint64_t(*)(void)) =
+        (void (*)(uint64_t(*)(void)))dlsym(r.drv.lib, "nccltop_sim_set_clock");
     if (set_clock) set_clock(virtual_clock);
   }
   int ncomms = cfg->comms;

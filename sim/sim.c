@@ -70,16 +70,26 @@ int nt_sim_parse_args(nt_sim_config *c, int argc, char **argv) {
   for (; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     int iv = 0, rc = 0;
-    if (!strcmp(a, "--ranks")) rc = parse_int(a, v, 1, 1024, &c->ranks), i++;
-    else if (!strcmp(a, "--comms")) rc = parse_int(a, v, 1, 8, &c->comms), i++;
-    else if (!strcmp(a, "--channels")) rc = parse_int(a, v, 1, 64, &c->channels), i++;
-    else if (!strcmp(a, "--steps")) rc = parse_int(a, v, 1, 1024, &c->steps), i++;
-    else if (!strcmp(a, "--iterations")) rc = parse_int(a, v, 0, 100000000, &c->iterations), i++;
-    else if (!strcmp(a, "--duration")) rc = parse_seconds(a, v, &c->duration_s), i++;
-    else if (!strcmp(a, "--linger")) rc = parse_seconds(a, v, &c->linger_s), i++;
-    else if (!strcmp(a, "--deterministic")) c->deterministic = true;
-    else if (!strcmp(a, "--quiet")) c->quiet = true;
-    else if (!strcmp(a, "--abi")) rc = parse_int(a, v, 3, 6, &c->abi), i++;
+    if (!strcmp(a, "--ranks"))
+      rc = parse_int(a, v, 1, 1024, &c->ranks), i++;
+    else if (!strcmp(a, "--comms"))
+      rc = parse_int(a, v, 1, 8, &c->comms), i++;
+    else if (!strcmp(a, "--channels"))
+      rc = parse_int(a, v, 1, 64, &c->channels), i++;
+    else if (!strcmp(a, "--steps"))
+      rc = parse_int(a, v, 1, 1024, &c->steps), i++;
+    else if (!strcmp(a, "--iterations"))
+      rc = parse_int(a, v, 0, 100000000, &c->iterations), i++;
+    else if (!strcmp(a, "--duration"))
+      rc = parse_seconds(a, v, &c->duration_s), i++;
+    else if (!strcmp(a, "--linger"))
+      rc = parse_seconds(a, v, &c->linger_s), i++;
+    else if (!strcmp(a, "--deterministic"))
+      c->deterministic = true;
+    else if (!strcmp(a, "--quiet"))
+      c->quiet = true;
+    else if (!strcmp(a, "--abi"))
+      rc = parse_int(a, v, 3, 6, &c->abi), i++;
     else if (!strcmp(a, "--interval-ms")) {
       rc = parse_int(a, v, 10, 60000, &iv), i++;
       c->interval_ms = (uint32_t)iv;
@@ -97,7 +107,8 @@ int nt_sim_parse_args(nt_sim_config *c, int argc, char **argv) {
       }
       c->plugin = v;
       i++;
-    } else break;
+    } else
+      break;
     if (rc) return -1;
   }
   if (c->deterministic && !c->iterations) c->iterations = 10;
@@ -105,7 +116,9 @@ int nt_sim_parse_args(nt_sim_config *c, int argc, char **argv) {
 }
 
 static volatile sig_atomic_t got_signal;
-static void on_signal(int sig) { got_signal = sig; }
+static void on_signal(int sig) {
+  got_signal = sig;
+}
 
 int nt_sim_run(const nt_sim_config *cfg) {
   nt_sim_config c = *cfg;
@@ -126,8 +139,8 @@ int nt_sim_run(const nt_sim_config *cfg) {
   sigaction(SIGINT, &sa, &old_int);
   sigaction(SIGTERM, &sa, &old_term);
   if (!c.quiet)
-    fprintf(stderr, "nccltop sim: %d ranks x %d comms x %d channels, plugin %s\n", c.ranks,
-            c.comms, c.channels, c.plugin);
+    fprintf(stderr, "nccltop sim: %d ranks x %d comms x %d channels, plugin %s\n", c.ranks, c.comms,
+            c.channels, c.plugin);
   int started = 0;
   for (; started < c.ranks; started++) {
     pid_t pid = fork();

@@ -29,7 +29,7 @@ static void config(nt_sim_config *c, const char *dir) {
   c->comms = 2;
   c->channels = 4;
   c->steps = 16;
-  c->iterations = 12000;
+  c->iterations = 6000;
   c->deterministic = true;
   c->plugin = plugin;
   c->dir = dir;

@@ -11,8 +11,8 @@
  *     "proxy":[{"tid","state","state_age_ms","state_ns":{"idle",..,"append"},
  *               "share_last":{..},"share_total":{..},"appends","appended_ops","wakeups"}],
  *     "channels":[{"channel","dir":"send"|"recv","peer","steps","bytes",
- *                  "wait_ns":{"send_gpu_wait","send_peer_wait","send_net_wait"} or the recv_* three,
- *                  "dominant_wait","steps_per_s","bytes_per_s","ops_in_flight","cur_step",
+ *                  "wait_ns":{"send_gpu_wait","send_peer_wait","send_net_wait"} or the recv_*
+ * three, "dominant_wait","steps_per_s","bytes_per_s","ops_in_flight","cur_step",
  *                  "cur_wait","progress_age_ms","stalled"}],
  *     "kernels":[{"channel","count","busy_ns"}]}]}
  * Counters are JSON numbers (exact below 2^53, which cumulative nanoseconds
@@ -30,17 +30,21 @@ static double start_s;
 
 static cJSON *states_obj(const uint64_t *ns) {
   cJSON *o = cJSON_CreateObject();
-  for (int i = 0; i < NT_PROXY_NSTATES; i++) cJSON_AddNumberToObject(o, nt_proxy_state_name(i), (double)ns[i]);
+  for (int i = 0; i < NT_PROXY_NSTATES; i++)
+    cJSON_AddNumberToObject(o, nt_proxy_state_name(i), (double)ns[i]);
   return o;
 }
 
 static cJSON *shares_obj(const double *v) {
   cJSON *o = cJSON_CreateObject();
-  for (int i = 0; i < NT_PROXY_NSTATES; i++) cJSON_AddNumberToObject(o, nt_proxy_state_name(i), v[i]);
+  for (int i = 0; i < NT_PROXY_NSTATES; i++)
+    cJSON_AddNumberToObject(o, nt_proxy_state_name(i), v[i]);
   return o;
 }
 
-static double age_ms(uint64_t ns) { return ns == UINT64_MAX ? -1 : (double)ns / 1e6; }
+static double age_ms(uint64_t ns) {
+  return ns == UINT64_MAX ? -1 : (double)ns / 1e6;
+}
 
 static cJSON *rank_json(const nt_model_rank *r, const nt_options *o) {
   nt_model_process *p = r->proc;
@@ -167,8 +171,8 @@ static int print_json(FILE *out, nt_model *m, const nt_options *o, double now, n
   return rc;
 }
 
-static void print_text(FILE *out, nt_model *m, const nt_options *o, double now, nt_model_rank *ranks,
-                       uint32_t nranks) {
+static void print_text(FILE *out, nt_model *m, const nt_options *o, double now,
+                       nt_model_rank *ranks, uint32_t nranks) {
   fprintf(out, "nccltop %.1fs  publishers %u  ranks %u  messages %llu  bad %llu\n", now - start_s,
           nt_model_nprocesses(m), nranks, (unsigned long long)nt_model_total_messages(m),
           (unsigned long long)nt_model_total_bad(m));
@@ -221,8 +225,10 @@ int nt_batch_print(FILE *out, nt_model *m, const nt_options *o, double now_s) {
   if (!ranks && !(ranks = calloc(MAX_RANKS, sizeof *ranks))) return -1;
   uint32_t n = nt_model_ranks(m, ranks, MAX_RANKS);
   int rc = 0;
-  if (o->json) rc = print_json(out, m, o, now_s, ranks, n);
-  else print_text(out, m, o, now_s, ranks, n);
+  if (o->json)
+    rc = print_json(out, m, o, now_s, ranks, n);
+  else
+    print_text(out, m, o, now_s, ranks, n);
   fflush(out);
   return rc;
 }

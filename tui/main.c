@@ -15,30 +15,33 @@
 #include "viewer.h"
 
 static volatile sig_atomic_t quit_signal;
-static void on_quit(int sig) { quit_signal = sig; }
+static void on_quit(int sig) {
+  quit_signal = sig;
+}
 
 static void usage(FILE *f) {
-  fprintf(f,
-          "usage: nccltop [options]                  watch this node's NCCL jobs\n"
-          "       nccltop -b [-n N] [--json]         print frames (text or JSON lines)\n"
-          "       nccltop sim [sim options]          run a simulated job\n"
-          "       nccltop demo [sim options] [options]  simulated 8-rank job + monitor\n"
-          "\n"
-          "options:\n"
-          "  -b, --batch            print frames instead of the interactive screen\n"
-          "  -n, --iterations N     stop after N frames\n"
-          "      --json             batch frames as JSON lines\n"
-          "  -d, --delay MS         time between frames, 50..60000 (default 500)\n"
-          "      --stall-ms MS      no step progress for MS with ops in flight = stalled (2000)\n"
-          "  -C, --no-color         no colours (also with NO_COLOR set)\n"
-          "  -A, --ascii            ASCII only\n"
-          "      --dir DIR          endpoint directory (default $NCCLTOP_DIR or /tmp/nccltop-UID)\n"
-          "      --connect EP       also subscribe to ZeroMQ endpoint EP (repeatable)\n"
-          "  -V, --version          print the version\n"
-          "  -h, --help             this text\n"
-          "\n"
-          "sim options: --ranks N --comms N --channels N --steps N --iterations N --duration S\n"
-          "             --linger S --deterministic --abi 3..6 --plugin PATH --interval-ms N --quiet\n");
+  fprintf(
+      f,
+      "usage: nccltop [options]                  watch this node's NCCL jobs\n"
+      "       nccltop -b [-n N] [--json]         print frames (text or JSON lines)\n"
+      "       nccltop sim [sim options]          run a simulated job\n"
+      "       nccltop demo [sim options] [options]  simulated 8-rank job + monitor\n"
+      "\n"
+      "options:\n"
+      "  -b, --batch            print frames instead of the interactive screen\n"
+      "  -n, --iterations N     stop after N frames\n"
+      "      --json             batch frames as JSON lines\n"
+      "  -d, --delay MS         time between frames, 50..60000 (default 500)\n"
+      "      --stall-ms MS      no step progress for MS with ops in flight = stalled (2000)\n"
+      "  -C, --no-color         no colours (also with NO_COLOR set)\n"
+      "  -A, --ascii            ASCII only\n"
+      "      --dir DIR          endpoint directory (default $NCCLTOP_DIR or /tmp/nccltop-UID)\n"
+      "      --connect EP       also subscribe to ZeroMQ endpoint EP (repeatable)\n"
+      "  -V, --version          print the version\n"
+      "  -h, --help             this text\n"
+      "\n"
+      "sim options: --ranks N --comms N --channels N --steps N --iterations N --duration S\n"
+      "             --linger S --deterministic --abi 3..6 --plugin PATH --interval-ms N --quiet\n");
 }
 
 static int parse_u32(const char *opt, const char *v, unsigned long lo, unsigned long hi,
@@ -59,12 +62,12 @@ static int parse_u32(const char *opt, const char *v, unsigned long lo, unsigned 
  * version printed) or -1 (usage error). */
 static int parse_options(nt_options *o, int argc, char **argv) {
   static const struct option longs[] = {
-      {"batch", no_argument, NULL, 'b'},     {"iterations", required_argument, NULL, 'n'},
-      {"json", no_argument, NULL, 'j'},      {"delay", required_argument, NULL, 'd'},
+      {"batch", no_argument, NULL, 'b'},          {"iterations", required_argument, NULL, 'n'},
+      {"json", no_argument, NULL, 'j'},           {"delay", required_argument, NULL, 'd'},
       {"stall-ms", required_argument, NULL, 's'}, {"no-color", no_argument, NULL, 'C'},
-      {"ascii", no_argument, NULL, 'A'},     {"dir", required_argument, NULL, 'D'},
-      {"connect", required_argument, NULL, 'c'}, {"version", no_argument, NULL, 'V'},
-      {"help", no_argument, NULL, 'h'},      {NULL, 0, NULL, 0}};
+      {"ascii", no_argument, NULL, 'A'},          {"dir", required_argument, NULL, 'D'},
+      {"connect", required_argument, NULL, 'c'},  {"version", no_argument, NULL, 'V'},
+      {"help", no_argument, NULL, 'h'},           {NULL, 0, NULL, 0}};
   int ch;
   uint32_t v;
   while ((ch = getopt_long(argc, argv, "bn:d:CAVh", longs, NULL)) != -1) {

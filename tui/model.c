@@ -16,7 +16,9 @@ struct nt_model {
   double last_data_s;
 };
 
-nt_model *nt_model_new(void) { return calloc(1, sizeof(nt_model)); }
+nt_model *nt_model_new(void) {
+  return calloc(1, sizeof(nt_model));
+}
 
 static void proc_free(nt_model_process *p) {
   if (!p) return;
@@ -49,8 +51,8 @@ static void copy_snapshot(nt_snapshot *dst, const nt_snapshot *src) {
 }
 
 /* Finds (or creates, when create) the process; NULL when the model is full. */
-static nt_model_process *find_proc(nt_model *m, const char *host, uint32_t pid, const char *endpoint,
-                                   bool create) {
+static nt_model_process *find_proc(nt_model *m, const char *host, uint32_t pid,
+                                   const char *endpoint, bool create) {
   char clean[NT_MAX_HOST + 1];
   nt_sanitize(host, strlen(host), clean, sizeof clean);
   for (uint32_t i = 0; i < m->nprocs; i++) {
@@ -80,8 +82,7 @@ static int channel_cmp(const void *a, const void *b) {
   return (x->peer > y->peer) - (x->peer < y->peer);
 }
 
-int nt_model_apply_snapshot(nt_model *m, const char *endpoint, const nt_snapshot *s,
-                            double now_s) {
+int nt_model_apply_snapshot(nt_model *m, const char *endpoint, const nt_snapshot *s, double now_s) {
   m->messages++;
   nt_model_process *p = find_proc(m, s->host, s->pid, endpoint, true);
   if (!p) {
@@ -189,18 +190,28 @@ void nt_model_process_gone(nt_model *m, uint32_t pid, const char *host) {
   }
 }
 
-uint32_t nt_model_nprocesses(const nt_model *m) { return m->nprocs; }
+uint32_t nt_model_nprocesses(const nt_model *m) {
+  return m->nprocs;
+}
 nt_model_process *nt_model_process_at(nt_model *m, uint32_t i) {
   return i < m->nprocs ? m->procs[i] : NULL;
 }
-uint32_t nt_model_nerrors(const nt_model *m) { return m->nerrors; }
+uint32_t nt_model_nerrors(const nt_model *m) {
+  return m->nerrors;
+}
 const nt_model_error *nt_model_error_at(const nt_model *m, uint32_t i) {
   if (i >= m->nerrors) return NULL;
   return &m->errors[(m->error_head + NT_MODEL_ERRORS - 1 - i) % NT_MODEL_ERRORS];
 }
-uint64_t nt_model_total_messages(const nt_model *m) { return m->messages; }
-uint64_t nt_model_total_bad(const nt_model *m) { return m->bad; }
-double nt_model_last_data_s(const nt_model *m) { return m->last_data_s; }
+uint64_t nt_model_total_messages(const nt_model *m) {
+  return m->messages;
+}
+uint64_t nt_model_total_bad(const nt_model *m) {
+  return m->bad;
+}
+double nt_model_last_data_s(const nt_model *m) {
+  return m->last_data_s;
+}
 
 static int rank_cmp(const void *a, const void *b) {
   const nt_model_rank *x = a, *y = b;

@@ -55,8 +55,10 @@ static bool act(nt_screen *s, int action) {
     if (s->view == NT_VIEW_CHANNELS) s->detail = true;
     break;
   case NT_ACT_BACK:
-    if (s->detail) s->detail = false;
-    else if (s->view == NT_VIEW_HELP) s->view = s->prev_view;
+    if (s->detail)
+      s->detail = false;
+    else if (s->view == NT_VIEW_HELP)
+      s->view = s->prev_view;
     break;
   case NT_ACT_PAUSE: s->paused = !s->paused; break;
   case NT_ACT_REDRAW: clear(); break;

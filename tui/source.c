@@ -14,9 +14,9 @@
 
 #include "viewer.h"
 
-#define MAX_ENDPOINTS 2048
+#define MAX_ENDPOINTS         2048
 #define MAX_MESSAGES_PER_POLL 20000
-#define RCVHWM 1000
+#define RCVHWM                1000
 
 typedef struct {
   void *sock;
@@ -43,7 +43,9 @@ double nt_now_s(void) {
   return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-static int set_int(void *s, int opt, int v) { return zmq_setsockopt(s, opt, &v, sizeof v); }
+static int set_int(void *s, int opt, int v) {
+  return zmq_setsockopt(s, opt, &v, sizeof v);
+}
 
 static endpoint *add_endpoint(nt_source *s, const char *addr, uint32_t pid, nt_model *m) {
   if (s->neps >= MAX_ENDPOINTS) return NULL;
@@ -79,7 +81,8 @@ nt_source *nt_source_open(const nt_options *o, char *err, size_t errlen) {
     nt_source_close(s);
     return NULL;
   }
-  if (o->dir) snprintf(s->dir, sizeof s->dir, "%s", o->dir);
+  if (o->dir)
+    snprintf(s->dir, sizeof s->dir, "%s", o->dir);
   else if (nt_endpoint_dir(s->dir, sizeof s->dir) != 0) {
     snprintf(err, errlen, "endpoint directory name too long");
     nt_source_close(s);
@@ -98,9 +101,13 @@ void nt_source_close(nt_source *s) {
   free(s);
 }
 
-uint32_t nt_source_nendpoints(const nt_source *s) { return s->neps; }
+uint32_t nt_source_nendpoints(const nt_source *s) {
+  return s->neps;
+}
 
-static bool pid_alive(uint32_t pid) { return kill((pid_t)pid, 0) == 0 || errno != ESRCH; }
+static bool pid_alive(uint32_t pid) {
+  return kill((pid_t)pid, 0) == 0 || errno != ESRCH;
+}
 
 /* Lists <pid>.sock files: connects to new live ones, drops dead ones. */
 static void scan(nt_source *s, nt_model *m, double now) {
@@ -184,16 +191,19 @@ static bool receive(nt_source *s, endpoint *e, nt_model *m) {
   } else if (!strcmp(topic, NT_TOPIC_SNAPSHOT)) {
     if (nt_snapshot_decode(s->buf, (size_t)len, s->scratch, err, sizeof err) == 0)
       nt_model_apply_snapshot(m, e->endpoint, s->scratch, now);
-    else note(m, e, "bad snapshot: %s", err);
+    else
+      note(m, e, "bad snapshot: %s", err);
   } else if (!strcmp(topic, NT_TOPIC_HELLO)) {
     if (nt_hello_decode((const char *)s->buf, (size_t)len, s->hello, err, sizeof err) == 0)
       nt_model_apply_hello(m, e->endpoint, s->hello, now);
-    else note(m, e, "bad hello: %s", err);
+    else
+      note(m, e, "bad hello: %s", err);
   } else if (!strcmp(topic, NT_TOPIC_COMM)) {
     nt_comm_info c;
     if (nt_comm_decode((const char *)s->buf, (size_t)len, &c, err, sizeof err) == 0)
       nt_model_apply_comm(m, e->endpoint, &c, now);
-    else note(m, e, "bad communicator message: %s", err);
+    else
+      note(m, e, "bad communicator message: %s", err);
   } else if (!strcmp(topic, NT_TOPIC_TOPOLOGY)) {
     /* Topology messages are read by the topology view (later). */
   } else {

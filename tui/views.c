@@ -30,8 +30,10 @@ void nt_draw_header(nt_screen *s) {
   bool stale = !last || s->now - last > 3 * 1.0;
   const char *mode = s->paused ? "PAUSED" : stale ? "STALE" : "LIVE";
   char age[32], line[512];
-  if (last) snprintf(age, sizeof age, "data %.1fs ago", s->now - last);
-  else snprintf(age, sizeof age, "no data yet");
+  if (last)
+    snprintf(age, sizeof age, "data %.1fs ago", s->now - last);
+  else
+    snprintf(age, sizeof age, "no data yet");
   snprintf(line, sizeof line, " nccltop %s  %-6s %s  publishers %u  ranks %u  bad msgs %llu  [%s]",
            NT_VERSION, mode, age, nt_model_nprocesses(s->m), s->nranks,
            (unsigned long long)nt_model_total_bad(s->m), view_names[s->view]);
@@ -59,8 +61,10 @@ static void state_bar(nt_screen *s, int y, int x, int width, const double *share
     if (used + n > width) n = width - used;
     attron(nt_state_attr(s, st));
     for (int i = 0; i < n; i++) {
-      if (s->o->ascii) mvaddch(y, x + used + i, (chtype)glyph_ascii[st]);
-      else mvaddstr(y, x + used + i, glyph_utf8[st]);
+      if (s->o->ascii)
+        mvaddch(y, x + used + i, (chtype)glyph_ascii[st]);
+      else
+        mvaddstr(y, x + used + i, glyph_utf8[st]);
     }
     attroff(nt_state_attr(s, st));
     used += n;
@@ -88,8 +92,10 @@ void nt_view_proxy(nt_screen *s, int y) {
       nt_model_proxy_shares(r->proc, p, last, total);
       char rank[16], comm[24], who[40];
       snprintf(rank, sizeof rank, "%d/%d", r->rank, r->nranks);
-      if (r->comm_name[0]) snprintf(comm, sizeof comm, "%.18s", r->comm_name);
-      else snprintf(comm, sizeof comm, "%016llx", (unsigned long long)r->comm_hash);
+      if (r->comm_name[0])
+        snprintf(comm, sizeof comm, "%.18s", r->comm_name);
+      else
+        snprintf(comm, sizeof comm, "%016llx", (unsigned long long)r->comm_hash);
       snprintf(who, sizeof who, "%.12s:%u", r->proc->host, r->proc->pid);
       snprintf(line, sizeof line, "%-8s %-18s %-20s", rank, comm, who);
       if ((int)i == s->row) attron(A_REVERSE);
@@ -156,15 +162,20 @@ static void detail_panel(nt_screen *s, const nt_model_rank *r, int channel, int 
     nt_model_channel_rates(r->proc, row, &sps, &bps);
     uint64_t sum = row->wait_ns[0] + row->wait_ns[1] + row->wait_ns[2];
     char age[32];
-    if (row->progress_age_ns == UINT64_MAX) snprintf(age, sizeof age, "never");
-    else snprintf(age, sizeof age, "%.2fs ago", row->progress_age_ns / 1e9);
+    if (row->progress_age_ns == UINT64_MAX)
+      snprintf(age, sizeof age, "never");
+    else
+      snprintf(age, sizeof age, "%.2fs ago", row->progress_age_ns / 1e9);
     bool stalled = nt_model_channel_stalled(row, s->o->stall_ms);
+    char step[48];
+    if (row->cur_wait != NT_WAIT_NONE)
+      snprintf(step, sizeof step, "step %d in %s", row->cur_step, nt_wait_name(row->cur_wait));
+    else
+      snprintf(step, sizeof step, "no step in progress");
     snprintf(line, sizeof line,
-             "%s to/from peer %d: step %d in %s, last progress %s, %.0f steps/s, %.1f MB/s, "
-             "%llu ops in flight%s",
-             dir ? "recv" : "send", row->peer, row->cur_step, nt_wait_name(row->cur_wait), age, sps,
-             bps / 1e6, (unsigned long long)(row->ops_started - row->ops_done),
-             stalled ? "  STALLED" : "");
+             "%s %s peer %d: %s, last progress %s, %.0f steps/s, %.1f MB/s, %llu ops in flight%s",
+             dir ? "recv" : "send", dir ? "from" : "to", row->peer, step, age, sps, bps / 1e6,
+             (unsigned long long)(row->ops_started - row->ops_done), stalled ? "  STALLED" : "");
     if (stalled) attron(stall_attr(s));
     mvaddnstr(y++, x, line, s->cols - x);
     if (stalled) attroff(stall_attr(s));
@@ -179,7 +190,7 @@ static void detail_panel(nt_screen *s, const nt_model_rank *r, int channel, int 
 
 void nt_view_channels(nt_screen *s, int y) {
   int nch = nt_channel_count(s);
-  const int cellw = 11, left = 10;
+  const int cellw = 11, left = 16;
   char line[256];
   attron(A_BOLD);
   mvaddnstr(y, 0, "RANK", s->cols);
@@ -195,7 +206,9 @@ void nt_view_channels(nt_screen *s, int y) {
   if (avail > 0 && s->row >= s->top + avail) s->top = s->row - avail + 1;
   for (int i = s->top; i < (int)s->nranks && y < s->rows - 2 - detail_h; i++, y++) {
     const nt_model_rank *r = &s->ranks[i];
-    snprintf(line, sizeof line, "%d/%d%s", r->rank, r->nranks, r->proc->stale ? "?" : "");
+    /* rank/nranks and a short communicator id: ranks of several comms alternate */
+    snprintf(line, sizeof line, "%d/%d %04llx%s", r->rank, r->nranks,
+             (unsigned long long)(r->comm_hash & 0xffff), r->proc->stale ? "?" : "");
     mvaddnstr(y, 0, line, left - 1);
     for (int c = 0; c < nch && left + (c + 1) * cellw <= s->cols; c++) {
       const nt_channel_row *sr = cell_row(r, c, NT_DIR_SEND), *rr = cell_row(r, c, NT_DIR_RECV);

@@ -1,0 +1,154 @@
+/* The interactive nccltop in a pseudo-terminal, read through libvterm, on a
+ * deterministic simulated job (real plugin, real sockets): the views show the
+ * simulated states and react to keys. */
+#include <libgen.h>
+#include <limits.h>
+
+#include "testlib.h"
+#include "vterm_harness.h"
+#include "../sim/sim.h"
+
+static char bindir[PATH_MAX], nccltop[PATH_MAX + 16], plugin[PATH_MAX + 64];
+static char dir[] = "/tmp/nccltop-screen-XXXXXX";
+static char dir_env[sizeof dir + 16];
+static pid_t sim = -1;
+
+static bool start_job(void) {
+  if (!mkdtemp(dir)) return false;
+  snprintf(dir_env, sizeof dir_env, "NCCLTOP_DIR=%s", dir);
+  nt_sim_config c;
+  nt_sim_defaults(&c);
+  c.ranks = 2;
+  c.comms = 1;
+  c.channels = 3;
+  c.steps = 4;
+  c.iterations = 5;
+  c.deterministic = true;
+  c.linger_s = 120; /* the test stops it */
+  c.plugin = plugin;
+  c.dir = dir;
+  c.interval_ms = 50;
+  c.quiet = true;
+  sim = nt_sim_spawn(&c);
+  return sim > 0;
+}
+
+static void stop_job(void) {
+  if (sim > 0) {
+    kill(-sim, SIGTERM);
+    double end = vt_now() + 5;
+    while (vt_now() < end && waitpid(sim, NULL, WNOHANG) == 0) usleep(10000);
+    kill(-sim, SIGKILL);
+    waitpid(sim, NULL, WNOHANG);
+  }
+  char cmd[64];
+  snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+  if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
+}
+
+static void views_show_the_job_and_react_to_keys(void) {
+  vt_term t;
+  char *argv[] = {nccltop, "-d", "200", NULL};
+  char *env[] = {dir_env, NULL};
+  CHECK(vt_start(&t, 30, 110, argv, env) == 0);
+  /* Proxy view: both ranks, their communicator, the final state, LIVE. */
+  bool ok = vt_wait_for(&t, "1/2", 15) && vt_wait_for(&t, "0/2", 5) &&
+            vt_wait_for(&t, "sim-comm-0", 5) && vt_wait_for(&t, "idle", 5) &&
+            vt_wait_for(&t, "LIVE", 5) && vt_wait_for(&t, "[proxy threads]", 1);
+  if (ok) {
+    /* Channels view: the deterministic schedule's dominant waits are the
+     * network ones on both sides. */
+    vt_send(&t, "2");
+    ok = vt_wait_for(&t, "[channels]", 5) && vt_wait_for(&t, "NET/NET", 5) &&
+         vt_wait_for(&t, "ch2", 2);
+  }
+  if (ok) {
+    vt_send(&t, "\r"); /* Enter: details of rank 0, channel 0 */
+    ok = vt_wait_for(&t, "send to peer 1", 5) && vt_wait_for(&t, "recv from peer 1", 2) &&
+         vt_wait_for(&t, "recv_flush_wait", 2);
+  }
+  if (ok) {
+    vt_send(&t, "\033"); /* Esc closes the details */
+    double end = vt_now() + 5;
+    while (vt_now() < end && strstr(vt_text(&t), "send to peer")) vt_pump(&t, 50);
+    ok = !strstr(t.text, "send to peer");
+    if (!ok) fprintf(stderr, "    Esc did not close the details\n");
+  }
+  if (ok) {
+    vt_send(&t, "\033OP"); /* F1: help, built from the key table */
+    ok = vt_wait_for(&t, "Keys", 5) && vt_wait_for(&t, "quit", 1) &&
+         vt_wait_for(&t, "pause / resume", 1);
+  }
+  if (ok) {
+    vt_send(&t, "\t"); /* Tab from help wraps to the proxy view */
+    ok = vt_wait_for(&t, "[proxy threads]", 5);
+  }
+  if (ok) {
+    vt_resize(&t, 20, 72);
+    ok = vt_wait_for(&t, "nccltop", 5) && vt_wait_for(&t, "0/2", 5);
+  }
+  if (ok) {
+    vt_send(&t, " "); /* pause */
+    ok = vt_wait_for(&t, "PAUSED", 5);
+  }
+  if (ok) {
+    vt_send(&t, "q");
+    int st = vt_wait_exit(&t, 10);
+    ok = st == 0;
+    if (!ok) fprintf(stderr, "    q: exit status %d\n", st);
+  }
+  vt_stop(&t);
+  CHECK(ok);
+}
+
+static void ascii_and_no_color_modes_draw_plain_text(void) {
+  vt_term t;
+  char *argv[] = {nccltop, "-A", "-C", "-d", "200", NULL};
+  char *env[] = {dir_env, NULL};
+  CHECK(vt_start(&t, 24, 120, argv, env) == 0);
+  bool ok = vt_wait_for(&t, "sim-comm-0", 15) && vt_wait_for(&t, "#", 5);
+  if (ok && strstr(t.text, "\xe2\x96\x88")) { /* U+2588 full block */
+    fprintf(stderr, "    ASCII mode drew a block character\n");
+    ok = false;
+  }
+  vt_send(&t, "q");
+  if (ok) ok = vt_wait_exit(&t, 10) == 0;
+  vt_stop(&t);
+  CHECK(ok);
+}
+
+static void a_tiny_terminal_does_not_crash(void) {
+  vt_term t;
+  char *argv[] = {nccltop, "-d", "100", NULL};
+  char *env[] = {dir_env, NULL};
+  CHECK(vt_start(&t, 4, 20, argv, env) == 0);
+  bool ok = vt_wait_for(&t, "too small", 10);
+  if (ok) {
+    vt_resize(&t, 1, 1);
+    vt_pump(&t, 300);
+    vt_resize(&t, 24, 80);
+    ok = vt_wait_for(&t, "nccltop", 10);
+  }
+  vt_send(&t, "q");
+  if (ok) ok = vt_wait_exit(&t, 10) == 0;
+  vt_stop(&t);
+  CHECK(ok);
+}
+
+int main(void) {
+  char exe[PATH_MAX];
+  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  exe[n > 0 ? n : 0] = '\0';
+  snprintf(bindir, sizeof bindir, "%s/..", dirname(exe));
+  snprintf(nccltop, sizeof nccltop, "%s/nccltop", bindir);
+  snprintf(plugin, sizeof plugin, "%s/libnccl-profiler-nccltop.so", bindir);
+  if (!start_job()) {
+    fprintf(stderr, "cannot start the simulated job\n");
+    return 1;
+  }
+  TEST_RUN(views_show_the_job_and_react_to_keys);
+  TEST_RUN(ascii_and_no_color_modes_draw_plain_text);
+  TEST_RUN(a_tiny_terminal_does_not_crash);
+  stop_job();
+  return TEST_DONE();
+}

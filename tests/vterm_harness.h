@@ -1,0 +1,151 @@
+/* Runs a real program in a pseudo-terminal and reads its screen through
+ * libvterm, as a person would see it: text per cell, after the program's
+ * own escape sequences. Waiting is by condition with a deadline, never by a
+ * fixed sleep. */
+#ifndef NCCLTOP_VTERM_HARNESS_H
+#define NCCLTOP_VTERM_HARNESS_H
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pty.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/select.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include <vterm.h>
+
+typedef struct {
+  int fd;
+  pid_t pid;
+  int rows, cols;
+  VTerm *vt;
+  VTermScreen *screen;
+  char text[200 * 400]; /* last screen dump: rows joined by '\n' */
+} vt_term;
+
+static double vt_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Starts argv (argv[0] a path) in a rows x cols pty with env additions. */
+static int vt_start(vt_term *t, int rows, int cols, char *const argv[], char *const env[]) {
+  struct winsize ws = {.ws_row = (unsigned short)rows, .ws_col = (unsigned short)cols};
+  memset(t, 0, sizeof *t);
+  t->rows = rows;
+  t->cols = cols;
+  fflush(NULL);
+  t->pid = forkpty(&t->fd, NULL, NULL, &ws);
+  if (t->pid < 0) return -1;
+  if (t->pid == 0) {
+    setenv("TERM", "xterm-256color", 1);
+    setenv("LANG", "C.UTF-8", 1);
+    setenv("LC_ALL", "C.UTF-8", 1);
+    for (int i = 0; env && env[i]; i++) putenv(env[i]);
+    execv(argv[0], argv);
+    _exit(127);
+  }
+  fcntl(t->fd, F_SETFL, fcntl(t->fd, F_GETFL) | O_NONBLOCK);
+  t->vt = vterm_new(rows, cols);
+  vterm_set_utf8(t->vt, 1);
+  t->screen = vterm_obtain_screen(t->vt);
+  vterm_screen_reset(t->screen, 1);
+  return 0;
+}
+
+/* Feeds what the program wrote so far (waiting up to ms for output). */
+static void vt_pump(vt_term *t, int ms) {
+  fd_set rd;
+  FD_ZERO(&rd);
+  FD_SET(t->fd, &rd);
+  struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
+  if (select(t->fd + 1, &rd, NULL, NULL, &tv) <= 0) return;
+  char buf[65536];
+  ssize_t n;
+  while ((n = read(t->fd, buf, sizeof buf)) > 0) vterm_input_write(t->vt, buf, (size_t)n);
+}
+
+static void vt_put_utf8(char **o, uint32_t c) {
+  char *p = *o;
+  if (c < 0x80)
+    *p++ = (char)c;
+  else if (c < 0x800)
+    *p++ = (char)(0xC0 | c >> 6), *p++ = (char)(0x80 | (c & 0x3F));
+  else if (c < 0x10000)
+    *p++ = (char)(0xE0 | c >> 12), *p++ = (char)(0x80 | ((c >> 6) & 0x3F)),
+    *p++ = (char)(0x80 | (c & 0x3F));
+  else
+    *p++ = (char)(0xF0 | c >> 18), *p++ = (char)(0x80 | ((c >> 12) & 0x3F)),
+    *p++ = (char)(0x80 | ((c >> 6) & 0x3F)), *p++ = (char)(0x80 | (c & 0x3F));
+  *o = p;
+}
+
+/* Dumps the screen into t->text. */
+static const char *vt_text(vt_term *t) {
+  char *o = t->text;
+  for (int r = 0; r < t->rows; r++) {
+    for (int c = 0; c < t->cols; c++) {
+      VTermScreenCell cell;
+      VTermPos pos = {.row = r, .col = c};
+      uint32_t ch = ' ';
+      if (vterm_screen_get_cell(t->screen, pos, &cell) && cell.chars[0]) ch = cell.chars[0];
+      vt_put_utf8(&o, ch);
+    }
+    *o++ = '\n';
+  }
+  *o = '\0';
+  return t->text;
+}
+
+/* Pumps until the screen contains `what` or the deadline passes. */
+static bool vt_wait_for(vt_term *t, const char *what, double seconds) {
+  double end = vt_now() + seconds;
+  do {
+    vt_pump(t, 50);
+    if (strstr(vt_text(t), what)) return true;
+  } while (vt_now() < end);
+  fprintf(stderr, "    screen never showed \"%s\"; it shows:\n%s\n", what, t->text);
+  return false;
+}
+
+static void vt_send(vt_term *t, const char *keys) {
+  if (write(t->fd, keys, strlen(keys)) < 0) perror("write pty");
+}
+
+static void vt_resize(vt_term *t, int rows, int cols) {
+  struct winsize ws = {.ws_row = (unsigned short)rows, .ws_col = (unsigned short)cols};
+  ioctl(t->fd, TIOCSWINSZ, &ws);
+  vterm_set_size(t->vt, rows, cols);
+  t->rows = rows;
+  t->cols = cols;
+}
+
+/* Waits for the program to exit; returns its status, -1 on timeout. */
+static int vt_wait_exit(vt_term *t, double seconds) {
+  double end = vt_now() + seconds;
+  int st;
+  while (vt_now() < end) {
+    vt_pump(t, 20);
+    if (waitpid(t->pid, &st, WNOHANG) == t->pid) return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+  }
+  return -1;
+}
+
+static void vt_stop(vt_term *t) {
+  if (t->pid > 0 && waitpid(t->pid, NULL, WNOHANG) == 0) {
+    kill(t->pid, SIGKILL);
+    waitpid(t->pid, NULL, 0);
+  }
+  if (t->vt) vterm_free(t->vt);
+  close(t->fd);
+  t->vt = NULL;
+}
+
+#endif
