@@ -2,6 +2,7 @@
  * allocation) and strict decoder (the viewer's security boundary). Layout in
  * PROTOCOL.md; everything little-endian, written byte by byte so the host's
  * struct layout never leaks onto the wire. */
+#include <endian.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -58,16 +59,21 @@ static uint8_t *put8(uint8_t *p, uint8_t v) {
   *p = v;
   return p + 1;
 }
+/* memcpy of a little-endian value: one move on little-endian hosts, and
+ * the host's struct layout never reaches the wire. */
 static uint8_t *put16(uint8_t *p, uint16_t v) {
-  for (int i = 0; i < 2; i++) p[i] = (uint8_t)(v >> (8 * i));
+  v = htole16(v);
+  memcpy(p, &v, 2);
   return p + 2;
 }
 static uint8_t *put32(uint8_t *p, uint32_t v) {
-  for (int i = 0; i < 4; i++) p[i] = (uint8_t)(v >> (8 * i));
+  v = htole32(v);
+  memcpy(p, &v, 4);
   return p + 4;
 }
 static uint8_t *put64(uint8_t *p, uint64_t v) {
-  for (int i = 0; i < 8; i++) p[i] = (uint8_t)(v >> (8 * i));
+  v = htole64(v);
+  memcpy(p, &v, 8);
   return p + 8;
 }
 
@@ -189,21 +195,22 @@ static uint8_t get8(cursor *c) {
   return *c->p++;
 }
 static uint16_t get16(cursor *c) {
-  uint16_t v = (uint16_t)(c->p[0] | c->p[1] << 8);
+  uint16_t v;
+  memcpy(&v, c->p, 2);
   c->p += 2;
-  return v;
+  return le16toh(v);
 }
 static uint32_t get32(cursor *c) {
-  uint32_t v = 0;
-  for (int i = 0; i < 4; i++) v |= (uint32_t)c->p[i] << (8 * i);
+  uint32_t v;
+  memcpy(&v, c->p, 4);
   c->p += 4;
-  return v;
+  return le32toh(v);
 }
 static uint64_t get64(cursor *c) {
-  uint64_t v = 0;
-  for (int i = 0; i < 8; i++) v |= (uint64_t)c->p[i] << (8 * i);
+  uint64_t v;
+  memcpy(&v, c->p, 8);
   c->p += 8;
-  return v;
+  return le64toh(v);
 }
 
 static int fail(char *err, size_t errlen, const char *fmt, ...) {
