@@ -48,7 +48,7 @@ TESTS := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRC))
 FIXTURES := $(patsubst tests/fixtures/%.c,$(BUILD)/tests/lib%.so,$(wildcard tests/fixtures/*.c))
 BENCHES := $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRC))
 
-.PHONY: all deps test check demo bench install clean format format-check tsan gpu-test
+.PHONY: all deps test check demo bench install clean format format-check tsan gpu-test gpu-build
 all: deps $(PLUGIN_SO) $(NCCLTOP)
 
 # Installs missing packages when root, otherwise prints the command to run.
@@ -91,7 +91,7 @@ $(BUILD)/bench/libnccl-profiler-clockonly.so: bench/clockonly/clockonly_plugin.c
 test: deps format-check
 	$(MAKE) BUILD=build/san SAN=1 check
 
-check: $(PLUGIN_SO) $(NCCLTOP) $(TESTS) $(FIXTURES)
+check: $(PLUGIN_SO) $(NCCLTOP) $(TESTS) $(FIXTURES) gpu-build
 	BUILD=$(BUILD) sh tests/run.sh $(TESTS)
 
 # The plugin's concurrency tests under ThreadSanitizer.
@@ -105,7 +105,21 @@ demo: all
 bench: all $(BENCHES) $(BUILD)/bench/libnccl-profiler-clockonly.so
 	sh bench/run.sh $(BUILD)
 
-gpu-test: all
+# The real-NCCL program builds wherever CUDA and NCCL headers exist.
+CUDA ?= /usr/local/cuda
+HAVE_NCCL := $(wildcard $(CUDA)/include/nccl.h)
+gpu-build: $(if $(HAVE_NCCL),$(BUILD)/gpu/nccl_app) $(BUILD)/gpu/check_json
+
+$(BUILD)/gpu/nccl_app: tests/gpu/nccl_app.c | deps
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -O2 -I$(CUDA)/include -o $@ $< \
+	  -L$(CUDA)/lib64 -Wl,-rpath,$(CUDA)/lib64 -lnccl -lcudart -ldl
+
+$(BUILD)/gpu/check_json: tests/gpu/check_json.c | deps
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(LDSAN) -lcjson
+
+gpu-test: all gpu-build
 	sh tests/gpu/run.sh $(BUILD)
 
 install: all
