@@ -402,6 +402,11 @@ int nt_snapshot_decode(const uint8_t *buf, size_t len, nt_snapshot *s, char *err
     if (decode_section(type, &sec, s, err, errlen) != 0) return -1;
     c.p += slen;
   }
-  if (!seen[SEC_PROCESS]) return fail(err, errlen, "process section missing");
+  /* A 1.x publisher always writes every section, so a missing one means
+   * the message was cut short. */
+  static const char *const names[SEC_MAX] = {"",      "process", "communicator",
+                                             "proxy", "channel", "kernel"};
+  for (int t = SEC_PROCESS; t < SEC_MAX; t++)
+    if (!seen[t]) return fail(err, errlen, "%s section missing", names[t]);
   return 0;
 }
