@@ -97,7 +97,7 @@ check: $(PLUGIN_SO) $(NCCLTOP) $(TESTS) $(FIXTURES) gpu-build
 # The plugin's concurrency tests under ThreadSanitizer.
 tsan: deps
 	$(MAKE) BUILD=build/tsan SAN=thread build/tsan/libnccl-profiler-nccltop.so build/tsan/tests/test_plugin
-	TSAN_OPTIONS=halt_on_error=1 build/tsan/tests/test_plugin
+	TSAN_OPTIONS="halt_on_error=1 suppressions=tests/tsan.supp" build/tsan/tests/test_plugin
 
 demo: all
 	$(NCCLTOP) demo
@@ -136,4 +136,4 @@ format-check:
 clean:
 	rm -rf build
 
--include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -20,8 +20,7 @@ static void read_proxy(struct nt_thread *t, nt_proxy_row *row, uint64_t now) {
     int cur = atomic_load_explicit(&t->cur_state, memory_order_relaxed);
     uint64_t since = NT_GET(t->since_ns);
     for (int i = 0; i < NT_PROXY_NSTATES; i++) row->state_ns[i] = NT_GET(t->state_ns[i]);
-    atomic_thread_fence(memory_order_acquire);
-    if (atomic_load_explicit(&t->seq, memory_order_relaxed) != s1) continue;
+    if (NT_SEQ_READ_RECHECK(t->seq) != s1) continue;
     row->state = cur < NT_PROXY_NSTATES ? (uint8_t)cur : NT_PROXY_UNKNOWN;
     row->state_age_ns = now > since ? now - since : 0;
     if (cur < NT_PROXY_NSTATES) row->state_ns[cur] += row->state_age_ns;

@@ -206,8 +206,7 @@ nt_nccl_result nt_start(void *context, void **handle, const struct nt_ev *ev) {
 
 static void ctrl_enter(struct nt_thread *t, int state, uint64_t now) {
   uint32_t seq = atomic_load_explicit(&t->seq, memory_order_relaxed);
-  atomic_store_explicit(&t->seq, seq + 1, memory_order_relaxed);
-  atomic_thread_fence(memory_order_release);
+  NT_SEQ_WRITE_BEGIN(t->seq, seq);
   int cur = atomic_load_explicit(&t->cur_state, memory_order_relaxed);
   uint64_t since = NT_GET(t->since_ns);
   if (cur < NT_PROXY_NSTATES && now > since) NT_ADD(t->state_ns[cur], now - since);

@@ -47,6 +47,20 @@ typedef _Atomic uint64_t nt_counter;
 #define NT_SET(x, v) atomic_store_explicit(&(x), (v), memory_order_relaxed)
 #define NT_ADD(x, v) NT_SET(x, NT_GET(x) + (v))
 
+/* Seqlock fences. ThreadSanitizer does not model fences, so under it the
+ * same ordering comes from read-modify-writes on the sequence (costlier,
+ * test builds only). */
+#ifdef __SANITIZE_THREAD__
+#define NT_SEQ_WRITE_BEGIN(seq, s) atomic_fetch_add_explicit(&(seq), 1, memory_order_acquire)
+#define NT_SEQ_READ_RECHECK(seq)   atomic_fetch_add_explicit(&(seq), 0, memory_order_release)
+#else
+#define NT_SEQ_WRITE_BEGIN(seq, s)                                                                 \
+  (atomic_store_explicit(&(seq), (s) + 1, memory_order_relaxed),                                   \
+   atomic_thread_fence(memory_order_release))
+#define NT_SEQ_READ_RECHECK(seq)                                                                   \
+  (atomic_thread_fence(memory_order_acquire), atomic_load_explicit(&(seq), memory_order_relaxed))
+#endif
+
 /* Handle kinds: the first byte of every handle. */
 enum nt_kind {
   NT_K_NONE = 0,

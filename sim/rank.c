@@ -173,7 +173,7 @@ static void *app_main(void *arg) {
     c->queue[(c->head + c->count++) % QUEUE_CAP] = coll;
     pthread_cond_broadcast(&c->cv);
     pthread_mutex_unlock(&c->mu);
-    if (!cfg->deterministic) sleep_us(30000 + (uint64_t)(c->r->rank % 3) * 10000);
+    if (!cfg->deterministic) sleep_us(60000 + (uint64_t)(c->r->rank % 3) * 20000);
   }
   pthread_mutex_lock(&c->mu);
   c->done = true;

@@ -11,6 +11,7 @@
 #include <dlfcn.h>
 #include <libgen.h>
 #include <limits.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,7 +37,7 @@ typedef struct {
   char dir[128];
 } ph_t;
 
-static uint64_t ph_now;
+static _Atomic uint64_t ph_now; /* written by the test, read by the publisher thread */
 static uint64_t ph_clock(void) {
   return ph_now;
 }

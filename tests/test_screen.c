@@ -84,6 +84,18 @@ static void views_show_the_job_and_react_to_keys(void) {
     ok = vt_wait_for(&t, "[proxy threads]", 5);
   }
   if (ok) {
+    vt_send(&t, "\\1/2\r"); /* filter: only rank 1 */
+    ok = vt_wait_for(&t, "filter \"1/2\"", 5) && vt_wait_for(&t, "ranks 1", 5);
+    if (ok && strstr(t.text, "0/2")) {
+      fprintf(stderr, "    the filter kept rank 0\n");
+      ok = false;
+    }
+  }
+  if (ok) {
+    vt_send(&t, "\\\b\b\b\r>"); /* clear the filter, next sort order */
+    ok = vt_wait_for(&t, "ranks 2", 5) && vt_wait_for(&t, "sort stalled first", 5);
+  }
+  if (ok) {
     vt_resize(&t, 20, 72);
     ok = vt_wait_for(&t, "nccltop", 5) && vt_wait_for(&t, "0/2", 5);
   }

@@ -30,6 +30,13 @@ const nt_key_binding nt_keys[] = {
     {'z', NULL, NULL, NT_ACT_PAUSE},
     {'Z', NULL, NULL, NT_ACT_PAUSE},
     {12, "Ctrl-L", "redraw the screen", NT_ACT_REDRAW},
+    {'/', "F3 /", "search rows (rank, comm, host, pid); F3 again: next match", NT_ACT_SEARCH},
+    {KEY_F(3), NULL, NULL, NT_ACT_SEARCH},
+    {'\\', "F4 \\", "filter rows by text (empty: show all)", NT_ACT_FILTER},
+    {KEY_F(4), NULL, NULL, NT_ACT_FILTER},
+    {KEY_F(6), "F6 > <", "next / previous sort: rank, stalled first, host", NT_ACT_SORT_NEXT},
+    {'>', NULL, NULL, NT_ACT_SORT_NEXT},
+    {'<', NULL, NULL, NT_ACT_SORT_PREV},
     {0, NULL, NULL, NT_ACT_NONE},
 };
 

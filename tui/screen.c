@@ -4,6 +4,7 @@
 #include <curses.h>
 #include <locale.h>
 #include <signal.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "screen.h"
@@ -27,6 +28,48 @@ static void clamp_cursor(nt_screen *s) {
   if (s->row < 0) s->row = 0;
   if (s->col >= ncols) s->col = ncols - 1;
   if (s->col < 0) s->col = 0;
+}
+
+static void start_prompt(nt_screen *s, int which) {
+  s->prompt = which;
+  snprintf(s->input, sizeof s->input, "%s", which == NT_ACT_FILTER ? s->filter : "");
+}
+
+/* Moves the cursor to the next row (from the current one + from) whose text
+ * contains the search string. */
+static void search_next(nt_screen *s, int from) {
+  for (uint32_t k = 0; k < s->nranks; k++) {
+    int i = (int)((s->row + from + (int)k) % (int)s->nranks);
+    char text[256];
+    nt_rank_text(&s->ranks[i], text, sizeof text);
+    if (strstr(text, s->search)) {
+      s->row = i;
+      return;
+    }
+  }
+}
+
+/* A key while a search or filter line is open: edit, Enter applies, Esc
+ * cancels. The filter applies as it is typed. */
+static void prompt_key(nt_screen *s, int key) {
+  size_t n = strlen(s->input);
+  if (key == 27) {
+    s->prompt = 0;
+    return;
+  }
+  if (key == '\n' || key == '\r' || key == KEY_ENTER) {
+    if (s->prompt == NT_ACT_SEARCH) {
+      snprintf(s->search, sizeof s->search, "%s", s->input);
+      search_next(s, 0);
+    }
+    s->prompt = 0;
+  } else if ((key == KEY_BACKSPACE || key == 127 || key == 8) && n > 0) {
+    s->input[n - 1] = '\0';
+  } else if (key >= 32 && key < 127 && n + 1 < sizeof s->input) {
+    s->input[n] = (char)key;
+    s->input[n + 1] = '\0';
+  }
+  if (s->prompt == NT_ACT_FILTER) snprintf(s->filter, sizeof s->filter, "%s", s->input);
 }
 
 /* Applies one action; returns false to quit. */
@@ -62,6 +105,15 @@ static bool act(nt_screen *s, int action) {
     break;
   case NT_ACT_PAUSE: s->paused = !s->paused; break;
   case NT_ACT_REDRAW: clear(); break;
+  case NT_ACT_SEARCH:
+    if (action == NT_ACT_SEARCH && s->search[0] && s->last_key == KEY_F(3))
+      search_next(s, 1);
+    else
+      start_prompt(s, NT_ACT_SEARCH);
+    break;
+  case NT_ACT_FILTER: start_prompt(s, NT_ACT_FILTER); break;
+  case NT_ACT_SORT_NEXT: s->sort = (s->sort + 1) % NT_SORT_COUNT; break;
+  case NT_ACT_SORT_PREV: s->sort = (s->sort + NT_SORT_COUNT - 1) % NT_SORT_COUNT; break;
   default: break;
   }
   if (s->view != NT_VIEW_CHANNELS) s->detail = false;
@@ -78,7 +130,7 @@ static void draw(nt_screen *s) {
     return;
   }
   if (!s->paused) {
-    s->nranks = nt_model_ranks(s->m, s->ranks, NT_SCREEN_MAX_RANKS);
+    nt_screen_collect(s);
     clamp_cursor(s);
   }
   nt_draw_header(s);
@@ -86,6 +138,17 @@ static void draw(nt_screen *s) {
   case NT_VIEW_PROXY: nt_view_proxy(s, 3); break;
   case NT_VIEW_CHANNELS: nt_view_channels(s, 3); break;
   default: nt_view_help(s, 3); break;
+  }
+  if (s->prompt) {
+    char line[128];
+    snprintf(line, sizeof line, "%s: %s_  (Enter: %s, Esc: cancel)",
+             s->prompt == NT_ACT_FILTER ? "filter" : "search", s->input,
+             s->prompt == NT_ACT_FILTER ? "keep" : "find");
+    move(s->rows - 1, 0);
+    clrtoeol();
+    attron(A_REVERSE);
+    mvaddnstr(s->rows - 1, 0, line, s->cols);
+    attroff(A_REVERSE);
   }
   refresh();
 }
@@ -112,14 +175,20 @@ int nt_screen_run(nt_model *m, nt_source *src, const nt_options *o) {
     bool input = false;
     for (int key; running && (key = getch()) != ERR; input = true) {
       if (key == KEY_RESIZE) continue;
-      running = act(&s, nt_key_action(key));
+      if (s.prompt)
+        prompt_key(&s, key);
+      else
+        running = act(&s, nt_key_action(key));
+      s.last_key = key;
     }
     s.now = nt_now_s();
     if (!running) break;
     if (input || s.now >= next_draw) {
       nt_model_tick(m, s.now);
+      bool update = s.now >= next_draw;
+      if (update && !s.paused) nt_screen_sample(&s);
       draw(&s);
-      if (s.now >= next_draw) {
+      if (update) {
         next_draw = s.now + o->delay_ms / 1000.0;
         if (o->iterations && ++updates >= o->iterations) break;
       }

@@ -27,7 +27,17 @@ enum nt_action {
   NT_ACT_BACK,
   NT_ACT_PAUSE,
   NT_ACT_REDRAW,
+  NT_ACT_SEARCH,
+  NT_ACT_FILTER,
+  NT_ACT_SORT_NEXT,
+  NT_ACT_SORT_PREV,
 };
+
+/* Orders of the rank rows (F6, < >). */
+enum nt_sort { NT_SORT_RANK, NT_SORT_STALLED, NT_SORT_HOST, NT_SORT_COUNT };
+const char *nt_sort_name(int sort);
+
+#define NT_HISTORY 24 /* proxy-state samples per thread, one per screen update */
 
 typedef struct {
   int key;
@@ -45,10 +55,27 @@ enum { NT_C_IDLE = 1, NT_C_ACTIVE, NT_C_SLEEP, NT_C_WAKEUP, NT_C_APPEND, NT_C_ST
 #define NT_SCREEN_MAX_RANKS 4096
 
 typedef struct {
+  uint32_t pid, tid;
+  uint8_t state[NT_HISTORY]; /* dominant state of each update, oldest first */
+  int n;
+  bool seen;
+} nt_proxy_history;
+
+#define NT_SCREEN_MAX_HISTORY 1024
+
+typedef struct {
   nt_model *m;
   const nt_options *o;
   int view, prev_view;
   bool paused, detail;
+  int sort;
+  int last_key;
+  int prompt;      /* 0, NT_ACT_SEARCH or NT_ACT_FILTER while typing */
+  char input[64];  /* the line being typed */
+  char filter[64]; /* rows must contain this text */
+  char search[64]; /* last search */
+  nt_proxy_history hist[NT_SCREEN_MAX_HISTORY];
+  int nhist;
   int row, col; /* cursor: rank row, channel column */
   int top;      /* first row shown */
   int rows, cols;
@@ -65,5 +92,13 @@ void nt_view_help(nt_screen *s, int y);
 int nt_state_attr(const nt_screen *s, int proxy_state);
 /* Number of channels shown as columns: the highest channel id + 1 among ranks. */
 int nt_channel_count(const nt_screen *s);
+/* The text a rank row is searched and filtered by. */
+void nt_rank_text(const nt_model_rank *r, char *buf, size_t cap);
+/* The history of a proxy thread (NULL if none yet). */
+const nt_proxy_history *nt_history_of(const nt_screen *s, uint32_t pid, uint32_t tid);
+/* Ranks from the model, filtered and sorted as the screen shows them. */
+void nt_screen_collect(nt_screen *s);
+/* Appends the current dominant states to the histories (once per update). */
+void nt_screen_sample(nt_screen *s);
 
 #endif

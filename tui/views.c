@@ -34,9 +34,13 @@ void nt_draw_header(nt_screen *s) {
     snprintf(age, sizeof age, "data %.1fs ago", s->now - last);
   else
     snprintf(age, sizeof age, "no data yet");
-  snprintf(line, sizeof line, " nccltop %s  %-6s %s  publishers %u  ranks %u  bad msgs %llu  [%s]",
+  char extra[100] = "";
+  if (s->filter[0]) snprintf(extra, sizeof extra, "  filter \"%s\"", s->filter);
+  snprintf(line, sizeof line,
+           " nccltop %s  %-6s %s  publishers %u  ranks %u  bad msgs %llu  sort %s%s  [%s]",
            NT_VERSION, mode, age, nt_model_nprocesses(s->m), s->nranks,
-           (unsigned long long)nt_model_total_bad(s->m), view_names[s->view]);
+           (unsigned long long)nt_model_total_bad(s->m), nt_sort_name(s->sort), extra,
+           view_names[s->view]);
   attron(s->o->color && has_colors() ? COLOR_PAIR(NT_C_HEAD) : A_REVERSE);
   mvhline(0, 0, ' ', s->cols);
   mvaddnstr(0, 0, line, s->cols);
@@ -71,11 +75,21 @@ static void state_bar(nt_screen *s, int y, int x, int width, const double *share
   }
 }
 
+/* The dominant state of each recent update, oldest on the left. */
+static void history(nt_screen *s, int y, int x, const nt_proxy_history *h) {
+  static const char glyph[NT_PROXY_NSTATES] = {'.', '#', 'z', '!', '+'};
+  for (int i = 0; h && i < h->n && x + i < s->cols; i++) {
+    attron(nt_state_attr(s, h->state[i]));
+    mvaddch(y, x + i, (chtype)glyph[h->state[i]]);
+    attroff(nt_state_attr(s, h->state[i]));
+  }
+}
+
 void nt_view_proxy(nt_screen *s, int y) {
   char line[256];
-  snprintf(line, sizeof line, "%-8s %-18s %-20s %-7s %-22s %5s %5s %5s %5s %5s %8s %8s", "RANK",
+  snprintf(line, sizeof line, "%-8s %-18s %-20s %-7s %-22s %5s %5s %5s %5s %5s %8s %8s  %s", "RANK",
            "COMM", "HOST:PID", "STATE", "LAST INTERVAL", "IDLE%", "ACTV%", "SLEP%", "WAKE%",
-           "APND%", "APPENDS", "OPS");
+           "APND%", "APPENDS", "OPS", "HISTORY");
   attron(A_BOLD);
   mvaddnstr(y++, 0, line, s->cols);
   attroff(A_BOLD);
@@ -109,6 +123,7 @@ void nt_view_proxy(nt_screen *s, int y) {
                100 * total[1], 100 * total[2], 100 * total[3], 100 * total[4],
                (unsigned long long)p->appends, (unsigned long long)p->appended_ops);
       if (s->cols > 81) mvaddnstr(y, 81, line, s->cols - 81);
+      history(s, y, 131, nt_history_of(s, r->proc->pid, p->tid));
       y++;
     }
   }
@@ -254,6 +269,7 @@ void nt_view_help(nt_screen *s, int y) {
       "  not granted credit), send_net_wait (on the wire); recv: recv_net_wait (data not yet",
       "  arrived), recv_flush_wait (GPUDirect flush), recv_gpu_wait (GPU consuming the data).",
       "A channel is stalled (!) when ops are in flight and no step moved for --stall-ms.",
+      "Proxy HISTORY, oldest first: . idle  # active  z sleep  ! wakeup  + append.",
   };
   for (size_t i = 0; i < sizeof text / sizeof text[0] && y < s->rows - 1; i++)
     mvaddnstr(y++, 0, text[i], s->cols);
