@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "../sim/sim.h"
+#include "../topo/topo.h"
 #include "viewer.h"
 
 static volatile sig_atomic_t quit_signal;
@@ -220,6 +221,7 @@ int main(int argc, char **argv) {
     return nt_sim_run(&sim);
   }
   if (argc > 1 && !strcmp(argv[1], "demo")) return cmd_demo(argc - 1, argv + 1);
+  if (argc > 1 && !strcmp(argv[1], "topo")) return nt_topo_main(argc - 1, argv + 1);
   if (argc > 1 && argv[1][0] != '-') {
     fprintf(stderr, "nccltop: unknown command '%s'\n", argv[1]);
     usage(stderr);
