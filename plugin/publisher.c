@@ -44,6 +44,8 @@ struct pub {
   nt_hello *hello;
   uint64_t seq;
   bool subscribed;
+  char *topo; /* NCCL_TOPO_DUMP_FILE's content, once NCCL has written it */
+  size_t topo_len;
 };
 
 /* Ticks follow real time even when the simulator's virtual clock stands still. */
@@ -102,7 +104,29 @@ static void build_hello(struct pub *p) {
   }
 }
 
+/* NCCL writes the topology dump during communicator init (before ours on
+ * the dumping rank; other processes may look before it exists, so retry). */
+#define TOPO_MAX_BYTES (1u << 20)
+static void load_topology(struct pub *p) {
+  const char *path = getenv("NCCL_TOPO_DUMP_FILE");
+  if (p->topo || !path || !*path) return;
+  FILE *f = fopen(path, "rb");
+  if (!f) return;
+  char *buf = malloc(TOPO_MAX_BYTES + 1);
+  size_t n = buf ? fread(buf, 1, TOPO_MAX_BYTES + 1, f) : 0;
+  fclose(f);
+  if (!buf || n == 0 || n > TOPO_MAX_BYTES) {
+    if (n > TOPO_MAX_BYTES) nt_log(NT_NCCL_LOG_WARN, "%s is over 1 MiB; not sent", path);
+    free(buf);
+    return;
+  }
+  p->topo = buf;
+  p->topo_len = n;
+}
+
 static void send_meta(struct pub *p) {
+  load_topology(p);
+  if (p->topo) send_frames(p, NT_TOPIC_TOPOLOGY, p->topo, p->topo_len);
   size_t n = nt_hello_encode(p->hello, p->json, NT_MAX_JSON_BYTES);
   if (n) send_frames(p, NT_TOPIC_HELLO, p->json, n);
   for (int i = 0; i < NT_MAX_CONTEXTS; i++) {
@@ -258,6 +282,7 @@ static void *publisher_main(void *arg) {
   }
   close_socket(&p);
   free(p.buf);
+  free(p.topo);
   free(p.json);
   free(p.hello);
   nt_snapshot_free(p.snap);

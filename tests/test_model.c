@@ -193,10 +193,27 @@ static void bad_messages_are_reported_and_good_publishers_kept(void) {
   CHECK(system(cmd) == 0);
 }
 
+static void a_bad_topology_keeps_the_one_we_had(void) {
+  nt_model *m = nt_model_new();
+  CHECK(m != NULL);
+  const char *good = "<system version=\"1\"><cpu numaid=\"0\" arch=\"arm64\"/></system>";
+  CHECK(nt_model_set_topology(m, good, strlen(good), "ep1", 1.0) == 0);
+  CHECK(nt_model_topology(m, NULL) != NULL);
+  uint32_t gen = nt_model_topology_generation(m);
+  CHECK(nt_model_set_topology(m, good, strlen(good), "ep2", 2.0) == 0); /* same file again */
+  CHECK(nt_model_topology_generation(m) == gen);
+  CHECK(nt_model_set_topology(m, "<system", 7, "ep3", 3.0) == -1);
+  CHECK(nt_model_topology(m, NULL) != NULL);
+  CHECK(nt_model_nerrors(m) == 1);
+  CHECK(strstr(nt_model_error_at(m, 0)->text, "ep3:1:") != NULL);
+  nt_model_free(m);
+}
+
 int main(void) {
   TEST_RUN(rates_shares_and_dominant_wait_follow_the_deltas);
   TEST_RUN(sequence_gaps_are_lost_messages_not_lost_totals);
   TEST_RUN(silent_publishers_turn_stale_and_stay_visible);
   TEST_RUN(bad_messages_are_reported_and_good_publishers_kept);
+  TEST_RUN(a_bad_topology_keeps_the_one_we_had);
   return TEST_DONE();
 }

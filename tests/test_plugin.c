@@ -476,6 +476,29 @@ static void case_concurrent_threads_lose_nothing(void) {
   CHECK_EQ_U64(H.snap->comms[1].colls_enqueued, 2000);
 }
 
+static void case_nccl_topology_dump_is_forwarded(void) {
+  memset(&H, 0, sizeof H);
+  CHECK(ph_setup_dir(&H) == 0);
+  setenv("NCCL_TOPO_DUMP_FILE", "examples/topologies/grace-c2c.xml", 1);
+  CHECK(ph_load(&H) == 0);
+  CHECK(ph_init(&H, HASH, 0, 1) != NULL);
+  CHECK(ph_subscribe(&H) == 0);
+  static char buf[1 << 20];
+  char topic[64];
+  bool got = false;
+  for (int i = 0; i < 50 && !got; i++) {
+    zmq_pollitem_t it = {.socket = H.sub, .events = ZMQ_POLLIN};
+    if (zmq_poll(&it, 1, 100) <= 0) continue;
+    int n = zmq_recv(H.sub, topic, sizeof topic - 1, 0);
+    int len = zmq_recv(H.sub, buf, sizeof buf - 1, 0);
+    if (n < 0 || len < 0) break;
+    topic[n] = buf[len] = '\0';
+    got = !strcmp(topic, NT_TOPIC_TOPOLOGY);
+  }
+  CHECK(got);
+  CHECK(strstr(buf, "<c2c bw=\"45000\"") != NULL);
+}
+
 #define CHILD(name)                                                                                \
   static void name(void) {                                                                         \
     CHECK(ph_in_child(case_##name) == 0);                                                          \
@@ -497,6 +520,7 @@ CHILD(mask_is_set_at_init_and_changed_live)
 CHILD(forked_child_never_touches_the_plugin)
 CHILD(v4_init_argument_order)
 CHILD(concurrent_threads_lose_nothing)
+CHILD(nccl_topology_dump_is_forwarded)
 
 int main(void) {
   TEST_RUN(exports_every_abi_version);
@@ -516,5 +540,6 @@ int main(void) {
   TEST_RUN(forked_child_never_touches_the_plugin);
   TEST_RUN(v4_init_argument_order);
   TEST_RUN(concurrent_threads_lose_nothing);
+  TEST_RUN(nccl_topology_dump_is_forwarded);
   return TEST_DONE();
 }

@@ -147,6 +147,36 @@ static void a_tiny_terminal_does_not_crash(void) {
   CHECK(ok);
 }
 
+/* The topology view: the matrix from --topology, a cell explained, and a
+ * what-if toggle that recomputes it. */
+static void topology_view_and_what_if(void) {
+  vt_term t;
+  char *argv[] = {nccltop, "--topology", "examples/topologies/pcie-2socket-4gpu.xml", NULL};
+  char *env[] = {dir_env, NULL};
+  CHECK(vt_start(&t, 30, 120, argv, env) == 0);
+  vt_send(&t, "3");
+  bool ok = vt_wait_for(&t, "[topology]", 10) && vt_wait_for(&t, "PIX 24*", 5) &&
+            vt_wait_for(&t, "what-if: none", 2);
+  if (ok) {
+    vt_send(&t, "\033OC"); /* right (keypad mode): GPU0 -> GPU1 */
+    ok = vt_wait_for(&t, "GPU0 -> GPU1: PIX, 24 GB/s, 2 hops, P2P on", 5) &&
+         vt_wait_for(&t, "route: GPU0", 2);
+  }
+  if (ok) {
+    vt_send(&t, "p"); /* NCCL_P2P_DISABLE=1: through the CPU */
+    ok = vt_wait_for(&t, "what-if: P2P_DISABLE=1", 5) &&
+         vt_wait_for(&t, "GPU0 -> GPU1: PHB, 24 GB/s, 4 hops, P2P off", 5);
+  }
+  if (ok) {
+    vt_send(&t, "e");
+    ok = vt_wait_for(&t, "what-if: none", 5);
+  }
+  vt_send(&t, "q");
+  if (ok) ok = vt_wait_exit(&t, 10) == 0;
+  vt_stop(&t);
+  CHECK(ok);
+}
+
 int main(void) {
   char exe[PATH_MAX];
   ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
@@ -161,6 +191,7 @@ int main(void) {
   TEST_RUN(views_show_the_job_and_react_to_keys);
   TEST_RUN(ascii_and_no_color_modes_draw_plain_text);
   TEST_RUN(a_tiny_terminal_does_not_crash);
+  TEST_RUN(topology_view_and_what_if);
   stop_job();
   return TEST_DONE();
 }

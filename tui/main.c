@@ -27,6 +27,7 @@ static void usage(FILE *f) {
       "       nccltop -b [-n N] [--json]         print frames (text or JSON lines)\n"
       "       nccltop sim [sim options]          run a simulated job\n"
       "       nccltop demo [sim options] [options]  simulated 8-rank job + monitor\n"
+      "       nccltop topo FILE.xml [--env NAME=VALUE ...] [--json]  NCCL's path matrix\n"
       "\n"
       "options:\n"
       "  -b, --batch            print frames instead of the interactive screen\n"
@@ -38,6 +39,7 @@ static void usage(FILE *f) {
       "  -A, --ascii            ASCII only\n"
       "      --dir DIR          endpoint directory (default $NCCLTOP_DIR or /tmp/nccltop-UID)\n"
       "      --connect EP       also subscribe to ZeroMQ endpoint EP (repeatable)\n"
+      "      --topology FILE    NCCL topology XML for the topology view (key 3)\n"
       "  -V, --version          print the version\n"
       "  -h, --help             this text\n"
       "\n"
@@ -62,13 +64,19 @@ static int parse_u32(const char *opt, const char *v, unsigned long lo, unsigned 
 /* Parses viewer options from argv[optind..]; returns 0, 1 (exit 0: help or
  * version printed) or -1 (usage error). */
 static int parse_options(nt_options *o, int argc, char **argv) {
-  static const struct option longs[] = {
-      {"batch", no_argument, NULL, 'b'},          {"iterations", required_argument, NULL, 'n'},
-      {"json", no_argument, NULL, 'j'},           {"delay", required_argument, NULL, 'd'},
-      {"stall-ms", required_argument, NULL, 's'}, {"no-color", no_argument, NULL, 'C'},
-      {"ascii", no_argument, NULL, 'A'},          {"dir", required_argument, NULL, 'D'},
-      {"connect", required_argument, NULL, 'c'},  {"version", no_argument, NULL, 'V'},
-      {"help", no_argument, NULL, 'h'},           {NULL, 0, NULL, 0}};
+  static const struct option longs[] = {{"batch", no_argument, NULL, 'b'},
+                                        {"iterations", required_argument, NULL, 'n'},
+                                        {"json", no_argument, NULL, 'j'},
+                                        {"delay", required_argument, NULL, 'd'},
+                                        {"stall-ms", required_argument, NULL, 's'},
+                                        {"no-color", no_argument, NULL, 'C'},
+                                        {"ascii", no_argument, NULL, 'A'},
+                                        {"dir", required_argument, NULL, 'D'},
+                                        {"connect", required_argument, NULL, 'c'},
+                                        {"version", no_argument, NULL, 'V'},
+                                        {"help", no_argument, NULL, 'h'},
+                                        {"topology", required_argument, NULL, 'T'},
+                                        {NULL, 0, NULL, 0}};
   int ch;
   uint32_t v;
   while ((ch = getopt_long(argc, argv, "bn:d:CAVh", longs, NULL)) != -1) {
@@ -88,6 +96,7 @@ static int parse_options(nt_options *o, int argc, char **argv) {
     case 'C': o->color = false; break;
     case 'A': o->ascii = true; break;
     case 'D': o->dir = optarg; break;
+    case 'T': o->topology = optarg; break;
     case 'c':
       if (o->nconnect >= 8) {
         fprintf(stderr, "nccltop: at most 8 --connect endpoints\n");
@@ -138,6 +147,21 @@ static int run_batch(nt_model *m, nt_source *src, const nt_options *o) {
   return 0;
 }
 
+static int load_topology(nt_model *m, const char *path) {
+  char err[512];
+  nt_topo *t = nt_topo_load_file(path, err, sizeof err); /* for the message and the checks */
+  if (!t) {
+    fprintf(stderr, "nccltop: %s\n", err);
+    return -1;
+  }
+  nt_topo_free(t);
+  FILE *f = fopen(path, "rb");
+  static char buf[8 << 20];
+  size_t n = f ? fread(buf, 1, sizeof buf, f) : 0;
+  if (f) fclose(f);
+  return nt_model_set_topology(m, buf, n, path, nt_now_s());
+}
+
 static int run_viewer(const nt_options *o) {
   char err[256];
   nt_model *m = nt_model_new();
@@ -148,6 +172,11 @@ static int run_viewer(const nt_options *o) {
     return 1;
   }
   for (int i = 0; i < o->nconnect; i++) nt_source_connect(src, m, o->connect[i]);
+  if (o->topology && load_topology(m, o->topology) != 0) {
+    nt_source_close(src);
+    nt_model_free(m);
+    return 1;
+  }
   struct sigaction sa;
   memset(&sa, 0, sizeof sa);
   sa.sa_handler = on_quit;

@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "../proto/nccltop_proto.h"
+#include "../topo/topo.h"
 
 #define NT_MODEL_MAX_PROCESSES 4096
 #define NT_MODEL_ERRORS        64 /* most recent decode errors kept */
@@ -69,6 +70,16 @@ void nt_model_note_error(nt_model *m, const char *source, const char *text, doub
 /* Marks stale / ended publishers; call once per frame. */
 void nt_model_tick(nt_model *m, double now_s);
 void nt_model_process_gone(nt_model *m, uint32_t pid, const char *host);
+
+/* The machine's topology: from --topology, or from a publisher's topology
+ * message (NCCL_TOPO_DUMP_FILE). A bad one is a model error; the topology
+ * already held is kept. Returns 0 when it was taken. */
+int nt_model_set_topology(nt_model *m, const char *xml, size_t len, const char *source,
+                          double now_s);
+/* NULL when none; `source` names where it came from. */
+nt_topo *nt_model_topology(nt_model *m, const char **source);
+/* Bumped each time a new topology is taken (views reset their what-ifs). */
+uint32_t nt_model_topology_generation(const nt_model *m);
 
 /* Reading. Pointers stay valid until the next apply/tick call. */
 uint32_t nt_model_nprocesses(const nt_model *m);

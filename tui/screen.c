@@ -75,6 +75,7 @@ static void prompt_key(nt_screen *s, int key) {
 /* Applies one action; returns false to quit. */
 static bool act(nt_screen *s, int action) {
   int page = s->rows > 6 ? s->rows - 6 : 1;
+  if (s->view == NT_VIEW_TOPO && nt_topo_view_action(s, action)) return true;
   switch (action) {
   case NT_ACT_QUIT: return false;
   case NT_ACT_HELP:
@@ -85,7 +86,8 @@ static bool act(nt_screen *s, int action) {
   case NT_ACT_PREV_VIEW: s->view = (s->view + NT_VIEW_COUNT - 1) % NT_VIEW_COUNT; break;
   case NT_ACT_VIEW_1: s->view = NT_VIEW_PROXY; break;
   case NT_ACT_VIEW_2: s->view = NT_VIEW_CHANNELS; break;
-  case NT_ACT_VIEW_3: s->view = NT_VIEW_HELP; break;
+  case NT_ACT_VIEW_3: s->view = NT_VIEW_TOPO; break;
+  case NT_ACT_VIEW_4: s->view = NT_VIEW_HELP; break;
   case NT_ACT_UP: s->row--; break;
   case NT_ACT_DOWN: s->row++; break;
   case NT_ACT_LEFT: s->col--; break;
@@ -137,6 +139,7 @@ static void draw(nt_screen *s) {
   switch (s->view) {
   case NT_VIEW_PROXY: nt_view_proxy(s, 3); break;
   case NT_VIEW_CHANNELS: nt_view_channels(s, 3); break;
+  case NT_VIEW_TOPO: nt_view_topo(s, 3); break;
   default: nt_view_help(s, 3); break;
   }
   if (s->prompt) {

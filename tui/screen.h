@@ -31,7 +31,19 @@ enum nt_action {
   NT_ACT_FILTER,
   NT_ACT_SORT_NEXT,
   NT_ACT_SORT_PREV,
+  NT_ACT_VIEW_4,
+  /* topology view what-ifs (keep these last: >= NT_ACT_WHATIF_P2P recompute) */
+  NT_ACT_WHATIF_P2P,
+  NT_ACT_WHATIF_P2P_LEVEL,
+  NT_ACT_WHATIF_GDR_LEVEL,
+  NT_ACT_WHATIF_GDR_READ,
+  NT_ACT_WHATIF_PXN,
+  NT_ACT_WHATIF_NVB,
+  NT_ACT_WHATIF_C2C,
+  NT_ACT_WHATIF_RESET,
 };
+
+#define NT_TOPO_VIEW_MAX 256 /* GPUs + NICs shown */
 
 /* Orders of the rank rows (F6, < >). */
 enum nt_sort { NT_SORT_RANK, NT_SORT_STALLED, NT_SORT_HOST, NT_SORT_COUNT };
@@ -75,6 +87,11 @@ typedef struct {
   char filter[64]; /* rows must contain this text */
   char search[64]; /* last search */
   nt_proxy_history hist[NT_SCREEN_MAX_HISTORY];
+  /* topology view */
+  nt_topo_env topo_env;
+  uint32_t topo_gen;
+  int trow, tcol, ttop, tleft;
+  unsigned char topo_changed[NT_TOPO_VIEW_MAX * NT_TOPO_VIEW_MAX];
   int nhist;
   int row, col; /* cursor: rank row, channel column */
   int top;      /* first row shown */
@@ -89,6 +106,9 @@ void nt_draw_header(nt_screen *s);
 void nt_view_proxy(nt_screen *s, int y);
 void nt_view_channels(nt_screen *s, int y);
 void nt_view_help(nt_screen *s, int y);
+void nt_view_topo(nt_screen *s, int y);
+/* Cursor and what-if keys of the topology view; false if not handled. */
+bool nt_topo_view_action(nt_screen *s, int action);
 int nt_state_attr(const nt_screen *s, int proxy_state);
 /* Number of channels shown as columns: the highest channel id + 1 among ranks. */
 int nt_channel_count(const nt_screen *s);

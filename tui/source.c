@@ -32,6 +32,7 @@ struct nt_source {
   uint32_t neps;
   double next_scan_s;
   bool dir_error_noted;
+  bool topo_from_publishers; /* the topology shown came from a topology message */
   nt_snapshot *scratch;
   nt_hello *hello;
   uint8_t *buf;
@@ -205,7 +206,13 @@ static bool receive(nt_source *s, endpoint *e, nt_model *m) {
     else
       note(m, e, "bad communicator message: %s", err);
   } else if (!strcmp(topic, NT_TOPIC_TOPOLOGY)) {
-    /* Topology messages are read by the topology view (later). */
+    /* The first topology wins unless the user gave --topology; the model
+     * skips a re-sent identical file. */
+    nt_topo *have = nt_model_topology(m, NULL);
+    if (!have || s->topo_from_publishers)
+      s->topo_from_publishers =
+          nt_model_set_topology(m, (const char *)s->buf, (size_t)len, e->endpoint, now) == 0 ||
+          s->topo_from_publishers;
   } else {
     char clean[80];
     note(m, e, "unknown topic '%s'", nt_sanitize(topic, (size_t)tn, clean, sizeof clean));

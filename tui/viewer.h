@@ -15,18 +15,19 @@ typedef struct {
   const char *dir;        /* endpoint directory; NULL = nt_endpoint_dir() */
   const char *connect[8]; /* extra endpoints (tcp://host:port of a relay) */
   int nconnect;
-  uint32_t delay_ms; /* screen refresh / batch interval, default 500 */
-  uint32_t stall_ms; /* --stall-ms, default 2000 */
-  int iterations;    /* -n: frames (batch) or screen updates, 0 = forever */
-  bool batch;        /* -b */
-  bool json;         /* --json (batch) */
-  bool color;        /* false with -C or NO_COLOR */
-  bool ascii;        /* -A / --ascii, or a non-UTF-8 locale */
-  int initial_view;  /* enum nt_view_id */
+  uint32_t delay_ms;    /* screen refresh / batch interval, default 500 */
+  uint32_t stall_ms;    /* --stall-ms, default 2000 */
+  int iterations;       /* -n: frames (batch) or screen updates, 0 = forever */
+  bool batch;           /* -b */
+  bool json;            /* --json (batch) */
+  bool color;           /* false with -C or NO_COLOR */
+  bool ascii;           /* -A / --ascii, or a non-UTF-8 locale */
+  int initial_view;     /* enum nt_view_id */
+  const char *topology; /* --topology FILE */
 } nt_options;
 
 /* Views, in Tab order; digits 1.. select them. */
-enum nt_view_id { NT_VIEW_PROXY, NT_VIEW_CHANNELS, NT_VIEW_HELP, NT_VIEW_COUNT };
+enum nt_view_id { NT_VIEW_PROXY, NT_VIEW_CHANNELS, NT_VIEW_TOPO, NT_VIEW_HELP, NT_VIEW_COUNT };
 
 double nt_now_s(void); /* CLOCK_MONOTONIC in seconds */
 

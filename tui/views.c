@@ -7,7 +7,7 @@
 
 #include "screen.h"
 
-static const char *view_names[NT_VIEW_COUNT] = {"proxy threads", "channels", "help"};
+static const char *view_names[NT_VIEW_COUNT] = {"proxy threads", "channels", "topology", "help"};
 
 int nt_state_attr(const nt_screen *s, int state) {
   bool color = s->o->color && has_colors();
