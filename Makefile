@@ -48,12 +48,14 @@ TESTS := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRC))
 FIXTURES := $(patsubst tests/fixtures/%.c,$(BUILD)/tests/lib%.so,$(wildcard tests/fixtures/*.c))
 BENCHES := $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRC))
 
-.PHONY: all deps test check demo bench install clean format format-check tsan gpu-test gpu-build
+.PHONY: all deps test check demo bench install clean format format-check tsan gpu-test gpu-build \
+  fuzz fuzz-smoke
 all: deps $(PLUGIN_SO) $(NCCLTOP)
 
 # Installs missing packages when root, otherwise prints the command to run.
 deps:
-	@if ! pkg-config --exists $(PKGS) 2>/dev/null || ! command -v clang-format >/dev/null; then \
+	@if ! pkg-config --exists $(PKGS) 2>/dev/null || ! command -v clang-format >/dev/null || \
+	    ! command -v clang >/dev/null; then \
 	  if [ "$$(id -u)" = 0 ]; then sh scripts/install-deps.sh; \
 	  else echo "nccltop: missing build packages; run: sudo sh scripts/install-deps.sh" >&2; exit 1; fi; \
 	fi
@@ -90,6 +92,7 @@ $(BUILD)/bench/libnccl-profiler-clockonly.so: bench/clockonly/clockonly_plugin.c
 # ASan + UBSan run.
 test: deps format-check
 	$(MAKE) BUILD=build/san SAN=1 check
+	$(MAKE) fuzz-smoke
 
 check: $(PLUGIN_SO) $(NCCLTOP) $(TESTS) $(FIXTURES) gpu-build
 	BUILD=$(BUILD) sh tests/run.sh $(TESTS)
@@ -98,6 +101,29 @@ check: $(PLUGIN_SO) $(NCCLTOP) $(TESTS) $(FIXTURES) gpu-build
 tsan: deps
 	$(MAKE) BUILD=build/tsan SAN=thread build/tsan/libnccl-profiler-nccltop.so build/tsan/tests/test_plugin
 	TSAN_OPTIONS="halt_on_error=1 suppressions=tests/tsan.supp" build/tsan/tests/test_plugin
+
+# Fuzzing (libFuzzer, clang): `make fuzz FUZZ_SECONDS=N` runs each target N
+# seconds on the seed corpus in tests/fuzz/corpus/; new inputs go to build/fuzz/.
+FUZZ_SECONDS ?= 60
+FUZZ_TARGETS := fuzz_snapshot fuzz_meta fuzz_topo fuzz_plugin
+FUZZ_CFLAGS := -std=c11 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer,address,undefined \
+  -fno-sanitize-recover=all $(PKG_CFLAGS)
+FUZZ_SRC_fuzz_snapshot := $(PROTO_SRC)
+FUZZ_SRC_fuzz_meta := $(PROTO_SRC)
+FUZZ_SRC_fuzz_topo := $(TOPO_SRC) $(PROTO_SRC)
+FUZZ_SRC_fuzz_plugin := $(PLUGIN_SRC) $(filter-out %_decode.c,$(PROTO_SRC))
+FUZZ_BINS := $(addprefix build/fuzz/,$(FUZZ_TARGETS))
+
+build/fuzz/%: tests/fuzz/%.c $(PROTO_SRC) $(TOPO_SRC) $(PLUGIN_SRC) | deps
+	@mkdir -p $(dir $@)
+	clang $(FUZZ_CFLAGS) -o $@ $< $(FUZZ_SRC_$*) -lcjson -lexpat -lzmq -lpthread -lm
+
+fuzz: $(FUZZ_BINS)
+	FUZZ_SECONDS=$(FUZZ_SECONDS) sh tests/fuzz/run.sh $(FUZZ_TARGETS)
+
+# The short run `make test` includes.
+fuzz-smoke: $(FUZZ_BINS)
+	FUZZ_SECONDS=3 sh tests/fuzz/run.sh $(FUZZ_TARGETS)
 
 demo: all
 	$(NCCLTOP) demo

@@ -59,18 +59,37 @@ bool nt_handle_in_region(const void *h) {
   return base && p >= base && p < base + sizeof(struct nt_thread) * NT_MAX_THREADS;
 }
 
+/* Takes slot t for the calling thread if it is in state `want`. */
+static bool take(struct nt_thread *t, int want) {
+  int expect = want;
+  if (atomic_load_explicit(&t->state, memory_order_relaxed) != want) return false;
+  return atomic_compare_exchange_strong(&t->state, &expect, NT_SLOT_OWNED);
+}
+
 struct nt_thread *nt_thread_claim(void) {
   if (!nt_g.threads) return NULL;
-  /* Adopt an orphaned slot first, so threads that come and go (CUDA
-   * callback threads, NCCL's group threads) do not use up the slots. */
-  for (int pass = 0; pass < 2; pass++) {
-    int want = pass == 0 ? NT_SLOT_ORPHAN : NT_SLOT_FREE;
+  /* Threads come and go (CUDA callback threads, NCCL's group threads), so
+   * an orphaned slot is adopted before a free one is used; its counters
+   * stay. A dead proxy thread's slot is kept as long as possible: its final
+   * state is what a hang view must show. */
+  for (int pass = 0; pass < 3; pass++) {
     for (uint32_t i = 0; i < NT_MAX_THREADS; i++) {
       struct nt_thread *t = &nt_g.threads[i];
-      int expect = want;
-      if (atomic_load_explicit(&t->state, memory_order_relaxed) != want) continue;
-      if (!atomic_compare_exchange_strong(&t->state, &expect, NT_SLOT_OWNED)) continue;
-      /* A new owner starts with no proxy identity; the counters stay. */
+      bool proxy = atomic_load_explicit(&t->is_proxy, memory_order_relaxed);
+      if (pass == 0 && (proxy || !take(t, NT_SLOT_ORPHAN))) continue;
+      if (pass == 1 && !take(t, NT_SLOT_FREE)) continue;
+      if (pass == 2 && !take(t, NT_SLOT_ORPHAN)) continue;
+      if (proxy) {
+        /* Last resort: the old proxy's times must not become the new one's. */
+        uint32_t seq = atomic_load_explicit(&t->seq, memory_order_relaxed);
+        NT_SEQ_WRITE_BEGIN(t->seq, seq);
+        for (int k = 0; k < NT_PROXY_NSTATES; k++) NT_SET(t->state_ns[k], 0);
+        NT_SET(t->appends, 0);
+        NT_SET(t->appended_ops, 0);
+        NT_SET(t->wakeups, 0);
+        atomic_store_explicit(&t->seq, seq + 2, memory_order_release);
+      }
+      /* A new owner starts with no proxy identity. */
       atomic_store(&t->is_proxy, 0);
       atomic_store(&t->cur_state, NT_PROXY_UNKNOWN);
       atomic_store(&t->base_state, NT_PROXY_UNKNOWN);

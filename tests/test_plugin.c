@@ -499,6 +499,28 @@ static void case_nccl_topology_dump_is_forwarded(void) {
   CHECK(strstr(buf, "<c2c bw=\"45000\"") != NULL);
 }
 
+/* A proxy thread that has exited keeps its row: a thread starting later
+ * must not take over its slot (and its times). */
+static void *short_proxy(void *ctx) {
+  int idle[] = {NT_ST_CTRL_IDLE};
+  ctrl(ctx, idle, 1, 0);
+  return NULL;
+}
+
+static void case_exited_proxy_threads_keep_their_rows(void) {
+  void *ctx = setup();
+  CHECK(ctx != NULL);
+  void *ctx2 = ph_init(&H, HASH + 1, 2, 8);
+  pthread_t a, b;
+  CHECK(pthread_create(&a, NULL, short_proxy, ctx) == 0);
+  pthread_join(a, NULL); /* exits: its slot is orphaned */
+  CHECK(pthread_create(&b, NULL, short_proxy, ctx2) == 0);
+  pthread_join(b, NULL);
+  CHECK(ph_latest(&H) == 0);
+  CHECK(H.snap->nproxy == 2);
+  CHECK(H.snap->proxy[0].comm_index != H.snap->proxy[1].comm_index);
+}
+
 #define CHILD(name)                                                                                \
   static void name(void) {                                                                         \
     CHECK(ph_in_child(case_##name) == 0);                                                          \
@@ -521,6 +543,7 @@ CHILD(forked_child_never_touches_the_plugin)
 CHILD(v4_init_argument_order)
 CHILD(concurrent_threads_lose_nothing)
 CHILD(nccl_topology_dump_is_forwarded)
+CHILD(exited_proxy_threads_keep_their_rows)
 
 int main(void) {
   TEST_RUN(exports_every_abi_version);
@@ -541,5 +564,6 @@ int main(void) {
   TEST_RUN(v4_init_argument_order);
   TEST_RUN(concurrent_threads_lose_nothing);
   TEST_RUN(nccl_topology_dump_is_forwarded);
+  TEST_RUN(exited_proxy_threads_keep_their_rows);
   return TEST_DONE();
 }

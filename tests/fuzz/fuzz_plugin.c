@@ -1,0 +1,56 @@
+/* libFuzzer target: the plugin's ABI entry points fed random call
+ * sequences: random types and states, NULL and foreign handles and
+ * descriptors, foreign pids, stops without starts, double stops. The plugin
+ * is compiled into this binary, so its code is covered. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../../plugin/nccl_profiler_abi.h"
+
+extern const nt_profiler_v5 ncclProfiler_v5;
+extern const nt_profiler_v4 ncclProfiler_v4;
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  static void *ctx[2];
+  static int mask;
+  static void *handles[64];
+  if (!ctx[0]) {
+    setenv("NCCLTOP_DIR", "/tmp/nccltop-fuzz-plugin", 1);
+    ncclProfiler_v5.init(&ctx[0], 1, &mask, "fuzz", 1, 2, 0, NULL);
+    ncclProfiler_v4.init(&ctx[1], &mask, "fuzz4", 2, 1, 2, 1, NULL);
+  }
+  static const uint64_t types[] = {1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 1u << 20};
+  for (size_t i = 0; i + 4 <= size; i += 4) {
+    const uint8_t *op = data + i;
+    void *h = handles[op[1] % 64];
+    switch (op[0] % 6) {
+    case 0:
+    case 1: {
+      nt_descr_v5 d;
+      memset(&d, 0, sizeof d);
+      d.type = types[op[2] % (sizeof types / sizeof types[0])];
+      d.parentObj = op[3] & 1 ? h : op[3] & 2 ? (void *)(uintptr_t)(op[3] * 4096) : NULL;
+      d.proxyOp.pid = op[3] & 4 ? getpid() + 1 : getpid();
+      d.proxyOp.channelId = op[3];
+      d.proxyOp.peer = op[2];
+      d.proxyOp.isSend = op[3] & 8;
+      if (d.type == 16) d.proxyStep.step = op[3];
+      void *c = op[3] & 16 ? ctx[1] : op[3] & 32 ? (void *)&mask : ctx[0];
+      ncclProfiler_v5.startEvent(c, &handles[op[1] % 64], op[3] & 64 ? NULL : &d);
+      break;
+    }
+    case 2:
+    case 3: {
+      nt_state_args_v5 a = {.proxyStep = {.transSize = op[3] * 1000u}};
+      ncclProfiler_v5.recordEventState(h, op[2] % 32, op[3] & 1 ? NULL : &a);
+      break;
+    }
+    case 4: ncclProfiler_v5.stopEvent(h); break;
+    case 5: ncclProfiler_v5.stopEvent(op[2] & 1 ? (void *)&mask : (void *)(uintptr_t)op[3]); break;
+    }
+  }
+  /* Handles stay valid (pooled) across inputs, as NCCL may keep them. */
+  return 0;
+}
