@@ -91,8 +91,8 @@ $(BUILD)/bench/libnccl-profiler-clockonly.so: bench/clockonly/clockonly_plugin.c
 # The test suite runs the sanitized build (build/san) so every test is also an
 # ASan + UBSan run.
 test: deps format-check
-	$(MAKE) BUILD=build/san SAN=1 check
 	$(MAKE) fuzz-smoke
+	$(MAKE) BUILD=build/san SAN=1 check
 
 check: $(PLUGIN_SO) $(NCCLTOP) $(TESTS) $(FIXTURES) gpu-build
 	BUILD=$(BUILD) sh tests/run.sh $(TESTS)
