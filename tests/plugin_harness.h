@@ -80,7 +80,7 @@ static void *ph_init(ph_t *h, uint64_t hash, int rank, int nranks) {
 }
 
 /* Connects a SUB socket to this process's publisher. */
-static int ph_subscribe(ph_t *h) {
+__attribute__((unused)) static int ph_subscribe(ph_t *h) {
   char ep[256];
   h->snap = nt_snapshot_new();
   h->zctx = zmq_ctx_new();
@@ -94,7 +94,7 @@ static int ph_subscribe(ph_t *h) {
 
 /* Receives messages until a snapshot arrives (timeout_ms); decodes it into
  * h->snap. Returns 0, or -1 on timeout or a decode error. */
-static int ph_next_snapshot(ph_t *h, int timeout_ms) {
+__attribute__((unused)) static int ph_next_snapshot(ph_t *h, int timeout_ms) {
   static uint8_t buf[NT_MAX_MESSAGE_BYTES];
   char topic[64], err[256];
   struct timespec t0, t1;
@@ -120,7 +120,7 @@ static int ph_next_snapshot(ph_t *h, int timeout_ms) {
 }
 
 /* Flushes the publisher and returns the newest snapshot (drains older ones). */
-static int ph_latest(ph_t *h) {
+__attribute__((unused)) static int ph_latest(ph_t *h) {
   h->flush();
   if (ph_next_snapshot(h, 3000) != 0) return -1;
   while (ph_next_snapshot(h, 50) == 0) {
