@@ -7,6 +7,8 @@
 #include "testlib.h"
 #include "vterm_harness.h"
 #include "../sim/sim.h"
+#include "../proto/nccltop_proto.h"
+#include <zmq.h>
 
 static char bindir[PATH_MAX], nccltop[PATH_MAX + 16], plugin[PATH_MAX + 64];
 static char dir[] = "/tmp/nccltop-screen-XXXXXX";
@@ -177,6 +179,71 @@ static void topology_view_and_what_if(void) {
   CHECK(ok);
 }
 
+/* A hostile publisher: its host, communicator name and environment carry
+ * terminal escape sequences. They must reach the screen and the batch
+ * output as visible text, never as control characters. */
+static pid_t hostile_publisher(const char *hdir) {
+  pid_t pid = fork();
+  if (pid != 0) return pid;
+  char ep[256];
+  void *z = zmq_ctx_new(), *s = zmq_socket(z, ZMQ_XPUB);
+  if (nt_endpoint_for_pid(hdir, (uint32_t)getpid(), ep, sizeof ep) != 0 || zmq_bind(s, ep) != 0)
+    _exit(1);
+  nt_snapshot *snap = nt_snapshot_new();
+  snprintf(snap->host, sizeof snap->host, "evil\x1b[2J\x1b]0;pwned\x07host");
+  snap->pid = (uint32_t)getpid();
+  snap->ncomms = 1;
+  snap->comms[0] = (nt_comm_row){.comm_hash = 0xbad, .rank = 0, .nranks = 1, .nnodes = 1};
+  snap->nproxy = 1;
+  snap->proxy[0] = (nt_proxy_row){.tid = 1, .state = NT_PROXY_IDLE, .state_ns = {1, 0, 0, 0, 0}};
+  nt_comm_info c = {.pid = (uint32_t)getpid(), .comm_hash = 0xbad, .rank = 0, .nranks = 1};
+  snprintf(c.name, sizeof c.name, "\x1b[31mred\x1b[0m");
+  static uint8_t buf[1 << 16];
+  char json[1024];
+  for (uint64_t seq = 1; seq < 600; seq++) {
+    snap->seq = seq;
+    snap->mono_ns = seq * 100000000ull;
+    size_t n = nt_snapshot_encode(snap, buf, sizeof buf);
+    zmq_send(s, NT_TOPIC_SNAPSHOT, strlen(NT_TOPIC_SNAPSHOT), ZMQ_SNDMORE);
+    zmq_send(s, buf, n, 0);
+    n = nt_comm_encode(&c, json, sizeof json);
+    zmq_send(s, NT_TOPIC_COMM, strlen(NT_TOPIC_COMM), ZMQ_SNDMORE);
+    zmq_send(s, json, n, 0);
+    usleep(100000);
+  }
+  _exit(0);
+}
+
+static void hostile_strings_are_shown_escaped(void) {
+  char hdir[] = "/tmp/nccltop-hostile-XXXXXX", henv[64];
+  CHECK(mkdtemp(hdir) != NULL);
+  snprintf(henv, sizeof henv, "NCCLTOP_DIR=%s", hdir);
+  pid_t pub = hostile_publisher(hdir);
+  vt_term t;
+  char *argv[] = {nccltop, "-d", "200", NULL};
+  char *env[] = {henv, NULL};
+  bool ok = vt_start(&t, 24, 120, argv, env) == 0 && vt_wait_for(&t, "evil\\x1B[2J", 15) &&
+            vt_wait_for(&t, "\\x1B[31mred", 5);
+  if (ok && !strstr(t.text, "red\\x1B[0m")) ok = false; /* the whole name, escaped */
+  vt_send(&t, "q");
+  if (ok) ok = vt_wait_exit(&t, 10) == 0;
+  vt_stop(&t);
+  /* Batch output: JSON escapes are fine, raw control bytes are not. */
+  char cmd[PATH_MAX + 256];
+  snprintf(cmd, sizeof cmd, "%s -b -n 2 -d 300 --dir %s | grep -c \"$(printf '\\033')\"", nccltop,
+           hdir);
+  FILE *p = popen(cmd, "r");
+  int raw = -1;
+  if (p && fscanf(p, "%d", &raw) != 1) raw = -1;
+  if (p) pclose(p);
+  kill(pub, SIGKILL);
+  waitpid(pub, NULL, 0);
+  snprintf(cmd, sizeof cmd, "rm -rf %s", hdir);
+  if (system(cmd) != 0) ok = false;
+  CHECK(ok);
+  CHECK(raw == 0);
+}
+
 int main(void) {
   char exe[PATH_MAX];
   ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
@@ -192,6 +259,7 @@ int main(void) {
   TEST_RUN(ascii_and_no_color_modes_draw_plain_text);
   TEST_RUN(a_tiny_terminal_does_not_crash);
   TEST_RUN(topology_view_and_what_if);
+  TEST_RUN(hostile_strings_are_shown_escaped);
   stop_job();
   return TEST_DONE();
 }
