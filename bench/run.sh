@@ -1,12 +1,24 @@
 #!/bin/sh
-# Runs the benchmarks and prints their tables (reports, never assertions).
-set -e
+# Runs the benchmarks and prints their tables. Budgets are reported, never
+# asserted (timings depend on the machine); the script fails only when a
+# benchmark itself cannot run.
+#   usage: sh bench/run.sh BUILD_DIR        (BENCH_COLLECTIVES=N: longer runs)
 BUILD=${1:-build}
-echo "== plugin hot path"
-"$BUILD/bench/bench_plugin" "$BUILD/libnccl-profiler-nccltop.so" \
-  "$BUILD/bench/libnccl-profiler-clockonly.so" "${BENCH_COLLECTIVES:-400}"
+PLUGIN="$BUILD/libnccl-profiler-nccltop.so"
+BASELINE="$BUILD/bench/libnccl-profiler-clockonly.so"
+status=0
+echo "== plugin hot path (bench_plugin)"
+if [ ! -f "$PLUGIN" ]; then
+  echo "($PLUGIN not built: comparing the baseline with itself)"
+  PLUGIN=$BASELINE
+fi
+"$BUILD/bench/bench_plugin" "$PLUGIN" "$BASELINE" "${BENCH_COLLECTIVES:-400}" || status=1
 for b in "$BUILD"/bench/bench_*; do
   case "$b" in */bench_plugin | *.d) continue ;; esac
   [ -x "$b" ] || continue
-  echo; echo "== $(basename "$b")"; "$b"
+  echo
+  echo "== $(basename "$b")"
+  "$b" || status=1
 done
+[ $status = 0 ] || echo "bench: a benchmark failed to run"
+exit $status

@@ -1,6 +1,6 @@
-/* See json_write.h. Strings are escaped fully: quote, backslash and every
- * control character; other bytes pass through (the reader validates). */
+/* See json_write.h. */
 #include "json_write.h"
+#include "utf8.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -19,19 +19,32 @@ static void puts_(nt_jw *w, const char *s) {
   put(w, s, strlen(s));
 }
 
-static void quoted(nt_jw *w, const char *s) {
+/* Quote, backslash and control characters (C0, DEL, and C1 when it is
+ * well-formed UTF-8) become escapes. Bytes that are not UTF-8 pass through
+ * unchanged: replacing them would lose what they were and could push a
+ * string past the reader's length limit; readers sanitize before display. */
+static void quoted(nt_jw *w, const char *str) {
+  static const char hex[] = "0123456789abcdef";
+  const unsigned char *s = (const unsigned char *)(str ? str : "");
+  size_t n = strlen((const char *)s);
   put(w, "\"", 1);
-  for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
-    char esc[8];
-    if (*p == '"' || *p == '\\') {
-      esc[0] = '\\';
-      esc[1] = (char)*p;
+  for (size_t i = 0; i < n;) {
+    uint32_t cp = 0;
+    size_t len = nt_utf8_len(s + i, n - i, &cp);
+    if (len == 0) {
+      put(w, (const char *)s + i, 1);
+      i++;
+    } else if (cp == '"' || cp == '\\') {
+      char esc[2] = {'\\', (char)cp};
       put(w, esc, 2);
-    } else if (*p < 0x20 || *p == 0x7F) {
-      snprintf(esc, sizeof esc, "\\u%04x", *p);
+      i++;
+    } else if (cp < 0x20 || cp == 0x7F || (cp >= 0x80 && cp <= 0x9F)) {
+      char esc[6] = {'\\', 'u', '0', '0', hex[cp >> 4], hex[cp & 0xF]};
       put(w, esc, 6);
+      i += len;
     } else {
-      put(w, (const char *)p, 1);
+      put(w, (const char *)s + i, len);
+      i += len;
     }
   }
   put(w, "\"", 1);

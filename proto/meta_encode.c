@@ -1,5 +1,7 @@
 /* Hello and communicator messages as JSON (PROTOCOL.md), written without
- * allocation by the plugin's publisher thread. */
+ * allocation by the plugin's publisher thread. Both carry the version this
+ * code speaks, whatever the struct's major/minor say, as the snapshot
+ * encoder does. */
 #include <stdio.h>
 
 #include "json_write.h"
@@ -8,7 +10,7 @@
 size_t nt_hello_encode(const nt_hello *h, char *buf, size_t cap) {
   nt_jw w;
   char v[16];
-  snprintf(v, sizeof v, "%u.%u", (unsigned)h->major, (unsigned)h->minor);
+  snprintf(v, sizeof v, "%u.%u", NT_PROTO_MAJOR, NT_PROTO_MINOR);
   nt_jw_init(&w, buf, cap);
   nt_jw_open(&w, NULL);
   nt_jw_str(&w, "v", v);

@@ -2,53 +2,38 @@
  * characters (C0, DEL, C1) and bytes that are not valid UTF-8 become \xNN, so
  * no escape sequence can be smuggled onto the screen. */
 #include <stdbool.h>
-#include <stdio.h>
 
 #include "nccltop_proto.h"
+#include "utf8.h"
 
-/* Length of the valid UTF-8 sequence at s (1..4), 0 if invalid; rejects
- * overlong forms, surrogates, values above U+10FFFF and C1 controls. */
-static size_t utf8_len(const unsigned char *s, size_t n) {
-  unsigned c = s[0];
-  size_t len;
-  unsigned cp;
-  if (c < 0x80) return 1;
-  if (c >= 0xC2 && c <= 0xDF)
-    len = 2, cp = c & 0x1F;
-  else if (c >= 0xE0 && c <= 0xEF)
-    len = 3, cp = c & 0x0F;
-  else if (c >= 0xF0 && c <= 0xF4)
-    len = 4, cp = c & 0x07;
-  else
-    return 0;
-  if (n < len) return 0;
-  for (size_t i = 1; i < len; i++) {
-    if ((s[i] & 0xC0) != 0x80) return 0;
-    cp = cp << 6 | (s[i] & 0x3F);
-  }
-  if ((len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) || cp > 0x10FFFF ||
-      (cp >= 0xD800 && cp <= 0xDFFF) || (cp >= 0x80 && cp <= 0x9F))
-    return 0;
-  return len;
-}
+static const char hex[] = "0123456789ABCDEF";
 
+/* A NUL byte ends the text (callers pass strlen or a buffer size). Output is
+ * cut at a whole character or escape, never inside one. */
 char *nt_sanitize(const char *src, size_t srclen, char *dst, size_t cap) {
-  if (!cap) return dst;
+  if (!dst || !cap) return dst;
   size_t o = 0;
-  const unsigned char *s = (const unsigned char *)(src ? src : "");
-  if (!src) srclen = 0;
+  const unsigned char *s = (const unsigned char *)src;
+  if (!s) srclen = 0;
   for (size_t i = 0; i < srclen && s[i];) {
-    size_t len = utf8_len(s + i, srclen - i);
-    bool printable = len > 1 || (len == 1 && s[i] >= 0x20 && s[i] != 0x7F);
+    uint32_t cp = 0;
+    size_t len = nt_utf8_len(s + i, srclen - i, &cp);
+    /* C0, DEL and C1 (U+0080..U+009F, the 8-bit CSI among them) are
+     * terminal controls even when well-formed. */
+    bool printable = len > 0 && cp >= 0x20 && cp != 0x7F && !(cp >= 0x80 && cp <= 0x9F);
     if (printable) {
       if (o + len >= cap) break;
       for (size_t k = 0; k < len; k++) dst[o++] = (char)s[i + k];
       i += len;
     } else {
+      /* A control character or an invalid byte: escape one byte and look
+       * again at the next (a well-formed C1 is escaped byte by byte too). */
       if (o + 4 >= cap) break;
-      snprintf(dst + o, 5, "\\x%02X", s[i]);
-      o += 4;
-      i += 1;
+      dst[o++] = '\\';
+      dst[o++] = 'x';
+      dst[o++] = hex[s[i] >> 4];
+      dst[o++] = hex[s[i] & 0xF];
+      i++;
     }
   }
   dst[o] = '\0';

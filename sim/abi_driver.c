@@ -1,20 +1,44 @@
-/* See abi_driver.h. Descriptors are built in the v5 layout and translated:
- * v4 shares v5's union layout for everything it has (it lacks the API
- * events and coll/p2p parentGroup); v3 puts name and commHash in front of
- * its coll and p2p members. */
+/* See abi_driver.h. Descriptors are built in the v5 layout and translated
+ * the way NCCL 2.28's shims translate them (src/plugin/profiler/
+ * profiler_v{3,4}.cc): v4 shares v5's union layout for everything it has;
+ * v3 puts name and commHash in front of its coll members, has no pTimer,
+ * and gets only the ProxyCtrl and ProxyStep states 8..18 with zeroed
+ * arguments (except appendedProxyOps). */
 #include "abi_driver.h"
 
 #include <dlfcn.h>
+#include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
-static nt_nccl_logger sim_logger_fn(void);
+static bool log_debug;
+static int log_rank;
 
-int sim_driver_open(sim_driver *d, const char *path, int abi, char *err, size_t errlen) {
+/* NCCL's logger stand-in: silent unless NCCLTOP_SIM_DEBUG is set. */
+__attribute__((format(printf, 5, 6))) static void
+sim_logger(int level, unsigned long flags, const char *file, int line, const char *fmt, ...) {
+  (void)flags;
+  if (!log_debug || !fmt) return;
+  char msg[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  fprintf(stderr, "nccltop sim: rank %d: plugin log %d %s:%d: %s\n", log_rank, level,
+          file ? file : "?", line, msg);
+}
+
+int sim_driver_open(sim_driver *d, const char *path, int abi, int rank, char *err, size_t errlen) {
   memset(d, 0, sizeof *d);
+  d->rank = rank;
+  log_rank = rank;
+  const char *dbg = getenv("NCCLTOP_SIM_DEBUG");
+  log_debug = dbg && *dbg && strcmp(dbg, "0") != 0;
   d->lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
   if (!d->lib) {
-    snprintf(err, errlen, "cannot load %s: %s", path, dlerror());
+    const char *why = dlerror();
+    snprintf(err, errlen, "cannot load %s: %s", path, why ? why : "unknown error");
     return -1;
   }
   for (int v = 6; v >= 3; v--) {
@@ -32,53 +56,72 @@ int sim_driver_open(sim_driver *d, const char *path, int abi, char *err, size_t 
       d->v5 = t;
     return 0;
   }
-  snprintf(err, errlen, "%s exports no ncclProfiler_v%s", path, abi ? "N asked for" : "3..6");
+  if (abi)
+    snprintf(err, errlen, "%s does not export ncclProfiler_v%d", path, abi);
+  else
+    snprintf(err, errlen, "%s exports none of ncclProfiler_v6, _v5, _v4, _v3", path);
+  dlclose(d->lib);
+  d->lib = NULL;
   return -1;
 }
 
-static void logger(int level, unsigned long flags, const char *file, int line, const char *fmt,
-                   ...) {
-  (void)level, (void)flags, (void)file, (void)line, (void)fmt;
-}
-static nt_nccl_logger sim_logger_fn(void) {
-  return logger;
+void sim_driver_close(sim_driver *d) {
+  if (d->lib && dlclose(d->lib) != 0) {
+    const char *why = dlerror();
+    fprintf(stderr, "nccltop sim: rank %d: cannot unload the plugin: %s\n", d->rank,
+            why ? why : "unknown error");
+  }
+  d->lib = NULL;
 }
 
-int sim_driver_init(sim_driver *d, void **ctx, uint64_t hash, const char *name, int nnodes,
+void *sim_driver_sym(sim_driver *d, const char *name) {
+  return d->lib ? dlsym(d->lib, name) : NULL;
+}
+
+int sim_driver_init(sim_driver *d, sim_ctx *c, uint64_t hash, const char *name, int nnodes,
                     int nranks, int rank) {
   int rc;
-  *ctx = NULL;
+  c->d = d;
+  c->ctx = NULL;
   if (d->abi == 3)
-    rc = d->v3->init(ctx, &d->mask);
+    rc = d->v3->init(&c->ctx, &d->mask);
   else if (d->abi == 4)
-    rc = d->v4->init(ctx, &d->mask, name, hash, nnodes, nranks, rank, sim_logger_fn());
+    rc = d->v4->init(&c->ctx, &d->mask, name, hash, nnodes, nranks, rank, sim_logger);
   else
-    rc = d->v5->init(ctx, hash, &d->mask, name, nnodes, nranks, rank, sim_logger_fn());
-  d->enabled = rc == 0;
+    rc = d->v5->init(&c->ctx, hash, &d->mask, name, nnodes, nranks, rank, sim_logger);
+  c->on = rc == 0;
   return rc;
 }
 
-void sim_driver_finalize(sim_driver *d, void *ctx) {
-  if (!d->enabled) return;
+void sim_driver_finalize(sim_ctx *c) {
+  if (!c->on || !c->ctx) return;
+  sim_driver *d = c->d;
   if (d->abi == 3)
-    d->v3->finalize(ctx);
+    d->v3->finalize(c->ctx);
   else if (d->abi == 4)
-    d->v4->finalize(ctx);
+    d->v4->finalize(c->ctx);
   else
-    d->v5->finalize(ctx);
+    d->v5->finalize(c->ctx);
+  c->on = false;
 }
 
-/* NCCL's gating (src/plugin/profiler.cc): asking for a child event also
- * produces its ancestors. */
-bool sim_driver_wants(sim_driver *d, int type) {
-  if (!d->enabled) return false;
-  int m = __atomic_load_n(&d->mask, __ATOMIC_RELAXED);
-  int net = NT_EV_NET_PLUGIN;
+int sim_mask_now(const sim_ctx *c) {
+  return __atomic_load_n(&c->d->mask, __ATOMIC_RELAXED);
+}
+
+/* src/plugin/profiler.cc (2.28.9): the bits that make NCCL start each type. */
+bool sim_mask_wants(int abi, int m, int type) {
+  const int net = NT_EV_NET_PLUGIN;
+  const int ce = NT_EV_CE_COLL | NT_EV_CE_SYNC | NT_EV_CE_BATCH;
   switch (type) {
-  case NT_EV_GROUP_API: return d->abi >= 5 && (m & ~(NT_EV_PROXY_CTRL)) != 0;
+  case NT_EV_GROUP_API:
+    return abi >= 5 && (m & (NT_EV_GROUP_API | NT_EV_P2P_API | NT_EV_COLL_API |
+                             NT_EV_KERNEL_LAUNCH | NT_EV_GROUP | NT_EV_COLL | NT_EV_P2P |
+                             NT_EV_PROXY_OP | NT_EV_PROXY_STEP | NT_EV_KERNEL_CH | net | ce));
   case NT_EV_COLL_API:
-    return d->abi >= 5 && (m & (NT_EV_COLL_API | NT_EV_COLL | NT_EV_PROXY_OP | NT_EV_PROXY_STEP |
-                                NT_EV_KERNEL_CH | net));
+    return abi >= 5 && (m & (NT_EV_COLL_API | NT_EV_COLL | NT_EV_PROXY_OP | NT_EV_PROXY_STEP |
+                             NT_EV_KERNEL_CH | net | ce));
+  case NT_EV_KERNEL_LAUNCH: return abi >= 5 && (m & NT_EV_KERNEL_LAUNCH);
   case NT_EV_GROUP:
     return m & (NT_EV_GROUP | NT_EV_COLL | NT_EV_P2P | NT_EV_PROXY_OP | NT_EV_PROXY_STEP |
                 NT_EV_KERNEL_CH | net);
@@ -87,77 +130,91 @@ bool sim_driver_wants(sim_driver *d, int type) {
   case NT_EV_PROXY_OP: return m & (NT_EV_PROXY_OP | NT_EV_PROXY_STEP | net);
   case NT_EV_PROXY_STEP: return m & (NT_EV_PROXY_STEP | net);
   case NT_EV_PROXY_CTRL: return m & NT_EV_PROXY_CTRL;
-  case NT_EV_KERNEL_CH: return d->abi >= 3 && (m & NT_EV_KERNEL_CH);
+  case NT_EV_KERNEL_CH: return m & NT_EV_KERNEL_CH;
   default: return false;
   }
 }
 
-void *sim_driver_start(sim_driver *d, void *ctx, nt_descr_v5 *e) {
-  void *h = NULL;
-  if (!d->enabled) return NULL;
-  if (d->abi >= 5) {
-    d->v5->startEvent(ctx, &h, e);
-  } else if (d->abi == 4) {
-    if (e->type >= NT_EV_GROUP_API) return NULL;
-    nt_descr_v4 v4;
-    memset(&v4, 0, sizeof v4);
-    v4.type = (uint8_t)e->type;
-    v4.parentObj = e->parentObj;
-    v4.rank = e->rank;
-    memcpy((char *)&v4 + 24, (char *)e + 24, sizeof v4 - 24); /* same union layout */
-    d->v4->startEvent(ctx, &h, &v4);
-  } else {
-    if (e->type >= NT_EV_GROUP_API) return NULL;
-    nt_descr_v3 v3;
-    memset(&v3, 0, sizeof v3);
-    v3.type = (uint8_t)e->type;
-    v3.parentObj = e->parentObj;
-    v3.rank = e->rank;
-    if (e->type == NT_EV_COLL) {
-      v3.coll.name = "sim";
-      v3.coll.seqNumber = e->coll.seqNumber;
-      v3.coll.func = e->coll.func;
-      v3.coll.count = e->coll.count;
-      v3.coll.datatype = e->coll.datatype;
-      v3.coll.nMaxChannels = e->coll.nChannels;
-      v3.coll.algo = e->coll.algo;
-      v3.coll.proto = e->coll.proto;
-    } else if (e->type == NT_EV_KERNEL_CH) {
-      v3.kernelCh.channelId = e->kernelCh.channelId;
-    } else {
-      memcpy((char *)&v3 + 24, (char *)e + 24, 24); /* proxyOp / proxyStep */
-    }
-    d->v3->startEvent(ctx, &h, &v3);
+static void start_v4(sim_ctx *c, void **h, const nt_descr_v5 *e) {
+  if (e->type >= NT_EV_GROUP_API) return; /* the shim drops API events */
+  nt_descr_v4 v4;
+  memset(&v4, 0, sizeof v4);
+  v4.type = (uint8_t)e->type;
+  v4.parentObj = e->type == NT_EV_COLL ? e->coll.parentGroup : e->parentObj;
+  v4.rank = e->rank;
+  /* Same union layout up to v4's end (v5 adds coll.parentGroup after it). */
+  memcpy((char *)&v4 + offsetof(nt_descr_v4, coll), (const char *)e + offsetof(nt_descr_v5, coll),
+         sizeof v4 - offsetof(nt_descr_v4, coll));
+  c->d->v4->startEvent(c->ctx, h, &v4);
+}
+
+static void start_v3(sim_ctx *c, void **h, const nt_descr_v5 *e) {
+  if (e->type >= NT_EV_GROUP_API) return;
+  nt_descr_v3 v3;
+  memset(&v3, 0, sizeof v3);
+  v3.type = (uint8_t)e->type;
+  v3.parentObj = e->parentObj;
+  v3.rank = e->rank;
+  switch (e->type) {
+  case NT_EV_COLL:
+    v3.parentObj = e->coll.parentGroup;
+    v3.coll.seqNumber = e->coll.seqNumber;
+    v3.coll.func = e->coll.func;
+    v3.coll.sendBuff = e->coll.sendBuff;
+    v3.coll.recvBuff = e->coll.recvBuff;
+    v3.coll.count = e->coll.count;
+    v3.coll.root = e->coll.root;
+    v3.coll.datatype = e->coll.datatype;
+    v3.coll.nMaxChannels = e->coll.nChannels;
+    v3.coll.nWarps = e->coll.nWarps;
+    v3.coll.algo = e->coll.algo;
+    v3.coll.proto = e->coll.proto;
+    break;
+  case NT_EV_PROXY_OP: v3.proxyOp = e->proxyOp; break;
+  case NT_EV_PROXY_STEP: v3.proxyStep = e->proxyStep; break;
+  case NT_EV_KERNEL_CH: v3.kernelCh.channelId = e->kernelCh.channelId; break;
+  default: break;
   }
+  c->d->v3->startEvent(c->ctx, h, &v3);
+}
+
+void *sim_start(sim_ctx *c, nt_descr_v5 *e) {
+  void *h = NULL;
+  if (!c->on) return NULL;
+  if (c->d->abi >= 5)
+    c->d->v5->startEvent(c->ctx, &h, e);
+  else if (c->d->abi == 4)
+    start_v4(c, &h, e);
+  else
+    start_v3(c, &h, e);
   return h;
 }
 
-void sim_driver_record(sim_driver *d, void *h, int state, const nt_state_args_v5 *args) {
-  if (!d->enabled || !h) return;
+void sim_record(sim_ctx *c, void *h, int state, const nt_state_args_v5 *args) {
+  if (!c->on || !h) return;
+  sim_driver *d = c->d;
   nt_state_args_v5 a;
-  if (args)
-    a = *args;
-  else
-    memset(&a, 0, sizeof a);
+  memset(&a, 0, sizeof a);
+  if (args) a = *args;
   if (d->abi >= 5) {
     d->v5->recordEventState(h, state, args ? &a : NULL);
   } else if (d->abi == 4) {
     if (state >= NT_ST_GROUP_START_API_STOP) return;
     d->v4->recordEventState(h, state, args ? &a : NULL);
   } else {
-    /* NCCL 2.27+'s v3 shim forwards only step and control states, with the
-     * arguments zeroed except the appended op count. */
-    if (state > NT_ST_CTRL_APPEND_END) return;
     nt_state_args_v3 v3;
     memset(&v3, 0, sizeof v3);
-    v3.proxyCtrl.appendedProxyOps =
-        state == NT_ST_CTRL_APPEND_END ? a.proxyCtrl.appendedProxyOps : 0;
+    if (state >= NT_ST_CTRL_IDLE && state <= NT_ST_CTRL_APPEND_END)
+      v3.proxyCtrl.appendedProxyOps = args ? a.proxyCtrl.appendedProxyOps : 0;
+    else if (state < NT_ST_STEP_SEND_GPU_WAIT || state > NT_ST_STEP_RECV_GPU_WAIT)
+      return; /* InProgress, SendPeerWait, KernelChStop, API states: not for v3 */
     d->v3->recordEventState(h, state, &v3);
   }
 }
 
-void sim_driver_stop(sim_driver *d, void *h) {
-  if (!d->enabled || !h) return;
+void sim_stop(sim_ctx *c, void *h) {
+  if (!c->on || !h) return;
+  sim_driver *d = c->d;
   if (d->abi == 3)
     d->v3->stopEvent(h);
   else if (d->abi == 4)

@@ -1,10 +1,12 @@
 /* The simulator's side of the profiler ABI: one loaded plugin, called the
- * way NCCL calls it for the ABI version in use (init argument order,
- * descriptor layout, which events and states that version knows). */
+ * way NCCL 2.28's core calls it, through the shim NCCL puts in front of an
+ * older plugin (init argument order, descriptor layout, which events and
+ * states each version gets). */
 #ifndef NCCLTOP_SIM_ABI_DRIVER_H
 #define NCCLTOP_SIM_ABI_DRIVER_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "../plugin/nccl_profiler_abi.h"
@@ -15,23 +17,44 @@ typedef struct {
   const nt_profiler_v3 *v3;
   const nt_profiler_v4 *v4;
   const nt_profiler_v5 *v5; /* v6 has the same shape */
-  int mask;                 /* NCCL's process-wide activation mask */
-  bool enabled;             /* false when the plugin declined (init failed) */
+  int mask;                 /* NCCL's one process-wide activation mask */
+  int rank;                 /* for log lines */
 } sim_driver;
 
-/* dlopens `path` and picks ncclProfiler_v<abi> (0 = newest exported). */
-int sim_driver_open(sim_driver *d, const char *path, int abi, char *err, size_t errlen);
-int sim_driver_init(sim_driver *d, void **ctx, uint64_t hash, const char *name, int nnodes,
-                    int nranks, int rank);
-void sim_driver_finalize(sim_driver *d, void *ctx);
-/* Whether NCCL would emit an event of this type now, given the mask. */
-bool sim_driver_wants(sim_driver *d, int type);
+/* One communicator's profiler context. `on` is false when init failed (the
+ * plugin declined): NCCL then makes no further calls for it. */
+typedef struct {
+  sim_driver *d;
+  void *ctx;
+  bool on;
+} sim_ctx;
 
-/* Start an event; `d5` is filled in the v5 layout and translated for older
- * versions. Returns the handle (NULL when the plugin dropped it or the
- * version has no such event). */
-void *sim_driver_start(sim_driver *d, void *ctx, nt_descr_v5 *d5);
-void sim_driver_record(sim_driver *d, void *handle, int state, const nt_state_args_v5 *args);
-void sim_driver_stop(sim_driver *d, void *handle);
+/* dlopens `path` (RTLD_NOW | RTLD_LOCAL) and picks ncclProfiler_v<abi>, or
+ * the newest of v6..v3 when abi is 0. */
+int sim_driver_open(sim_driver *d, const char *path, int abi, int rank, char *err, size_t errlen);
+/* dlcloses the plugin (NCCL does after the last finalize). */
+void sim_driver_close(sim_driver *d);
+/* Looks up an optional extra export (nccltop_flush, ...); NULL if absent. */
+void *sim_driver_sym(sim_driver *d, const char *name);
+int sim_driver_init(sim_driver *d, sim_ctx *c, uint64_t hash, const char *name, int nnodes,
+                    int nranks, int rank);
+/* As NCCL: only for a context whose init succeeded and is not NULL. */
+void sim_driver_finalize(sim_ctx *c);
+
+/* The mask now (NCCL reads it with a relaxed atomic load). */
+int sim_mask_now(const sim_ctx *c);
+/* NCCL's gating: whether an event of `type` is started for an operation
+ * whose mask snapshot is `mask` (asking for a child event also produces
+ * its ancestors). Pure, for tests too. */
+bool sim_mask_wants(int abi, int mask, int type);
+
+/* Starts an event described in the v5 layout (translated for v3/v4 as
+ * NCCL's shims do: no API events, Coll's parent is coll.parentGroup).
+ * Returns what the plugin wrote into the handle (NULL: dropped). */
+void *sim_start(sim_ctx *c, nt_descr_v5 *e);
+/* Record and stop are never called with a NULL handle (NCCL checks).
+ * `args` NULL passes NULL (GroupApi states do). */
+void sim_record(sim_ctx *c, void *h, int state, const nt_state_args_v5 *args);
+void sim_stop(sim_ctx *c, void *h);
 
 #endif

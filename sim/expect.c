@@ -1,7 +1,8 @@
-/* What the plugin must report once a deterministic schedule has run. The
- * proxy thread of each communicator does, per collective: idle
- * SIM_IDLE_NS, a Sleep/Wakeup burst, an Append burst, an Active edge, every
- * channel's steps, an Idle edge (see rank.c). */
+/* What the plugin must report once a deterministic schedule has run: the
+ * schedule of schedule.h, added up. ABI v3 differs: NCCL's v3 shim passes
+ * no SendPeerWait (that time stays in SendGPUWait), zeroes transSize (no
+ * bytes) and has no KernelChStop (no GPU busy time). abi 0 means the newest
+ * the plugin exports, v4 or later for ours. */
 #include <string.h>
 
 #include "../proto/nccltop_proto.h"
@@ -12,14 +13,15 @@ void nt_sim_expect_channel(const nt_sim_config *c, int rank, int comm, int chann
                            nt_sim_channel_expect *out) {
   (void)comm;
   (void)channel;
-  uint64_t n = (uint64_t)c->iterations * (uint64_t)c->steps;
+  uint64_t it = (uint64_t)sim_det_iterations(c), n = it * (uint64_t)c->steps;
+  bool v3 = c->abi == 3;
   memset(out, 0, sizeof *out);
   out->steps = n;
-  out->bytes = n * SIM_STEP_BYTES;
-  out->ops = (uint64_t)c->iterations;
+  out->bytes = v3 ? 0 : it * sim_det_op_bytes(c->steps);
+  out->ops = it;
   if (dir == NT_DIR_SEND) {
-    out->wait_ns[0] = n * SIM_SEND_GPU_NS;
-    out->wait_ns[1] = n * SIM_SEND_PEER_NS;
+    out->wait_ns[0] = n * (SIM_SEND_GPU_NS + (v3 ? SIM_SEND_PEER_NS : 0));
+    out->wait_ns[1] = v3 ? 0 : n * SIM_SEND_PEER_NS;
     out->wait_ns[2] = n * SIM_SEND_NET_NS;
     out->peer = (rank + 1) % c->ranks;
   } else {
@@ -33,10 +35,10 @@ void nt_sim_expect_channel(const nt_sim_config *c, int rank, int comm, int chann
 void nt_sim_expect_proxy(const nt_sim_config *c, int rank, int comm, nt_sim_proxy_expect *out) {
   (void)rank;
   (void)comm;
-  uint64_t it = (uint64_t)c->iterations;
+  uint64_t it = (uint64_t)sim_det_iterations(c);
   memset(out, 0, sizeof *out);
   out->state_ns[NT_PROXY_IDLE] = it * SIM_IDLE_NS;
-  out->state_ns[NT_PROXY_ACTIVE] = it * sim_work_ns(c->channels, c->steps);
+  out->state_ns[NT_PROXY_ACTIVE] = it * sim_det_work_ns(c->channels, c->steps);
   out->state_ns[NT_PROXY_SLEEP] = it * SIM_SLEEP_NS;
   out->state_ns[NT_PROXY_WAKEUP] = it * SIM_WAKEUP_NS;
   out->state_ns[NT_PROXY_APPEND] = it * SIM_APPEND_NS;
@@ -49,10 +51,11 @@ void nt_sim_expect_proxy(const nt_sim_config *c, int rank, int comm, nt_sim_prox
 void nt_sim_expect_comm(const nt_sim_config *c, int rank, int comm, nt_sim_comm_expect *out) {
   (void)rank;
   (void)comm;
+  uint64_t it = (uint64_t)sim_det_iterations(c);
   memset(out, 0, sizeof *out);
-  out->colls = (uint64_t)c->iterations;
-  out->kernel_count = (uint64_t)c->iterations;
-  out->kernel_busy_ns = (uint64_t)c->iterations * SIM_KERNEL_NS;
+  out->colls = it;
+  out->kernel_count = it;
+  out->kernel_busy_ns = c->abi == 3 ? 0 : it * SIM_KERNEL_NS;
 }
 
 uint64_t nt_sim_comm_hash(int comm) {

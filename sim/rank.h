@@ -1,10 +1,85 @@
-/* One simulated rank process (rank.c). */
+/* One simulated rank process: its communicators, the queue from each
+ * application thread to its proxy thread, and the clocks (rank.c), the
+ * application thread (app.c) and the proxy progress thread (proxy.c). */
 #ifndef NCCLTOP_SIM_RANK_H
 #define NCCLTOP_SIM_RANK_H
 
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "abi_driver.h"
 #include "sim.h"
 
-/* Runs rank `rank` of the job in this process; returns its exit status. */
-int sim_rank_main(const nt_sim_config *cfg, int rank);
+#define SIM_MAX_COMMS    8
+#define SIM_MAX_CHANNELS 64
+#define SIM_QUEUE_CAP    8 /* collectives posted and not yet appended */
+
+/* One collective handed from the application thread to the proxy thread,
+ * as NCCL posts proxy ops into the proxy's op pool. */
+typedef struct {
+  void *coll;         /* the Coll handle (NULL if dropped or not enabled) */
+  int mask;           /* the activation mask when it was enqueued */
+  int steps;          /* network steps per proxy op */
+  uint64_t step_size; /* bytes of a full step; the last one may be shorter */
+  uint64_t bytes;     /* bytes per proxy op */
+} sim_work;
+
+typedef struct sim_rank sim_rank;
+
+typedef struct {
+  sim_rank *r;
+  int index;
+  sim_ctx px;
+  pthread_t app, proxy;
+  bool app_started, proxy_started;
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  sim_work queue[SIM_QUEUE_CAP];
+  int head, count;
+  bool closed; /* the application issues no more */
+  uint64_t rng;
+} sim_comm;
+
+struct sim_rank {
+  const nt_sim_config *cfg;
+  int rank;
+  sim_driver drv;
+  uint64_t t_start_ns;
+  sim_comm comms[SIM_MAX_COMMS];
+};
+
+/* SIGINT/SIGTERM seen: stop issuing, drain, finalize. */
+bool sim_stopping(void);
+
+/* Real time (CLOCK_MONOTONIC) and sleeping. */
+uint64_t sim_real_ns(void);
+uint64_t sim_wall_ns(void); /* CLOCK_REALTIME, what a GPU globaltimer follows */
+void sim_sleep_ns(uint64_t ns);
+uint64_t sim_rand(uint64_t *state);
+
+/* The virtual clock of deterministic mode: the calling proxy thread owns a
+ * clock starting at 0 and advances it; every other thread reads the
+ * furthest any proxy thread has got. */
+void sim_vclock_own(void);
+void sim_vclock_pass(uint64_t ns);
+uint64_t sim_vclock(void);
+
+/* The op queue. push blocks while it is full; pop returns 1 with a work
+ * item, 0 when empty (only if !wait), -1 when empty and closed. */
+void sim_queue_push(sim_comm *c, const sim_work *w);
+int sim_queue_pop(sim_comm *c, sim_work *w, bool wait);
+bool sim_queue_empty(sim_comm *c);
+/* Blocks until work is queued (true) or the queue is closed and empty. */
+bool sim_queue_wait(sim_comm *c);
+void sim_queue_close(sim_comm *c);
+
+void *sim_app_main(void *comm);
+void *sim_proxy_main(void *comm);
+
+/* Runs rank `rank` of the job in this (forked) process, whose parent is
+ * `parent`; returns its exit status. */
+int sim_rank_main(const nt_sim_config *cfg, int rank, pid_t parent);
 
 #endif

@@ -1,10 +1,32 @@
-/* The deterministic schedule's constants, shared by the simulated proxy
- * thread (rank.c) and the expectations (expect.c) so they cannot drift.
- * All different, so a state counted in the wrong place shows. */
+/* The deterministic schedule, in one place: the simulated proxy thread
+ * (proxy.c) runs it and the expectations (expect.c) add it up, so they
+ * cannot drift. All durations differ, so a state counted in the wrong place
+ * shows in the totals.
+ *
+ * Each proxy thread, on its own virtual clock starting at 0:
+ *   Idle edge (t = 0)
+ *   per collective:
+ *     SIM_IDLE_NS of idle
+ *     ProxyCtrl: Sleep, SIM_SLEEP_NS, Wakeup, SIM_WAKEUP_NS, stop
+ *     ProxyCtrl: Append, start the 2 x channels ProxyOps, SIM_APPEND_NS,
+ *                AppendEnd(2 x channels), stop
+ *     Active edge; InProgress on every op; KernelCh start per channel
+ *     for step s, for channel ch:
+ *       send step s: SendGPUWait, SIM_SEND_GPU_NS, SendPeerWait,
+ *         SIM_SEND_PEER_NS / 2, SendPeerWait again (no credit yet),
+ *         the rest of SIM_SEND_PEER_NS, SendWait(size), SIM_SEND_NET_NS, stop
+ *       recv step s: RecvWait, SIM_RECV_NET_NS, RecvFlushWait(size),
+ *         SIM_RECV_FLUSH_NS, RecvGPUWait(size), SIM_RECV_GPU_NS, stop
+ *     stop every op; KernelChStop(start + SIM_KERNEL_NS) and stop per channel
+ *     Idle edge
+ * so every proxy thread ends at the same virtual time, with an Idle edge.
+ */
 #ifndef NCCLTOP_SIM_SCHEDULE_H
 #define NCCLTOP_SIM_SCHEDULE_H
 
 #include <stdint.h>
+
+#include "sim.h"
 
 #define SIM_IDLE_NS       11000ull /* idle before each collective */
 #define SIM_SLEEP_NS      5000ull  /* Sleep .. Wakeup */
@@ -16,11 +38,32 @@
 #define SIM_RECV_NET_NS   4000ull /* per recv step */
 #define SIM_RECV_FLUSH_NS 500ull
 #define SIM_RECV_GPU_NS   1500ull
-#define SIM_STEP_BYTES    131072ull /* transSize of every step */
-#define SIM_KERNEL_NS     9000ull   /* GPU time per kernel channel event */
+#define SIM_KERNEL_NS     9000ull                /* GPU time of every KernelCh event */
+#define SIM_PTIMER_BASE   1700000000000000000ull /* GPU globaltimer at virtual 0 */
 
-/* Active time of one collective on one proxy thread. */
-static inline uint64_t sim_work_ns(int channels, int steps) {
+/* Step s of every op carries a different size, so counting transSize at the
+ * wrong state (where NCCL still holds the previous step's size) shows. */
+#define SIM_STEP_BYTES     131072ull
+#define SIM_STEP_BYTES_INC 4096ull
+#define SIM_DET_ITERATIONS 10 /* when the config leaves iterations at 0 */
+
+static inline uint64_t sim_det_step_bytes(int step) {
+  return SIM_STEP_BYTES + (uint64_t)step * SIM_STEP_BYTES_INC;
+}
+
+/* Bytes of one proxy op: the sum of its steps' sizes. */
+static inline uint64_t sim_det_op_bytes(int steps) {
+  uint64_t n = (uint64_t)steps;
+  return n * SIM_STEP_BYTES + SIM_STEP_BYTES_INC * (n * (n - 1) / 2);
+}
+
+static inline int sim_det_iterations(const nt_sim_config *c) {
+  return c->iterations > 0 ? c->iterations : SIM_DET_ITERATIONS;
+}
+
+/* Active time of one collective on one proxy thread: steps run one at a
+ * time. */
+static inline uint64_t sim_det_work_ns(int channels, int steps) {
   return (uint64_t)channels * (uint64_t)steps *
          (SIM_SEND_GPU_NS + SIM_SEND_PEER_NS + SIM_SEND_NET_NS + SIM_RECV_NET_NS +
           SIM_RECV_FLUSH_NS + SIM_RECV_GPU_NS);

@@ -3,15 +3,19 @@
 #include <errno.h>
 #include <libgen.h>
 #include <limits.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "rank.h"
+#include "schedule.h"
 #include "sim.h"
 
 void nt_sim_defaults(nt_sim_config *c) {
@@ -41,12 +45,15 @@ int nt_sim_default_plugin(char *buf, size_t cap) {
 }
 
 static int parse_int(const char *opt, const char *v, long lo, long hi, int *out) {
-  char *end;
+  char *end = NULL;
   errno = 0;
   long x = v ? strtol(v, &end, 10) : 0;
   if (!v || errno || end == v || *end || x < lo || x > hi) {
-    fprintf(stderr, "nccltop: %s needs a whole number from %ld to %ld, not '%s'\n", opt, lo, hi,
-            v ? v : "");
+    if (v)
+      fprintf(stderr, "nccltop: %s needs a whole number from %ld to %ld, not '%s'\n", opt, lo, hi,
+              v);
+    else
+      fprintf(stderr, "nccltop: %s needs a whole number from %ld to %ld\n", opt, lo, hi);
     return -1;
   }
   *out = (int)x;
@@ -54,75 +61,150 @@ static int parse_int(const char *opt, const char *v, long lo, long hi, int *out)
 }
 
 static int parse_seconds(const char *opt, const char *v, double *out) {
-  char *end;
+  char *end = NULL;
   errno = 0;
   double x = v ? strtod(v, &end) : 0;
   if (!v || errno || end == v || *end || !(x >= 0 && x <= 31536000)) {
-    fprintf(stderr, "nccltop: %s needs seconds (0 or more), not '%s'\n", opt, v ? v : "");
+    if (v)
+      fprintf(stderr, "nccltop: %s needs seconds from 0 to 31536000, not '%s'\n", opt, v);
+    else
+      fprintf(stderr, "nccltop: %s needs seconds from 0 to 31536000\n", opt);
     return -1;
   }
   *out = x;
   return 0;
 }
 
+static int parse_path(const char *opt, const char *v, const char **out) {
+  if (!v || !*v) {
+    fprintf(stderr, "nccltop: %s needs a path\n", opt);
+    return -1;
+  }
+  *out = v;
+  return 0;
+}
+
+/* One option: "--name VALUE" or "--name=VALUE"; returns the arguments it
+ * used, 0 if it is not a sim option, -1 on a bad value. */
+static int parse_one(nt_sim_config *c, const char *arg, const char *next) {
+  char name[32];
+  const char *eq = strchr(arg, '=');
+  size_t len = eq ? (size_t)(eq - arg) : strlen(arg);
+  if (len >= sizeof name || strncmp(arg, "--", 2) != 0) return 0;
+  memcpy(name, arg, len);
+  name[len] = '\0';
+  const char *v = eq ? eq + 1 : next;
+  int used = eq ? 1 : 2, rc = 0, iv = 0;
+  if (!strcmp(name, "--deterministic") || !strcmp(name, "--quiet")) {
+    if (eq) {
+      fprintf(stderr, "nccltop: %s takes no value\n", name);
+      return -1;
+    }
+    if (name[2] == 'd')
+      c->deterministic = true;
+    else
+      c->quiet = true;
+    return 1;
+  }
+  if (!strcmp(name, "--ranks"))
+    rc = parse_int(name, v, 1, 1024, &c->ranks);
+  else if (!strcmp(name, "--comms"))
+    rc = parse_int(name, v, 1, 8, &c->comms);
+  else if (!strcmp(name, "--channels"))
+    rc = parse_int(name, v, 1, 64, &c->channels);
+  else if (!strcmp(name, "--steps"))
+    rc = parse_int(name, v, 1, 1024, &c->steps);
+  else if (!strcmp(name, "--iterations"))
+    rc = parse_int(name, v, 0, 100000000, &c->iterations);
+  else if (!strcmp(name, "--duration"))
+    rc = parse_seconds(name, v, &c->duration_s);
+  else if (!strcmp(name, "--linger"))
+    rc = parse_seconds(name, v, &c->linger_s);
+  else if (!strcmp(name, "--abi"))
+    rc = parse_int(name, v, 3, 6, &c->abi);
+  else if (!strcmp(name, "--interval-ms")) {
+    rc = parse_int(name, v, 10, 60000, &iv);
+    if (!rc) c->interval_ms = (uint32_t)iv;
+  } else if (!strcmp(name, "--dir"))
+    rc = parse_path(name, v, &c->dir);
+  else if (!strcmp(name, "--plugin"))
+    rc = parse_path(name, v, &c->plugin);
+  else
+    return 0;
+  return rc ? -1 : used;
+}
+
 int nt_sim_parse_args(nt_sim_config *c, int argc, char **argv) {
   int i = 0;
-  for (; i < argc; i++) {
-    const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-    int iv = 0, rc = 0;
-    if (!strcmp(a, "--ranks"))
-      rc = parse_int(a, v, 1, 1024, &c->ranks), i++;
-    else if (!strcmp(a, "--comms"))
-      rc = parse_int(a, v, 1, 8, &c->comms), i++;
-    else if (!strcmp(a, "--channels"))
-      rc = parse_int(a, v, 1, 64, &c->channels), i++;
-    else if (!strcmp(a, "--steps"))
-      rc = parse_int(a, v, 1, 1024, &c->steps), i++;
-    else if (!strcmp(a, "--iterations"))
-      rc = parse_int(a, v, 0, 100000000, &c->iterations), i++;
-    else if (!strcmp(a, "--duration"))
-      rc = parse_seconds(a, v, &c->duration_s), i++;
-    else if (!strcmp(a, "--linger"))
-      rc = parse_seconds(a, v, &c->linger_s), i++;
-    else if (!strcmp(a, "--deterministic"))
-      c->deterministic = true;
-    else if (!strcmp(a, "--quiet"))
-      c->quiet = true;
-    else if (!strcmp(a, "--abi"))
-      rc = parse_int(a, v, 3, 6, &c->abi), i++;
-    else if (!strcmp(a, "--interval-ms")) {
-      rc = parse_int(a, v, 10, 60000, &iv), i++;
-      c->interval_ms = (uint32_t)iv;
-    } else if (!strcmp(a, "--dir")) {
-      if (!v) {
-        fprintf(stderr, "nccltop: --dir needs a directory\n");
-        return -1;
-      }
-      c->dir = v;
-      i++;
-    } else if (!strcmp(a, "--plugin")) {
-      if (!v) {
-        fprintf(stderr, "nccltop: --plugin needs a path\n");
-        return -1;
-      }
-      c->plugin = v;
-      i++;
-    } else
-      break;
-    if (rc) return -1;
+  while (i < argc) {
+    int used = parse_one(c, argv[i], i + 1 < argc ? argv[i + 1] : NULL);
+    if (used < 0) return -1;
+    if (used == 0) break;
+    i += used;
   }
-  if (c->deterministic && !c->iterations) c->iterations = 10;
+  /* A deterministic run is a fixed number of collectives. */
+  if (c->deterministic && !c->iterations) c->iterations = SIM_DET_ITERATIONS;
   return i;
 }
 
-static volatile sig_atomic_t got_signal;
-static void on_signal(int sig) {
-  got_signal = sig;
+/* Config values a caller set directly (not through the options). */
+static int check_config(const nt_sim_config *c) {
+  const char *bad = NULL;
+  if (c->ranks < 1 || c->ranks > 1024)
+    bad = "ranks (1..1024)";
+  else if (c->comms < 1 || c->comms > 8)
+    bad = "comms (1..8)";
+  else if (c->channels < 1 || c->channels > 64)
+    bad = "channels (1..64)";
+  else if (c->steps < 1 || c->steps > 1024)
+    bad = "steps (1..1024)";
+  else if (c->iterations < 0)
+    bad = "iterations (0 or more)";
+  else if (c->abi != 0 && (c->abi < 3 || c->abi > 6))
+    bad = "abi (0, or 3..6)";
+  else if (!(c->duration_s >= 0) || !(c->linger_s >= 0))
+    bad = "duration and linger (0 or more seconds)";
+  if (bad) fprintf(stderr, "nccltop sim: bad configuration: %s\n", bad);
+  return bad ? -1 : 0;
+}
+
+/* Reaps the ranks; SIGINT/SIGTERM sent to us are passed on to them as
+ * SIGTERM. The signals are blocked and taken with sigtimedwait, so none can
+ * slip in between a check and a wait. */
+static int wait_ranks(pid_t *pids, int started, const sigset_t *set, bool quiet) {
+  int failed = 0, left = started;
+  while (left > 0) {
+    for (int i = 0; i < started; i++) {
+      int st;
+      if (pids[i] <= 0) continue;
+      pid_t got = waitpid(pids[i], &st, WNOHANG);
+      if (got == 0 || (got < 0 && errno == EINTR)) continue;
+      if (got < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+        failed = 1;
+        if (!quiet && got > 0)
+          fprintf(stderr, "nccltop sim: rank %d %s %d\n", i,
+                  WIFSIGNALED(st) ? "was killed by signal" : "exited with status",
+                  WIFSIGNALED(st) ? WTERMSIG(st)
+                  : WIFEXITED(st) ? WEXITSTATUS(st)
+                                  : -1);
+      }
+      pids[i] = 0;
+      left--;
+    }
+    if (left == 0) break;
+    struct timespec ts = {1, 0};
+    int sig = sigtimedwait(set, NULL, &ts);
+    if (sig == SIGINT || sig == SIGTERM)
+      for (int i = 0; i < started; i++)
+        if (pids[i] > 0) kill(pids[i], SIGTERM);
+  }
+  return failed;
 }
 
 int nt_sim_run(const nt_sim_config *cfg) {
   nt_sim_config c = *cfg;
   char plugin[PATH_MAX];
+  if (check_config(&c) != 0) return 1;
   if (!c.plugin) {
     if (nt_sim_default_plugin(plugin, sizeof plugin) != 0) {
       fprintf(stderr, "nccltop sim: cannot find libnccl-profiler-nccltop.so next to nccltop; "
@@ -133,54 +215,52 @@ int nt_sim_run(const nt_sim_config *cfg) {
   }
   pid_t *pids = calloc((size_t)c.ranks, sizeof *pids);
   if (!pids) return 1;
-  struct sigaction sa, old_int, old_term;
-  memset(&sa, 0, sizeof sa);
-  sa.sa_handler = on_signal;
-  sigaction(SIGINT, &sa, &old_int);
-  sigaction(SIGTERM, &sa, &old_term);
   if (!c.quiet)
-    fprintf(stderr, "nccltop sim: %d ranks x %d comms x %d channels, plugin %s\n", c.ranks, c.comms,
-            c.channels, c.plugin);
+    fprintf(stderr, "nccltop sim: %d ranks x %d comms x %d channels x %d steps, %s, plugin %s\n",
+            c.ranks, c.comms, c.channels, c.steps, c.deterministic ? "deterministic" : "real time",
+            c.plugin);
+  /* Blocked from before the first fork: a rank installs its handlers and
+   * unblocks them itself, and this process takes them with sigtimedwait. */
+  sigset_t set, old;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGCHLD);
+  if (pthread_sigmask(SIG_BLOCK, &set, &old) != 0) {
+    free(pids);
+    return 1;
+  }
+  fflush(NULL);
+  pid_t self = getpid();
   int started = 0;
   for (; started < c.ranks; started++) {
     pid_t pid = fork();
-    if (pid < 0) break;
-    if (pid == 0) {
-      sigaction(SIGINT, &old_int, NULL);
-      sigaction(SIGTERM, &old_term, NULL);
-      _exit(sim_rank_main(&c, started));
-    }
-    pids[started] = pid;
-  }
-  int failed = started < c.ranks;
-  bool forwarded = false;
-  for (int left = started; left > 0;) {
-    if (got_signal && !forwarded) {
-      for (int i = 0; i < started; i++) kill(pids[i], SIGTERM);
-      forwarded = true;
-    }
-    int st;
-    pid_t pid = waitpid(-1, &st, 0);
     if (pid < 0) {
-      if (errno == EINTR) continue;
+      fprintf(stderr, "nccltop sim: cannot start rank %d: %s\n", started, strerror(errno));
       break;
     }
-    for (int i = 0; i < started; i++) {
-      if (pids[i] != pid) continue;
-      left--;
-      if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) failed = 1;
-    }
+    if (pid == 0) _exit(sim_rank_main(&c, started, self));
+    pids[started] = pid;
   }
-  sigaction(SIGINT, &old_int, NULL);
-  sigaction(SIGTERM, &old_term, NULL);
+  if (started < c.ranks)
+    for (int i = 0; i < started; i++) kill(pids[i], SIGTERM);
+  int failed = wait_ranks(pids, started, &set, c.quiet) || started < c.ranks;
+  /* Take back a signal that came after the last rank exited, then restore. */
+  struct timespec zero = {0, 0};
+  while (sigtimedwait(&set, NULL, &zero) > 0) {
+  }
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
   free(pids);
   return failed;
 }
 
 int nt_sim_spawn(const nt_sim_config *c) {
   fflush(NULL);
+  pid_t parent = getpid();
   pid_t pid = fork();
   if (pid != 0) return pid < 0 ? -1 : pid;
   setpgid(0, 0);
+  /* The job goes when whoever spawned it goes (a crashed viewer, say). */
+  if (prctl(PR_SET_PDEATHSIG, SIGTERM) != 0 || getppid() != parent) _exit(0);
   _exit(nt_sim_run(c));
 }

@@ -22,7 +22,8 @@ typedef struct {
   double duration_s;    /* 0 = until SIGINT/SIGTERM (or iterations done) */
   double linger_s;      /* keep the ranks (and their publishers) alive after
                            the schedule ends, default 0 */
-  bool deterministic;   /* virtual clock, fixed schedule */
+  bool deterministic;   /* virtual clock, fixed schedule: `iterations`
+                           collectives (10 if 0), duration_s unused */
   int abi;              /* 0 = newest the plugin exports, else 3..6 */
   const char *plugin;   /* plugin path; NULL = nt_sim_default_plugin() */
   const char *dir;      /* NCCLTOP_DIR for the ranks, NULL = inherit */
@@ -67,9 +68,9 @@ typedef struct {
 } nt_sim_proxy_expect;
 
 typedef struct {
-  uint64_t colls;        /* Coll events per communicator */
-  uint64_t kernel_count; /* KernelCh events per (comm, channel) */
-  uint64_t kernel_busy_ns;
+  uint64_t colls;          /* Coll events per communicator */
+  uint64_t kernel_count;   /* KernelCh events per (comm, channel) */
+  uint64_t kernel_busy_ns; /* sum of stop - start pTimer per (comm, channel) */
 } nt_sim_comm_expect;
 
 void nt_sim_expect_channel(const nt_sim_config *c, int rank, int comm, int channel, int dir,

@@ -1,4 +1,7 @@
-/* `nccltop topo FILE [--env NAME=VALUE ...] [--json]`. */
+/* `nccltop topo FILE.xml [--env NAME=VALUE ...] [--from-env] [--json]
+ * [--nccl-version 2.28|2.30]`: NCCL's path matrix of a topology file. Exit
+ * status 0, 1 when the file cannot be loaded (or NCCL would refuse it under
+ * that version), 2 for a usage error. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -6,33 +9,64 @@
 #include "topo.h"
 
 static void usage(FILE *f) {
-  fprintf(f, "usage: nccltop topo FILE.xml [--env NAME=VALUE ...] [--json]\n"
-             "  FILE.xml  NCCL's topology (NCCL_TOPO_DUMP_FILE output, or an example)\n"
-             "  --env     apply an NCCL variable as NCCL would read it:");
-  for (int i = 0; nt_topo_env_names[i]; i++) fprintf(f, " %s", nt_topo_env_names[i]);
-  fprintf(f, "\n  --json    one JSON document: nodes, then one object per ordered pair\n");
+  fprintf(f, "usage: nccltop topo FILE.xml [--env NAME=VALUE ...] [--from-env] [--json]\n"
+             "                    [--nccl-version 2.28|2.30]\n"
+             "  FILE.xml        NCCL's topology (NCCL_TOPO_DUMP_FILE output, or an example)\n"
+             "  --env N=V       apply an NCCL variable the way NCCL reads it (repeatable)\n"
+             "  --from-env      apply those variables from this shell's environment first\n"
+             "  --json          one JSON document: settings, nodes, one object per ordered pair\n"
+             "  --nccl-version  whose rules: 2.28 (2.28.9, the default) or 2.30 (2.30.7)\n"
+             "variables:");
+  for (int i = 0; nt_topo_env_names[i]; i++)
+    fprintf(f, "%s %s", i % 4 == 0 ? "\n " : "", nt_topo_env_names[i]);
+  fputc('\n', f);
+}
+
+/* "--opt VALUE" or "--opt=VALUE"; NULL when argv[*i] is not that option. */
+static const char *opt_value(int argc, char **argv, int *i, const char *opt, bool *missing) {
+  size_t n = strlen(opt);
+  if (strncmp(argv[*i], opt, n) != 0) return NULL;
+  if (argv[*i][n] == '=') return argv[*i] + n + 1;
+  if (argv[*i][n] != '\0') return NULL;
+  if (*i + 1 >= argc) {
+    *missing = true;
+    return NULL;
+  }
+  return argv[++*i];
 }
 
 int nt_topo_main(int argc, char **argv) {
   const char *file = NULL;
-  bool json = false;
-  nt_topo_env env;
-  nt_topo_env_defaults(&env);
-  char err[512];
+  bool json = false, from_env = false;
+  const char *envs[64];
+  int nenv = 0, version = NT_NCCL_228;
   for (int i = 1; i < argc; i++) {
-    if (!strcmp(argv[i], "--json"))
+    bool missing = false;
+    const char *v;
+    if (!strcmp(argv[i], "--json")) {
       json = true;
-    else if (!strcmp(argv[i], "--env") && i + 1 < argc) {
-      if (nt_topo_env_set(&env, argv[++i], err, sizeof err) != 0) {
-        fprintf(stderr, "nccltop topo: %s\n", err);
-        return 2;
-      }
+    } else if (!strcmp(argv[i], "--from-env")) {
+      from_env = true;
     } else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
       usage(stdout);
       return 0;
-    } else if (argv[i][0] != '-' && !file)
+    } else if ((v = opt_value(argc, argv, &i, "--env", &missing))) {
+      if (nenv == (int)(sizeof envs / sizeof envs[0])) {
+        fprintf(stderr, "nccltop topo: too many --env options\n");
+        return 2;
+      }
+      envs[nenv++] = v;
+    } else if ((v = opt_value(argc, argv, &i, "--nccl-version", &missing))) {
+      if ((version = nt_topo_version_parse(v)) < 0) {
+        fprintf(stderr, "nccltop topo: --nccl-version %s: use 2.28 or 2.30\n", v);
+        return 2;
+      }
+    } else if (missing) {
+      fprintf(stderr, "nccltop topo: %s needs a value\n", argv[i]);
+      return 2;
+    } else if (argv[i][0] != '-' && !file) {
       file = argv[i];
-    else {
+    } else {
       fprintf(stderr, "nccltop topo: unexpected argument '%s'\n", argv[i]);
       usage(stderr);
       return 2;
@@ -41,6 +75,22 @@ int nt_topo_main(int argc, char **argv) {
   if (!file) {
     usage(stderr);
     return 2;
+  }
+  nt_topo_env env;
+  char err[1024];
+  nt_topo_env_defaults(&env);
+  env.version = version;
+  if (from_env) {
+    nt_topo_env_from_environ(&env, err, sizeof err);
+    if (err[0]) fprintf(stderr, "nccltop topo: %s\n", err);
+  }
+  for (int i = 0; i < nenv; i++) {
+    int rc = nt_topo_env_set(&env, envs[i], err, sizeof err);
+    if (rc < 0) {
+      fprintf(stderr, "nccltop topo: %s\n", err);
+      return 2;
+    }
+    if (rc > 0) fprintf(stderr, "nccltop topo: note: %s\n", err);
   }
   nt_topo *t = nt_topo_load_file(file, err, sizeof err);
   if (!t) {
@@ -56,11 +106,9 @@ int nt_topo_main(int argc, char **argv) {
     if (s)
       printf("%s\n", s);
     else
-      rc = 1;
+      fprintf(stderr, "nccltop topo: out of memory\n"), rc = 1;
     free(s);
   } else {
-    if (nt_topo_ngpus(t) == 0)
-      printf("%s: no GPU in this file (a skeleton: NCCL adds the GPUs at run time)\n\n", file);
     nt_topo_print_text(stdout, t);
   }
   nt_topo_free(t);

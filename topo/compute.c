@@ -1,196 +1,172 @@
-/* nt_topo_compute: paths, then NCCL's rewrites in NCCL's order (P2P CPU
- * detours, P2C, PXN and GDR detours), then the pair table the outputs read. */
+/* nt_topo_compute: the graph for the chosen version, the paths, then NCCL's
+ * rewrites in NCCL's order (ncclTopoComputePaths): P2P off -> detour through
+ * the destination's CPU; P2C on C2C machines; PXN through the NIC's local
+ * GPU; GDR off -> detour through the GPU's CPU. Then the decisions as NCCL's
+ * transports ask for them, on the final paths. */
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "internal.h"
 
-/* Merging two path types through a CPU: the larger, except that a C2C leg
- * and a PHB leg make P2C (Grace: GPU -C2C- CPU -PCIe- device). */
-static int merge_type(int a, int b) {
-  int hi = a > b ? a : b, lo = a < b ? a : b;
-  return hi == NT_PATH_PHB && lo == NT_PATH_C2C ? NT_PATH_P2C : hi;
-}
-
-/* dst = a followed by b (a ends where b starts). */
-static void concat(topo_path *dst, const topo_path *a, const topo_path *b, int type) {
-  topo_path r;
-  r.count = a->count + b->count;
-  if (r.count > NT_TOPO_MAX_HOPS) return; /* cannot happen with our node limits */
-  memcpy(r.nodes, a->nodes, (size_t)(a->count + 1) * sizeof r.nodes[0]);
-  memcpy(r.nodes + a->count + 1, b->nodes + 1, (size_t)b->count * sizeof r.nodes[0]);
-  r.bw = a->bw < b->bw ? a->bw : b->bw;
-  r.type = type;
-  *dst = r;
-}
-
-static void detour_via_cpu(nt_topo *t, int src, int dst, int cpu) {
-  if (cpu < 0) return;
-  topo_path *a = topo_path_of(t, src, cpu), *b = topo_path_of(t, cpu, dst);
-  if (a->bw <= 0 || b->bw <= 0) return;
-  concat(topo_path_of(t, src, dst), a, b, merge_type(a->type, b->type));
-}
-
-/* Devices of `type` local to node a: best bandwidth, then lowest type. */
-static int local_of(nt_topo *t, int a, const int *set, int n, int *out, bool from_a) {
-  double best_bw = 0;
-  int best_type = NT_PATH_DIS, k = 0;
-  for (int i = 0; i < n; i++) {
-    topo_path *p = from_a ? topo_path_of(t, a, set[i]) : topo_path_of(t, set[i], a);
-    if (p->bw > best_bw || (p->bw == best_bw && p->type < best_type))
-      best_bw = p->bw, best_type = p->type;
-  }
-  for (int i = 0; i < n; i++) {
-    topo_path *p = from_a ? topo_path_of(t, a, set[i]) : topo_path_of(t, set[i], a);
-    if (p->bw == best_bw && p->type == best_type && best_bw > 0) out[k++] = set[i];
-  }
-  return k;
-}
-
-static int bit_reverse(int v, int bits) {
-  int r = 0;
-  for (int i = 0; i < bits; i++) r |= ((v >> i) & 1) << (bits - 1 - i);
-  return r;
-}
-
-/* The NET NCCL picks for a GPU on a channel (ncclTopoGetLocalNet, AUTO). */
-static int local_net(nt_topo *t, int gpu, int channel) {
-  int nets[TOPO_MAX_NODES], gpus[TOPO_MAX_NODES];
-  int l = local_of(t, gpu, t->nets, t->nnets, nets, true);
-  if (l == 0) return -1;
-  int k = t->nodes[gpu].dev;
-  if ((l & (l - 1)) == 0) {
-    int bits = 0;
-    while ((1 << bits) < l) bits++;
-    k = bit_reverse(k % l, bits);
-  }
-  int ng = local_of(t, nets[0], t->gpus, t->ngpus, gpus, true);
-  int per_gpu = ng > 0 ? (l + ng - 1) / ng : 1;
-  return nets[(k + channel % per_gpu) % l];
-}
-
-/* A NIC's local GPU: the first GPU (channels in order, GPUs in order) among
- * those local to the NIC whose own NIC choice is this NIC. */
-static int nic_local_gpu(nt_topo *t, int net) {
-  int gpus[TOPO_MAX_NODES];
-  int n = local_of(t, net, t->gpus, t->ngpus, gpus, true);
-  for (int c = 0; c < 64; c++)
-    for (int i = 0; i < n; i++)
-      if (local_net(t, gpus[i], c) == net) return gpus[i];
+static int oom(nt_topo *t, char *err, size_t errlen) {
+  snprintf(err, errlen, "%s: %s", t->name,
+           t->rec_full ? "topology too complex (path records exhausted)" : "out of memory");
   return -1;
 }
 
-static void post_process(nt_topo *t, bool *p2p, bool *p2p_read, int *via) {
-  int ng = t->ngpus;
-  /* 1. P2P off: through the CPU local to the destination. */
-  for (int i = 0; i < ng; i++)
-    for (int j = 0; j < ng; j++) {
-      int a = t->gpus[i], b = t->gpus[j];
-      p2p[i * ng + j] = i == j || topo_check_p2p(t, a, b, &p2p_read[i * ng + j], &via[i * ng + j]);
+static int no_cpu(nt_topo *t, int gpu, char *err, size_t errlen) {
+  snprintf(err, errlen, "%s: %s has no path to a CPU: NCCL fails (\"could not find CPU\")", t->name,
+           t->nodes[gpu].label);
+  return -1;
+}
+
+/* src->dst becomes src->via->dst (addInterStep through a CPU). */
+static bool via_cpu(nt_topo *t, int src, int dst, int cpu) {
+  topo_path a = *topo_path_of(t, src, cpu), b = *topo_path_of(t, cpu, dst);
+  return topo_concat(t, topo_path_of(t, src, dst), a, b, topo_merge_type(a.type, b.type));
+}
+
+static int p2p_detours(nt_topo *t, char *err, size_t errlen) {
+  for (int gi = 0; gi < t->ngpus; gi++)
+    for (int pi = 0; pi < t->ngpus; pi++) {
+      int g = t->gpus[gi], p = t->gpus[pi];
+      if (topo_check_p2p(t, p, g, NULL, NULL)) continue;
+      int cpu = topo_local_cpu(t, g);
+      if (cpu < 0) return no_cpu(t, g, err, errlen);
+      if (!via_cpu(t, p, g, cpu)) return oom(t, err, errlen);
     }
-  for (int i = 0; i < ng; i++)
-    for (int j = 0; j < ng; j++)
-      if (!p2p[i * ng + j])
-        detour_via_cpu(t, t->gpus[i], t->gpus[j], topo_local_cpu(t, t->gpus[j]));
-  /* 2. P2C: a NIC behind the CPU of a C2C-attached GPU. */
-  for (int i = 0; i < ng; i++) {
-    int g = t->gpus[i], cpu = topo_local_cpu(t, g);
-    if (cpu < 0 || topo_path_of(t, g, cpu)->type != NT_PATH_C2C) continue;
-    for (int j = 0; j < t->nnets; j++) {
-      int n = t->nets[j];
-      if (topo_path_of(t, n, cpu)->type != NT_PATH_PHB) continue;
-      topo_path *gn = topo_path_of(t, g, n), *ngp = topo_path_of(t, n, g);
+  return 0;
+}
+
+/* A NIC behind the CPU of a C2C-attached GPU: the type becomes P2C (route
+ * and bandwidth stay). 2.28 does it for every NIC, 2.30 for the GPU's local
+ * NICs only. */
+static void p2c_rewrite(nt_topo *t) {
+  for (int gi = 0; gi < t->ngpus; gi++) {
+    int g = t->gpus[gi], c = topo_local_cpu(t, g), local[TOPO_MAX_NETS], n;
+    if (c < 0) continue;
+    if (t->env.version == NT_NCCL_230) {
+      n = topo_get_local(t, g, t->nets, t->nnets, local);
+    } else {
+      n = t->nnets;
+      for (int i = 0; i < n; i++) local[i] = i;
+    }
+    for (int k = 0; k < n; k++) {
+      int net = t->nets[local[k]];
+      if (topo_merge_type(topo_cpath(t, g, c)->type, topo_cpath(t, net, c)->type) != NT_PATH_P2C)
+        continue;
+      topo_path *gn = topo_path_of(t, g, net), *ng = topo_path_of(t, net, g);
       if (gn->type > NT_PATH_P2C) gn->type = NT_PATH_P2C;
-      if (ngp->type > NT_PATH_P2C) ngp->type = NT_PATH_P2C;
-    }
-  }
-  /* 3. PXN through the NIC's local GPU, then GDR-off detours. */
-  for (int j = 0; j < t->nnets; j++) {
-    int n = t->nets[j], relay = nic_local_gpu(t, n);
-    for (int i = 0; i < ng; i++) {
-      int g = t->gpus[i];
-      topo_path *gn = topo_path_of(t, g, n);
-      if (!t->env.pxn_disable && relay >= 0 && relay != g) {
-        topo_path *rn = topo_path_of(t, relay, n), *gr = topo_path_of(t, g, relay);
-        int max_relay = t->env.pxn_c2c ? NT_PATH_P2C : NT_PATH_PXB;
-        if (rn->type <= max_relay && gr->type <= NT_PATH_NVL &&
-            (rn->bw > gn->bw || gn->type > NT_PATH_PXN))
-          concat(gn, gr, rn, NT_PATH_PXN);
-      }
-      if (gn->type < NT_PATH_PHB && !topo_check_gdr(t, g, n, 0, NULL)) {
-        int cpu = topo_local_cpu(t, g);
-        detour_via_cpu(t, n, g, cpu);
-        detour_via_cpu(t, g, n, cpu);
-      }
+      if (ng->type > NT_PATH_P2C) ng->type = NT_PATH_P2C;
     }
   }
 }
 
-static void fill_pair(nt_topo *t, nt_topo_pair *o, const topo_path *p) {
-  o->type = p->type;
-  o->bw = p->bw;
-  o->hops = p->count;
-  o->nhops_nodes = p->count + 1;
-  for (int k = 0; k <= p->count; k++) o->route[k] = p->nodes[k];
-  o->bottleneck = -1;
-  double worst = 1e300;
-  for (int k = 0; k < p->count; k++) {
-    nt_topo_pair tmp = *o;
-    double bw = nt_topo_hop_bw(t, &tmp, k);
-    if (bw < worst) worst = bw, o->bottleneck = k;
-  }
+static bool pxn_applies(nt_topo *t, int g, int net, int relay) {
+  const topo_path *rn = topo_cpath(t, relay, net), *gn = topo_cpath(t, g, net);
+  int max_type = t->env.pxn_c2c ? NT_PATH_P2C : NT_PATH_PXB;
+  if (t->env.version == NT_NCCL_230 && !topo_check_gdr(t, relay, net, 1)) return false;
+  return rn->type <= max_type && topo_cpath(t, relay, g)->type <= NT_PATH_NVL &&
+         (rn->bw > gn->bw || gn->type > NT_PATH_PXN);
+}
+
+static int net_rewrites(nt_topo *t, char *err, size_t errlen) {
+  for (int ni = 0; ni < t->nnets; ni++)
+    for (int gi = 0; gi < t->ngpus; gi++) {
+      int n = t->nets[ni], g = t->gpus[gi];
+      if (t->env.pxn_disable != 1) {
+        int relay = topo_nic_local_gpu(t, n); /* paths change in this loop: ask every time */
+        if (relay >= 0 && relay != g && pxn_applies(t, g, n, relay)) {
+          topo_path a = *topo_path_of(t, g, relay), b = *topo_path_of(t, relay, n);
+          if (!topo_concat(t, topo_path_of(t, g, n), a, b, NT_PATH_PXN)) return oom(t, err, errlen);
+        }
+      }
+      if (topo_cpath(t, g, n)->type < NT_PATH_PHB && !topo_check_gdr(t, g, n, 0)) {
+        int cpu = topo_local_cpu(t, g);
+        if (cpu < 0) return no_cpu(t, g, err, errlen);
+        if (!via_cpu(t, n, g, cpu) || !via_cpu(t, g, n, cpu)) return oom(t, err, errlen);
+      }
+    }
+  for (int ni = 0; ni < t->nnets; ni++) t->local_gpu[ni] = topo_nic_local_gpu(t, t->nets[ni]);
+  return 0;
+}
+
+static int endpoint_node(const nt_topo *t, int i) {
+  return i < t->ngpus ? t->gpus[i] : t->nets[i - t->ngpus];
+}
+
+/* What the P2P and NET transports ask, on the final paths. */
+static void decide(nt_topo *t) {
+  int ne = t->ngpus + t->nnets;
+  for (int i = 0; i < ne; i++)
+    for (int j = 0; j < ne; j++) {
+      topo_dec *d = &t->dec[i * ne + j];
+      memset(d, 0, sizeof *d);
+      d->via = -1;
+      int a = endpoint_node(t, i), b = endpoint_node(t, j);
+      bool ga = i < t->ngpus, gb = j < t->ngpus;
+      if (ga && gb) {
+        int via;
+        bool read;
+        d->p2p = topo_check_p2p(t, a, b, &read, &via);
+        if (t->env.p2p_read_enable != -2) read = t->env.p2p_read_enable != 0;
+        d->read = d->p2p && read && !t->env.p2p_use_cuda_memcpy;
+        d->via = via >= 0 ? t->nodes[via].endpoint : -1;
+        d->net_faster = d->p2p && via < 0 && i != j && topo_net_faster(t, a, b);
+        /* copy engines (NCCL_P2P_USE_CUDA_MEMCPY) cannot relay through a GPU */
+        d->transport = d->p2p && !d->net_faster && !(via >= 0 && t->env.p2p_use_cuda_memcpy);
+      } else if (ga != gb) {
+        int g = ga ? a : b, n = ga ? b : a;
+        int recv = topo_check_gdr(t, g, n, 0), send = topo_check_gdr(t, g, n, 1);
+        d->gdr = recv != 0;
+        d->gdr_read = send != 0;
+        d->pci_mode = recv == 2 || send == 2;
+        int relay = topo_pxn_relay(t, g, n);
+        d->pxn = topo_cpath(t, g, n)->type == NT_PATH_PXN;
+        d->via = relay >= 0 ? t->nodes[relay].endpoint : -1;
+      }
+    }
 }
 
 int nt_topo_compute(nt_topo *t, const nt_topo_env *env, char *err, size_t errlen) {
-  size_t nn = (size_t)t->nnodes, ne = (size_t)(t->ngpus + t->nnets);
-  if (!t->paths) t->paths = calloc(nn * nn, sizeof *t->paths);
-  if (!t->pairs) t->pairs = calloc(ne > 0 ? ne * ne : 1, sizeof *t->pairs);
-  bool *p2p = calloc((size_t)t->ngpus * t->ngpus + 1, sizeof *p2p);
-  bool *rd = calloc((size_t)t->ngpus * t->ngpus + 1, sizeof *rd);
-  int *via = calloc((size_t)t->ngpus * t->ngpus + 1, sizeof *via);
-  if (!t->paths || !t->pairs || !p2p || !rd || !via) {
-    free(p2p), free(rd), free(via);
-    return snprintf(err, errlen, "%s: out of memory", t->name), -1;
-  }
+  t->computed = false;
+  t->nwarn = t->nwarn_load;
+  if (env->version != NT_NCCL_228 && env->version != NT_NCCL_230)
+    return snprintf(err, errlen, "%s: unknown NCCL version %d", t->name, env->version), -1;
   t->env = *env;
-  topo_compute_paths(t);
-  post_process(t, p2p, rd, via);
-  int ng = t->ngpus;
-  for (size_t i = 0; i < ne; i++)
-    for (size_t j = 0; j < ne; j++) {
-      int a = i < (size_t)ng ? t->gpus[i] : t->nets[i - ng];
-      int b = j < (size_t)ng ? t->gpus[j] : t->nets[j - ng];
-      nt_topo_pair *o = &t->pairs[i * ne + j];
-      memset(o, 0, sizeof *o);
-      o->via_gpu = -1;
-      fill_pair(t, o, topo_path_of(t, a, b));
-      if (i < (size_t)ng && j < (size_t)ng) {
-        o->p2p = p2p[i * ng + j];
-        o->p2p_read = rd[i * ng + j];
-        for (int g = 0; via[i * ng + j] >= 0 && g < ng; g++)
-          if (t->gpus[g] == via[i * ng + j]) o->via_gpu = g;
-      } else if ((i < (size_t)ng) != (j < (size_t)ng)) {
-        int gpu = i < (size_t)ng ? a : b, net = i < (size_t)ng ? b : a;
-        o->gdr = topo_check_gdr(t, gpu, net, 0, &o->gdr_pci_mode);
-        o->gdr_read = topo_check_gdr(t, gpu, net, 1, NULL);
-        topo_path *gn = topo_path_of(t, gpu, net);
-        o->pxn = gn->type == NT_PATH_PXN;
-        for (int k = 1; o->pxn && k < gn->count && o->via_gpu < 0; k++)
-          for (int g = 0; g < ng; g++)
-            if (t->gpus[g] == gn->nodes[k]) o->via_gpu = g;
-      }
-    }
-  free(p2p), free(rd), free(via);
+  if (!t->nodes && !(t->nodes = malloc(TOPO_MAX_NODES * sizeof *t->nodes)))
+    return oom(t, err, errlen);
+  if (topo_build(t, err, errlen) < 0 || topo_compute_paths(t, err, errlen) < 0) return -1;
+  int ne = t->ngpus + t->nnets;
+  free(t->dec);
+  if (!(t->dec = calloc((size_t)(ne > 0 ? ne * ne : 1), sizeof *t->dec)))
+    return oom(t, err, errlen);
+  for (int i = 0; i < t->ngpus; i++)
+    if (topo_local_cpu(t, t->gpus[i]) < 0) return no_cpu(t, t->gpus[i], err, errlen);
+  if (p2p_detours(t, err, errlen) < 0) return -1;
+  p2c_rewrite(t);
+  if (net_rewrites(t, err, errlen) < 0) return -1;
+  decide(t);
   t->computed = true;
   return 0;
 }
 
-double nt_topo_hop_bw(const nt_topo *t, const nt_topo_pair *p, int k) {
-  if (k < 0 || k >= p->hops) return 0;
-  const topo_node *n = &t->nodes[p->route[k]];
-  double bw = 0;
-  for (int l = 0; l < n->nlinks; l++)
-    if (n->links[l].remote == p->route[k + 1] && n->links[l].bw > bw) bw = n->links[l].bw;
-  return bw;
+void topo_warn(nt_topo *t, int line, const char *fmt, ...) {
+  if (t->nwarn >= TOPO_MAX_WARNINGS) {
+    t->warn_dropped++;
+    return;
+  }
+  char msg[TOPO_WARNING_LEN - 20];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  for (int i = 0; i < t->nwarn; i++) /* the same note on every compute: keep one */
+    if (strstr(t->warn[i], msg)) return;
+  if (line > 0)
+    snprintf(t->warn[t->nwarn++], TOPO_WARNING_LEN, "line %d: %s", line % 10000000, msg);
+  else
+    snprintf(t->warn[t->nwarn++], TOPO_WARNING_LEN, "%s", msg);
 }

@@ -1,7 +1,11 @@
-/* Builds NCCL's system graph from the XML tree: nodes (GPU, PCI switch,
- * NVSwitch, CPU, NIC, NET) and directed links with NCCL's bandwidths
- * (PCI generation x width, NVLink count x per-GPU-generation bandwidth,
- * C2C, NIC speed, inter-CPU by vendor and model). */
+/* Builds NCCL's nodes from the XML tree, the way ncclTopoGetSystemFromXml
+ * walks it: CPUs (NUMA nodes), PCI switches, GPUs (2.30: a DEV per physical
+ * GPU with its ranks as GPU leaves), NICs and their NET ports, with the PCI
+ * links between them. NVLink, C2C, pcilink, Broadcom flattening, inter-CPU
+ * links and NCCL's link order follow in links.c. Elements NCCL's parser
+ * skips (unknown names, or known names in the wrong place) are skipped here
+ * too. Attributes NCCL requires are required; values must be numbers where
+ * NCCL reads numbers (NCCL reads junk as 0; we refuse it). */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,410 +18,361 @@ typedef struct {
   const xml_doc *d;
   char *err;
   size_t errlen;
-  int failed;
+  bool v230;
+  int rankless, gpuless, devless;
 } builder;
 
-static int fail(builder *b, const xml_el *e, const char *fmt, ...) {
-  if (b->failed++) return -1;
+static int fail(builder *b, int el, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int fail(builder *b, int el, const char *fmt, ...) {
   char msg[200];
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
-  snprintf(b->err, b->errlen, "%s:%d: %s", b->t->name, e ? e->line : 0, msg);
+  snprintf(b->err, b->errlen, "%s:%d: %s", b->t->name, el >= 0 ? b->d->el[el].line : 0, msg);
   return -1;
 }
 
-static const char *attr(builder *b, const xml_el *e, const char *k) {
-  return topo_xml_attr(b->d, e, k);
+static const char *name_of(builder *b, int el) {
+  return topo_xml_name(b->d, el);
 }
 
-/* C-style integer with base auto-detection, as NCCL reads attributes. */
-static bool int_attr(builder *b, const xml_el *e, const char *k, long *out) {
-  const char *v = attr(b, e, k);
-  if (!v || !*v) return false;
-  char *end;
-  long x = strtol(v, &end, 0);
-  if (*end) return false;
-  *out = x;
-  return true;
+static const char *attr(builder *b, int el, const char *k) {
+  return topo_xml_attr(b->d, el, k);
 }
 
-static int new_node(builder *b, const xml_el *e, int type, uint64_t id) {
-  nt_topo *t = b->t;
-  if (t->nnodes >= TOPO_MAX_NODES) return fail(b, e, "more than %d nodes", TOPO_MAX_NODES);
-  int i = t->nnodes++;
-  topo_node *n = &t->nodes[i];
-  memset(n, 0, sizeof *n);
-  n->type = type;
-  n->id = id;
-  n->line = e ? e->line : 0;
-  n->uplink = n->parent = -1;
-  n->dev = n->rank = -1;
-  return i;
+static int req_str(builder *b, int el, const char *k, const char **out) {
+  if (!(*out = attr(b, el, k))) return fail(b, el, "<%s> needs attribute %s", name_of(b, el), k);
+  return 0;
 }
 
-/* Adds bw to an existing link of the same type to the same node, as NCCL
- * does (parallel NVLinks to several NVSwitch chips merge into one). */
-static int add_link(builder *b, int from, int to, int type, double bw) {
-  topo_node *n = &b->t->nodes[from];
-  for (int i = 0; i < n->nlinks; i++)
-    if (n->links[i].remote == to && n->links[i].type == type) {
-      n->links[i].bw += bw;
-      return i;
-    }
-  if (n->nlinks >= TOPO_MAX_LINKS) return fail(b, NULL, "node %d has too many links", from);
-  n->links[n->nlinks] = (topo_link){type, to, bw};
-  return n->nlinks++;
+static int get_int(builder *b, int el, const char *k, bool required, long long def, long long min,
+                   long long max, long long *out) {
+  const char *v = attr(b, el, k);
+  if (!v) {
+    if (required) return fail(b, el, "<%s> needs attribute %s", name_of(b, el), k);
+    *out = def;
+    return 0;
+  }
+  if (!topo_parse_int(v, min, max, out)) {
+    char clean[64];
+    topo_sanitize(v, clean, sizeof clean);
+    return fail(b, el, "<%s> %s=\"%s\" is not an integer in %lld..%lld", name_of(b, el), k, clean,
+                min, max);
+  }
+  return 0;
 }
 
-/* PCIe lane speed in units of 100 Mb/s, by NCCL's prefix table; anything
- * else counts as Gen3 (NCCL's fallback, even for "16.0 GT/s" without "PCIe"). */
-static int lane_code(const char *speed) {
-  static const struct {
-    const char *key;
-    int code;
-  } table[] = {{"2.5 GT/s", 15},        {"5 GT/s", 30},         {"8 GT/s", 60},
-               {"16 GT/s", 120},        {"32 GT/s", 240},       {"2.5 GT/s PCIe", 15},
-               {"5.0 GT/s PCIe", 30},   {"8.0 GT/s PCIe", 60},  {"16.0 GT/s PCIe", 120},
-               {"32.0 GT/s PCIe", 240}, {"64.0 GT/s PCIe", 480}};
-  for (size_t i = 0; speed && i < sizeof table / sizeof table[0]; i++)
-    if (!strncmp(speed, table[i].key, strlen(table[i].key))) return table[i].code;
-  return 60;
+/* NCCL's parser keeps only some children (xml.cc handlers); say so once. */
+static bool kept(builder *b, int parent, int child) {
+  if (topo_xml_kept(b->d, parent, child)) return true;
+  char clean[64];
+  topo_sanitize(name_of(b, child), clean, sizeof clean);
+  topo_warn(b->t, b->d->el[child].line, "<%s> inside <%s>: NCCL ignores it and its contents", clean,
+            name_of(b, parent));
+  return false;
 }
 
-static double pci_bw(builder *b, const xml_el *e) {
-  long width = 16;
-  if (!int_attr(b, e, "link_width", &width) || width <= 0) width = 16;
-  return (double)width * lane_code(attr(b, e, "link_speed")) / 80.0;
+/* The first kept child of that name (xmlGetSub). */
+static int sub(builder *b, int el, const char *name) {
+  for (int c = b->d->el[el].first_child; c >= 0; c = b->d->el[c].next)
+    if (!strcmp(name_of(b, c), name)) return c;
+  return -1;
 }
 
-static double nvlink_bw(int sm) {
-  if (sm >= 100) return 40.1;
-  if (sm >= 90) return 20.6;
-  if (sm == 86) return 12.0;
-  if (sm >= 80) return 20.0;
-  if (sm >= 70) return 20.0;
-  if (sm >= 60) return 18.0;
-  return 20.0;
-}
-
-/* Bus id digits as one number, as NCCL keys PCI nodes. */
-static uint64_t busid_num(const char *s) {
+static uint64_t pci_device(builder *b, int el) {
+  static const char *const keys[] = {"vendor", "device", "subsystem_vendor", "subsystem_device"};
   uint64_t v = 0;
-  for (; s && *s; s++) {
-    int d = *s >= '0' && *s <= '9'                 ? *s - '0'
-            : (*s | 32) >= 'a' && (*s | 32) <= 'f' ? (*s | 32) - 'a' + 10
-                                                   : -1;
-    if (d >= 0) v = v * 16 + (uint64_t)d;
+  for (int i = 0; i < 4; i++) {
+    const char *s = attr(b, el, keys[i]);
+    if (s) v += (uint64_t)strtoull(s, NULL, 0) << (48 - 16 * i);
   }
   return v;
 }
 
-static int find_node(nt_topo *t, int type, uint64_t id) {
-  for (int i = 0; i < t->nnodes; i++)
-    if (t->nodes[i].type == type && t->nodes[i].id == id) return i;
-  return -1;
-}
-
-static int child(builder *b, const xml_el *e, const char *name) {
-  for (int c = e->first_child; c >= 0; c = b->d->el[c].next)
-    if (!strcmp(b->d->el[c].name, name)) return c;
-  return -1;
-}
-
-static int build_nets(builder *b, const xml_el *nic, int nic_node) {
-  for (int c = nic->first_child; c >= 0; c = b->d->el[c].next) {
-    const xml_el *e = &b->d->el[c];
-    long dev, speed = 0, gdr = 0;
-    if (strcmp(e->name, "net") || !int_attr(b, e, "dev", &dev))
-      continue; /* NCCL ignores a net without dev */
-    if (dev < 0 || dev > 65535) return fail(b, e, "<net> dev %ld out of range", dev);
-    int_attr(b, e, "speed", &speed);
-    int_attr(b, e, "gdr", &gdr);
-    int n = new_node(b, e, NT_NODE_NET, (uint64_t)dev);
-    if (n < 0) return -1;
-    topo_node *net = &b->t->nodes[n];
-    net->dev = (int)dev;
-    net->gdr = gdr == 1;
-    net->net_bw = (speed <= 0 ? 10000 : speed) / 8000.0;
-    snprintf(net->name, sizeof net->name, "%s", attr(b, e, "name") ? attr(b, e, "name") : "");
-    snprintf(net->busid, sizeof net->busid, "%s", b->t->nodes[nic_node].busid);
-    if (add_link(b, nic_node, n, LINK_NET, net->net_bw) < 0 ||
-        add_link(b, n, nic_node, LINK_NET, net->net_bw) < 0)
+static int add_nets(builder *b, int nic_el, int nic) {
+  nt_topo *t = b->t;
+  for (int c = b->d->el[nic_el].first_child; c >= 0; c = b->d->el[c].next) {
+    if (!kept(b, nic_el, c)) continue;
+    long long dev, speed, gdr, port, net = 1;
+    if (!attr(b, c, "dev")) {
+      topo_warn(t, b->d->el[c].line, "<net> without dev: NCCL ignores it");
+      continue;
+    }
+    if (get_int(b, c, "dev", true, 0, 0, 1 << 20, &dev) < 0 ||
+        get_int(b, c, "speed", false, 0, INT32_MIN, INT32_MAX, &speed) < 0 ||
+        get_int(b, c, "gdr", false, 0, INT32_MIN, INT32_MAX, &gdr) < 0 ||
+        get_int(b, c, "port", false, 0, INT32_MIN, INT32_MAX, &port) < 0)
       return -1;
+    if (b->v230 && get_int(b, c, "net", false, 1, INT32_MIN, INT32_MAX, &net) < 0) return -1;
+    if (!net) continue; /* 2.30: a GIN/RMA-only device, not a NET */
+    if (topo_find_node(t, NT_NODE_NET, (uint64_t)dev) >= 0)
+      return fail(b, c, "<net> dev=\"%lld\" appears twice (NCCL would mix the two up)", dev);
+    if (t->nnets >= TOPO_MAX_NETS) return fail(b, c, "more than %d network devices", TOPO_MAX_NETS);
+    int n = topo_new_node(t, NT_NODE_NET, (uint64_t)dev, b->d->el[c].line);
+    if (n < 0) return fail(b, c, "more than %d graph nodes", TOPO_MAX_NODES);
+    topo_node *nn = &t->nodes[n];
+    nn->dev = (int)dev;
+    nn->gdr = (int)gdr;
+    nn->port = (int)port;
+    nn->nic = nic;
+    nn->net_bw = (float)((speed <= 0 ? 10000 : speed) / 8000.0);
+    const char *guid = attr(b, c, "guid");
+    nn->guid = guid ? strtoull(guid, NULL, 16) : 0;
+    topo_sanitize(attr(b, c, "name"), nn->name, sizeof nn->name);
+    snprintf(nn->busid, sizeof nn->busid, "%s", t->nodes[nic].busid);
+    t->nets[t->nnets++] = n;
+    if (topo_connect(t, nic, n, NT_LINK_NET, nn->net_bw) < 0 ||
+        topo_connect(t, n, nic, NT_LINK_NET, nn->net_bw) < 0)
+      return fail(b, c, "too many links on one node");
   }
   return 0;
 }
 
-static int link_parent(builder *b, int node, int parent, double bw) {
-  b->t->nodes[node].parent = parent;
-  if (add_link(b, node, parent, LINK_PCI, bw) < 0 || add_link(b, parent, node, LINK_PCI, bw) < 0)
+/* A NIC: found by bus id (NCCL masks the NUMA part of the id away, so two
+ * NICs with one bus id merge, and every CPU-level NIC is the same node). */
+static int add_nic(builder *b, int nic_el, uint64_t id, const char *busid, bool *created) {
+  nt_topo *t = b->t;
+  int nic = topo_find_node(t, NT_NODE_NIC, id);
+  *created = nic < 0;
+  if (nic < 0) {
+    if ((nic = topo_new_node(t, NT_NODE_NIC, id, b->d->el[nic_el].line)) < 0)
+      return fail(b, nic_el, "more than %d graph nodes", TOPO_MAX_NODES);
+    topo_sanitize(busid, t->nodes[nic].busid, sizeof t->nodes[nic].busid);
+  }
+  return nic;
+}
+
+static int gpu_fields(builder *b, int el, topo_node *g) {
+  long long rank, sm, dev, gdr, mlopart;
+  if (get_int(b, el, "rank", true, 0, 0, (1 << 24) - 1, &rank) < 0 ||
+      get_int(b, el, "sm", true, 0, 0, 10000, &sm) < 0 ||
+      get_int(b, el, "dev", true, 0, 0, 4095, &dev) < 0 ||
+      get_int(b, el, "gdr", true, 0, INT32_MIN, INT32_MAX, &gdr) < 0 ||
+      get_int(b, el, "mlopart", false, -1, -1, 1, &mlopart) < 0)
     return -1;
+  for (int i = 0; i < b->t->ngpus; i++)
+    if (b->t->nodes[b->t->gpus[i]].rank == rank)
+      return fail(b, el, "rank %lld appears twice", rank);
+  if (b->t->ngpus >= TOPO_MAX_GPUS) return fail(b, el, "more than %d GPUs", TOPO_MAX_GPUS);
+  g->rank = (int)rank, g->sm = (int)sm, g->dev = (int)dev, g->gdr = (int)gdr;
+  g->mlopart = b->v230 ? (int)mlopart : -1;
   return 0;
 }
 
-static int build_pci(builder *b, const xml_el *e, int parent) {
-  const char *busid = attr(b, e, "busid"), *cls = attr(b, e, "class");
-  if (!busid) return fail(b, e, "<pci> without busid");
-  if (!cls) return fail(b, e, "<pci busid=\"%.20s\"> without class", busid);
-  int gpu_el = child(b, e, "gpu"), nic_el = child(b, e, "nic");
-  int type;
-  if (gpu_el >= 0)
-    type = NT_NODE_GPU;
-  else if (nic_el >= 0)
-    type = NT_NODE_NIC;
-  else if (!strncmp(cls, "0x068000", 8) || !strncmp(cls, "0x068001", 8) ||
-           !strncmp(cls, "0x03", 4) || !strncmp(cls, "0x02", 4))
-    return 0; /* NVSwitch, POWER NPU, or a GPU/NIC with no child: no node, subtree skipped */
-  else
-    type = NT_NODE_PCI;
-  long rank = -1;
-  if (type == NT_NODE_GPU && !int_attr(b, &b->d->el[gpu_el], "rank", &rank)) return 0;
-  uint64_t id = busid_num(busid);
-  if (find_node(b->t, type, id) >= 0) return fail(b, e, "bus id %.20s appears twice", busid);
-  int n = new_node(b, e, type, id);
-  if (n < 0) return -1;
-  snprintf(b->t->nodes[n].busid, sizeof b->t->nodes[n].busid, "%s", busid);
-  if (link_parent(b, n, parent, pci_bw(b, e)) < 0) return -1;
-  topo_node *node = &b->t->nodes[n];
-  if (type == NT_NODE_GPU) {
-    const xml_el *g = &b->d->el[gpu_el];
-    long dev = -1, sm = 0, gdr = 0;
-    if (!int_attr(b, g, "dev", &dev) || !int_attr(b, g, "sm", &sm))
-      return fail(b, g, "<gpu> needs dev and sm");
-    if (sm < 0 || sm > 1000 || dev < 0 || dev > 4096 || rank < 0 || rank > 1 << 24)
-      return fail(b, g, "<gpu> dev, sm or rank out of range");
-    int_attr(b, g, "gdr", &gdr);
-    node->dev = (int)dev, node->sm = (int)sm, node->rank = (int)rank, node->gdr = gdr == 1;
+/* 2.30: a DEV node per physical GPU (per MLOPart partition), GPUs as leaves. */
+static int add_gpu_sub(builder *b, int pci_el, int gpu_el, int parent, uint64_t busid, float bw) {
+  nt_topo *t = b->t;
+  long long mlo, sm;
+  if (busid & 3)
+    return fail(b, pci_el, "bus id uses the low 2 bits NCCL 2.30 keeps for MLOPart: it refuses it");
+  if (get_int(b, gpu_el, "mlopart", false, -1, -1, 1, &mlo) < 0 ||
+      get_int(b, gpu_el, "sm", true, 0, 0, 10000, &sm) < 0)
+    return -1;
+  uint64_t devbus = busid;
+  if (mlo >= 0 && t->env.split_mlopart) devbus |= (uint64_t)((mlo << 1) | 1) & 3;
+  int dev = topo_find_node(t, NT_NODE_DEV, devbus);
+  if (dev < 0) {
+    long long nvml;
+    if (get_int(b, gpu_el, "dev", true, 0, 0, 4095, &nvml) < 0) return -1;
+    if ((dev = topo_new_node(t, NT_NODE_DEV, devbus, b->d->el[pci_el].line)) < 0)
+      return fail(b, pci_el, "more than %d graph nodes", TOPO_MAX_NODES);
+    topo_node *d = &t->nodes[dev];
+    d->device = pci_device(b, pci_el);
+    d->sm = (int)sm, d->dev = (int)nvml, d->parent = parent;
+    d->mlopart = (int)mlo;
+    topo_sanitize(attr(b, pci_el, "busid"), d->busid, sizeof d->busid);
+    t->ndevs++;
+    if (topo_connect(t, dev, parent, NT_LINK_PCI, bw) < 0 ||
+        topo_connect(t, parent, dev, NT_LINK_PCI, bw) < 0)
+      return fail(b, pci_el, "too many links on one node");
+    for (int i = 0; i < t->nnodes; i++) /* sibling partitions of the same GPU */
+      if (i != dev && t->nodes[i].type == NT_NODE_DEV &&
+          (t->nodes[i].id & ~3ull) == (devbus & ~3ull))
+        if (topo_connect(t, dev, i, NT_LINK_LOC, MLOPART_LOC_BW) < 0 ||
+            topo_connect(t, i, dev, NT_LINK_LOC, MLOPART_LOC_BW) < 0)
+          return fail(b, pci_el, "too many links on one node");
+  }
+  int g = topo_new_node(t, NT_NODE_GPU, devbus, b->d->el[gpu_el].line);
+  if (g < 0) return fail(b, gpu_el, "more than %d graph nodes", TOPO_MAX_NODES);
+  if (gpu_fields(b, gpu_el, &t->nodes[g]) < 0) return -1;
+  t->nodes[g].devnode = dev;
+  t->nodes[g].parent = parent;
+  memcpy(t->nodes[g].busid, t->nodes[dev].busid, sizeof t->nodes[g].busid);
+  t->gpus[t->ngpus++] = g;
+  if (topo_connect(t, dev, g, NT_LINK_LOC, LOC_BW) < 0 ||
+      topo_connect(t, g, dev, NT_LINK_LOC, LOC_BW) < 0)
+    return fail(b, gpu_el, "too many links on one node");
+  return 0;
+}
+
+static int pci_bw(builder *b, int el, float *bw) {
+  long long width;
+  const char *speed;
+  if (get_int(b, el, "link_width", true, 0, 0, 1024, &width) < 0 ||
+      req_str(b, el, "link_speed", &speed) < 0)
+    return -1;
+  if (width == 0) width = 16; /* NCCL: width unknown in sysfs */
+  *bw = (float)((double)(width * topo_pci_lane_code(speed)) / 80.0);
+  return 0;
+}
+
+static int add_pci(builder *b, int el, int parent);
+
+static int add_pci_children(builder *b, int el, int node) {
+  for (int c = b->d->el[el].first_child; c >= 0; c = b->d->el[c].next)
+    if (kept(b, el, c) && strcmp(name_of(b, c), "pcilink") && add_pci(b, c, node) < 0) return -1;
+  return 0;
+}
+
+static int add_pci(builder *b, int el, int parent) {
+  nt_topo *t = b->t;
+  const char *cls, *busid_s;
+  if (req_str(b, el, "class", &cls) < 0 || req_str(b, el, "busid", &busid_s) < 0) return -1;
+  uint64_t busid = topo_busid_num(busid_s);
+  int type = topo_pci_class(cls), node = -1, gpu_el = sub(b, el, "gpu"), nic_el = sub(b, el, "nic");
+  float bw = 0;
+  if (b->v230 && pci_bw(b, el, &bw) < 0) return -1; /* 2.30 reads them first, always */
+  if (gpu_el >= 0 && nic_el >= 0)
+    return fail(b, el, "<pci> holds both a <gpu> and a <nic>: NCCL leaves the GPU unconnected");
+  if (gpu_el >= 0 && b->v230) {
+    for (int c = b->d->el[el].first_child; c >= 0; c = b->d->el[c].next) {
+      if (strcmp(name_of(b, c), "gpu")) continue;
+      if (!attr(b, c, "rank")) { /* 2.30 skips the rest of this <pci> */
+        b->rankless++;
+        return 0;
+      }
+      if (add_gpu_sub(b, el, c, parent, busid, bw) < 0) return -1;
+    }
+    if (type == NT_NODE_PCI)
+      return fail(b, el, "<gpu> under a <pci> whose class is not a GPU: NCCL 2.30 fails on it");
     return 0;
   }
-  if (type == NT_NODE_NIC) return build_nets(b, &b->d->el[nic_el], n);
-  for (int c = e->first_child; c >= 0; c = b->d->el[c].next)
-    if (!strcmp(b->d->el[c].name, "pci") && build_pci(b, &b->d->el[c], n) < 0) return -1;
-  return 0;
-}
-
-static int parse_cpu(builder *b, const xml_el *e, int n) {
-  topo_node *cpu = &b->t->nodes[n];
-  const char *arch = attr(b, e, "arch"), *vendor = attr(b, e, "vendor");
-  if (!arch) return fail(b, e, "<cpu> without arch");
-  cpu->arch = !strncmp(arch, "x86_64", 6)  ? ARCH_X86
-              : !strncmp(arch, "arm64", 5) ? ARCH_ARM
-              : !strncmp(arch, "ppc64", 5) ? ARCH_POWER
-                                           : ARCH_UNKNOWN;
-  if (cpu->arch == ARCH_X86) {
-    if (!vendor) return fail(b, e, "x86 <cpu> without vendor");
-    cpu->vendor = !strncmp(vendor, "GenuineIntel", 12)   ? VENDOR_INTEL
-                  : !strncmp(vendor, "AuthenticAMD", 12) ? VENDOR_AMD
-                  : (!strncmp(vendor, "CentaurHauls", 12) || !strncmp(vendor, "  Shanghai  ", 12))
-                      ? VENDOR_ZHAOXIN
-                      : VENDOR_UNKNOWN;
-    long family = 0, model = 0;
-    if (cpu->vendor == VENDOR_INTEL || cpu->vendor == VENDOR_ZHAOXIN) {
-      if (!int_attr(b, e, "familyid", &family) || !int_attr(b, e, "modelid", &model))
-        return fail(b, e, "<cpu> needs familyid and modelid for this vendor");
+  if (gpu_el >= 0) {
+    if (!attr(b, gpu_el, "rank")) {
+      b->rankless++;
+      return 0;
     }
-    cpu->model = (int)(family << 16 | (model & 0xffff));
+    if (topo_find_node(t, NT_NODE_GPU, busid) >= 0)
+      return fail(b, el, "GPU bus id %.20s appears twice", busid_s);
+    if ((node = topo_new_node(t, NT_NODE_GPU, busid, b->d->el[gpu_el].line)) < 0)
+      return fail(b, el, "more than %d graph nodes", TOPO_MAX_NODES);
+    if (gpu_fields(b, gpu_el, &t->nodes[node]) < 0) return -1;
+    t->gpus[t->ngpus++] = node;
+  } else if (nic_el >= 0) {
+    bool created;
+    int nic = add_nic(b, nic_el, busid, busid_s, &created);
+    if (nic < 0) return -1;
+    if (created) node = nic;
+    if (add_nets(b, nic_el, nic) < 0) return -1;
+  } else if (type == NT_NODE_PCI) {
+    if (topo_find_node(t, NT_NODE_PCI, busid) >= 0)
+      return fail(b, el, "PCI bus id %.20s appears twice", busid_s);
+    if ((node = topo_new_node(t, NT_NODE_PCI, busid, b->d->el[el].line)) < 0)
+      return fail(b, el, "more than %d graph nodes", TOPO_MAX_NODES);
+    t->nodes[node].device = pci_device(b, el);
+    t->nodes[node].parent = parent;
+    if (add_pci_children(b, el, node) < 0) return -1;
+  } else if (type == NT_NODE_GPU) {
+    b->gpuless++; /* a skeleton: NCCL adds the GPU from the live machine */
+  } else {
+    b->devless++;
   }
+  if (node < 0) return 0;
+  topo_node *n = &t->nodes[node];
+  topo_sanitize(busid_s, n->busid, sizeof n->busid);
+  n->parent = parent;
+  if (!b->v230 && pci_bw(b, el, &bw) < 0) return -1;
+  if (topo_connect(t, node, parent, NT_LINK_PCI, bw) < 0 ||
+      topo_connect(t, parent, node, NT_LINK_PCI, bw) < 0)
+    return fail(b, el, "too many links on one node");
   return 0;
 }
 
-/* Inter-socket bandwidth by the source CPU (NCCL's table). */
-static double sys_bw(const topo_node *c) {
-  int family = c->model >> 16, model = c->model & 0xffff;
-  switch (c->arch) {
-  case ARCH_POWER: return 32;
-  case ARCH_ARM: return 6;
-  case ARCH_X86:
-    if (c->vendor == VENDOR_INTEL)
-      return model >= 0xCF ? 40 : model >= 0x8F ? 22 : model >= 0x55 ? 10 : 6;
-    if (c->vendor == VENDOR_AMD) return 16;
-    if (c->vendor == VENDOR_ZHAOXIN) return family == 7 && model == 0x5B ? 9 : 6;
-    return LOC_BW;
-  default: return LOC_BW;
-  }
-}
-
-static int cpu_of(nt_topo *t, int n) {
-  while (n >= 0 && t->nodes[n].type != NT_NODE_CPU) n = t->nodes[n].parent;
-  return n;
-}
-
-/* NVLink and C2C links, once every GPU node exists. */
-static int build_gpu_links(builder *b) {
+static int add_cpu(builder *b, int el) {
   nt_topo *t = b->t;
-  for (int i = 0; i < b->d->n; i++) {
-    const xml_el *g = &b->d->el[i];
-    if (strcmp(g->name, "gpu") || g->parent < 0) continue;
-    int gpu = find_node(t, NT_NODE_GPU, busid_num(attr(b, &b->d->el[g->parent], "busid")));
-    if (gpu < 0) continue; /* a GPU NCCL ignores (no rank) */
-    int sm = t->nodes[gpu].sm;
-    for (int c = g->first_child; c >= 0; c = b->d->el[c].next) {
-      const xml_el *e = &b->d->el[c];
-      long count = 0, bw = 0;
-      if (!strcmp(e->name, "nvlink")) {
-        const char *tclass = attr(b, e, "tclass"), *target = attr(b, e, "target");
-        if (!tclass || !target) return fail(b, e, "<nvlink> needs target and tclass");
-        if (!int_attr(b, e, "count", &count) || count < 0 || count > 1024)
-          return fail(b, e, "<nvlink> count missing or out of range");
-        double lbw = (double)count * nvlink_bw(sm);
-        if (!strncmp(tclass, "0x03", 4)) { /* a GPU: one way, the other end adds its own */
-          int remote = find_node(t, NT_NODE_GPU, busid_num(target));
-          if (remote >= 0 && remote != gpu && add_link(b, gpu, remote, LINK_NVL, lbw) < 0)
-            return -1;
-        } else if (!strncmp(tclass, "0x068001", 8)) { /* POWER CPU */
-          int cpu = cpu_of(t, gpu);
-          if (cpu >= 0 && (add_link(b, gpu, cpu, LINK_NVL, lbw) < 0 ||
-                           add_link(b, cpu, gpu, LINK_NVL, lbw) < 0))
-            return -1;
-        } else { /* anything else is an NVSwitch: all merge into one node */
-          int nvs = find_node(t, NT_NODE_NVS, 0);
-          if (nvs < 0 && (nvs = new_node(b, e, NT_NODE_NVS, 0)) < 0) return -1;
-          if (add_link(b, gpu, nvs, LINK_NVL, lbw) < 0 || add_link(b, nvs, gpu, LINK_NVL, lbw) < 0)
-            return -1;
-        }
-      } else if (!strcmp(e->name, "c2c")) {
-        if (!int_attr(b, e, "bw", &bw) || !int_attr(b, e, "count", &count) || bw < 0 || count < 0 ||
-            bw > 100000000 || count > 1024)
-          return fail(b, e, "<c2c> needs bw and count");
-        int cpu = cpu_of(t, gpu);
-        double lbw = (double)bw * (double)count / 1000.0;
-        if (cpu >= 0 &&
-            (add_link(b, gpu, cpu, LINK_C2C, lbw) < 0 || add_link(b, cpu, gpu, LINK_C2C, lbw) < 0))
-          return -1;
-      }
-    }
-  }
-  return 0;
-}
-
-/* Broadcom Gen4/Gen5 PCIe switches appear as two levels; NCCL merges a
- * child switch of the same generation into its parent. */
-static int bcm_gen(builder *b, const xml_el *e) {
-  const char *v = attr(b, e, "vendor"), *d = attr(b, e, "device");
-  const char *sv = attr(b, e, "subsystem_vendor"), *sd = attr(b, e, "subsystem_device");
-  if (!v || !d || !sv || !sd || strcmp(v, "0x1000") || strcmp(sv, "0x1000")) return 0;
-  if (!strcmp(d, "0xc010") && !strncmp(sd, "0xa", 3)) return 4;
-  if (!strcmp(d, "0xc030")) return 5;
-  return 0;
-}
-
-static void flatten_bcm(builder *b) {
-  nt_topo *t = b->t;
-  for (int i = 0; i < b->d->n; i++) {
-    const xml_el *e = &b->d->el[i];
-    if (strcmp(e->name, "pci") || !bcm_gen(b, e)) continue;
-    int sw = find_node(t, NT_NODE_PCI, busid_num(attr(b, e, "busid")));
-    for (int c = e->first_child; sw >= 0 && c >= 0; c = b->d->el[c].next) {
-      const xml_el *ce = &b->d->el[c];
-      if (strcmp(ce->name, "pci") || bcm_gen(b, ce) != bcm_gen(b, e)) continue;
-      int sub = find_node(t, NT_NODE_PCI, busid_num(attr(b, ce, "busid")));
-      if (sub < 0) continue;
-      /* Re-parent sub's children onto sw, then cut sub out. */
-      topo_node *s = &t->nodes[sub];
-      for (int l = 0; l < s->nlinks; l++) {
-        int r = s->links[l].remote;
-        if (r == sw) continue;
-        topo_node *rn = &t->nodes[r];
-        for (int k = 0; k < rn->nlinks; k++)
-          if (rn->links[k].remote == sub) rn->links[k].remote = sw;
-        if (rn->parent == sub) rn->parent = sw;
-        add_link(b, sw, r, s->links[l].type, s->links[l].bw);
-      }
-      topo_node *w = &t->nodes[sw];
-      for (int l = 0; l < w->nlinks; l++)
-        if (w->links[l].remote == sub) {
-          memmove(&w->links[l], &w->links[l + 1], (size_t)(w->nlinks - l - 1) * sizeof w->links[0]);
-          w->nlinks--;
-          l--;
-        }
-      s->nlinks = 0;
-      s->type = -1; /* removed */
-    }
-  }
-}
-
-static int link_cmp(const void *a, const void *b) {
-  const topo_link *x = a, *y = b;
-  return (x->bw < y->bw) - (x->bw > y->bw);
-}
-
-/* Links sorted by bandwidth (stable: insertion order on ties), the link to
- * the parent last: NCCL's order, which decides ties in the path search. */
-static void order_links(nt_topo *t) {
-  for (int i = 0; i < t->nnodes; i++) {
-    topo_node *n = &t->nodes[i];
-    topo_link tmp[TOPO_MAX_LINKS];
-    int idx[TOPO_MAX_LINKS];
-    for (int l = 0; l < n->nlinks; l++) idx[l] = l;
-    /* insertion sort keeps equal-bw links in order */
-    for (int l = 1; l < n->nlinks; l++)
-      for (int k = l; k > 0 && link_cmp(&n->links[idx[k - 1]], &n->links[idx[k]]) > 0; k--) {
-        int s = idx[k];
-        idx[k] = idx[k - 1];
-        idx[k - 1] = s;
-      }
-    for (int l = 0; l < n->nlinks; l++) tmp[l] = n->links[idx[l]];
-    memcpy(n->links, tmp, (size_t)n->nlinks * sizeof tmp[0]);
-    if (n->parent >= 0) {
-      for (int l = 0; l < n->nlinks; l++)
-        if (n->links[l].remote == n->parent && n->links[l].type == LINK_PCI) {
-          topo_link up = n->links[l];
-          memmove(&n->links[l], &n->links[l + 1], (size_t)(n->nlinks - l - 1) * sizeof up);
-          n->links[n->nlinks - 1] = up;
-          break;
-        }
-    }
-  }
-}
-
-int topo_build(nt_topo *t, const xml_doc *d, char *err, size_t errlen) {
-  builder b = {.t = t, .d = d, .err = err, .errlen = errlen};
-  const char *version = topo_xml_attr(d, &d->el[0], "version");
-  if (!version || strcmp(version, "1") != 0)
-    return fail(&b, &d->el[0], "<system> version must be \"1\"");
-  for (int c = d->el[0].first_child; c >= 0; c = d->el[c].next) {
-    const xml_el *e = &d->el[c];
-    if (strcmp(e->name, "cpu")) continue; /* NCCL skips unknown elements */
-    long numa;
-    if (!int_attr(&b, e, "numaid", &numa)) return fail(&b, e, "<cpu> without numaid");
-    int cpu = new_node(&b, e, NT_NODE_CPU, (uint64_t)numa);
-    if (cpu < 0 || parse_cpu(&b, e, cpu) < 0) return -1;
-    for (int cc = e->first_child; cc >= 0; cc = d->el[cc].next) {
-      const xml_el *ce = &d->el[cc];
-      if (!strcmp(ce->name, "pci")) {
-        if (build_pci(&b, ce, cpu) < 0) return -1;
-      } else if (!strcmp(ce->name, "nic")) {
-        int nic = new_node(&b, ce, NT_NODE_NIC, 0);
-        if (nic < 0) return -1;
-        t->nodes[nic].parent = cpu;
-        if (add_link(&b, nic, cpu, LINK_PCI, LOC_BW) < 0 ||
-            add_link(&b, cpu, nic, LINK_PCI, LOC_BW) < 0 || build_nets(&b, ce, nic) < 0)
-          return -1;
-      }
-    }
-  }
-  if (build_gpu_links(&b) < 0) return -1;
-  for (int i = 0; i < t->nnodes; i++)
-    for (int j = 0; j < t->nnodes; j++)
-      if (i != j && t->nodes[i].type == NT_NODE_CPU && t->nodes[j].type == NT_NODE_CPU &&
-          add_link(&b, i, j, LINK_SYS, sys_bw(&t->nodes[i])) < 0)
+  long long numa, family, model;
+  const char *arch, *vendor;
+  if (get_int(b, el, "numaid", true, 0, -1, 65535, &numa) < 0 || req_str(b, el, "arch", &arch) < 0)
+    return -1;
+  int cpu = topo_new_node(t, NT_NODE_CPU, (uint64_t)numa, b->d->el[el].line);
+  if (cpu < 0) return fail(b, el, "more than %d graph nodes", TOPO_MAX_NODES);
+  topo_node *c = &t->nodes[cpu];
+  c->numa = (int)numa;
+  c->model = MODEL_UNKNOWN;
+  c->arch = !strncmp(arch, "x86_64", 6)  ? ARCH_X86
+            : !strncmp(arch, "arm64", 5) ? ARCH_ARM
+            : !strncmp(arch, "ppc64", 5) ? ARCH_POWER
+                                         : ARCH_UNKNOWN;
+  if (c->arch == ARCH_UNKNOWN)
+    topo_warn(t, b->d->el[el].line, "arch unknown to NCCL: inter-CPU bandwidth is 5000 GB/s");
+  if (c->arch == ARCH_X86) {
+    if (req_str(b, el, "vendor", &vendor) < 0) return -1;
+    c->vendor = !strncmp(vendor, "GenuineIntel", 12)   ? VENDOR_INTEL
+                : !strncmp(vendor, "AuthenticAMD", 12) ? VENDOR_AMD
+                : !strncmp(vendor, "CentaurHauls", 12) ? VENDOR_ZHAOXIN
+                : !strncmp(vendor, "  Shanghai  ", 12) ? VENDOR_ZHAOXIN
+                                                       : VENDOR_UNKNOWN;
+    if (c->vendor == VENDOR_UNKNOWN)
+      topo_warn(t, b->d->el[el].line, "x86 vendor unknown to NCCL: inter-CPU bandwidth 5000 GB/s");
+    if (c->vendor == VENDOR_INTEL || c->vendor == VENDOR_ZHAOXIN) {
+      if (get_int(b, el, "familyid", true, 0, INT32_MIN, INT32_MAX, &family) < 0 ||
+          get_int(b, el, "modelid", true, 0, INT32_MIN, INT32_MAX, &model) < 0)
         return -1;
-  flatten_bcm(&b);
-  order_links(t);
-  for (int i = 0; i < t->nnodes; i++) {
-    topo_node *n = &t->nodes[i];
-    if (n->type == NT_NODE_GPU) {
-      snprintf(t->labels[i], sizeof t->labels[i], "GPU%d", t->ngpus);
-      t->gpus[t->ngpus++] = i;
-    } else if (n->type == NT_NODE_NET) {
-      snprintf(t->labels[i], sizeof t->labels[i], "NET%d", t->nnets);
-      t->nets[t->nnets++] = i;
-    } else if (n->type == NT_NODE_CPU) {
-      snprintf(t->labels[i], sizeof t->labels[i], "CPU%d", t->ncpus);
-      t->cpus[t->ncpus++] = i;
+      if (c->vendor == VENDOR_INTEL)
+        c->model = family == 6 && model >= 0xCF   ? MODEL_ERP
+                   : family == 6 && model >= 0x8F ? MODEL_SRP
+                   : family == 6 && model >= 0x55 ? MODEL_SKL
+                                                  : MODEL_BDW;
+      else if (family == 7 && model == 0x5B)
+        c->model = MODEL_YONGFENG;
     }
   }
-  return b.failed ? -1 : 0;
+  t->cpus[t->ncpus++] = cpu;
+  for (int k = b->d->el[el].first_child; k >= 0; k = b->d->el[k].next) {
+    if (!kept(b, el, k)) continue;
+    if (!strcmp(name_of(b, k), "pci")) {
+      if (add_pci(b, k, cpu) < 0) return -1;
+      continue;
+    }
+    bool created;
+    int nic = add_nic(b, k, 0, "", &created);
+    if (nic < 0) return -1;
+    if (created) {
+      t->nodes[nic].parent = cpu;
+      if (topo_connect(t, cpu, nic, NT_LINK_PCI, LOC_BW) < 0 ||
+          topo_connect(t, nic, cpu, NT_LINK_PCI, LOC_BW) < 0)
+        return fail(b, k, "too many links on one node");
+    } else if (t->nodes[nic].parent != cpu) {
+      topo_warn(t, b->d->el[k].line,
+                "NCCL attaches every CPU-level <nic> to the first one (under CPU%d)",
+                t->nodes[t->nodes[nic].parent].numa);
+    }
+    if (add_nets(b, k, nic) < 0) return -1;
+  }
+  return 0;
+}
+
+int topo_build(nt_topo *t, char *err, size_t errlen) {
+  builder b = {.t = t, .d = &t->doc, .err = err, .errlen = errlen};
+  b.v230 = t->env.version == NT_NCCL_230;
+  t->nnodes = t->ngpus = t->nnets = t->ncpus = t->ndevs = 0;
+  t->nvs = -1;
+  long long version;
+  if (get_int(&b, 0, "version", true, 0, INT32_MIN, INT32_MAX, &version) < 0) return -1;
+  if (version != 1)
+    return fail(&b, 0, "<system version=\"%lld\">: NCCL reads only version 1", version);
+  for (int c = t->doc.el[0].first_child; c >= 0; c = t->doc.el[c].next)
+    if (kept(&b, 0, c) && add_cpu(&b, c) < 0) return -1;
+  if (b.rankless)
+    topo_warn(t, 0, "%d <gpu> without rank: NCCL ignores them%s", b.rankless,
+              b.v230 ? " (2.30: and the rest of their <pci>)" : "");
+  if (b.gpuless)
+    topo_warn(t, 0, "%d GPU <pci> without <gpu>: a skeleton, NCCL adds GPUs at run time",
+              b.gpuless);
+  if (b.devless)
+    topo_warn(t, 0, "%d <pci> with a NIC/NVSwitch/CPU class but no <nic>: NCCL skips them",
+              b.devless);
+  if (topo_add_gpu_links(t, err, errlen) < 0) return -1;
+  return topo_finish_graph(t, err, errlen);
 }

@@ -1,22 +1,40 @@
-/* Batch output: one frame of the model as text, or as one JSON line.
+/* Batch output (-b): one frame of the model as text, or as exactly one JSON
+ * line, flushed at once so a pipe reader sees every frame as it happens.
  *
- * JSON frame (built with cJSON, one object per line):
- * {"time": s since the viewer started, "publishers": N, "messages": N, "bad_messages": N,
- *  "errors": ["<endpoint>: <reason>", ...]               (newest first, sanitized)
- *  "processes": [{"host","pid","stale","ended","nccl_version","abi","seq","lost_messages",
- *     "counters":{"events","dropped_events","unknown_events","foreign_ops","reclaimed_ops",
- *                 "dropped_rows","unsent_messages"}, "event_mask"}],
- *  "ranks": [{"comm":"<16 hex>","comm_name","rank","nranks","nnodes","host","pid","stale",
- *     "colls","p2ps",
- *     "proxy":[{"tid","state","state_age_ms","state_ns":{"idle",..,"append"},
- *               "share_last":{..},"share_total":{..},"appends","appended_ops","wakeups"}],
- *     "channels":[{"channel","dir":"send"|"recv","peer","steps","bytes",
- *                  "wait_ns":{"send_gpu_wait","send_peer_wait","send_net_wait"} or the recv_*
- * three, "dominant_wait","steps_per_s","bytes_per_s","ops_in_flight","cur_step",
- *                  "cur_wait","progress_age_ms","stalled"}],
- *     "kernels":[{"channel","count","busy_ns"}]}]}
- * Counters are JSON numbers (exact below 2^53, which cumulative nanoseconds
- * reach after 104 days). State and wait names are those of proto/names.c.
+ * JSON frame, built with cJSON (keys in this order; scripts and tests rely on
+ * the names, never on the order):
+ * {"time": seconds since the viewer started (float),
+ *  "publishers": processes known, "messages": messages taken,
+ *  "bad_messages": messages that failed to decode, "errors_total": problems
+ *  noted (bad messages included), "refused": messages of processes beyond
+ *  the model's limit,
+ *  "errors": ["<endpoint>: <reason>", ...]  newest first, at most 8,
+ *  "processes": [{"host", "pid", "stale": bool, "ended": bool, "nccl_version",
+ *     "plugin_version", "abi", "seq", "lost_messages", "restarts", "event_mask",
+ *     "counters": {"events", "dropped_events", "unknown_events", "foreign_ops",
+ *                  "reclaimed_ops", "dropped_rows", "unsent_messages"},
+ *     "proxy": [proxy threads not attributed to any communicator, as below]}],
+ *  "ranks": [{"comm": "<16 hex digits>", "comm_name", "rank", "nranks", "nnodes",
+ *     "host", "pid", "stale": bool, "ended": bool, "colls", "p2ps",
+ *     "proxy": [{"tid", "state": "idle|active|sleep|wakeup|append|unknown",
+ *                "state_age_ms", "state_ns": {"idle", "active", "sleep", "wakeup",
+ *                "append"}, "share_last": {same keys, 0..1}, "share_total": {same},
+ *                "appends", "appended_ops", "wakeups"}],
+ *     "channels": [{"channel", "dir": "send|recv", "peer", "steps", "bytes",
+ *                   "wait_ns": {"send_gpu_wait", "send_peer_wait", "send_net_wait"}
+ *                              (recv rows: "recv_net_wait", "recv_flush_wait",
+ *                              "recv_gpu_wait"),
+ *                   "dominant_wait": a wait name or "none", "steps_per_s",
+ *                   "bytes_per_s", "ops_in_flight", "cur_step" (-1: none),
+ *                   "cur_wait": a wait name or "none", "progress_age_ms" (-1: never),
+ *                   "stalled": bool}],
+ *     "kernels": [{"channel", "count", "busy_ns"}]}]}
+ * Ranks are sorted by (comm, rank). Every counter is a JSON number: exact up
+ * to 2^53, which cumulative nanoseconds reach after 104 days (beyond, the
+ * nearest double). Shares and rates are over the publisher's last interval.
+ * State and wait names are those of nt_proxy_state_name / nt_wait_name.
+ * Strings from publishers were sanitized when they arrived (model.c);
+ * cJSON adds JSON escaping only.
  */
 #include <cjson/cJSON.h>
 #include <stdlib.h>
@@ -24,211 +42,266 @@
 
 #include "viewer.h"
 
-#define MAX_RANKS 65536
+#define MAX_RANKS       65536
+#define ERRORS_IN_FRAME 8
 
-static double start_s;
-
-static cJSON *states_obj(const uint64_t *ns) {
-  cJSON *o = cJSON_CreateObject();
-  for (int i = 0; i < NT_PROXY_NSTATES; i++)
-    cJSON_AddNumberToObject(o, nt_proxy_state_name(i), (double)ns[i]);
-  return o;
+/* Keys are string constants: cJSON keeps a pointer instead of a copy (a
+ * 1024-rank frame has millions of keys). */
+static cJSON *put_obj(cJSON *o, const char *key, cJSON *v) {
+  if (v && !cJSON_AddItemToObjectCS(o, key, v)) { /* out of memory: the frame fails */
+    cJSON_Delete(v);
+    return NULL;
+  }
+  return v;
 }
-
-static cJSON *shares_obj(const double *v) {
-  cJSON *o = cJSON_CreateObject();
-  for (int i = 0; i < NT_PROXY_NSTATES; i++)
-    cJSON_AddNumberToObject(o, nt_proxy_state_name(i), v[i]);
-  return o;
+static void put_num(cJSON *o, const char *key, double v) {
+  put_obj(o, key, cJSON_CreateNumber(v));
+}
+static void put_str(cJSON *o, const char *key, const char *v) {
+  put_obj(o, key, cJSON_CreateString(v));
+}
+static void put_bool(cJSON *o, const char *key, bool v) {
+  put_obj(o, key, cJSON_CreateBool(v));
+}
+static void append(cJSON *array, cJSON *item) {
+  if (item && !cJSON_AddItemToArray(array, item)) cJSON_Delete(item);
 }
 
 static double age_ms(uint64_t ns) {
   return ns == UINT64_MAX ? -1 : (double)ns / 1e6;
 }
 
-static cJSON *rank_json(const nt_model_rank *r, const nt_options *o) {
-  nt_model_process *p = r->proc;
+static const char *dir_name(int dir) {
+  return dir == NT_DIR_RECV ? "recv" : "send";
+}
+
+static cJSON *per_state(const double *v) {
+  cJSON *o = cJSON_CreateObject();
+  for (int i = 0; i < NT_PROXY_NSTATES; i++) put_num(o, nt_proxy_state_name(i), v[i]);
+  return o;
+}
+
+static cJSON *proxy_json(const nt_model_process *p, const nt_proxy_row *t) {
+  double last[NT_PROXY_NSTATES], total[NT_PROXY_NSTATES], ns[NT_PROXY_NSTATES];
+  nt_model_proxy_shares(p, t, last, total);
+  for (int i = 0; i < NT_PROXY_NSTATES; i++) ns[i] = (double)t->state_ns[i];
+  cJSON *x = cJSON_CreateObject();
+  put_num(x, "tid", t->tid);
+  put_str(x, "state", nt_proxy_state_name(t->state));
+  put_num(x, "state_age_ms", age_ms(t->state_age_ns));
+  put_obj(x, "state_ns", per_state(ns));
+  put_obj(x, "share_last", per_state(last));
+  put_obj(x, "share_total", per_state(total));
+  put_num(x, "appends", (double)t->appends);
+  put_num(x, "appended_ops", (double)t->appended_ops);
+  put_num(x, "wakeups", (double)t->wakeups);
+  return x;
+}
+
+static cJSON *channel_json(const nt_model_process *p, const nt_channel_row *c, uint32_t stall_ms) {
+  double sps, bps;
+  nt_model_channel_rates(p, c, &sps, &bps);
+  cJSON *x = cJSON_CreateObject();
+  put_num(x, "channel", c->channel);
+  put_str(x, "dir", dir_name(c->dir));
+  put_num(x, "peer", c->peer);
+  put_num(x, "steps", (double)c->steps);
+  put_num(x, "bytes", (double)c->bytes);
+  cJSON *w = put_obj(x, "wait_ns", cJSON_CreateObject());
+  for (int k = 0; k < 3; k++)
+    put_num(w, nt_wait_name(nt_dir_wait(c->dir, k)), (double)c->wait_ns[k]);
+  put_str(x, "dominant_wait", nt_wait_name(nt_model_channel_dominant_wait(p, c)));
+  put_num(x, "steps_per_s", sps);
+  put_num(x, "bytes_per_s", bps);
+  put_num(x, "ops_in_flight", (double)(c->ops_started - c->ops_done));
+  put_num(x, "cur_step", c->cur_step);
+  put_str(x, "cur_wait", nt_wait_name(c->cur_wait));
+  put_num(x, "progress_age_ms", age_ms(c->progress_age_ns));
+  put_bool(x, "stalled", nt_model_channel_stalled(c, stall_ms));
+  return x;
+}
+
+static cJSON *rank_json(const nt_model_rank *r, uint32_t stall_ms) {
+  const nt_model_process *p = r->proc;
   const nt_snapshot *s = p->cur;
   const nt_comm_row *comm = &s->comms[r->comm_index];
   char hex[17];
   snprintf(hex, sizeof hex, "%016llx", (unsigned long long)r->comm_hash);
   cJSON *j = cJSON_CreateObject();
-  cJSON_AddStringToObject(j, "comm", hex);
-  cJSON_AddStringToObject(j, "comm_name", r->comm_name);
-  cJSON_AddNumberToObject(j, "rank", r->rank);
-  cJSON_AddNumberToObject(j, "nranks", r->nranks);
-  cJSON_AddNumberToObject(j, "nnodes", r->nnodes);
-  cJSON_AddStringToObject(j, "host", p->host);
-  cJSON_AddNumberToObject(j, "pid", p->pid);
-  cJSON_AddBoolToObject(j, "stale", p->stale);
-  cJSON_AddNumberToObject(j, "colls", (double)comm->colls_enqueued);
-  cJSON_AddNumberToObject(j, "p2ps", (double)comm->p2ps_enqueued);
-  cJSON *proxy = cJSON_AddArrayToObject(j, "proxy");
-  for (uint32_t i = 0; i < s->nproxy; i++) {
-    const nt_proxy_row *t = &s->proxy[i];
-    if (t->comm_index != r->comm_index) continue;
-    double last[NT_PROXY_NSTATES], total[NT_PROXY_NSTATES];
-    nt_model_proxy_shares(p, t, last, total);
-    cJSON *x = cJSON_CreateObject();
-    cJSON_AddNumberToObject(x, "tid", t->tid);
-    cJSON_AddStringToObject(x, "state", nt_proxy_state_name(t->state));
-    cJSON_AddNumberToObject(x, "state_age_ms", age_ms(t->state_age_ns));
-    cJSON_AddItemToObject(x, "state_ns", states_obj(t->state_ns));
-    cJSON_AddItemToObject(x, "share_last", shares_obj(last));
-    cJSON_AddItemToObject(x, "share_total", shares_obj(total));
-    cJSON_AddNumberToObject(x, "appends", (double)t->appends);
-    cJSON_AddNumberToObject(x, "appended_ops", (double)t->appended_ops);
-    cJSON_AddNumberToObject(x, "wakeups", (double)t->wakeups);
-    cJSON_AddItemToArray(proxy, x);
-  }
-  cJSON *chans = cJSON_AddArrayToObject(j, "channels");
-  for (uint32_t i = 0; i < s->nchannels; i++) {
-    const nt_channel_row *c = &s->channels[i];
-    if (c->comm_index != r->comm_index) continue;
-    double sps, bps;
-    nt_model_channel_rates(p, c, &sps, &bps);
-    cJSON *x = cJSON_CreateObject();
-    cJSON_AddNumberToObject(x, "channel", c->channel);
-    cJSON_AddStringToObject(x, "dir", c->dir == NT_DIR_RECV ? "recv" : "send");
-    cJSON_AddNumberToObject(x, "peer", c->peer);
-    cJSON_AddNumberToObject(x, "steps", (double)c->steps);
-    cJSON_AddNumberToObject(x, "bytes", (double)c->bytes);
-    cJSON *w = cJSON_AddObjectToObject(x, "wait_ns");
-    for (int k = 0; k < 3; k++)
-      cJSON_AddNumberToObject(w, nt_wait_name(nt_dir_wait(c->dir, k)), (double)c->wait_ns[k]);
-    cJSON_AddStringToObject(x, "dominant_wait", nt_wait_name(nt_model_channel_dominant_wait(p, c)));
-    cJSON_AddNumberToObject(x, "steps_per_s", sps);
-    cJSON_AddNumberToObject(x, "bytes_per_s", bps);
-    cJSON_AddNumberToObject(x, "ops_in_flight", (double)(c->ops_started - c->ops_done));
-    cJSON_AddNumberToObject(x, "cur_step", c->cur_step);
-    cJSON_AddStringToObject(x, "cur_wait", nt_wait_name(c->cur_wait));
-    cJSON_AddNumberToObject(x, "progress_age_ms", age_ms(c->progress_age_ns));
-    cJSON_AddBoolToObject(x, "stalled", nt_model_channel_stalled(c, o->stall_ms));
-    cJSON_AddItemToArray(chans, x);
-  }
-  cJSON *kern = cJSON_AddArrayToObject(j, "kernels");
+  put_str(j, "comm", hex);
+  put_str(j, "comm_name", r->comm_name);
+  put_num(j, "rank", r->rank);
+  put_num(j, "nranks", r->nranks);
+  put_num(j, "nnodes", r->nnodes);
+  put_str(j, "host", p->host);
+  put_num(j, "pid", p->pid);
+  put_bool(j, "stale", p->stale);
+  put_bool(j, "ended", p->ended);
+  put_num(j, "colls", (double)comm->colls_enqueued);
+  put_num(j, "p2ps", (double)comm->p2ps_enqueued);
+  cJSON *proxy = put_obj(j, "proxy", cJSON_CreateArray());
+  for (uint32_t i = 0; i < s->nproxy; i++)
+    if (s->proxy[i].comm_index == r->comm_index) append(proxy, proxy_json(p, &s->proxy[i]));
+  cJSON *chans = put_obj(j, "channels", cJSON_CreateArray());
+  for (uint32_t i = 0; i < s->nchannels; i++)
+    if (s->channels[i].comm_index == r->comm_index)
+      append(chans, channel_json(p, &s->channels[i], stall_ms));
+  cJSON *kern = put_obj(j, "kernels", cJSON_CreateArray());
   for (uint32_t i = 0; i < s->nkernels; i++) {
     const nt_kernel_row *k = &s->kernels[i];
     if (k->comm_index != r->comm_index) continue;
     cJSON *x = cJSON_CreateObject();
-    cJSON_AddNumberToObject(x, "channel", k->channel);
-    cJSON_AddNumberToObject(x, "count", (double)k->count);
-    cJSON_AddNumberToObject(x, "busy_ns", (double)k->busy_ns);
-    cJSON_AddItemToArray(kern, x);
+    put_num(x, "channel", k->channel);
+    put_num(x, "count", (double)k->count);
+    put_num(x, "busy_ns", (double)k->busy_ns);
+    append(kern, x);
   }
   return j;
 }
 
 static cJSON *process_json(const nt_model_process *p) {
+  const nt_snapshot *s = p->cur;
+  const nt_process_counters *c = &s->process;
   cJSON *j = cJSON_CreateObject();
-  cJSON_AddStringToObject(j, "host", p->host);
-  cJSON_AddNumberToObject(j, "pid", p->pid);
-  cJSON_AddBoolToObject(j, "stale", p->stale);
-  cJSON_AddBoolToObject(j, "ended", p->ended);
-  cJSON_AddStringToObject(j, "nccl_version", p->have_hello ? p->hello.nccl_version : "");
-  const nt_process_counters *c = &p->cur->process;
-  cJSON_AddNumberToObject(j, "abi", c->abi_version);
-  cJSON_AddNumberToObject(j, "seq", (double)p->cur->seq);
-  cJSON_AddNumberToObject(j, "lost_messages", (double)p->lost_messages);
-  cJSON_AddNumberToObject(j, "event_mask", c->event_mask);
-  cJSON *k = cJSON_AddObjectToObject(j, "counters");
-  cJSON_AddNumberToObject(k, "events", (double)c->events);
-  cJSON_AddNumberToObject(k, "dropped_events", (double)c->dropped_events);
-  cJSON_AddNumberToObject(k, "unknown_events", (double)c->unknown_events);
-  cJSON_AddNumberToObject(k, "foreign_ops", (double)c->foreign_ops);
-  cJSON_AddNumberToObject(k, "reclaimed_ops", (double)c->reclaimed_ops);
-  cJSON_AddNumberToObject(k, "dropped_rows", (double)c->dropped_rows);
-  cJSON_AddNumberToObject(k, "unsent_messages", (double)c->unsent_messages);
+  put_str(j, "host", p->host);
+  put_num(j, "pid", p->pid);
+  put_bool(j, "stale", p->stale);
+  put_bool(j, "ended", p->ended);
+  put_str(j, "nccl_version", p->have_hello ? p->hello.nccl_version : "");
+  put_str(j, "plugin_version", p->have_hello ? p->hello.plugin_version : "");
+  put_num(j, "abi", c->abi_version);
+  put_num(j, "seq", (double)s->seq);
+  put_num(j, "lost_messages", (double)p->lost_messages);
+  put_num(j, "restarts", (double)p->restarts);
+  put_num(j, "event_mask", c->event_mask);
+  cJSON *k = put_obj(j, "counters", cJSON_CreateObject());
+  put_num(k, "events", (double)c->events);
+  put_num(k, "dropped_events", (double)c->dropped_events);
+  put_num(k, "unknown_events", (double)c->unknown_events);
+  put_num(k, "foreign_ops", (double)c->foreign_ops);
+  put_num(k, "reclaimed_ops", (double)c->reclaimed_ops);
+  put_num(k, "dropped_rows", (double)c->dropped_rows);
+  put_num(k, "unsent_messages", (double)c->unsent_messages);
+  cJSON *proxy = put_obj(j, "proxy", cJSON_CreateArray());
+  for (uint32_t i = 0; i < s->nproxy; i++)
+    if (s->proxy[i].comm_index == NT_NO_COMM) append(proxy, proxy_json(p, &s->proxy[i]));
   return j;
 }
 
-static int print_json(FILE *out, nt_model *m, const nt_options *o, double now, nt_model_rank *ranks,
-                      uint32_t nranks) {
+static int print_json(FILE *out, nt_model *m, const nt_options *o, double t,
+                      const nt_model_rank *ranks, uint32_t nranks) {
   cJSON *root = cJSON_CreateObject();
-  cJSON_AddNumberToObject(root, "time", now - start_s);
-  cJSON_AddNumberToObject(root, "publishers", nt_model_nprocesses(m));
-  cJSON_AddNumberToObject(root, "messages", (double)nt_model_total_messages(m));
-  cJSON_AddNumberToObject(root, "bad_messages", (double)nt_model_total_bad(m));
-  cJSON *errs = cJSON_AddArrayToObject(root, "errors");
-  for (uint32_t i = 0; i < nt_model_nerrors(m) && i < 8; i++) {
+  put_num(root, "time", t);
+  put_num(root, "publishers", nt_model_nprocesses(m));
+  put_num(root, "messages", (double)nt_model_total_messages(m));
+  put_num(root, "bad_messages", (double)nt_model_total_bad(m));
+  put_num(root, "errors_total", (double)nt_model_total_errors(m));
+  put_num(root, "refused", (double)nt_model_total_refused(m));
+  cJSON *errs = put_obj(root, "errors", cJSON_CreateArray());
+  for (uint32_t i = 0; i < nt_model_nerrors(m) && i < ERRORS_IN_FRAME; i++) {
     const nt_model_error *e = nt_model_error_at(m, i);
-    char line[256];
+    char line[sizeof e->source + sizeof e->text + 4];
     snprintf(line, sizeof line, "%s: %s", e->source, e->text);
-    cJSON_AddItemToArray(errs, cJSON_CreateString(line));
+    append(errs, cJSON_CreateString(line));
   }
-  cJSON *procs = cJSON_AddArrayToObject(root, "processes");
+  cJSON *procs = put_obj(root, "processes", cJSON_CreateArray());
   for (uint32_t i = 0; i < nt_model_nprocesses(m); i++) {
-    nt_model_process *p = nt_model_process_at(m, i);
-    if (p->cur) cJSON_AddItemToArray(procs, process_json(p));
+    const nt_model_process *p = nt_model_process_at(m, i);
+    if (p->cur) append(procs, process_json(p));
   }
-  cJSON *rs = cJSON_AddArrayToObject(root, "ranks");
-  for (uint32_t i = 0; i < nranks; i++) cJSON_AddItemToArray(rs, rank_json(&ranks[i], o));
-  char *text = cJSON_PrintUnformatted(root);
+  cJSON *rs = put_obj(root, "ranks", cJSON_CreateArray());
+  for (uint32_t i = 0; i < nranks; i++) append(rs, rank_json(&ranks[i], o->stall_ms));
+  /* Start the print buffer at the last frame's size: one allocation, no
+   * growing copies of a frame that can be tens of megabytes. */
+  static int last_len = 4096;
+  char *text = cJSON_PrintBuffered(root, last_len + last_len / 8, false);
   cJSON_Delete(root);
   if (!text) return -1;
-  int rc = fprintf(out, "%s\n", text) < 0 ? -1 : 0;
+  size_t len = strlen(text);
+  last_len = len < (1u << 30) ? (int)len : 1 << 30;
+  int rc = fputs(text, out) < 0 || fputc('\n', out) == EOF ? -1 : 0;
   free(text);
   return rc;
 }
 
-static void print_text(FILE *out, nt_model *m, const nt_options *o, double now,
-                       nt_model_rank *ranks, uint32_t nranks) {
-  fprintf(out, "nccltop %.1fs  publishers %u  ranks %u  messages %llu  bad %llu\n", now - start_s,
+static const char *mark(const nt_model_process *p) {
+  return p->ended ? "  ENDED" : p->stale ? "  STALE" : "";
+}
+
+static void proxy_line(FILE *out, const nt_model_rank *r, const nt_model_process *p,
+                       const nt_proxy_row *row) {
+  double last[NT_PROXY_NSTATES], total[NT_PROXY_NSTATES];
+  nt_model_proxy_shares(p, row, last, total);
+  char who[48], rank[24], comm[20];
+  snprintf(who, sizeof who, "%.24s:%u", p->host, p->pid);
+  if (r) {
+    snprintf(rank, sizeof rank, "%d/%d", r->rank, r->nranks);
+    snprintf(comm, sizeof comm, "%016llx", (unsigned long long)r->comm_hash);
+  } else {
+    snprintf(rank, sizeof rank, "-");
+    snprintf(comm, sizeof comm, "-");
+  }
+  fprintf(out, "%-7s %-16s %-30s %8u %-7s %6.1f %6.1f %6.1f %6.1f %6.1f %9llu%s\n", rank, comm, who,
+          row->tid, nt_proxy_state_name(row->state), 100 * last[0], 100 * last[1], 100 * last[2],
+          100 * last[3], 100 * last[4], (unsigned long long)row->appends, mark(p));
+}
+
+static void print_text(FILE *out, nt_model *m, const nt_options *o, double t,
+                       const nt_model_rank *ranks, uint32_t nranks) {
+  fprintf(out, "nccltop %.1fs  publishers %u  ranks %u  messages %llu  bad %llu  errors %llu\n", t,
           nt_model_nprocesses(m), nranks, (unsigned long long)nt_model_total_messages(m),
-          (unsigned long long)nt_model_total_bad(m));
-  if (nt_model_nerrors(m)) {
-    const nt_model_error *e = nt_model_error_at(m, 0);
-    fprintf(out, "last error: %s: %s\n", e->source, e->text);
+          (unsigned long long)nt_model_total_bad(m), (unsigned long long)nt_model_total_errors(m));
+  for (uint32_t i = 0; i < nt_model_nerrors(m) && i < 3; i++) {
+    const nt_model_error *e = nt_model_error_at(m, i);
+    fprintf(out, "error: %s: %s\n", e->source, e->text);
   }
-  fprintf(out, "%-6s %-16s %-22s %-7s %6s %6s %6s %6s %6s %8s\n", "RANK", "COMM", "HOST:PID",
-          "STATE", "IDLE%", "ACTV%", "SLEEP%", "WAKE%", "APND%", "APPENDS");
+  fprintf(out, "%-7s %-16s %-30s %8s %-7s %6s %6s %6s %6s %6s %9s\n", "RANK", "COMM", "HOST:PID",
+          "TID", "STATE", "IDLE%", "ACTV%", "SLEEP%", "WAKE%", "APND%", "APPENDS");
   for (uint32_t i = 0; i < nranks; i++) {
-    const nt_model_rank *r = &ranks[i];
-    const nt_snapshot *s = r->proc->cur;
-    for (uint32_t t = 0; t < s->nproxy; t++) {
-      const nt_proxy_row *row = &s->proxy[t];
-      if (row->comm_index != r->comm_index) continue;
-      double last[NT_PROXY_NSTATES], total[NT_PROXY_NSTATES];
-      nt_model_proxy_shares(r->proc, row, last, total);
-      char who[40];
-      snprintf(who, sizeof who, "%.24s:%u", r->proc->host, r->proc->pid);
-      fprintf(out, "%2d/%-3d %016llx %-22s %-7s %6.1f %6.1f %6.1f %6.1f %6.1f %8llu%s\n", r->rank,
-              r->nranks, (unsigned long long)r->comm_hash, who, nt_proxy_state_name(row->state),
-              100 * last[0], 100 * last[1], 100 * last[2], 100 * last[3], 100 * last[4],
-              (unsigned long long)row->appends, r->proc->stale ? "  STALE" : "");
-    }
+    const nt_snapshot *s = ranks[i].proc->cur;
+    for (uint32_t k = 0; k < s->nproxy; k++)
+      if (s->proxy[k].comm_index == ranks[i].comm_index)
+        proxy_line(out, &ranks[i], ranks[i].proc, &s->proxy[k]);
   }
-  fprintf(out, "%-6s %-16s %3s %-4s %4s %-15s %9s %10s %6s %5s\n", "RANK", "COMM", "CH", "DIR",
+  for (uint32_t i = 0; i < nt_model_nprocesses(m); i++) { /* threads of no communicator */
+    const nt_model_process *p = nt_model_process_at(m, i);
+    for (uint32_t k = 0; p->cur && k < p->cur->nproxy; k++)
+      if (p->cur->proxy[k].comm_index == NT_NO_COMM) proxy_line(out, NULL, p, &p->cur->proxy[k]);
+  }
+  fprintf(out, "%-7s %-16s %3s %-4s %5s %-15s %9s %10s %6s %6s\n", "RANK", "COMM", "CH", "DIR",
           "PEER", "WAIT", "STEPS/s", "MB/s", "FLIGHT", "STEP");
   for (uint32_t i = 0; i < nranks; i++) {
     const nt_model_rank *r = &ranks[i];
     const nt_snapshot *s = r->proc->cur;
+    char rank[24];
+    snprintf(rank, sizeof rank, "%d/%d", r->rank, r->nranks);
     for (uint32_t c = 0; c < s->nchannels; c++) {
       const nt_channel_row *row = &s->channels[c];
       if (row->comm_index != r->comm_index) continue;
       double sps, bps;
       nt_model_channel_rates(r->proc, row, &sps, &bps);
-      fprintf(out, "%2d/%-3d %016llx %3u %-4s %4d %-15s %9.0f %10.1f %6llu %5d%s\n", r->rank,
-              r->nranks, (unsigned long long)r->comm_hash, row->channel,
-              row->dir == NT_DIR_RECV ? "recv" : "send", row->peer,
+      fprintf(out, "%-7s %016llx %3u %-4s %5d %-15s %9.0f %10.1f %6llu %6d%s%s\n", rank,
+              (unsigned long long)r->comm_hash, row->channel, dir_name(row->dir), row->peer,
               nt_wait_name(nt_model_channel_dominant_wait(r->proc, row)), sps, bps / 1e6,
               (unsigned long long)(row->ops_started - row->ops_done), row->cur_step,
-              nt_model_channel_stalled(row, o->stall_ms) ? "  STALLED" : "");
+              nt_model_channel_stalled(row, o->stall_ms) ? "  STALLED" : "", mark(r->proc));
     }
   }
   fputc('\n', out);
 }
 
 int nt_batch_print(FILE *out, nt_model *m, const nt_options *o, double now_s) {
-  if (start_s == 0) start_s = now_s;
+  static double first_s = -1;
   static nt_model_rank *ranks;
+  if (first_s < 0) first_s = now_s;
   if (!ranks && !(ranks = calloc(MAX_RANKS, sizeof *ranks))) return -1;
+  double t = now_s - (o->start_s > 0 ? o->start_s : first_s);
   uint32_t n = nt_model_ranks(m, ranks, MAX_RANKS);
   int rc = 0;
   if (o->json)
-    rc = print_json(out, m, o, now_s, ranks, n);
+    rc = print_json(out, m, o, t, ranks, n);
   else
-    print_text(out, m, o, now_s, ranks, n);
-  fflush(out);
+    print_text(out, m, o, t, ranks, n);
+  if (fflush(out) != 0 || ferror(out)) rc = -1;
   return rc;
 }

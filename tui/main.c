@@ -1,7 +1,8 @@
-/* nccltop's command line: the live monitor, batch output, and the sim, demo
- * and topo subcommands. */
+/* nccltop: the live monitor, batch output, and the sim, demo and topo
+ * subcommands. Option parsing is in cli.c. */
+#include <dirent.h>
 #include <errno.h>
-#include <getopt.h>
+#include <fcntl.h>
 #include <locale.h>
 #include <signal.h>
 #include <stdio.h>
@@ -11,159 +12,81 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../sim/sim.h"
 #include "../topo/topo.h"
 #include "viewer.h"
 
-static volatile sig_atomic_t quit_signal;
+#define TOPOLOGY_MAX_BYTES (16u << 20)
+
+static volatile pid_t demo_sim; /* the demo's simulator (its process group) */
+
+/* The first SIGINT/SIGTERM asks the running loop to stop (so the demo's
+ * job is stopped and its directory removed); a second one, if the loop has
+ * not stopped, ends the process the default way, the job's group with it. */
 static void on_quit(int sig) {
-  quit_signal = sig;
-}
-
-static void usage(FILE *f) {
-  fprintf(
-      f,
-      "usage: nccltop [options]                  watch this node's NCCL jobs\n"
-      "       nccltop -b [-n N] [--json]         print frames (text or JSON lines)\n"
-      "       nccltop sim [sim options]          run a simulated job\n"
-      "       nccltop demo [sim options] [options]  simulated 8-rank job + monitor\n"
-      "       nccltop topo FILE.xml [--env NAME=VALUE ...] [--json]  NCCL's path matrix\n"
-      "\n"
-      "options:\n"
-      "  -b, --batch            print frames instead of the interactive screen\n"
-      "  -n, --iterations N     stop after N frames\n"
-      "      --json             batch frames as JSON lines\n"
-      "  -d, --delay MS         time between frames, 50..60000 (default 500)\n"
-      "      --stall-ms MS      no step progress for MS with ops in flight = stalled (2000)\n"
-      "  -C, --no-color         no colours (also with NO_COLOR set)\n"
-      "  -A, --ascii            ASCII only\n"
-      "      --dir DIR          endpoint directory (default $NCCLTOP_DIR or /tmp/nccltop-UID)\n"
-      "      --connect EP       also subscribe to ZeroMQ endpoint EP (repeatable)\n"
-      "      --topology FILE    NCCL topology XML for the topology view (key 3)\n"
-      "  -V, --version          print the version\n"
-      "  -h, --help             this text\n"
-      "\n"
-      "sim options: --ranks N --comms N --channels N --steps N --iterations N --duration S\n"
-      "             --linger S --deterministic --abi 3..6 --plugin PATH --interval-ms N --quiet\n");
-}
-
-static int parse_u32(const char *opt, const char *v, unsigned long lo, unsigned long hi,
-                     uint32_t *out) {
-  char *end;
-  errno = 0;
-  unsigned long x = strtoul(v, &end, 10);
-  if (errno || end == v || *end || x < lo || x > hi) {
-    fprintf(stderr, "nccltop: %s must be a whole number from %lu to %lu, not '%s'\n", opt, lo, hi,
-            v);
-    return -1;
+  if (nt_quit_requested()) {
+    if (demo_sim > 0) kill(-demo_sim, SIGKILL);
+    signal(sig, SIG_DFL);
+    raise(sig);
+    return;
   }
-  *out = (uint32_t)x;
-  return 0;
+  nt_request_quit(sig);
 }
 
-/* Parses viewer options from argv[optind..]; returns 0, 1 (exit 0: help or
- * version printed) or -1 (usage error). */
-static int parse_options(nt_options *o, int argc, char **argv) {
-  static const struct option longs[] = {{"batch", no_argument, NULL, 'b'},
-                                        {"iterations", required_argument, NULL, 'n'},
-                                        {"json", no_argument, NULL, 'j'},
-                                        {"delay", required_argument, NULL, 'd'},
-                                        {"stall-ms", required_argument, NULL, 's'},
-                                        {"no-color", no_argument, NULL, 'C'},
-                                        {"ascii", no_argument, NULL, 'A'},
-                                        {"dir", required_argument, NULL, 'D'},
-                                        {"connect", required_argument, NULL, 'c'},
-                                        {"version", no_argument, NULL, 'V'},
-                                        {"help", no_argument, NULL, 'h'},
-                                        {"topology", required_argument, NULL, 'T'},
-                                        {NULL, 0, NULL, 0}};
-  int ch;
-  uint32_t v;
-  while ((ch = getopt_long(argc, argv, "bn:d:CAVh", longs, NULL)) != -1) {
-    switch (ch) {
-    case 'b': o->batch = true; break;
-    case 'n':
-      if (parse_u32("--iterations", optarg, 1, 100000000, &v)) return -1;
-      o->iterations = (int)v;
-      break;
-    case 'j': o->json = true; break;
-    case 'd':
-      if (parse_u32("--delay", optarg, 50, 60000, &o->delay_ms)) return -1;
-      break;
-    case 's':
-      if (parse_u32("--stall-ms", optarg, 10, 86400000, &o->stall_ms)) return -1;
-      break;
-    case 'C': o->color = false; break;
-    case 'A': o->ascii = true; break;
-    case 'D': o->dir = optarg; break;
-    case 'T': o->topology = optarg; break;
-    case 'c':
-      if (o->nconnect >= 8) {
-        fprintf(stderr, "nccltop: at most 8 --connect endpoints\n");
-        return -1;
-      }
-      o->connect[o->nconnect++] = optarg;
-      break;
-    case 'V': printf("nccltop %s\n", NT_VERSION); return 1;
-    case 'h': usage(stdout); return 1;
-    default: usage(stderr); return -1;
-    }
-  }
-  if (optind < argc) {
-    fprintf(stderr, "nccltop: unexpected argument '%s'\n", argv[optind]);
-    usage(stderr);
-    return -1;
-  }
-  if (o->json && !o->batch) {
-    fprintf(stderr, "nccltop: --json needs -b (batch mode)\n");
-    return -1;
-  }
-  return 0;
+static void install_signals(void) {
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_quit;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, NULL);
+  sigaction(SIGTERM, &sa, NULL);
+  signal(SIGPIPE, SIG_IGN); /* a closed pipe is a write error: batch mode stops */
 }
 
-static void defaults(nt_options *o) {
-  memset(o, 0, sizeof *o);
-  o->delay_ms = 500;
-  o->stall_ms = 2000;
-  const char *nc = getenv("NO_COLOR");
-  o->color = !(nc && *nc);
-}
-
+/* Prints a frame every delay_ms; polls the source in between. */
 static int run_batch(nt_model *m, nt_source *src, const nt_options *o) {
-  double next = nt_now_s() + o->delay_ms / 1000.0;
-  for (int frame = 0; !quit_signal && (!o->iterations || frame < o->iterations);) {
+  double delay = o->delay_ms / 1000.0, next = nt_now_s() + delay;
+  for (int frame = 0; !nt_quit_requested() && (!o->iterations || frame < o->iterations);) {
     double now = nt_now_s();
     if (now >= next) {
       nt_model_tick(m, now);
       if (nt_batch_print(stdout, m, o, now) != 0) return 1;
       frame++;
-      next += o->delay_ms / 1000.0;
-      if (next < now) next = now + o->delay_ms / 1000.0;
+      next += delay;
+      if (next < now) next = now + delay; /* fell behind: do not print a burst */
       continue;
     }
-    int wait = (int)((next - now) * 1000) + 1;
-    nt_source_poll(src, m, wait < 50 ? wait : 50);
+    int wait_ms = (int)((next - now) * 1000) + 1;
+    nt_source_poll(src, m, wait_ms < 100 ? wait_ms : 100);
   }
   return 0;
 }
 
 static int load_topology(nt_model *m, const char *path) {
-  char err[512];
-  nt_topo *t = nt_topo_load_file(path, err, sizeof err); /* for the message and the checks */
-  if (!t) {
-    fprintf(stderr, "nccltop: %s\n", err);
+  FILE *f = fopen(path, "rb");
+  if (!f) {
+    fprintf(stderr, "nccltop: %s: %s\n", path, strerror(errno));
     return -1;
   }
-  nt_topo_free(t);
-  FILE *f = fopen(path, "rb");
-  static char buf[8 << 20];
-  size_t n = f ? fread(buf, 1, sizeof buf, f) : 0;
-  if (f) fclose(f);
-  return nt_model_set_topology(m, buf, n, path, nt_now_s());
+  char *buf = malloc(TOPOLOGY_MAX_BYTES + 1);
+  size_t n = buf ? fread(buf, 1, TOPOLOGY_MAX_BYTES + 1, f) : 0;
+  bool bad = !buf || ferror(f) || n > TOPOLOGY_MAX_BYTES;
+  fclose(f);
+  int rc = -1;
+  if (bad)
+    fprintf(stderr, "nccltop: %s: %s\n", path,
+            !buf                     ? "out of memory"
+            : n > TOPOLOGY_MAX_BYTES ? "larger than 16 MiB"
+                                     : "read error");
+  else if ((rc = nt_model_set_topology(m, buf, n, path, nt_now_s())) != 0)
+    fprintf(stderr, "nccltop: %s\n", nt_model_error_at(m, 0)->text);
+  free(buf);
+  return rc;
 }
 
-static int run_viewer(const nt_options *o) {
+static int run_viewer(nt_options *o) {
   char err[256];
+  install_signals();
+  o->start_s = nt_now_s();
   nt_model *m = nt_model_new();
   nt_source *src = m ? nt_source_open(o, err, sizeof err) : NULL;
   if (!src) {
@@ -171,24 +94,16 @@ static int run_viewer(const nt_options *o) {
     nt_model_free(m);
     return 1;
   }
-  for (int i = 0; i < o->nconnect; i++) nt_source_connect(src, m, o->connect[i]);
-  if (o->topology && load_topology(m, o->topology) != 0) {
-    nt_source_close(src);
-    nt_model_free(m);
-    return 1;
+  int rc = 1;
+  if (!o->topology || load_topology(m, o->topology) == 0) {
+    rc = o->batch ? run_batch(m, src, o) : nt_screen_run(m, src, o);
   }
-  struct sigaction sa;
-  memset(&sa, 0, sizeof sa);
-  sa.sa_handler = on_quit;
-  sigaction(SIGINT, &sa, NULL);
-  sigaction(SIGTERM, &sa, NULL);
-  signal(SIGPIPE, SIG_IGN);
-  int rc = o->batch ? run_batch(m, src, o) : nt_screen_run(m, src, o);
   nt_source_close(src);
   nt_model_free(m);
   return rc;
 }
 
+/* SIGTERM to the simulator's process group, then SIGKILL after 2 s. */
 static void stop_sim(pid_t pid) {
   kill(-pid, SIGTERM);
   for (int i = 0; i < 200; i++) {
@@ -200,65 +115,96 @@ static void stop_sim(pid_t pid) {
   waitpid(pid, NULL, 0);
 }
 
+/* Removes the demo's directory: socket files the ranks left, then itself. */
+static void remove_dir(const char *dir) {
+  int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW);
+  DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+  if (d) {
+    struct dirent *de;
+    while ((de = readdir(d)))
+      if (strcmp(de->d_name, ".") && strcmp(de->d_name, "..")) unlinkat(fd, de->d_name, 0);
+    closedir(d);
+  } else if (fd >= 0) {
+    close(fd);
+  }
+  if (rmdir(dir) != 0)
+    fprintf(stderr, "nccltop demo: cannot remove %s: %s\n", dir, strerror(errno));
+}
+
 static int cmd_demo(int argc, char **argv) {
   nt_sim_config sim;
   nt_sim_defaults(&sim);
   sim.quiet = true;
-  int used = nt_sim_parse_args(&sim, argc - 1, argv + 1);
-  if (used < 0) return 2;
+  char **vargv = calloc((size_t)argc + 1, sizeof *vargv);
+  int vargc = 0, rc = 2;
+  if (!vargv || nt_demo_split_args(&sim, argc, argv, vargv, &vargc) != 0) {
+    free(vargv);
+    return 2;
+  }
   nt_options o;
-  defaults(&o);
-  argv[used] = argv[0];
-  optind = 1;
-  int prc = parse_options(&o, argc - used, argv + used);
-  if (prc) return prc > 0 ? 0 : 2;
+  nt_options_defaults(&o);
+  vargv[0] = (char *)"nccltop demo"; /* how getopt names us in its messages */
+  int prc = nt_options_parse(&o, vargc, vargv);
+  if (prc) {
+    free(vargv);
+    return prc == 1 ? 0 : 2;
+  }
+  /* A private directory, short enough for ipc socket paths (107 bytes). */
   const char *tmp = getenv("TMPDIR");
-  char dir[256];
-  snprintf(dir, sizeof dir, "%s/nccltop-demo-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-  if (!mkdtemp(dir)) {
-    fprintf(stderr, "nccltop demo: cannot create a temporary directory: %s\n", strerror(errno));
+  if (!tmp || !*tmp || strlen(tmp) > 60) tmp = "/tmp";
+  char dir[128];
+  snprintf(dir, sizeof dir, "%s/nccltop-demo-XXXXXX", tmp);
+  if (!mkdtemp(dir)) { /* mkdtemp makes it 0700 */
+    fprintf(stderr, "nccltop demo: cannot create a directory in %s: %s\n", tmp, strerror(errno));
+    free(vargv);
     return 1;
   }
   sim.dir = dir;
   o.dir = dir;
+  install_signals(); /* from here on a signal must not skip the clean-up */
   /* Fork the ranks before any ZeroMQ context or thread exists here. */
   pid_t pid = nt_sim_spawn(&sim);
   if (pid < 0) {
     fprintf(stderr, "nccltop demo: cannot start the simulator\n");
-    rmdir(dir);
-    return 1;
+    rc = 1;
+  } else {
+    demo_sim = pid;
+    rc = run_viewer(&o);
+    stop_sim(pid);
+    demo_sim = 0;
   }
-  int rc = run_viewer(&o);
-  stop_sim(pid);
-  char path[512];
-  snprintf(path, sizeof path, "rm -rf '%s'", dir);
-  if (system(path) != 0) fprintf(stderr, "nccltop demo: could not remove %s\n", dir);
+  remove_dir(dir);
+  free(vargv);
   return rc;
+}
+
+static int cmd_sim(int argc, char **argv) {
+  nt_sim_config sim;
+  nt_sim_defaults(&sim);
+  int used = nt_sim_parse_args(&sim, argc - 1, argv + 1);
+  if (used < 0) return 2;
+  if (used != argc - 1) {
+    fprintf(stderr, "nccltop sim: unknown option '%s'\n", argv[1 + used]);
+    nt_usage(stderr);
+    return 2;
+  }
+  return nt_sim_run(&sim);
 }
 
 int main(int argc, char **argv) {
   setlocale(LC_ALL, "");
-  if (argc > 1 && !strcmp(argv[1], "sim")) {
-    nt_sim_config sim;
-    nt_sim_defaults(&sim);
-    int used = nt_sim_parse_args(&sim, argc - 2, argv + 2);
-    if (used < 0) return 2;
-    if (used != argc - 2) {
-      fprintf(stderr, "nccltop sim: unknown option '%s'\n", argv[2 + used]);
-      return 2;
-    }
-    return nt_sim_run(&sim);
-  }
-  if (argc > 1 && !strcmp(argv[1], "demo")) return cmd_demo(argc - 1, argv + 1);
-  if (argc > 1 && !strcmp(argv[1], "topo")) return nt_topo_main(argc - 1, argv + 1);
   if (argc > 1 && argv[1][0] != '-') {
-    fprintf(stderr, "nccltop: unknown command '%s'\n", argv[1]);
-    usage(stderr);
+    const char *cmd = argv[1];
+    if (!strcmp(cmd, "sim")) return cmd_sim(argc - 1, argv + 1);
+    if (!strcmp(cmd, "demo")) return cmd_demo(argc - 1, argv + 1);
+    if (!strcmp(cmd, "topo")) return nt_topo_main(argc - 1, argv + 1);
+    fprintf(stderr, "nccltop: unknown command '%s'\n", cmd);
+    nt_usage(stderr);
     return 2;
   }
   nt_options o;
-  defaults(&o);
-  int prc = parse_options(&o, argc, argv);
-  if (prc) return prc > 0 ? 0 : 2;
+  nt_options_defaults(&o);
+  int prc = nt_options_parse(&o, argc, argv);
+  if (prc) return prc == 1 ? 0 : 2;
   return run_viewer(&o);
 }

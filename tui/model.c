@@ -1,34 +1,62 @@
 /* The state store (model.h): processes keyed by (host, pid), each with its
  * latest, previous and first snapshot. Nothing received is dropped while the
- * process is known; stale and ended processes stay visible, marked. */
+ * process is known; stale and ended processes stay visible, marked, and only
+ * an ended one is dropped, NT_MODEL_ENDED_KEEP_S after it ended.
+ *
+ * Every snapshot is copied into buffers allocated once per process (three
+ * of them rotate: cur, prev, spare), copying only the rows in use. Channel
+ * rows of cur and prev are paired once, at arrival, so the derived numbers
+ * read the match in O(1). */
 #include "model.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+/* A process as the model keeps it; `pub` first, so the pointers handed out
+ * (nt_model_process *) convert back. */
+typedef struct {
+  nt_model_process pub;
+  nt_snapshot *spare; /* buffer the next snapshot goes into */
+  int32_t *match;     /* per cur channel row: the same key's index in prev, or -1 */
+  uint32_t match_cap;
+  uint32_t nmatch; /* entries of match that describe cur (0 when unknown) */
+} proc_slot;
+
 struct nt_model {
-  nt_model_process *procs[NT_MODEL_MAX_PROCESSES];
+  proc_slot *procs[NT_MODEL_MAX_PROCESSES];
   uint32_t nprocs;
+  uint32_t generation;
   nt_model_error errors[NT_MODEL_ERRORS];
   uint32_t nerrors, error_head;
-  uint64_t messages, bad;
-  double last_data_s;
+  uint64_t messages, bad, noted, refused;
+  bool full_noted;
+  double last_data_s, now_s; /* newest arrival; newest time any call gave */
   nt_topo *topo;
   char topo_source[160];
   uint32_t topo_generation;
   uint64_t topo_hash; /* of the XML, so a re-sent identical file is not reparsed */
 };
 
+static proc_slot *slot_of(const nt_model_process *p) {
+  return (proc_slot *)p;
+}
+
+static void see_time(nt_model *m, double now_s) {
+  if (now_s > m->now_s) m->now_s = now_s;
+}
+
 nt_model *nt_model_new(void) {
   return calloc(1, sizeof(nt_model));
 }
 
-static void proc_free(nt_model_process *p) {
+static void proc_free(proc_slot *p) {
   if (!p) return;
-  nt_snapshot_free(p->cur);
-  nt_snapshot_free(p->prev);
-  nt_snapshot_free(p->first);
+  nt_snapshot_free(p->pub.cur);
+  nt_snapshot_free(p->pub.prev);
+  nt_snapshot_free(p->pub.first);
+  nt_snapshot_free(p->spare);
+  free(p->match);
   free(p);
 }
 
@@ -39,6 +67,122 @@ void nt_model_free(nt_model *m) {
   free(m);
 }
 
+/* ---- errors ---- */
+
+static void keep_error(nt_model *m, const char *source, const char *text, double now_s) {
+  m->noted++;
+  see_time(m, now_s);
+  nt_model_error *e = &m->errors[m->error_head];
+  m->error_head = (m->error_head + 1) % NT_MODEL_ERRORS;
+  if (m->nerrors < NT_MODEL_ERRORS) m->nerrors++;
+  e->time_s = now_s;
+  source = source ? source : "";
+  text = text ? text : "";
+  nt_sanitize(source, strlen(source), e->source, sizeof e->source);
+  nt_sanitize(text, strlen(text), e->text, sizeof e->text);
+}
+
+void nt_model_note_error(nt_model *m, const char *source, const char *text, double now_s) {
+  m->bad++;
+  keep_error(m, source, text, now_s);
+}
+
+void nt_model_note_problem(nt_model *m, const char *source, const char *text, double now_s) {
+  keep_error(m, source, text, now_s);
+}
+
+/* ---- processes ---- */
+
+static bool local_endpoint(const proc_slot *p) {
+  return !p->pub.endpoint[0] || strncmp(p->pub.endpoint, "ipc://", 6) == 0;
+}
+
+/* The process (host, pid). host "" (communicator messages carry none)
+ * matches the process with that pid on the same endpoint, else any with that
+ * pid; a process first known without a host takes the first host it gets. */
+static proc_slot *lookup(nt_model *m, const char *clean_host, uint32_t pid, const char *endpoint) {
+  proc_slot *hostless = NULL, *any = NULL;
+  for (uint32_t i = 0; i < m->nprocs; i++) {
+    proc_slot *p = m->procs[i];
+    if (p->pub.pid != pid) continue;
+    if (clean_host[0]) {
+      if (strcmp(p->pub.host, clean_host) == 0) return p;
+      if (!p->pub.host[0] && !hostless) hostless = p;
+    } else {
+      if (endpoint && strcmp(p->pub.endpoint, endpoint) == 0) return p;
+      if (!any) any = p;
+    }
+  }
+  if (hostless) snprintf(hostless->pub.host, sizeof hostless->pub.host, "%s", clean_host);
+  return hostless ? hostless : any;
+}
+
+/* Finds or creates the process; NULL (counted, noted once) when the model
+ * is full or out of memory. */
+static proc_slot *find_proc(nt_model *m, const char *host, uint32_t pid, const char *endpoint,
+                            double now_s) {
+  char clean[NT_MAX_HOST + 1];
+  nt_sanitize(host, strnlen(host, NT_MAX_HOST), clean, sizeof clean);
+  proc_slot *p = lookup(m, clean, pid, endpoint);
+  if (p) return p;
+  if (m->nprocs >= NT_MODEL_MAX_PROCESSES || !(p = calloc(1, sizeof *p))) {
+    m->refused++;
+    if (!m->full_noted) {
+      char text[128];
+      snprintf(text, sizeof text, "more than %d processes: messages of further ones are ignored",
+               NT_MODEL_MAX_PROCESSES);
+      nt_model_note_problem(m, endpoint ? endpoint : "model", text, now_s);
+    }
+    m->full_noted = true;
+    return NULL;
+  }
+  p->pub.pid = pid;
+  snprintf(p->pub.host, sizeof p->pub.host, "%s", clean);
+  nt_sanitize(endpoint ? endpoint : "", endpoint ? strlen(endpoint) : 0, p->pub.endpoint,
+              sizeof p->pub.endpoint);
+  m->procs[m->nprocs++] = p;
+  m->generation++;
+  return p;
+}
+
+static void drop_proc(nt_model *m, uint32_t i) {
+  proc_free(m->procs[i]);
+  memmove(&m->procs[i], &m->procs[i + 1], (m->nprocs - i - 1) * sizeof m->procs[0]);
+  m->nprocs--;
+  m->generation++;
+  m->full_noted = false;
+}
+
+static void mark_ended(nt_model_process *p, double now_s) {
+  if (!p->ended) p->ended_time_s = now_s;
+  p->ended = true;
+}
+
+/* ---- snapshots ---- */
+
+/* Channel rows are kept sorted by (comm_index, channel, dir, peer): the
+ * order the plugin writes them in, so sorting is usually one check. Rows of
+ * a communicator are then one run, matched with the same communicator's run
+ * in the previous snapshot (found by hash: indexes may change between
+ * snapshots). */
+static uint64_t chan_key(const nt_channel_row *r) {
+  return (uint64_t)r->comm_index << 48 | (uint64_t)r->channel << 40 | (uint64_t)r->dir << 32 |
+         ((uint32_t)r->peer ^ 0x80000000u);
+}
+
+static int chan_sort_cmp(const void *a, const void *b) {
+  uint64_t x = chan_key(a), y = chan_key(b);
+  return (x > y) - (x < y);
+}
+
+/* The same key, ignoring the communicator index. */
+static uint64_t chan_subkey(const nt_channel_row *r) {
+  return chan_key(r) & ((1ull << 48) - 1);
+}
+
+/* Copies only the rows in use; the copy's host is sanitized, every
+ * comm_index names a communicator of the copy or is NT_NO_COMM, and the
+ * channel rows are sorted. */
 static void copy_snapshot(nt_snapshot *dst, const nt_snapshot *src) {
   nt_comm_row *c = dst->comms;
   nt_proxy_row *p = dst->proxy;
@@ -49,157 +193,248 @@ static void copy_snapshot(nt_snapshot *dst, const nt_snapshot *src) {
   dst->proxy = p;
   dst->channels = ch;
   dst->kernels = k;
-  memcpy(c, src->comms, src->ncomms * sizeof *c);
-  memcpy(p, src->proxy, src->nproxy * sizeof *p);
-  memcpy(ch, src->channels, src->nchannels * sizeof *ch);
-  memcpy(k, src->kernels, src->nkernels * sizeof *k);
-}
-
-/* Finds (or creates, when create) the process; NULL when the model is full. */
-static nt_model_process *find_proc(nt_model *m, const char *host, uint32_t pid,
-                                   const char *endpoint, bool create) {
-  char clean[NT_MAX_HOST + 1];
-  nt_sanitize(host, strlen(host), clean, sizeof clean);
-  for (uint32_t i = 0; i < m->nprocs; i++) {
-    nt_model_process *p = m->procs[i];
-    /* A process first known only by its endpoint gets its host later. */
-    if (p->pid == pid && (strcmp(p->host, clean) == 0 || !p->host[0] || !clean[0])) {
-      if (!p->host[0]) snprintf(p->host, sizeof p->host, "%s", clean);
-      return p;
-    }
+  if (dst->ncomms > NT_MAX_COMMS) dst->ncomms = NT_MAX_COMMS;
+  if (dst->nproxy > NT_MAX_PROXY_THREADS) dst->nproxy = NT_MAX_PROXY_THREADS;
+  if (dst->nchannels > NT_MAX_CHANNEL_ROWS) dst->nchannels = NT_MAX_CHANNEL_ROWS;
+  if (dst->nkernels > NT_MAX_KERNEL_ROWS) dst->nkernels = NT_MAX_KERNEL_ROWS;
+  memcpy(c, src->comms, dst->ncomms * sizeof *c);
+  memcpy(p, src->proxy, dst->nproxy * sizeof *p);
+  memcpy(ch, src->channels, dst->nchannels * sizeof *ch);
+  memcpy(k, src->kernels, dst->nkernels * sizeof *k);
+  nt_sanitize(src->host, strnlen(src->host, NT_MAX_HOST), dst->host, sizeof dst->host);
+  for (uint32_t i = 0; i < dst->nproxy; i++)
+    if (p[i].comm_index >= dst->ncomms) p[i].comm_index = NT_NO_COMM;
+  for (uint32_t i = 0; i < dst->nkernels; i++)
+    if (k[i].comm_index >= dst->ncomms) k[i].comm_index = NT_NO_COMM;
+  bool sorted = true;
+  for (uint32_t i = 0; i < dst->nchannels; i++) {
+    if (ch[i].comm_index >= dst->ncomms) ch[i].comm_index = NT_NO_COMM;
+    sorted = sorted && (i == 0 || chan_key(&ch[i - 1]) <= chan_key(&ch[i]));
   }
-  if (!create || m->nprocs >= NT_MODEL_MAX_PROCESSES) return NULL;
-  nt_model_process *p = calloc(1, sizeof *p);
-  if (!p) return NULL;
-  p->pid = pid;
-  snprintf(p->host, sizeof p->host, "%s", clean);
-  snprintf(p->endpoint, sizeof p->endpoint, "%s", endpoint ? endpoint : "");
-  m->procs[m->nprocs++] = p;
-  return p;
+  if (!sorted) qsort(ch, dst->nchannels, sizeof *ch, chan_sort_cmp);
 }
 
-/* Rows in a stable order: communicator, channel, direction, peer. */
-static int channel_cmp(const void *a, const void *b) {
-  const nt_channel_row *x = a, *y = b;
-  if (x->comm_index != y->comm_index) return x->comm_index < y->comm_index ? -1 : 1;
-  if (x->channel != y->channel) return x->channel < y->channel ? -1 : 1;
-  if (x->dir != y->dir) return x->dir < y->dir ? -1 : 1;
-  return (x->peer > y->peer) - (x->peer < y->peer);
+/* Pairs each cur channel row with the prev row of the same key. */
+static void match_rows(proc_slot *p) {
+  const nt_snapshot *cur = p->pub.cur, *prev = p->pub.prev;
+  p->nmatch = 0;
+  if (cur->nchannels > p->match_cap) {
+    int32_t *m = realloc(p->match, cur->nchannels * sizeof *m);
+    if (!m) return; /* the derived numbers fall back to a search */
+    p->match = m;
+    p->match_cap = cur->nchannels;
+  }
+  for (uint32_t i = 0; i < cur->nchannels; i++) p->match[i] = -1;
+  p->nmatch = cur->nchannels;
+  if (!prev) return;
+  /* Where each prev communicator's run starts and ends. */
+  uint32_t from[NT_MAX_COMMS] = {0}, to[NT_MAX_COMMS] = {0};
+  for (uint32_t j = 0; j < prev->nchannels; j++) {
+    uint16_t ci = prev->channels[j].comm_index;
+    if (ci >= prev->ncomms) continue;
+    if (to[ci] == 0) from[ci] = j;
+    to[ci] = j + 1;
+  }
+  for (uint32_t i = 0; i < cur->nchannels;) {
+    uint16_t ci = cur->channels[i].comm_index;
+    uint32_t end = i;
+    while (end < cur->nchannels && cur->channels[end].comm_index == ci) end++;
+    uint32_t pi = 0;
+    while (ci < cur->ncomms && pi < prev->ncomms &&
+           prev->comms[pi].comm_hash != cur->comms[ci].comm_hash)
+      pi++;
+    if (ci < cur->ncomms && pi < prev->ncomms) { /* merge the two runs */
+      for (uint32_t j = from[pi]; i < end && j < to[pi];) {
+        uint64_t a = chan_subkey(&cur->channels[i]), b = chan_subkey(&prev->channels[j]);
+        if (a == b)
+          p->match[i++] = (int32_t)j++;
+        else if (a < b)
+          i++;
+        else
+          j++;
+      }
+    }
+    i = end;
+  }
+}
+
+/* A process's first snapshot, or the first after it restarted. */
+static int start_over(proc_slot *p, const nt_snapshot *s, double now_s) {
+  nt_model_process *q = &p->pub;
+  nt_snapshot *cur = q->cur ? q->cur : nt_snapshot_new();
+  nt_snapshot *first = q->first ? q->first : nt_snapshot_new();
+  if (!cur || !first) { /* nothing half-made is left visible */
+    if (cur != q->cur) nt_snapshot_free(cur);
+    if (first != q->first) nt_snapshot_free(first);
+    return -1;
+  }
+  q->cur = cur;
+  q->first = first;
+  if (q->prev) { /* keep the buffer for later */
+    if (!p->spare)
+      p->spare = q->prev;
+    else
+      nt_snapshot_free(q->prev);
+    q->prev = NULL;
+  }
+  copy_snapshot(q->cur, s);
+  copy_snapshot(q->first, s);
+  q->first_time_s = q->cur_time_s = now_s;
+  q->prev_time_s = 0;
+  match_rows(p);
+  return 0;
+}
+
+/* The next snapshot: cur becomes prev, the oldest buffer takes the new one. */
+static int advance(proc_slot *p, const nt_snapshot *s, double now_s) {
+  nt_model_process *q = &p->pub;
+  nt_snapshot *buf = q->prev;
+  if (!buf) {
+    buf = p->spare ? p->spare : nt_snapshot_new();
+    if (!buf) return -1;
+    p->spare = NULL;
+  }
+  q->prev = q->cur;
+  q->prev_time_s = q->cur_time_s;
+  q->cur = buf;
+  copy_snapshot(q->cur, s);
+  q->cur_time_s = now_s;
+  match_rows(p);
+  return 0;
 }
 
 int nt_model_apply_snapshot(nt_model *m, const char *endpoint, const nt_snapshot *s, double now_s) {
   m->messages++;
-  nt_model_process *p = find_proc(m, s->host, s->pid, endpoint, true);
-  if (!p) {
-    m->bad++;
+  see_time(m, now_s);
+  proc_slot *p = find_proc(m, s->host, s->pid, endpoint, now_s);
+  if (!p) return -1;
+  nt_model_process *q = &p->pub;
+  q->messages++;
+  int rc;
+  if (!q->cur) {
+    rc = start_over(p, s, now_s);
+  } else if (s->seq <= q->cur->seq) {
+    /* Sequence numbers went back. A new incarnation of the pid (same host:
+     * the monotonic clock went on; after a reboot: the wall clock went on)
+     * starts over; an old or repeated message (a late copy through a relay)
+     * is ignored. */
+    bool restart = s->mono_ns > q->cur->mono_ns ||
+                   (s->mono_ns < q->cur->mono_ns && s->wall_ns > q->cur->wall_ns);
+    if (!restart) {
+      q->duplicates++;
+      return 0;
+    }
+    q->restarts++;
+    q->ended = false;
+    rc = start_over(p, s, now_s);
+  } else {
+    if (s->seq > q->cur->seq + 1) q->lost_messages += s->seq - q->cur->seq - 1;
+    rc = advance(p, s, now_s);
+  }
+  if (rc != 0) {
+    nt_model_note_problem(m, endpoint, "out of memory: snapshot not kept", now_s);
     return -1;
   }
-  p->messages++;
-  if (p->cur && s->seq <= p->cur->seq) {
-    if (s->mono_ns >= p->cur->mono_ns) return 0; /* a duplicate: nothing new */
-    /* The clock went back with a lower sequence: the process restarted. */
-    nt_snapshot_free(p->first);
-    p->first = NULL;
-  } else if (p->cur && s->seq > p->cur->seq + 1) {
-    p->lost_messages += s->seq - p->cur->seq - 1;
-  }
-  if (!p->cur && !(p->cur = nt_snapshot_new())) return -1;
-  if (!p->prev && !(p->prev = nt_snapshot_new())) return -1;
-  if (!p->first) {
-    if (!(p->first = nt_snapshot_new())) return -1;
-    copy_snapshot(p->first, s);
-    p->first_time_s = now_s;
-    p->prev_time_s = 0;
-  } else {
-    nt_snapshot *t = p->prev;
-    p->prev = p->cur;
-    p->cur = t;
-    p->prev_time_s = p->cur_time_s;
-  }
-  copy_snapshot(p->cur, s);
-  qsort(p->cur->channels, p->cur->nchannels, sizeof *p->cur->channels, channel_cmp);
-  p->cur_time_s = now_s;
-  p->stale = false;
-  p->ended = s->final;
+  q->stale = false;
+  if (s->final)
+    mark_ended(q, now_s);
+  else
+    q->ended = false;
   if (now_s > m->last_data_s) m->last_data_s = now_s;
   return 0;
 }
 
 int nt_model_apply_hello(nt_model *m, const char *endpoint, const nt_hello *h, double now_s) {
-  (void)now_s;
   m->messages++;
-  nt_model_process *p = find_proc(m, h->host, h->pid, endpoint, true);
-  if (!p) {
-    m->bad++;
-    return -1;
+  see_time(m, now_s);
+  proc_slot *p = find_proc(m, h->host, h->pid, endpoint, now_s);
+  if (!p) return -1;
+  nt_hello *d = &p->pub.hello;
+  *d = *h;
+  if (d->nenv > NT_MAX_ENV) d->nenv = NT_MAX_ENV;
+  nt_sanitize(h->host, strnlen(h->host, sizeof h->host), d->host, sizeof d->host);
+  nt_sanitize(h->nccl_version, strnlen(h->nccl_version, sizeof h->nccl_version), d->nccl_version,
+              sizeof d->nccl_version);
+  nt_sanitize(h->plugin_version, strnlen(h->plugin_version, sizeof h->plugin_version),
+              d->plugin_version, sizeof d->plugin_version);
+  for (uint32_t i = 0; i < d->nenv; i++) {
+    const nt_env_var *v = &h->env[i];
+    nt_sanitize(v->name, strnlen(v->name, sizeof v->name), d->env[i].name, sizeof d->env[i].name);
+    nt_sanitize(v->value, strnlen(v->value, sizeof v->value), d->env[i].value,
+                sizeof d->env[i].value);
   }
-  p->hello = *h;
-  nt_sanitize(h->host, strlen(h->host), p->hello.host, sizeof p->hello.host);
-  nt_sanitize(h->nccl_version, strlen(h->nccl_version), p->hello.nccl_version,
-              sizeof p->hello.nccl_version);
-  nt_sanitize(h->plugin_version, strlen(h->plugin_version), p->hello.plugin_version,
-              sizeof p->hello.plugin_version);
-  for (uint32_t i = 0; i < h->nenv && i < NT_MAX_ENV; i++) {
-    nt_sanitize(h->env[i].name, strlen(h->env[i].name), p->hello.env[i].name,
-                sizeof p->hello.env[i].name);
-    nt_sanitize(h->env[i].value, strlen(h->env[i].value), p->hello.env[i].value,
-                sizeof p->hello.env[i].value);
-  }
-  p->have_hello = true;
+  p->pub.have_hello = true;
   return 0;
+}
+
+/* Whether the process's latest snapshot still lists the communicator. */
+static bool comm_current(const nt_model_process *p, uint64_t hash) {
+  for (uint32_t k = 0; p->cur && k < p->cur->ncomms; k++)
+    if (p->cur->comms[k].comm_hash == hash) return true;
+  return false;
 }
 
 int nt_model_apply_comm(nt_model *m, const char *endpoint, const nt_comm_info *c, double now_s) {
-  (void)now_s;
   m->messages++;
-  nt_model_process *p = find_proc(m, "", c->pid, endpoint, true);
-  if (!p) {
-    m->bad++;
-    return -1;
-  }
+  see_time(m, now_s);
+  proc_slot *p = find_proc(m, "", c->pid, endpoint, now_s);
+  if (!p) return -1;
+  nt_model_process *q = &p->pub;
   uint32_t i = 0;
-  while (i < p->ncomm_info && p->comm_info[i].comm_hash != c->comm_hash) i++;
-  if (i == p->ncomm_info) {
-    if (p->ncomm_info >= NT_MAX_COMMS) return -1;
-    p->ncomm_info++;
+  while (i < q->ncomm_info && q->comm_info[i].comm_hash != c->comm_hash) i++;
+  if (i == q->ncomm_info && q->ncomm_info == NT_MAX_COMMS) {
+    /* Full: a job that keeps creating communicators; forget one that its
+     * latest snapshot no longer lists. */
+    for (i = 0; i < q->ncomm_info && comm_current(q, q->comm_info[i].comm_hash); i++) {
+    }
+    if (i == q->ncomm_info) return 0; /* all current: the snapshot's rows still show them */
+  } else if (i == q->ncomm_info) {
+    q->ncomm_info++;
   }
-  p->comm_info[i] = *c;
-  nt_sanitize(c->name, strlen(c->name), p->comm_info[i].name, sizeof p->comm_info[i].name);
+  q->comm_info[i] = *c;
+  nt_sanitize(c->name, strnlen(c->name, sizeof c->name), q->comm_info[i].name,
+              sizeof q->comm_info[i].name);
   return 0;
 }
 
-void nt_model_note_error(nt_model *m, const char *source, const char *text, double now_s) {
-  m->bad++;
-  nt_model_error *e = &m->errors[m->error_head];
-  m->error_head = (m->error_head + 1) % NT_MODEL_ERRORS;
-  if (m->nerrors < NT_MODEL_ERRORS) m->nerrors++;
-  e->time_s = now_s;
-  nt_sanitize(source, strlen(source), e->source, sizeof e->source);
-  nt_sanitize(text, strlen(text), e->text, sizeof e->text);
-}
-
 void nt_model_tick(nt_model *m, double now_s) {
-  for (uint32_t i = 0; i < m->nprocs; i++) {
-    nt_model_process *p = m->procs[i];
+  see_time(m, now_s);
+  for (uint32_t i = 0; i < m->nprocs;) {
+    nt_model_process *p = &m->procs[i]->pub;
+    if (p->ended && now_s - p->ended_time_s > NT_MODEL_ENDED_KEEP_S) {
+      drop_proc(m, i);
+      continue;
+    }
+    i++;
     if (!p->cur) continue;
     double interval = (p->cur->interval_ms ? p->cur->interval_ms : 100) / 1000.0;
-    /* A viewer slower than the publisher still sees a snapshot per delay. */
-    if (now_s - p->cur_time_s > NT_STALE_INTERVALS * interval + 1.0) p->stale = true;
+    double limit = NT_STALE_INTERVALS * interval;
+    if (limit < NT_STALE_MIN_S) limit = NT_STALE_MIN_S;
+    p->stale = now_s - p->cur_time_s > limit;
   }
 }
 
 void nt_model_process_gone(nt_model *m, uint32_t pid, const char *host) {
+  char clean[NT_MAX_HOST + 1] = "";
+  if (host) nt_sanitize(host, strnlen(host, NT_MAX_HOST), clean, sizeof clean);
   for (uint32_t i = 0; i < m->nprocs; i++) {
-    nt_model_process *p = m->procs[i];
-    if (p->pid == pid && (!host || !host[0] || strcmp(p->host, host) == 0)) p->ended = true;
+    proc_slot *p = m->procs[i];
+    if (p->pub.pid != pid) continue;
+    if (clean[0] ? strcmp(p->pub.host, clean) == 0 : local_endpoint(p))
+      mark_ended(&p->pub, m->now_s);
   }
 }
 
+/* ---- reading ---- */
+
+uint32_t nt_model_generation(const nt_model *m) {
+  return m->generation;
+}
 uint32_t nt_model_nprocesses(const nt_model *m) {
   return m->nprocs;
 }
 nt_model_process *nt_model_process_at(nt_model *m, uint32_t i) {
-  return i < m->nprocs ? m->procs[i] : NULL;
+  return i < m->nprocs ? &m->procs[i]->pub : NULL;
 }
 uint32_t nt_model_nerrors(const nt_model *m) {
   return m->nerrors;
@@ -214,6 +449,12 @@ uint64_t nt_model_total_messages(const nt_model *m) {
 uint64_t nt_model_total_bad(const nt_model *m) {
   return m->bad;
 }
+uint64_t nt_model_total_errors(const nt_model *m) {
+  return m->noted;
+}
+uint64_t nt_model_total_refused(const nt_model *m) {
+  return m->refused;
+}
 double nt_model_last_data_s(const nt_model *m) {
   return m->last_data_s;
 }
@@ -222,13 +463,15 @@ static int rank_cmp(const void *a, const void *b) {
   const nt_model_rank *x = a, *y = b;
   if (x->comm_hash != y->comm_hash) return x->comm_hash < y->comm_hash ? -1 : 1;
   if (x->rank != y->rank) return x->rank < y->rank ? -1 : 1;
-  return x->proc->pid < y->proc->pid ? -1 : x->proc->pid > y->proc->pid;
+  int h = strcmp(x->proc->host, y->proc->host);
+  if (h) return h;
+  return (x->proc->pid > y->proc->pid) - (x->proc->pid < y->proc->pid);
 }
 
 uint32_t nt_model_ranks(nt_model *m, nt_model_rank *out, uint32_t cap) {
   uint32_t n = 0;
   for (uint32_t i = 0; i < m->nprocs; i++) {
-    nt_model_process *p = m->procs[i];
+    nt_model_process *p = &m->procs[i]->pub;
     if (!p->cur) continue;
     for (uint32_t k = 0; k < p->cur->ncomms && n < cap; k++) {
       const nt_comm_row *c = &p->cur->comms[k];
@@ -250,42 +493,49 @@ uint32_t nt_model_ranks(nt_model *m, nt_model_rank *out, uint32_t cap) {
 
 /* ---- derived numbers ---- */
 
-static const nt_proxy_row *match_proxy(const nt_snapshot *s, const nt_proxy_row *row) {
-  if (!s) return NULL;
-  for (uint32_t i = 0; i < s->nproxy; i++)
-    if (s->proxy[i].tid == row->tid) return &s->proxy[i];
+static const nt_proxy_row *find_proxy(const nt_snapshot *s, uint32_t tid) {
+  for (uint32_t i = 0; s && i < s->nproxy; i++)
+    if (s->proxy[i].tid == tid) return &s->proxy[i];
   return NULL;
 }
 
-static void shares(const uint64_t *now, const uint64_t *then, double out[NT_PROXY_NSTATES]);
-static void shares(const uint64_t *now, const uint64_t *then, double out[NT_PROXY_NSTATES]) {
+/* Shares of now - then (then NULL: of now); false when nothing moved. */
+static bool split(const uint64_t *now, const uint64_t *then, double out[NT_PROXY_NSTATES]) {
   uint64_t d[NT_PROXY_NSTATES], sum = 0;
   for (int i = 0; i < NT_PROXY_NSTATES; i++) {
-    d[i] = then && now[i] >= then[i] ? now[i] - then[i] : now[i];
+    d[i] = !then ? now[i] : now[i] >= then[i] ? now[i] - then[i] : 0;
     sum += d[i];
   }
-  if (!sum && then) { /* nothing moved since then: the cumulative split */
-    shares(now, NULL, out);
-    return;
-  }
   for (int i = 0; i < NT_PROXY_NSTATES; i++) out[i] = sum ? (double)d[i] / (double)sum : 0;
+  return sum != 0;
 }
 
 void nt_model_proxy_shares(const nt_model_process *p, const nt_proxy_row *row,
                            double last[NT_PROXY_NSTATES], double total[NT_PROXY_NSTATES]) {
-  const nt_proxy_row *prev = p->prev_time_s > 0 ? match_proxy(p->prev, row) : NULL;
-  shares(row->state_ns, prev ? prev->state_ns : NULL, last);
-  shares(row->state_ns, NULL, total); /* since the plugin started */
+  split(row->state_ns, NULL, total);
+  const nt_proxy_row *prev = find_proxy(p->prev, row->tid);
+  if (prev && split(row->state_ns, prev->state_ns, last)) return;
+  const nt_proxy_row *first = find_proxy(p->first, row->tid);
+  if (first && split(row->state_ns, first->state_ns, last)) return;
+  memcpy(last, total, sizeof(double) * NT_PROXY_NSTATES);
 }
 
-static const nt_channel_row *match_channel(const nt_snapshot *cur, const nt_snapshot *s,
-                                           const nt_channel_row *row) {
-  if (!s) return NULL;
-  uint64_t hash = cur->comms[row->comm_index].comm_hash;
-  for (uint32_t i = 0; i < s->nchannels; i++) {
-    const nt_channel_row *o = &s->channels[i];
-    if (o->channel == row->channel && o->dir == row->dir && o->peer == row->peer &&
-        o->comm_index < s->ncomms && s->comms[o->comm_index].comm_hash == hash)
+/* The prev row with the same key as `row` (a row of p->cur), or NULL. */
+static const nt_channel_row *prev_channel(const nt_model_process *p, const nt_channel_row *row) {
+  const nt_snapshot *cur = p->cur, *prev = p->prev;
+  if (!cur || !prev) return NULL;
+  const proc_slot *slot = slot_of(p);
+  uintptr_t a = (uintptr_t)row, lo = (uintptr_t)cur->channels;
+  if (a >= lo && a < lo + slot->nmatch * sizeof *row && (a - lo) % sizeof *row == 0) {
+    int32_t j = slot->match[(a - lo) / sizeof *row];
+    return j >= 0 ? &prev->channels[j] : NULL;
+  }
+  if (row->comm_index >= cur->ncomms) return NULL;
+  uint64_t hash = cur->comms[row->comm_index].comm_hash, key = chan_subkey(row);
+  for (uint32_t j = 0; j < prev->nchannels; j++) { /* a copy of a row: search */
+    const nt_channel_row *o = &prev->channels[j];
+    if (o->comm_index < prev->ncomms && prev->comms[o->comm_index].comm_hash == hash &&
+        chan_subkey(o) == key)
       return o;
   }
   return NULL;
@@ -294,9 +544,8 @@ static const nt_channel_row *match_channel(const nt_snapshot *cur, const nt_snap
 void nt_model_channel_rates(const nt_model_process *p, const nt_channel_row *row,
                             double *steps_per_s, double *bytes_per_s) {
   *steps_per_s = *bytes_per_s = 0;
-  if (!p->cur || p->prev_time_s <= 0 || p->cur->mono_ns <= p->prev->mono_ns) return;
-  const nt_channel_row *o = match_channel(p->cur, p->prev, row);
-  if (!o) return;
+  const nt_channel_row *o = prev_channel(p, row);
+  if (!o || p->cur->mono_ns <= p->prev->mono_ns) return;
   /* Publisher time, not arrival time: rates do not jitter with delivery. */
   double dt = (double)(p->cur->mono_ns - p->prev->mono_ns) / 1e9;
   if (row->steps >= o->steps) *steps_per_s = (double)(row->steps - o->steps) / dt;
@@ -304,23 +553,27 @@ void nt_model_channel_rates(const nt_model_process *p, const nt_channel_row *row
 }
 
 int nt_model_channel_dominant_wait(const nt_model_process *p, const nt_channel_row *row) {
-  const nt_channel_row *o = p->prev_time_s > 0 ? match_channel(p->cur, p->prev, row) : NULL;
-  uint64_t best = 0;
-  int which = NT_WAIT_NONE;
-  for (int pass = 0; pass < 2 && which == NT_WAIT_NONE; pass++) {
+  const nt_channel_row *o = prev_channel(p, row);
+  int dir = row->dir == NT_DIR_RECV ? NT_DIR_RECV : NT_DIR_SEND;
+  for (int pass = o ? 0 : 1; pass < 2; pass++) {
+    uint64_t best = 0;
+    int which = NT_WAIT_NONE;
     for (int i = 0; i < 3; i++) {
       uint64_t v = row->wait_ns[i];
-      if (pass == 0) v = o && v >= o->wait_ns[i] ? v - o->wait_ns[i] : 0;
-      if (v > best) best = v, which = nt_dir_wait(row->dir, i);
+      if (pass == 0) v = v >= o->wait_ns[i] ? v - o->wait_ns[i] : 0;
+      if (v > best) best = v, which = nt_dir_wait(dir, i);
     }
+    if (which != NT_WAIT_NONE) return which;
   }
-  return which;
+  return NT_WAIT_NONE;
 }
 
 bool nt_model_channel_stalled(const nt_channel_row *row, uint32_t stall_ms) {
   return row->ops_started > row->ops_done && row->progress_age_ns != UINT64_MAX &&
          row->progress_age_ns >= (uint64_t)stall_ms * 1000000ull;
 }
+
+/* ---- topology ---- */
 
 static uint64_t fnv1a(const char *p, size_t n) {
   uint64_t h = 1469598103934665603ull;

@@ -1,11 +1,12 @@
 /* The live source: one SUB socket per local publisher found in the endpoint
- * directory (so a dead one can be dropped alone), plus one per --connect
+ * directory (so a dead one can be closed alone), plus one per --connect
  * endpoint. Every message is decoded and applied to the model; whatever
  * fails becomes a model error with its reason and never disturbs the other
- * publishers. */
+ * publishers. Nothing here blocks longer than the caller's timeout. */
 #include <dirent.h>
 #include <errno.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,50 +15,71 @@
 
 #include "viewer.h"
 
-#define MAX_ENDPOINTS         2048
-#define MAX_MESSAGES_PER_POLL 20000
-#define RCVHWM                1000
+#define MAX_ENDPOINTS 2048
+#define RCVHWM        1000 /* messages queued per publisher before ZeroMQ drops */
+#define SCAN_PERIOD_S 1.0
 
 typedef struct {
   void *sock;
   uint32_t pid; /* 0 for --connect endpoints */
+  bool seen;    /* still in the directory at the last scan */
   char endpoint[160];
-  bool seen; /* still in the directory at the last scan */
 } endpoint;
 
 struct nt_source {
   void *zctx;
-  char dir[200];
-  endpoint eps[MAX_ENDPOINTS];
+  char dir[256];
+  char connect[8][160];
+  int nconnect;
+  bool connected; /* the --connect endpoints were tried */
+  endpoint *eps;
+  zmq_pollitem_t *items;
   uint32_t neps;
   double next_scan_s;
-  bool dir_error_noted;
+  bool dir_error_noted, full_noted;
   bool topo_from_publishers; /* the topology shown came from a topology message */
+  uint64_t topology_messages;
   nt_snapshot *scratch;
   nt_hello *hello;
-  uint8_t *buf;
 };
-
-double nt_now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 static int set_int(void *s, int opt, int v) {
   return zmq_setsockopt(s, opt, &v, sizeof v);
 }
 
-static endpoint *add_endpoint(nt_source *s, const char *addr, uint32_t pid, nt_model *m) {
-  if (s->neps >= MAX_ENDPOINTS) return NULL;
+static void note(nt_model *m, const char *source, bool bad, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static void note(nt_model *m, const char *source, bool bad, const char *fmt, ...) {
+  char text[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(text, sizeof text, fmt, ap);
+  va_end(ap);
+  if (bad)
+    nt_model_note_error(m, source, text, nt_now_s());
+  else
+    nt_model_note_problem(m, source, text, nt_now_s());
+}
+
+static endpoint *add_endpoint(nt_source *s, nt_model *m, const char *addr, uint32_t pid) {
+  if (s->neps >= MAX_ENDPOINTS) {
+    if (!s->full_noted)
+      note(m, addr, false, "more than %d endpoints; not connected", MAX_ENDPOINTS);
+    s->full_noted = true;
+    return NULL;
+  }
+  if (strlen(addr) >= sizeof s->eps[0].endpoint) {
+    note(m, "connect", false, "endpoint name longer than %zu bytes", sizeof s->eps[0].endpoint - 1);
+    return NULL;
+  }
   void *sock = zmq_socket(s->zctx, ZMQ_SUB);
-  int64_t maxmsg = NT_MAX_MESSAGE_BYTES + 1024;
+  /* A publisher that sends more than the protocol allows is disconnected by
+   * ZeroMQ before the message is ever buffered. */
+  int64_t maxmsg = (int64_t)NT_MAX_MESSAGE_BYTES + 4096;
   if (!sock || set_int(sock, ZMQ_LINGER, 0) || set_int(sock, ZMQ_RCVHWM, RCVHWM) ||
       zmq_setsockopt(sock, ZMQ_MAXMSGSIZE, &maxmsg, sizeof maxmsg) ||
       zmq_setsockopt(sock, ZMQ_SUBSCRIBE, "", 0) || zmq_connect(sock, addr)) {
-    char text[256];
-    snprintf(text, sizeof text, "cannot connect: %s", zmq_strerror(errno));
-    nt_model_note_error(m, addr, text, nt_now_s());
+    note(m, addr, false, "cannot connect: %s", zmq_strerror(zmq_errno()));
     if (sock) zmq_close(sock);
     return NULL;
   }
@@ -70,22 +92,44 @@ static endpoint *add_endpoint(nt_source *s, const char *addr, uint32_t pid, nt_m
   return e;
 }
 
+static void remove_endpoint(nt_source *s, uint32_t i) {
+  zmq_close(s->eps[i].sock);
+  s->eps[i] = s->eps[--s->neps];
+}
+
 nt_source *nt_source_open(const nt_options *o, char *err, size_t errlen) {
   nt_source *s = calloc(1, sizeof *s);
   if (!s) return snprintf(err, errlen, "out of memory"), NULL;
+  s->eps = calloc(MAX_ENDPOINTS, sizeof *s->eps);
+  s->items = calloc(MAX_ENDPOINTS, sizeof *s->items);
   s->scratch = nt_snapshot_new();
   s->hello = calloc(1, sizeof *s->hello);
-  s->buf = malloc(NT_MAX_MESSAGE_BYTES + 1);
-  s->zctx = zmq_ctx_new();
-  if (!s->scratch || !s->hello || !s->buf || !s->zctx) {
-    snprintf(err, errlen, "cannot start: out of memory or no ZeroMQ context");
+  if (!s->eps || !s->items || !s->scratch || !s->hello) {
+    snprintf(err, errlen, "out of memory");
     nt_source_close(s);
     return NULL;
   }
-  if (o->dir)
-    snprintf(s->dir, sizeof s->dir, "%s", o->dir);
-  else if (nt_endpoint_dir(s->dir, sizeof s->dir) != 0) {
+  int n = o->dir ? snprintf(s->dir, sizeof s->dir, "%s", o->dir)
+          : nt_endpoint_dir(s->dir, sizeof s->dir) == 0 ? 0
+                                                        : -1;
+  if (n < 0 || (size_t)n >= sizeof s->dir) {
     snprintf(err, errlen, "endpoint directory name too long");
+    nt_source_close(s);
+    return NULL;
+  }
+  for (int i = 0; i < o->nconnect && i < 8; i++) {
+    if (!o->connect[i]) continue;
+    if (strlen(o->connect[i]) >= sizeof s->connect[0]) {
+      snprintf(err, errlen, "--connect endpoint longer than %zu bytes", sizeof s->connect[0] - 1);
+      nt_source_close(s);
+      return NULL;
+    }
+    snprintf(s->connect[s->nconnect++], sizeof s->connect[0], "%s", o->connect[i]);
+  }
+  /* Last: ZeroMQ starts its threads with the first socket, and nothing can
+   * fail after this point. */
+  if (!(s->zctx = zmq_ctx_new())) {
+    snprintf(err, errlen, "cannot create a ZeroMQ context: %s", zmq_strerror(zmq_errno()));
     nt_source_close(s);
     return NULL;
   }
@@ -98,7 +142,8 @@ void nt_source_close(nt_source *s) {
   if (s->zctx) zmq_ctx_term(s->zctx);
   nt_snapshot_free(s->scratch);
   free(s->hello);
-  free(s->buf);
+  free(s->eps);
+  free(s->items);
   free(s);
 }
 
@@ -106,21 +151,42 @@ uint32_t nt_source_nendpoints(const nt_source *s) {
   return s->neps;
 }
 
+int nt_source_connect(nt_source *s, nt_model *m, const char *addr) {
+  return add_endpoint(s, m, addr, 0) ? 0 : -1;
+}
+
 static bool pid_alive(uint32_t pid) {
   return kill((pid_t)pid, 0) == 0 || errno != ESRCH;
 }
 
+/* Drops directory endpoints not seen (their socket file is gone) or whose
+ * process is dead; the model marks their processes ended. */
+static void drop_gone(nt_source *s, nt_model *m) {
+  for (uint32_t i = 0; i < s->neps;) {
+    endpoint *e = &s->eps[i];
+    if (e->pid && (!e->seen || !pid_alive(e->pid))) {
+      nt_model_process_gone(m, e->pid, NULL);
+      remove_endpoint(s, i);
+    } else {
+      i++;
+    }
+  }
+}
+
 /* Lists <pid>.sock files: connects to new live ones, drops dead ones. */
-static void scan(nt_source *s, nt_model *m, double now) {
-  char err[256];
-  if (nt_endpoint_dir_check(s->dir, err, sizeof err) != 0) {
-    if (!s->dir_error_noted) nt_model_note_error(m, "endpoints", err, now);
+static void scan(nt_source *s, nt_model *m) {
+  char err[512] = "";
+  for (uint32_t i = 0; i < s->neps; i++) s->eps[i].seen = true;
+  DIR *d = NULL;
+  if (nt_endpoint_dir_check(s->dir, err, sizeof err) != 0 || !(d = opendir(s->dir))) {
+    if (!d && !err[0]) snprintf(err, sizeof err, "cannot list %s: %s", s->dir, strerror(errno));
+    /* Noted once; the publishers already connected keep working. */
+    if (!s->dir_error_noted) note(m, "endpoints", false, "%s", err);
     s->dir_error_noted = true;
+    drop_gone(s, m);
     return;
   }
   s->dir_error_noted = false;
-  DIR *d = opendir(s->dir);
-  if (!d) return;
   for (uint32_t i = 0; i < s->neps; i++) s->eps[i].seen = s->eps[i].pid == 0;
   struct dirent *de;
   while ((de = readdir(d))) {
@@ -132,126 +198,132 @@ static void scan(nt_source *s, nt_model *m, double now) {
       s->eps[i].seen = true;
       continue;
     }
-    char addr[256];
-    if (nt_endpoint_for_pid(s->dir, pid, addr, sizeof addr) == 0) add_endpoint(s, addr, pid, m);
+    char addr[320];
+    if (nt_endpoint_for_pid(s->dir, pid, addr, sizeof addr) == 0)
+      add_endpoint(s, m, addr, pid);
+    else if (!s->dir_error_noted)
+      note(m, "endpoints", false, "%s/%s: path too long for an ipc endpoint", s->dir, de->d_name);
   }
   closedir(d);
-  for (uint32_t i = 0; i < s->neps;) {
-    if (s->eps[i].seen) {
-      i++;
-      continue;
-    }
-    nt_model_process_gone(m, s->eps[i].pid, NULL);
-    zmq_close(s->eps[i].sock);
-    s->eps[i] = s->eps[--s->neps];
-  }
+  drop_gone(s, m);
 }
 
-static void note(nt_model *m, const endpoint *e, const char *fmt, const char *detail) {
-  char text[512];
-  snprintf(text, sizeof text, fmt, detail);
-  nt_model_note_error(m, e->endpoint, text, nt_now_s());
+static bool topic_is(const zmq_msg_t *t, const char *name) {
+  size_t n = strlen(name);
+  return zmq_msg_size((zmq_msg_t *)t) == n && memcmp(zmq_msg_data((zmq_msg_t *)t), name, n) == 0;
 }
 
-/* Receives one whole message; returns false when the socket has none. */
-static bool receive(nt_source *s, endpoint *e, nt_model *m) {
-  char topic[64], err[256];
-  int tn = zmq_recv(e->sock, topic, sizeof topic - 1, ZMQ_DONTWAIT);
-  if (tn < 0) return false;
-  int more = 0;
-  size_t sz = sizeof more;
-  zmq_getsockopt(e->sock, ZMQ_RCVMORE, &more, &sz);
-  topic[tn < (int)sizeof topic - 1 ? tn : (int)sizeof topic - 1] = '\0';
-  if (!more) {
-    note(m, e, "message with 1 frame, expected 2 (topic %s)", topic);
-    return true;
-  }
-  int len = zmq_recv(e->sock, s->buf, NT_MAX_MESSAGE_BYTES + 1, 0);
-  zmq_getsockopt(e->sock, ZMQ_RCVMORE, &more, &sz);
-  int frames = 2;
-  while (more) { /* drain extra frames so the next message starts clean */
-    char junk[64];
-    if (zmq_recv(e->sock, junk, sizeof junk, 0) < 0) break;
-    frames++;
-    zmq_getsockopt(e->sock, ZMQ_RCVMORE, &more, &sz);
-  }
-  if (frames != 2) {
-    char n[16];
-    snprintf(n, sizeof n, "%d", frames);
-    note(m, e, "message with %s frames, expected 2", n);
-    return true;
-  }
-  if (len < 0) return true;
-  if (len > (int)NT_MAX_MESSAGE_BYTES) {
-    note(m, e, "%s: message larger than the protocol limit", topic);
-    return true;
-  }
+/* Decodes and applies one two-frame message. */
+static void dispatch(nt_source *s, endpoint *e, nt_model *m, zmq_msg_t *topic, zmq_msg_t *body) {
+  const char *data = zmq_msg_data(body);
+  size_t len = zmq_msg_size(body);
+  char err[256];
   double now = nt_now_s();
-  if (tn >= (int)sizeof topic - 1) {
-    note(m, e, "unknown topic %s...", topic);
-  } else if (!strcmp(topic, NT_TOPIC_SNAPSHOT)) {
-    if (nt_snapshot_decode(s->buf, (size_t)len, s->scratch, err, sizeof err) == 0)
+  if (topic_is(topic, NT_TOPIC_SNAPSHOT)) {
+    if (nt_snapshot_decode((const uint8_t *)data, len, s->scratch, err, sizeof err) == 0)
       nt_model_apply_snapshot(m, e->endpoint, s->scratch, now);
     else
-      note(m, e, "bad snapshot: %s", err);
-  } else if (!strcmp(topic, NT_TOPIC_HELLO)) {
-    if (nt_hello_decode((const char *)s->buf, (size_t)len, s->hello, err, sizeof err) == 0)
+      note(m, e->endpoint, true, "snapshot: %s", err);
+  } else if (topic_is(topic, NT_TOPIC_HELLO)) {
+    if (nt_hello_decode(data, len, s->hello, err, sizeof err) == 0)
       nt_model_apply_hello(m, e->endpoint, s->hello, now);
     else
-      note(m, e, "bad hello: %s", err);
-  } else if (!strcmp(topic, NT_TOPIC_COMM)) {
+      note(m, e->endpoint, true, "%s", err);
+  } else if (topic_is(topic, NT_TOPIC_COMM)) {
     nt_comm_info c;
-    if (nt_comm_decode((const char *)s->buf, (size_t)len, &c, err, sizeof err) == 0)
+    if (nt_comm_decode(data, len, &c, err, sizeof err) == 0)
       nt_model_apply_comm(m, e->endpoint, &c, now);
     else
-      note(m, e, "bad communicator message: %s", err);
-  } else if (!strcmp(topic, NT_TOPIC_TOPOLOGY)) {
+      note(m, e->endpoint, true, "%s", err);
+  } else if (topic_is(topic, NT_TOPIC_TOPOLOGY)) {
+    s->topology_messages++;
     /* The first topology wins unless the user gave --topology; the model
      * skips a re-sent identical file. */
-    nt_topo *have = nt_model_topology(m, NULL);
-    if (!have || s->topo_from_publishers)
-      s->topo_from_publishers =
-          nt_model_set_topology(m, (const char *)s->buf, (size_t)len, e->endpoint, now) == 0 ||
-          s->topo_from_publishers;
+    if (!nt_model_topology(m, NULL) || s->topo_from_publishers)
+      s->topo_from_publishers |= nt_model_set_topology(m, data, len, e->endpoint, now) == 0;
   } else {
     char clean[80];
-    note(m, e, "unknown topic '%s'", nt_sanitize(topic, (size_t)tn, clean, sizeof clean));
+    size_t tn = zmq_msg_size(topic);
+    note(m, e->endpoint, true, "unknown topic '%s'%s",
+         nt_sanitize(zmq_msg_data(topic), tn < 40 ? tn : 40, clean, sizeof clean),
+         tn > 40 ? "..." : "");
   }
+}
+
+/* Receives one whole message; false when the socket has none. A message is
+ * always read to its last frame, so the next one starts clean. */
+static bool receive(nt_source *s, endpoint *e, nt_model *m) {
+  zmq_msg_t topic, body, extra;
+  zmq_msg_init(&topic);
+  if (zmq_msg_recv(&topic, e->sock, ZMQ_DONTWAIT) < 0) {
+    zmq_msg_close(&topic);
+    return false;
+  }
+  zmq_msg_init(&body);
+  unsigned frames = 1;
+  for (bool more = zmq_msg_more(&topic); more; frames++) {
+    /* ZeroMQ delivers the frames of a message together: they are here. */
+    zmq_msg_t *into = frames == 1 ? &body : &extra;
+    if (into == &extra) zmq_msg_init(&extra);
+    if (zmq_msg_recv(into, e->sock, ZMQ_DONTWAIT) < 0) {
+      if (into == &extra) zmq_msg_close(&extra);
+      break;
+    }
+    more = zmq_msg_more(into);
+    if (into == &extra) zmq_msg_close(&extra);
+  }
+  if (frames != 2)
+    note(m, e->endpoint, true, "message with %u frame%s, expected 2", frames,
+         frames == 1 ? "" : "s");
+  else if (zmq_msg_size(&body) > NT_MAX_MESSAGE_BYTES)
+    note(m, e->endpoint, true, "message of %zu bytes exceeds the limit of %u", zmq_msg_size(&body),
+         NT_MAX_MESSAGE_BYTES);
+  else
+    dispatch(s, e, m, &topic, &body);
+  zmq_msg_close(&topic);
+  zmq_msg_close(&body);
   return true;
 }
 
+static int remaining_ms(double deadline) {
+  double left = (deadline - nt_now_s()) * 1000.0;
+  return left <= 0 ? 0 : left >= 1e9 ? 1000000000 : (int)left;
+}
+
 int nt_source_poll(nt_source *s, nt_model *m, int timeout_ms) {
-  double now = nt_now_s();
-  if (now >= s->next_scan_s) {
-    scan(s, m, now);
-    s->next_scan_s = now + 1.0;
+  double start = nt_now_s(), deadline = start + (timeout_ms > 0 ? timeout_ms : 0) / 1000.0;
+  if (!s->connected) {
+    for (int i = 0; i < s->nconnect; i++) add_endpoint(s, m, s->connect[i], 0);
+    s->connected = true;
+  }
+  if (start >= s->next_scan_s) {
+    scan(s, m);
+    s->next_scan_s = start + SCAN_PERIOD_S;
   }
   if (s->neps == 0) {
-    if (timeout_ms > 0) {
-      struct timespec ts = {timeout_ms / 1000, (long)(timeout_ms % 1000) * 1000000};
-      nanosleep(&ts, NULL);
-    }
+    int ms = remaining_ms(deadline);
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000};
+    if (ms > 0) nanosleep(&ts, NULL); /* a signal ends it early: fine */
     return 0;
   }
-  zmq_pollitem_t items[MAX_ENDPOINTS];
   for (uint32_t i = 0; i < s->neps; i++)
-    items[i] = (zmq_pollitem_t){.socket = s->eps[i].sock, .events = ZMQ_POLLIN};
-  if (zmq_poll(items, (int)s->neps, timeout_ms) <= 0) return 0;
+    s->items[i] = (zmq_pollitem_t){.socket = s->eps[i].sock, .events = ZMQ_POLLIN};
+  if (zmq_poll(s->items, (int)s->neps, remaining_ms(deadline)) <= 0) return 0;
+  /* Round-robin over the ready sockets, a message each per pass, so one
+   * chatty publisher cannot starve the others; bounded so the screen stays
+   * responsive. */
   int n = 0;
-  /* Round-robin over ready sockets so one chatty publisher cannot starve others. */
-  for (bool any = true; any && n < MAX_MESSAGES_PER_POLL;) {
+  for (bool any = true; any && n < NT_SOURCE_MAX_PER_POLL;) {
     any = false;
-    for (uint32_t i = 0; i < s->neps && n < MAX_MESSAGES_PER_POLL; i++) {
+    for (uint32_t i = 0; i < s->neps && n < NT_SOURCE_MAX_PER_POLL; i++) {
+      if (!(s->items[i].revents & ZMQ_POLLIN)) continue;
       if (receive(s, &s->eps[i], m)) {
         any = true;
         n++;
+      } else {
+        s->items[i].revents = 0;
       }
     }
   }
   return n;
-}
-
-/* Used by --connect: called once after open. */
-int nt_source_connect(nt_source *s, nt_model *m, const char *addr) {
-  return add_endpoint(s, addr, 0, m) ? 0 : -1;
 }

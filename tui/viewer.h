@@ -24,6 +24,7 @@ typedef struct {
   bool ascii;           /* -A / --ascii, or a non-UTF-8 locale */
   int initial_view;     /* enum nt_view_id */
   const char *topology; /* --topology FILE */
+  double start_s;       /* nt_now_s() when the viewer started; 0: the first frame's time */
 } nt_options;
 
 /* Views, in Tab order; digits 1.. select them. */
@@ -31,13 +32,21 @@ enum nt_view_id { NT_VIEW_PROXY, NT_VIEW_CHANNELS, NT_VIEW_TOPO, NT_VIEW_HELP, N
 
 double nt_now_s(void); /* CLOCK_MONOTONIC in seconds */
 
+/* Set (async-signal-safe) by the SIGINT/SIGTERM handler; the batch loop and
+ * the screen's loop end when it is non-zero. Returns the signal number. */
+void nt_request_quit(int sig);
+int nt_quit_requested(void);
+
 typedef struct nt_source nt_source;
 /* Opens the ZeroMQ context; NULL with the reason in err. */
 nt_source *nt_source_open(const nt_options *o, char *err, size_t errlen);
 /* Rescans the endpoint directory (at most once a second), connects to new
  * publishers, drops dead ones, then receives and applies every pending
- * message. Waits at most timeout_ms for the first message. Returns the number
- * of messages applied. Never fails: problems become model errors. */
+ * message (at most NT_SOURCE_MAX_PER_POLL). Returns within timeout_ms (plus
+ * the time to apply what arrived) and the number of messages taken. Never
+ * fails: problems become model errors. The first call also connects the
+ * options' --connect endpoints. */
+#define NT_SOURCE_MAX_PER_POLL 10000
 int nt_source_poll(nt_source *s, nt_model *m, int timeout_ms);
 uint32_t nt_source_nendpoints(const nt_source *s);
 /* Also subscribe to `addr` (a relay's tcp:// endpoint); failures become model errors. */
@@ -47,6 +56,21 @@ void nt_source_close(nt_source *s);
 /* Batch output: one frame of the model as text or one JSON line to `out`. */
 #include <stdio.h>
 int nt_batch_print(FILE *out, nt_model *m, const nt_options *o, double now_s);
+
+/* The command line (cli.c). */
+#include "../sim/sim.h"
+void nt_usage(FILE *f);
+/* Defaults: delay 500 ms, stall 2000 ms, colour unless NO_COLOR is set,
+ * ASCII when the locale (set it first) is not UTF-8. */
+void nt_options_defaults(nt_options *o);
+/* Parses the viewer options of argv[1..argc) into o; returns 0, 1 when help
+ * or the version was printed (exit 0), 2 after a usage error was printed on
+ * stderr (exit 2). The strings stay argv's. */
+int nt_options_parse(nt_options *o, int argc, char **argv);
+/* `demo` arguments (argv[0] "demo"): simulator options go into sim, the rest
+ * (with their values) into viewer[1..], viewer[0] = argv[0], NULL-terminated;
+ * viewer has room for argc + 1 pointers. -1 after a simulator option error. */
+int nt_demo_split_args(nt_sim_config *sim, int argc, char **argv, char **viewer, int *nviewer);
 
 /* The interactive monitor; returns the exit status. */
 int nt_screen_run(nt_model *m, nt_source *src, const nt_options *o);

@@ -35,7 +35,12 @@ void nt_draw_header(nt_screen *s) {
   else
     snprintf(age, sizeof age, "no data yet");
   char extra[100] = "";
-  if (s->filter[0]) snprintf(extra, sizeof extra, "  filter \"%s\"", s->filter);
+  uint64_t lost = 0;
+  for (uint32_t i = 0; i < nt_model_nprocesses(s->m); i++)
+    lost += nt_model_process_at(s->m, i)->lost_messages;
+  int n = 0;
+  if (lost) n = snprintf(extra, sizeof extra, "  lost %llu", (unsigned long long)lost);
+  if (s->filter[0]) snprintf(extra + n, sizeof extra - (size_t)n, "  filter \"%s\"", s->filter);
   snprintf(line, sizeof line,
            " nccltop %s  %-6s %s  publishers %u  ranks %u  bad msgs %llu  sort %s%s  [%s]",
            NT_VERSION, mode, age, nt_model_nprocesses(s->m), s->nranks,

@@ -1,13 +1,14 @@
 /* The baseline for `make bench`: a profiler plugin that does nothing but
  * read the clock once per call, as cheaply as any plugin that timestamps
- * events can. nccltop's budget is 1.5x its cost per call. */
+ * events can. nccltop's budget is 1.5x its cost per call. Exports the v5
+ * table (what the bench drives, NCCL 2.28) and v4 (NCCL 2.27). */
 #include <stdint.h>
 #include <time.h>
 
 #include "../../plugin/nccl_profiler_abi.h"
 
 static unsigned char handle;
-static volatile uint64_t sink;
+static volatile uint64_t sink; /* keeps the clock read from being optimized away */
 
 static void tick(void) {
   struct timespec ts;
@@ -15,37 +16,52 @@ static void tick(void) {
   sink = (uint64_t)ts.tv_nsec;
 }
 
-static nt_nccl_result init(void **ctx, uint64_t id, int *mask, const char *name, int nnodes,
-                           int nranks, int rank, nt_nccl_logger log) {
+static nt_nccl_result init_v5(void **ctx, uint64_t id, int *mask, const char *name, int nnodes,
+                              int nranks, int rank, nt_nccl_logger log) {
   (void)id, (void)name, (void)nnodes, (void)nranks, (void)rank, (void)log;
   *ctx = &handle;
   *mask = 0xFFF;
-  return 0;
+  return NT_NCCL_SUCCESS;
 }
 
-static nt_nccl_result start(void *ctx, void **h, nt_descr_v5 *d) {
+static nt_nccl_result init_v4(void **ctx, int *mask, const char *name, uint64_t hash, int nnodes,
+                              int nranks, int rank, nt_nccl_logger log) {
+  return init_v5(ctx, hash, mask, name, nnodes, nranks, rank, log);
+}
+
+static nt_nccl_result start_v5(void *ctx, void **h, nt_descr_v5 *d) {
   (void)ctx, (void)d;
   tick();
   *h = &handle;
-  return 0;
+  return NT_NCCL_SUCCESS;
+}
+
+static nt_nccl_result start_v4(void *ctx, void **h, nt_descr_v4 *d) {
+  (void)ctx, (void)d;
+  tick();
+  *h = &handle;
+  return NT_NCCL_SUCCESS;
 }
 
 static nt_nccl_result stop(void *h) {
   (void)h;
   tick();
-  return 0;
+  return NT_NCCL_SUCCESS;
 }
 
-static nt_nccl_result record(void *h, int state, nt_state_args_v5 *a) {
+/* nt_state_args_v5 is nt_state_args_v4: one function serves both tables. */
+static nt_nccl_result record(void *h, int state, nt_state_args_v4 *a) {
   (void)h, (void)state, (void)a;
   tick();
-  return 0;
+  return NT_NCCL_SUCCESS;
 }
 
 static nt_nccl_result finalize(void *ctx) {
   (void)ctx;
-  return 0;
+  return NT_NCCL_SUCCESS;
 }
 
 __attribute__((visibility("default")))
-const nt_profiler_v5 ncclProfiler_v5 = {"clock-only", init, start, stop, record, finalize};
+const nt_profiler_v5 ncclProfiler_v5 = {"clock-only", init_v5, start_v5, stop, record, finalize};
+__attribute__((visibility("default")))
+const nt_profiler_v4 ncclProfiler_v4 = {"clock-only", init_v4, start_v4, stop, record, finalize};

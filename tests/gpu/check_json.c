@@ -1,7 +1,10 @@
-/* Checks the viewer's JSON lines from a real NCCL run: every rank seen, proxy
- * threads with time in at least two states, send and recv channels with
- * steps, bytes and network waits, collectives counted. Reads the frames on
- * stdin and judges the last one that lists the most ranks.
+/* Judges the viewer's JSON lines (`nccltop -b --json`) from a real NCCL run
+ * of NRANKS single-rank processes: every rank 0..NRANKS-1 appears, each from
+ * its own process; on every rank a proxy thread spent time in at least two
+ * states, send and recv channels moved steps and bytes and waited on the
+ * network, and collectives were counted. It judges the last frame that shows
+ * the most ranks (counters only grow) and prints one PASS or FAIL line per
+ * check; the exit status is 1 if any failed.
  *
  * usage: check_json NRANKS < frames.jsonl
  */
@@ -10,66 +13,127 @@
 #include <stdlib.h>
 #include <string.h>
 
+#define MAX_CHECK_RANKS 64
+
+typedef struct {
+  int seen;
+  double pid, colls;
+  int proxy_two_states;     /* proxy threads with time in 2+ states */
+  int send_rows, recv_rows; /* rows with steps, bytes and a network wait */
+} rank_info;
+
 static double num(const cJSON *o, const char *k) {
   const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
   return cJSON_IsNumber(v) ? cJSON_GetNumberValue(v) : 0;
 }
 
-static int verdict(const char *what, int ok) {
-  printf("%s %s\n", ok ? "PASS" : "FAIL", what);
+static const char *str(const cJSON *o, const char *k) {
+  const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+  return cJSON_IsString(v) ? v->valuestring : "";
+}
+
+static int verdict(int ok, const char *what, int rank) {
+  if (rank < 0)
+    printf("%s %s\n", ok ? "PASS" : "FAIL", what);
+  else
+    printf("%s rank %d: %s\n", ok ? "PASS" : "FAIL", rank, what);
   return ok ? 0 : 1;
 }
 
-int main(int argc, char **argv) {
-  int want = argc > 1 ? atoi(argv[1]) : 2;
-  static char line[8 << 20];
-  cJSON *best = NULL;
-  int best_ranks = -1;
-  while (fgets(line, sizeof line, stdin)) {
-    cJSON *f = cJSON_Parse(line);
-    if (!f) continue;
-    int n = cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(f, "ranks"));
-    if (n >= best_ranks) {
-      cJSON_Delete(best);
-      best = f, best_ranks = n;
-    } else {
-      cJSON_Delete(f);
-    }
-  }
-  if (!best) return verdict("viewer printed JSON frames", 0);
-  int fails = verdict("every rank appears", best_ranks >= want);
-  int two_states = 0, send_ok = 0, recv_ok = 0;
-  double colls = 0;
+/* Fills info[] from one frame; returns how many of the wanted ranks it shows. */
+static int scan(const cJSON *frame, int want, rank_info *info) {
+  memset(info, 0, sizeof *info * (size_t)want);
+  int found = 0;
   const cJSON *r;
-  cJSON_ArrayForEach(r, cJSON_GetObjectItemCaseSensitive(best, "ranks")) {
-    colls += num(r, "colls");
+  cJSON_ArrayForEach(r, cJSON_GetObjectItemCaseSensitive(frame, "ranks")) {
+    double rank = num(r, "rank");
+    if (num(r, "nranks") != want || rank < 0 || rank >= want || rank != (int)rank) continue;
+    rank_info *x = &info[(int)rank];
+    if (!x->seen) found++;
+    x->seen = 1;
+    x->pid = num(r, "pid");
+    x->colls += num(r, "colls");
     const cJSON *p;
     cJSON_ArrayForEach(p, cJSON_GetObjectItemCaseSensitive(r, "proxy")) {
       int states = 0;
       const cJSON *s;
-      cJSON_ArrayForEach(s, cJSON_GetObjectItemCaseSensitive(p, "state_ns")) states +=
-          cJSON_GetNumberValue(s) > 0;
-      if (states >= 2) two_states++;
+      cJSON_ArrayForEach(s, cJSON_GetObjectItemCaseSensitive(p, "state_ns")) {
+        if (cJSON_IsNumber(s) && cJSON_GetNumberValue(s) > 0) states++;
+      }
+      x->proxy_two_states += states >= 2;
     }
     const cJSON *c;
     cJSON_ArrayForEach(c, cJSON_GetObjectItemCaseSensitive(r, "channels")) {
-      const cJSON *dir = cJSON_GetObjectItemCaseSensitive(c, "dir");
       const cJSON *w = cJSON_GetObjectItemCaseSensitive(c, "wait_ns");
-      int moving = num(c, "steps") > 0 && num(c, "bytes") > 0;
-      if (cJSON_IsString(dir) && !strcmp(dir->valuestring, "send") && moving &&
-          num(w, "send_net_wait") > 0)
-        send_ok++;
-      if (cJSON_IsString(dir) && !strcmp(dir->valuestring, "recv") && moving &&
-          num(w, "recv_net_wait") > 0)
-        recv_ok++;
+      if (num(c, "steps") <= 0 || num(c, "bytes") <= 0) continue;
+      if (!strcmp(str(c, "dir"), "send") && num(w, "send_net_wait") > 0) x->send_rows++;
+      if (!strcmp(str(c, "dir"), "recv") && num(w, "recv_net_wait") > 0) x->recv_rows++;
     }
   }
-  fails += verdict("a proxy thread spent time in at least two states", two_states > 0);
-  fails += verdict("send channels moved steps and bytes, with send_net_wait", send_ok > 0);
-  fails += verdict("recv channels moved steps and bytes, with recv_net_wait", recv_ok > 0);
-  fails += verdict("collectives were counted", colls > 0);
-  printf("ranks %d, proxy threads with 2+ states %d, send rows %d, recv rows %d, colls %.0f\n",
-         best_ranks, two_states, send_ok, recv_ok, colls);
+  return found;
+}
+
+/* What the publishers said about themselves: the ABI NCCL loaded, etc. */
+static void print_processes(const cJSON *frame) {
+  const cJSON *p;
+  cJSON_ArrayForEach(p, cJSON_GetObjectItemCaseSensitive(frame, "processes")) {
+    const cJSON *k = cJSON_GetObjectItemCaseSensitive(p, "counters");
+    printf("process %.0f: profiler ABI v%.0f, NCCL %s, events %.0f, dropped %.0f, unknown %.0f, "
+           "mask 0x%x\n",
+           num(p, "pid"), num(p, "abi"), *str(p, "nccl_version") ? str(p, "nccl_version") : "?",
+           num(k, "events"), num(k, "dropped_events"), num(k, "unknown_events"),
+           (unsigned)num(p, "event_mask"));
+  }
+}
+
+int main(int argc, char **argv) {
+  int want = argc == 2 ? atoi(argv[1]) : 0;
+  if (want < 1 || want > MAX_CHECK_RANKS) {
+    fprintf(stderr, "usage: check_json NRANKS (1..%d) < frames.jsonl\n", MAX_CHECK_RANKS);
+    return 2;
+  }
+  cJSON *best = NULL;
+  int best_found = -1, frames = 0;
+  rank_info info[MAX_CHECK_RANKS];
+  char *line = NULL;
+  size_t cap = 0;
+  while (getline(&line, &cap, stdin) > 0) {
+    cJSON *f = cJSON_Parse(line);
+    if (!f) continue;
+    frames++;
+    int found = scan(f, want, info);
+    if (found >= best_found) {
+      cJSON_Delete(best);
+      best = f, best_found = found;
+    } else {
+      cJSON_Delete(f);
+    }
+  }
+  free(line);
+  if (verdict(best != NULL, "the viewer printed JSON frames", -1)) return 1;
+  printf("judging the last of %d frames that shows %d of %d ranks\n", frames, best_found, want);
+  print_processes(best);
+  scan(best, want, info);
+  int fails = verdict(best_found == want, "every rank appears", -1);
+  int distinct = 1;
+  for (int i = 0; i < want; i++)
+    for (int j = 0; j < i; j++)
+      if (info[i].seen && info[j].seen && info[i].pid == info[j].pid) distinct = 0;
+  if (best_found == want) fails += verdict(distinct, "each rank has its own process", -1);
+  for (int i = 0; i < want; i++) {
+    const rank_info *x = &info[i];
+    if (!x->seen) continue;
+    printf("rank %d: pid %.0f, colls %.0f, proxy threads with 2+ states %d, send rows %d, "
+           "recv rows %d\n",
+           i, x->pid, x->colls, x->proxy_two_states, x->send_rows, x->recv_rows);
+    fails +=
+        verdict(x->proxy_two_states > 0, "a proxy thread spent time in at least two states", i);
+    fails +=
+        verdict(x->send_rows > 0, "send channels moved steps and bytes, with send_net_wait", i);
+    fails +=
+        verdict(x->recv_rows > 0, "recv channels moved steps and bytes, with recv_net_wait", i);
+    fails += verdict(x->colls > 0, "collectives were counted", i);
+  }
   cJSON_Delete(best);
   return fails ? 1 : 0;
 }

@@ -1,0 +1,534 @@
+/* The proxy progress thread of one communicator, shaped like NCCL 2.28's
+ * (src/proxy.c ncclProxyProgress / ncclProxyGetPostedOps and
+ * src/transport/net.cc):
+ *
+ * - ProxyCtrl bursts: an Idle or Active edge (start, record, stop) when the
+ *   thread stops or starts making progress; Sleep .. Wakeup while it blocks
+ *   with nothing to do; Append .. AppendEnd(appendedProxyOps) when it takes
+ *   posted ops, starting their ProxyOps inside the burst (NCCL 2.27+).
+ * - per op: InProgress when progress first reaches it; per step:
+ *   send: start, SendGPUWait, SendPeerWait (twice: NCCL repeats it while
+ *   the receiver gives no credit), SendWait, stop; recv: start, RecvWait,
+ *   RecvFlushWait, RecvGPUWait, stop. Every step record carries the op's
+ *   transSize, which is current only from SendWait / RecvFlushWait on and
+ *   holds the previous step's size before, as in NCCL.
+ * - KernelCh per channel: start with the GPU start time, KernelChStop with
+ *   the GPU stop time, stop.
+ * - Gating as NCCL: ProxyOp/ProxyStep/KernelCh by the collective's mask
+ *   snapshot; ProxyCtrl by the live mask at each start and record. Steps
+ *   are started even when their op was dropped (parent NULL) but get no
+ *   state records then; nothing is recorded or stopped with a NULL handle.
+ *
+ * Deterministic mode runs the fixed serial schedule of schedule.h on the
+ * virtual clock. Real-time mode runs an event loop: several steps of every
+ * op in flight, the network of each op busy with one transfer at a time,
+ * per-rank bottlenecks, sleeping until the next step is due.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "rank.h"
+#include "schedule.h"
+
+static nt_descr_v5 descr(int type, void *parent, int rank) {
+  nt_descr_v5 e;
+  memset(&e, 0, sizeof e);
+  e.type = (uint64_t)type;
+  e.parentObj = parent;
+  e.rank = rank;
+  return e;
+}
+
+/* ---- the calls ---- */
+
+static void *ctrl_start(sim_comm *c) {
+  sim_ctx *x = &c->px;
+  if (!x->on || !sim_mask_wants(x->d->abi, sim_mask_now(x), NT_EV_PROXY_CTRL)) return NULL;
+  nt_descr_v5 e = descr(NT_EV_PROXY_CTRL, NULL, 0);
+  return sim_start(x, &e);
+}
+
+static void ctrl_record(sim_comm *c, void *h, int state, int appended) {
+  sim_ctx *x = &c->px;
+  if (!h || !(sim_mask_now(x) & NT_EV_PROXY_CTRL)) return;
+  nt_state_args_v5 a;
+  memset(&a, 0, sizeof a);
+  a.proxyCtrl.appendedProxyOps = appended;
+  sim_record(x, h, state, &a);
+}
+
+static void ctrl_edge(sim_comm *c, int state) {
+  void *h = ctrl_start(c);
+  ctrl_record(c, h, state, 0);
+  sim_stop(&c->px, h);
+}
+
+typedef struct {
+  void *h;        /* ProxyOp handle */
+  uint64_t trans; /* NCCL's sub->transSize */
+  int ch, send;
+} sim_op;
+
+static void op_start(sim_comm *c, const sim_work *w, sim_op *op, int ch, int send) {
+  sim_ctx *x = &c->px;
+  int rank = c->r->rank, n = c->r->cfg->ranks;
+  memset(op, 0, sizeof *op);
+  op->ch = ch;
+  op->send = send;
+  if (!sim_mask_wants(x->d->abi, w->mask, NT_EV_PROXY_OP)) return;
+  nt_descr_v5 e = descr(NT_EV_PROXY_OP, w->coll, rank);
+  e.proxyOp.pid = getpid();
+  e.proxyOp.channelId = (uint8_t)ch;
+  e.proxyOp.peer = send ? (rank + 1) % n : (rank - 1 + n) % n;
+  e.proxyOp.nSteps = w->steps;
+  e.proxyOp.chunkSize = (int)w->step_size;
+  e.proxyOp.isSend = send;
+  op->h = sim_start(x, &e);
+}
+
+static void op_in_progress(sim_comm *c, const sim_op *op) {
+  nt_state_args_v5 a;
+  memset(&a, 0, sizeof a);
+  sim_record(&c->px, op->h, NT_ST_OP_IN_PROGRESS, &a);
+}
+
+static void *step_start(sim_comm *c, const sim_work *w, const sim_op *op, int step) {
+  sim_ctx *x = &c->px;
+  if (!sim_mask_wants(x->d->abi, w->mask, NT_EV_PROXY_STEP)) return NULL;
+  nt_descr_v5 e = descr(NT_EV_PROXY_STEP, op->h, c->r->rank);
+  e.proxyStep.step = step;
+  return sim_start(x, &e);
+}
+
+static void step_record(sim_comm *c, const sim_op *op, void *h, int state) {
+  if (!op->h || !h) return;
+  nt_state_args_v5 a;
+  memset(&a, 0, sizeof a);
+  a.proxyStep.transSize = (size_t)op->trans;
+  sim_record(&c->px, h, state, &a);
+}
+
+static void *kernel_start(sim_comm *c, const sim_work *w, int ch, uint64_t ptimer) {
+  sim_ctx *x = &c->px;
+  if (!sim_mask_wants(x->d->abi, w->mask, NT_EV_KERNEL_CH)) return NULL;
+  nt_descr_v5 e = descr(NT_EV_KERNEL_CH, w->coll, 0); /* NCCL sets no rank here */
+  e.kernelCh.channelId = (uint8_t)ch;
+  e.kernelCh.pTimer = ptimer;
+  return sim_start(x, &e);
+}
+
+static void kernel_stop(sim_comm *c, void *h, uint64_t ptimer) {
+  if (!h) return;
+  nt_state_args_v5 a;
+  memset(&a, 0, sizeof a);
+  a.kernelCh.pTimer = ptimer;
+  sim_record(&c->px, h, NT_ST_KERNEL_CH_STOP, &a);
+  sim_stop(&c->px, h);
+}
+
+/* ---- deterministic: the serial schedule of schedule.h ---- */
+
+static void det_send_step(sim_comm *c, const sim_work *w, sim_op *op, int s) {
+  void *h = step_start(c, w, op, s);
+  step_record(c, op, h, NT_ST_STEP_SEND_GPU_WAIT);
+  sim_vclock_pass(SIM_SEND_GPU_NS);
+  step_record(c, op, h, NT_ST_STEP_SEND_PEER_WAIT);
+  sim_vclock_pass(SIM_SEND_PEER_NS / 2);
+  step_record(c, op, h, NT_ST_STEP_SEND_PEER_WAIT);
+  sim_vclock_pass(SIM_SEND_PEER_NS - SIM_SEND_PEER_NS / 2);
+  op->trans = sim_det_step_bytes(s);
+  step_record(c, op, h, NT_ST_STEP_SEND_WAIT);
+  sim_vclock_pass(SIM_SEND_NET_NS);
+  sim_stop(&c->px, h);
+}
+
+static void det_recv_step(sim_comm *c, const sim_work *w, sim_op *op, int s) {
+  void *h = step_start(c, w, op, s);
+  step_record(c, op, h, NT_ST_STEP_RECV_WAIT);
+  sim_vclock_pass(SIM_RECV_NET_NS);
+  op->trans = sim_det_step_bytes(s);
+  step_record(c, op, h, NT_ST_STEP_RECV_FLUSH_WAIT);
+  sim_vclock_pass(SIM_RECV_FLUSH_NS);
+  step_record(c, op, h, NT_ST_STEP_RECV_GPU_WAIT);
+  sim_vclock_pass(SIM_RECV_GPU_NS);
+  sim_stop(&c->px, h);
+}
+
+static void det_main(sim_comm *c) {
+  int nch = c->r->cfg->channels;
+  sim_op ops[SIM_MAX_CHANNELS][2];
+  void *kch[SIM_MAX_CHANNELS];
+  uint64_t kstart[SIM_MAX_CHANNELS];
+  sim_work w;
+  sim_vclock_own();
+  ctrl_edge(c, NT_ST_CTRL_IDLE); /* t = 0: the state is known from here on */
+  /* Waiting for work takes no virtual time; the bursts below do. */
+  while (sim_queue_pop(c, &w, true) == 1) {
+    sim_vclock_pass(SIM_IDLE_NS);
+    void *h = ctrl_start(c);
+    ctrl_record(c, h, NT_ST_CTRL_SLEEP, 0);
+    sim_vclock_pass(SIM_SLEEP_NS);
+    ctrl_record(c, h, NT_ST_CTRL_WAKEUP, 0);
+    sim_vclock_pass(SIM_WAKEUP_NS);
+    sim_stop(&c->px, h);
+    h = ctrl_start(c);
+    ctrl_record(c, h, NT_ST_CTRL_APPEND, 0);
+    for (int ch = 0; ch < nch; ch++) {
+      op_start(c, &w, &ops[ch][0], ch, 1);
+      op_start(c, &w, &ops[ch][1], ch, 0);
+    }
+    sim_vclock_pass(SIM_APPEND_NS);
+    ctrl_record(c, h, NT_ST_CTRL_APPEND_END, 2 * nch);
+    sim_stop(&c->px, h);
+    ctrl_edge(c, NT_ST_CTRL_ACTIVE);
+    for (int ch = 0; ch < nch; ch++) {
+      op_in_progress(c, &ops[ch][0]);
+      op_in_progress(c, &ops[ch][1]);
+      kstart[ch] = SIM_PTIMER_BASE + sim_vclock();
+      kch[ch] = kernel_start(c, &w, ch, kstart[ch]);
+    }
+    for (int s = 0; s < w.steps; s++) {
+      for (int ch = 0; ch < nch; ch++) {
+        det_send_step(c, &w, &ops[ch][0], s);
+        det_recv_step(c, &w, &ops[ch][1], s);
+      }
+    }
+    for (int dir = 0; dir < 2; dir++)
+      for (int ch = 0; ch < nch; ch++) sim_stop(&c->px, ops[ch][dir].h);
+    for (int ch = 0; ch < nch; ch++) kernel_stop(c, kch[ch], kstart[ch] + SIM_KERNEL_NS);
+    ctrl_edge(c, NT_ST_CTRL_IDLE);
+  }
+}
+
+/* ---- real time ---- */
+
+#define RT_WINDOW       4          /* steps of one op in flight (NCCL_STEPS is 8) */
+#define RT_MAX_COLLS    2          /* collectives in progress at once */
+#define RT_SLACK_NS     500000ull  /* events due this close are handled in one wake-up */
+#define RT_IDLE_GAP_NS  2000000ull /* NCCL's idle passes: a wait this long is an Idle edge */
+#define RT_MAX_SLEEP_NS 20000000ull
+
+enum { W_SEND_GPU, W_SEND_PEER, W_SEND_NET, W_RECV_NET, W_RECV_FLUSH, W_RECV_GPU };
+
+/* Microseconds per step in each state, by rank profile. A rank's send peer
+ * wait also grows with its receiver's GPU wait, and its recv network wait
+ * with its sender's GPU wait, so a slow rank shows on its neighbours. */
+static const uint16_t rt_profiles_us[4][6] = {
+    {700, 250, 1400, 1300, 120, 500}, /* balanced */
+    {400, 300, 4200, 3600, 100, 400}, /* slow network: send_net_wait */
+    {3600, 200, 900, 900, 100, 2800}, /* slow GPU: send_gpu_wait */
+    {500, 3000, 700, 2600, 100, 400}, /* a peer slow to give credit */
+};
+
+static int rt_profile(int rank, int ranks) {
+  if (ranks < 3) return rank == 1 ? 1 : 0;
+  switch (rank % 8) {
+  case 1: return 1;
+  case 2: return 2;
+  case 5: return 3;
+  default: return 0;
+  }
+}
+
+typedef struct {
+  bool used;
+  void *h;
+  int step, stage;
+  uint64_t due, rest;
+} rt_step;
+
+typedef struct {
+  sim_op op;
+  int posted, done, inflight;
+  bool begun, finished;
+  uint64_t post_at;  /* when the next step may be posted; UINT64_MAX: not yet */
+  uint64_t net_free; /* the op's transfers go one at a time */
+  rt_step fl[RT_WINDOW];
+} rt_op;
+
+typedef struct {
+  bool used;
+  uint64_t seq;
+  sim_work w;
+  int dir_left[2]; /* ops of each direction not finished */
+  int ch_left[SIM_MAX_CHANNELS];
+  bool kch_started[SIM_MAX_CHANNELS];
+  void *kch[SIM_MAX_CHANNELS];
+  rt_op ops[SIM_MAX_CHANNELS][2];
+} rt_coll;
+
+typedef struct {
+  sim_comm *c;
+  int nch, prof, prof_next, prof_prev;
+  rt_coll colls[RT_MAX_COLLS];
+  int ncolls;
+  uint64_t seq;
+  bool active;
+} rt_proxy;
+
+static uint64_t rt_dur(rt_proxy *p, int what, int ch) {
+  uint64_t us = rt_profiles_us[p->prof][what];
+  if (what == W_SEND_PEER) us += rt_profiles_us[p->prof_next][W_RECV_GPU] * 2 / 5;
+  if (what == W_RECV_NET) us += rt_profiles_us[p->prof_prev][W_SEND_GPU] * 2 / 5;
+  uint64_t ns = us * 1000 * (uint64_t)(100 + 12 * (ch % 4)) / 100;
+  return ns * (75 + sim_rand(&p->c->rng) % 51) / 100; /* +-25% */
+}
+
+static uint64_t rt_step_size(const sim_work *w, int s) {
+  if (s < w->steps - 1) return w->step_size;
+  return w->bytes - (uint64_t)(w->steps - 1) * w->step_size;
+}
+
+static void rt_active(rt_proxy *p) {
+  if (!p->active) ctrl_edge(p->c, NT_ST_CTRL_ACTIVE);
+  p->active = true;
+}
+
+static void rt_idle(rt_proxy *p) {
+  if (p->active) ctrl_edge(p->c, NT_ST_CTRL_IDLE);
+  p->active = false;
+}
+
+/* Takes posted collectives (as many as fit) inside an Append burst. */
+static void rt_append(rt_proxy *p) {
+  sim_comm *c = p->c;
+  void *h = ctrl_start(c);
+  ctrl_record(c, h, NT_ST_CTRL_APPEND, 0);
+  int added = 0;
+  for (int i = 0; i < RT_MAX_COLLS && p->ncolls < RT_MAX_COLLS; i++) {
+    rt_coll *k = &p->colls[i];
+    if (k->used) continue;
+    sim_work w;
+    if (sim_queue_pop(c, &w, false) != 1) break;
+    memset(k, 0, sizeof *k);
+    k->used = true;
+    k->seq = p->seq++;
+    k->w = w;
+    k->dir_left[0] = k->dir_left[1] = p->nch;
+    for (int ch = 0; ch < p->nch; ch++) {
+      k->ch_left[ch] = 2;
+      for (int dir = 0; dir < 2; dir++) {
+        op_start(c, &w, &k->ops[ch][dir].op, ch, dir == 0);
+        k->ops[ch][dir].post_at = UINT64_MAX;
+        added++;
+      }
+    }
+    p->ncolls++;
+  }
+  ctrl_record(c, h, NT_ST_CTRL_APPEND_END, added);
+  sim_stop(&c->px, h);
+}
+
+/* Sleeps inside a Sleep/Wakeup burst until work arrives; false when the
+ * application is done and nothing is left. */
+static bool rt_sleep(rt_proxy *p) {
+  sim_comm *c = p->c;
+  pthread_mutex_lock(&c->mu);
+  bool finished = c->closed && c->count == 0;
+  pthread_mutex_unlock(&c->mu);
+  if (finished) return false;
+  void *h = ctrl_start(c);
+  ctrl_record(c, h, NT_ST_CTRL_SLEEP, 0);
+  bool got = sim_queue_wait(c);
+  ctrl_record(c, h, NT_ST_CTRL_WAKEUP, 0);
+  sim_stop(&c->px, h);
+  return got;
+}
+
+static void rt_op_finished(rt_proxy *p, rt_coll *k, rt_op *o) {
+  sim_comm *c = p->c;
+  int ch = o->op.ch, dir = o->op.send ? 0 : 1;
+  o->finished = true;
+  if (--k->ch_left[ch] == 0) {
+    kernel_stop(c, k->kch[ch], sim_wall_ns());
+    k->kch[ch] = NULL;
+  }
+  /* NCCL stops the ops of one proxy args (one direction) together. */
+  if (--k->dir_left[dir] == 0)
+    for (int i = 0; i < p->nch; i++) sim_stop(&c->px, k->ops[i][dir].op.h);
+  if (k->dir_left[0] == 0 && k->dir_left[1] == 0) {
+    k->used = false;
+    p->ncolls--;
+  }
+}
+
+/* An op starts progressing once the same connection is done with the
+ * previous collective. */
+static bool rt_begin(rt_proxy *p, rt_coll *k, rt_op *o, uint64_t now) {
+  int ch = o->op.ch, dir = o->op.send ? 0 : 1;
+  for (int i = 0; i < RT_MAX_COLLS; i++) {
+    rt_coll *j = &p->colls[i];
+    if (j->used && j->seq < k->seq && !j->ops[ch][dir].finished) return false;
+  }
+  rt_active(p);
+  o->begun = true;
+  o->post_at = now;
+  op_in_progress(p->c, &o->op);
+  if (!k->kch_started[ch]) {
+    k->kch_started[ch] = true;
+    k->kch[ch] = kernel_start(p->c, &k->w, ch, sim_wall_ns() - 20000);
+  }
+  return true;
+}
+
+static void rt_post(rt_proxy *p, rt_coll *k, rt_op *o, uint64_t t) {
+  int s = o->posted++;
+  rt_step *st = &o->fl[s % RT_WINDOW];
+  memset(st, 0, sizeof *st);
+  st->used = true;
+  st->step = s;
+  st->h = step_start(p->c, &k->w, &o->op, s);
+  o->inflight++;
+  o->post_at = UINT64_MAX; /* the next one follows when this one leaves its first state */
+  if (o->op.send) {
+    step_record(p->c, &o->op, st->h, NT_ST_STEP_SEND_GPU_WAIT);
+    st->due = t + rt_dur(p, W_SEND_GPU, o->op.ch);
+  } else {
+    step_record(p->c, &o->op, st->h, NT_ST_STEP_RECV_WAIT);
+    st->due = (t > o->net_free ? t : o->net_free) + rt_dur(p, W_RECV_NET, o->op.ch);
+    o->net_free = st->due;
+  }
+}
+
+/* Moves a step to its next state at its due time. */
+static void rt_advance(rt_proxy *p, rt_coll *k, rt_op *o, rt_step *st) {
+  sim_comm *c = p->c;
+  uint64_t t = st->due;
+  int ch = o->op.ch;
+  if (st->stage == 0) o->post_at = t;
+  bool done = false;
+  if (o->op.send) {
+    switch (st->stage) {
+    case 0: {
+      uint64_t peer = rt_dur(p, W_SEND_PEER, ch);
+      step_record(c, &o->op, st->h, NT_ST_STEP_SEND_PEER_WAIT);
+      st->due = t + peer / 2;
+      st->rest = peer - peer / 2;
+      break;
+    }
+    case 1: /* no credit yet: NCCL records SendPeerWait again */
+      step_record(c, &o->op, st->h, NT_ST_STEP_SEND_PEER_WAIT);
+      st->due = t + st->rest;
+      break;
+    case 2:
+      o->op.trans = rt_step_size(&k->w, st->step);
+      step_record(c, &o->op, st->h, NT_ST_STEP_SEND_WAIT);
+      st->due = (t > o->net_free ? t : o->net_free) + rt_dur(p, W_SEND_NET, ch);
+      o->net_free = st->due;
+      break;
+    default: done = true; break;
+    }
+  } else {
+    switch (st->stage) {
+    case 0:
+      o->op.trans = rt_step_size(&k->w, st->step);
+      step_record(c, &o->op, st->h, NT_ST_STEP_RECV_FLUSH_WAIT);
+      st->due = t + rt_dur(p, W_RECV_FLUSH, ch);
+      break;
+    case 1:
+      step_record(c, &o->op, st->h, NT_ST_STEP_RECV_GPU_WAIT);
+      st->due = t + rt_dur(p, W_RECV_GPU, ch);
+      break;
+    default: done = true; break;
+    }
+  }
+  st->stage++;
+  if (!done) return;
+  sim_stop(&c->px, st->h);
+  st->used = false;
+  o->inflight--;
+  if (++o->done == k->w.steps) rt_op_finished(p, k, o);
+}
+
+/* Runs one op's events due by `limit`; returns when its next one is due. */
+static uint64_t rt_op_run(rt_proxy *p, rt_coll *k, rt_op *o, uint64_t now, uint64_t limit) {
+  if (!o->begun && !rt_begin(p, k, o, now)) return UINT64_MAX;
+  while (!o->finished) {
+    rt_step *st = NULL;
+    for (int i = 0; i < RT_WINDOW; i++)
+      if (o->fl[i].used && (!st || o->fl[i].due < st->due)) st = &o->fl[i];
+    bool can_post = o->posted < k->w.steps && o->inflight < RT_WINDOW;
+    uint64_t post = can_post ? o->post_at : UINT64_MAX;
+    uint64_t due = st ? st->due : UINT64_MAX;
+    uint64_t next = post < due ? post : due;
+    if (next == UINT64_MAX || next > limit) return next;
+    rt_active(p);
+    if (post <= due)
+      rt_post(p, k, o, post);
+    else
+      rt_advance(p, k, o, st);
+  }
+  return UINT64_MAX;
+}
+
+static uint64_t rt_progress(rt_proxy *p, uint64_t now, uint64_t limit) {
+  rt_coll *order[RT_MAX_COLLS];
+  int n = 0;
+  for (int i = 0; i < RT_MAX_COLLS; i++) {
+    if (!p->colls[i].used) continue;
+    int j = n++;
+    for (; j > 0 && order[j - 1]->seq > p->colls[i].seq; j--) order[j] = order[j - 1];
+    order[j] = &p->colls[i];
+  }
+  uint64_t next = UINT64_MAX;
+  for (int i = 0; i < n; i++) {
+    rt_coll *k = order[i];
+    for (int ch = 0; ch < p->nch && k->used; ch++) {
+      for (int dir = 0; dir < 2 && k->used; dir++) {
+        if (k->ops[ch][dir].finished) continue;
+        uint64_t t = rt_op_run(p, k, &k->ops[ch][dir], now, limit);
+        if (t < next) next = t;
+      }
+    }
+  }
+  return next;
+}
+
+static void rt_main(sim_comm *c) {
+  rt_proxy *p = calloc(1, sizeof *p);
+  if (!p) {
+    fprintf(stderr, "nccltop sim: rank %d: out of memory\n", c->r->rank);
+    sim_work w;
+    while (sim_queue_pop(c, &w, true) == 1) {
+    }
+    return;
+  }
+  const nt_sim_config *cfg = c->r->cfg;
+  int rank = c->r->rank, n = cfg->ranks;
+  p->c = c;
+  p->nch = cfg->channels;
+  p->prof = rt_profile(rank, n);
+  p->prof_next = rt_profile((rank + 1) % n, n);
+  p->prof_prev = rt_profile((rank - 1 + n) % n, n);
+  ctrl_edge(c, NT_ST_CTRL_IDLE);
+  for (;;) {
+    if (p->ncolls < RT_MAX_COLLS && !sim_queue_empty(c)) rt_append(p);
+    if (p->ncolls == 0) {
+      rt_idle(p);
+      if (!rt_sleep(p)) break;
+      continue;
+    }
+    /* Stopping: drain what is in flight without waiting for it. */
+    bool fast = sim_stopping();
+    uint64_t now = sim_real_ns();
+    uint64_t next = rt_progress(p, now, fast ? UINT64_MAX : now + RT_SLACK_NS);
+    if (p->ncolls == 0 || fast) continue;
+    now = sim_real_ns();
+    if (next <= now) continue;
+    uint64_t wait = next - now;
+    if (wait > RT_IDLE_GAP_NS) rt_idle(p);
+    sim_sleep_ns(wait < RT_MAX_SLEEP_NS ? wait : RT_MAX_SLEEP_NS);
+  }
+  free(p);
+}
+
+void *sim_proxy_main(void *arg) {
+  sim_comm *c = arg;
+  if (c->r->cfg->deterministic)
+    det_main(c);
+  else
+    rt_main(c);
+  return NULL;
+}

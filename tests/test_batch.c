@@ -1,0 +1,316 @@
+/* Batch output: the JSON frame parses back with the documented names and
+ * exact values, is one line, carries hostile strings escaped exactly once;
+ * the text frame has the expected rows; the command line takes the batch
+ * options and refuses bad values. */
+#include <cjson/cJSON.h>
+#include <stdlib.h>
+
+#include "testlib.h"
+#include "../tui/viewer.h"
+
+#define HASH 0x00c0ffee12345678ull
+
+static nt_snapshot *snap(uint64_t seq, uint64_t mono_ns, uint64_t k) {
+  nt_snapshot *s = nt_snapshot_new();
+  if (!s) return NULL;
+  snprintf(s->host, sizeof s->host, "gpu\x1b[31m\"7");
+  s->pid = 4242;
+  s->seq = seq;
+  s->mono_ns = mono_ns;
+  s->interval_ms = 100;
+  s->process = (nt_process_counters){.events = 1000 + k,
+                                     .dropped_events = 1,
+                                     .unknown_events = 2,
+                                     .foreign_ops = 3,
+                                     .reclaimed_ops = 4,
+                                     .dropped_rows = 5,
+                                     .unsent_messages = 6,
+                                     .event_mask = 0x3e,
+                                     .abi_version = 5};
+  s->ncomms = 1;
+  s->comms[0] = (nt_comm_row){.comm_hash = HASH,
+                              .rank = 1,
+                              .nranks = 2,
+                              .nnodes = 1,
+                              .colls_enqueued = 9,
+                              .p2ps_enqueued = 2};
+  s->nproxy = 2;
+  s->proxy[0] = (nt_proxy_row){.tid = 77,
+                               .state = NT_PROXY_SLEEP,
+                               .state_age_ns = 2500000,
+                               .state_ns = {k * 1, k * 2, k * 1, 0, 0},
+                               .appends = 11,
+                               .appended_ops = 12,
+                               .wakeups = 13};
+  s->proxy[1] = (nt_proxy_row){.comm_index = NT_NO_COMM, .tid = 78, .state = NT_PROXY_IDLE};
+  s->nchannels = 2;
+  s->channels[0] = (nt_channel_row){.channel = 1,
+                                    .dir = NT_DIR_SEND,
+                                    .peer = 0,
+                                    .wait_ns = {k, k * 3, k * 2},
+                                    .steps = k,
+                                    .bytes = k * 4096,
+                                    .ops_started = 5,
+                                    .ops_done = 3,
+                                    .cur_step = 6,
+                                    .cur_wait = NT_WAIT_SEND_NET,
+                                    .progress_age_ns = 3000000000ull};
+  s->channels[1] = (nt_channel_row){.channel = 1,
+                                    .dir = NT_DIR_RECV,
+                                    .peer = 0,
+                                    .wait_ns = {k * 4, 0, 0},
+                                    .steps = k,
+                                    .cur_step = -1,
+                                    .cur_wait = NT_WAIT_NONE,
+                                    .progress_age_ns = UINT64_MAX};
+  s->nkernels = 1;
+  s->kernels[0] = (nt_kernel_row){.channel = 1, .count = 21, .busy_ns = 22};
+  return s;
+}
+
+/* A model with two snapshots (1000 ns apart... 0.5 s), a hello, a comm name
+ * and one bad message. */
+static nt_model *filled_model(void) {
+  nt_model *m = nt_model_new();
+  nt_snapshot *a = snap(1, 1000000000ull, 1000), *b = snap(2, 1500000000ull, 3000);
+  nt_hello *h = calloc(1, sizeof *h);
+  bool ok = m && a && b && h;
+  if (ok) {
+    snprintf(h->host, sizeof h->host, "%s", a->host);
+    h->pid = 4242;
+    snprintf(h->nccl_version, sizeof h->nccl_version, "2.28.9");
+    snprintf(h->plugin_version, sizeof h->plugin_version, "0.1.0");
+    nt_comm_info ci = {.pid = 4242, .comm_hash = HASH, .name = "dp\x1b]0;x\x07\\"};
+    ok = nt_model_apply_snapshot(m, "ipc:///d/4242.sock", a, 1.0) == 0 &&
+         nt_model_apply_snapshot(m, "ipc:///d/4242.sock", b, 1.5) == 0 &&
+         nt_model_apply_hello(m, "ipc:///d/4242.sock", h, 1.5) == 0 &&
+         nt_model_apply_comm(m, "ipc:///d/4242.sock", &ci, 1.5) == 0;
+    nt_model_note_error(m, "ipc:///d/66.sock", "snapshot: not an nccltop snapshot", 1.6);
+  }
+  nt_snapshot_free(a);
+  nt_snapshot_free(b);
+  free(h);
+  if (!ok) nt_model_free(m);
+  return ok ? m : NULL;
+}
+
+/* One frame into a string (the caller frees it). */
+static char *frame(nt_model *m, bool json, double now) {
+  nt_options o;
+  nt_options_defaults(&o);
+  o.batch = true;
+  o.json = json;
+  o.start_s = 0.5;
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&buf, &len);
+  if (!f) return NULL;
+  int rc = nt_batch_print(f, m, &o, now);
+  fclose(f);
+  if (rc != 0) {
+    free(buf);
+    return NULL;
+  }
+  return buf;
+}
+
+static const cJSON *get(const cJSON *o, const char *k) {
+  return cJSON_GetObjectItemCaseSensitive(o, k);
+}
+static double num(const cJSON *o, const char *k) {
+  const cJSON *v = get(o, k);
+  return cJSON_IsNumber(v) ? v->valuedouble : -12345;
+}
+static const char *str(const cJSON *o, const char *k) {
+  const cJSON *v = get(o, k);
+  return cJSON_IsString(v) ? v->valuestring : "(missing)";
+}
+static int boolean(const cJSON *o, const char *k) {
+  const cJSON *v = get(o, k);
+  return cJSON_IsBool(v) ? cJSON_IsTrue(v) : -1;
+}
+
+static void json_frame_has_the_documented_names_and_exact_values(void) {
+  nt_model *m = filled_model();
+  CHECK(m != NULL);
+  char *text = frame(m, true, 2.0);
+  nt_model_free(m);
+  CHECK(text != NULL);
+  size_t len = strlen(text);
+  bool one_line = len > 2 && text[len - 1] == '\n' && strchr(text, '\n') == text + len - 1;
+  cJSON *j = cJSON_Parse(text);
+  free(text);
+  CHECK(one_line);
+  CHECK(j != NULL);
+  CHECK(num(j, "time") == 1.5);
+  CHECK(num(j, "publishers") == 1);
+  CHECK(num(j, "messages") == 4);
+  CHECK(num(j, "bad_messages") == 1);
+  CHECK(num(j, "errors_total") == 1);
+  CHECK(num(j, "refused") == 0);
+  CHECK(cJSON_GetArraySize(get(j, "errors")) == 1);
+  CHECK_STR(cJSON_GetArrayItem(get(j, "errors"), 0)->valuestring,
+            "ipc:///d/66.sock: snapshot: not an nccltop snapshot");
+
+  const cJSON *p = cJSON_GetArrayItem(get(j, "processes"), 0);
+  CHECK(p && cJSON_GetArraySize(get(j, "processes")) == 1);
+  CHECK_STR(str(p, "host"), "gpu\\x1B[31m\"7"); /* sanitized once, JSON-escaped once */
+  CHECK(num(p, "pid") == 4242);
+  CHECK(boolean(p, "stale") == 0 && boolean(p, "ended") == 0);
+  CHECK_STR(str(p, "nccl_version"), "2.28.9");
+  CHECK(num(p, "abi") == 5 && num(p, "seq") == 2 && num(p, "lost_messages") == 0);
+  const cJSON *k = get(p, "counters");
+  CHECK(num(k, "events") == 4000 && num(k, "dropped_events") == 1 &&
+        num(k, "unknown_events") == 2 && num(k, "foreign_ops") == 3 &&
+        num(k, "reclaimed_ops") == 4 && num(k, "dropped_rows") == 5 &&
+        num(k, "unsent_messages") == 6);
+  CHECK(cJSON_GetArraySize(get(p, "proxy")) == 1); /* the thread of no communicator */
+  CHECK(num(cJSON_GetArrayItem(get(p, "proxy"), 0), "tid") == 78);
+
+  CHECK(cJSON_GetArraySize(get(j, "ranks")) == 1);
+  const cJSON *r = cJSON_GetArrayItem(get(j, "ranks"), 0);
+  CHECK_STR(str(r, "comm"), "00c0ffee12345678");
+  CHECK_STR(str(r, "comm_name"), "dp\\x1B]0;x\\x07\\");
+  CHECK(num(r, "rank") == 1 && num(r, "nranks") == 2 && num(r, "nnodes") == 1);
+  CHECK(num(r, "pid") == 4242 && num(r, "colls") == 9 && num(r, "p2ps") == 2);
+  CHECK(boolean(r, "stale") == 0);
+
+  CHECK(cJSON_GetArraySize(get(r, "proxy")) == 1);
+  const cJSON *t = cJSON_GetArrayItem(get(r, "proxy"), 0);
+  CHECK(num(t, "tid") == 77);
+  CHECK_STR(str(t, "state"), "sleep");
+  CHECK(num(t, "state_age_ms") == 2.5);
+  const cJSON *ns = get(t, "state_ns"), *sl = get(t, "share_last");
+  CHECK(num(ns, "idle") == 3000 && num(ns, "active") == 6000 && num(ns, "sleep") == 3000 &&
+        num(ns, "wakeup") == 0 && num(ns, "append") == 0);
+  CHECK(num(sl, "idle") == 0.25 && num(sl, "active") == 0.5 && num(sl, "sleep") == 0.25 &&
+        num(sl, "wakeup") == 0 && num(sl, "append") == 0);
+  CHECK(cJSON_GetArraySize(get(t, "share_total")) == NT_PROXY_NSTATES);
+  CHECK(num(t, "appends") == 11 && num(t, "appended_ops") == 12 && num(t, "wakeups") == 13);
+
+  const cJSON *chans = get(r, "channels");
+  CHECK(cJSON_GetArraySize(chans) == 2);
+  const cJSON *send = cJSON_GetArrayItem(chans, 0), *recv = cJSON_GetArrayItem(chans, 1);
+  CHECK_STR(str(send, "dir"), "send");
+  CHECK(num(send, "channel") == 1 && num(send, "peer") == 0);
+  CHECK(num(send, "steps") == 3000 && num(send, "bytes") == 3000 * 4096);
+  const cJSON *w = get(send, "wait_ns");
+  CHECK(cJSON_GetArraySize(w) == 3);
+  CHECK(num(w, "send_gpu_wait") == 3000 && num(w, "send_peer_wait") == 9000 &&
+        num(w, "send_net_wait") == 6000);
+  CHECK_STR(str(send, "dominant_wait"), "send_peer_wait");
+  CHECK(num(send, "steps_per_s") == 4000 && num(send, "bytes_per_s") == 4000 * 4096);
+  CHECK(num(send, "ops_in_flight") == 2 && num(send, "cur_step") == 6);
+  CHECK_STR(str(send, "cur_wait"), "send_net_wait");
+  CHECK(num(send, "progress_age_ms") == 3000);
+  CHECK(boolean(send, "stalled") == 1);
+  CHECK_STR(str(recv, "dir"), "recv");
+  w = get(recv, "wait_ns");
+  CHECK(num(w, "recv_net_wait") == 12000 && num(w, "recv_flush_wait") == 0 &&
+        num(w, "recv_gpu_wait") == 0);
+  CHECK_STR(str(recv, "dominant_wait"), "recv_net_wait");
+  CHECK_STR(str(recv, "cur_wait"), "none");
+  CHECK(num(recv, "cur_step") == -1 && num(recv, "progress_age_ms") == -1);
+  CHECK(boolean(recv, "stalled") == 0);
+
+  const cJSON *kern = cJSON_GetArrayItem(get(r, "kernels"), 0);
+  CHECK(kern && num(kern, "channel") == 1 && num(kern, "count") == 21 &&
+        num(kern, "busy_ns") == 22);
+  cJSON_Delete(j);
+}
+
+static void json_frame_of_an_empty_model_is_valid(void) {
+  nt_model *m = nt_model_new();
+  CHECK(m != NULL);
+  char *text = frame(m, true, 0.5);
+  nt_model_free(m);
+  CHECK(text != NULL);
+  cJSON *j = cJSON_Parse(text);
+  free(text);
+  CHECK(j != NULL);
+  CHECK(num(j, "time") == 0 && num(j, "publishers") == 0);
+  CHECK(cJSON_IsArray(get(j, "ranks")) && cJSON_GetArraySize(get(j, "ranks")) == 0);
+  CHECK(cJSON_IsArray(get(j, "processes")) && cJSON_IsArray(get(j, "errors")));
+  cJSON_Delete(j);
+}
+
+static void text_frame_has_the_proxy_and_channel_rows(void) {
+  nt_model *m = filled_model();
+  CHECK(m != NULL);
+  nt_model_tick(m, 30.0); /* silent since 1.5: stale */
+  char *text = frame(m, false, 30.0);
+  nt_model_free(m);
+  CHECK(text != NULL);
+  bool header = strstr(text, "publishers 1  ranks 1  messages 4  bad 1  errors 1") != NULL;
+  bool error = strstr(text, "error: ipc:///d/66.sock: snapshot: not an nccltop snapshot") != NULL;
+  bool proxy = strstr(text, "00c0ffee12345678") && strstr(text, "gpu\\x1B[31m\"7:4242") &&
+               strstr(text, " sleep ") && strstr(text, "  25.0   50.0   25.0    0.0    0.0") &&
+               strstr(text, "STALE");
+  bool send = strstr(text, "send_peer_wait") && strstr(text, "STALLED");
+  bool recv = strstr(text, "recv_net_wait") != NULL;
+  bool raw_escape = strchr(text, '\x1b') != NULL;
+  if (!(header && error && proxy && send && recv)) fprintf(stderr, "%s", text);
+  free(text);
+  CHECK(header && error);
+  CHECK(proxy);
+  CHECK(send && recv);
+  CHECK(!raw_escape);
+}
+
+static void batch_options_parse_and_bad_values_are_refused(void) {
+  nt_options o;
+  nt_options_defaults(&o);
+  char *good[] = {"nccltop", "-b",        "-n",        "3",          "--json", "-d", "100", "--dir",
+                  "/x",      "--connect", "tcp://h:1", "--stall-ms", "50",     "-C", "-A",  NULL};
+  CHECK(nt_options_parse(&o, 15, good) == 0);
+  CHECK(o.batch && o.json && o.iterations == 3 && o.delay_ms == 100 && o.stall_ms == 50);
+  CHECK(!o.color && o.ascii && o.nconnect == 1);
+  CHECK_STR(o.dir, "/x");
+  CHECK_STR(o.connect[0], "tcp://h:1");
+  fprintf(stderr, "    (usage errors expected below)\n");
+  char *slow[] = {"nccltop", "-d", "49", NULL};
+  CHECK(nt_options_parse(&o, 3, slow) == 2);
+  char *junk[] = {"nccltop", "-n", "3x", NULL};
+  CHECK(nt_options_parse(&o, 3, junk) == 2);
+  char *neg[] = {"nccltop", "-n", "-1", NULL};
+  CHECK(nt_options_parse(&o, 3, neg) == 2);
+  char *unknown[] = {"nccltop", "--frobnicate", NULL};
+  CHECK(nt_options_parse(&o, 2, unknown) == 2);
+  char *json_alone[] = {"nccltop", "--json", NULL};
+  nt_options_defaults(&o);
+  CHECK(nt_options_parse(&o, 2, json_alone) == 2);
+  char *many[20] = {"nccltop"};
+  for (int i = 0; i < 9; i++) many[1 + 2 * i] = "--connect", many[2 + 2 * i] = "tcp://h:1";
+  nt_options_defaults(&o);
+  CHECK(nt_options_parse(&o, 19, many) == 2);
+}
+
+static void demo_arguments_split_between_simulator_and_viewer(void) {
+  char *argv[] = {"demo", "-b",  "--ranks",         "4", "-n", "2", "--channels", "3", "--json",
+                  "-d",   "100", "--deterministic", NULL};
+  char *viewer[16];
+  int n = 0;
+  nt_sim_config sim;
+  nt_sim_defaults(&sim);
+  CHECK(nt_demo_split_args(&sim, 12, argv, viewer, &n) == 0);
+  CHECK(sim.ranks == 4 && sim.channels == 3 && sim.deterministic);
+  CHECK(n == 7 && viewer[7] == NULL);
+  CHECK_STR(viewer[1], "-b");
+  CHECK_STR(viewer[2], "-n");
+  CHECK_STR(viewer[3], "2");
+  CHECK_STR(viewer[4], "--json");
+  CHECK_STR(viewer[6], "100");
+  nt_options o;
+  nt_options_defaults(&o);
+  CHECK(nt_options_parse(&o, n, viewer) == 0);
+  CHECK(o.batch && o.json && o.iterations == 2 && o.delay_ms == 100);
+}
+
+int main(void) {
+  TEST_RUN(json_frame_has_the_documented_names_and_exact_values);
+  TEST_RUN(json_frame_of_an_empty_model_is_valid);
+  TEST_RUN(text_frame_has_the_proxy_and_channel_rows);
+  TEST_RUN(batch_options_parse_and_bad_values_are_refused);
+  TEST_RUN(demo_arguments_split_between_simulator_and_viewer);
+  return TEST_DONE();
+}

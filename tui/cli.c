@@ -1,0 +1,170 @@
+/* nccltop's command line: the usage text, the viewer's options (one
+ * getopt_long table, values checked against their ranges with a precise
+ * message) and the split of `demo` arguments between simulator and viewer. */
+#include <errno.h>
+#include <getopt.h>
+#include <langinfo.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../sim/sim.h"
+#include "viewer.h"
+
+void nt_usage(FILE *f) {
+  fprintf(f,
+          "usage: nccltop [options]                      watch this node's NCCL jobs\n"
+          "       nccltop -b [-n N] [--json] [options]   print frames (text, or JSON lines)\n"
+          "       nccltop sim [sim options]              run a simulated job\n"
+          "       nccltop demo [sim options] [options]   a simulated 8-rank job with the monitor\n"
+          "       nccltop topo FILE.xml [--env NAME=VALUE ...] [--json]  NCCL's path matrix\n"
+          "\n"
+          "options:\n"
+          "  -b, --batch            print frames instead of the interactive screen\n"
+          "  -n, --iterations N     stop after N frames (default: until interrupted)\n"
+          "      --json             batch frames as JSON lines (with -b)\n"
+          "  -d, --delay MS         time between frames, 50..60000 (default 500)\n"
+          "      --stall-ms MS      ops in flight and no step progress for MS = stalled,\n"
+          "                         10..86400000 (default 2000)\n"
+          "  -C, --no-color         no colours (also when NO_COLOR is set)\n"
+          "  -A, --ascii            ASCII only (also when the locale is not UTF-8)\n"
+          "      --dir DIR          endpoint directory (default $NCCLTOP_DIR or /tmp/nccltop-UID)\n"
+          "      --connect EP       also subscribe to ZeroMQ endpoint EP, e.g. tcp://node1:5555\n"
+          "                         (repeatable, at most 8)\n"
+          "      --topology FILE    NCCL topology XML for the topology view\n"
+          "  -V, --version          print the version\n"
+          "  -h, --help             this text\n"
+          "\n"
+          "sim options: --ranks N --comms N --channels N --steps N --iterations N --duration S\n"
+          "             --linger S --deterministic --abi 3..6 --plugin PATH --interval-ms N\n"
+          "             --dir DIR --quiet\n"
+          "With demo, --iterations is the simulator's; use -n for the number of frames.\n");
+}
+
+enum { OPT_JSON = 256, OPT_STALL, OPT_DIR, OPT_CONNECT, OPT_TOPOLOGY };
+
+static const char short_opts[] = "bn:d:CAVh";
+static const struct option long_opts[] = {
+    {"batch", no_argument, NULL, 'b'},
+    {"iterations", required_argument, NULL, 'n'},
+    {"json", no_argument, NULL, OPT_JSON},
+    {"delay", required_argument, NULL, 'd'},
+    {"stall-ms", required_argument, NULL, OPT_STALL},
+    {"no-color", no_argument, NULL, 'C'},
+    {"ascii", no_argument, NULL, 'A'},
+    {"dir", required_argument, NULL, OPT_DIR},
+    {"connect", required_argument, NULL, OPT_CONNECT},
+    {"topology", required_argument, NULL, OPT_TOPOLOGY},
+    {"version", no_argument, NULL, 'V'},
+    {"help", no_argument, NULL, 'h'},
+    {NULL, 0, NULL, 0},
+};
+
+void nt_options_defaults(nt_options *o) {
+  memset(o, 0, sizeof *o);
+  o->delay_ms = 500;
+  o->stall_ms = 2000;
+  const char *nc = getenv("NO_COLOR");
+  o->color = !(nc && *nc);
+  const char *cs = nl_langinfo(CODESET);
+  o->ascii = !cs || strcmp(cs, "UTF-8") != 0;
+}
+
+static int parse_u32(const char *opt, const char *v, unsigned long lo, unsigned long hi,
+                     uint32_t *out) {
+  char *end;
+  errno = 0;
+  unsigned long x = strtoul(v, &end, 10);
+  if (errno || end == v || *end || v[0] == '-' || x < lo || x > hi) {
+    fprintf(stderr, "nccltop: %s must be a whole number from %lu to %lu, not '%s'\n", opt, lo, hi,
+            v);
+    return -1;
+  }
+  *out = (uint32_t)x;
+  return 0;
+}
+
+int nt_options_parse(nt_options *o, int argc, char **argv) {
+  optind = 0; /* GNU: start over (tests and `demo` parse more than once) */
+  opterr = 1;
+  int ch;
+  uint32_t v;
+  while ((ch = getopt_long(argc, argv, short_opts, long_opts, NULL)) != -1) {
+    switch (ch) {
+    case 'b': o->batch = true; break;
+    case 'n':
+      if (parse_u32("-n/--iterations", optarg, 1, 1000000000, &v)) return 2;
+      o->iterations = (int)v;
+      break;
+    case OPT_JSON: o->json = true; break;
+    case 'd':
+      if (parse_u32("-d/--delay", optarg, 50, 60000, &o->delay_ms)) return 2;
+      break;
+    case OPT_STALL:
+      if (parse_u32("--stall-ms", optarg, 10, 86400000, &o->stall_ms)) return 2;
+      break;
+    case 'C': o->color = false; break;
+    case 'A': o->ascii = true; break;
+    case OPT_DIR: o->dir = optarg; break;
+    case OPT_TOPOLOGY: o->topology = optarg; break;
+    case OPT_CONNECT:
+      if (o->nconnect >= 8) {
+        fprintf(stderr, "nccltop: at most 8 --connect endpoints\n");
+        return 2;
+      }
+      o->connect[o->nconnect++] = optarg;
+      break;
+    case 'V': printf("nccltop %s\n", NT_VERSION); return 1;
+    case 'h': nt_usage(stdout); return 1;
+    default: nt_usage(stderr); return 2; /* getopt said what was wrong */
+    }
+  }
+  if (optind < argc) {
+    fprintf(stderr, "nccltop: unexpected argument '%s'\n", argv[optind]);
+    nt_usage(stderr);
+    return 2;
+  }
+  if (o->json && !o->batch) {
+    fprintf(stderr, "nccltop: --json needs -b (batch mode)\n");
+    return 2;
+  }
+  return 0;
+}
+
+/* Whether a viewer option, as written, takes the next argument as value. */
+static bool takes_next(const char *a) {
+  if (a[0] != '-' || !a[1]) return false;
+  if (a[1] == '-') {
+    if (strchr(a, '=')) return false;
+    for (const struct option *o = long_opts; o->name; o++)
+      if (!strcmp(a + 2, o->name)) return o->has_arg == required_argument;
+    return false;
+  }
+  for (const char *c = a + 1; *c; c++) { /* -bn 3, but -n3 */
+    const char *s = strchr(short_opts, *c);
+    if (s && s[1] == ':') return c[1] == '\0';
+  }
+  return false;
+}
+
+int nt_demo_split_args(nt_sim_config *sim, int argc, char **argv, char **viewer, int *nviewer) {
+  int n = 0;
+  viewer[n++] = argv[0];
+  for (int i = 1; i < argc;) {
+    if (!strcmp(argv[i], "--")) { /* the rest is the viewer's */
+      while (++i < argc) viewer[n++] = argv[i];
+      break;
+    }
+    int k = nt_sim_parse_args(sim, argc - i, argv + i);
+    if (k < 0) return -1;
+    if (k > 0) {
+      i += k;
+      continue;
+    }
+    viewer[n++] = argv[i];
+    if (takes_next(argv[i]) && i + 1 < argc) viewer[n++] = argv[++i];
+    i++;
+  }
+  viewer[n] = NULL;
+  *nviewer = n;
+  return 0;
+}
