@@ -24,9 +24,9 @@ static nt_nccl_result init_v6(void **ctx, uint64_t id, int *mask, const char *na
   return nt_init(ctx, mask, name, id, nnodes, nranks, rank, logfn, 6);
 }
 
-/* The union members for proxy ops, steps and kernel channels sit at the same
- * offsets in every version (pinned in nccl_profiler_abi.h), so one macro
- * reads them from any descriptor. */
+/* The union members for proxy ops, steps, kernel channels and net plugin
+ * events sit at the same offsets in every version (pinned in
+ * nccl_profiler_abi.h), so one macro reads them from any descriptor. */
 #define NT_READ_COMMON(ev, d)                                                                      \
   do {                                                                                             \
     (ev).parent = (d)->parentObj;                                                                  \
@@ -38,6 +38,31 @@ static nt_nccl_result init_v6(void **ctx, uint64_t id, int *mask, const char *na
       (ev).is_send = (d)->proxyOp.isSend;                                                          \
     } else if ((ev).type == NT_EV_PROXY_STEP) {                                                    \
       (ev).step = (d)->proxyStep.step;                                                             \
+    } else if ((ev).type == NT_EV_NET_PLUGIN) {                                                    \
+      (ev).net_id = (d)->netPlugin.id;                                                             \
+      (ev).net_data = (d)->netPlugin.data;                                                         \
+    }                                                                                              \
+  } while (0)
+
+/* Coll and P2p: v4 and later share one layout up to what we read; v3 has
+ * name and commHash in front and no p2p channel count. */
+#define NT_READ_OP(ev, d, p2p_channels)                                                            \
+  do {                                                                                             \
+    if ((ev).type == NT_EV_COLL) {                                                                 \
+      (ev).op.func = (d)->coll.func;                                                               \
+      (ev).op.datatype = (d)->coll.datatype;                                                       \
+      (ev).op.algo = (d)->coll.algo;                                                               \
+      (ev).op.proto = (d)->coll.proto;                                                             \
+      (ev).op.seq = (d)->coll.seqNumber;                                                           \
+      (ev).op.count = (d)->coll.count;                                                             \
+      (ev).op.root_peer = (d)->coll.root;                                                          \
+      (ev).op.nwarps = (d)->coll.nWarps;                                                           \
+    } else if ((ev).type == NT_EV_P2P) {                                                           \
+      (ev).op.func = (d)->p2p.func;                                                                \
+      (ev).op.datatype = (d)->p2p.datatype;                                                        \
+      (ev).op.count = (d)->p2p.count;                                                              \
+      (ev).op.root_peer = (d)->p2p.peer;                                                           \
+      (ev).op.nchannels = p2p_channels;                                                            \
     }                                                                                              \
   } while (0)
 
@@ -48,6 +73,8 @@ static nt_nccl_result start_v3(void *ctx, void **h, nt_descr_v3 *d) {
   }
   struct nt_ev ev = {.type = d->type};
   NT_READ_COMMON(ev, d);
+  NT_READ_OP(ev, d, 0);
+  if (ev.type == NT_EV_COLL) ev.op.nchannels = d->coll.nMaxChannels; /* v3: the maximum */
   if (ev.type == NT_EV_KERNEL_CH) ev.channel = d->kernelCh.channelId;
   return nt_start(ctx, h, &ev);
 }
@@ -59,6 +86,9 @@ static nt_nccl_result start_v4(void *ctx, void **h, nt_descr_v4 *d) {
   }
   struct nt_ev ev = {.type = d->type};
   NT_READ_COMMON(ev, d);
+  /* NCCL 2.28+'s v4 shim leaves p2p.nChannels uninitialised: not read. */
+  NT_READ_OP(ev, d, 0);
+  if (ev.type == NT_EV_COLL) ev.op.nchannels = d->coll.nChannels;
   if (ev.type == NT_EV_KERNEL_CH) {
     ev.channel = d->kernelCh.channelId;
     ev.ptimer = d->kernelCh.pTimer;
@@ -74,9 +104,15 @@ static nt_nccl_result start_v5(void *ctx, void **h, nt_descr_v5 *d) {
   /* v5 widened type to 64 bits; anything above our bits is unknown. */
   struct nt_ev ev = {.type = d->type > UINT32_MAX ? 0 : (uint32_t)d->type};
   NT_READ_COMMON(ev, d);
+  NT_READ_OP(ev, d, d->p2p.nChannels);
+  if (ev.type == NT_EV_COLL) ev.op.nchannels = d->coll.nChannels;
   if (ev.type == NT_EV_KERNEL_CH) {
     ev.channel = d->kernelCh.channelId;
     ev.ptimer = d->kernelCh.pTimer;
+  } else if (ev.type == NT_EV_COLL_API) {
+    ev.graph_captured = d->collApi.graphCaptured;
+  } else if (ev.type == NT_EV_P2P_API) {
+    ev.graph_captured = d->p2pApi.graphCaptured;
   }
   return nt_start(ctx, h, &ev);
 }

@@ -116,6 +116,12 @@ void nt_collect(nt_snapshot *s, uint64_t now) {
     row->nnodes = c->nnodes;
     row->colls_enqueued = atomic_load_explicit(&c->colls, memory_order_relaxed);
     row->p2ps_enqueued = atomic_load_explicit(&c->p2ps, memory_order_relaxed);
+    row->group_api = atomic_load_explicit(&c->group_api, memory_order_relaxed);
+    row->coll_api = atomic_load_explicit(&c->coll_api, memory_order_relaxed);
+    row->p2p_api = atomic_load_explicit(&c->p2p_api, memory_order_relaxed);
+    row->kernel_launches = atomic_load_explicit(&c->kernel_launches, memory_order_relaxed);
+    row->graph_captured = atomic_load_explicit(&c->graph_captured, memory_order_relaxed);
+    row->api_ns = atomic_load_explicit(&c->api_ns, memory_order_relaxed);
     map[i] = (uint16_t)s->ncomms++;
   }
   pthread_mutex_unlock(&nt_g.contexts_lock);
@@ -130,6 +136,9 @@ void nt_collect(nt_snapshot *s, uint64_t now) {
     p->foreign_ops += NT_GET(t->foreign_ops);
     p->reclaimed_ops += NT_GET(t->reclaimed_ops);
     p->dropped_rows += NT_GET(t->dropped_rows);
+    p->dropped_ops += NT_GET(t->dropped_ops);
+    p->late_children += NT_GET(t->late_children);
+    p->net_events += NT_GET(t->net_events);
     if (atomic_load_explicit(&t->is_proxy, memory_order_relaxed) &&
         s->nproxy < NT_MAX_PROXY_THREADS) {
       nt_proxy_row *row = &s->proxy[s->nproxy++];
@@ -155,6 +164,8 @@ void nt_collect(nt_snapshot *s, uint64_t now) {
       if (ci != NT_NO_COMM) add_kernel(s, ci, r);
     }
   }
+  nt_retire_collect(s, map, now);
+  s->process.phase = nt_phase_now();
   s->process.unsent_messages = atomic_load(&nt_g.unsent_messages);
   _Atomic int *mask = atomic_load(&nt_g.mask_ptr);
   s->process.event_mask = mask ? (uint32_t)atomic_load(mask) : 0;

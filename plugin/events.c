@@ -10,8 +10,9 @@
 
 #include "internal.h"
 
-/* Handle for events we count but do not track (API events, Coll, P2p):
- * non-NULL so NCCL keeps generating their children. */
+/* Handle for events we count but do not track (Group, GroupApi,
+ * KernelLaunch, operations we could not track): non-NULL so NCCL keeps
+ * generating their children. */
 unsigned char nt_ignored_handle = NT_K_IGNORED;
 
 static inline bool inert(void) {
@@ -82,6 +83,8 @@ static struct nt_op *op_alloc(struct nt_thread *t, uint64_t now) {
     if (!atomic_load_explicit(&op->in_use, memory_order_acquire)) return op;
     if (now - op->start_ns > reclaim_ns) {
       if (op->row) NT_ADD(op->row->ops_done, 1);
+      if (op->task) nt_task_detach(op->task, now, true, 0);
+      op->task = NULL;
       NT_ADD(t->reclaimed_ops, 1);
       return op;
     }
@@ -121,6 +124,7 @@ static void *start_proxy_op(struct nt_thread *t, void *context, const struct nt_
   op->dir = (uint8_t)dir;
   op->start_ns = now;
   op->row = row;
+  op->task = nt_task_attach(t, ev->parent);
   for (int i = 0; i < NT_STEPS_PER_OP; i++) op->steps[i].active = 0;
   atomic_store_explicit(&op->in_use, 1, memory_order_relaxed);
   NT_ADD(row->ops_started, 1);
@@ -158,6 +162,7 @@ static void *start_kernel_ch(struct nt_thread *t, void *context, const struct nt
   }
   e->kind = NT_K_KERNEL;
   e->ctx = c;
+  e->task = nt_task_attach(t, ev->parent);
   e->channel = (uint8_t)ev->channel;
   e->start_ptimer = ev->ptimer;
   e->stop_ptimer = 0;
@@ -183,20 +188,13 @@ nt_nccl_result nt_start(void *context, void **handle, const struct nt_ev *ev) {
   }
   case NT_EV_KERNEL_CH: *handle = start_kernel_ch(t, context, ev); break;
   case NT_EV_COLL:
-  case NT_EV_P2P: {
-    struct nt_context *c = nt_context_check(context);
-    if (c)
-      atomic_fetch_add_explicit(ev->type == NT_EV_COLL ? &c->colls : &c->p2ps, 1,
-                                memory_order_relaxed);
-    *handle = &nt_ignored_handle;
-    break;
-  }
-  case NT_EV_GROUP:
+  case NT_EV_P2P: *handle = nt_op_start(t, context, ev); break;
+  case NT_EV_GROUP: *handle = &nt_ignored_handle; break;
   case NT_EV_GROUP_API:
   case NT_EV_COLL_API:
   case NT_EV_P2P_API:
-  case NT_EV_KERNEL_LAUNCH: *handle = &nt_ignored_handle; break;
-  case NT_EV_NET_PLUGIN: break; /* decoded in a later version; NULL is allowed */
+  case NT_EV_KERNEL_LAUNCH: *handle = nt_api_start(t, context, ev); break;
+  case NT_EV_NET_PLUGIN: *handle = nt_net_start(t, context, ev); break;
   default: NT_ADD(t->unknown_events, 1); break;
   }
   return NT_NCCL_SUCCESS;
@@ -318,31 +316,40 @@ static void stop_step(struct nt_step *s) {
 
 static void stop_op(struct nt_op *op) {
   if (!atomic_load_explicit(&op->in_use, memory_order_relaxed)) return;
+  uint64_t now = nt_clock_ns();
   NT_ADD(op->row->ops_done, 1);
-  NT_SET(op->row->last_progress_ns, nt_clock_ns());
+  NT_SET(op->row->last_progress_ns, now);
+  if (op->task) nt_task_detach(op->task, now, false, 0);
+  op->task = NULL;
   atomic_store_explicit(&op->in_use, 0, memory_order_release);
 }
 
 static void stop_kernel(struct nt_thread *t, struct nt_kernel_event *e) {
   if (!atomic_load_explicit(&e->in_use, memory_order_relaxed)) return;
   struct nt_kernel_row *row = kernel_row(t, e->ctx, e->channel);
+  uint64_t d =
+      e->stop_ptimer > e->start_ptimer && e->start_ptimer ? e->stop_ptimer - e->start_ptimer : 0;
   if (row) {
     NT_ADD(row->count, 1);
-    if (e->stop_ptimer > e->start_ptimer && e->start_ptimer) {
-      uint64_t d = e->stop_ptimer - e->start_ptimer;
+    if (d) {
       NT_ADD(row->busy_ns, d);
       NT_SET(row->last_ns, d);
     }
   }
+  if (e->task) nt_task_detach(e->task, nt_clock_ns(), false, d);
+  e->task = NULL;
   atomic_store_explicit(&e->in_use, 0, memory_order_release);
 }
 
 /* A handle is dereferenced only if it is the ignored handle or lies in our
  * region: NetPlugin stops and some old NCCL paths pass handles unchecked. */
-static inline int handle_kind(const void *h) {
+int nt_handle_kind(const void *h) {
   if (h == &nt_ignored_handle) return NT_K_IGNORED;
   if (!nt_handle_in_region(h)) return NT_K_NONE;
-  return *(const uint8_t *)h;
+  int kind = *(const uint8_t *)h;
+  /* Tasks are handed to other threads as parents: check the slot exactly. */
+  if (kind == NT_K_TASK && !nt_task_check(h)) return NT_K_NONE;
+  return kind;
 }
 
 nt_nccl_result nt_stop(void *handle) {
@@ -350,11 +357,14 @@ nt_nccl_result nt_stop(void *handle) {
   struct nt_thread *t = nt_thread_self();
   if (NT_UNLIKELY(!t)) return NT_NCCL_SUCCESS;
   NT_ADD(t->events, 1);
-  switch (handle_kind(handle)) {
+  switch (nt_handle_kind(handle)) {
   case NT_K_STEP: stop_step(handle); break;
   case NT_K_OP: stop_op(handle); break;
   case NT_K_CTRL: stop_ctrl(t); break;
   case NT_K_KERNEL: stop_kernel(t, handle); break;
+  case NT_K_TASK: nt_op_stop(handle); break;
+  case NT_K_API: nt_api_stop(handle); break;
+  case NT_K_NET: nt_net_stop(handle); break;
   case NT_K_IGNORED: break;
   default: NT_ADD(t->unknown_events, 1); break;
   }
@@ -367,7 +377,7 @@ nt_nccl_result nt_record(void *handle, int state, uint64_t trans_size, bool has_
   struct nt_thread *t = nt_thread_self();
   if (NT_UNLIKELY(!t)) return NT_NCCL_SUCCESS;
   NT_ADD(t->events, 1);
-  switch (handle_kind(handle)) {
+  switch (nt_handle_kind(handle)) {
   case NT_K_STEP: {
     struct nt_step *s = handle;
     if (s->active) record_step(t, s, state, trans_size, has_size);
@@ -382,7 +392,10 @@ nt_nccl_result nt_record(void *handle, int state, uint64_t trans_size, bool has_
   case NT_K_KERNEL:
     if (state == NT_ST_KERNEL_CH_STOP) ((struct nt_kernel_event *)handle)->stop_ptimer = ptimer;
     break;
-  case NT_K_OP: break;      /* InProgress and the pre-2.27 op states carry nothing we use */
+  case NT_K_OP: break;  /* InProgress and the pre-2.27 op states carry nothing we use */
+  case NT_K_NET: break; /* NetPluginUpdate: the plugin's data, nothing we aggregate */
+  case NT_K_TASK:
+  case NT_K_API:
   case NT_K_IGNORED: break; /* group API states */
   default: NT_ADD(t->unknown_events, 1); break;
   }

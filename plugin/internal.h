@@ -34,6 +34,9 @@
 #define NT_EVENTS_PER_THREAD      256
 #define NT_CHAN_ROWS_PER_THREAD   512
 #define NT_KERNEL_ROWS_PER_THREAD 256
+#define NT_TASKS_PER_THREAD       4096 /* Coll/P2p operations not yet retired */
+#define NT_NET_EVENTS_PER_THREAD  256
+#define NT_NET_ROWS_PER_THREAD    64
 #define NT_POOL_PROBES            8
 
 #define NT_LIKELY(x)   __builtin_expect(!!(x), 1)
@@ -69,6 +72,9 @@ enum nt_kind {
   NT_K_STEP,
   NT_K_CTRL,
   NT_K_KERNEL,
+  NT_K_TASK, /* a Coll or P2p operation */
+  NT_K_API,  /* a CollApi / P2pApi call */
+  NT_K_NET,  /* a network plugin event */
 };
 
 /* Identity fields are written under nt_g.contexts_lock by init and read
@@ -81,7 +87,13 @@ struct nt_context {
   uint64_t comm_hash;
   int32_t rank, nranks, nnodes;
   char name[NT_MAX_NAME + 1];
+  _Atomic uint32_t generation;  /* bumped when init (re)uses the slot */
   _Atomic uint64_t colls, p2ps; /* several app threads may enqueue: true atomics */
+  /* Progress per function: NCCL's seqNumber + 1 (p2p: a count), when the
+   * last one was enqueued, and how many were done (the publisher's). */
+  _Atomic uint64_t launched[NT_FUNC_COUNT], last_launch_ns[NT_FUNC_COUNT], done[NT_FUNC_COUNT];
+  /* API events (profiler v5+). */
+  _Atomic uint64_t group_api, coll_api, p2p_api, kernel_launches, graph_captured, api_ns;
 };
 #define NT_CONTEXT_MAGIC 0x6e63636c746f7063ull
 
@@ -106,6 +118,50 @@ struct nt_kernel_row {
   nt_counter count, busy_ns, last_ns;
 };
 
+/* A Coll or P2p operation, from its start (enqueue) until the publisher
+ * retires it. Its identity is written by the enqueuing thread before `st`
+ * turns LIVE (release); children on proxy threads take and drop references
+ * in `st`. It is done when it was stopped (enqueued), had children, and
+ * none is open; the publisher then waits one quiet sweep (a late child can
+ * reopen it) before it retires it into the statistics and frees the slot. */
+#define NT_TS_REFS     0xFFFFu
+#define NT_TS_STOPPED  (1u << 16)
+#define NT_TS_LIVE     (1u << 17)
+#define NT_TS_RETIRING (1u << 18)
+struct nt_task {
+  uint8_t kind; /* NT_K_TASK */
+  uint8_t op_kind, func, algo, proto, dtype, phase, nchannels, nwarps;
+  uint8_t expect_kernel, expect_proxy; /* which children the mask lets come */
+  uint8_t quiet;                       /* publisher only: sweeps seen unchanged */
+  _Atomic uint32_t st;
+  _Atomic uint32_t children;
+  _Atomic uint8_t untimed; /* a child was reclaimed, not stopped: no duration */
+  struct nt_context *ctx;
+  int32_t root_peer;
+  uint64_t seq, count, bytes, enqueue_ns;
+  _Atomic uint64_t last_stop_ns; /* the latest child stop */
+  _Atomic uint64_t gpu_ns;       /* the longest kernel channel (GPU time) */
+  uint64_t seen_stop_ns;         /* publisher only */
+};
+
+struct nt_net_row {
+  _Atomic uint64_t key;
+  struct nt_context *ctx;
+  uint8_t type;
+  int32_t device;
+  uint32_t id;
+  /* Net events may stop on another thread than the one that started them
+   * (socket helper threads): true atomics. */
+  _Atomic uint64_t started, count, bytes, busy_ns;
+};
+
+struct nt_net_event {
+  uint8_t kind; /* NT_K_NET */
+  _Atomic uint8_t in_use;
+  uint64_t start_ns, bytes;
+  struct nt_net_row *row;
+};
+
 struct nt_op;
 struct nt_step {
   uint8_t kind; /* NT_K_STEP */
@@ -123,6 +179,7 @@ struct nt_op {
   uint8_t dir;
   uint64_t start_ns;
   struct nt_chan_row *row;
+  struct nt_task *task; /* the operation it belongs to, NULL unknown */
   struct nt_step steps[NT_STEPS_PER_OP];
 };
 
@@ -131,12 +188,19 @@ struct nt_kernel_event {
   _Atomic uint8_t in_use;
   uint8_t channel;
   struct nt_context *ctx;
+  struct nt_task *task;
   uint64_t start_ptimer, stop_ptimer;
 };
 
-/* Proxy-control bursts on one thread never nest, so one inline handle does. */
+/* Proxy-control bursts on one thread never nest, so one inline handle does;
+ * so do API calls (a CollApi never contains another). */
 struct nt_ctrl {
   uint8_t kind; /* NT_K_CTRL */
+};
+struct nt_api {
+  uint8_t kind; /* NT_K_API */
+  struct nt_context *ctx;
+  uint64_t start_ns;
 };
 
 enum nt_slot_state { NT_SLOT_FREE = 0, NT_SLOT_OWNED, NT_SLOT_ORPHAN };
@@ -154,12 +218,19 @@ struct nt_thread {
   nt_counter appends, appended_ops, wakeups;
   /* Process counters, summed by the publisher. */
   nt_counter events, dropped_events, unknown_events, foreign_ops, reclaimed_ops, dropped_rows;
-  uint32_t op_cursor, event_cursor;
+  nt_counter dropped_ops, net_events;
+  _Atomic uint64_t late_children; /* counted by any thread a late child arrives on */
+  uint32_t op_cursor, event_cursor, task_cursor, net_cursor;
+  _Atomic uint32_t tasks_hw; /* task slots [0, tasks_hw) have been used */
   struct nt_ctrl ctrl;
+  struct nt_api api;
   struct nt_chan_row chan[NT_CHAN_ROWS_PER_THREAD];
   struct nt_kernel_row kernel[NT_KERNEL_ROWS_PER_THREAD];
   struct nt_op ops[NT_OPS_PER_THREAD];
   struct nt_kernel_event kevents[NT_EVENTS_PER_THREAD];
+  struct nt_net_event nevents[NT_NET_EVENTS_PER_THREAD];
+  struct nt_net_row net[NT_NET_ROWS_PER_THREAD];
+  struct nt_task tasks[NT_TASKS_PER_THREAD];
 };
 
 /* Configuration from NCCLTOP_* variables, read at the first init. */
@@ -211,6 +282,13 @@ static inline struct nt_thread *nt_thread_self(void) {
 bool nt_handle_in_region(const void *h);
 
 /* events.c: the hot path, on a version-neutral view of the descriptor. */
+struct nt_ev_op { /* Coll and P2p */
+  const char *func, *datatype, *algo, *proto;
+  uint64_t seq;
+  uint64_t count;
+  int root_peer;
+  uint8_t nchannels, nwarps;
+};
 struct nt_ev {
   uint32_t type;
   void *parent;
@@ -218,12 +296,47 @@ struct nt_ev {
   pid_t pid;
   int channel, peer, is_send, step;
   uint64_t ptimer;
+  bool graph_captured;  /* CollApi / P2pApi (v5+) */
+  int64_t net_id;       /* NetPlugin: plugin type | version */
+  const void *net_data; /* NetPlugin: the plugin's own descriptor */
+  struct nt_ev_op op;   /* Coll / P2p only */
 };
 nt_nccl_result nt_start(void *context, void **handle, const struct nt_ev *ev);
 nt_nccl_result nt_stop(void *handle);
 nt_nccl_result nt_record(void *handle, int state, uint64_t trans_size, bool has_size,
                          int appended_ops, uint64_t ptimer);
 extern unsigned char nt_ignored_handle;
+int nt_handle_kind(const void *h); /* NT_K_*, NT_K_NONE for anything not ours */
+
+/* ops.c: Coll/P2p operations and API events (called by events.c). */
+void *nt_op_start(struct nt_thread *t, void *context, const struct nt_ev *ev);
+void nt_op_stop(struct nt_task *k);
+void *nt_api_start(struct nt_thread *t, void *context, const struct nt_ev *ev);
+void nt_api_stop(struct nt_api *a);
+/* A child (proxy op, kernel channel) of `parent`: a reference, or NULL when
+ * parent is not a live operation of ours (a late child is counted). */
+struct nt_task *nt_task_attach(struct nt_thread *t, void *parent);
+/* untimed: the child was reclaimed, not stopped; gpu_ns: a kernel channel's
+ * GPU time (0 for proxy ops). */
+void nt_task_detach(struct nt_task *k, uint64_t now, bool untimed, uint64_t gpu_ns);
+bool nt_task_check(const void *p); /* p is exactly a task slot of our region */
+
+/* net.c: network plugin events. */
+void *nt_net_start(struct nt_thread *t, void *context, const struct nt_ev *ev);
+void nt_net_stop(struct nt_net_event *e);
+
+/* phase.c: the phase table nccltop_tag fills. */
+uint8_t nt_phase_now(void);
+/* Copies the names into rows (publisher); returns how many. */
+uint32_t nt_phase_rows(nt_phase_row *rows, uint32_t cap);
+
+/* retire.c (publisher thread only): retires finished operations into the
+ * statistics; `force` retires every finished one now (flush, last snapshot). */
+int nt_retire_init(void);
+void nt_retire_free(void);
+void nt_retire_sweep(uint64_t now, bool force);
+/* Fills the 1.1 tables of s; map turns context indices into comm indices. */
+void nt_retire_collect(nt_snapshot *s, const uint16_t *map, uint64_t now);
 
 /* publisher.c */
 int nt_publisher_start(void);

@@ -271,6 +271,34 @@ NT_PROFILER_TABLE(v6, (void **context, uint64_t commId, int *eActivationMask, co
 #define NT_NET_VER_MASK  0x0000FFFF
 #define NT_NET_TYPE_IB   (1 << 16)
 #define NT_NET_TYPE_SOCK (2 << 16)
+#define NT_NET_EV_QP     1 /* ncclProfileQp */
+#define NT_NET_EV_SOCKET 1 /* ncclProfileSocket */
+
+/* Version 1 of the IB and socket event descriptors a network plugin hands
+ * the profiler callback (netPlugin.data). */
+typedef struct {
+  uint8_t type;
+  union {
+    struct {
+      int device;
+      uint64_t wr_id;
+      int opcode;
+      int qpNum;
+      size_t length;
+    } qp;
+  };
+} nt_net_ib_v1;
+
+typedef struct {
+  uint8_t type;
+  union {
+    struct {
+      int fd;
+      int op;
+      size_t length;
+    } sock;
+  };
+} nt_net_sock_v1;
 
 /* Layout pins, x86-64 / aarch64 LP64 (the offsets NCCL's headers give there). */
 #define NT_PIN(T, F, O) _Static_assert(offsetof(T, F) == (O), #T "." #F " offset")
@@ -284,8 +312,14 @@ NT_PIN(nt_descr_v3, coll.datatype, 88);
 NT_PIN(nt_descr_v3, coll.nMaxChannels, 96);
 NT_PIN(nt_descr_v3, coll.algo, 104);
 NT_PIN(nt_descr_v3, coll.proto, 112);
+NT_PIN(nt_descr_v3, coll.root, 80);
+NT_PIN(nt_descr_v3, coll.nWarps, 97);
 NT_PIN(nt_descr_v3, p2p.func, 40);
+NT_PIN(nt_descr_v3, p2p.datatype, 56);
+NT_PIN(nt_descr_v3, p2p.count, 64);
 NT_PIN(nt_descr_v3, p2p.peer, 72);
+NT_PIN(nt_descr_v3, netPlugin.id, 24);
+NT_PIN(nt_descr_v3, netPlugin.data, 32);
 NT_PIN(nt_descr_v3, proxyOp.pid, 24);
 NT_PIN(nt_descr_v3, proxyOp.channelId, 28);
 NT_PIN(nt_descr_v3, proxyOp.peer, 32);
@@ -361,6 +395,12 @@ NT_PIN(nt_descr_v5, kernelCh.pTimer, 32);
 NT_PIN(nt_descr_v5, netPlugin.id, 24);
 NT_PIN(nt_descr_v5, netPlugin.data, 32);
 _Static_assert(sizeof(nt_descr_v5) == 112, "v5/v6 descriptor size");
+
+NT_PIN(nt_net_ib_v1, qp.device, 8);
+NT_PIN(nt_net_ib_v1, qp.qpNum, 28);
+NT_PIN(nt_net_ib_v1, qp.length, 32);
+NT_PIN(nt_net_sock_v1, sock.fd, 8);
+NT_PIN(nt_net_sock_v1, sock.length, 16);
 _Static_assert(sizeof(nt_profiler_v5) == 48, "function table size");
 
 #endif

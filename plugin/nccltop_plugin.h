@@ -11,8 +11,11 @@
 
 #include "nccl_profiler_abi.h"
 
-/* Phase tag: collectives enqueued from now on are attributed to `tag`
- * (truncated to 31 bytes); NULL or "" clears it. Thread-safe. */
+/* Phase tag: collectives and p2p operations enqueued from now on, by any
+ * thread of the process, are attributed to `tag` (cut to 31 bytes); NULL or
+ * "" clears it. Up to 63 distinct names; later new names count as no phase.
+ * Thread-safe; costs a short mutex and a few string compares, never waits
+ * for NCCL or the publisher. */
 void nccltop_tag(const char *tag);
 
 /* Replace the process-wide NCCL activation mask (NT_EV_* bits) while the job

@@ -245,7 +245,11 @@ static void run(struct pub *p) {
     uint64_t flush = atomic_load(&flush_requested);
     now = real_ns();
     bool due = now >= next_tick;
-    if (!due && !fresh && flush == atomic_load(&flush_done)) continue;
+    bool flushing = flush != atomic_load(&flush_done);
+    if (!due && !fresh && !flushing) continue;
+    /* Finished operations are retired whether or not anyone watches, so a
+     * viewer that joins late sees every total. */
+    if (due || flushing) nt_retire_sweep(nt_clock_ns(), flushing);
     if (p->subscribed) {
       if (fresh || now >= next_meta) {
         send_meta(p);
@@ -256,6 +260,7 @@ static void run(struct pub *p) {
     if (due) next_tick = now + interval;
     atomic_store(&flush_done, flush);
   }
+  nt_retire_sweep(nt_clock_ns(), true);
   if (p->subscribed) send_snapshot(p, true);
 }
 
@@ -271,9 +276,16 @@ static void *publisher_main(void *arg) {
     p.snap->nproxy = NT_MAX_PROXY_THREADS;
     p.snap->nchannels = NT_MAX_CHANNEL_ROWS;
     p.snap->nkernels = NT_MAX_KERNEL_ROWS;
+    p.snap->nops = NT_MAX_OP_ROWS;
+    p.snap->nphases = NT_MAX_PHASES;
+    p.snap->noplog = NT_MAX_OPLOG;
+    p.snap->nseq = NT_MAX_SEQ_ROWS;
+    p.snap->nnet = NT_MAX_NET_ROWS;
     p.cap = nt_snapshot_encoded_max(p.snap);
     p.buf = malloc(p.cap);
   }
+  if (nt_retire_init() != 0)
+    nt_log(NT_NCCL_LOG_WARN, "out of memory for operation statistics; operations not retired");
   if (p.buf && open_socket(&p)) {
     build_hello(&p);
     run(&p);
@@ -286,6 +298,7 @@ static void *publisher_main(void *arg) {
   free(p.json);
   free(p.hello);
   nt_snapshot_free(p.snap);
+  nt_retire_free();
   /* Let a waiting nccltop_flush return even if we never published. */
   atomic_store(&flush_done, atomic_load(&flush_requested));
   return NULL;

@@ -96,6 +96,8 @@ struct nt_thread *nt_thread_claim(void) {
       atomic_store(&t->overlay, NT_PROXY_UNKNOWN);
       atomic_store(&t->tid, (uint32_t)syscall(SYS_gettid));
       t->ctrl.kind = NT_K_CTRL;
+      t->api.kind = NT_K_API;
+      t->api.ctx = NULL;
       uint32_t used = atomic_load(&nt_g.nthreads_used);
       while (used < i + 1 && !atomic_compare_exchange_weak(&nt_g.nthreads_used, &used, i + 1)) {
       }
@@ -167,8 +169,20 @@ nt_nccl_result nt_init(void **context, int *mask, const char *name, uint64_t has
     c->rank = rank;
     c->nranks = nranks;
     c->nnodes = nnodes;
+    atomic_fetch_add(&c->generation, 1);
     atomic_store(&c->colls, 0);
     atomic_store(&c->p2ps, 0);
+    for (int f = 0; f < NT_FUNC_COUNT; f++) {
+      atomic_store(&c->launched[f], 0);
+      atomic_store(&c->last_launch_ns[f], 0);
+      atomic_store(&c->done[f], 0);
+    }
+    atomic_store(&c->group_api, 0);
+    atomic_store(&c->coll_api, 0);
+    atomic_store(&c->p2p_api, 0);
+    atomic_store(&c->kernel_launches, 0);
+    atomic_store(&c->graph_captured, 0);
+    atomic_store(&c->api_ns, 0);
     snprintf(c->name, sizeof c->name, "%s", name ? name : "");
     atomic_store(&c->magic, NT_CONTEXT_MAGIC);
     atomic_store(&c->live, 1);

@@ -15,7 +15,7 @@
 #include <stdint.h>
 
 #define NT_PROTO_MAJOR 1
-#define NT_PROTO_MINOR 0
+#define NT_PROTO_MINOR 1
 
 #define NT_TOPIC_HELLO    "nccltop.hello"
 #define NT_TOPIC_COMM     "nccltop.comm"
@@ -35,6 +35,13 @@
 #define NT_MAX_ENV_NAME      64
 #define NT_MAX_ENV_VALUE     256
 #define NT_NO_COMM           0xFFFFu /* comm_index of a row whose communicator is unknown */
+/* Since 1.1: operations, phases and network plugin events. */
+#define NT_MAX_OP_ROWS  4096 /* operation statistics rows per snapshot */
+#define NT_MAX_OPLOG    256  /* recent and in-flight operations per snapshot */
+#define NT_MAX_SEQ_ROWS 1024 /* (communicator, function) sequence rows */
+#define NT_MAX_NET_ROWS 1024 /* network plugin (device, QP or socket) rows */
+#define NT_MAX_PHASES   63   /* phase ids 1..63; 0 = no phase */
+#define NT_MAX_PHASE    31   /* bytes of a phase name */
 
 /* Proxy progress thread control states, in wire order. */
 enum nt_proxy_state {
@@ -71,6 +78,80 @@ static inline int nt_dir_wait(int dir, int i) {
   return dir == NT_DIR_RECV ? 3 + i : i;
 }
 
+/* Operations (since 1.1). NCCL names functions, algorithms, protocols and
+ * datatypes with strings; the plugin maps them to these wire values, and
+ * names it does not know to OTHER (they are counted, not lost). */
+enum nt_func {
+  NT_FUNC_OTHER,
+  NT_FUNC_ALLREDUCE,
+  NT_FUNC_ALLGATHER,
+  NT_FUNC_REDUCESCATTER,
+  NT_FUNC_BROADCAST,
+  NT_FUNC_REDUCE,
+  NT_FUNC_ALLTOALL,
+  NT_FUNC_GATHER,
+  NT_FUNC_SCATTER,
+  NT_FUNC_SEND,
+  NT_FUNC_RECV,
+  NT_FUNC_SENDRECV,
+  NT_FUNC_COUNT,
+};
+enum nt_algo {
+  NT_ALGO_NONE, /* not given (p2p) */
+  NT_ALGO_TREE,
+  NT_ALGO_RING,
+  NT_ALGO_COLLNET_DIRECT,
+  NT_ALGO_COLLNET_CHAIN,
+  NT_ALGO_NVLS,
+  NT_ALGO_NVLS_TREE,
+  NT_ALGO_PAT,
+  NT_ALGO_OTHER,
+  NT_ALGO_COUNT,
+};
+enum nt_proto_id { NT_PR_NONE, NT_PR_LL, NT_PR_LL128, NT_PR_SIMPLE, NT_PR_OTHER, NT_PR_COUNT };
+enum nt_dtype {
+  NT_DT_UNKNOWN,
+  NT_DT_INT8,
+  NT_DT_UINT8,
+  NT_DT_INT32,
+  NT_DT_UINT32,
+  NT_DT_INT64,
+  NT_DT_UINT64,
+  NT_DT_FLOAT16,
+  NT_DT_FLOAT32,
+  NT_DT_FLOAT64,
+  NT_DT_BFLOAT16,
+  NT_DT_FP8E4M3,
+  NT_DT_FP8E5M2,
+  NT_DT_COUNT,
+};
+enum nt_op_kind { NT_OP_COLL, NT_OP_P2P };
+/* What is known of an operation's end: only that it was enqueued (no child
+ * event ever came: intra-node work without kernelch), still in flight, or
+ * done (its last proxy-op or kernel-channel child stopped). */
+enum nt_op_state { NT_OPS_ENQUEUED, NT_OPS_IN_FLIGHT, NT_OPS_DONE, NT_OPS_COUNT };
+/* Where a done operation's duration comes from. */
+enum nt_timing { NT_TIMING_NONE, NT_TIMING_HOST, NT_TIMING_GPU, NT_TIMING_COUNT };
+
+/* Names as NCCL spells them ("AllReduce", "RING", "SIMPLE", "ncclFloat32"),
+ * "other"/"none"/"unknown" otherwise; the *_from_name parsers accept exactly
+ * NCCL's spellings (NULL gives NONE / OTHER / UNKNOWN). */
+const char *nt_func_name(int func);
+const char *nt_algo_name(int algo);
+const char *nt_proto_name(int proto);
+const char *nt_dtype_name(int dtype);
+const char *nt_op_state_name(int state); /* "enqueued", "in_flight", "done" */
+const char *nt_timing_name(int timing);  /* "none", "host", "gpu" */
+int nt_func_from_name(const char *s);
+int nt_algo_from_name(const char *s);
+int nt_proto_from_name(const char *s);
+int nt_dtype_from_name(const char *s);
+int nt_dtype_size(int dtype); /* bytes per element, 0 when unknown */
+/* Size bucket of a message: floor(log2(bytes)), 0 for 0 or 1 byte. */
+static inline uint8_t nt_size_bucket(uint64_t bytes) {
+  return bytes > 1 ? (uint8_t)(63 - __builtin_clzll(bytes)) : 0;
+}
+
 /* Process-wide counters, cumulative since the plugin loaded. */
 typedef struct {
   uint64_t events;          /* ABI calls handled */
@@ -82,6 +163,11 @@ typedef struct {
   uint64_t unsent_messages; /* ZeroMQ refused a message (queue full) */
   uint32_t event_mask;      /* NCCL activation mask now */
   uint8_t abi_version;      /* profiler ABI NCCL loaded: 3..6 */
+  /* 1.1 */
+  uint64_t dropped_ops;   /* Coll/P2p not tracked: operation pool full */
+  uint64_t late_children; /* proxy-op/kernel children whose operation was already retired */
+  uint64_t net_events;    /* network plugin events seen */
+  uint8_t phase;          /* the phase now (nccltop_tag), 0 none */
 } nt_process_counters;
 
 typedef struct {
@@ -89,6 +175,10 @@ typedef struct {
   int32_t rank, nranks, nnodes;
   uint64_t colls_enqueued; /* Coll events started */
   uint64_t p2ps_enqueued;  /* P2p events started */
+  /* 1.1: API-level events (profiler v5+) */
+  uint64_t group_api, coll_api, p2p_api, kernel_launches;
+  uint64_t graph_captured; /* API calls made while a CUDA graph was being captured */
+  uint64_t api_ns;         /* time inside CollApi / P2pApi calls */
 } nt_comm_row;
 
 typedef struct {
@@ -126,6 +216,69 @@ typedef struct {
   uint64_t last_ns; /* the last one's GPU duration */
 } nt_kernel_row;
 
+/* Operation statistics (1.1), one row per (communicator, kind, function,
+ * algorithm, protocol, size bucket, phase). Counts every operation the
+ * plugin retired; those still in flight are in the oplog. */
+typedef struct {
+  uint16_t comm_index;
+  uint8_t kind;   /* enum nt_op_kind */
+  uint8_t func;   /* enum nt_func */
+  uint8_t algo;   /* enum nt_algo */
+  uint8_t proto;  /* enum nt_proto_id */
+  uint8_t bucket; /* nt_size_bucket(bytes) */
+  uint8_t phase;  /* 0 none, else a phase id */
+  uint64_t count;
+  uint64_t bytes; /* count x datatype size, summed */
+  uint64_t done;  /* with a duration */
+  uint64_t done_bytes;
+  uint64_t time_ns;  /* summed durations of the done ones */
+  uint64_t gpu_done; /* of which timed by the GPU (kernelch) */
+} nt_op_row;
+
+/* One phase name (1.1). */
+typedef struct {
+  uint8_t id; /* 1..NT_MAX_PHASES */
+  char name[NT_MAX_PHASE + 1];
+} nt_phase_row;
+
+/* One operation (1.1): recently retired, or still in flight. */
+typedef struct {
+  uint16_t comm_index;
+  uint8_t kind, func, algo, proto, dtype, phase;
+  uint8_t state;  /* enum nt_op_state */
+  uint8_t timing; /* enum nt_timing */
+  uint8_t nchannels, nwarps;
+  int32_t root_peer; /* root (coll) or peer (p2p); -1 none */
+  uint64_t seq;      /* NCCL's per-function sequence number (colls) */
+  uint64_t count, bytes;
+  uint64_t age_ns;                  /* since it was enqueued, when the snapshot was taken */
+  uint64_t duration_ns;             /* done: its duration; otherwise 0 */
+  uint32_t children, children_open; /* proxy-op and kernel-channel children */
+} nt_oplog_row;
+
+/* Per (communicator, function) progress (1.1): what the straggler view
+ * compares across ranks. */
+typedef struct {
+  uint16_t comm_index;
+  uint8_t func;
+  uint64_t launched;           /* highest NCCL seqNumber seen + 1 */
+  uint64_t done;               /* operations of this function done */
+  uint64_t last_launch_age_ns; /* since the last one was enqueued */
+} nt_seq_row;
+
+enum nt_net_type { NT_NET_IB_QP = 1, NT_NET_SOCKET = 2 };
+/* Network plugin events (1.1), per (communicator, device, QP or socket). */
+typedef struct {
+  uint16_t comm_index; /* NT_NO_COMM allowed */
+  uint8_t type;        /* enum nt_net_type */
+  int32_t device;      /* IB device index; -1 for sockets */
+  uint32_t id;         /* QP number, or socket fd */
+  uint64_t count;      /* events stopped */
+  uint64_t bytes;
+  uint64_t busy_ns; /* summed start..stop */
+  uint64_t in_flight;
+} nt_net_row;
+
 /* A decoded snapshot; nt_snapshot_new() sizes every array to its limit once,
  * so decoding allocates nothing. */
 typedef struct {
@@ -143,6 +296,13 @@ typedef struct {
   nt_proxy_row *proxy;
   nt_channel_row *channels;
   nt_kernel_row *kernels;
+  /* 1.1; empty in a 1.0 snapshot */
+  uint32_t nops, nphases, noplog, nseq, nnet;
+  nt_op_row *ops;
+  nt_phase_row *phases;
+  nt_oplog_row *oplog;
+  nt_seq_row *seq_rows;
+  nt_net_row *net;
 } nt_snapshot;
 
 nt_snapshot *nt_snapshot_new(void); /* NULL on allocation failure */

@@ -375,7 +375,14 @@ static bool rt_begin(rt_proxy *p, rt_coll *k, rt_op *o, uint64_t now) {
 
 static void rt_post(rt_proxy *p, rt_coll *k, rt_op *o, uint64_t t) {
   int s = o->posted++;
-  rt_step *st = &o->fl[s % RT_WINDOW];
+  /* Steps can leave out of order here (their durations are random), so the
+   * slot of step s - RT_WINDOW may still be busy: take any free one. */
+  rt_step *st = &o->fl[0];
+  for (int i = 0; i < RT_WINDOW; i++)
+    if (!o->fl[i].used) {
+      st = &o->fl[i];
+      break;
+    }
   memset(st, 0, sizeof *st);
   st->used = true;
   st->step = s;

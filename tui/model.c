@@ -188,11 +188,36 @@ static void copy_snapshot(nt_snapshot *dst, const nt_snapshot *src) {
   nt_proxy_row *p = dst->proxy;
   nt_channel_row *ch = dst->channels;
   nt_kernel_row *k = dst->kernels;
+  nt_op_row *ops = dst->ops;
+  nt_phase_row *ph = dst->phases;
+  nt_oplog_row *log = dst->oplog;
+  nt_seq_row *seq = dst->seq_rows;
+  nt_net_row *net = dst->net;
   *dst = *src;
   dst->comms = c;
   dst->proxy = p;
   dst->channels = ch;
   dst->kernels = k;
+  dst->ops = ops;
+  dst->phases = ph;
+  dst->oplog = log;
+  dst->seq_rows = seq;
+  dst->net = net;
+#define CLAMP_COPY(n, limit, to, from)                                                             \
+  do {                                                                                             \
+    if (dst->n > (limit)) dst->n = (limit);                                                        \
+    memcpy(to, src->from, dst->n * sizeof *(to));                                                  \
+  } while (0)
+  CLAMP_COPY(nops, NT_MAX_OP_ROWS, ops, ops);
+  CLAMP_COPY(nphases, NT_MAX_PHASES, ph, phases);
+  CLAMP_COPY(noplog, NT_MAX_OPLOG, log, oplog);
+  CLAMP_COPY(nseq, NT_MAX_SEQ_ROWS, seq, seq_rows);
+  CLAMP_COPY(nnet, NT_MAX_NET_ROWS, net, net);
+#undef CLAMP_COPY
+  /* Phase names come from the application: escaped once, here. */
+  for (uint32_t i = 0; i < dst->nphases; i++)
+    nt_sanitize(src->phases[i].name, strnlen(src->phases[i].name, NT_MAX_PHASE), ph[i].name,
+                sizeof ph[i].name);
   if (dst->ncomms > NT_MAX_COMMS) dst->ncomms = NT_MAX_COMMS;
   if (dst->nproxy > NT_MAX_PROXY_THREADS) dst->nproxy = NT_MAX_PROXY_THREADS;
   if (dst->nchannels > NT_MAX_CHANNEL_ROWS) dst->nchannels = NT_MAX_CHANNEL_ROWS;

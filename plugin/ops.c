@@ -1,0 +1,154 @@
+/* Coll and P2p operations, from enqueue to completion, and the API events
+ * of profiler v5+.
+ *
+ * NCCL starts and stops a Coll or P2p when it enqueues the work (the stop
+ * means "enqueued", not "done"); the work is done when its last proxy-op or
+ * kernel-channel child stops. The enqueuing thread takes a task slot from
+ * its own pool and hands NCCL a pointer to it; children on proxy threads
+ * hold references in the task's state word; the publisher thread retires a
+ * finished task into the statistics (retire.c) and frees the slot. Cost:
+ * a few string compares and stores per operation, one atomic per child
+ * start and stop; nothing per step.
+ */
+#include <stddef.h>
+
+#include "internal.h"
+
+bool nt_task_check(const void *p) {
+  uintptr_t base = (uintptr_t)nt_g.threads, q = (uintptr_t)p;
+  if (!base || q < base || q >= base + sizeof(struct nt_thread) * NT_MAX_THREADS) return false;
+  size_t in = (size_t)(q - base) % sizeof(struct nt_thread);
+  size_t first = offsetof(struct nt_thread, tasks);
+  return in >= first && in < first + sizeof(((struct nt_thread *)0)->tasks) &&
+         (in - first) % sizeof(struct nt_task) == 0;
+}
+
+static struct nt_task *task_alloc(struct nt_thread *t) {
+  for (uint32_t i = 0; i < NT_POOL_PROBES; i++) {
+    uint32_t slot = t->task_cursor++ % NT_TASKS_PER_THREAD;
+    struct nt_task *k = &t->tasks[slot];
+    if (atomic_load_explicit(&k->st, memory_order_acquire) != 0) continue;
+    if (slot >= atomic_load_explicit(&t->tasks_hw, memory_order_relaxed))
+      atomic_store_explicit(&t->tasks_hw, slot + 1, memory_order_release);
+    return k;
+  }
+  return NULL;
+}
+
+static void store_max(_Atomic uint64_t *p, uint64_t v) {
+  uint64_t cur = atomic_load_explicit(p, memory_order_relaxed);
+  while (v > cur && !atomic_compare_exchange_weak_explicit(p, &cur, v, memory_order_relaxed,
+                                                           memory_order_relaxed)) {
+  }
+}
+
+void *nt_op_start(struct nt_thread *t, void *context, const struct nt_ev *ev) {
+  struct nt_context *c = nt_context_check(context);
+  if (!c) {
+    NT_ADD(t->unknown_events, 1);
+    return &nt_ignored_handle; /* non-NULL: NCCL keeps producing the children */
+  }
+  bool coll = ev->type == NT_EV_COLL;
+  atomic_fetch_add_explicit(coll ? &c->colls : &c->p2ps, 1, memory_order_relaxed);
+  uint64_t now = nt_clock_ns();
+  int func = nt_func_from_name(ev->op.func);
+  /* Collectives carry NCCL's per-function sequence number (the counter RAS
+   * compares); p2p operations are counted. */
+  if (coll)
+    store_max(&c->launched[func], ev->op.seq + 1);
+  else
+    atomic_fetch_add_explicit(&c->launched[func], 1, memory_order_relaxed);
+  atomic_store_explicit(&c->last_launch_ns[func], now, memory_order_relaxed);
+  struct nt_task *k = task_alloc(t);
+  if (!k) {
+    NT_ADD(t->dropped_ops, 1);
+    return &nt_ignored_handle;
+  }
+  _Atomic int *maskp = atomic_load_explicit(&nt_g.mask_ptr, memory_order_relaxed);
+  int mask = maskp ? atomic_load_explicit(maskp, memory_order_relaxed) : 0;
+  k->kind = NT_K_TASK;
+  k->op_kind = coll ? NT_OP_COLL : NT_OP_P2P;
+  k->func = (uint8_t)func;
+  k->algo = (uint8_t)(coll ? nt_algo_from_name(ev->op.algo) : NT_ALGO_NONE);
+  k->proto = (uint8_t)(coll ? nt_proto_from_name(ev->op.proto) : NT_PR_NONE);
+  k->dtype = (uint8_t)nt_dtype_from_name(ev->op.datatype);
+  k->phase = nt_phase_now();
+  k->nchannels = ev->op.nchannels;
+  k->nwarps = ev->op.nwarps;
+  k->expect_kernel = (mask & NT_EV_KERNEL_CH) != 0;
+  k->expect_proxy = (mask & (NT_EV_PROXY_OP | NT_EV_PROXY_STEP | NT_EV_NET_PLUGIN)) != 0;
+  k->quiet = 0;
+  k->ctx = c;
+  k->root_peer = ev->op.root_peer;
+  k->seq = coll ? ev->op.seq : 0;
+  k->count = ev->op.count;
+  k->bytes = ev->op.count * (uint64_t)nt_dtype_size(k->dtype);
+  k->enqueue_ns = now;
+  k->seen_stop_ns = 0;
+  atomic_store_explicit(&k->children, 0, memory_order_relaxed);
+  atomic_store_explicit(&k->untimed, 0, memory_order_relaxed);
+  atomic_store_explicit(&k->last_stop_ns, 0, memory_order_relaxed);
+  atomic_store_explicit(&k->gpu_ns, 0, memory_order_relaxed);
+  atomic_store_explicit(&k->st, NT_TS_LIVE, memory_order_release);
+  return k;
+}
+
+void nt_op_stop(struct nt_task *k) {
+  atomic_fetch_or_explicit(&k->st, NT_TS_STOPPED, memory_order_release);
+}
+
+struct nt_task *nt_task_attach(struct nt_thread *t, void *parent) {
+  if (!parent || parent == &nt_ignored_handle || !nt_task_check(parent)) return NULL;
+  struct nt_task *k = parent;
+  uint32_t st = atomic_load_explicit(&k->st, memory_order_acquire);
+  do {
+    if (!(st & NT_TS_LIVE) || (st & NT_TS_RETIRING) || (st & NT_TS_REFS) == NT_TS_REFS) {
+      NT_ADD(t->late_children, 1); /* its operation was already retired */
+      return NULL;
+    }
+  } while (!atomic_compare_exchange_weak_explicit(&k->st, &st, st + 1, memory_order_acq_rel,
+                                                  memory_order_acquire));
+  atomic_fetch_add_explicit(&k->children, 1, memory_order_relaxed);
+  return k;
+}
+
+void nt_task_detach(struct nt_task *k, uint64_t now, bool untimed, uint64_t gpu_ns) {
+  if (untimed) atomic_store_explicit(&k->untimed, 1, memory_order_relaxed);
+  if (gpu_ns) store_max(&k->gpu_ns, gpu_ns);
+  store_max(&k->last_stop_ns, now);
+  /* Release: whoever sees the count drop sees the stop time. */
+  atomic_fetch_sub_explicit(&k->st, 1, memory_order_release);
+}
+
+/* API events: counted per communicator; CollApi and P2pApi also timed. */
+void *nt_api_start(struct nt_thread *t, void *context, const struct nt_ev *ev) {
+  struct nt_context *c = nt_context_check(context);
+  if (!c) return &nt_ignored_handle;
+  switch (ev->type) {
+  case NT_EV_GROUP_API:
+    atomic_fetch_add_explicit(&c->group_api, 1, memory_order_relaxed);
+    return &nt_ignored_handle;
+  case NT_EV_KERNEL_LAUNCH:
+    atomic_fetch_add_explicit(&c->kernel_launches, 1, memory_order_relaxed);
+    return &nt_ignored_handle;
+  case NT_EV_COLL_API:
+  case NT_EV_P2P_API:
+    atomic_fetch_add_explicit(ev->type == NT_EV_COLL_API ? &c->coll_api : &c->p2p_api, 1,
+                              memory_order_relaxed);
+    if (ev->graph_captured) atomic_fetch_add_explicit(&c->graph_captured, 1, memory_order_relaxed);
+    t->api.ctx = c;
+    t->api.start_ns = nt_clock_ns();
+    return &t->api;
+  default: return &nt_ignored_handle;
+  }
+}
+
+void nt_api_stop(struct nt_api *a) {
+  /* NCCL can stop a stale CollApi handle again: only the first stop counts. */
+  struct nt_context *c = a->ctx;
+  if (!c) return;
+  a->ctx = NULL;
+  uint64_t now = nt_clock_ns();
+  if (now > a->start_ns)
+    atomic_fetch_add_explicit(&c->api_ns, now - a->start_ns, memory_order_relaxed);
+}

@@ -1,0 +1,370 @@
+/* The publisher thread's side of operations: it retires finished tasks
+ * into per-(communicator, function, algorithm, protocol, size, phase)
+ * statistics and a log of recent operations, frees their slots, and fills
+ * the 1.1 snapshot tables. Everything here runs on the publisher thread
+ * only (every tick, watched or not, so the totals are complete for a viewer
+ * that joins late); the event path never waits for it.
+ *
+ * Durations: with kernelch, the longest kernel channel's GPU time (as NCCL's
+ * Inspector and nccl-tests' per-kernel view do); otherwise from when the
+ * operation could start (enqueued, and the communicator's previous
+ * operation done: operations of one communicator run in order) to its last
+ * child's stop. That is what nccl-tests divides by when it times a loop of
+ * back-to-back operations.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+#define STATS_HASH   8192 /* power of two, more than twice NT_MAX_OP_ROWS */
+#define RING         NT_MAX_OPLOG
+#define SWEEP_MAX    16384 /* tasks retired per sweep; the rest wait for the next */
+#define INFLIGHT_MAX 128   /* in-flight operations per snapshot (the oldest) */
+
+struct stat_row {
+  uint64_t key;
+  uint8_t ctx;
+  uint32_t gen;
+  nt_op_row row; /* comm_index filled at collect */
+};
+
+struct log_entry {
+  uint8_t ctx;
+  uint32_t gen;
+  uint64_t enqueue_ns;
+  nt_oplog_row row;
+};
+
+static struct {
+  struct stat_row *rows;
+  uint32_t nrows;
+  uint16_t *index; /* hash slot -> row + 1, 0 empty */
+  struct log_entry *ring;
+  uint32_t ring_next, ring_n;
+  struct nt_task **cand;
+  uint64_t last_done_ns[NT_MAX_CONTEXTS];
+  uint32_t last_done_gen[NT_MAX_CONTEXTS];
+  uint64_t dropped_stats; /* keys that found the table full */
+} R;
+
+int nt_retire_init(void) {
+  R.rows = calloc(NT_MAX_OP_ROWS, sizeof *R.rows);
+  R.index = calloc(STATS_HASH, sizeof *R.index);
+  R.ring = calloc(RING, sizeof *R.ring);
+  R.cand = calloc(SWEEP_MAX, sizeof *R.cand);
+  if (R.rows && R.index && R.ring && R.cand) return 0;
+  nt_retire_free();
+  return -1;
+}
+
+void nt_retire_free(void) {
+  free(R.rows);
+  free(R.index);
+  free(R.ring);
+  free(R.cand);
+  memset(&R, 0, sizeof R);
+}
+
+static uint32_t gen_of(const struct nt_context *c) {
+  return atomic_load_explicit(&c->generation, memory_order_relaxed);
+}
+
+static uint64_t stat_key(const struct nt_task *k, uint32_t gen) {
+  return ((uint64_t)k->ctx->index << 58) | ((uint64_t)(gen & 0xFFFF) << 42) |
+         ((uint64_t)k->op_kind << 41) | ((uint64_t)k->func << 36) | ((uint64_t)k->algo << 32) |
+         ((uint64_t)k->proto << 28) | ((uint64_t)nt_size_bucket(k->bytes) << 20) |
+         ((uint64_t)k->phase << 12) | 1;
+}
+
+/* Rows of communicators whose slot was reused are dropped to make room. */
+static void compact(void) {
+  uint32_t n = 0;
+  for (uint32_t i = 0; i < R.nrows; i++)
+    if (R.rows[i].gen == gen_of(&nt_g.contexts[R.rows[i].ctx])) R.rows[n++] = R.rows[i];
+  R.nrows = n;
+  memset(R.index, 0, STATS_HASH * sizeof *R.index);
+  for (uint32_t i = 0; i < n; i++) {
+    uint32_t h = (uint32_t)(R.rows[i].key * 0x9E3779B97F4A7C15ull >> 40) & (STATS_HASH - 1);
+    while (R.index[h]) h = (h + 1) & (STATS_HASH - 1);
+    R.index[h] = (uint16_t)(i + 1);
+  }
+}
+
+static nt_op_row *stat_row(const struct nt_task *k, uint32_t gen) {
+  uint64_t key = stat_key(k, gen);
+  for (int attempt = 0; attempt < 2; attempt++) {
+    uint32_t h = (uint32_t)(key * 0x9E3779B97F4A7C15ull >> 40) & (STATS_HASH - 1);
+    for (;;) {
+      uint16_t i = R.index[h];
+      if (!i) break;
+      if (R.rows[i - 1].key == key) return &R.rows[i - 1].row;
+      h = (h + 1) & (STATS_HASH - 1);
+    }
+    if (R.nrows < NT_MAX_OP_ROWS) {
+      struct stat_row *r = &R.rows[R.nrows];
+      memset(r, 0, sizeof *r);
+      r->key = key;
+      r->ctx = (uint8_t)k->ctx->index;
+      r->gen = gen;
+      r->row.kind = k->op_kind;
+      r->row.func = k->func;
+      r->row.algo = k->algo;
+      r->row.proto = k->proto;
+      r->row.bucket = nt_size_bucket(k->bytes);
+      r->row.phase = k->phase;
+      R.index[h] = (uint16_t)(++R.nrows);
+      return &r->row;
+    }
+    compact();
+  }
+  R.dropped_stats++;
+  return NULL;
+}
+
+static void fill_log(nt_oplog_row *r, const struct nt_task *k) {
+  memset(r, 0, sizeof *r);
+  r->kind = k->op_kind;
+  r->func = k->func;
+  r->algo = k->algo;
+  r->proto = k->proto;
+  r->dtype = k->dtype;
+  r->phase = k->phase;
+  r->nchannels = k->nchannels;
+  r->nwarps = k->nwarps;
+  r->root_peer = k->root_peer;
+  r->seq = k->seq;
+  r->count = k->count;
+  r->bytes = k->bytes;
+}
+
+static void retire(struct nt_task *k) {
+  uint32_t expect = NT_TS_LIVE | NT_TS_STOPPED;
+  /* A child that attached since the sweep looked keeps it alive. */
+  if (!atomic_compare_exchange_strong_explicit(&k->st, &expect, NT_TS_RETIRING,
+                                               memory_order_acq_rel, memory_order_relaxed))
+    return;
+  struct nt_context *c = k->ctx;
+  int ci = c->index;
+  uint32_t gen = gen_of(c);
+  uint32_t children = atomic_load_explicit(&k->children, memory_order_relaxed);
+  uint64_t last = atomic_load_explicit(&k->last_stop_ns, memory_order_relaxed);
+  uint64_t gpu = atomic_load_explicit(&k->gpu_ns, memory_order_relaxed);
+  bool untimed = atomic_load_explicit(&k->untimed, memory_order_relaxed);
+  if (R.last_done_gen[ci] != gen) {
+    R.last_done_gen[ci] = gen;
+    R.last_done_ns[ci] = 0;
+  }
+  int state = children ? NT_OPS_DONE : NT_OPS_ENQUEUED;
+  int timing = NT_TIMING_NONE;
+  uint64_t duration = 0;
+  if (children && !untimed) {
+    if (gpu) {
+      timing = NT_TIMING_GPU;
+      duration = gpu;
+    } else {
+      uint64_t start = k->enqueue_ns > R.last_done_ns[ci] ? k->enqueue_ns : R.last_done_ns[ci];
+      timing = NT_TIMING_HOST;
+      duration = last > start ? last - start : 0;
+    }
+  }
+  if (children && last > R.last_done_ns[ci]) R.last_done_ns[ci] = last;
+  nt_op_row *row = stat_row(k, gen);
+  if (row) {
+    row->count++;
+    row->bytes += k->bytes;
+    if (timing != NT_TIMING_NONE) {
+      row->done++;
+      row->done_bytes += k->bytes;
+      row->time_ns += duration;
+      if (timing == NT_TIMING_GPU) row->gpu_done++;
+    }
+  }
+  if (state == NT_OPS_DONE) atomic_fetch_add_explicit(&c->done[k->func], 1, memory_order_relaxed);
+  struct log_entry *e = &R.ring[R.ring_next];
+  R.ring_next = (R.ring_next + 1) % RING;
+  if (R.ring_n < RING) R.ring_n++;
+  e->ctx = (uint8_t)ci;
+  e->gen = gen;
+  e->enqueue_ns = k->enqueue_ns;
+  fill_log(&e->row, k);
+  e->row.state = (uint8_t)state;
+  e->row.timing = (uint8_t)timing;
+  e->row.duration_ns = duration;
+  e->row.children = children;
+  atomic_store_explicit(&k->st, 0, memory_order_release); /* the slot is free again */
+}
+
+static uint64_t order_of(const struct nt_task *k) {
+  uint64_t last = atomic_load_explicit(&k->last_stop_ns, memory_order_relaxed);
+  return last ? last : k->enqueue_ns;
+}
+
+static int by_end(const void *a, const void *b) {
+  uint64_t x = order_of(*(struct nt_task *const *)a), y = order_of(*(struct nt_task *const *)b);
+  return x < y ? -1 : x > y;
+}
+
+/* A finished task waits one quiet sweep (its last stop unchanged) before it
+ * is retired: the proxy appends a collective's ops in batches, so a child
+ * may still come after the others stopped. A task that never got a child is
+ * retired as "enqueued" after two sweeps, unless kernelch was on: then its
+ * kernel will report, and until it does it is in flight. */
+void nt_retire_sweep(uint64_t now, bool force) {
+  (void)now;
+  if (!R.rows || !nt_g.threads) return;
+  uint32_t ncand = 0, used = atomic_load(&nt_g.nthreads_used);
+  for (uint32_t i = 0; i < used && i < NT_MAX_THREADS; i++) {
+    struct nt_thread *t = &nt_g.threads[i];
+    uint32_t hw = atomic_load_explicit(&t->tasks_hw, memory_order_acquire);
+    for (uint32_t j = 0; j < hw && j < NT_TASKS_PER_THREAD && ncand < SWEEP_MAX; j++) {
+      struct nt_task *k = &t->tasks[j];
+      uint32_t st = atomic_load_explicit(&k->st, memory_order_acquire);
+      if ((st & ~NT_TS_REFS) != (NT_TS_LIVE | NT_TS_STOPPED) || (st & NT_TS_REFS)) continue;
+      if (atomic_load_explicit(&k->children, memory_order_relaxed)) {
+        uint64_t last = atomic_load_explicit(&k->last_stop_ns, memory_order_relaxed);
+        if (force || (k->quiet && k->seen_stop_ns == last)) {
+          R.cand[ncand++] = k;
+        } else {
+          k->seen_stop_ns = last;
+          k->quiet = 1;
+        }
+      } else if (!k->expect_kernel && (!k->expect_proxy || force || k->quiet >= 2)) {
+        R.cand[ncand++] = k;
+      } else if (k->quiet < 255) {
+        k->quiet++;
+      }
+    }
+  }
+  /* In completion order, so each one's start is its predecessor's end. */
+  qsort(R.cand, ncand, sizeof *R.cand, by_end);
+  for (uint32_t i = 0; i < ncand; i++) retire(R.cand[i]);
+}
+
+/* ---- the snapshot's 1.1 tables ---- */
+
+static bool ctx_current(int ci, uint32_t gen, const uint16_t *map) {
+  return map[ci] != NT_NO_COMM && gen == gen_of(&nt_g.contexts[ci]);
+}
+
+/* Operations not retired yet, oldest first, at most INFLIGHT_MAX. */
+static uint32_t collect_inflight(nt_snapshot *s, const uint16_t *map, uint64_t now) {
+  uint32_t n = 0;
+  uint32_t used = atomic_load(&nt_g.nthreads_used);
+  for (uint32_t i = 0; i < used && i < NT_MAX_THREADS && n < SWEEP_MAX; i++) {
+    struct nt_thread *t = &nt_g.threads[i];
+    uint32_t hw = atomic_load_explicit(&t->tasks_hw, memory_order_acquire);
+    for (uint32_t j = 0; j < hw && j < NT_TASKS_PER_THREAD && n < SWEEP_MAX; j++) {
+      struct nt_task *k = &t->tasks[j];
+      uint32_t st = atomic_load_explicit(&k->st, memory_order_acquire);
+      if (!(st & NT_TS_LIVE) || (st & NT_TS_RETIRING) || map[k->ctx->index] == NT_NO_COMM) continue;
+      /* Finished ones wait for their sweep and show up retired; the rest
+       * wait for children that will come, or have not all stopped. */
+      uint32_t children = atomic_load_explicit(&k->children, memory_order_relaxed);
+      bool pending = (st & NT_TS_REFS) || !(st & NT_TS_STOPPED) ||
+                     (children == 0 && (k->expect_kernel || k->expect_proxy));
+      if (pending) R.cand[n++] = k;
+    }
+  }
+  /* Oldest first: the ones a hang view is about. */
+  uint32_t keep = n < INFLIGHT_MAX ? n : INFLIGHT_MAX;
+  for (uint32_t a = 0; a < keep; a++) {
+    uint32_t best = a;
+    for (uint32_t b = a + 1; b < n; b++)
+      if (R.cand[b]->enqueue_ns < R.cand[best]->enqueue_ns) best = b;
+    struct nt_task *tmp = R.cand[a];
+    R.cand[a] = R.cand[best];
+    R.cand[best] = tmp;
+    struct nt_task *k = R.cand[a];
+    nt_oplog_row *r = &s->oplog[s->noplog++];
+    fill_log(r, k);
+    uint32_t st = atomic_load_explicit(&k->st, memory_order_relaxed);
+    uint32_t children = atomic_load_explicit(&k->children, memory_order_relaxed);
+    r->comm_index = map[k->ctx->index];
+    r->children = children;
+    r->children_open = st & NT_TS_REFS;
+    if (r->children_open > r->children) r->children = r->children_open;
+    r->state = NT_OPS_IN_FLIGHT;
+    r->age_ns = now > k->enqueue_ns ? now - k->enqueue_ns : 0;
+  }
+  return keep;
+}
+
+static void collect_oplog(nt_snapshot *s, const uint16_t *map, uint64_t now) {
+  s->noplog = 0;
+  if (R.cand) collect_inflight(s, map, now);
+  /* Then the most recently retired, newest first. */
+  for (uint32_t i = 0; i < R.ring_n && s->noplog < NT_MAX_OPLOG; i++) {
+    const struct log_entry *e = &R.ring[(R.ring_next + RING - 1 - i) % RING];
+    if (!ctx_current(e->ctx, e->gen, map)) continue;
+    nt_oplog_row *r = &s->oplog[s->noplog++];
+    *r = e->row;
+    r->comm_index = map[e->ctx];
+    r->age_ns = now > e->enqueue_ns ? now - e->enqueue_ns : 0;
+  }
+}
+
+static void merge_net(nt_snapshot *s, const struct nt_net_row *r, uint16_t ci) {
+  uint32_t id = r->id;
+  nt_net_row *o = NULL;
+  for (uint32_t i = 0; i < s->nnet && !o; i++)
+    if (s->net[i].comm_index == ci && s->net[i].type == r->type && s->net[i].device == r->device &&
+        s->net[i].id == id)
+      o = &s->net[i];
+  if (!o) {
+    if (s->nnet >= NT_MAX_NET_ROWS) {
+      s->process.dropped_rows++;
+      return;
+    }
+    o = &s->net[s->nnet++];
+    memset(o, 0, sizeof *o);
+    o->comm_index = ci;
+    o->type = r->type;
+    o->device = r->device;
+    o->id = id;
+  }
+  uint64_t started = atomic_load_explicit(&r->started, memory_order_relaxed);
+  uint64_t count = atomic_load_explicit(&r->count, memory_order_relaxed);
+  o->count += count;
+  o->bytes += atomic_load_explicit(&r->bytes, memory_order_relaxed);
+  o->busy_ns += atomic_load_explicit(&r->busy_ns, memory_order_relaxed);
+  o->in_flight += started > count ? started - count : 0;
+}
+
+void nt_retire_collect(nt_snapshot *s, const uint16_t *map, uint64_t now) {
+  s->nops = s->nphases = s->nseq = s->nnet = 0;
+  for (uint32_t i = 0; R.rows && i < R.nrows; i++) {
+    const struct stat_row *r = &R.rows[i];
+    if (!ctx_current(r->ctx, r->gen, map)) continue;
+    s->ops[s->nops] = r->row;
+    s->ops[s->nops++].comm_index = map[r->ctx];
+  }
+  s->nphases = nt_phase_rows(s->phases, NT_MAX_PHASES);
+  collect_oplog(s, map, now);
+  for (int ci = 0; ci < NT_MAX_CONTEXTS; ci++) {
+    if (map[ci] == NT_NO_COMM) continue;
+    struct nt_context *c = &nt_g.contexts[ci];
+    for (int f = 0; f < NT_FUNC_COUNT && s->nseq < NT_MAX_SEQ_ROWS; f++) {
+      uint64_t launched = atomic_load_explicit(&c->launched[f], memory_order_relaxed);
+      if (!launched) continue;
+      uint64_t last = atomic_load_explicit(&c->last_launch_ns[f], memory_order_relaxed);
+      nt_seq_row *r = &s->seq_rows[s->nseq++];
+      r->comm_index = map[ci];
+      r->func = (uint8_t)f;
+      r->launched = launched;
+      r->done = atomic_load_explicit(&c->done[f], memory_order_relaxed);
+      r->last_launch_age_ns = now > last ? now - last : 0;
+    }
+  }
+  uint32_t used = atomic_load(&nt_g.nthreads_used);
+  for (uint32_t i = 0; i < used && nt_g.threads && i < NT_MAX_THREADS; i++) {
+    struct nt_thread *t = &nt_g.threads[i];
+    for (int j = 0; j < NT_NET_ROWS_PER_THREAD; j++) {
+      const struct nt_net_row *r = &t->net[j];
+      if (!atomic_load_explicit(&r->key, memory_order_acquire)) continue;
+      uint16_t ci = r->ctx ? map[r->ctx->index] : NT_NO_COMM;
+      merge_net(s, r, ci);
+    }
+  }
+  s->process.dropped_rows += R.dropped_stats;
+}
