@@ -14,25 +14,15 @@
 #define NT_DEFAULT_MASK                                                                            \
   (NT_EV_COLL | NT_EV_P2P | NT_EV_PROXY_OP | NT_EV_PROXY_STEP | NT_EV_PROXY_CTRL)
 
-static const struct {
-  const char *name;
-  int bits;
-} event_names[] = {
-    {"group", NT_EV_GROUP},
-    {"coll", NT_EV_COLL},
-    {"p2p", NT_EV_P2P},
-    {"proxyop", NT_EV_PROXY_OP},
-    {"proxystep", NT_EV_PROXY_STEP},
-    {"proxyctrl", NT_EV_PROXY_CTRL},
-    {"kernelch", NT_EV_KERNEL_CH},
-    {"netplugin", NT_EV_NET_PLUGIN},
-    {"groupapi", NT_EV_GROUP_API},
-    {"collapi", NT_EV_COLL_API},
-    {"p2papi", NT_EV_P2P_API},
-    {"kernellaunch", NT_EV_KERNEL_LAUNCH},
-    {"default", NT_DEFAULT_MASK},
-    {"all", 0xFFF},
-};
+/* A class name (nt_event_class_name), "default" or "all" (everything up to
+ * profiler v5: NCCL never records the CE classes' states). */
+static int class_bits(const char *name) {
+  if (strcasecmp(name, "default") == 0) return NT_DEFAULT_MASK;
+  if (strcasecmp(name, "all") == 0) return 0xFFF;
+  for (int b = 0; b < NT_EVENT_CLASSES; b++)
+    if (strcasecmp(name, nt_event_class_name(b)) == 0) return 1 << b;
+  return 0;
+}
 
 static bool parse_u32(const char *s, unsigned long lo, unsigned long hi, uint32_t *out) {
   char *end;
@@ -56,14 +46,9 @@ static bool parse_mask(const char *s, int *out) {
   strcpy(buf, s);
   char *save = NULL;
   for (char *tok = strtok_r(buf, ",+ ", &save); tok; tok = strtok_r(NULL, ",+ ", &save)) {
-    bool found = false;
-    for (size_t i = 0; i < sizeof event_names / sizeof event_names[0]; i++) {
-      if (strcasecmp(tok, event_names[i].name) == 0) {
-        mask |= event_names[i].bits;
-        found = true;
-      }
-    }
-    if (!found) return false;
+    int bits = class_bits(tok);
+    if (!bits) return false;
+    mask |= bits;
   }
   *out = mask;
   return true;

@@ -94,6 +94,9 @@ struct nt_context {
   _Atomic uint64_t launched[NT_FUNC_COUNT], last_launch_ns[NT_FUNC_COUNT], done[NT_FUNC_COUNT];
   /* API events (profiler v5+). */
   _Atomic uint64_t group_api, coll_api, p2p_api, kernel_launches, graph_captured, api_ns;
+  /* Its operations have had children: the rest will too (retire.c waits
+   * for them instead of calling an operation without any "enqueued"). */
+  _Atomic int has_children;
 };
 #define NT_CONTEXT_MAGIC 0x6e63636c746f7063ull
 

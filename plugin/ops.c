@@ -109,6 +109,8 @@ struct nt_task *nt_task_attach(struct nt_thread *t, void *parent) {
   } while (!atomic_compare_exchange_weak_explicit(&k->st, &st, st + 1, memory_order_acq_rel,
                                                   memory_order_acquire));
   atomic_fetch_add_explicit(&k->children, 1, memory_order_relaxed);
+  if (!atomic_load_explicit(&k->ctx->has_children, memory_order_relaxed))
+    atomic_store_explicit(&k->ctx->has_children, 1, memory_order_relaxed);
   return k;
 }
 

@@ -21,6 +21,13 @@
 #define RING         NT_MAX_OPLOG
 #define SWEEP_MAX    16384 /* tasks retired per sweep; the rest wait for the next */
 #define INFLIGHT_MAX 128   /* in-flight operations per snapshot (the oldest) */
+/* Sweeps an operation without children waits before it is retired as
+ * "enqueued": a communicator that never had children (intra-node work
+ * without kernelch) gets none; one that had them gets them when the proxy
+ * appends the operation, which a busy proxy or a first connection can
+ * delay. */
+#define NO_CHILD_SWEEPS       2
+#define NO_CHILD_SWEEPS_PROXY 50
 
 struct stat_row {
   uint64_t key;
@@ -208,8 +215,8 @@ static int by_end(const void *a, const void *b) {
 /* A finished task waits one quiet sweep (its last stop unchanged) before it
  * is retired: the proxy appends a collective's ops in batches, so a child
  * may still come after the others stopped. A task that never got a child is
- * retired as "enqueued" after two sweeps, unless kernelch was on: then its
- * kernel will report, and until it does it is in flight. */
+ * retired as "enqueued" after NO_CHILD_SWEEPS(_PROXY), unless kernelch was
+ * on: then its kernel will report, and until it does it is in flight. */
 void nt_retire_sweep(uint64_t now, bool force) {
   (void)now;
   if (!R.rows || !nt_g.threads) return;
@@ -229,7 +236,11 @@ void nt_retire_sweep(uint64_t now, bool force) {
           k->seen_stop_ns = last;
           k->quiet = 1;
         }
-      } else if (!k->expect_kernel && (!k->expect_proxy || force || k->quiet >= 2)) {
+      } else if (!k->expect_kernel &&
+                 (!k->expect_proxy || force ||
+                  k->quiet >= (atomic_load_explicit(&k->ctx->has_children, memory_order_relaxed)
+                                   ? NO_CHILD_SWEEPS_PROXY
+                                   : NO_CHILD_SWEEPS))) {
         R.cand[ncand++] = k;
       } else if (k->quiet < 255) {
         k->quiet++;

@@ -183,6 +183,7 @@ nt_nccl_result nt_init(void **context, int *mask, const char *name, uint64_t has
     atomic_store(&c->kernel_launches, 0);
     atomic_store(&c->graph_captured, 0);
     atomic_store(&c->api_ns, 0);
+    atomic_store(&c->has_children, 0);
     snprintf(c->name, sizeof c->name, "%s", name ? name : "");
     atomic_store(&c->magic, NT_CONTEXT_MAGIC);
     atomic_store(&c->live, 1);

@@ -77,3 +77,11 @@ int nt_proto_from_name(const char *s) {
 int nt_dtype_from_name(const char *s) {
   return lookup(dtype_names, 1, NT_DT_COUNT, s, NT_DT_UNKNOWN, NT_DT_UNKNOWN);
 }
+
+const char *nt_event_class_name(int bit) {
+  static const char *const names[NT_EVENT_CLASSES] = {
+      "group",     "coll",         "p2p",       "proxyop",  "proxystep",
+      "proxyctrl", "kernelch",     "netplugin", "groupapi", "collapi",
+      "p2papi",    "kernellaunch", "cecoll",    "cesync",   "cebatch"};
+  return bit >= 0 && bit < NT_EVENT_CLASSES ? names[bit] : NULL;
+}

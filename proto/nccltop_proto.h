@@ -147,6 +147,13 @@ int nt_algo_from_name(const char *s);
 int nt_proto_from_name(const char *s);
 int nt_dtype_from_name(const char *s);
 int nt_dtype_size(int dtype); /* bytes per element, 0 when unknown */
+/* NCCL's event classes by bit (ncclProfileGroup = bit 0 ... ncclProfileCeBatch
+ * = bit 14): "group", "coll", "p2p", "proxyop", "proxystep", "proxyctrl",
+ * "kernelch", "netplugin", "groupapi", "collapi", "p2papi", "kernellaunch",
+ * "cecoll", "cesync", "cebatch"; NULL past the last. The names NCCLTOP_EVENTS
+ * takes and the viewer shows. */
+#define NT_EVENT_CLASSES 15
+const char *nt_event_class_name(int bit);
 /* Size bucket of a message: floor(log2(bytes)), 0 for 0 or 1 byte. */
 static inline uint8_t nt_size_bucket(uint64_t bytes) {
   return bytes > 1 ? (uint8_t)(63 - __builtin_clzll(bytes)) : 0;

@@ -121,16 +121,22 @@ bool sim_mask_wants(int abi, int m, int type) {
   case NT_EV_COLL_API:
     return abi >= 5 && (m & (NT_EV_COLL_API | NT_EV_COLL | NT_EV_PROXY_OP | NT_EV_PROXY_STEP |
                              NT_EV_KERNEL_CH | net | ce));
+  case NT_EV_P2P_API:
+    return abi >= 5 && (m & (NT_EV_P2P_API | NT_EV_P2P | NT_EV_PROXY_OP | NT_EV_PROXY_STEP |
+                             NT_EV_KERNEL_CH | net));
   case NT_EV_KERNEL_LAUNCH: return abi >= 5 && (m & NT_EV_KERNEL_LAUNCH);
   case NT_EV_GROUP:
     return m & (NT_EV_GROUP | NT_EV_COLL | NT_EV_P2P | NT_EV_PROXY_OP | NT_EV_PROXY_STEP |
                 NT_EV_KERNEL_CH | net);
   case NT_EV_COLL:
     return m & (NT_EV_COLL | NT_EV_PROXY_OP | NT_EV_PROXY_STEP | NT_EV_KERNEL_CH | net);
+  case NT_EV_P2P:
+    return m & (NT_EV_P2P | NT_EV_PROXY_OP | NT_EV_PROXY_STEP | NT_EV_KERNEL_CH | net);
   case NT_EV_PROXY_OP: return m & (NT_EV_PROXY_OP | NT_EV_PROXY_STEP | net);
   case NT_EV_PROXY_STEP: return m & (NT_EV_PROXY_STEP | net);
   case NT_EV_PROXY_CTRL: return m & NT_EV_PROXY_CTRL;
   case NT_EV_KERNEL_CH: return m & NT_EV_KERNEL_CH;
+  case NT_EV_NET_PLUGIN: return m & net;
   default: return false;
   }
 }
@@ -173,6 +179,7 @@ static void start_v3(sim_ctx *c, void **h, const nt_descr_v5 *e) {
   case NT_EV_PROXY_OP: v3.proxyOp = e->proxyOp; break;
   case NT_EV_PROXY_STEP: v3.proxyStep = e->proxyStep; break;
   case NT_EV_KERNEL_CH: v3.kernelCh.channelId = e->kernelCh.channelId; break;
+  case NT_EV_NET_PLUGIN: v3.netPlugin = e->netPlugin; break;
   default: break;
   }
   c->d->v3->startEvent(c->ctx, h, &v3);

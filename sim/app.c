@@ -7,14 +7,14 @@
  *   Coll start (parent CollApi, parentGroup Group), post the proxy ops,
  *   Coll stop, Group stop, GroupApi stop.
  *
- * The activation mask is read once per collective, as NCCL snapshots it
- * into the task; the proxy ops inherit that snapshot. */
+ * A Send/Recv pair is the same with P2pApi and P2p events. The activation
+ * mask is read once per operation, as NCCL snapshots it into the task; the
+ * proxy ops inherit that snapshot. Communicator 0's thread also names the
+ * training phase (nccltop_tag) when it changes, as a training loop would. */
 #include <string.h>
 
 #include "rank.h"
 #include "schedule.h"
-
-#define RT_STEP_BYTES (4ull << 20) /* a full network step in real-time mode */
 
 static nt_descr_v5 descr(int type, void *parent, int rank) {
   nt_descr_v5 e;
@@ -25,38 +25,114 @@ static nt_descr_v5 descr(int type, void *parent, int rank) {
   return e;
 }
 
-/* Sizes of the next collective: fixed when deterministic, varied otherwise. */
-static void plan(sim_comm *c, sim_work *w) {
+/* Real-time mode's training step: (phase, function, smallest and largest
+ * message); "p2p" is a Send/Recv pair with the ring neighbours (pipeline
+ * parallelism). Sizes are drawn between the bounds in powers of two. */
+static const struct {
+  const char *phase, *func;
+  int lo, hi; /* log2 bytes */
+} rt_step[] = {
+    {"forward", "AllGather", 22, 26},
+    {"forward", "AllGather", 22, 26},
+    {"forward", "p2p", 20, 20},
+    {"forward", "AllGather", 22, 26},
+    {"backward", "ReduceScatter", 22, 26},
+    {"backward", "ReduceScatter", 22, 26},
+    {"backward", "AllReduce", 18, 22},
+    {"backward", "ReduceScatter", 22, 26},
+    {"backward", "AllReduce", 18, 22},
+    {"optimizer", "AllReduce", 13, 16},
+    {"optimizer", "AllReduce", 13, 16},
+};
+#define RT_STEP_OPS (sizeof rt_step / sizeof rt_step[0])
+
+/* NCCL-like algorithm and protocol by size (see schedule.h). */
+static sim_op_desc describe(const char *phase, const char *func, uint64_t bytes) {
+  sim_op_desc d = {phase, func, NULL, NULL, bytes};
+  d.algo = bytes < (64ull << 10) ? "TREE" : "RING";
+  d.proto = bytes < (64ull << 10) ? "LL" : bytes < (1ull << 20) ? "LL128" : "SIMPLE";
+  return d;
+}
+
+/* The next operation and its network work per channel. */
+static sim_op_desc plan(sim_comm *c, uint64_t seq, sim_work *w) {
   const nt_sim_config *cfg = c->r->cfg;
   memset(w, 0, sizeof *w);
+  w->seq = seq;
   if (cfg->deterministic) {
     w->steps = cfg->steps;
     w->step_size = SIM_STEP_BYTES;
     w->bytes = sim_det_op_bytes(cfg->steps);
-    return;
+    return sim_det_op(seq);
   }
-  w->steps = cfg->steps + (int)(sim_rand(&c->rng) % (uint64_t)(cfg->steps + 1));
-  w->step_size = RT_STEP_BYTES;
-  uint64_t last = RT_STEP_BYTES / 4 + sim_rand(&c->rng) % (RT_STEP_BYTES * 3 / 4);
-  w->bytes = (uint64_t)(w->steps - 1) * RT_STEP_BYTES + last;
+  size_t i = (size_t)(seq % RT_STEP_OPS);
+  int span = rt_step[i].hi - rt_step[i].lo + 1;
+  /* Every rank calls operation `seq` with the same size: drawn from the
+   * job's sequence, not the rank's. */
+  uint64_t job_rng = (seq + 1) * 0x9E3779B97F4A7C15ull ^ (uint64_t)(c->index + 1) << 40;
+  uint64_t bytes = 1ull << (rt_step[i].lo + (int)(sim_rand(&job_rng) % (uint64_t)span));
+  w->p2p = strcmp(rt_step[i].func, "p2p") == 0;
+  /* A collective's bytes are spread over the channels; a step carries at
+   * most SIM_RT_STEP_BYTES and there are at most 4 x --steps of them. */
+  uint64_t per_ch = bytes / (uint64_t)cfg->channels;
+  if (per_ch < 1024) per_ch = 1024;
+  uint64_t steps = (per_ch + SIM_RT_STEP_BYTES - 1) / SIM_RT_STEP_BYTES;
+  uint64_t max_steps = 4 * (uint64_t)cfg->steps;
+  w->steps = (int)(steps < 1 ? 1 : steps > max_steps ? max_steps : steps);
+  w->step_size = (per_ch + (uint64_t)w->steps - 1) / (uint64_t)w->steps;
+  w->bytes = per_ch;
+  return describe(rt_step[i].phase, w->p2p ? "Send" : rt_step[i].func, bytes);
 }
 
-static void issue(sim_comm *c, uint64_t seq, sim_work *w) {
+static int func_index(const char *func) {
+  static const char *const known[] = {"AllGather", "ReduceScatter", "AllReduce", "Send", "Recv"};
+  for (int i = 0; i < 5; i++)
+    if (!strcmp(known[i], func)) return i;
+  return 5;
+}
+
+static void *start_p2p(sim_ctx *x, int m, const char *func, size_t count, int peer, void *gapi,
+                       void *group, int rank) {
+  int abi = x->d->abi;
+  void *api = NULL, *h = NULL;
+  nt_descr_v5 e;
+  if (sim_mask_wants(abi, m, NT_EV_P2P_API)) {
+    e = descr(NT_EV_P2P_API, gapi, rank);
+    e.p2pApi.func = func;
+    e.p2pApi.count = count;
+    e.p2pApi.datatype = "ncclFloat32";
+    api = sim_start(x, &e);
+  }
+  sim_stop(x, api);
+  if (sim_mask_wants(abi, m, NT_EV_P2P)) {
+    e = descr(NT_EV_P2P, api, rank);
+    e.p2p.func = func;
+    e.p2p.datatype = "ncclFloat32";
+    e.p2p.count = count;
+    e.p2p.peer = peer;
+    e.p2p.nChannels = 1;
+    e.p2p.parentGroup = group;
+    h = sim_start(x, &e);
+  }
+  return h;
+}
+
+static void issue(sim_comm *c, const sim_op_desc *d, sim_work *w) {
   sim_ctx *x = &c->px;
-  int abi = x->d->abi, rank = c->r->rank, m = x->on ? sim_mask_now(x) : 0;
-  size_t count = (size_t)(w->bytes * (uint64_t)c->r->cfg->channels / 4);
+  int abi = x->d->abi, rank = c->r->rank, n = c->r->cfg->ranks, m = x->on ? sim_mask_now(x) : 0;
+  size_t count = (size_t)(d->bytes / 4);
   void *gapi = NULL, *capi = NULL, *group = NULL, *coll = NULL;
   nt_descr_v5 e;
   w->mask = m;
   if (sim_mask_wants(abi, m, NT_EV_GROUP_API)) {
     e = descr(NT_EV_GROUP_API, NULL, rank);
-    e.groupApi.groupDepth = 1; /* inside ncclAllReduce's implicit group */
+    e.groupApi.groupDepth = 1; /* inside the operation's implicit group */
     gapi = sim_start(x, &e);
   }
   sim_record(x, gapi, NT_ST_GROUP_START_API_STOP, NULL);
-  if (sim_mask_wants(abi, m, NT_EV_COLL_API)) {
+  if (!w->p2p && sim_mask_wants(abi, m, NT_EV_COLL_API)) {
     e = descr(NT_EV_COLL_API, gapi, rank);
-    e.collApi.func = "AllReduce";
+    e.collApi.func = d->func;
     e.collApi.count = count;
     e.collApi.datatype = "ncclFloat32";
     capi = sim_start(x, &e);
@@ -71,57 +147,82 @@ static void issue(sim_comm *c, uint64_t seq, sim_work *w) {
     e = descr(NT_EV_GROUP, NULL, 0); /* NCCL fills in only the type */
     group = sim_start(x, &e);
   }
-  if (sim_mask_wants(abi, m, NT_EV_COLL)) {
+  void *recv = NULL;
+  if (w->p2p) {
+    coll = start_p2p(x, m, "Send", count, (rank + 1) % n, gapi, group, rank);
+    recv = start_p2p(x, m, "Recv", count, (rank - 1 + n) % n, gapi, group, rank);
+    c->seqnum[func_index("Send")]++;
+    c->seqnum[func_index("Recv")]++;
+  } else if (sim_mask_wants(abi, m, NT_EV_COLL)) {
     e = descr(NT_EV_COLL, capi, rank);
-    e.coll.seqNumber = seq; /* one counter per function; we only run AllReduce */
-    e.coll.func = "AllReduce";
+    e.coll.seqNumber = c->seqnum[func_index(d->func)]++; /* one counter per function */
+    e.coll.func = d->func;
     e.coll.count = count;
     e.coll.datatype = "ncclFloat32";
     e.coll.nChannels = (uint8_t)c->r->cfg->channels;
     e.coll.nWarps = 16;
-    e.coll.algo = "RING";
-    e.coll.proto = "SIMPLE";
+    e.coll.algo = d->algo;
+    e.coll.proto = d->proto;
     e.coll.parentGroup = group;
     coll = sim_start(x, &e);
+  } else {
+    c->seqnum[func_index(d->func)]++;
   }
   /* The proxy ops are posted before the Coll stops: the proxy thread may
    * start them while this thread still holds the Coll open. */
   w->coll = coll;
+  w->recv_parent = recv;
   sim_queue_push(c, w);
   sim_stop(x, coll);
+  sim_stop(x, recv);
   sim_stop(x, group);
   sim_stop(x, gapi);
+  sim_mark_launched(rank, c->index, w->seq);
 }
 
-/* Real-time mode: compute between collectives, sometimes none (a burst). */
+/* Interruptible sleep until `end` (real time); false when stopping. */
+static bool nap_until(uint64_t end) {
+  for (uint64_t now = sim_real_ns(); now < end && !sim_stopping(); now = sim_real_ns()) {
+    uint64_t left = end - now;
+    sim_sleep_ns(left < 50000000ull ? left : 50000000ull);
+  }
+  return !sim_stopping();
+}
+
+/* Real-time mode: compute between operations, sometimes none (a burst). */
 static void think(sim_comm *c, uint64_t deadline) {
   uint64_t r = sim_rand(&c->rng);
   if (r % 4 == 0) return;
   uint64_t ms = 10 + (r >> 8) % 60 + (uint64_t)(c->r->rank % 3) * 10;
   uint64_t end = sim_real_ns() + ms * 1000000ull;
-  if (deadline && end > deadline) end = deadline;
-  for (uint64_t now = sim_real_ns(); now < end && !sim_stopping(); now = sim_real_ns()) {
-    uint64_t left = end - now;
-    sim_sleep_ns(left < 50000000ull ? left : 50000000ull);
-  }
+  nap_until(deadline && end > deadline ? deadline : end);
 }
 
 void *sim_app_main(void *arg) {
   sim_comm *c = arg;
   const nt_sim_config *cfg = c->r->cfg;
+  void (*tag)(const char *) = NULL;
+  if (c->index == 0) *(void **)&tag = sim_driver_sym(&c->r->drv, "nccltop_tag");
   /* The deterministic schedule is a fixed number of collectives. */
   uint64_t n = cfg->deterministic ? (uint64_t)sim_det_iterations(cfg) : (uint64_t)cfg->iterations;
   uint64_t deadline = 0;
   if (!cfg->deterministic && cfg->duration_s > 0)
     deadline = c->r->t_start_ns + (uint64_t)(cfg->duration_s * 1e9);
+  bool straggler = !cfg->deterministic && c->r->rank == cfg->straggler_rank;
+  const char *phase = NULL;
   for (uint64_t seq = 0; !sim_stopping(); seq++) {
     if (n && seq >= n) break;
     if (deadline && sim_real_ns() >= deadline) break;
+    /* A straggler is late with every operation (slow data loader, say). */
+    if (straggler && !nap_until(sim_real_ns() + (uint64_t)cfg->straggle_ms * 1000000ull)) break;
     sim_work w;
-    plan(c, &w);
-    issue(c, seq, &w);
+    sim_op_desc d = plan(c, seq, &w);
+    if (tag && d.phase != phase) tag(d.phase);
+    phase = d.phase;
+    issue(c, &d, &w);
     if (!cfg->deterministic) think(c, deadline);
   }
+  sim_mark_finished(c->r->rank, c->index);
   sim_queue_close(c);
   return NULL;
 }

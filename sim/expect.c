@@ -56,6 +56,37 @@ void nt_sim_expect_comm(const nt_sim_config *c, int rank, int comm, nt_sim_comm_
   out->colls = it;
   out->kernel_count = it;
   out->kernel_busy_ns = c->abi == 3 ? 0 : it * SIM_KERNEL_NS;
+  out->net_events = c->net ? it * (uint64_t)c->steps * (uint64_t)c->channels * 2 : 0;
+}
+
+/* The phase of each collective is exact for communicator 0, whose thread
+ * names it (with several communicators, the others see whatever phase is
+ * current when they enqueue). */
+int nt_sim_expect_ops(const nt_sim_config *c, nt_sim_op_expect *out, int cap) {
+  int n = 0;
+  for (uint64_t i = 0; i < (uint64_t)sim_det_iterations(c); i++) {
+    sim_op_desc d = sim_det_op(i);
+    uint8_t bucket = nt_size_bucket(d.bytes);
+    nt_sim_op_expect *e = NULL;
+    for (int k = 0; k < n && !e; k++)
+      if (!strcmp(out[k].func, d.func) && !strcmp(out[k].algo, d.algo) &&
+          !strcmp(out[k].proto, d.proto) && !strcmp(out[k].phase, d.phase) &&
+          out[k].bucket == bucket)
+        e = &out[k];
+    if (!e) {
+      if (n >= cap) return -1;
+      e = &out[n++];
+      memset(e, 0, sizeof *e);
+      e->func = d.func;
+      e->algo = d.algo;
+      e->proto = d.proto;
+      e->phase = d.phase;
+      e->bucket = bucket;
+    }
+    e->count++;
+    e->bytes += d.bytes;
+  }
+  return n;
 }
 
 uint64_t nt_sim_comm_hash(int comm) {

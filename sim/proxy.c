@@ -19,16 +19,24 @@
  *   are started even when their op was dropped (parent NULL) but get no
  *   state records then; nothing is recorded or stopped with a NULL handle.
  *
+ * - NetPlugin (--net): one IB QP or socket event per network transfer,
+ *   parented to its step, as a net plugin reports them through NCCL's
+ *   profiler callback.
+ *
  * Deterministic mode runs the fixed serial schedule of schedule.h on the
  * virtual clock. Real-time mode runs an event loop: several steps of every
  * op in flight, the network of each op busy with one transfer at a time,
- * per-rank bottlenecks, sleeping until the next step is due.
+ * per-rank bottlenecks, sleeping until the next step is due; an operation
+ * starts progressing only once every rank has enqueued it (sim_sh). With
+ * --stall-rank, every proxy freezes mid-operation at the stall time, each in
+ * the state its role in the ring puts it in (see rt_freeze).
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "../proto/nccltop_proto.h"
 #include "rank.h"
 #include "schedule.h"
 
@@ -69,6 +77,7 @@ typedef struct {
   void *h;        /* ProxyOp handle */
   uint64_t trans; /* NCCL's sub->transSize */
   int ch, send;
+  int mask; /* the operation's mask snapshot */
 } sim_op;
 
 static void op_start(sim_comm *c, const sim_work *w, sim_op *op, int ch, int send) {
@@ -77,8 +86,10 @@ static void op_start(sim_comm *c, const sim_work *w, sim_op *op, int ch, int sen
   memset(op, 0, sizeof *op);
   op->ch = ch;
   op->send = send;
+  op->mask = w->mask;
   if (!sim_mask_wants(x->d->abi, w->mask, NT_EV_PROXY_OP)) return;
-  nt_descr_v5 e = descr(NT_EV_PROXY_OP, w->coll, rank);
+  void *parent = !send && w->recv_parent ? w->recv_parent : w->coll;
+  nt_descr_v5 e = descr(NT_EV_PROXY_OP, parent, rank);
   e.proxyOp.pid = getpid();
   e.proxyOp.channelId = (uint8_t)ch;
   e.proxyOp.peer = send ? (rank + 1) % n : (rank - 1 + n) % n;
@@ -108,6 +119,36 @@ static void step_record(sim_comm *c, const sim_op *op, void *h, int state) {
   memset(&a, 0, sizeof a);
   a.proxyStep.transSize = (size_t)op->trans;
   sim_record(&c->px, h, state, &a);
+}
+
+/* A net plugin's event for the transfer of step handle h (NULL when the
+ * mask or the config asks for none). */
+static void *net_start(sim_comm *c, const sim_op *op, void *step, uint64_t bytes) {
+  sim_ctx *x = &c->px;
+  int net = c->r->cfg->net;
+  if (!net || !step || !sim_mask_wants(x->d->abi, op->mask, NT_EV_NET_PLUGIN)) return NULL;
+  nt_descr_v5 e = descr(NT_EV_NET_PLUGIN, step, c->r->rank);
+  nt_net_ib_v1 ib;
+  nt_net_sock_v1 so;
+  memset(&ib, 0, sizeof ib);
+  memset(&so, 0, sizeof so);
+  if (net == NT_NET_IB_QP) {
+    ib.type = NT_NET_EV_QP;
+    ib.qp.device = SIM_NET_DEVICE(op->ch);
+    ib.qp.qpNum = (int)SIM_NET_ID(op->ch, op->send ? 0 : 1);
+    ib.qp.opcode = op->send ? 3 : 0; /* IBV_WR_RDMA_WRITE_WITH_IMM, or a receive */
+    ib.qp.length = bytes;
+    e.netPlugin.id = NT_NET_TYPE_IB | 1;
+    e.netPlugin.data = &ib;
+  } else {
+    so.type = NT_NET_EV_SOCKET;
+    so.sock.fd = (int)SIM_NET_ID(op->ch, op->send ? 0 : 1);
+    so.sock.op = op->send ? 0 : 1;
+    so.sock.length = bytes;
+    e.netPlugin.id = NT_NET_TYPE_SOCK | 1;
+    e.netPlugin.data = &so;
+  }
+  return sim_start(x, &e); /* the plugin copies what it keeps */
 }
 
 static void *kernel_start(sim_comm *c, const sim_work *w, int ch, uint64_t ptimer) {
@@ -140,14 +181,18 @@ static void det_send_step(sim_comm *c, const sim_work *w, sim_op *op, int s) {
   sim_vclock_pass(SIM_SEND_PEER_NS - SIM_SEND_PEER_NS / 2);
   op->trans = sim_det_step_bytes(s);
   step_record(c, op, h, NT_ST_STEP_SEND_WAIT);
+  void *net = op->h ? net_start(c, op, h, op->trans) : NULL;
   sim_vclock_pass(SIM_SEND_NET_NS);
+  sim_stop(&c->px, net);
   sim_stop(&c->px, h);
 }
 
 static void det_recv_step(sim_comm *c, const sim_work *w, sim_op *op, int s) {
   void *h = step_start(c, w, op, s);
   step_record(c, op, h, NT_ST_STEP_RECV_WAIT);
+  void *net = op->h ? net_start(c, op, h, sim_det_step_bytes(s)) : NULL;
   sim_vclock_pass(SIM_RECV_NET_NS);
+  sim_stop(&c->px, net);
   op->trans = sim_det_step_bytes(s);
   step_record(c, op, h, NT_ST_STEP_RECV_FLUSH_WAIT);
   sim_vclock_pass(SIM_RECV_FLUSH_NS);
@@ -204,10 +249,10 @@ static void det_main(sim_comm *c) {
 
 /* ---- real time ---- */
 
-#define RT_WINDOW       4          /* steps of one op in flight (NCCL_STEPS is 8) */
-#define RT_MAX_COLLS    2          /* collectives in progress at once */
-#define RT_SLACK_NS     500000ull  /* events due this close are handled in one wake-up */
-#define RT_IDLE_GAP_NS  2000000ull /* NCCL's idle passes: a wait this long is an Idle edge */
+#define RT_WINDOW       4             /* steps of one op in flight (NCCL_STEPS is 8) */
+#define RT_MAX_COLLS    SIM_QUEUE_CAP /* operations appended at once (NCCL appends what is posted) */
+#define RT_SLACK_NS     500000ull     /* events due this close are handled in one wake-up */
+#define RT_IDLE_GAP_NS  2000000ull    /* NCCL's idle passes: a wait this long is an Idle edge */
 #define RT_MAX_SLEEP_NS 20000000ull
 
 enum { W_SEND_GPU, W_SEND_PEER, W_SEND_NET, W_RECV_NET, W_RECV_FLUSH, W_RECV_GPU };
@@ -234,7 +279,7 @@ static int rt_profile(int rank, int ranks) {
 
 typedef struct {
   bool used;
-  void *h;
+  void *h, *net;
   int step, stage;
   uint64_t due, rest;
 } rt_step;
@@ -243,6 +288,7 @@ typedef struct {
   sim_op op;
   int posted, done, inflight;
   bool begun, finished;
+  double scale;      /* step durations shrink with the step size */
   uint64_t post_at;  /* when the next step may be posted; UINT64_MAX: not yet */
   uint64_t net_free; /* the op's transfers go one at a time */
   rt_step fl[RT_WINDOW];
@@ -268,11 +314,12 @@ typedef struct {
   bool active;
 } rt_proxy;
 
-static uint64_t rt_dur(rt_proxy *p, int what, int ch) {
+static uint64_t rt_dur(rt_proxy *p, const rt_op *o, int what) {
   uint64_t us = rt_profiles_us[p->prof][what];
   if (what == W_SEND_PEER) us += rt_profiles_us[p->prof_next][W_RECV_GPU] * 2 / 5;
   if (what == W_RECV_NET) us += rt_profiles_us[p->prof_prev][W_SEND_GPU] * 2 / 5;
-  uint64_t ns = us * 1000 * (uint64_t)(100 + 12 * (ch % 4)) / 100;
+  uint64_t ns =
+      (uint64_t)((double)us * 1000 * o->scale) * (uint64_t)(100 + 12 * (o->op.ch % 4)) / 100;
   return ns * (75 + sim_rand(&p->c->rng) % 51) / 100; /* +-25% */
 }
 
@@ -362,6 +409,11 @@ static bool rt_begin(rt_proxy *p, rt_coll *k, rt_op *o, uint64_t now) {
     rt_coll *j = &p->colls[i];
     if (j->used && j->seq < k->seq && !j->ops[ch][dir].finished) return false;
   }
+  /* Data flows only once every rank has enqueued the operation. */
+  if (!sim_stopping() && !sim_all_launched(p->c->r->cfg->ranks, p->c->index, k->w.seq))
+    return false;
+  double frac = (double)k->w.step_size / (double)SIM_RT_STEP_BYTES;
+  o->scale = 0.15 + 0.85 * (frac < 1 ? frac : 1);
   rt_active(p);
   o->begun = true;
   o->post_at = now;
@@ -391,10 +443,11 @@ static void rt_post(rt_proxy *p, rt_coll *k, rt_op *o, uint64_t t) {
   o->post_at = UINT64_MAX; /* the next one follows when this one leaves its first state */
   if (o->op.send) {
     step_record(p->c, &o->op, st->h, NT_ST_STEP_SEND_GPU_WAIT);
-    st->due = t + rt_dur(p, W_SEND_GPU, o->op.ch);
+    st->due = t + rt_dur(p, o, W_SEND_GPU);
   } else {
     step_record(p->c, &o->op, st->h, NT_ST_STEP_RECV_WAIT);
-    st->due = (t > o->net_free ? t : o->net_free) + rt_dur(p, W_RECV_NET, o->op.ch);
+    st->net = o->op.h ? net_start(p->c, &o->op, st->h, rt_step_size(&k->w, s)) : NULL;
+    st->due = (t > o->net_free ? t : o->net_free) + rt_dur(p, o, W_RECV_NET);
     o->net_free = st->due;
   }
 }
@@ -403,13 +456,12 @@ static void rt_post(rt_proxy *p, rt_coll *k, rt_op *o, uint64_t t) {
 static void rt_advance(rt_proxy *p, rt_coll *k, rt_op *o, rt_step *st) {
   sim_comm *c = p->c;
   uint64_t t = st->due;
-  int ch = o->op.ch;
   if (st->stage == 0) o->post_at = t;
   bool done = false;
   if (o->op.send) {
     switch (st->stage) {
     case 0: {
-      uint64_t peer = rt_dur(p, W_SEND_PEER, ch);
+      uint64_t peer = rt_dur(p, o, W_SEND_PEER);
       step_record(c, &o->op, st->h, NT_ST_STEP_SEND_PEER_WAIT);
       st->due = t + peer / 2;
       st->rest = peer - peer / 2;
@@ -422,7 +474,8 @@ static void rt_advance(rt_proxy *p, rt_coll *k, rt_op *o, rt_step *st) {
     case 2:
       o->op.trans = rt_step_size(&k->w, st->step);
       step_record(c, &o->op, st->h, NT_ST_STEP_SEND_WAIT);
-      st->due = (t > o->net_free ? t : o->net_free) + rt_dur(p, W_SEND_NET, ch);
+      st->net = o->op.h ? net_start(c, &o->op, st->h, o->op.trans) : NULL;
+      st->due = (t > o->net_free ? t : o->net_free) + rt_dur(p, o, W_SEND_NET);
       o->net_free = st->due;
       break;
     default: done = true; break;
@@ -430,19 +483,23 @@ static void rt_advance(rt_proxy *p, rt_coll *k, rt_op *o, rt_step *st) {
   } else {
     switch (st->stage) {
     case 0:
+      sim_stop(&c->px, st->net); /* the data arrived */
+      st->net = NULL;
       o->op.trans = rt_step_size(&k->w, st->step);
       step_record(c, &o->op, st->h, NT_ST_STEP_RECV_FLUSH_WAIT);
-      st->due = t + rt_dur(p, W_RECV_FLUSH, ch);
+      st->due = t + rt_dur(p, o, W_RECV_FLUSH);
       break;
     case 1:
       step_record(c, &o->op, st->h, NT_ST_STEP_RECV_GPU_WAIT);
-      st->due = t + rt_dur(p, W_RECV_GPU, ch);
+      st->due = t + rt_dur(p, o, W_RECV_GPU);
       break;
     default: done = true; break;
     }
   }
   st->stage++;
   if (!done) return;
+  sim_stop(&c->px, st->net);
+  st->net = NULL;
   sim_stop(&c->px, st->h);
   st->used = false;
   o->inflight--;
@@ -493,6 +550,59 @@ static uint64_t rt_progress(rt_proxy *p, uint64_t now, uint64_t limit) {
   return next;
 }
 
+/* --stall-rank: at the stall time every proxy stops in the middle of its
+ * oldest operation, each in the state its place in the ring gives it. The
+ * stalled rank's GPU stopped: its sends wait for the GPU to fill them, its
+ * receives for the GPU to drain them. Its ring predecessor's sends wait for
+ * credit from it; everyone else's receives wait for data from their
+ * predecessor, and their sends for a GPU that waits for that data. So every
+ * waits-on chain ends at the stalled rank, which waits on no one. */
+static void rt_freeze(rt_proxy *p) {
+  sim_comm *c = p->c;
+  const nt_sim_config *cfg = c->r->cfg;
+  int rank = c->r->rank, stalled = cfg->stall_rank, n = cfg->ranks;
+  rt_coll *k = NULL;
+  for (int i = 0; i < RT_MAX_COLLS; i++)
+    if (p->colls[i].used && (!k || p->colls[i].seq < k->seq)) k = &p->colls[i];
+  if (!k) return;
+  uint64_t now = sim_real_ns();
+  rt_active(p);
+  for (int ch = 0; ch < p->nch; ch++) {
+    for (int dir = 0; dir < 2; dir++) {
+      rt_op *o = &k->ops[ch][dir];
+      if (o->finished) continue;
+      if (!o->begun) {
+        o->begun = true;
+        o->scale = 1;
+        op_in_progress(c, &o->op);
+      }
+      rt_step *st = NULL;
+      for (int i = 0; i < RT_WINDOW; i++)
+        if (o->fl[i].used && (!st || o->fl[i].step > st->step)) st = &o->fl[i];
+      if (!st && o->posted < k->w.steps) {
+        rt_post(p, k, o, now);
+        for (int i = 0; i < RT_WINDOW; i++)
+          if (o->fl[i].used && (!st || o->fl[i].step > st->step)) st = &o->fl[i];
+      }
+      if (!st) continue;
+      if (rank == stalled) {
+        if (dir == 0) {
+          step_record(c, &o->op, st->h, NT_ST_STEP_SEND_GPU_WAIT);
+        } else {
+          step_record(c, &o->op, st->h, NT_ST_STEP_RECV_FLUSH_WAIT);
+          step_record(c, &o->op, st->h, NT_ST_STEP_RECV_GPU_WAIT);
+        }
+      } else if (dir == 0) {
+        step_record(c, &o->op, st->h, NT_ST_STEP_SEND_GPU_WAIT);
+        if ((rank + 1) % n == stalled) step_record(c, &o->op, st->h, NT_ST_STEP_SEND_PEER_WAIT);
+      } else {
+        step_record(c, &o->op, st->h, NT_ST_STEP_RECV_WAIT);
+      }
+    }
+  }
+  rt_idle(p); /* nothing progresses: NCCL's loop goes idle with ops in flight */
+}
+
 static void rt_main(sim_comm *c) {
   rt_proxy *p = calloc(1, sizeof *p);
   if (!p) {
@@ -509,8 +619,27 @@ static void rt_main(sim_comm *c) {
   p->prof = rt_profile(rank, n);
   p->prof_next = rt_profile((rank + 1) % n, n);
   p->prof_prev = rt_profile((rank - 1 + n) % n, n);
+  uint64_t stall_at = UINT64_MAX;
+  if (cfg->stall_rank >= 0 && sim_sh)
+    stall_at = sim_sh->start_wall_ns + (uint64_t)(cfg->stall_after_s * 1e9);
+  bool frozen = false;
+  uint64_t end =
+      cfg->duration_s > 0 ? c->r->t_start_ns + (uint64_t)(cfg->duration_s * 1e9) : UINT64_MAX;
   ctrl_edge(c, NT_ST_CTRL_IDLE);
   for (;;) {
+    if (frozen) {
+      if (!sim_stopping() && sim_real_ns() < end) {
+        sim_sleep_ns(RT_MAX_SLEEP_NS);
+        continue;
+      }
+      frozen = false; /* stopping, or --duration is over: finish as usual */
+    }
+    if (p->ncolls > 0 && !sim_stopping() && sim_wall_ns() >= stall_at) {
+      rt_freeze(p);
+      frozen = true;
+      stall_at = UINT64_MAX;
+      continue;
+    }
     if (p->ncolls < RT_MAX_COLLS && !sim_queue_empty(c)) rt_append(p);
     if (p->ncolls == 0) {
       rt_idle(p);

@@ -15,6 +15,29 @@
 #include "rank.h"
 #include "schedule.h"
 
+/* ---- the job's shared progress ---- */
+
+sim_shared *sim_sh;
+
+bool sim_all_launched(int ranks, int comm, uint64_t seq) {
+  if (!sim_sh) return true;
+  for (int r = 0; r < ranks && r < SIM_MAX_RANKS; r++)
+    if (atomic_load_explicit(&sim_sh->launched[r][comm], memory_order_acquire) <= seq &&
+        !atomic_load_explicit(&sim_sh->finished[r][comm], memory_order_acquire))
+      return false;
+  return true;
+}
+
+void sim_mark_finished(int rank, int comm) {
+  if (sim_sh && rank < SIM_MAX_RANKS)
+    atomic_store_explicit(&sim_sh->finished[rank][comm], 1, memory_order_release);
+}
+
+void sim_mark_launched(int rank, int comm, uint64_t seq) {
+  if (sim_sh && rank < SIM_MAX_RANKS)
+    atomic_store_explicit(&sim_sh->launched[rank][comm], seq + 1, memory_order_release);
+}
+
 /* ---- stop requests ---- */
 
 static atomic_int stop_flag;
@@ -130,7 +153,18 @@ void sim_queue_close(sim_comm *c) {
 
 /* ---- the rank ---- */
 
-static int setup_process(const nt_sim_config *cfg, pid_t parent) {
+/* NAME=VALUE into the environment. */
+static int put_env(const char *kv) {
+  char name[128];
+  const char *eq = strchr(kv, '=');
+  size_t n = eq ? (size_t)(eq - kv) : 0;
+  if (!n || n >= sizeof name) return -1;
+  memcpy(name, kv, n);
+  name[n] = '\0';
+  return setenv(name, eq + 1, 1);
+}
+
+static int setup_process(const nt_sim_config *cfg, int rank, pid_t parent) {
   struct sigaction sa;
   memset(&sa, 0, sizeof sa);
   sa.sa_handler = on_signal;
@@ -151,6 +185,13 @@ static int setup_process(const nt_sim_config *cfg, pid_t parent) {
     snprintf(v, sizeof v, "%u", (unsigned)cfg->interval_ms);
     if (setenv("NCCLTOP_INTERVAL_MS", v, 1) != 0) return -1;
   }
+  /* A net plugin's events are only produced when the mask asks for them. */
+  if (cfg->net && !getenv("NCCLTOP_EVENTS") && setenv("NCCLTOP_EVENTS", "default,netplugin", 1))
+    return -1;
+  for (int i = 0; i < cfg->nenv; i++)
+    if (put_env(cfg->env[i]) != 0) return -1;
+  for (int i = 0; i < cfg->nrank_env; i++)
+    if (cfg->rank_env[i].rank == rank && put_env(cfg->rank_env[i].kv) != 0) return -1;
   return 0;
 }
 
@@ -166,7 +207,7 @@ static void stop_threads(sim_rank *r, int ncomms) {
 int sim_rank_main(const nt_sim_config *cfg, int rank, pid_t parent) {
   static sim_rank r; /* one per process */
   char err[512];
-  if (setup_process(cfg, parent) != 0) {
+  if (setup_process(cfg, rank, parent) != 0) {
     fprintf(stderr, "nccltop sim: rank %d: cannot set up: %s\n", rank, strerror(errno));
     return 1;
   }

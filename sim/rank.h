@@ -13,13 +13,18 @@
 #include "sim.h"
 
 #define SIM_MAX_COMMS    8
+#define SIM_MAX_RANKS    1024
 #define SIM_MAX_CHANNELS 64
 #define SIM_QUEUE_CAP    8 /* collectives posted and not yet appended */
 
 /* One collective handed from the application thread to the proxy thread,
  * as NCCL posts proxy ops into the proxy's op pool. */
 typedef struct {
-  void *coll;         /* the Coll handle (NULL if dropped or not enabled) */
+  void *coll;         /* the Coll (or Send) handle: parent of the send ops and
+                         kernel channels; NULL if dropped or not enabled */
+  void *recv_parent;  /* a p2p Recv's handle for the recv ops; NULL: coll */
+  bool p2p;           /* a Send/Recv pair rather than a collective */
+  uint64_t seq;       /* the job-wide index of this operation */
   int mask;           /* the activation mask when it was enqueued */
   int steps;          /* network steps per proxy op */
   uint64_t step_size; /* bytes of a full step; the last one may be shorter */
@@ -40,6 +45,7 @@ typedef struct {
   int head, count;
   bool closed; /* the application issues no more */
   uint64_t rng;
+  uint64_t seqnum[16]; /* NCCL's seqNumber: one counter per function */
 } sim_comm;
 
 struct sim_rank {
@@ -49,6 +55,21 @@ struct sim_rank {
   uint64_t t_start_ns;
   sim_comm comms[SIM_MAX_COMMS];
 };
+
+/* Shared by the rank processes of one job (MAP_SHARED, set up before they
+ * fork): a collective makes progress only once every rank has enqueued it,
+ * as in NCCL, so a late rank holds the others back. */
+typedef struct {
+  uint64_t start_wall_ns; /* CLOCK_REALTIME when the job started */
+  _Atomic uint64_t launched[SIM_MAX_RANKS][SIM_MAX_COMMS];
+  _Atomic int finished[SIM_MAX_RANKS][SIM_MAX_COMMS]; /* issues no more */
+} sim_shared;
+extern sim_shared *sim_sh; /* NULL: ranks run uncoupled */
+/* Every rank has enqueued operation `seq` of communicator `comm` (or will
+ * never: a rank that finished issuing does not hold the others back). */
+bool sim_all_launched(int ranks, int comm, uint64_t seq);
+void sim_mark_launched(int rank, int comm, uint64_t seq);
+void sim_mark_finished(int rank, int comm);
 
 /* SIGINT/SIGTERM seen: stop issuing, drain, finalize. */
 bool sim_stopping(void);

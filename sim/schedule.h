@@ -46,6 +46,11 @@
 #define SIM_STEP_BYTES     131072ull
 #define SIM_STEP_BYTES_INC 4096ull
 #define SIM_DET_ITERATIONS 10 /* when the config leaves iterations at 0 */
+#define SIM_RT_STEP_BYTES  (4ull << 20) /* a full network step in real-time mode */
+/* Net plugin events (--net): IB device and QP, or socket fd, of a channel's
+ * send (dir 0) or recv (dir 1) connection. */
+#define SIM_NET_DEVICE(ch)  ((ch) % 2)
+#define SIM_NET_ID(ch, dir) (1000u + 2u * (unsigned)(ch) + (unsigned)(dir))
 
 static inline uint64_t sim_det_step_bytes(int step) {
   return SIM_STEP_BYTES + (uint64_t)step * SIM_STEP_BYTES_INC;
@@ -59,6 +64,30 @@ static inline uint64_t sim_det_op_bytes(int steps) {
 
 static inline int sim_det_iterations(const nt_sim_config *c) {
   return c->iterations > 0 ? c->iterations : SIM_DET_ITERATIONS;
+}
+
+/* The collectives of the schedule, also in real-time mode: a training
+ * step's three phases, each with its own function, and a ladder of sizes
+ * over which NCCL's tuner would switch algorithm and protocol (small
+ * messages TREE/LL, middle RING/LL128, large RING/SIMPLE; the thresholds are
+ * ours, the shape is NCCL's). Collective i of a communicator: */
+typedef struct {
+  const char *phase; /* nccltop_tag */
+  const char *func, *algo, *proto;
+  uint64_t bytes; /* count x 4 (ncclFloat32) */
+} sim_op_desc;
+
+static inline sim_op_desc sim_det_op(uint64_t i) {
+  static const char *const phases[3] = {"forward", "backward", "optimizer"};
+  static const char *const funcs[3] = {"AllGather", "ReduceScatter", "AllReduce"};
+  static const uint64_t sizes[4] = {32ull << 10, 256ull << 10, 4ull << 20, 64ull << 20};
+  sim_op_desc d;
+  d.phase = phases[i % 3];
+  d.func = funcs[i % 3];
+  d.bytes = sizes[i % 4];
+  d.algo = d.bytes < (64ull << 10) ? "TREE" : "RING";
+  d.proto = d.bytes < (64ull << 10) ? "LL" : d.bytes < (1ull << 20) ? "LL128" : "SIMPLE";
+  return d;
 }
 
 /* Active time of one collective on one proxy thread: steps run one at a

@@ -14,6 +14,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <sys/mman.h>
+
+#include "../proto/nccltop_proto.h"
 #include "rank.h"
 #include "schedule.h"
 #include "sim.h"
@@ -24,6 +27,10 @@ void nt_sim_defaults(nt_sim_config *c) {
   c->comms = 2;
   c->channels = 4;
   c->steps = 8;
+  c->stall_rank = -1;
+  c->stall_after_s = 3;
+  c->straggler_rank = -1;
+  c->straggle_ms = 300;
 }
 
 int nt_sim_default_plugin(char *buf, size_t cap) {
@@ -84,6 +91,51 @@ static int parse_path(const char *opt, const char *v, const char **out) {
   return 0;
 }
 
+static int parse_net(const char *opt, const char *v, int *out) {
+  if (v && !strcmp(v, "ib"))
+    *out = NT_NET_IB_QP;
+  else if (v && !strcmp(v, "socket"))
+    *out = NT_NET_SOCKET;
+  else {
+    fprintf(stderr, "nccltop: %s needs ib or socket, not '%s'\n", opt, v ? v : "");
+    return -1;
+  }
+  return 0;
+}
+
+/* NAME=VALUE with a name of letters, digits and '_'. */
+static bool good_assignment(const char *kv) {
+  const char *eq = kv ? strchr(kv, '=') : NULL;
+  if (!eq || eq == kv) return false;
+  for (const char *p = kv; p < eq; p++)
+    if (!(*p == '_' || (*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') ||
+          (*p >= '0' && *p <= '9')))
+      return false;
+  return true;
+}
+
+static int parse_env(const char *opt, const char *v, nt_sim_config *c) {
+  if (!good_assignment(v) || c->nenv >= (int)(sizeof c->env / sizeof c->env[0])) {
+    fprintf(stderr, "nccltop: %s needs NAME=VALUE (at most 16), not '%s'\n", opt, v ? v : "");
+    return -1;
+  }
+  c->env[c->nenv++] = v;
+  return 0;
+}
+
+static int parse_rank_env(const char *opt, const char *v, nt_sim_config *c) {
+  char *end = NULL;
+  long r = v ? strtol(v, &end, 10) : -1;
+  if (!v || end == v || *end != ':' || r < 0 || r > 1023 || !good_assignment(end + 1) ||
+      c->nrank_env >= (int)(sizeof c->rank_env / sizeof c->rank_env[0])) {
+    fprintf(stderr, "nccltop: %s needs RANK:NAME=VALUE (at most 16), not '%s'\n", opt, v ? v : "");
+    return -1;
+  }
+  c->rank_env[c->nrank_env].rank = (int)r;
+  c->rank_env[c->nrank_env++].kv = end + 1;
+  return 0;
+}
+
 /* One option: "--name VALUE" or "--name=VALUE"; returns the arguments it
  * used, 0 if it is not a sim option, -1 on a bad value. */
 static int parse_one(nt_sim_config *c, const char *arg, const char *next) {
@@ -127,6 +179,21 @@ static int parse_one(nt_sim_config *c, const char *arg, const char *next) {
     if (!rc) c->interval_ms = (uint32_t)iv;
   } else if (!strcmp(name, "--dir"))
     rc = parse_path(name, v, &c->dir);
+  else if (!strcmp(name, "--stall-rank"))
+    rc = parse_int(name, v, 0, 1023, &c->stall_rank);
+  else if (!strcmp(name, "--stall-after"))
+    rc = parse_seconds(name, v, &c->stall_after_s);
+  else if (!strcmp(name, "--straggler"))
+    rc = parse_int(name, v, 0, 1023, &c->straggler_rank);
+  else if (!strcmp(name, "--straggle-ms")) {
+    rc = parse_int(name, v, 1, 600000, &iv);
+    if (!rc) c->straggle_ms = (uint32_t)iv;
+  } else if (!strcmp(name, "--net"))
+    rc = parse_net(name, v, &c->net);
+  else if (!strcmp(name, "--env"))
+    rc = parse_env(name, v, c);
+  else if (!strcmp(name, "--rank-env"))
+    rc = parse_rank_env(name, v, c);
   else if (!strcmp(name, "--plugin"))
     rc = parse_path(name, v, &c->plugin);
   else
@@ -162,8 +229,10 @@ static int check_config(const nt_sim_config *c) {
     bad = "iterations (0 or more)";
   else if (c->abi != 0 && (c->abi < 3 || c->abi > 6))
     bad = "abi (0, or 3..6)";
-  else if (!(c->duration_s >= 0) || !(c->linger_s >= 0))
-    bad = "duration and linger (0 or more seconds)";
+  else if (!(c->duration_s >= 0) || !(c->linger_s >= 0) || !(c->stall_after_s >= 0))
+    bad = "duration, linger and stall-after (0 or more seconds)";
+  else if (c->stall_rank >= c->ranks || c->straggler_rank >= c->ranks)
+    bad = "stall and straggler ranks (below --ranks)";
   if (bad) fprintf(stderr, "nccltop sim: bad configuration: %s\n", bad);
   return bad ? -1 : 0;
 }
@@ -215,6 +284,17 @@ int nt_sim_run(const nt_sim_config *cfg) {
   }
   pid_t *pids = calloc((size_t)c.ranks, sizeof *pids);
   if (!pids) return 1;
+  /* What the ranks share, as NCCL's ranks share a collective's progress:
+   * how far each has enqueued, and when the job started. */
+  void *sh =
+      mmap(NULL, sizeof(sim_shared), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (sh == MAP_FAILED) {
+    fprintf(stderr, "nccltop sim: cannot map shared memory: %s\n", strerror(errno));
+    free(pids);
+    return 1;
+  }
+  sim_sh = sh;
+  sim_sh->start_wall_ns = sim_wall_ns();
   if (!c.quiet)
     fprintf(stderr, "nccltop sim: %d ranks x %d comms x %d channels x %d steps, %s, plugin %s\n",
             c.ranks, c.comms, c.channels, c.steps, c.deterministic ? "deterministic" : "real time",
@@ -251,6 +331,8 @@ int nt_sim_run(const nt_sim_config *cfg) {
   }
   pthread_sigmask(SIG_SETMASK, &old, NULL);
   free(pids);
+  munmap(sh, sizeof(sim_shared));
+  sim_sh = NULL;
   return failed;
 }
 

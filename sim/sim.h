@@ -29,6 +29,21 @@ typedef struct {
   const char *dir;      /* NCCLTOP_DIR for the ranks, NULL = inherit */
   uint32_t interval_ms; /* NCCLTOP_INTERVAL_MS for the ranks, 0 = inherit */
   bool quiet;           /* no progress lines on stderr */
+  /* Scenarios (real-time mode). */
+  int stall_rank;       /* -1 none; this rank's GPU stops mid-collective and
+                           the ring stalls behind it */
+  double stall_after_s; /* when (seconds after the start), default 3 */
+  int straggler_rank;   /* -1 none; this rank enqueues every collective late */
+  uint32_t straggle_ms; /* by this much, default 300 */
+  int net;              /* 0, or NT_NET_IB_QP / NT_NET_SOCKET: a net plugin
+                           reports one event per network step */
+  const char *env[16];  /* NAME=VALUE set in every rank before NCCL starts */
+  int nenv;
+  struct {
+    int rank;
+    const char *kv; /* NAME=VALUE for this rank only (after env) */
+  } rank_env[16];
+  int nrank_env;
 } nt_sim_config;
 
 void nt_sim_defaults(nt_sim_config *c);
@@ -46,8 +61,10 @@ int nt_sim_spawn(const nt_sim_config *c);
 
 /* Parses sim options (--ranks N --comms N --channels N --steps N
  * --iterations N --duration S --linger S --deterministic --abi V --plugin P
- * --interval-ms N --quiet) from argv, leaving others alone. Returns the number
- * of arguments consumed at the front, or -1 with a message on stderr. */
+ * --interval-ms N --quiet --stall-rank R --stall-after S --straggler R
+ * --straggle-ms MS --net ib|socket --env NAME=VALUE --rank-env R:NAME=VALUE)
+ * from argv, leaving others alone. Returns the number of arguments consumed
+ * at the front, or -1 with a message on stderr. */
 int nt_sim_parse_args(nt_sim_config *c, int argc, char **argv);
 
 /* Deterministic totals, exactly what the plugin must report once the
@@ -71,7 +88,19 @@ typedef struct {
   uint64_t colls;          /* Coll events per communicator */
   uint64_t kernel_count;   /* KernelCh events per (comm, channel) */
   uint64_t kernel_busy_ns; /* sum of stop - start pTimer per (comm, channel) */
+  uint64_t net_events;     /* with cfg->net: one per network step */
 } nt_sim_comm_expect;
+
+/* Operations of one communicator of a deterministic run, per (function,
+ * algorithm, protocol, size bucket, phase) as the plugin's statistics count
+ * them; every one is done (it has proxy-op children). */
+typedef struct {
+  const char *func, *algo, *proto, *phase;
+  uint8_t bucket;
+  uint64_t count, bytes;
+} nt_sim_op_expect;
+/* Fills out[] (at most cap) and returns how many rows. */
+int nt_sim_expect_ops(const nt_sim_config *c, nt_sim_op_expect *out, int cap);
 
 void nt_sim_expect_channel(const nt_sim_config *c, int rank, int comm, int channel, int dir,
                            nt_sim_channel_expect *out);

@@ -28,7 +28,9 @@
  *                   "bytes_per_s", "ops_in_flight", "cur_step" (-1: none),
  *                   "cur_wait": a wait name or "none", "progress_age_ms" (-1: never),
  *                   "stalled": bool}],
- *     "kernels": [{"channel", "count", "busy_ns"}]}]}
+ *     "kernels": [{"channel", "count", "busy_ns"}],
+ *     and "api", "seq", "in_flight", "net" (batch_ops.c)}],
+ *  and "alerts", "collectives", "phases", "recent", "runs" (batch_ops.c)}
  * Ranks are sorted by (comm, rank). Every counter is a JSON number: exact up
  * to 2^53, which cumulative nanoseconds reach after 104 days (beyond, the
  * nearest double). Shares and rates are over the publisher's last interval.
@@ -36,36 +38,13 @@
  * Strings from publishers were sanitized when they arrived (model.c);
  * cJSON adds JSON escaping only.
  */
-#include <cjson/cJSON.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "viewer.h"
+#include "batch_json.h"
 
 #define MAX_RANKS       65536
 #define ERRORS_IN_FRAME 8
-
-/* Keys are string constants: cJSON keeps a pointer instead of a copy (a
- * 1024-rank frame has millions of keys). */
-static cJSON *put_obj(cJSON *o, const char *key, cJSON *v) {
-  if (v && !cJSON_AddItemToObjectCS(o, key, v)) { /* out of memory: the frame fails */
-    cJSON_Delete(v);
-    return NULL;
-  }
-  return v;
-}
-static void put_num(cJSON *o, const char *key, double v) {
-  put_obj(o, key, cJSON_CreateNumber(v));
-}
-static void put_str(cJSON *o, const char *key, const char *v) {
-  put_obj(o, key, cJSON_CreateString(v));
-}
-static void put_bool(cJSON *o, const char *key, bool v) {
-  put_obj(o, key, cJSON_CreateBool(v));
-}
-static void append(cJSON *array, cJSON *item) {
-  if (item && !cJSON_AddItemToArray(array, item)) cJSON_Delete(item);
-}
 
 static double age_ms(uint64_t ns) {
   return ns == UINT64_MAX ? -1 : (double)ns / 1e6;
@@ -121,7 +100,7 @@ static cJSON *channel_json(const nt_model_process *p, const nt_channel_row *c, u
   return x;
 }
 
-static cJSON *rank_json(const nt_model_rank *r, uint32_t stall_ms) {
+static cJSON *rank_json(const nt_model_rank *r, uint32_t stall_ms, double now_s) {
   const nt_model_process *p = r->proc;
   const nt_snapshot *s = p->cur;
   const nt_comm_row *comm = &s->comms[r->comm_index];
@@ -156,6 +135,7 @@ static cJSON *rank_json(const nt_model_rank *r, uint32_t stall_ms) {
     put_num(x, "busy_ns", (double)k->busy_ns);
     append(kern, x);
   }
+  nt_batch_rank_ops(j, r, now_s);
   return j;
 }
 
@@ -185,10 +165,11 @@ static cJSON *process_json(const nt_model_process *p) {
   cJSON *proxy = put_obj(j, "proxy", cJSON_CreateArray());
   for (uint32_t i = 0; i < s->nproxy; i++)
     if (s->proxy[i].comm_index == NT_NO_COMM) append(proxy, proxy_json(p, &s->proxy[i]));
+  nt_batch_process_ops(j, p);
   return j;
 }
 
-static int print_json(FILE *out, nt_model *m, const nt_options *o, double t,
+static int print_json(FILE *out, nt_model *m, const nt_options *o, double t, double now_s,
                       const nt_model_rank *ranks, uint32_t nranks) {
   cJSON *root = cJSON_CreateObject();
   put_num(root, "time", t);
@@ -210,7 +191,8 @@ static int print_json(FILE *out, nt_model *m, const nt_options *o, double t,
     if (p->cur) append(procs, process_json(p));
   }
   cJSON *rs = put_obj(root, "ranks", cJSON_CreateArray());
-  for (uint32_t i = 0; i < nranks; i++) append(rs, rank_json(&ranks[i], o->stall_ms));
+  for (uint32_t i = 0; i < nranks; i++) append(rs, rank_json(&ranks[i], o->stall_ms, now_s));
+  nt_batch_job_json(root, m, o, now_s);
   /* Start the print buffer at the last frame's size: one allocation, no
    * growing copies of a frame that can be tens of megabytes. */
   static int last_len = 4096;
@@ -246,7 +228,7 @@ static void proxy_line(FILE *out, const nt_model_rank *r, const nt_model_process
           100 * last[3], 100 * last[4], (unsigned long long)row->appends, mark(p));
 }
 
-static void print_text(FILE *out, nt_model *m, const nt_options *o, double t,
+static void print_text(FILE *out, nt_model *m, const nt_options *o, double t, double now_s,
                        const nt_model_rank *ranks, uint32_t nranks) {
   fprintf(out, "nccltop %.1fs  publishers %u  ranks %u  messages %llu  bad %llu  errors %llu\n", t,
           nt_model_nprocesses(m), nranks, (unsigned long long)nt_model_total_messages(m),
@@ -255,6 +237,7 @@ static void print_text(FILE *out, nt_model *m, const nt_options *o, double t,
     const nt_model_error *e = nt_model_error_at(m, i);
     fprintf(out, "error: %s: %s\n", e->source, e->text);
   }
+  nt_batch_alerts_text(out, m, o, now_s);
   fprintf(out, "%-7s %-16s %-30s %8s %-7s %6s %6s %6s %6s %6s %9s\n", "RANK", "COMM", "HOST:PID",
           "TID", "STATE", "IDLE%", "ACTV%", "SLEEP%", "WAKE%", "APND%", "APPENDS");
   for (uint32_t i = 0; i < nranks; i++) {
@@ -287,6 +270,7 @@ static void print_text(FILE *out, nt_model *m, const nt_options *o, double t,
               nt_model_channel_stalled(row, o->stall_ms) ? "  STALLED" : "", mark(r->proc));
     }
   }
+  nt_batch_ops_text(out, m);
   fputc('\n', out);
 }
 
@@ -299,9 +283,9 @@ int nt_batch_print(FILE *out, nt_model *m, const nt_options *o, double now_s) {
   uint32_t n = nt_model_ranks(m, ranks, MAX_RANKS);
   int rc = 0;
   if (o->json)
-    rc = print_json(out, m, o, t, ranks, n);
+    rc = print_json(out, m, o, t, now_s, ranks, n);
   else
-    print_text(out, m, o, t, ranks, n);
+    print_text(out, m, o, t, now_s, ranks, n);
   if (fflush(out) != 0 || ferror(out)) rc = -1;
   return rc;
 }

@@ -7,36 +7,11 @@
  * of them rotate: cur, prev, spare), copying only the rows in use. Channel
  * rows of cur and prev are paired once, at arrival, so the derived numbers
  * read the match in O(1). */
-#include "model.h"
+#include "model_internal.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* A process as the model keeps it; `pub` first, so the pointers handed out
- * (nt_model_process *) convert back. */
-typedef struct {
-  nt_model_process pub;
-  nt_snapshot *spare; /* buffer the next snapshot goes into */
-  int32_t *match;     /* per cur channel row: the same key's index in prev, or -1 */
-  uint32_t match_cap;
-  uint32_t nmatch; /* entries of match that describe cur (0 when unknown) */
-} proc_slot;
-
-struct nt_model {
-  proc_slot *procs[NT_MODEL_MAX_PROCESSES];
-  uint32_t nprocs;
-  uint32_t generation;
-  nt_model_error errors[NT_MODEL_ERRORS];
-  uint32_t nerrors, error_head;
-  uint64_t messages, bad, noted, refused;
-  bool full_noted;
-  double last_data_s, now_s; /* newest arrival; newest time any call gave */
-  nt_topo *topo;
-  char topo_source[160];
-  uint32_t topo_generation;
-  uint64_t topo_hash; /* of the XML, so a re-sent identical file is not reparsed */
-};
 
 static proc_slot *slot_of(const nt_model_process *p) {
   return (proc_slot *)p;
@@ -62,6 +37,7 @@ static void proc_free(proc_slot *p) {
 
 void nt_model_free(nt_model *m) {
   if (!m) return;
+  nt_runs_free(m);
   nt_topo_free(m->topo);
   for (uint32_t i = 0; i < m->nprocs; i++) proc_free(m->procs[i]);
   free(m);
@@ -142,6 +118,7 @@ static proc_slot *find_proc(nt_model *m, const char *host, uint32_t pid, const c
               sizeof p->pub.endpoint);
   m->procs[m->nprocs++] = p;
   m->generation++;
+  nt_runs_process_added(m, p);
   return p;
 }
 
@@ -437,6 +414,7 @@ void nt_model_tick(nt_model *m, double now_s) {
     if (limit < NT_STALE_MIN_S) limit = NT_STALE_MIN_S;
     p->stale = now_s - p->cur_time_s > limit;
   }
+  nt_runs_tick(m);
 }
 
 void nt_model_process_gone(nt_model *m, uint32_t pid, const char *host) {

@@ -53,6 +53,7 @@ typedef struct {
   uint64_t restarts;   /* sequence numbers started over: a new process with the same pid */
   uint64_t duplicates; /* snapshots already seen (or older ones), ignored */
   double ended_time_s; /* when `ended` was set */
+  uint32_t run;        /* the run (job) it belongs to: see nt_model_run_summary */
 } nt_model_process;
 
 /* One rank: a (process, communicator) pair, the unit the views list. */
@@ -132,5 +133,142 @@ int nt_model_channel_dominant_wait(const nt_model_process *p, const nt_channel_r
  * stall_ms. A row that never progressed (progress_age_ns UINT64_MAX) is not:
  * its age is unknown. */
 bool nt_model_channel_stalled(const nt_channel_row *row, uint32_t stall_ms);
+
+/* ---- operations (ops.c) ---- */
+
+/* nccl-tests' formulas (its doc/PERFORMANCE.md): an operation of S bytes
+ * (count x datatype size, as NCCL counts it: per rank for AllGather,
+ * ReduceScatter, AlltoAll, Gather and Scatter) moves nt_alg_bytes in the
+ * algorithm bandwidth's sense, and bus bandwidth = algorithm bandwidth x
+ * nt_bus_factor, which makes numbers comparable across rank counts:
+ *   AllReduce            S,     2(n-1)/n
+ *   AllGather, ReduceScatter, AlltoAll, Gather, Scatter
+ *                        S x n, (n-1)/n
+ *   Broadcast, Reduce    S,     1
+ *   Send, Recv, SendRecv S,     1 */
+double nt_alg_bytes(int func, double bytes, int nranks);
+double nt_bus_factor(int func, int nranks);
+
+/* Operation statistics summed over the ranks of each communicator and over
+ * phases: one row per (communicator, kind, function, algorithm, protocol,
+ * size bucket), sorted that way. */
+typedef struct {
+  uint64_t comm_hash;
+  const char *comm_name; /* sanitized, "" unknown */
+  int32_t nranks;
+  uint8_t kind, func, algo, proto, bucket;
+  uint32_t ranks;              /* ranks that reported the row */
+  uint64_t count, done;        /* operations; done ones have a duration */
+  uint64_t bytes;              /* of all of them */
+  uint64_t gpu_done;           /* done ones timed by the GPU */
+  double time_s;               /* summed durations (over ranks) */
+  double alg_bytes, bus_bytes; /* of the done ones, see nt_alg_bytes */
+  uint32_t last_proc_;         /* internal: the last process counted in `ranks` */
+} nt_op_stat;
+uint32_t nt_model_op_stats(nt_model *m, nt_op_stat *out, uint32_t cap);
+/* GB/s (1e9 bytes) from a row's sums; 0 when nothing was timed. */
+double nt_stat_algbw(double alg_bytes, double time_s);
+
+/* Per phase (nccltop_tag), over every communicator and rank; "" is the
+ * time outside any phase. Sorted by name. */
+typedef struct {
+  char name[4 * NT_MAX_PHASE + 1];
+  uint32_t ranks;
+  uint64_t count, done, bytes;
+  double time_s, alg_bytes, bus_bytes;
+} nt_phase_stat;
+uint32_t nt_model_phase_stats(nt_model *m, nt_phase_stat *out, uint32_t cap);
+
+/* Recent and in-flight operations of every rank: in flight first (oldest
+ * first), then done ones, newest first. At most `per_rank` done ones per
+ * rank are taken. */
+typedef struct {
+  nt_model_process *proc;
+  uint64_t comm_hash;
+  int32_t rank, nranks;
+  const char *comm_name;
+  const char *phase; /* "" none; sanitized */
+  const nt_oplog_row *op;
+  double age_s; /* since it was enqueued, now */
+} nt_recent_op;
+uint32_t nt_model_recent_ops(nt_model *m, nt_recent_op *out, uint32_t cap, uint32_t per_rank,
+                             double now_s);
+/* "4 MiB", "512 B": a human size into buf. */
+const char *nt_fmt_bytes(double bytes, char *buf, size_t cap);
+/* "32K-64K": the range of a size bucket. */
+const char *nt_fmt_bucket(int bucket, char *buf, size_t cap);
+
+/* ---- diagnosis (alerts.c) ---- */
+
+enum nt_alert_kind {
+  NT_ALERT_ROOT,      /* where the waits of stalled ranks end */
+  NT_ALERT_STALL,     /* a rank's channels stalled in a wait, on a peer */
+  NT_ALERT_HUNG_OP,   /* an operation in flight longer than the stall time */
+  NT_ALERT_STRAGGLER, /* a rank that launched fewer operations than the others */
+  NT_ALERT_SILENT,    /* a publisher that stopped sending (stale) */
+  NT_ALERT_DROPS,     /* the plugin dropped events or messages */
+  NT_ALERT_COUNT,
+};
+const char *nt_alert_kind_name(int kind); /* "root", "stall", ... */
+
+typedef struct {
+  int kind;
+  nt_model_process *proc;
+  uint64_t comm_hash;
+  int32_t rank, nranks;
+  int peer;       /* the rank waited on (stall), -1 none */
+  int wait;       /* enum nt_wait (stall, root), NT_WAIT_NONE */
+  int func;       /* enum nt_func (straggler, hung op) */
+  uint32_t count; /* channels (stall), ranks waiting (root), operations behind */
+  double age_s;   /* how long it has been so */
+  char text[256]; /* one line for people; every part sanitized */
+} nt_alert;
+/* Alerts now, most important first (roots, stalls, hung operations,
+ * stragglers, silent publishers, drops). Tracks how long ranks have been
+ * behind, so call it once per frame. */
+uint32_t nt_model_alerts(nt_model *m, uint32_t stall_ms, nt_alert *out, uint32_t cap, double now_s);
+
+/* ---- environment and runs (runs.c) ---- */
+
+/* Every NCCL* variable of the current run's processes. */
+typedef struct {
+  const char *name;  /* sanitized */
+  const char *value; /* the most common value; sanitized */
+  uint32_t have;     /* processes that set it (of nprocs) */
+  uint32_t nvalues;  /* distinct values, counting "unset" when some lack it */
+  bool differs;      /* not the same on every process */
+} nt_env_row;
+/* Sorted by name, differing ones first when differs_first. */
+uint32_t nt_model_env(nt_model *m, nt_env_row *out, uint32_t cap, bool differs_first);
+/* The value of `name` in process p, NULL when unset. */
+const char *nt_model_env_of(const nt_model_process *p, const char *name);
+
+/* A run is the set of processes that came up while another of them was
+ * still alive: a job. When every process of a run has ended and a new one
+ * appears, a new run starts and the last one's summary is kept, so a user
+ * can change one variable, restart and compare. */
+#define NT_RUN_MAX_OPS 256
+typedef struct {
+  char name[NT_MAX_ENV_NAME + 1];
+  char value[NT_MAX_ENV_VALUE + 1]; /* "" unset; the most common when it differs */
+  bool differs;
+} nt_run_env;
+typedef struct {
+  uint8_t func, algo, proto, bucket;
+  uint64_t count, done;
+  double time_s, alg_bytes, bus_bytes;
+} nt_run_op;
+typedef struct {
+  uint32_t id;
+  uint32_t processes, ranks;
+  double start_s, end_s; /* first and last snapshot (viewer clock) */
+  nt_run_env env[NT_MAX_ENV];
+  uint32_t nenv;
+  nt_run_op ops[NT_RUN_MAX_OPS]; /* over communicators and phases */
+  uint32_t nops;
+} nt_run_summary;
+/* The current run's summary (computed now) and the previous run's (kept
+ * when it ended); false when there is none. */
+bool nt_model_run_summary(nt_model *m, bool previous, nt_run_summary *out);
 
 #endif

@@ -20,6 +20,7 @@ static void colors(const nt_options *o) {
   init_pair(NT_C_APPEND, COLOR_MAGENTA, -1);
   init_pair(NT_C_STALL, COLOR_WHITE, COLOR_RED);
   init_pair(NT_C_HEAD, COLOR_BLACK, COLOR_CYAN);
+  init_pair(NT_C_WARN, COLOR_YELLOW, -1);
 }
 
 static void clamp_cursor(nt_screen *s) {
@@ -72,10 +73,28 @@ static void prompt_key(nt_screen *s, int key) {
   if (s->prompt == NT_ACT_FILTER) snprintf(s->filter, sizeof s->filter, "%s", s->input);
 }
 
+/* Scroll keys of the line views. */
+static bool scroll_action(nt_screen *s, int action, int page) {
+  if (s->view != NT_VIEW_OVERVIEW && s->view != NT_VIEW_OPS && s->view != NT_VIEW_ENV) return false;
+  int *top = &s->scroll[s->view];
+  switch (action) {
+  case NT_ACT_UP: (*top)--; break;
+  case NT_ACT_DOWN: (*top)++; break;
+  case NT_ACT_PAGE_UP: *top -= page; break;
+  case NT_ACT_PAGE_DOWN: *top += page; break;
+  case NT_ACT_HOME: *top = 0; break;
+  case NT_ACT_END: *top = 1 << 20; break; /* the view clamps it */
+  default: return false;
+  }
+  if (*top < 0) *top = 0;
+  return true;
+}
+
 /* Applies one action; returns false to quit. */
 static bool act(nt_screen *s, int action) {
   int page = s->rows > 6 ? s->rows - 6 : 1;
   if (s->view == NT_VIEW_TOPO && nt_topo_view_action(s, action)) return true;
+  if (scroll_action(s, action, page)) return true;
   switch (action) {
   case NT_ACT_QUIT: return false;
   case NT_ACT_HELP:
@@ -84,10 +103,16 @@ static bool act(nt_screen *s, int action) {
     break;
   case NT_ACT_NEXT_VIEW: s->view = (s->view + 1) % NT_VIEW_COUNT; break;
   case NT_ACT_PREV_VIEW: s->view = (s->view + NT_VIEW_COUNT - 1) % NT_VIEW_COUNT; break;
-  case NT_ACT_VIEW_1: s->view = NT_VIEW_PROXY; break;
-  case NT_ACT_VIEW_2: s->view = NT_VIEW_CHANNELS; break;
-  case NT_ACT_VIEW_3: s->view = NT_VIEW_TOPO; break;
-  case NT_ACT_VIEW_4: s->view = NT_VIEW_HELP; break;
+  case NT_ACT_VIEW_1: s->view = NT_VIEW_OVERVIEW; break;
+  case NT_ACT_VIEW_2: s->view = NT_VIEW_PROXY; break;
+  case NT_ACT_VIEW_3: s->view = NT_VIEW_CHANNELS; break;
+  case NT_ACT_VIEW_4: s->view = NT_VIEW_OPS; break;
+  case NT_ACT_VIEW_5: s->view = NT_VIEW_TOPO; break;
+  case NT_ACT_VIEW_6: s->view = NT_VIEW_ENV; break;
+  case NT_ACT_VIEW_7:
+    if (s->view != NT_VIEW_HELP) s->prev_view = s->view;
+    s->view = NT_VIEW_HELP;
+    break;
   case NT_ACT_UP: s->row--; break;
   case NT_ACT_DOWN: s->row++; break;
   case NT_ACT_LEFT: s->col--; break;
@@ -131,15 +156,21 @@ static void draw(nt_screen *s) {
     refresh();
     return;
   }
-  if (!s->paused) {
+  /* Paused, the rows stay as they were, unless a process came or went:
+   * then the ones held may point at a process the model dropped. */
+  if (!s->paused || s->generation != nt_model_generation(s->m)) {
     nt_screen_collect(s);
+    s->generation = nt_model_generation(s->m);
     clamp_cursor(s);
   }
   nt_draw_header(s);
   switch (s->view) {
+  case NT_VIEW_OVERVIEW: nt_view_overview(s, 3); break;
   case NT_VIEW_PROXY: nt_view_proxy(s, 3); break;
   case NT_VIEW_CHANNELS: nt_view_channels(s, 3); break;
+  case NT_VIEW_OPS: nt_view_ops(s, 3); break;
   case NT_VIEW_TOPO: nt_view_topo(s, 3); break;
+  case NT_VIEW_ENV: nt_view_env(s, 3); break;
   default: nt_view_help(s, 3); break;
   }
   if (s->prompt) {
@@ -189,8 +220,13 @@ int nt_screen_run(nt_model *m, nt_source *src, const nt_options *o) {
     if (input || s.now >= next_draw) {
       nt_model_tick(m, s.now);
       bool update = s.now >= next_draw;
-      if (update && !s.paused) nt_screen_sample(&s);
-      draw(&s);
+      if (update && !s.paused) {
+        nt_screen_sample(&s);
+        /* Every update, whatever the view: they track how long ranks lag. */
+        s.nalerts = nt_model_alerts(m, o->stall_ms, s.alerts, NT_SCREEN_MAX_ALERTS, s.now);
+      }
+      /* Paused, the screen holds still: redrawn only for a key. */
+      if (input || !s.paused) draw(&s);
       if (update) {
         next_draw = s.now + o->delay_ms / 1000.0;
         if (o->iterations && ++updates >= o->iterations) break;

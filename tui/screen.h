@@ -32,6 +32,9 @@ enum nt_action {
   NT_ACT_SORT_NEXT,
   NT_ACT_SORT_PREV,
   NT_ACT_VIEW_4,
+  NT_ACT_VIEW_5,
+  NT_ACT_VIEW_6,
+  NT_ACT_VIEW_7,
   /* topology view what-ifs (keep these last: >= NT_ACT_WHATIF_P2P recompute) */
   NT_ACT_WHATIF_P2P,
   NT_ACT_WHATIF_P2P_LEVEL,
@@ -62,9 +65,19 @@ extern const nt_key_binding nt_keys[]; /* ends with key 0 */
 int nt_key_action(int key);
 
 /* Colour pairs (attributes fall back to bold/reverse without colour). */
-enum { NT_C_IDLE = 1, NT_C_ACTIVE, NT_C_SLEEP, NT_C_WAKEUP, NT_C_APPEND, NT_C_STALL, NT_C_HEAD };
+enum {
+  NT_C_IDLE = 1,
+  NT_C_ACTIVE,
+  NT_C_SLEEP,
+  NT_C_WAKEUP,
+  NT_C_APPEND,
+  NT_C_STALL,
+  NT_C_HEAD,
+  NT_C_WARN
+};
 
-#define NT_SCREEN_MAX_RANKS 4096
+#define NT_SCREEN_MAX_RANKS  4096
+#define NT_SCREEN_MAX_ALERTS 256
 
 typedef struct {
   uint32_t pid, tid;
@@ -93,8 +106,14 @@ typedef struct {
   int trow, tcol, ttop, tleft;
   unsigned char topo_changed[NT_TOPO_VIEW_MAX * NT_TOPO_VIEW_MAX];
   int nhist;
-  int row, col; /* cursor: rank row, channel column */
-  int top;      /* first row shown */
+  int row, col;              /* cursor: rank row, channel column */
+  int top;                   /* first row shown */
+  int scroll[NT_VIEW_COUNT]; /* line views (overview, collectives, environment) */
+  uint32_t generation;       /* the model's, when the ranks were collected */
+  /* Alerts of the last update (texts only: their process pointers are not
+   * kept past the update). */
+  nt_alert alerts[NT_SCREEN_MAX_ALERTS];
+  uint32_t nalerts;
   int rows, cols;
   nt_model_rank ranks[NT_SCREEN_MAX_RANKS];
   uint32_t nranks;
@@ -106,6 +125,15 @@ void nt_draw_header(nt_screen *s);
 void nt_view_proxy(nt_screen *s, int y);
 void nt_view_channels(nt_screen *s, int y);
 void nt_view_help(nt_screen *s, int y);
+void nt_view_overview(nt_screen *s, int y);
+void nt_view_ops(nt_screen *s, int y);
+void nt_view_env(nt_screen *s, int y);
+int nt_stall_attr(const nt_screen *s);
+int nt_warn_attr(const nt_screen *s);
+/* A line of a scrolling view: drawn when line `*n` (counted from 0) is
+ * within the window of the view's scroll, then *n advances; returns false
+ * once the screen is full. attr 0: plain. */
+bool nt_scroll_line(nt_screen *s, int *y, int *n, int attr, const char *text);
 void nt_view_topo(nt_screen *s, int y);
 /* Cursor and what-if keys of the topology view; false if not handled. */
 bool nt_topo_view_action(nt_screen *s, int action);

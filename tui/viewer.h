@@ -28,7 +28,16 @@ typedef struct {
 } nt_options;
 
 /* Views, in Tab order; digits 1.. select them. */
-enum nt_view_id { NT_VIEW_PROXY, NT_VIEW_CHANNELS, NT_VIEW_TOPO, NT_VIEW_HELP, NT_VIEW_COUNT };
+enum nt_view_id {
+  NT_VIEW_OVERVIEW,
+  NT_VIEW_PROXY,
+  NT_VIEW_CHANNELS,
+  NT_VIEW_OPS,
+  NT_VIEW_TOPO,
+  NT_VIEW_ENV,
+  NT_VIEW_HELP,
+  NT_VIEW_COUNT
+};
 
 double nt_now_s(void); /* CLOCK_MONOTONIC in seconds */
 

@@ -7,7 +7,8 @@
 
 #include "screen.h"
 
-static const char *view_names[NT_VIEW_COUNT] = {"proxy threads", "channels", "topology", "help"};
+static const char *view_names[NT_VIEW_COUNT] = {
+    "overview", "proxy threads", "channels", "collectives", "topology", "environment", "help"};
 
 int nt_state_attr(const nt_screen *s, int state) {
   bool color = s->o->color && has_colors();
@@ -21,8 +22,21 @@ int nt_state_attr(const nt_screen *s, int state) {
   }
 }
 
-static int stall_attr(const nt_screen *s) {
+int nt_stall_attr(const nt_screen *s) {
   return s->o->color && has_colors() ? COLOR_PAIR(NT_C_STALL) | A_BOLD : A_REVERSE | A_BOLD;
+}
+
+int nt_warn_attr(const nt_screen *s) {
+  return s->o->color && has_colors() ? COLOR_PAIR(NT_C_WARN) | A_BOLD : A_BOLD;
+}
+
+bool nt_scroll_line(nt_screen *s, int *y, int *n, int attr, const char *text) {
+  if (*y >= s->rows - 1) return false;
+  if ((*n)++ < s->scroll[s->view]) return true;
+  if (attr) attron(attr);
+  mvaddnstr((*y)++, 0, text, s->cols);
+  if (attr) attroff(attr);
+  return true;
 }
 
 void nt_draw_header(nt_screen *s) {
@@ -41,11 +55,12 @@ void nt_draw_header(nt_screen *s) {
   int n = 0;
   if (lost) n = snprintf(extra, sizeof extra, "  lost %llu", (unsigned long long)lost);
   if (s->filter[0]) snprintf(extra + n, sizeof extra - (size_t)n, "  filter \"%s\"", s->filter);
-  snprintf(line, sizeof line,
-           " nccltop %s  %-6s %s  publishers %u  ranks %u  bad msgs %llu  sort %s%s  [%s]",
-           NT_VERSION, mode, age, nt_model_nprocesses(s->m), s->nranks,
-           (unsigned long long)nt_model_total_bad(s->m), nt_sort_name(s->sort), extra,
-           view_names[s->view]);
+  snprintf(
+      line, sizeof line,
+      " nccltop %s  %-6s %s  publishers %u  ranks %u  alerts %u  bad msgs %llu  sort %s%s  [%s]",
+      NT_VERSION, mode, age, nt_model_nprocesses(s->m), s->nranks, s->nalerts,
+      (unsigned long long)nt_model_total_bad(s->m), nt_sort_name(s->sort), extra,
+      view_names[s->view]);
   attron(s->o->color && has_colors() ? COLOR_PAIR(NT_C_HEAD) : A_REVERSE);
   mvhline(0, 0, ' ', s->cols);
   mvaddnstr(0, 0, line, s->cols);
@@ -166,6 +181,29 @@ static const char *wait_tag(int wait) {
   return wait >= 0 && wait < NT_WAIT_COUNT ? tags[wait] : "-";
 }
 
+/* Network plugin rows of a rank (IB QPs or sockets), when its net plugin
+ * reports them. */
+static void net_lines(nt_screen *s, const nt_model_rank *r, int *y, int x) {
+  const nt_snapshot *snap = r->proc->cur;
+  char line[256], bytes[32];
+  for (uint32_t i = 0; i < snap->nnet && *y < s->rows - 1; i++) {
+    const nt_net_row *n = &snap->net[i];
+    if (n->comm_index != r->comm_index) continue;
+    if (n->type == NT_NET_IB_QP)
+      snprintf(line, sizeof line,
+               "net plugin: IB device %d QP %u: %llu requests, %s, busy %.1f ms, %llu open",
+               n->device, n->id, (unsigned long long)n->count,
+               nt_fmt_bytes((double)n->bytes, bytes, sizeof bytes), n->busy_ns / 1e6,
+               (unsigned long long)n->in_flight);
+    else
+      snprintf(line, sizeof line,
+               "net plugin: socket fd %u: %llu tasks, %s, busy %.1f ms, %llu open", n->id,
+               (unsigned long long)n->count, nt_fmt_bytes((double)n->bytes, bytes, sizeof bytes),
+               n->busy_ns / 1e6, (unsigned long long)n->in_flight);
+    mvaddnstr((*y)++, x, line, s->cols - x);
+  }
+}
+
 static void detail_panel(nt_screen *s, const nt_model_rank *r, int channel, int y) {
   char line[256];
   int x = 2;
@@ -196,9 +234,9 @@ static void detail_panel(nt_screen *s, const nt_model_rank *r, int channel, int 
              "%s %s peer %d: %s, last progress %s, %.0f steps/s, %.1f MB/s, %llu ops in flight%s",
              dir ? "recv" : "send", dir ? "from" : "to", row->peer, step, age, sps, bps / 1e6,
              (unsigned long long)(row->ops_started - row->ops_done), stalled ? "  STALLED" : "");
-    if (stalled) attron(stall_attr(s));
+    if (stalled) attron(nt_stall_attr(s));
     mvaddnstr(y++, x, line, s->cols - x);
-    if (stalled) attroff(stall_attr(s));
+    if (stalled) attroff(nt_stall_attr(s));
     for (int k = 0; k < 3 && y < s->rows - 1; k++) {
       double pct = sum ? 100.0 * (double)row->wait_ns[k] / (double)sum : 0;
       snprintf(line, sizeof line, "    %-16s %12.3f ms  %5.1f%%", nt_wait_name(nt_dir_wait(dir, k)),
@@ -206,6 +244,7 @@ static void detail_panel(nt_screen *s, const nt_model_rank *r, int channel, int 
       mvaddnstr(y++, x, line, s->cols - x);
     }
   }
+  net_lines(s, r, &y, x);
 }
 
 void nt_view_channels(nt_screen *s, int y) {
@@ -220,7 +259,7 @@ void nt_view_channels(nt_screen *s, int y) {
   }
   attroff(A_BOLD);
   y++;
-  int detail_h = s->detail ? 10 : 0;
+  int detail_h = s->detail ? 14 : 0;
   int avail = s->rows - 1 - y - detail_h - 1;
   if (s->row < s->top) s->top = s->row;
   if (avail > 0 && s->row >= s->top + avail) s->top = s->row - avail + 1;
@@ -238,7 +277,7 @@ void nt_view_channels(nt_screen *s, int y) {
                sr ? wait_tag(nt_model_channel_dominant_wait(r->proc, sr)) : "-",
                rr ? wait_tag(nt_model_channel_dominant_wait(r->proc, rr)) : "-");
       int attr = (i == s->row && c == s->col) ? A_REVERSE : 0;
-      if (stalled) attr |= stall_attr(s);
+      if (stalled) attr |= nt_stall_attr(s);
       attron(attr);
       mvaddnstr(y, left + c * cellw, line, cellw - 1);
       attroff(attr);
@@ -275,7 +314,37 @@ void nt_view_help(nt_screen *s, int y) {
       "  arrived), recv_flush_wait (GPUDirect flush), recv_gpu_wait (GPU consuming the data).",
       "A channel is stalled (!) when ops are in flight and no step moved for --stall-ms.",
       "Proxy HISTORY, oldest first: . idle  # active  z sleep  ! wakeup  + append.",
+      "Alerts: root = where the waits of stalled ranks end; stall = channels stuck in a wait",
+      "  (and the peer waited on); hung_op = in flight past --stall-ms; straggler = launched",
+      "  fewer operations than the other ranks; silent = publisher stopped; drops = data lost.",
   };
   for (size_t i = 0; i < sizeof text / sizeof text[0] && y < s->rows - 1; i++)
     mvaddnstr(y++, 0, text[i], s->cols);
+  /* Which event classes the job reports: the plugin sets NCCL's mask from
+   * NCCLTOP_EVENTS; nccltop_set_mask() changes it while the job runs. */
+  uint32_t any = 0, all = ~0u;
+  uint32_t n = 0;
+  for (uint32_t i = 0; i < nt_model_nprocesses(s->m); i++) {
+    const nt_model_process *p = nt_model_process_at(s->m, i);
+    if (!p->cur || p->ended) continue;
+    any |= p->cur->process.event_mask;
+    all &= p->cur->process.event_mask;
+    n++;
+  }
+  if (y >= s->rows - 1) return;
+  if (!n) {
+    mvaddnstr(y++, 0, "Event classes on: no process yet.", s->cols);
+    return;
+  }
+  size_t used = (size_t)snprintf(line, sizeof line, "Event classes on:");
+  for (int b = 0; b < NT_EVENT_CLASSES && used < sizeof line; b++)
+    if (any & (1u << b))
+      used += (size_t)snprintf(line + used, sizeof line - used, " %s%s", nt_event_class_name(b),
+                               all & (1u << b) ? "" : "(some)");
+  mvaddnstr(y++, 0, line, s->cols);
+  if (y < s->rows - 1)
+    mvaddnstr(y++, 0,
+              "  set at start with NCCLTOP_EVENTS (e.g. default,kernelch); the job can call "
+              "nccltop_set_mask() to change them live. kernelch adds GPU timing at some cost.",
+              s->cols);
 }

@@ -1,0 +1,318 @@
+/* Batch output about operations, diagnosis and the environment: the parts
+ * of a frame protocol 1.1 added. JSON keys (see also batch.c):
+ *
+ * frame: "alerts": [{"kind": root|stall|hung_op|straggler|silent|drops,
+ *          "text", "host", "pid", "comm", "rank", "peer" (-1), "wait",
+ *          "func", "count", "age_s"}], most important first;
+ *        "collectives": [{"comm", "comm_name", "nranks", "kind": coll|p2p,
+ *          "func", "algo", "proto", "size": "32K-64K", "bucket", "ranks",
+ *          "count", "done", "gpu_done", "bytes", "time_ms", "avg_us",
+ *          "algbw_gbs", "busbw_gbs"}];
+ *        "phases": [{"phase" ("" none), "ranks", "count", "done", "bytes",
+ *          "time_ms" (per rank), "algbw_gbs", "busbw_gbs"}];
+ *        "recent": [operation as in "in_flight" plus "host", "pid", "rank",
+ *          "comm"], in flight first, at most 64;
+ *        "runs": {"current": run, "previous": run or null, "env_diff":
+ *          [{"name", "previous", "current"}]}, run = {"id", "processes",
+ *          "ranks", "env": {NAME: value}, "env_varies": [NAME],
+ *          "ops": [{"func", "size", "algo", "proto", "count", "busbw_gbs"}]}.
+ * rank:  "api": {"group_api", "coll_api", "p2p_api", "kernel_launches",
+ *          "graph_captured", "api_ms"}; "seq": [{"func", "launched", "done",
+ *          "last_launch_ms"}]; "in_flight": [{"func", "kind", "seq", "count",
+ *          "dtype", "bytes", "root_peer", "algo", "proto", "nchannels",
+ *          "nwarps", "phase", "state": enqueued|in_flight|done, "timing":
+ *          none|host|gpu, "age_ms", "duration_us", "children",
+ *          "children_open"}]; "net": [{"type": ib_qp|socket, "device", "id",
+ *          "count", "bytes", "busy_ms", "in_flight"}].
+ * process: "phase" (now), "event_classes": [names on], "env": {NAME: value},
+ *          counters "dropped_ops", "late_children", "net_events".
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "batch_json.h"
+
+#define RECENT_IN_FRAME 64
+#define MAX_ALERTS      256
+#define MAX_STATS       4096
+
+static const char *hex16(uint64_t v, char *buf) {
+  snprintf(buf, 17, "%016llx", (unsigned long long)v);
+  return buf;
+}
+
+static const char *phase_of(const nt_snapshot *s, uint8_t id) {
+  for (uint32_t i = 0; id && i < s->nphases; i++)
+    if (s->phases[i].id == id) return s->phases[i].name;
+  return "";
+}
+
+static cJSON *op_json(const nt_snapshot *s, const nt_oplog_row *op, double age_s) {
+  cJSON *x = cJSON_CreateObject();
+  put_str(x, "func", nt_func_name(op->func));
+  put_str(x, "kind", op->kind == NT_OP_P2P ? "p2p" : "coll");
+  put_num(x, "seq", (double)op->seq);
+  put_num(x, "count", (double)op->count);
+  put_str(x, "dtype", nt_dtype_name(op->dtype));
+  put_num(x, "bytes", (double)op->bytes);
+  put_num(x, "root_peer", op->root_peer);
+  put_str(x, "algo", nt_algo_name(op->algo));
+  put_str(x, "proto", nt_proto_name(op->proto));
+  put_num(x, "nchannels", op->nchannels);
+  put_num(x, "nwarps", op->nwarps);
+  put_str(x, "phase", phase_of(s, op->phase));
+  put_str(x, "state", nt_op_state_name(op->state));
+  put_str(x, "timing", nt_timing_name(op->timing));
+  put_num(x, "age_ms", age_s * 1e3);
+  put_num(x, "duration_us", (double)op->duration_ns / 1e3);
+  put_num(x, "children", op->children);
+  put_num(x, "children_open", op->children_open);
+  return x;
+}
+
+void nt_batch_rank_ops(cJSON *j, const nt_model_rank *r, double now_s) {
+  const nt_model_process *p = r->proc;
+  const nt_snapshot *s = p->cur;
+  const nt_comm_row *c = &s->comms[r->comm_index];
+  double since = p->ended || now_s < p->cur_time_s ? 0 : now_s - p->cur_time_s;
+  cJSON *api = put_obj(j, "api", cJSON_CreateObject());
+  put_num(api, "group_api", (double)c->group_api);
+  put_num(api, "coll_api", (double)c->coll_api);
+  put_num(api, "p2p_api", (double)c->p2p_api);
+  put_num(api, "kernel_launches", (double)c->kernel_launches);
+  put_num(api, "graph_captured", (double)c->graph_captured);
+  put_num(api, "api_ms", (double)c->api_ns / 1e6);
+  cJSON *seq = put_obj(j, "seq", cJSON_CreateArray());
+  for (uint32_t i = 0; i < s->nseq; i++) {
+    const nt_seq_row *q = &s->seq_rows[i];
+    if (q->comm_index != r->comm_index) continue;
+    cJSON *x = cJSON_CreateObject();
+    put_str(x, "func", nt_func_name(q->func));
+    put_num(x, "launched", (double)q->launched);
+    put_num(x, "done", (double)q->done);
+    put_num(x, "last_launch_ms", (double)q->last_launch_age_ns / 1e6 + since * 1e3);
+    append(seq, x);
+  }
+  cJSON *fl = put_obj(j, "in_flight", cJSON_CreateArray());
+  for (uint32_t i = 0; i < s->noplog; i++) {
+    const nt_oplog_row *op = &s->oplog[i];
+    if (op->comm_index == r->comm_index && op->state == NT_OPS_IN_FLIGHT)
+      append(fl, op_json(s, op, (double)op->age_ns / 1e9 + since));
+  }
+  cJSON *net = put_obj(j, "net", cJSON_CreateArray());
+  for (uint32_t i = 0; i < s->nnet; i++) {
+    const nt_net_row *n = &s->net[i];
+    if (n->comm_index != r->comm_index) continue;
+    cJSON *x = cJSON_CreateObject();
+    put_str(x, "type", n->type == NT_NET_IB_QP ? "ib_qp" : "socket");
+    put_num(x, "device", n->device);
+    put_num(x, "id", n->id);
+    put_num(x, "count", (double)n->count);
+    put_num(x, "bytes", (double)n->bytes);
+    put_num(x, "busy_ms", (double)n->busy_ns / 1e6);
+    put_num(x, "in_flight", (double)n->in_flight);
+    append(net, x);
+  }
+}
+
+void nt_batch_process_ops(cJSON *j, const nt_model_process *p) {
+  const nt_snapshot *s = p->cur;
+  const nt_process_counters *c = &s->process;
+  put_str(j, "phase", phase_of(s, c->phase));
+  cJSON *cls = put_obj(j, "event_classes", cJSON_CreateArray());
+  for (int b = 0; b < NT_EVENT_CLASSES; b++)
+    if (c->event_mask & (1u << b)) append(cls, cJSON_CreateString(nt_event_class_name(b)));
+  cJSON *env = put_obj(j, "env", cJSON_CreateObject());
+  for (uint32_t i = 0; env && p->have_hello && i < p->hello.nenv; i++) {
+    cJSON *v = cJSON_CreateString(p->hello.env[i].value);
+    if (v && !cJSON_AddItemToObject(env, p->hello.env[i].name, v)) cJSON_Delete(v);
+  }
+  cJSON *k = cJSON_GetObjectItemCaseSensitive(j, "counters");
+  if (k) {
+    put_num(k, "dropped_ops", (double)c->dropped_ops);
+    put_num(k, "late_children", (double)c->late_children);
+    put_num(k, "net_events", (double)c->net_events);
+  }
+}
+
+/* ---- the job ---- */
+
+static cJSON *run_json(const nt_run_summary *r) {
+  cJSON *x = cJSON_CreateObject();
+  put_num(x, "id", r->id);
+  put_num(x, "processes", r->processes);
+  put_num(x, "ranks", r->ranks);
+  cJSON *env = put_obj(x, "env", cJSON_CreateObject());
+  cJSON *varies = put_obj(x, "env_varies", cJSON_CreateArray());
+  for (uint32_t i = 0; i < r->nenv; i++) {
+    cJSON *v = cJSON_CreateString(r->env[i].value);
+    if (env && v && !cJSON_AddItemToObject(env, r->env[i].name, v)) cJSON_Delete(v);
+    if (r->env[i].differs) append(varies, cJSON_CreateString(r->env[i].name));
+  }
+  cJSON *ops = put_obj(x, "ops", cJSON_CreateArray());
+  for (uint32_t i = 0; i < r->nops; i++) {
+    const nt_run_op *o = &r->ops[i];
+    char size[32];
+    cJSON *y = cJSON_CreateObject();
+    put_str(y, "func", nt_func_name(o->func));
+    put_obj(y, "size", cJSON_CreateString(nt_fmt_bucket(o->bucket, size, sizeof size)));
+    put_str(y, "algo", nt_algo_name(o->algo));
+    put_str(y, "proto", nt_proto_name(o->proto));
+    put_num(y, "count", (double)o->count);
+    put_num(y, "busbw_gbs", nt_stat_algbw(o->bus_bytes, o->time_s));
+    append(ops, y);
+  }
+  return x;
+}
+
+static const char *env_in(const nt_run_summary *r, const char *name) {
+  for (uint32_t i = 0; i < r->nenv; i++)
+    if (!strcmp(r->env[i].name, name)) return r->env[i].value;
+  return NULL;
+}
+
+static void runs_json(cJSON *root, nt_model *m) {
+  nt_run_summary *cur = malloc(sizeof *cur), *prev = malloc(sizeof *prev);
+  cJSON *runs = put_obj(root, "runs", cJSON_CreateObject());
+  bool have_cur = cur && nt_model_run_summary(m, false, cur);
+  bool have_prev = prev && nt_model_run_summary(m, true, prev);
+  put_obj(runs, "current", have_cur ? run_json(cur) : cJSON_CreateNull());
+  put_obj(runs, "previous", have_prev ? run_json(prev) : cJSON_CreateNull());
+  cJSON *diff = put_obj(runs, "env_diff", cJSON_CreateArray());
+  for (int pass = 0; have_cur && have_prev && pass < 2; pass++) {
+    const nt_run_summary *a = pass ? prev : cur, *b = pass ? cur : prev;
+    for (uint32_t i = 0; i < a->nenv; i++) {
+      const char *other = env_in(b, a->env[i].name);
+      if (pass && other) continue; /* seen from the current side */
+      if (other && !strcmp(other, a->env[i].value)) continue;
+      cJSON *x = cJSON_CreateObject();
+      put_obj(x, "name", cJSON_CreateString(a->env[i].name));
+      const char *pv = pass ? a->env[i].value : other, *cv = pass ? other : a->env[i].value;
+      put_obj(x, "previous", pv ? cJSON_CreateString(pv) : cJSON_CreateNull());
+      put_obj(x, "current", cv ? cJSON_CreateString(cv) : cJSON_CreateNull());
+      append(diff, x);
+    }
+  }
+  free(cur);
+  free(prev);
+}
+
+void nt_batch_job_json(cJSON *root, nt_model *m, const nt_options *o, double now_s) {
+  char hex[17];
+  nt_alert *alerts = calloc(MAX_ALERTS, sizeof *alerts);
+  uint32_t na = alerts ? nt_model_alerts(m, o->stall_ms, alerts, MAX_ALERTS, now_s) : 0;
+  cJSON *al = put_obj(root, "alerts", cJSON_CreateArray());
+  for (uint32_t i = 0; i < na; i++) {
+    const nt_alert *a = &alerts[i];
+    cJSON *x = cJSON_CreateObject();
+    put_str(x, "kind", nt_alert_kind_name(a->kind));
+    put_obj(x, "text", cJSON_CreateString(a->text));
+    put_str(x, "host", a->proc ? a->proc->host : "");
+    put_num(x, "pid", a->proc ? a->proc->pid : 0);
+    put_obj(x, "comm", cJSON_CreateString(hex16(a->comm_hash, hex)));
+    put_num(x, "rank", a->proc && a->comm_hash ? a->rank : -1);
+    put_num(x, "peer", a->peer);
+    put_str(x, "wait", nt_wait_name(a->wait));
+    put_str(x, "func", nt_func_name(a->func));
+    put_num(x, "count", a->count);
+    put_num(x, "age_s", a->age_s);
+    append(al, x);
+  }
+  free(alerts);
+  nt_op_stat *st = calloc(MAX_STATS, sizeof *st);
+  uint32_t ns = st ? nt_model_op_stats(m, st, MAX_STATS) : 0;
+  cJSON *cs = put_obj(root, "collectives", cJSON_CreateArray());
+  for (uint32_t i = 0; i < ns; i++) {
+    const nt_op_stat *r = &st[i];
+    char size[32];
+    cJSON *x = cJSON_CreateObject();
+    put_obj(x, "comm", cJSON_CreateString(hex16(r->comm_hash, hex)));
+    put_str(x, "comm_name", r->comm_name);
+    put_num(x, "nranks", r->nranks);
+    put_str(x, "kind", r->kind == NT_OP_P2P ? "p2p" : "coll");
+    put_str(x, "func", nt_func_name(r->func));
+    put_str(x, "algo", nt_algo_name(r->algo));
+    put_str(x, "proto", nt_proto_name(r->proto));
+    put_obj(x, "size", cJSON_CreateString(nt_fmt_bucket(r->bucket, size, sizeof size)));
+    put_num(x, "bucket", r->bucket);
+    put_num(x, "ranks", r->ranks);
+    put_num(x, "count", (double)r->count);
+    put_num(x, "done", (double)r->done);
+    put_num(x, "gpu_done", (double)r->gpu_done);
+    put_num(x, "bytes", (double)r->bytes);
+    put_num(x, "time_ms", r->time_s * 1e3);
+    put_num(x, "avg_us", r->done ? r->time_s * 1e6 / (double)r->done : 0);
+    put_num(x, "algbw_gbs", nt_stat_algbw(r->alg_bytes, r->time_s));
+    put_num(x, "busbw_gbs", nt_stat_algbw(r->bus_bytes, r->time_s));
+    append(cs, x);
+  }
+  free(st);
+  nt_phase_stat ph[NT_MAX_PHASES + 1];
+  uint32_t np = nt_model_phase_stats(m, ph, NT_MAX_PHASES + 1);
+  cJSON *pj = put_obj(root, "phases", cJSON_CreateArray());
+  for (uint32_t i = 0; i < np; i++) {
+    cJSON *x = cJSON_CreateObject();
+    put_obj(x, "phase", cJSON_CreateString(ph[i].name));
+    put_num(x, "ranks", ph[i].ranks);
+    put_num(x, "count", (double)ph[i].count);
+    put_num(x, "done", (double)ph[i].done);
+    put_num(x, "bytes", (double)ph[i].bytes);
+    put_num(x, "time_ms", ph[i].ranks ? ph[i].time_s * 1e3 / ph[i].ranks : 0);
+    put_num(x, "algbw_gbs", nt_stat_algbw(ph[i].alg_bytes, ph[i].time_s));
+    put_num(x, "busbw_gbs", nt_stat_algbw(ph[i].bus_bytes, ph[i].time_s));
+    append(pj, x);
+  }
+  nt_recent_op *rec = calloc(RECENT_IN_FRAME * 4, sizeof *rec);
+  uint32_t nr = rec ? nt_model_recent_ops(m, rec, RECENT_IN_FRAME * 4, 4, now_s) : 0;
+  cJSON *rj = put_obj(root, "recent", cJSON_CreateArray());
+  for (uint32_t i = 0; i < nr && i < RECENT_IN_FRAME; i++) {
+    cJSON *x = op_json(rec[i].proc->cur, rec[i].op, rec[i].age_s);
+    put_str(x, "host", rec[i].proc->host);
+    put_num(x, "pid", rec[i].proc->pid);
+    put_num(x, "rank", rec[i].rank);
+    put_obj(x, "comm", cJSON_CreateString(hex16(rec[i].comm_hash, hex)));
+    append(rj, x);
+  }
+  free(rec);
+  runs_json(root, m);
+}
+
+/* ---- text ---- */
+
+void nt_batch_alerts_text(FILE *out, nt_model *m, const nt_options *o, double now_s) {
+  nt_alert *alerts = calloc(MAX_ALERTS, sizeof *alerts);
+  uint32_t na = alerts ? nt_model_alerts(m, o->stall_ms, alerts, MAX_ALERTS, now_s) : 0;
+  for (uint32_t i = 0; i < na; i++)
+    fprintf(out, "ALERT %-9s %s\n", nt_alert_kind_name(alerts[i].kind), alerts[i].text);
+  free(alerts);
+}
+
+void nt_batch_ops_text(FILE *out, nt_model *m) {
+  nt_op_stat *st = calloc(MAX_STATS, sizeof *st);
+  uint32_t ns = st ? nt_model_op_stats(m, st, MAX_STATS) : 0;
+  if (ns)
+    fprintf(out, "%-16s %-13s %-11s %-14s %-7s %8s %8s %10s %9s %9s\n", "COMM", "FUNC", "SIZE",
+            "ALGO", "PROTO", "COUNT", "DONE", "AVG us", "ALGBW", "BUSBW");
+  for (uint32_t i = 0; i < ns; i++) {
+    const nt_op_stat *r = &st[i];
+    char size[32];
+    fprintf(out, "%016llx %-13s %-11s %-14s %-7s %8llu %8llu %10.1f %9.2f %9.2f\n",
+            (unsigned long long)r->comm_hash, nt_func_name(r->func),
+            nt_fmt_bucket(r->bucket, size, sizeof size), nt_algo_name(r->algo),
+            nt_proto_name(r->proto), (unsigned long long)r->count, (unsigned long long)r->done,
+            r->done ? r->time_s * 1e6 / (double)r->done : 0, nt_stat_algbw(r->alg_bytes, r->time_s),
+            nt_stat_algbw(r->bus_bytes, r->time_s));
+  }
+  free(st);
+  nt_phase_stat ph[NT_MAX_PHASES + 1];
+  uint32_t np = nt_model_phase_stats(m, ph, NT_MAX_PHASES + 1);
+  if (np)
+    fprintf(out, "%-20s %8s %8s %12s %9s %9s\n", "PHASE", "COUNT", "DONE", "TIME ms/rank", "ALGBW",
+            "BUSBW");
+  for (uint32_t i = 0; i < np; i++)
+    fprintf(out, "%-20.20s %8llu %8llu %12.1f %9.2f %9.2f\n", ph[i].name[0] ? ph[i].name : "-",
+            (unsigned long long)ph[i].count, (unsigned long long)ph[i].done,
+            ph[i].ranks ? ph[i].time_s * 1e3 / ph[i].ranks : 0,
+            nt_stat_algbw(ph[i].alg_bytes, ph[i].time_s),
+            nt_stat_algbw(ph[i].bus_bytes, ph[i].time_s));
+}

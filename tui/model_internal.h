@@ -1,0 +1,57 @@
+/* The model's own structures, shared by its files (model.c: applying
+ * messages and reading; ops.c, alerts.c, runs.c: what is derived from them).
+ * Nothing outside tui/model*.c, ops.c, alerts.c and runs.c includes this. */
+#ifndef NCCLTOP_MODEL_INTERNAL_H
+#define NCCLTOP_MODEL_INTERNAL_H
+
+#include "model.h"
+
+/* How long a rank has been behind the others on one function. */
+typedef struct {
+  uint64_t comm_hash;
+  uint8_t func;
+  double since_s;
+  bool seen; /* still behind at the last nt_model_alerts */
+} nt_behind;
+#define NT_BEHIND_MAX 32
+
+/* A process as the model keeps it; `pub` first, so the pointers handed out
+ * (nt_model_process *) convert back. */
+typedef struct {
+  nt_model_process pub;
+  nt_snapshot *spare; /* buffer the next snapshot goes into */
+  int32_t *match;     /* per cur channel row: the same key's index in prev, or -1 */
+  uint32_t match_cap;
+  uint32_t nmatch; /* entries of match that describe cur (0 when unknown) */
+  nt_behind behind[NT_BEHIND_MAX];
+  uint32_t nbehind;
+} proc_slot;
+
+struct nt_model {
+  proc_slot *procs[NT_MODEL_MAX_PROCESSES];
+  uint32_t nprocs;
+  uint32_t generation;
+  nt_model_error errors[NT_MODEL_ERRORS];
+  uint32_t nerrors, error_head;
+  uint64_t messages, bad, noted, refused;
+  bool full_noted;
+  double last_data_s, now_s; /* newest arrival; newest time any call gave */
+  nt_topo *topo;
+  char topo_source[160];
+  uint32_t topo_generation;
+  uint64_t topo_hash; /* of the XML, so a re-sent identical file is not reparsed */
+  /* runs (runs.c) */
+  uint32_t run;              /* the current run's id, 0 before any process */
+  nt_run_summary *prev_run;  /* the run before the current one, NULL none */
+  nt_run_summary *ended_run; /* the current run, summarized when it ended */
+  bool ended;                /* ended_run is current */
+};
+
+/* runs.c: a process was created (joins the current run, or starts one);
+ * the model ticked (a run whose processes all ended is summarized); a
+ * process is about to be dropped. */
+void nt_runs_process_added(nt_model *m, proc_slot *p);
+void nt_runs_tick(nt_model *m);
+void nt_runs_free(nt_model *m);
+
+#endif

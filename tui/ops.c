@@ -1,0 +1,216 @@
+/* Operations as the views show them: statistics by (communicator,
+ * function, algorithm, protocol, size), by phase, and the recent and
+ * in-flight operations of every rank, with nccl-tests' bandwidths. Read from
+ * the processes' latest snapshots; nothing here changes the model. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model_internal.h"
+
+double nt_alg_bytes(int func, double bytes, int nranks) {
+  switch (func) {
+  case NT_FUNC_ALLGATHER:
+  case NT_FUNC_REDUCESCATTER:
+  case NT_FUNC_ALLTOALL:
+  case NT_FUNC_GATHER:
+  case NT_FUNC_SCATTER: return bytes * (nranks > 0 ? nranks : 1);
+  default: return bytes;
+  }
+}
+
+double nt_bus_factor(int func, int nranks) {
+  double n = nranks > 0 ? nranks : 1;
+  switch (func) {
+  case NT_FUNC_ALLREDUCE: return 2 * (n - 1) / n;
+  case NT_FUNC_ALLGATHER:
+  case NT_FUNC_REDUCESCATTER:
+  case NT_FUNC_ALLTOALL:
+  case NT_FUNC_GATHER:
+  case NT_FUNC_SCATTER: return (n - 1) / n;
+  default: return 1;
+  }
+}
+
+double nt_stat_algbw(double alg_bytes, double time_s) {
+  return time_s > 0 ? alg_bytes / time_s / 1e9 : 0;
+}
+
+const char *nt_fmt_bytes(double b, char *buf, size_t cap) {
+  static const char *const unit[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+  int u = 0;
+  while (b >= 1024 && u < 5) b /= 1024, u++;
+  if (u == 0 || b >= 100 || b == (double)(uint64_t)b)
+    snprintf(buf, cap, "%.0f %s", b, unit[u]);
+  else
+    snprintf(buf, cap, "%.1f %s", b, unit[u]);
+  return buf;
+}
+
+const char *nt_fmt_bucket(int bucket, char *buf, size_t cap) {
+  static const char unit[] = " KMGTPE";
+  int lo = bucket < 0 ? 0 : bucket > 63 ? 63 : bucket, hi = lo + 1;
+  char a[16], b[16];
+  snprintf(a, sizeof a, "%llu%c", 1ull << (lo % 10), unit[lo / 10]);
+  if (hi == 64)
+    snprintf(b, sizeof b, "16E");
+  else
+    snprintf(b, sizeof b, "%llu%c", 1ull << (hi % 10), unit[hi / 10]);
+  /* "1 " (bytes) reads better without the blank */
+  for (char *p = a; *p; p++)
+    if (*p == ' ') *p = '\0';
+  for (char *p = b; *p; p++)
+    if (*p == ' ') *p = '\0';
+  snprintf(buf, cap, "%s-%s", a, b);
+  return buf;
+}
+
+static const char *comm_name_of(const nt_model_process *p, uint64_t hash) {
+  for (uint32_t j = 0; j < p->ncomm_info; j++)
+    if (p->comm_info[j].comm_hash == hash) return p->comm_info[j].name;
+  return "";
+}
+
+static const char *phase_name(const nt_snapshot *s, uint8_t id) {
+  for (uint32_t i = 0; id && i < s->nphases; i++)
+    if (s->phases[i].id == id) return s->phases[i].name;
+  return "";
+}
+
+/* ---- statistics ---- */
+
+static int stat_cmp(const void *a, const void *b) {
+  const nt_op_stat *x = a, *y = b;
+  if (x->comm_hash != y->comm_hash) return x->comm_hash < y->comm_hash ? -1 : 1;
+  if (x->kind != y->kind) return x->kind - y->kind;
+  if (x->func != y->func) return x->func - y->func;
+  if (x->bucket != y->bucket) return x->bucket - y->bucket;
+  if (x->algo != y->algo) return x->algo - y->algo;
+  return x->proto - y->proto;
+}
+
+uint32_t nt_model_op_stats(nt_model *m, nt_op_stat *out, uint32_t cap) {
+  uint32_t n = 0;
+  for (uint32_t i = 0; i < m->nprocs; i++) {
+    nt_model_process *p = &m->procs[i]->pub;
+    const nt_snapshot *s = p->cur;
+    if (!s) continue;
+    /* The ranks of this process that reported a row, per output row. */
+    for (uint32_t k = 0; k < s->nops; k++) {
+      const nt_op_row *r = &s->ops[k];
+      if (r->comm_index >= s->ncomms) continue;
+      const nt_comm_row *c = &s->comms[r->comm_index];
+      nt_op_stat *o = NULL;
+      for (uint32_t j = 0; j < n && !o; j++)
+        if (out[j].comm_hash == c->comm_hash && out[j].kind == r->kind && out[j].func == r->func &&
+            out[j].algo == r->algo && out[j].proto == r->proto && out[j].bucket == r->bucket)
+          o = &out[j];
+      if (!o) {
+        if (n >= cap) continue;
+        o = &out[n++];
+        memset(o, 0, sizeof *o);
+        o->comm_hash = c->comm_hash;
+        o->comm_name = comm_name_of(p, c->comm_hash);
+        o->nranks = c->nranks;
+        o->kind = r->kind;
+        o->func = r->func;
+        o->algo = r->algo;
+        o->proto = r->proto;
+        o->bucket = r->bucket;
+      }
+      o->count += r->count;
+      o->done += r->done;
+      o->bytes += r->bytes;
+      o->gpu_done += r->gpu_done;
+      o->time_s += (double)r->time_ns / 1e9;
+      double alg = nt_alg_bytes(r->func, (double)r->done_bytes, c->nranks);
+      o->alg_bytes += alg;
+      o->bus_bytes += alg * nt_bus_factor(r->func, c->nranks);
+      if (o->last_proc_ != i + 1) o->ranks++; /* one row per phase: count the process once */
+      o->last_proc_ = i + 1;
+    }
+  }
+  qsort(out, n, sizeof *out, stat_cmp);
+  return n;
+}
+
+static int phase_cmp(const void *a, const void *b) {
+  return strcmp(((const nt_phase_stat *)a)->name, ((const nt_phase_stat *)b)->name);
+}
+
+uint32_t nt_model_phase_stats(nt_model *m, nt_phase_stat *out, uint32_t cap) {
+  uint32_t n = 0;
+  for (uint32_t i = 0; i < m->nprocs; i++) {
+    const nt_snapshot *s = m->procs[i]->pub.cur;
+    if (!s) continue;
+    uint64_t seen = 0; /* phase ids of this process counted in `ranks` */
+    for (uint32_t k = 0; k < s->nops; k++) {
+      const nt_op_row *r = &s->ops[k];
+      if (r->comm_index >= s->ncomms) continue;
+      const char *name = phase_name(s, r->phase);
+      nt_phase_stat *o = NULL;
+      for (uint32_t j = 0; j < n && !o; j++)
+        if (strcmp(out[j].name, name) == 0) o = &out[j];
+      if (!o) {
+        if (n >= cap) continue;
+        o = &out[n++];
+        memset(o, 0, sizeof *o);
+        snprintf(o->name, sizeof o->name, "%s", name);
+      }
+      if (!(seen & (1ull << (r->phase & 63)))) o->ranks++;
+      seen |= 1ull << (r->phase & 63);
+      int nranks = s->comms[r->comm_index].nranks;
+      o->count += r->count;
+      o->done += r->done;
+      o->bytes += r->bytes;
+      o->time_s += (double)r->time_ns / 1e9;
+      double alg = nt_alg_bytes(r->func, (double)r->done_bytes, nranks);
+      o->alg_bytes += alg;
+      o->bus_bytes += alg * nt_bus_factor(r->func, nranks);
+    }
+  }
+  qsort(out, n, sizeof *out, phase_cmp);
+  return n;
+}
+
+/* ---- recent operations ---- */
+
+static int recent_cmp(const void *a, const void *b) {
+  const nt_recent_op *x = a, *y = b;
+  bool fx = x->op->state == NT_OPS_IN_FLIGHT, fy = y->op->state == NT_OPS_IN_FLIGHT;
+  if (fx != fy) return fx ? -1 : 1;
+  /* In flight: oldest first. Done: newest first. */
+  if (x->age_s != y->age_s) return (x->age_s < y->age_s) == fx ? 1 : -1;
+  return x->rank - y->rank;
+}
+
+uint32_t nt_model_recent_ops(nt_model *m, nt_recent_op *out, uint32_t cap, uint32_t per_rank,
+                             double now_s) {
+  uint32_t n = 0;
+  for (uint32_t i = 0; i < m->nprocs && n < cap; i++) {
+    nt_model_process *p = &m->procs[i]->pub;
+    const nt_snapshot *s = p->cur;
+    if (!s) continue;
+    /* Ages were taken when the snapshot was; it has aged since (unless the
+     * process ended: then it stands still). */
+    double since = p->ended ? 0 : now_s - p->cur_time_s;
+    uint32_t done_taken[NT_MAX_COMMS] = {0};
+    for (uint32_t k = 0; k < s->noplog && n < cap; k++) {
+      const nt_oplog_row *op = &s->oplog[k];
+      if (op->comm_index >= s->ncomms) continue;
+      if (op->state != NT_OPS_IN_FLIGHT && done_taken[op->comm_index]++ >= per_rank) continue;
+      const nt_comm_row *c = &s->comms[op->comm_index];
+      nt_recent_op *r = &out[n++];
+      r->proc = p;
+      r->comm_hash = c->comm_hash;
+      r->rank = c->rank;
+      r->nranks = c->nranks;
+      r->comm_name = comm_name_of(p, c->comm_hash);
+      r->phase = phase_name(s, op->phase);
+      r->op = op;
+      r->age_s = (double)op->age_ns / 1e9 + (since > 0 ? since : 0);
+    }
+  }
+  qsort(out, n, sizeof *out, recent_cmp);
+  return n;
+}

@@ -1,0 +1,92 @@
+/* The environment view: every NCCL* variable of the job's processes, the
+ * ones that differ between ranks first (with who has which value), and what
+ * changed since the previous run. */
+#include <curses.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "screen.h"
+
+#define MAX_VARS (2 * NT_MAX_ENV)
+
+/* "host:pid=value" of the processes whose value is not the common one. */
+static void outliers(nt_screen *s, const nt_env_row *r, char *buf, size_t cap) {
+  size_t used = 0;
+  int shown = 0, more = 0;
+  buf[0] = '\0';
+  for (uint32_t i = 0; i < nt_model_nprocesses(s->m); i++) {
+    const nt_model_process *p = nt_model_process_at(s->m, i);
+    if (!p->have_hello || p->ended) continue;
+    const char *v = nt_model_env_of(p, r->name);
+    if (v ? strcmp(v, r->value) == 0 : !r->value[0]) continue;
+    if (shown == 3) {
+      more++;
+      continue;
+    }
+    int k = snprintf(buf + used, cap - used, "%s%s:%u=%s", shown ? "  " : "", p->host, p->pid,
+                     v ? v : "(unset)");
+    if (k < 0 || (size_t)k >= cap - used) break;
+    used += (size_t)k;
+    shown++;
+  }
+  if (more && used < cap) snprintf(buf + used, cap - used, "  and %d more", more);
+}
+
+static const char *value_in(const nt_run_summary *r, const char *name) {
+  for (uint32_t i = 0; i < r->nenv; i++)
+    if (!strcmp(r->env[i].name, name)) return r->env[i].value;
+  return NULL;
+}
+
+static void run_diff(nt_screen *s, int *y, int *n) {
+  static nt_run_summary cur, prev;
+  if (!nt_model_run_summary(s->m, true, &prev) || !nt_model_run_summary(s->m, false, &cur)) return;
+  char line[700];
+  snprintf(line, sizeof line, "CHANGED SINCE THE PREVIOUS RUN (run %u: %u processes -> run %u: %u)",
+           prev.id, prev.processes, cur.id, cur.processes);
+  nt_scroll_line(s, y, n, A_BOLD, line);
+  int changes = 0;
+  for (int pass = 0; pass < 2; pass++) {
+    const nt_run_summary *a = pass ? &prev : &cur, *b = pass ? &cur : &prev;
+    for (uint32_t i = 0; i < a->nenv; i++) {
+      const char *other = value_in(b, a->env[i].name);
+      if (pass && other) continue;
+      if (other && !strcmp(other, a->env[i].value)) continue;
+      const char *was = pass ? a->env[i].value : other, *now = pass ? other : a->env[i].value;
+      snprintf(line, sizeof line, "  %-32s %s -> %s", a->env[i].name, was ? was : "(unset)",
+               now ? now : "(unset)");
+      nt_scroll_line(s, y, n, nt_warn_attr(s), line);
+      changes++;
+    }
+  }
+  if (!changes) nt_scroll_line(s, y, n, 0, "  no NCCL* variable changed");
+  nt_scroll_line(s, y, n, 0, "");
+}
+
+void nt_view_env(nt_screen *s, int y) {
+  static nt_env_row rows[MAX_VARS];
+  char line[1024], who[512];
+  int n = 0;
+  run_diff(s, &y, &n);
+  uint32_t nv = nt_model_env(s->m, rows, MAX_VARS, true);
+  uint32_t differ = 0;
+  for (uint32_t i = 0; i < nv; i++) differ += rows[i].differs;
+  snprintf(line, sizeof line, "NCCL* VARIABLES OF THIS RUN: %u, %u differ between processes", nv,
+           differ);
+  nt_scroll_line(s, &y, &n, A_BOLD, line);
+  snprintf(line, sizeof line, "%-32s %-30s %6s  %s", "VARIABLE", "VALUE (most common)", "SET ON",
+           "DIFFERENT ON");
+  nt_scroll_line(s, &y, &n, A_BOLD, line);
+  if (!nv) nt_scroll_line(s, &y, &n, 0, "  none reported yet");
+  for (uint32_t i = 0; i < nv; i++) {
+    const nt_env_row *r = &rows[i];
+    char on[24];
+    snprintf(on, sizeof on, "%u", r->have);
+    who[0] = '\0';
+    if (r->differs) outliers(s, r, who, sizeof who);
+    snprintf(line, sizeof line, "%-32.32s %-30.30s %6s  %s", r->name,
+             r->value[0] ? r->value : "(unset)", on, who);
+    if (!nt_scroll_line(s, &y, &n, r->differs ? nt_warn_attr(s) : 0, line)) break;
+  }
+  if (s->scroll[s->view] > n - 1) s->scroll[s->view] = n > 0 ? n - 1 : 0;
+}

@@ -1,0 +1,140 @@
+/* The collectives view: which algorithm and protocol NCCL chose for each
+ * function and size, how often and at what bandwidth (nccl-tests' algbw and
+ * busbw), next to the previous run's when there was one; time and bandwidth
+ * per phase; and the operations in flight and just done. */
+#include <curses.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "screen.h"
+
+#define MAX_STATS  1024
+#define MAX_RECENT 256
+
+/* The previous run's most used algorithm/protocol for (function, bucket). */
+static const nt_run_op *previous_choice(const nt_run_summary *prev, int func, int bucket) {
+  const nt_run_op *best = NULL;
+  for (uint32_t i = 0; prev && i < prev->nops; i++) {
+    const nt_run_op *o = &prev->ops[i];
+    if (o->func == func && o->bucket == bucket && (!best || o->count > best->count)) best = o;
+  }
+  return best;
+}
+
+static void stats_section(nt_screen *s, int *y, int *n, const nt_run_summary *prev) {
+  static nt_op_stat st[MAX_STATS];
+  char line[512], size[32], avg[32];
+  uint32_t ns = nt_model_op_stats(s->m, st, MAX_STATS);
+  snprintf(line, sizeof line, "%-18s %-13s %-9s %-14s %-6s %8s %8s %10s %8s %8s%s", "COMMUNICATOR",
+           "FUNCTION", "SIZE", "ALGORITHM", "PROTO", "COUNT", "DONE", "AVG TIME", "ALGBW", "BUSBW",
+           prev ? "   PREVIOUS RUN" : "");
+  nt_scroll_line(s, y, n, A_BOLD, line);
+  if (!ns) {
+    nt_scroll_line(s, y, n, 0,
+                   "  no operations yet (the plugin's coll/p2p event classes report them)");
+    return;
+  }
+  for (uint32_t i = 0; i < ns; i++) {
+    const nt_op_stat *r = &st[i];
+    char comm[24], was[64] = "";
+    snprintf(comm, sizeof comm, "%s", r->comm_name[0] ? r->comm_name : "");
+    if (!comm[0]) snprintf(comm, sizeof comm, "%016llx", (unsigned long long)r->comm_hash);
+    double t = r->done ? r->time_s / (double)r->done : 0;
+    if (!r->done)
+      snprintf(avg, sizeof avg, "-");
+    else if (t < 1e-3)
+      snprintf(avg, sizeof avg, "%.1f us", t * 1e6);
+    else
+      snprintf(avg, sizeof avg, "%.2f ms", t * 1e3);
+    const nt_run_op *p = previous_choice(prev, r->func, r->bucket);
+    if (p) {
+      bool changed = p->algo != r->algo || p->proto != r->proto;
+      snprintf(was, sizeof was, "   %s%s/%s %.2f", changed ? "*" : " ", nt_algo_name(p->algo),
+               nt_proto_name(p->proto), nt_stat_algbw(p->bus_bytes, p->time_s));
+    }
+    snprintf(line, sizeof line, "%-18.18s %-13s %-9s %-14s %-6s %8llu %8llu %10s %8.2f %8.2f%s",
+             comm, nt_func_name(r->func), nt_fmt_bucket(r->bucket, size, sizeof size),
+             nt_algo_name(r->algo), nt_proto_name(r->proto), (unsigned long long)r->count,
+             (unsigned long long)r->done, avg, nt_stat_algbw(r->alg_bytes, r->time_s),
+             nt_stat_algbw(r->bus_bytes, r->time_s), was);
+    if (!nt_scroll_line(s, y, n, 0, line)) return;
+  }
+}
+
+static void phases_section(nt_screen *s, int *y, int *n) {
+  nt_phase_stat ph[NT_MAX_PHASES + 1];
+  char line[256];
+  uint32_t np = nt_model_phase_stats(s->m, ph, NT_MAX_PHASES + 1);
+  if (!np) return;
+  nt_scroll_line(s, y, n, 0, "");
+  snprintf(line, sizeof line, "%-24s %8s %8s %14s %10s %10s", "PHASE (nccltop_tag)", "COUNT",
+           "DONE", "TIME/rank", "ALGBW", "BUSBW");
+  nt_scroll_line(s, y, n, A_BOLD, line);
+  for (uint32_t i = 0; i < np; i++) {
+    double t = ph[i].ranks ? ph[i].time_s / ph[i].ranks : 0;
+    snprintf(line, sizeof line, "%-24.24s %8llu %8llu %11.1f ms %10.2f %10.2f",
+             ph[i].name[0] ? ph[i].name : "(no phase)", (unsigned long long)ph[i].count,
+             (unsigned long long)ph[i].done, t * 1e3, nt_stat_algbw(ph[i].alg_bytes, ph[i].time_s),
+             nt_stat_algbw(ph[i].bus_bytes, ph[i].time_s));
+    if (!nt_scroll_line(s, y, n, 0, line)) return;
+  }
+}
+
+static void recent_section(nt_screen *s, int *y, int *n) {
+  static nt_recent_op rec[MAX_RECENT];
+  char line[512], size[32], seq[24], dur[24];
+  uint32_t nr = nt_model_recent_ops(s->m, rec, MAX_RECENT, 8, s->now);
+  nt_scroll_line(s, y, n, 0, "");
+  snprintf(line, sizeof line, "%-7s %-22s %-13s %7s %10s %-17s %4s %-12s %-9s %9s %10s", "RANK",
+           "HOST:PID", "FUNCTION", "SEQ", "SIZE", "ALGO/PROTO", "CH", "PHASE", "STATE", "AGE",
+           "DURATION");
+  nt_scroll_line(s, y, n, A_BOLD, line);
+  if (!nr) nt_scroll_line(s, y, n, 0, "  none yet");
+  for (uint32_t i = 0; i < nr; i++) {
+    const nt_recent_op *r = &rec[i];
+    const nt_oplog_row *op = r->op;
+    char rank[16], who[96], ap[40];
+    snprintf(rank, sizeof rank, "%d/%d", r->rank, r->nranks);
+    snprintf(who, sizeof who, "%s:%u", r->proc->host, r->proc->pid);
+    if (op->kind == NT_OP_COLL)
+      snprintf(seq, sizeof seq, "%llu", (unsigned long long)op->seq);
+    else
+      snprintf(seq, sizeof seq, "peer %d", op->root_peer);
+    if (op->kind == NT_OP_COLL)
+      snprintf(ap, sizeof ap, "%s/%s", nt_algo_name(op->algo), nt_proto_name(op->proto));
+    else
+      snprintf(ap, sizeof ap, "p2p");
+    if (op->state == NT_OPS_DONE && op->timing != NT_TIMING_NONE)
+      snprintf(dur, sizeof dur, "%.1f us%s", op->duration_ns / 1e3,
+               op->timing == NT_TIMING_GPU ? " gpu" : "");
+    else
+      snprintf(dur, sizeof dur, "-");
+    bool late = op->state == NT_OPS_IN_FLIGHT && r->age_s * 1000 >= s->o->stall_ms;
+    snprintf(line, sizeof line, "%-7s %-22.22s %-13s %7s %10s %-17s %4u %-12.12s %-9s %8.2fs %10s",
+             rank, who, nt_func_name(op->func), seq,
+             nt_fmt_bytes((double)op->bytes, size, sizeof size), ap, op->nchannels,
+             r->phase[0] ? r->phase : "-", nt_op_state_name(op->state), r->age_s, dur);
+    if (!nt_scroll_line(s, y, n, late ? nt_stall_attr(s) : 0, line)) return;
+  }
+}
+
+void nt_view_ops(nt_screen *s, int y) {
+  static nt_run_summary prev;
+  bool have_prev = nt_model_run_summary(s->m, true, &prev);
+  int n = 0;
+  stats_section(s, &y, &n, have_prev ? &prev : NULL);
+  phases_section(s, &y, &n);
+  recent_section(s, &y, &n);
+  if (s->scroll[s->view] > n - 1) s->scroll[s->view] = n > 0 ? n - 1 : 0;
+  if (have_prev)
+    mvaddnstr(s->rows - 1, 0,
+              "PREVIOUS RUN: its choice and bus GB/s for the same function and size (* changed); "
+              "environment differences: view 6",
+              s->cols);
+  else
+    mvaddnstr(s->rows - 1, 0,
+              "ALGBW/BUSBW in GB/s as nccl-tests computes them; AVG TIME per operation; arrows "
+              "scroll",
+              s->cols);
+}
