@@ -53,14 +53,19 @@ static void views_show_the_job_and_react_to_keys(void) {
   char *argv[] = {nccltop, "-d", "200", NULL};
   char *env[] = {dir_env, NULL};
   CHECK(vt_start(&t, 30, 110, argv, env) == 0);
-  /* Proxy view: both ranks, their communicator, the final state, LIVE. */
-  bool ok = vt_wait_for(&t, "1/2", 15) && vt_wait_for(&t, "0/2", 5) &&
-            vt_wait_for(&t, "sim-comm-0", 5) && vt_wait_for(&t, "idle", 5) &&
-            vt_wait_for(&t, "LIVE", 5) && vt_wait_for(&t, "[proxy threads]", 1);
+  /* The overview first: the communicator with both ranks, no alerts. */
+  bool ok = vt_wait_for(&t, "[overview]", 15) && vt_wait_for(&t, "sim-comm-0", 15) &&
+            vt_wait_for(&t, "2/2", 5) && vt_wait_for(&t, "No alerts", 5);
+  if (ok) {
+    /* Proxy view: both ranks, their communicator, the final state, LIVE. */
+    vt_send(&t, "2");
+    ok = vt_wait_for(&t, "1/2", 15) && vt_wait_for(&t, "0/2", 5) && vt_wait_for(&t, "idle", 5) &&
+         vt_wait_for(&t, "LIVE", 5) && vt_wait_for(&t, "[proxy threads]", 1);
+  }
   if (ok) {
     /* Channels view: the deterministic schedule's dominant waits are the
      * network ones on both sides. */
-    vt_send(&t, "2");
+    vt_send(&t, "3");
     ok = vt_wait_for(&t, "[channels]", 5) && vt_wait_for(&t, "NET/NET", 5) &&
          vt_wait_for(&t, "ch2", 2);
   }
@@ -82,7 +87,11 @@ static void views_show_the_job_and_react_to_keys(void) {
          vt_wait_for(&t, "pause / resume", 1);
   }
   if (ok) {
-    vt_send(&t, "\t"); /* Tab from help wraps to the proxy view */
+    vt_send(&t, "\t"); /* Tab from help wraps to the overview */
+    ok = vt_wait_for(&t, "[overview]", 5);
+  }
+  if (ok) {
+    vt_send(&t, "\t"); /* ... and on to the proxy view */
     ok = vt_wait_for(&t, "[proxy threads]", 5);
   }
   if (ok) {
@@ -120,6 +129,7 @@ static void ascii_and_no_color_modes_draw_plain_text(void) {
   char *argv[] = {nccltop, "-A", "-C", "-d", "200", NULL};
   char *env[] = {dir_env, NULL};
   CHECK(vt_start(&t, 24, 120, argv, env) == 0);
+  vt_send(&t, "2"); /* the proxy view draws state bars */
   bool ok = vt_wait_for(&t, "sim-comm-0", 15) && vt_wait_for(&t, "#", 5);
   if (ok && strstr(t.text, "\xe2\x96\x88")) { /* U+2588 full block */
     fprintf(stderr, "    ASCII mode drew a block character\n");
@@ -156,7 +166,7 @@ static void topology_view_and_what_if(void) {
   char *argv[] = {nccltop, "--topology", "examples/topologies/pcie-2socket-4gpu.xml", NULL};
   char *env[] = {dir_env, NULL};
   CHECK(vt_start(&t, 30, 120, argv, env) == 0);
-  vt_send(&t, "3");
+  vt_send(&t, "5");
   bool ok = vt_wait_for(&t, "[topology]", 10) && vt_wait_for(&t, "PIX 24*", 5) &&
             vt_wait_for(&t, "what-if: none", 2);
   if (ok) {
