@@ -1,0 +1,422 @@
+/* Operations in the real plugin: Coll and P2p events tracked from enqueue
+ * to the stop of their last proxy-op or kernel-channel child, their
+ * statistics, durations, phases, sequence numbers, API counters and network
+ * plugin events, read back through the real publisher. Times come from a
+ * virtual clock, so every duration is exact. */
+#include "testlib.h"
+#include "plugin_harness.h"
+#include "../plugin/nccltop_plugin.h"
+
+#define HASH 0xfeedfacecafe0002ull
+
+static ph_t H;
+static void (*tag)(const char *);
+
+static void *setup(const char *events) {
+  memset(&H, 0, sizeof H);
+  ph_now = 1000;
+  if (events) setenv("NCCLTOP_EVENTS", events, 1);
+  if (ph_setup_dir(&H) != 0 || ph_load(&H) != 0) return NULL;
+  *(void **)&tag = dlsym(H.lib, "nccltop_tag");
+  void *ctx = ph_init(&H, HASH, 1, 4);
+  if (!tag || !ctx || ph_subscribe(&H) != 0 || ph_next_snapshot(&H, 5000) != 0) return NULL;
+  return ctx;
+}
+
+static void *coll(void *ctx, const char *func, uint64_t seq, size_t count, const char *algo,
+                  const char *proto) {
+  nt_descr_v5 d = ph_simple(NT_EV_COLL);
+  d.coll.seqNumber = seq;
+  d.coll.func = func;
+  d.coll.count = count;
+  d.coll.root = 0;
+  d.coll.datatype = "ncclFloat32";
+  d.coll.nChannels = 2;
+  d.coll.nWarps = 16;
+  d.coll.algo = algo;
+  d.coll.proto = proto;
+  void *h = NULL;
+  H.v5->startEvent(ctx, &h, &d);
+  return h;
+}
+
+static void *child_op(void *ctx, void *parent, int channel) {
+  nt_descr_v5 d = ph_op(channel, 2, 1, parent);
+  void *h = NULL;
+  H.v5->startEvent(ctx, &h, &d);
+  return h;
+}
+
+static const nt_op_row *op_row(const nt_snapshot *s, int func, uint8_t phase) {
+  for (uint32_t i = 0; i < s->nops; i++)
+    if (s->ops[i].func == func && s->ops[i].phase == phase) return &s->ops[i];
+  return NULL;
+}
+
+static const nt_oplog_row *log_row(const nt_snapshot *s, int func, uint64_t seq) {
+  for (uint32_t i = 0; i < s->noplog; i++)
+    if (s->oplog[i].func == func && s->oplog[i].seq == seq) return &s->oplog[i];
+  return NULL;
+}
+
+static const nt_seq_row *seq_row(const nt_snapshot *s, int func) {
+  for (uint32_t i = 0; i < s->nseq; i++)
+    if (s->seq_rows[i].func == func) return &s->seq_rows[i];
+  return NULL;
+}
+
+/* ---- cases (each runs in its own process) ---- */
+
+static void case_a_collective_completes_at_its_last_child(void) {
+  void *ctx = setup(NULL);
+  CHECK(ctx != NULL);
+  void *c = coll(ctx, "AllReduce", 7, 1024, "RING", "SIMPLE");
+  CHECK(c != NULL);
+  ph_now = 1100;
+  H.v5->stopEvent(c); /* enqueued, not done */
+  ph_now = 1200;
+  void *a = child_op(ctx, c, 0), *b = child_op(ctx, c, 1);
+  CHECK(a && b);
+  ph_now = 5000;
+  H.v5->stopEvent(a);
+  CHECK(ph_latest(&H) == 0);
+  const nt_oplog_row *l = log_row(H.snap, NT_FUNC_ALLREDUCE, 7);
+  CHECK(l && l->state == NT_OPS_IN_FLIGHT); /* one child still open */
+  CHECK_EQ_U64(l->children, 2);
+  CHECK_EQ_U64(l->children_open, 1);
+  CHECK_EQ_U64(l->age_ns, 5000 - 1000);
+  ph_now = 9000;
+  H.v5->stopEvent(b);
+  CHECK(ph_latest(&H) == 0);
+  const nt_op_row *r = op_row(H.snap, NT_FUNC_ALLREDUCE, 0);
+  CHECK(r != NULL);
+  CHECK(r->kind == NT_OP_COLL && r->algo == NT_ALGO_RING && r->proto == NT_PR_SIMPLE);
+  CHECK_EQ_U64(r->bucket, 12); /* 4096 bytes */
+  CHECK_EQ_U64(r->count, 1);
+  CHECK_EQ_U64(r->done, 1);
+  CHECK_EQ_U64(r->bytes, 4096);
+  CHECK_EQ_U64(r->time_ns, 9000 - 1000); /* from enqueue to the last child's stop */
+  l = log_row(H.snap, NT_FUNC_ALLREDUCE, 7);
+  CHECK(l && l->state == NT_OPS_DONE && l->timing == NT_TIMING_HOST);
+  CHECK_EQ_U64(l->duration_ns, 8000);
+  CHECK(l->dtype == NT_DT_FLOAT32 && l->nchannels == 2 && l->nwarps == 16 && l->count == 1024);
+  const nt_seq_row *q = seq_row(H.snap, NT_FUNC_ALLREDUCE);
+  CHECK(q && q->launched == 8 && q->done == 1);
+  CHECK_EQ_U64(H.snap->comms[0].colls_enqueued, 1);
+}
+
+/* Operations of one communicator run in order: the second one's time
+ * starts when the first one ended, not when it was enqueued. */
+static void case_back_to_back_operations_are_timed_from_the_previous_end(void) {
+  void *ctx = setup(NULL);
+  CHECK(ctx != NULL);
+  void *c1 = coll(ctx, "AllGather", 0, 256, "RING", "LL128");
+  H.v5->stopEvent(c1);
+  ph_now = 1500;
+  void *c2 = coll(ctx, "AllGather", 1, 256, "RING", "LL128");
+  H.v5->stopEvent(c2);
+  void *a = child_op(ctx, c1, 0), *b = child_op(ctx, c2, 0);
+  ph_now = 5000;
+  H.v5->stopEvent(a);
+  ph_now = 7000;
+  H.v5->stopEvent(b);
+  CHECK(ph_latest(&H) == 0);
+  const nt_oplog_row *l1 = log_row(H.snap, NT_FUNC_ALLGATHER, 0);
+  const nt_oplog_row *l2 = log_row(H.snap, NT_FUNC_ALLGATHER, 1);
+  CHECK(l1 && l2);
+  CHECK_EQ_U64(l1->duration_ns, 4000);
+  CHECK_EQ_U64(l2->duration_ns, 2000);
+  const nt_op_row *r = op_row(H.snap, NT_FUNC_ALLGATHER, 0);
+  CHECK(r && r->count == 2 && r->done == 2 && r->time_ns == 6000);
+}
+
+static void case_kernel_channels_give_gpu_time(void) {
+  void *ctx = setup("default,kernelch");
+  CHECK(ctx != NULL);
+  void *c = coll(ctx, "ReduceScatter", 3, 1 << 20, "RING", "SIMPLE");
+  H.v5->stopEvent(c);
+  CHECK(ph_latest(&H) == 0);
+  /* kernelch was on: with no child yet it is in flight, never "enqueued". */
+  const nt_oplog_row *l = log_row(H.snap, NT_FUNC_REDUCESCATTER, 3);
+  CHECK(l && l->state == NT_OPS_IN_FLIGHT && l->children == 0);
+  for (int ch = 0; ch < 2; ch++) {
+    nt_descr_v5 d = ph_simple(NT_EV_KERNEL_CH);
+    d.parentObj = c;
+    d.kernelCh.channelId = (uint8_t)ch;
+    d.kernelCh.pTimer = 100;
+    void *h = NULL;
+    H.v5->startEvent(ctx, &h, &d);
+    CHECK(h != NULL);
+    nt_state_args_v5 a = {.kernelCh = {.pTimer = ch ? 900 : 600}};
+    H.v5->recordEventState(h, NT_ST_KERNEL_CH_STOP, &a);
+    ph_now += 100000; /* reported late; the GPU times are what count */
+    H.v5->stopEvent(h);
+  }
+  CHECK(ph_latest(&H) == 0);
+  l = log_row(H.snap, NT_FUNC_REDUCESCATTER, 3);
+  CHECK(l && l->state == NT_OPS_DONE && l->timing == NT_TIMING_GPU);
+  CHECK_EQ_U64(l->duration_ns, 800); /* the longest channel */
+  const nt_op_row *r = op_row(H.snap, NT_FUNC_REDUCESCATTER, 0);
+  CHECK(r && r->gpu_done == 1 && r->time_ns == 800);
+}
+
+/* No proxy-op or kernel class on: nothing will ever say when it is done. */
+static void case_operations_without_children_are_only_enqueued(void) {
+  void *ctx = setup("coll,p2p");
+  CHECK(ctx != NULL);
+  void *c = coll(ctx, "Broadcast", 0, 10, "RING", "LL");
+  H.v5->stopEvent(c);
+  CHECK(ph_latest(&H) == 0);
+  const nt_op_row *r = op_row(H.snap, NT_FUNC_BROADCAST, 0);
+  CHECK(r && r->count == 1 && r->done == 0 && r->time_ns == 0);
+  const nt_oplog_row *l = log_row(H.snap, NT_FUNC_BROADCAST, 0);
+  CHECK(l && l->state == NT_OPS_ENQUEUED && l->timing == NT_TIMING_NONE);
+}
+
+/* What never completes stays in flight, its age growing: a hang shows. */
+static void case_an_operation_that_never_completes_stays_in_flight(void) {
+  void *ctx = setup(NULL);
+  CHECK(ctx != NULL);
+  void *c = coll(ctx, "AllReduce", 41, 1 << 20, "RING", "SIMPLE");
+  H.v5->stopEvent(c);
+  CHECK(child_op(ctx, c, 0) != NULL);
+  for (int i = 0; i < 5; i++) {
+    ph_now += 1000000000ull; /* 1 s a round */
+    struct timespec ts = {0, 150000000};
+    nanosleep(&ts, NULL); /* publisher sweeps go by */
+  }
+  CHECK(ph_latest(&H) == 0);
+  const nt_oplog_row *l = log_row(H.snap, NT_FUNC_ALLREDUCE, 41);
+  CHECK(l && l->state == NT_OPS_IN_FLIGHT && l->children_open == 1);
+  CHECK(l->age_ns >= 5000000000ull);
+  const nt_op_row *r = op_row(H.snap, NT_FUNC_ALLREDUCE, 0);
+  CHECK(r == NULL); /* not retired: not counted as done */
+}
+
+static void case_phases_attribute_operations(void) {
+  void *ctx = setup(NULL);
+  CHECK(ctx != NULL);
+  const char *names[] = {"forward", "backward", NULL};
+  for (int i = 0; i < 3; i++) {
+    tag(names[i]);
+    void *c = coll(ctx, "AllReduce", (uint64_t)i, 64, "TREE", "LL");
+    H.v5->stopEvent(c);
+    void *a = child_op(ctx, c, 0);
+    ph_now += 100;
+    H.v5->stopEvent(a);
+  }
+  tag("a phase name longer than thirty-one bytes, cut");
+  CHECK(ph_latest(&H) == 0);
+  CHECK_EQ_U64(H.snap->nphases, 3);
+  CHECK_STR(H.snap->phases[0].name, "forward");
+  CHECK_STR(H.snap->phases[1].name, "backward");
+  CHECK_STR(H.snap->phases[2].name, "a phase name longer than thirty");
+  CHECK_EQ_U64(H.snap->process.phase, 3);
+  CHECK(op_row(H.snap, NT_FUNC_ALLREDUCE, 1) && op_row(H.snap, NT_FUNC_ALLREDUCE, 1)->count == 1);
+  CHECK(op_row(H.snap, NT_FUNC_ALLREDUCE, 2) && op_row(H.snap, NT_FUNC_ALLREDUCE, 2)->count == 1);
+  CHECK(op_row(H.snap, NT_FUNC_ALLREDUCE, 0) && op_row(H.snap, NT_FUNC_ALLREDUCE, 0)->count == 1);
+  tag("forward"); /* a known name keeps its id */
+  tag("");
+  CHECK(ph_latest(&H) == 0);
+  CHECK_EQ_U64(H.snap->nphases, 3);
+  CHECK_EQ_U64(H.snap->process.phase, 0);
+  /* More names than ids: the extra ones are no phase, nothing breaks. */
+  char name[32];
+  for (int i = 0; i < 70; i++) {
+    snprintf(name, sizeof name, "p%d", i);
+    tag(name);
+  }
+  CHECK(ph_latest(&H) == 0);
+  CHECK_EQ_U64(H.snap->nphases, NT_MAX_PHASES);
+  CHECK_EQ_U64(H.snap->process.phase, 0);
+}
+
+static void case_p2p_operations_have_their_peer(void) {
+  void *ctx = setup(NULL);
+  CHECK(ctx != NULL);
+  nt_descr_v5 d = ph_simple(NT_EV_P2P);
+  d.p2p.func = "Send";
+  d.p2p.datatype = "ncclBfloat16";
+  d.p2p.count = 512;
+  d.p2p.peer = 3;
+  d.p2p.nChannels = 1;
+  void *h = NULL;
+  H.v5->startEvent(ctx, &h, &d);
+  CHECK(h != NULL);
+  H.v5->stopEvent(h);
+  void *a = child_op(ctx, h, 0);
+  ph_now += 300;
+  H.v5->stopEvent(a);
+  CHECK(ph_latest(&H) == 0);
+  CHECK(H.snap->noplog >= 1);
+  const nt_oplog_row *l = &H.snap->oplog[0];
+  CHECK(l->kind == NT_OP_P2P && l->func == NT_FUNC_SEND && l->root_peer == 3);
+  CHECK(l->dtype == NT_DT_BFLOAT16 && l->bytes == 1024 && l->algo == NT_ALGO_NONE);
+  const nt_seq_row *q = seq_row(H.snap, NT_FUNC_SEND);
+  CHECK(q && q->launched == 1 && q->done == 1);
+  CHECK_EQ_U64(H.snap->comms[0].p2ps_enqueued, 1);
+}
+
+static void case_api_events_are_counted(void) {
+  void *ctx = setup("default,groupapi,collapi,p2papi,kernellaunch");
+  CHECK(ctx != NULL);
+  void *h = NULL;
+  nt_descr_v5 d = ph_simple(NT_EV_GROUP_API);
+  H.v5->startEvent(ctx, &h, &d);
+  CHECK(h != NULL);
+  H.v5->recordEventState(h, NT_ST_GROUP_START_API_STOP, NULL);
+  H.v5->stopEvent(h);
+  d = ph_simple(NT_EV_COLL_API);
+  d.collApi.func = "AllReduce";
+  d.collApi.graphCaptured = true;
+  H.v5->startEvent(ctx, &h, &d);
+  CHECK(h != NULL);
+  ph_now += 2500;
+  H.v5->stopEvent(h);
+  H.v5->stopEvent(h); /* NCCL may stop a stale CollApi handle again */
+  d = ph_simple(NT_EV_P2P_API);
+  H.v5->startEvent(ctx, &h, &d);
+  ph_now += 500;
+  H.v5->stopEvent(h);
+  d = ph_simple(NT_EV_KERNEL_LAUNCH);
+  H.v5->startEvent(ctx, &h, &d);
+  H.v5->stopEvent(h);
+  CHECK(ph_latest(&H) == 0);
+  const nt_comm_row *c = &H.snap->comms[0];
+  CHECK(c->group_api == 1 && c->coll_api == 1 && c->p2p_api == 1 && c->kernel_launches == 1);
+  CHECK_EQ_U64(c->graph_captured, 1);
+  CHECK_EQ_U64(c->api_ns, 3000);
+}
+
+static void *step_of(void *ctx, void *op, int step) {
+  nt_descr_v5 d = ph_step(op, step);
+  void *h = NULL;
+  H.v5->startEvent(ctx, &h, &d);
+  return h;
+}
+
+static void *net_event(void *ctx, void *parent, int64_t id, const void *data) {
+  nt_descr_v5 d = ph_simple(NT_EV_NET_PLUGIN);
+  d.parentObj = parent;
+  d.netPlugin.id = id;
+  d.netPlugin.data = (void *)data;
+  void *h = (void *)0x1; /* must be overwritten */
+  H.v5->startEvent(ctx, &h, &d);
+  return h;
+}
+
+static void case_net_plugin_events_are_decoded(void) {
+  void *ctx = setup("default,netplugin");
+  CHECK(ctx != NULL);
+  void *op = child_op(ctx, NULL, 0);
+  void *st = step_of(ctx, op, 0);
+  CHECK(op && st);
+  nt_net_ib_v1 ib = {.type = NT_NET_EV_QP};
+  ib.qp.device = 1;
+  ib.qp.qpNum = 77;
+  ib.qp.length = 4096;
+  for (int i = 0; i < 3; i++) {
+    void *h = net_event(ctx, st, NT_NET_TYPE_IB | 1, &ib);
+    CHECK(h != NULL);
+    ph_now += 1000;
+    H.v5->stopEvent(h);
+    H.v5->stopEvent(h); /* NCCL's callback may stop twice: counted once */
+  }
+  void *open = net_event(ctx, st, NT_NET_TYPE_IB | 1, &ib);
+  CHECK(open != NULL);
+  nt_state_args_v5 upd = {.netPlugin = {.data = &ib}};
+  H.v5->recordEventState(open, NT_ST_NET_PLUGIN_UPDATE, &upd);
+  nt_net_sock_v1 so = {.type = NT_NET_EV_SOCKET};
+  so.sock.fd = 12;
+  so.sock.length = 100;
+  void *s = net_event(ctx, NULL, NT_NET_TYPE_SOCK | 1, &so);
+  CHECK(s != NULL);
+  H.v5->stopEvent(s);
+  /* What we cannot read is counted, never read. */
+  CHECK(net_event(ctx, st, NT_NET_TYPE_IB | 2, &ib) == NULL);
+  CHECK(net_event(ctx, st, NT_NET_TYPE_IB | 1, NULL) == NULL);
+  CHECK(net_event(ctx, st, (7 << 16) | 1, &ib) == NULL);
+  CHECK(ph_latest(&H) == 0);
+  CHECK_EQ_U64(H.snap->nnet, 2);
+  const nt_net_row *q = H.snap->net[0].type == NT_NET_IB_QP ? &H.snap->net[0] : &H.snap->net[1];
+  const nt_net_row *k = q == &H.snap->net[0] ? &H.snap->net[1] : &H.snap->net[0];
+  CHECK(q->type == NT_NET_IB_QP && q->device == 1 && q->id == 77 && q->comm_index == 0);
+  CHECK_EQ_U64(q->count, 3);
+  CHECK_EQ_U64(q->bytes, 3 * 4096);
+  CHECK_EQ_U64(q->busy_ns, 3000);
+  CHECK_EQ_U64(q->in_flight, 1);
+  CHECK(k->type == NT_NET_SOCKET && k->device == -1 && k->id == 12 && k->count == 1);
+  CHECK_EQ_U64(H.snap->process.net_events, 8);
+  CHECK(H.snap->process.unknown_events >= 3);
+}
+
+/* A child whose operation was already retired is counted, not attached
+ * to whatever reuses the slot. */
+static void case_late_children_are_counted(void) {
+  void *ctx = setup("coll,p2p");
+  CHECK(ctx != NULL);
+  void *c = coll(ctx, "AllReduce", 0, 8, "TREE", "LL");
+  H.v5->stopEvent(c);
+  CHECK(ph_latest(&H) == 0); /* retired: no children were expected */
+  void *a = child_op(ctx, c, 0);
+  CHECK(a != NULL); /* the op itself is still aggregated */
+  H.v5->stopEvent(a);
+  CHECK(ph_latest(&H) == 0);
+  CHECK_EQ_U64(H.snap->process.late_children, 1);
+  const nt_op_row *r = op_row(H.snap, NT_FUNC_ALLREDUCE, 0);
+  CHECK(r && r->count == 1 && r->done == 0);
+}
+
+/* More operations than the pool holds: the rest are counted as dropped,
+ * and NCCL still gets a handle, so their children keep coming. */
+static void case_pool_exhaustion_drops_operations_not_children(void) {
+  void *ctx = setup(NULL);
+  CHECK(ctx != NULL);
+  void *last = NULL;
+  for (int i = 0; i < 5000; i++) {
+    last = coll(ctx, "AllReduce", (uint64_t)i, 8, "TREE", "LL");
+    CHECK(last != NULL); /* never NULL */
+  }
+  void *a = child_op(ctx, last, 3);
+  CHECK(a != NULL);
+  H.v5->stopEvent(a);
+  CHECK(ph_latest(&H) == 0);
+  CHECK(H.snap->process.dropped_ops >= 5000 - 4096);
+  CHECK(H.snap->nchannels == 1 && H.snap->channels[0].ops_done == 1);
+  const nt_seq_row *q = seq_row(H.snap, NT_FUNC_ALLREDUCE);
+  CHECK(q && q->launched == 5000); /* NCCL's sequence numbers are not lost */
+}
+
+int main(void) {
+  struct {
+    const char *name;
+    void (*fn)(void);
+  } cases[] = {
+      {"a_collective_completes_at_its_last_child", case_a_collective_completes_at_its_last_child},
+      {"back_to_back_operations_are_timed_from_the_previous_end",
+       case_back_to_back_operations_are_timed_from_the_previous_end},
+      {"kernel_channels_give_gpu_time", case_kernel_channels_give_gpu_time},
+      {"operations_without_children_are_only_enqueued",
+       case_operations_without_children_are_only_enqueued},
+      {"an_operation_that_never_completes_stays_in_flight",
+       case_an_operation_that_never_completes_stays_in_flight},
+      {"phases_attribute_operations", case_phases_attribute_operations},
+      {"p2p_operations_have_their_peer", case_p2p_operations_have_their_peer},
+      {"api_events_are_counted", case_api_events_are_counted},
+      {"net_plugin_events_are_decoded", case_net_plugin_events_are_decoded},
+      {"late_children_are_counted", case_late_children_are_counted},
+      {"pool_exhaustion_drops_operations_not_children",
+       case_pool_exhaustion_drops_operations_not_children},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    int rc = ph_in_child(cases[i].fn);
+    if (rc == 0) {
+      tl_passed++;
+      fprintf(stderr, "ok   %s\n", cases[i].name);
+    } else {
+      tl_failed++;
+      fprintf(stderr, "FAIL %s (status %d)\n", cases[i].name, rc);
+    }
+  }
+  return TEST_DONE();
+}
