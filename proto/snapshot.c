@@ -14,8 +14,10 @@ const char *const nt_sec_name[NT_SEC_MAX] = {
     "", "process", "comm", "proxy", "channel", "kernel", "ops", "phase", "oplog", "seq", "net"};
 
 /* Record sizes of this minor version; newer minors may only make them
- * longer. 1.0 sizes are what a reader requires; fields added by 1.1 are
- * read when the record is long enough, else left 0. */
+ * longer. A message is read as its own minor version says: a 1.0 message
+ * needs the 1.0 sizes and its 1.1 fields are 0 (bytes after the 1.0 fields
+ * are skipped); a 1.1 or later message needs the 1.1 sizes, as it needs
+ * every 1.1 section, so a field cut off is an error, never a silent 0. */
 #define PROCESS_LEN_1_0 61
 #define PROCESS_LEN     86
 #define COMM_LEN_1_0    36
@@ -218,9 +220,10 @@ static bool comm_ok(uint16_t ci, const nt_snapshot *s, bool allow_none) {
 }
 
 static int decode_process(nt_cursor *c, nt_snapshot *s, char *err, size_t errlen) {
-  if (nt_left(c) < PROCESS_LEN_1_0)
+  int need = s->minor >= 1 ? PROCESS_LEN : PROCESS_LEN_1_0;
+  if (nt_left(c) < (size_t)need)
     return nt_wire_fail(err, errlen, "process section: %zu bytes, expected at least %d", nt_left(c),
-                        PROCESS_LEN_1_0);
+                        need);
   nt_process_counters *pc = &s->process;
   pc->events = nt_get64(c);
   pc->dropped_events = nt_get64(c);
@@ -231,7 +234,7 @@ static int decode_process(nt_cursor *c, nt_snapshot *s, char *err, size_t errlen
   pc->unsent_messages = nt_get64(c);
   pc->event_mask = nt_get32(c);
   pc->abi_version = nt_get8(c);
-  if (nt_left(c) >= PROCESS_LEN - PROCESS_LEN_1_0) {
+  if (s->minor >= 1) {
     pc->dropped_ops = nt_get64(c);
     pc->late_children = nt_get64(c);
     pc->net_events = nt_get64(c);
@@ -245,7 +248,10 @@ static int decode_process(nt_cursor *c, nt_snapshot *s, char *err, size_t errlen
 static int decode_comms(nt_cursor *c, nt_snapshot *s, char *err, size_t errlen) {
   uint32_t n;
   uint16_t rl;
-  if (nt_wire_table(c, NT_SEC_COMMS, NT_MAX_COMMS, COMM_LEN_1_0, &n, &rl, err, errlen)) return -1;
+  bool v1_1 = s->minor >= 1;
+  if (nt_wire_table(c, NT_SEC_COMMS, NT_MAX_COMMS, v1_1 ? COMM_LEN : COMM_LEN_1_0, &n, &rl, err,
+                    errlen))
+    return -1;
   for (uint32_t i = 0; i < n; i++) {
     const uint8_t *next = c->p + rl;
     nt_comm_row *r = &s->comms[i];
@@ -257,7 +263,7 @@ static int decode_comms(nt_cursor *c, nt_snapshot *s, char *err, size_t errlen) 
     r->p2ps_enqueued = nt_get64(c);
     r->group_api = r->coll_api = r->p2p_api = r->kernel_launches = 0;
     r->graph_captured = r->api_ns = 0;
-    if (rl >= COMM_LEN) {
+    if (v1_1) {
       r->group_api = nt_get64(c);
       r->coll_api = nt_get64(c);
       r->p2p_api = nt_get64(c);
