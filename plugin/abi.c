@@ -110,9 +110,10 @@ static nt_nccl_result start_v5(void *ctx, void **h, nt_descr_v5 *d) {
     ev.channel = d->kernelCh.channelId;
     ev.ptimer = d->kernelCh.pTimer;
   } else if (ev.type == NT_EV_COLL_API) {
-    ev.graph_captured = d->collApi.graphCaptured;
+    /* Read as a byte: a bool holding anything but 0 or 1 would be UB. */
+    ev.graph_captured = *(const uint8_t *)&d->collApi.graphCaptured != 0;
   } else if (ev.type == NT_EV_P2P_API) {
-    ev.graph_captured = d->p2pApi.graphCaptured;
+    ev.graph_captured = *(const uint8_t *)&d->p2pApi.graphCaptured != 0;
   }
   return nt_start(ctx, h, &ev);
 }

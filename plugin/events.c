@@ -6,6 +6,7 @@
  * NCCL hands back is range-checked before use; anything unexpected is
  * counted and ignored.
  */
+#include <stddef.h>
 #include <string.h>
 
 #include "internal.h"
@@ -135,10 +136,9 @@ static void *start_proxy_op(struct nt_thread *t, void *context, const struct nt_
  * them. NCCL may start a step slot again without stopping it (a recv step
  * whose irecv could not be posted yet): the restart simply replaces it. */
 static void *start_proxy_step(struct nt_thread *t, const struct nt_ev *ev) {
-  struct nt_op *op = ev->parent;
-  if (!op || !nt_handle_in_region(op) || op->kind != NT_K_OP ||
-      !atomic_load_explicit(&op->in_use, memory_order_relaxed)) {
-    if (op) NT_ADD(t->unknown_events, 1);
+  struct nt_op *op = nt_handle_kind(ev->parent) == NT_K_OP ? ev->parent : NULL;
+  if (!op || !atomic_load_explicit(&op->in_use, memory_order_relaxed)) {
+    if (ev->parent) NT_ADD(t->unknown_events, 1);
     return NULL;
   }
   struct nt_step *s = &op->steps[(unsigned)ev->step % NT_STEPS_PER_OP];
@@ -343,13 +343,40 @@ static void stop_kernel(struct nt_thread *t, struct nt_kernel_event *e) {
 
 /* A handle is dereferenced only if it is the ignored handle or lies in our
  * region: NetPlugin stops and some old NCCL paths pass handles unchecked. */
+/* `h` is exactly a handle of the kind its first byte names: a step of an
+ * op, an op, a kernel or net event, a task, or a thread's control or API
+ * handle. Only then is it ever cast: NCCL hands some handles back unchecked
+ * (net plugin stops), and PXN or a replayed CUDA graph can hand us stale or
+ * foreign pointers. */
+#define NT_SLOT_IN(in, field, type)                                                                \
+  ((in) >= offsetof(struct nt_thread, field) &&                                                    \
+   (in) < offsetof(struct nt_thread, field) + sizeof(((struct nt_thread *)0)->field) &&            \
+   ((in)-offsetof(struct nt_thread, field)) % sizeof(type) == 0)
+
 int nt_handle_kind(const void *h) {
   if (h == &nt_ignored_handle) return NT_K_IGNORED;
   if (!nt_handle_in_region(h)) return NT_K_NONE;
+  size_t in = (size_t)((uintptr_t)h - (uintptr_t)nt_g.threads) % sizeof(struct nt_thread);
   int kind = *(const uint8_t *)h;
-  /* Tasks are handed to other threads as parents: check the slot exactly. */
-  if (kind == NT_K_TASK && !nt_task_check(h)) return NT_K_NONE;
-  return kind;
+  bool ok = false;
+  switch (kind) {
+  case NT_K_OP: ok = NT_SLOT_IN(in, ops, struct nt_op); break;
+  case NT_K_STEP:
+    if (in >= offsetof(struct nt_thread, ops) &&
+        in < offsetof(struct nt_thread, ops) + sizeof(((struct nt_thread *)0)->ops)) {
+      size_t o = (in - offsetof(struct nt_thread, ops)) % sizeof(struct nt_op);
+      ok = o >= offsetof(struct nt_op, steps) &&
+           (o - offsetof(struct nt_op, steps)) % sizeof(struct nt_step) == 0;
+    }
+    break;
+  case NT_K_KERNEL: ok = NT_SLOT_IN(in, kevents, struct nt_kernel_event); break;
+  case NT_K_NET: ok = NT_SLOT_IN(in, nevents, struct nt_net_event); break;
+  case NT_K_TASK: ok = NT_SLOT_IN(in, tasks, struct nt_task); break;
+  case NT_K_CTRL: ok = in == offsetof(struct nt_thread, ctrl); break;
+  case NT_K_API: ok = in == offsetof(struct nt_thread, api); break;
+  default: break;
+  }
+  return ok ? kind : NT_K_NONE;
 }
 
 nt_nccl_result nt_stop(void *handle) {

@@ -322,7 +322,6 @@ struct nt_task *nt_task_attach(struct nt_thread *t, void *parent);
 /* untimed: the child was reclaimed, not stopped; gpu_ns: a kernel channel's
  * GPU time (0 for proxy ops). */
 void nt_task_detach(struct nt_task *k, uint64_t now, bool untimed, uint64_t gpu_ns);
-bool nt_task_check(const void *p); /* p is exactly a task slot of our region */
 
 /* net.c: network plugin events. */
 void *nt_net_start(struct nt_thread *t, void *context, const struct nt_ev *ev);

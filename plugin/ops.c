@@ -10,18 +10,7 @@
  * a few string compares and stores per operation, one atomic per child
  * start and stop; nothing per step.
  */
-#include <stddef.h>
-
 #include "internal.h"
-
-bool nt_task_check(const void *p) {
-  uintptr_t base = (uintptr_t)nt_g.threads, q = (uintptr_t)p;
-  if (!base || q < base || q >= base + sizeof(struct nt_thread) * NT_MAX_THREADS) return false;
-  size_t in = (size_t)(q - base) % sizeof(struct nt_thread);
-  size_t first = offsetof(struct nt_thread, tasks);
-  return in >= first && in < first + sizeof(((struct nt_thread *)0)->tasks) &&
-         (in - first) % sizeof(struct nt_task) == 0;
-}
 
 static struct nt_task *task_alloc(struct nt_thread *t) {
   for (uint32_t i = 0; i < NT_POOL_PROBES; i++) {
@@ -98,7 +87,7 @@ void nt_op_stop(struct nt_task *k) {
 }
 
 struct nt_task *nt_task_attach(struct nt_thread *t, void *parent) {
-  if (!parent || parent == &nt_ignored_handle || !nt_task_check(parent)) return NULL;
+  if (nt_handle_kind(parent) != NT_K_TASK) return NULL;
   struct nt_task *k = parent;
   uint32_t st = atomic_load_explicit(&k->st, memory_order_acquire);
   do {

@@ -1,7 +1,11 @@
 /* libFuzzer target: the plugin's ABI entry points fed random call
  * sequences: random types and states, NULL and foreign handles and
  * descriptors, foreign pids, stops without starts, double stops. The plugin
- * is compiled into this binary, so its code is covered. */
+ * is compiled into this binary, so its code is covered.
+ *
+ * What NCCL guarantees stays true: the strings of Coll and P2p descriptors
+ * (function, datatype, algorithm, protocol) are NCCL's own, or NULL, and a
+ * net plugin's descriptor is its own memory; their contents are fuzzed. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +26,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     ncclProfiler_v4.init(&ctx[1], &mask, "fuzz4", 2, 1, 2, 1, NULL);
   }
   static const uint64_t types[] = {1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 1u << 20};
+  static const char *const names[] = {NULL,    "AllReduce", "Send",     "Recv",        "RING",
+                                      "LL128", "SIMPLE",    "TREE",     "ncclFloat32", "bogus",
+                                      "",      "AllGather", "ncclInt8", "NVLS_TREE"};
+  static nt_net_ib_v1 ib;
+  static nt_net_sock_v1 so;
   for (size_t i = 0; i + 4 <= size; i += 4) {
     const uint8_t *op = data + i;
     void *h = handles[op[1] % 64];
@@ -37,6 +46,37 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       d.proxyOp.peer = op[2];
       d.proxyOp.isSend = op[3] & 8;
       if (d.type == 16) d.proxyStep.step = op[3];
+      if (d.type == 2 || d.type == 4 || d.type == 512 || d.type == 1024) {
+        memset(&d.coll, 0, sizeof d.coll);
+        const size_t n = sizeof names / sizeof names[0];
+        d.coll.seqNumber = (uint64_t)op[2] << 56 | op[3];
+        d.coll.count = (size_t)op[3] << (op[2] % 40);
+        d.coll.nChannels = op[2];
+        d.coll.root = op[3] - 128;
+        if (d.type == 2) {
+          d.coll.func = names[op[2] % n];
+          d.coll.datatype = names[op[3] % n];
+          d.coll.algo = names[(op[2] + op[3]) % n];
+          d.coll.proto = names[(op[2] ^ op[3]) % n];
+        } else if (d.type == 4) {
+          d.p2p.func = names[op[2] % n];
+          d.p2p.datatype = names[op[3] % n];
+          d.p2p.peer = op[3];
+        } else {
+          d.collApi.func = names[op[2] % n]; /* p2pApi.func sits at the same place */
+          d.collApi.graphCaptured = op[3] & 1;
+        }
+      } else if (d.type == 128) {
+        ib.type = op[2] & 3;
+        ib.qp.device = op[3];
+        ib.qp.qpNum = op[2];
+        ib.qp.length = (size_t)op[3] << 10;
+        so.type = op[3] & 3;
+        so.sock.fd = op[2];
+        /* The type in the id says which struct the plugin handed over. */
+        d.netPlugin.id = (int64_t)((op[2] % 4) << 16 | (op[3] % 3));
+        d.netPlugin.data = op[3] & 128 ? NULL : (op[2] % 4) == 2 ? (void *)&so : (void *)&ib;
+      }
       void *c = op[3] & 16 ? ctx[1] : op[3] & 32 ? (void *)&mask : ctx[0];
       ncclProfiler_v5.startEvent(c, &handles[op[1] % 64], op[3] & 64 ? NULL : &d);
       break;
