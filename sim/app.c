@@ -11,7 +11,9 @@
  * mask is read once per operation, as NCCL snapshots it into the task; the
  * proxy ops inherit that snapshot. Communicator 0's thread also names the
  * training phase (nccltop_tag) when it changes, as a training loop would. */
+#include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "rank.h"
 #include "schedule.h"
@@ -46,11 +48,29 @@ static const struct {
 };
 #define RT_STEP_OPS (sizeof rt_step / sizeof rt_step[0])
 
-/* NCCL-like algorithm and protocol by size (see schedule.h). */
+/* NCCL_ALGO / NCCL_PROTO as NCCL's tuner takes them (a name, any case; the
+ * first of a list), mapped to the names NCCL reports; NULL when unset or
+ * not one we know. */
+static const char *forced(const char *var, const char *const *names, int n) {
+  const char *v = getenv(var);
+  if (!v || !*v) return NULL;
+  size_t len = strcspn(v, ",");
+  for (int i = 0; i < n; i++)
+    if (strlen(names[i]) == len && strncasecmp(v, names[i], len) == 0) return names[i];
+  return NULL;
+}
+
+/* NCCL-like algorithm and protocol by size (see schedule.h), unless the
+ * environment forces them, as it forces NCCL's tuner. */
 static sim_op_desc describe(const char *phase, const char *func, uint64_t bytes) {
+  static const char *const algos[] = {"RING", "TREE", "PAT", "NVLS"};
+  static const char *const protos[] = {"LL", "LL128", "SIMPLE"};
   sim_op_desc d = {phase, func, NULL, NULL, bytes};
   d.algo = bytes < (64ull << 10) ? "TREE" : "RING";
   d.proto = bytes < (64ull << 10) ? "LL" : bytes < (1ull << 20) ? "LL128" : "SIMPLE";
+  const char *a = forced("NCCL_ALGO", algos, 4), *p = forced("NCCL_PROTO", protos, 3);
+  if (a) d.algo = a;
+  if (p) d.proto = p;
   return d;
 }
 

@@ -13,7 +13,8 @@
  *        "recent": [operation as in "in_flight" plus "host", "pid", "rank",
  *          "comm"], in flight first, at most 64;
  *        "runs": {"current": run, "previous": run or null, "env_diff":
- *          [{"name", "previous", "current"}]}, run = {"id", "processes",
+ *          [{"name", "previous", "current" (null: unset; else the most common
+ *          value), "previous_varies", "current_varies"}]}, run = {"id", "processes",
  *          "ranks", "env": {NAME: value}, "env_varies": [NAME],
  *          "ops": [{"func", "size", "algo", "proto", "count", "busbw_gbs"}]}.
  * rank:  "api": {"group_api", "coll_api", "p2p_api", "kernel_launches",
@@ -165,9 +166,9 @@ static cJSON *run_json(const nt_run_summary *r) {
   return x;
 }
 
-static const char *env_in(const nt_run_summary *r, const char *name) {
+static const nt_run_env *env_in(const nt_run_summary *r, const char *name) {
   for (uint32_t i = 0; i < r->nenv; i++)
-    if (!strcmp(r->env[i].name, name)) return r->env[i].value;
+    if (!strcmp(r->env[i].name, name)) return &r->env[i];
   return NULL;
 }
 
@@ -182,14 +183,18 @@ static void runs_json(cJSON *root, nt_model *m) {
   for (int pass = 0; have_cur && have_prev && pass < 2; pass++) {
     const nt_run_summary *a = pass ? prev : cur, *b = pass ? cur : prev;
     for (uint32_t i = 0; i < a->nenv; i++) {
-      const char *other = env_in(b, a->env[i].name);
+      const nt_run_env *other = env_in(b, a->env[i].name);
       if (pass && other) continue; /* seen from the current side */
-      if (other && !strcmp(other, a->env[i].value)) continue;
+      if (other && !strcmp(other->value, a->env[i].value) && other->differs == a->env[i].differs)
+        continue;
+      const nt_run_env *pv = pass ? &a->env[i] : other, *cv = pass ? other : &a->env[i];
       cJSON *x = cJSON_CreateObject();
       put_obj(x, "name", cJSON_CreateString(a->env[i].name));
-      const char *pv = pass ? a->env[i].value : other, *cv = pass ? other : a->env[i].value;
-      put_obj(x, "previous", pv ? cJSON_CreateString(pv) : cJSON_CreateNull());
-      put_obj(x, "current", cv ? cJSON_CreateString(cv) : cJSON_CreateNull());
+      /* A value is the most common one; "..._varies" says ranks differed. */
+      put_obj(x, "previous", pv ? cJSON_CreateString(pv->value) : cJSON_CreateNull());
+      put_obj(x, "current", cv ? cJSON_CreateString(cv->value) : cJSON_CreateNull());
+      put_bool(x, "previous_varies", pv && pv->differs);
+      put_bool(x, "current_varies", cv && cv->differs);
       append(diff, x);
     }
   }

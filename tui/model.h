@@ -149,9 +149,10 @@ bool nt_model_channel_stalled(const nt_channel_row *row, uint32_t stall_ms);
 double nt_alg_bytes(int func, double bytes, int nranks);
 double nt_bus_factor(int func, int nranks);
 
-/* Operation statistics summed over the ranks of each communicator and over
- * phases: one row per (communicator, kind, function, algorithm, protocol,
- * size bucket), sorted that way. */
+/* Operation statistics of the current run (see runs below), summed over
+ * the ranks of each communicator and over phases: one row per
+ * (communicator, kind, function, algorithm, protocol, size bucket), sorted
+ * that way. Phases and recent operations are of the current run too. */
 typedef struct {
   uint64_t comm_hash;
   const char *comm_name; /* sanitized, "" unknown */

@@ -94,7 +94,7 @@ uint32_t nt_model_op_stats(nt_model *m, nt_op_stat *out, uint32_t cap) {
   for (uint32_t i = 0; i < m->nprocs; i++) {
     nt_model_process *p = &m->procs[i]->pub;
     const nt_snapshot *s = p->cur;
-    if (!s) continue;
+    if (!s || p->run != m->run) continue; /* an earlier run's: see the run summaries */
     /* The ranks of this process that reported a row, per output row. */
     for (uint32_t k = 0; k < s->nops; k++) {
       const nt_op_row *r = &s->ops[k];
@@ -142,7 +142,7 @@ uint32_t nt_model_phase_stats(nt_model *m, nt_phase_stat *out, uint32_t cap) {
   uint32_t n = 0;
   for (uint32_t i = 0; i < m->nprocs; i++) {
     const nt_snapshot *s = m->procs[i]->pub.cur;
-    if (!s) continue;
+    if (!s || m->procs[i]->pub.run != m->run) continue;
     uint64_t seen = 0; /* phase ids of this process counted in `ranks` */
     for (uint32_t k = 0; k < s->nops; k++) {
       const nt_op_row *r = &s->ops[k];
@@ -190,7 +190,7 @@ uint32_t nt_model_recent_ops(nt_model *m, nt_recent_op *out, uint32_t cap, uint3
   for (uint32_t i = 0; i < m->nprocs && n < cap; i++) {
     nt_model_process *p = &m->procs[i]->pub;
     const nt_snapshot *s = p->cur;
-    if (!s) continue;
+    if (!s || p->run != m->run) continue;
     /* Ages were taken when the snapshot was; it has aged since (unless the
      * process ended: then it stands still). */
     double since = p->ended ? 0 : now_s - p->cur_time_s;

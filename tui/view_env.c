@@ -32,10 +32,20 @@ static void outliers(nt_screen *s, const nt_env_row *r, char *buf, size_t cap) {
   if (more && used < cap) snprintf(buf + used, cap - used, "  and %d more", more);
 }
 
-static const char *value_in(const nt_run_summary *r, const char *name) {
+static const nt_run_env *entry_in(const nt_run_summary *r, const char *name) {
   for (uint32_t i = 0; i < r->nenv; i++)
-    if (!strcmp(r->env[i].name, name)) return r->env[i].value;
+    if (!strcmp(r->env[i].name, name)) return &r->env[i];
   return NULL;
+}
+
+/* How a run had a variable: its value, "(unset)", or that it varied. */
+static const char *shown(const nt_run_env *e, char *buf, size_t cap) {
+  if (!e) return "(unset)";
+  if (e->differs)
+    snprintf(buf, cap, "varies by rank (mostly %s)", e->value[0] ? e->value : "unset");
+  else
+    snprintf(buf, cap, "%s", e->value[0] ? e->value : "(unset)");
+  return buf;
 }
 
 static void run_diff(nt_screen *s, int *y, int *n) {
@@ -49,12 +59,14 @@ static void run_diff(nt_screen *s, int *y, int *n) {
   for (int pass = 0; pass < 2; pass++) {
     const nt_run_summary *a = pass ? &prev : &cur, *b = pass ? &cur : &prev;
     for (uint32_t i = 0; i < a->nenv; i++) {
-      const char *other = value_in(b, a->env[i].name);
-      if (pass && other) continue;
-      if (other && !strcmp(other, a->env[i].value)) continue;
-      const char *was = pass ? a->env[i].value : other, *now = pass ? other : a->env[i].value;
-      snprintf(line, sizeof line, "  %-32s %s -> %s", a->env[i].name, was ? was : "(unset)",
-               now ? now : "(unset)");
+      const nt_run_env *other = entry_in(b, a->env[i].name);
+      if (pass && other) continue; /* seen from the current run's side */
+      if (other && !strcmp(other->value, a->env[i].value) && other->differs == a->env[i].differs)
+        continue;
+      const nt_run_env *was = pass ? &a->env[i] : other, *now = pass ? other : &a->env[i];
+      char wb[320], nb[320];
+      snprintf(line, sizeof line, "  %-32s %s -> %s", a->env[i].name, shown(was, wb, sizeof wb),
+               shown(now, nb, sizeof nb));
       nt_scroll_line(s, y, n, nt_warn_attr(s), line);
       changes++;
     }

@@ -26,7 +26,7 @@ static void stats_section(nt_screen *s, int *y, int *n, const nt_run_summary *pr
   static nt_op_stat st[MAX_STATS];
   char line[512], size[32], avg[32];
   uint32_t ns = nt_model_op_stats(s->m, st, MAX_STATS);
-  snprintf(line, sizeof line, "%-18s %-13s %-9s %-14s %-6s %8s %8s %10s %8s %8s%s", "COMMUNICATOR",
+  snprintf(line, sizeof line, "%-14s %-13s %-9s %-14s %-6s %7s %7s %10s %8s %8s%s", "COMMUNICATOR",
            "FUNCTION", "SIZE", "ALGORITHM", "PROTO", "COUNT", "DONE", "AVG TIME", "ALGBW", "BUSBW",
            prev ? "   PREVIOUS RUN" : "");
   nt_scroll_line(s, y, n, A_BOLD, line);
@@ -50,12 +50,16 @@ static void stats_section(nt_screen *s, int *y, int *n, const nt_run_summary *pr
     const nt_run_op *p = previous_choice(prev, r->func, r->bucket);
     if (p) {
       bool changed = p->algo != r->algo || p->proto != r->proto;
-      snprintf(was, sizeof was, "   %s%s/%s %.2f", changed ? "*" : " ", nt_algo_name(p->algo),
-               nt_proto_name(p->proto), nt_stat_algbw(p->bus_bytes, p->time_s));
+      if (r->kind == NT_OP_P2P)
+        snprintf(was, sizeof was, "    %.2f", nt_stat_algbw(p->bus_bytes, p->time_s));
+      else
+        snprintf(was, sizeof was, "   %s%s/%s %.2f", changed ? "*" : " ", nt_algo_name(p->algo),
+                 nt_proto_name(p->proto), nt_stat_algbw(p->bus_bytes, p->time_s));
     }
-    snprintf(line, sizeof line, "%-18.18s %-13s %-9s %-14s %-6s %8llu %8llu %10s %8.2f %8.2f%s",
+    snprintf(line, sizeof line, "%-14.14s %-13s %-9s %-14s %-6s %7llu %7llu %10s %8.2f %8.2f%s",
              comm, nt_func_name(r->func), nt_fmt_bucket(r->bucket, size, sizeof size),
-             nt_algo_name(r->algo), nt_proto_name(r->proto), (unsigned long long)r->count,
+             r->kind == NT_OP_P2P ? "-" : nt_algo_name(r->algo),
+             r->kind == NT_OP_P2P ? "-" : nt_proto_name(r->proto), (unsigned long long)r->count,
              (unsigned long long)r->done, avg, nt_stat_algbw(r->alg_bytes, r->time_s),
              nt_stat_algbw(r->bus_bytes, r->time_s), was);
     if (!nt_scroll_line(s, y, n, 0, line)) return;

@@ -295,15 +295,47 @@ void nt_view_channels(nt_screen *s, int y) {
   }
 }
 
+/* The classes the job reports: the plugin sets NCCL's mask from
+ * NCCLTOP_EVENTS; nccltop_set_mask() changes it while the job runs. */
+static void event_classes(nt_screen *s, int *y, int *n) {
+  char line[512];
+  uint32_t any = 0, all = ~0u, procs = 0;
+  for (uint32_t i = 0; i < nt_model_nprocesses(s->m); i++) {
+    const nt_model_process *p = nt_model_process_at(s->m, i);
+    if (!p->cur || p->ended) continue;
+    any |= p->cur->process.event_mask;
+    all &= p->cur->process.event_mask;
+    procs++;
+  }
+  if (!procs) {
+    nt_scroll_line(s, y, n, A_BOLD, "Event classes on: no process yet.");
+    return;
+  }
+  size_t used = (size_t)snprintf(line, sizeof line, "Event classes on:");
+  for (int b = 0; b < NT_EVENT_CLASSES && used < sizeof line; b++)
+    if (any & (1u << b))
+      used += (size_t)snprintf(line + used, sizeof line - used, " %s%s", nt_event_class_name(b),
+                               all & (1u << b) ? "" : "(some processes)");
+  nt_scroll_line(s, y, n, A_BOLD, line);
+  nt_scroll_line(s, y, n, 0,
+                 "  chosen at start with NCCLTOP_EVENTS (e.g. default,kernelch); the job can call "
+                 "nccltop_set_mask() to change them live.");
+  nt_scroll_line(
+      s, y, n, 0,
+      "  kernelch: GPU time per operation, at a cost; netplugin: IB/socket events of net "
+      "plugins that report them.");
+}
+
 void nt_view_help(nt_screen *s, int y) {
   char line[256];
-  attron(A_BOLD);
-  mvaddnstr(y++, 0, "Keys", s->cols);
-  attroff(A_BOLD);
-  for (const nt_key_binding *b = nt_keys; b->key && y < s->rows - 1; b++) {
+  int n = 0;
+  event_classes(s, &y, &n);
+  nt_scroll_line(s, &y, &n, 0, "");
+  nt_scroll_line(s, &y, &n, A_BOLD, "Keys");
+  for (const nt_key_binding *b = nt_keys; b->key; b++) {
     if (!b->keys_text) continue;
     snprintf(line, sizeof line, "  %-12s %s", b->keys_text, b->help);
-    mvaddnstr(y++, 0, line, s->cols);
+    nt_scroll_line(s, &y, &n, 0, line);
   }
   static const char *const text[] = {
       "",
@@ -317,34 +349,8 @@ void nt_view_help(nt_screen *s, int y) {
       "Alerts: root = where the waits of stalled ranks end; stall = channels stuck in a wait",
       "  (and the peer waited on); hung_op = in flight past --stall-ms; straggler = launched",
       "  fewer operations than the other ranks; silent = publisher stopped; drops = data lost.",
+      "Bandwidths: algbw and busbw in GB/s, as nccl-tests computes them.",
   };
-  for (size_t i = 0; i < sizeof text / sizeof text[0] && y < s->rows - 1; i++)
-    mvaddnstr(y++, 0, text[i], s->cols);
-  /* Which event classes the job reports: the plugin sets NCCL's mask from
-   * NCCLTOP_EVENTS; nccltop_set_mask() changes it while the job runs. */
-  uint32_t any = 0, all = ~0u;
-  uint32_t n = 0;
-  for (uint32_t i = 0; i < nt_model_nprocesses(s->m); i++) {
-    const nt_model_process *p = nt_model_process_at(s->m, i);
-    if (!p->cur || p->ended) continue;
-    any |= p->cur->process.event_mask;
-    all &= p->cur->process.event_mask;
-    n++;
-  }
-  if (y >= s->rows - 1) return;
-  if (!n) {
-    mvaddnstr(y++, 0, "Event classes on: no process yet.", s->cols);
-    return;
-  }
-  size_t used = (size_t)snprintf(line, sizeof line, "Event classes on:");
-  for (int b = 0; b < NT_EVENT_CLASSES && used < sizeof line; b++)
-    if (any & (1u << b))
-      used += (size_t)snprintf(line + used, sizeof line - used, " %s%s", nt_event_class_name(b),
-                               all & (1u << b) ? "" : "(some)");
-  mvaddnstr(y++, 0, line, s->cols);
-  if (y < s->rows - 1)
-    mvaddnstr(y++, 0,
-              "  set at start with NCCLTOP_EVENTS (e.g. default,kernelch); the job can call "
-              "nccltop_set_mask() to change them live. kernelch adds GPU timing at some cost.",
-              s->cols);
+  for (size_t i = 0; i < sizeof text / sizeof text[0]; i++) nt_scroll_line(s, &y, &n, 0, text[i]);
+  if (s->scroll[s->view] > n - 1) s->scroll[s->view] = n > 0 ? n - 1 : 0;
 }
