@@ -65,7 +65,8 @@ $(BUILD)/obj/%.o: %.c | deps
 	$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
 
 $(PLUGIN_SO): $(PLUGIN_OBJ) $(PROTO_PLUGIN_OBJ)
-	$(CC) -shared $(LDSAN) -Wl,-z,defs -Wl,--exclude-libs,ALL -o $@ $^ $(LIBS_PLUGIN)
+	$(CC) -shared $(LDSAN) -Wl,-z,defs -Wl,--exclude-libs,ALL \
+	  -Wl,-soname,libnccl-profiler-nccltop.so -o $@ $^ $(LIBS_PLUGIN)
 
 $(NCCLTOP): $(BUILD)/obj/tui/main.o $(VIEWER_OBJ)
 	$(CC) $(LDSAN) -o $@ $^ $(LIBS_VIEWER)
