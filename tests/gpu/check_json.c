@@ -9,6 +9,7 @@
  * usage: check_json NRANKS < frames.jsonl
  */
 #include <cjson/cJSON.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -86,6 +87,30 @@ static void print_processes(const cJSON *frame) {
   }
 }
 
+/* The job-level tables: at least one done collective with an algorithm and
+ * protocol NCCL really reported and a bus bandwidth; the app's phases. */
+static int check_operations(const cJSON *frame) {
+  int fails = 0, timed = 0;
+  const cJSON *c;
+  cJSON_ArrayForEach(c, cJSON_GetObjectItemCaseSensitive(frame, "collectives")) {
+    const char *algo = str(c, "algo"), *proto = str(c, "proto");
+    bool named = strcmp(algo, "none") && strcmp(algo, "other") &&
+                 (!strcmp(proto, "LL") || !strcmp(proto, "LL128") || !strcmp(proto, "SIMPLE"));
+    printf("collective %s %s %s/%s: count %.0f done %.0f busbw %.3f GB/s\n", str(c, "func"),
+           str(c, "size"), algo, proto, num(c, "count"), num(c, "done"), num(c, "busbw_gbs"));
+    if (!strcmp(str(c, "kind"), "coll") && named && num(c, "done") > 0 && num(c, "busbw_gbs") > 0)
+      timed++;
+  }
+  fails += verdict(timed > 0, "collectives done with NCCL's algorithm, protocol and bandwidth", -1);
+  int tagged = 0;
+  const cJSON *p;
+  cJSON_ArrayForEach(p, cJSON_GetObjectItemCaseSensitive(frame, "phases")) {
+    tagged += str(p, "phase")[0] && num(p, "count") > 0; /* the app tags its loops */
+  }
+  fails += verdict(tagged > 0, "operations attributed to the app's nccltop_tag phases", -1);
+  return fails;
+}
+
 int main(int argc, char **argv) {
   int want = argc == 2 ? atoi(argv[1]) : 0;
   if (want < 1 || want > MAX_CHECK_RANKS) {
@@ -134,6 +159,7 @@ int main(int argc, char **argv) {
         verdict(x->recv_rows > 0, "recv channels moved steps and bytes, with recv_net_wait", i);
     fails += verdict(x->colls > 0, "collectives were counted", i);
   }
+  fails += check_operations(best);
   cJSON_Delete(best);
   return fails ? 1 : 0;
 }
