@@ -122,6 +122,7 @@ static void *start_proxy_op(struct nt_thread *t, void *context, const struct nt_
     return NULL;
   }
   op->kind = NT_K_OP;
+  op->self = op;
   op->dir = (uint8_t)dir;
   op->start_ns = now;
   op->row = row;
@@ -143,6 +144,7 @@ static void *start_proxy_step(struct nt_thread *t, const struct nt_ev *ev) {
   }
   struct nt_step *s = &op->steps[(unsigned)ev->step % NT_STEPS_PER_OP];
   s->kind = NT_K_STEP;
+  s->self = s;
   s->op = op;
   s->step = ev->step;
   s->wait = NT_WAIT_NONE;
@@ -161,6 +163,7 @@ static void *start_kernel_ch(struct nt_thread *t, void *context, const struct nt
     return NULL;
   }
   e->kind = NT_K_KERNEL;
+  e->self = e;
   e->ctx = c;
   e->task = nt_task_attach(t, ev->parent);
   e->channel = (uint8_t)ev->channel;
@@ -343,40 +346,16 @@ static void stop_kernel(struct nt_thread *t, struct nt_kernel_event *e) {
 
 /* A handle is dereferenced only if it is the ignored handle or lies in our
  * region: NetPlugin stops and some old NCCL paths pass handles unchecked. */
-/* `h` is exactly a handle of the kind its first byte names: a step of an
- * op, an op, a kernel or net event, a task, or a thread's control or API
- * handle. Only then is it ever cast: NCCL hands some handles back unchecked
- * (net plugin stops), and PXN or a replayed CUDA graph can hand us stale or
- * foreign pointers. */
-#define NT_SLOT_IN(in, field, type)                                                                \
-  ((in) >= offsetof(struct nt_thread, field) &&                                                    \
-   (in) < offsetof(struct nt_thread, field) + sizeof(((struct nt_thread *)0)->field) &&            \
-   ((in)-offsetof(struct nt_thread, field)) % sizeof(type) == 0)
-
+/* The kind of a handle of ours (internal.h: in the region, aligned, and
+ * holding its own address at offset 8), NT_K_NONE for anything else: NCCL
+ * hands some handles back unchecked (net plugin stops), and PXN or a
+ * replayed CUDA graph can hand us stale or foreign pointers. */
 int nt_handle_kind(const void *h) {
   if (h == &nt_ignored_handle) return NT_K_IGNORED;
-  if (!nt_handle_in_region(h)) return NT_K_NONE;
-  size_t in = (size_t)((uintptr_t)h - (uintptr_t)nt_g.threads) % sizeof(struct nt_thread);
-  int kind = *(const uint8_t *)h;
-  bool ok = false;
-  switch (kind) {
-  case NT_K_OP: ok = NT_SLOT_IN(in, ops, struct nt_op); break;
-  case NT_K_STEP:
-    if (in >= offsetof(struct nt_thread, ops) &&
-        in < offsetof(struct nt_thread, ops) + sizeof(((struct nt_thread *)0)->ops)) {
-      size_t o = (in - offsetof(struct nt_thread, ops)) % sizeof(struct nt_op);
-      ok = o >= offsetof(struct nt_op, steps) &&
-           (o - offsetof(struct nt_op, steps)) % sizeof(struct nt_step) == 0;
-    }
-    break;
-  case NT_K_KERNEL: ok = NT_SLOT_IN(in, kevents, struct nt_kernel_event); break;
-  case NT_K_NET: ok = NT_SLOT_IN(in, nevents, struct nt_net_event); break;
-  case NT_K_TASK: ok = NT_SLOT_IN(in, tasks, struct nt_task); break;
-  case NT_K_CTRL: ok = in == offsetof(struct nt_thread, ctrl); break;
-  case NT_K_API: ok = in == offsetof(struct nt_thread, api); break;
-  default: break;
-  }
-  return ok ? kind : NT_K_NONE;
+  if (!nt_handle_in_region(h) || ((uintptr_t)h & 7)) return NT_K_NONE;
+  const void *self;
+  memcpy(&self, (const char *)h + 8, sizeof self);
+  return self == h ? *(const uint8_t *)h : NT_K_NONE;
 }
 
 nt_nccl_result nt_stop(void *handle) {

@@ -20,6 +20,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -133,7 +134,9 @@ struct nt_kernel_row {
 #define NT_TS_RETIRING (1u << 18)
 struct nt_task {
   uint8_t kind; /* NT_K_TASK */
-  uint8_t op_kind, func, algo, proto, dtype, phase, nchannels, nwarps;
+  uint8_t op_kind, func, algo, proto, dtype, phase, nchannels;
+  const void *self; /* see nt_handle_kind */
+  uint8_t nwarps;
   uint8_t expect_kernel, expect_proxy; /* which children the mask lets come */
   uint8_t quiet;                       /* publisher only: sweeps seen unchanged */
   _Atomic uint32_t st;
@@ -161,6 +164,7 @@ struct nt_net_row {
 struct nt_net_event {
   uint8_t kind; /* NT_K_NET */
   _Atomic uint8_t in_use;
+  const void *self;
   uint64_t start_ns, bytes;
   struct nt_net_row *row;
 };
@@ -172,6 +176,7 @@ struct nt_step {
   uint8_t bytes_counted;
   uint8_t active;
   int32_t step;
+  const void *self;
   uint64_t since_ns;
   struct nt_op *op;
 };
@@ -180,6 +185,7 @@ struct nt_op {
   uint8_t kind; /* NT_K_OP */
   _Atomic uint8_t in_use;
   uint8_t dir;
+  const void *self;
   uint64_t start_ns;
   struct nt_chan_row *row;
   struct nt_task *task; /* the operation it belongs to, NULL unknown */
@@ -190,6 +196,7 @@ struct nt_kernel_event {
   uint8_t kind; /* NT_K_KERNEL */
   _Atomic uint8_t in_use;
   uint8_t channel;
+  const void *self;
   struct nt_context *ctx;
   struct nt_task *task;
   uint64_t start_ptimer, stop_ptimer;
@@ -199,12 +206,30 @@ struct nt_kernel_event {
  * so do API calls (a CollApi never contains another). */
 struct nt_ctrl {
   uint8_t kind; /* NT_K_CTRL */
+  const void *self;
 };
 struct nt_api {
   uint8_t kind; /* NT_K_API */
+  const void *self;
   struct nt_context *ctx;
   uint64_t start_ns;
 };
+
+/* Every handle NCCL gets from us begins with its kind byte and, at offset
+ * 8, its own address: nt_handle_kind trusts a pointer only if it is in our
+ * region, 8-byte aligned and points at its own address there. No stray or
+ * stale-foreign pointer passes that by accident, and the check costs two
+ * loads, no division. */
+#define NT_HANDLE_PIN(T)                                                                           \
+  _Static_assert(offsetof(T, kind) == 0 && offsetof(T, self) == 8 && _Alignof(T) >= 8,             \
+                 #T " handle layout")
+NT_HANDLE_PIN(struct nt_task);
+NT_HANDLE_PIN(struct nt_net_event);
+NT_HANDLE_PIN(struct nt_step);
+NT_HANDLE_PIN(struct nt_op);
+NT_HANDLE_PIN(struct nt_kernel_event);
+NT_HANDLE_PIN(struct nt_ctrl);
+NT_HANDLE_PIN(struct nt_api);
 
 enum nt_slot_state { NT_SLOT_FREE = 0, NT_SLOT_OWNED, NT_SLOT_ORPHAN };
 

@@ -90,6 +90,7 @@ void *nt_net_start(struct nt_thread *t, void *context, const struct nt_ev *ev) {
     return NULL;
   }
   e->kind = NT_K_NET;
+  e->self = e;
   e->row = row;
   e->bytes = bytes;
   e->start_ns = nt_clock_ns();

@@ -56,6 +56,7 @@ void *nt_op_start(struct nt_thread *t, void *context, const struct nt_ev *ev) {
   _Atomic int *maskp = atomic_load_explicit(&nt_g.mask_ptr, memory_order_relaxed);
   int mask = maskp ? atomic_load_explicit(maskp, memory_order_relaxed) : 0;
   k->kind = NT_K_TASK;
+  k->self = k;
   k->op_kind = coll ? NT_OP_COLL : NT_OP_P2P;
   k->func = (uint8_t)func;
   k->algo = (uint8_t)(coll ? nt_algo_from_name(ev->op.algo) : NT_ALGO_NONE);

@@ -96,7 +96,9 @@ struct nt_thread *nt_thread_claim(void) {
       atomic_store(&t->overlay, NT_PROXY_UNKNOWN);
       atomic_store(&t->tid, (uint32_t)syscall(SYS_gettid));
       t->ctrl.kind = NT_K_CTRL;
+      t->ctrl.self = &t->ctrl;
       t->api.kind = NT_K_API;
+      t->api.self = &t->api;
       t->api.ctx = NULL;
       uint32_t used = atomic_load(&nt_g.nthreads_used);
       while (used < i + 1 && !atomic_compare_exchange_weak(&nt_g.nthreads_used, &used, i + 1)) {
