@@ -550,53 +550,52 @@ static uint64_t rt_progress(rt_proxy *p, uint64_t now, uint64_t limit) {
   return next;
 }
 
-/* --stall-rank: at the stall time every proxy stops in the middle of its
- * oldest operation, each in the state its place in the ring gives it. The
- * stalled rank's GPU stopped: its sends wait for the GPU to fill them, its
- * receives for the GPU to drain them. Its ring predecessor's sends wait for
- * credit from it; everyone else's receives wait for data from their
- * predecessor, and their sends for a GPU that waits for that data. So every
- * waits-on chain ends at the stalled rank, which waits on no one. */
-static void rt_freeze(rt_proxy *p) {
+/* --stall-rank: at the stall time every proxy stops in the middle of an
+ * operation, each in the state its place in the ring gives it. The stalled
+ * rank's GPU stopped: its sends wait for the GPU to fill them, its receives
+ * for the GPU to drain them. Its ring predecessor's sends wait for credit
+ * from it; everyone else's receives wait for data from their predecessor,
+ * and their sends for a GPU that waits for that data. So every waits-on
+ * chain ends at the stalled rank, which waits on no one.
+ *
+ * The operation that freezes is one appended but not begun, so that every
+ * connection posts a fresh step in that state: it is then the last change
+ * each channel reports, whatever the steps before it were doing. */
+static rt_coll *unbegun_coll(rt_proxy *p) {
+  rt_coll *k = NULL;
+  for (int i = 0; i < RT_MAX_COLLS; i++) {
+    rt_coll *j = &p->colls[i];
+    bool fresh = j->used;
+    for (int ch = 0; ch < p->nch && fresh; ch++)
+      fresh = !j->ops[ch][0].begun && !j->ops[ch][1].begun;
+    if (fresh && (!k || j->seq < k->seq)) k = j;
+  }
+  return k;
+}
+
+static void rt_freeze(rt_proxy *p, rt_coll *k) {
   sim_comm *c = p->c;
   const nt_sim_config *cfg = c->r->cfg;
   int rank = c->r->rank, stalled = cfg->stall_rank, n = cfg->ranks;
-  rt_coll *k = NULL;
-  for (int i = 0; i < RT_MAX_COLLS; i++)
-    if (p->colls[i].used && (!k || p->colls[i].seq < k->seq)) k = &p->colls[i];
-  if (!k) return;
   uint64_t now = sim_real_ns();
   rt_active(p);
   for (int ch = 0; ch < p->nch; ch++) {
     for (int dir = 0; dir < 2; dir++) {
       rt_op *o = &k->ops[ch][dir];
-      if (o->finished) continue;
-      if (!o->begun) {
-        o->begun = true;
-        o->scale = 1;
-        op_in_progress(c, &o->op);
-      }
+      o->begun = true;
+      o->scale = 1;
+      o->post_at = now;
+      op_in_progress(c, &o->op);
+      rt_post(p, k, o, now); /* records SendGPUWait or RecvWait */
       rt_step *st = NULL;
       for (int i = 0; i < RT_WINDOW; i++)
-        if (o->fl[i].used && (!st || o->fl[i].step > st->step)) st = &o->fl[i];
-      if (!st && o->posted < k->w.steps) {
-        rt_post(p, k, o, now);
-        for (int i = 0; i < RT_WINDOW; i++)
-          if (o->fl[i].used && (!st || o->fl[i].step > st->step)) st = &o->fl[i];
-      }
+        if (o->fl[i].used) st = &o->fl[i];
       if (!st) continue;
-      if (rank == stalled) {
-        if (dir == 0) {
-          step_record(c, &o->op, st->h, NT_ST_STEP_SEND_GPU_WAIT);
-        } else {
-          step_record(c, &o->op, st->h, NT_ST_STEP_RECV_FLUSH_WAIT);
-          step_record(c, &o->op, st->h, NT_ST_STEP_RECV_GPU_WAIT);
-        }
-      } else if (dir == 0) {
-        step_record(c, &o->op, st->h, NT_ST_STEP_SEND_GPU_WAIT);
-        if ((rank + 1) % n == stalled) step_record(c, &o->op, st->h, NT_ST_STEP_SEND_PEER_WAIT);
-      } else {
-        step_record(c, &o->op, st->h, NT_ST_STEP_RECV_WAIT);
+      if (rank == stalled && dir == 1) {
+        step_record(c, &o->op, st->h, NT_ST_STEP_RECV_FLUSH_WAIT);
+        step_record(c, &o->op, st->h, NT_ST_STEP_RECV_GPU_WAIT);
+      } else if (rank != stalled && dir == 0 && (rank + 1) % n == stalled) {
+        step_record(c, &o->op, st->h, NT_ST_STEP_SEND_PEER_WAIT);
       }
     }
   }
@@ -634,11 +633,15 @@ static void rt_main(sim_comm *c) {
       }
       frozen = false; /* stopping, or --duration is over: finish as usual */
     }
-    if (p->ncolls > 0 && !sim_stopping() && sim_wall_ns() >= stall_at) {
-      rt_freeze(p);
-      frozen = true;
-      stall_at = UINT64_MAX;
-      continue;
+    if (!sim_stopping() && sim_wall_ns() >= stall_at) {
+      if (p->ncolls < RT_MAX_COLLS && !sim_queue_empty(c)) rt_append(p);
+      rt_coll *k = unbegun_coll(p);
+      if (k) {
+        rt_freeze(p, k);
+        frozen = true;
+        stall_at = UINT64_MAX;
+        continue;
+      }
     }
     if (p->ncolls < RT_MAX_COLLS && !sim_queue_empty(c)) rt_append(p);
     if (p->ncolls == 0) {

@@ -6,6 +6,7 @@
  * the waits, a straggler named, an environment difference between ranks, and
  * a job restart with a changed environment. */
 #include <cjson/cJSON.h>
+#include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <libgen.h>
@@ -67,6 +68,24 @@ static void remove_dir(const char *dir) {
   char cmd[PATH_MAX + 16];
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
   if (system(cmd) != 0) fprintf(stderr, "    could not remove %s\n", dir);
+}
+
+/* Waits until `n` publishers' endpoints (<pid>.sock) are in dir. */
+static bool wait_endpoints(const char *dir, int n, double seconds) {
+  double end = now_s() + seconds;
+  do {
+    int found = 0;
+    DIR *d = opendir(dir);
+    for (struct dirent *e; d && (e = readdir(d));) {
+      size_t len = strlen(e->d_name);
+      found += len > 5 && !strcmp(e->d_name + len - 5, ".sock");
+    }
+    if (d) closedir(d);
+    if (found >= n) return true;
+    nap_ms(20);
+  } while (now_s() < end);
+  fprintf(stderr, "    fewer than %d endpoints in %s\n", n, dir);
+  return false;
 }
 
 /* A config with the test's plugin, a private endpoint directory, quick
@@ -276,14 +295,15 @@ static const char *ops_mismatch(const nt_sim_config *c, const cJSON *f, char *wh
     FAIL_IF(strcmp(str(row, "kind"), "coll") || num(row, "nranks") != R || num(row, "ranks") != R,
             "%s %s/%s: kind %s nranks %g ranks %g", e->func, e->algo, e->proto, str(row, "kind"),
             num(row, "nranks"), num(row, "ranks"));
-    FAIL_IF(num(row, "count") != count || num(row, "done") != count ||
-                num(row, "bytes") != bytes || num(row, "gpu_done") != 0,
+    FAIL_IF(num(row, "count") != count || num(row, "done") != count || num(row, "bytes") != bytes ||
+                num(row, "gpu_done") != 0,
             "%s %s/%s bucket %u: count %g done %g bytes %g, want %g, %g, %g", e->func, e->algo,
             e->proto, e->bucket, num(row, "count"), num(row, "done"), num(row, "bytes"), count,
             count, bytes);
     double per_op = (double)e->bytes / (double)e->count;
     double algbw = alg_factor(e->func, R) * per_op / T; /* bytes/ns = GB/s */
-    FAIL_IF(!close_to(num(row, "time_ms"), count * T / 1e6) || !close_to(num(row, "avg_us"), T / 1e3),
+    FAIL_IF(!close_to(num(row, "time_ms"), count * T / 1e6) ||
+                !close_to(num(row, "avg_us"), T / 1e3),
             "%s %s/%s: time_ms %g avg_us %g, want %g, %g", e->func, e->algo, e->proto,
             num(row, "time_ms"), num(row, "avg_us"), count * T / 1e6, T / 1e3);
     FAIL_IF(!close_to(num(row, "algbw_gbs"), algbw) ||
@@ -299,7 +319,8 @@ static const char *ops_mismatch(const nt_sim_config *c, const cJSON *f, char *wh
   for (int p = 0; p < 3; p++) {
     double count = 0, bytes = 0;
     for (int i = 0; i < n; i++)
-      if (!strcmp(ex[i].phase, phases[p])) count += (double)ex[i].count, bytes += (double)ex[i].bytes;
+      if (!strcmp(ex[i].phase, phases[p]))
+        count += (double)ex[i].count, bytes += (double)ex[i].bytes;
     const cJSON *row = NULL;
     cJSON_ArrayForEach(x, get(f, "phases")) {
       if (!strcmp(str(x, "phase"), phases[p])) row = x;
@@ -329,7 +350,8 @@ static const char *ops_mismatch(const nt_sim_config *c, const cJSON *f, char *wh
             cJSON_GetArraySize(get(rank, "seq")));
     for (int k = 0; k < 3; k++) {
       double want = 0;
-      for (int i = 0; i < c->iterations; i++) want += !strcmp(sim_det_op((uint64_t)i).func, funcs[k]);
+      for (int i = 0; i < c->iterations; i++)
+        want += !strcmp(sim_det_op((uint64_t)i).func, funcs[k]);
       const cJSON *q = NULL;
       cJSON_ArrayForEach(x, get(rank, "seq")) {
         if (!strcmp(str(x, "func"), funcs[k])) q = x;
@@ -365,7 +387,8 @@ static void protocol_switch_by_size_and_phases_are_exact(void) {
   CHECK(ll && ll128 && simple);
   pid_t sim = nt_sim_spawn(&c);
   viewer v = {.fd = -1, .pid = -1};
-  bool started = sim > 0 && viewer_start(&v, dir, "100", "2000");
+  bool started =
+      sim > 0 && wait_endpoints(dir, c.ranks, 10) && viewer_start(&v, dir, "100", "2000");
   char why[512] = "no frame";
   bool ok = false;
   double end = now_s() + 20;
@@ -391,8 +414,9 @@ static const char *net_mismatch(const nt_sim_config *c, const cJSON *f, char *wh
   for (int r = 0; r < c->ranks; r++) {
     const cJSON *rank = find_rank(f, nt_sim_comm_hash(0), r);
     FAIL_IF(!rank, "rank %d missing", r);
-    FAIL_IF(cJSON_GetArraySize(get(rank, "net")) != 2 * c->channels, "rank %d: %d net rows, want %d",
-            r, cJSON_GetArraySize(get(rank, "net")), 2 * c->channels);
+    FAIL_IF(cJSON_GetArraySize(get(rank, "net")) != 2 * c->channels,
+            "rank %d: %d net rows, want %d", r, cJSON_GetArraySize(get(rank, "net")),
+            2 * c->channels);
     double total = 0;
     for (int ch = 0; ch < c->channels; ch++) {
       for (int dir = 0; dir < 2; dir++) {
@@ -444,7 +468,8 @@ static bool net_events_run(int net) {
   c.linger_s = 30;
   pid_t sim = nt_sim_spawn(&c);
   viewer v = {.fd = -1, .pid = -1};
-  bool started = sim > 0 && viewer_start(&v, dir, "100", "2000");
+  bool started =
+      sim > 0 && wait_endpoints(dir, c.ranks, 10) && viewer_start(&v, dir, "100", "2000");
   char why[512] = "no frame";
   bool ok = false;
   double end = now_s() + 20;
@@ -458,8 +483,8 @@ static bool net_events_run(int net) {
   stop_group(&sim);
   remove_dir(dir);
   if (!ok)
-    fprintf(stderr, "    %s, after %d frames: %s\n", net == NT_NET_IB_QP ? "ib" : "socket", v.frames,
-            why);
+    fprintf(stderr, "    %s, after %d frames: %s\n", net == NT_NET_IB_QP ? "ib" : "socket",
+            v.frames, why);
   return started && ok;
 }
 
@@ -523,7 +548,8 @@ static const char *stall_incomplete(const nt_sim_config *c, const cJSON *f, char
     const cJSON *root = find_alert(alerts, "root", hex, stalled, NULL, -2);
     FAIL_IF(!root, "comm %d: no root alert for rank %d", k, stalled);
     /* Its own GPU: a GPU-side wait, every other rank waiting on it. */
-    FAIL_IF(strcmp(str(root, "wait"), "recv_gpu_wait") && strcmp(str(root, "wait"), "send_gpu_wait"),
+    FAIL_IF(strcmp(str(root, "wait"), "recv_gpu_wait") &&
+                strcmp(str(root, "wait"), "send_gpu_wait"),
             "comm %d: the root waits in %s", k, str(root, "wait"));
     FAIL_IF(num(root, "count") != n - 1 || num(root, "peer") != -1 || num(root, "age_s") < 1,
             "comm %d: root count %g peer %g age %g: %s", k, num(root, "count"), num(root, "peer"),
@@ -564,7 +590,8 @@ static void stalled_rank_is_the_root_of_the_waits(void) {
   c.duration_s = 30; /* bounded even if nobody stops it */
   pid_t sim = nt_sim_spawn(&c);
   viewer v = {.fd = -1, .pid = -1};
-  bool started = sim > 0 && viewer_start(&v, dir, "250", "1000");
+  bool started =
+      sim > 0 && wait_endpoints(dir, c.ranks, 10) && viewer_start(&v, dir, "250", "1000");
   char why[512] = "no frame", wrong[512] = "";
   bool ok = false;
   int frames_with_root = 0, complete = 0;
@@ -612,7 +639,8 @@ static void straggler_rank_is_named(void) {
   c.duration_s = 30;
   pid_t sim = nt_sim_spawn(&c);
   viewer v = {.fd = -1, .pid = -1};
-  bool started = sim > 0 && viewer_start(&v, dir, "250", "1000");
+  bool started =
+      sim > 0 && wait_endpoints(dir, c.ranks, 10) && viewer_start(&v, dir, "250", "1000");
   int named[4] = {0}, top_is_straggler = 0, frames_with = 0;
   char text[512] = "";
   double end = now_s() + 15;
@@ -678,8 +706,7 @@ static const char *env_mismatch(const nt_sim_config *c, const cJSON *f, char *wh
           "current run: %g processes %g ranks", num(cur, "processes"), num(cur, "ranks"));
   FAIL_IF(strcmp(str(get(cur, "env"), "NCCL_ALGO"), "Ring"), "run env NCCL_ALGO '%s'",
           str(get(cur, "env"), "NCCL_ALGO"));
-  FAIL_IF(!array_has_string(get(cur, "env_varies"), "NCCL_PROTO"),
-          "NCCL_PROTO not in env_varies");
+  FAIL_IF(!array_has_string(get(cur, "env_varies"), "NCCL_PROTO"), "NCCL_PROTO not in env_varies");
   FAIL_IF(array_has_string(get(cur, "env_varies"), "NCCL_ALGO"), "NCCL_ALGO in env_varies");
   FAIL_IF(cJSON_GetArraySize(get(cur, "env_varies")) != 1, "%d variables vary",
           cJSON_GetArraySize(get(cur, "env_varies")));
@@ -704,7 +731,8 @@ static void environment_difference_between_ranks(void) {
   c.nrank_env = 1;
   pid_t sim = nt_sim_spawn(&c);
   viewer v = {.fd = -1, .pid = -1};
-  bool started = sim > 0 && viewer_start(&v, dir, "100", "2000");
+  bool started =
+      sim > 0 && wait_endpoints(dir, c.ranks, 10) && viewer_start(&v, dir, "100", "2000");
   char why[512] = "no frame";
   bool ok = false;
   double end = now_s() + 15;
@@ -726,7 +754,8 @@ static void environment_difference_between_ranks(void) {
 
 static const char *restart_mismatch(const nt_sim_config *a, const cJSON *f, char *why, size_t cap) {
   const cJSON *runs = get(f, "runs"), *cur = get(runs, "current"), *prev = get(runs, "previous");
-  FAIL_IF(!cJSON_IsObject(prev), "no previous run");
+  FAIL_IF(!cJSON_IsObject(prev), "no previous run (current run %g, %d processes)", num(cur, "id"),
+          cJSON_GetArraySize(get(f, "processes")));
   FAIL_IF(!cJSON_IsObject(cur), "no current run");
   FAIL_IF(num(prev, "id") != 1 || num(cur, "id") != 2, "run ids %g -> %g", num(prev, "id"),
           num(cur, "id"));
@@ -742,6 +771,8 @@ static const char *restart_mismatch(const nt_sim_config *a, const cJSON *f, char
   FAIL_IF(strcmp(str(d, "name"), "NCCL_PROTO") || strcmp(str(d, "previous"), "Simple") ||
               strcmp(str(d, "current"), "LL"),
           "env_diff %s: %s -> %s", str(d, "name"), str(d, "previous"), str(d, "current"));
+  FAIL_IF(!cJSON_IsFalse(get(d, "previous_varies")) || !cJSON_IsFalse(get(d, "current_varies")),
+          "env_diff: NCCL_PROTO said to vary by rank");
   /* The previous run's operations are kept: all of them. */
   double count = 0;
   const cJSON *o;
@@ -773,20 +804,21 @@ static void job_restart_with_changed_environment(void) {
   a.steps = 2;
   a.iterations = 6;
   a.deterministic = true;
-  a.linger_s = 1.5; /* the viewer sees it live, then it ends by itself */
+  a.linger_s = 3; /* the viewer sees it live, then it ends by itself */
   b = a;
   a.env[a.nenv++] = "NCCL_PROTO=Simple";
   b.env[b.nenv++] = "NCCL_PROTO=LL";
   b.linger_s = 30;
   viewer v = {.fd = -1, .pid = -1};
-  bool started = viewer_start(&v, dir, "100", "2000");
-  pid_t sim_a = started ? nt_sim_spawn(&a) : -1, sim_b = -1;
+  pid_t sim_a = nt_sim_spawn(&a), sim_b = -1;
+  bool started =
+      sim_a > 0 && wait_endpoints(dir, a.ranks, 10) && viewer_start(&v, dir, "100", "2000");
   char why[512] = "no frame";
   bool ok = false, live_a = false, ended_a = false;
   int a_status = -1;
   double end = now_s() + 15;
   /* Job A, live, then ended (its publishers send their final snapshot). */
-  while (sim_a > 0 && !ended_a) {
+  while (started && !ended_a) {
     cJSON *f = viewer_frame(&v, end);
     if (!f) break;
     const cJSON *cur = get(get(f, "runs"), "current");
@@ -802,7 +834,7 @@ static void job_restart_with_changed_environment(void) {
            ended_a);
   /* Job B, with another protocol, in the same directory. */
   if (ended_a) sim_b = nt_sim_spawn(&b);
-  end = now_s() + 15;
+  end = now_s() + 30; /* generous: a loaded 2-core machine under ASan starts ranks slowly */
   while (sim_b > 0 && !ok) {
     cJSON *f = viewer_frame(&v, end);
     if (!f) break;
@@ -818,6 +850,55 @@ static void job_restart_with_changed_environment(void) {
   CHECK(a_status >= 0 && WIFEXITED(a_status) && WEXITSTATUS(a_status) == 0);
   CHECK(ended_a);
   CHECK(ok);
+}
+
+/* ---- 7. the viewer attached before the job ---- */
+
+/* README: nccltop "attaches at any time (before or after the job starts)".
+ * Frames come while nothing publishes, and the job shows up when it starts. */
+static void viewer_attached_before_the_job(void) {
+  char dir[] = "/tmp/nccltop-scn-XXXXXX";
+  CHECK(mkdtemp(dir) != NULL);
+  nt_sim_config c;
+  base_config(&c, dir);
+  c.ranks = 2;
+  c.channels = 2;
+  c.steps = 2;
+  c.iterations = 3;
+  c.deterministic = true;
+  c.linger_s = 30;
+  viewer v = {.fd = -1, .pid = -1};
+  bool started = viewer_start(&v, dir, "100", "2000");
+  int empty = 0, seen = 0;
+  pid_t sim = -1;
+  double end = now_s() + 20;
+  while (started && seen < 2) {
+    cJSON *f = viewer_frame(&v, end);
+    if (!f) break;
+    int procs = cJSON_GetArraySize(get(f, "processes"));
+    if (procs == 0 && cJSON_GetArraySize(get(f, "alerts")) == 0 && num(f, "publishers") == 0)
+      empty++;
+    /* A few empty frames, then the job. */
+    if (empty == 3 && sim < 0) sim = nt_sim_spawn(&c);
+    const cJSON *r0 = find_rank(f, nt_sim_comm_hash(0), 0),
+                *r1 = find_rank(f, nt_sim_comm_hash(0), 1);
+    if (procs == 2 && r0 && r1 && num(r0, "colls") == 3 && num(r1, "colls") == 3) seen++;
+    cJSON_Delete(f);
+  }
+  int st = -1;
+  if (started && v.pid > 0 && waitpid(v.pid, &st, WNOHANG) == v.pid) v.pid = -1; /* it died */
+  if (started) viewer_stop(&v);
+  stop_group(&sim);
+  remove_dir(dir);
+  if (seen < 2)
+    fprintf(stderr, "    %d frames (%d empty), job seen in %d; the viewer %s\n", v.frames, empty,
+            seen,
+            st == -1          ? "was still running"
+            : WIFSIGNALED(st) ? "was killed by a signal"
+                              : "exited");
+  CHECK(started);
+  CHECK(empty >= 3);
+  CHECK(seen >= 2);
 }
 
 int main(void) {
@@ -837,5 +918,6 @@ int main(void) {
   TEST_RUN(straggler_rank_is_named);
   TEST_RUN(environment_difference_between_ranks);
   TEST_RUN(job_restart_with_changed_environment);
+  TEST_RUN(viewer_attached_before_the_job);
   return TEST_DONE();
 }

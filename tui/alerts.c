@@ -45,6 +45,7 @@ typedef struct {
   uint32_t cap, count;
   uint64_t stall_ns;
   double now_s;
+  bool multi_comm; /* ranks of more than one communicator */
 } ctx;
 
 static bool waits_on_peer(int wait) {
@@ -61,6 +62,20 @@ __attribute__((format(printf, 2, 3))) static void say(nt_alert *a, const char *f
 
 static const char *who(const nt_model_process *p, char *buf, size_t cap) {
   snprintf(buf, cap, "%s:%u", p->host[0] ? p->host : "?", p->pid);
+  return buf;
+}
+
+/* "host:pid", and the communicator when the job has several (a rank
+ * number means something only within one). */
+static const char *rank_who(const ctx *c, const rank_info *ri, char buf[160]) {
+  char hp[96];
+  who(ri->r.proc, hp, sizeof hp);
+  if (!c->multi_comm)
+    snprintf(buf, 160, "%s", hp);
+  else if (ri->r.comm_name[0])
+    snprintf(buf, 160, "%s comm %.24s", hp, ri->r.comm_name);
+  else
+    snprintf(buf, 160, "%s comm %04llx", hp, (unsigned long long)(ri->r.comm_hash & 0xffff));
   return buf;
 }
 
@@ -144,9 +159,10 @@ static void stalls(ctx *c) {
     for (int j = 0; j < ng; j++) {
       nt_alert *a = add(c, NT_ALERT_STALL, ri);
       if (!a) return;
-      char me[96], them[104] = "";
+      char me[160], them[104] = "";
       rank_info *peer = find_rank(c, ri->r.comm_hash, g[j].peer);
-      if (peer) snprintf(them, sizeof them, " (%s)", who(peer->r.proc, me, sizeof me));
+      char hp[96];
+      if (peer) snprintf(them, sizeof them, " (%s)", who(peer->r.proc, hp, sizeof hp));
       if (peer && waits_on_peer(g[j].wait) && ri->npeers < 8)
         ri->peers[ri->npeers++] = (uint32_t)(peer - c->ranks);
       a->peer = g[j].peer;
@@ -158,8 +174,8 @@ static void stalls(ctx *c) {
                          : g[j].wait == NT_WAIT_RECV_GPU ? "its GPU not draining data from"
                                                          : "its GPU not feeding";
       say(a, "rank %d/%d %s: %u %s channel%s stalled %.1fs %s%s, %s rank %d%s", ri->r.rank,
-          ri->r.nranks, who(p, me, sizeof me), g[j].count,
-          g[j].dir == NT_DIR_RECV ? "recv" : "send", g[j].count == 1 ? "" : "s", g[j].age,
+          ri->r.nranks, rank_who(c, ri, me), g[j].count, g[j].dir == NT_DIR_RECV ? "recv" : "send",
+          g[j].count == 1 ? "" : "s", g[j].age,
           g[j].wait == NT_WAIT_NONE ? "with no step in progress" : "in ",
           g[j].wait == NT_WAIT_NONE ? "" : nt_wait_name(g[j].wait), what, g[j].peer, them);
     }
@@ -202,7 +218,7 @@ static void roots(ctx *c) {
     if (silent && !waiting && !ri->stalled) continue; /* reported as silent below */
     nt_alert *a = add(c, NT_ALERT_ROOT, ri);
     if (!a) return;
-    char me[96];
+    char me[160];
     a->count = waiting;
     a->wait = ri->gpu_wait;
     a->age_s = ri->stall_age;
@@ -211,13 +227,13 @@ static void roots(ctx *c) {
              waiting == 1 ? "1 stalled rank waits" : "%u stalled ranks wait", waiting);
     if (silent)
       say(a, "rank %d/%d %s stopped publishing %.1fs ago and %s on it: look at this process",
-          ri->r.rank, ri->r.nranks, who(ri->r.proc, me, sizeof me), since(c, ri->r.proc), waiters);
+          ri->r.rank, ri->r.nranks, rank_who(c, ri, me), since(c, ri->r.proc), waiters);
     else
       say(a,
           "rank %d/%d %s is where the waits end: stalled %.1fs in %s, waiting on no other "
           "rank (its GPU or kernel is not progressing); %s on it",
-          ri->r.rank, ri->r.nranks, who(ri->r.proc, me, sizeof me), ri->stall_age,
-          nt_wait_name(ri->gpu_wait), waiters);
+          ri->r.rank, ri->r.nranks, rank_who(c, ri, me), ri->stall_age, nt_wait_name(ri->gpu_wait),
+          waiters);
   }
 }
 
@@ -239,7 +255,7 @@ static void hung_ops(ctx *c) {
     if (!oldest) continue;
     nt_alert *a = add(c, NT_ALERT_HUNG_OP, ri);
     if (!a) return;
-    char me[96], size[32];
+    char me[160], size[32];
     a->func = oldest->func;
     a->count = hung;
     a->age_s = (double)oldest->age_ns / 1e9 + since(c, ri->r.proc);
@@ -249,7 +265,7 @@ static void hung_ops(ctx *c) {
     char more[48] = "";
     if (hung > 1) snprintf(more, sizeof more, "; %u operations not completing", hung);
     say(a, "rank %d/%d %s: %s%s (%s, %s/%s) in flight %.1fs, %u of %u child events open%s",
-        ri->r.rank, ri->r.nranks, who(ri->r.proc, me, sizeof me), nt_func_name(oldest->func), seq,
+        ri->r.rank, ri->r.nranks, rank_who(c, ri, me), nt_func_name(oldest->func), seq,
         nt_fmt_bytes((double)oldest->bytes, size, sizeof size), nt_algo_name(oldest->algo),
         nt_proto_name(oldest->proto), a->age_s, oldest->children_open, oldest->children, more);
   }
@@ -319,12 +335,12 @@ static void stragglers(ctx *c) {
       if (!total) continue;
       nt_alert *a = add(c, NT_ALERT_STRAGGLER, ri);
       if (!a) return;
-      char me[96];
+      char me[160];
       a->func = worst_func;
       a->count = total;
       a->age_s = longest;
       say(a, "rank %d/%d %s is a straggler for %.1fs: behind the other ranks by %s", ri->r.rank,
-          ri->r.nranks, who(ri->r.proc, me, sizeof me), longest, parts);
+          ri->r.nranks, rank_who(c, ri, me), longest, parts);
     }
     g = end;
   }
@@ -344,7 +360,7 @@ static void publishers(ctx *c) {
   for (uint32_t i = 0; i < c->m->nprocs; i++) {
     nt_model_process *p = &c->m->procs[i]->pub;
     if (!p->cur) continue;
-    char me[96];
+    char me[160];
     if (p->stale && !p->ended) {
       bool is_root = false;
       for (uint32_t k = 0; k < c->count; k++)
@@ -404,6 +420,8 @@ uint32_t nt_model_alerts(nt_model *m, uint32_t stall_ms, nt_alert *out, uint32_t
     c.ranks[i].gpu_wait = NT_WAIT_NONE;
   }
   free(rows);
+  for (uint32_t i = 1; i < c.n && !c.multi_comm; i++)
+    c.multi_comm = c.ranks[i].r.comm_hash != c.ranks[0].r.comm_hash;
   stalls(&c);
   roots(&c);
   hung_ops(&c);

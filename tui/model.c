@@ -490,7 +490,7 @@ uint32_t nt_model_ranks(nt_model *m, nt_model_rank *out, uint32_t cap) {
         if (p->comm_info[j].comm_hash == c->comm_hash) r->comm_name = p->comm_info[j].name;
     }
   }
-  qsort(out, n, sizeof *out, rank_cmp);
+  if (n > 1) qsort(out, n, sizeof *out, rank_cmp); /* out may be NULL when cap is 0 */
   return n;
 }
 

@@ -1,0 +1,499 @@
+/* Issue 4 on the interactive screen: the real nccltop in a pseudo-terminal,
+ * read through libvterm, watching simulated jobs (real rank processes, the
+ * real plugin, real sockets). A stalled rank on the overview (the root of the
+ * waits at the top, the stalls naming their peer), the collectives view
+ * (algorithm and protocol by size, the phase table), the environment view (a
+ * variable that differs between ranks, highlighted, with the outlier; after a
+ * restart, what changed), and the event classes on the help view. */
+#include <dirent.h>
+#include <libgen.h>
+#include <limits.h>
+
+#include "testlib.h"
+#include "vterm_harness.h"
+#include "../sim/sim.h"
+
+static char bindir[PATH_MAX], nccltop[PATH_MAX + 16], plugin[PATH_MAX + 64];
+
+static void stop_group(pid_t *pid) {
+  if (*pid <= 0) return;
+  kill(-*pid, SIGTERM);
+  double end = vt_now() + 5;
+  while (vt_now() < end && waitpid(*pid, NULL, WNOHANG) == 0) usleep(10000);
+  if (waitpid(*pid, NULL, WNOHANG) == 0) {
+    kill(-*pid, SIGKILL);
+    waitpid(*pid, NULL, 0);
+  }
+  *pid = -1;
+}
+
+static void remove_dir(const char *dir) {
+  char cmd[PATH_MAX + 16];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  if (system(cmd) != 0) fprintf(stderr, "    could not remove %s\n", dir);
+}
+
+/* Waits until `n` publishers' endpoints (<pid>.sock) are in dir. */
+static bool wait_endpoints(const char *dir, int n, double seconds) {
+  double end = vt_now() + seconds;
+  do {
+    int found = 0;
+    DIR *d = opendir(dir);
+    for (struct dirent *e; d && (e = readdir(d));) {
+      size_t len = strlen(e->d_name);
+      found += len > 5 && !strcmp(e->d_name + len - 5, ".sock");
+    }
+    if (d) closedir(d);
+    if (found >= n) return true;
+    usleep(20000);
+  } while (vt_now() < end);
+  fprintf(stderr, "    fewer than %d endpoints in %s\n", n, dir);
+  return false;
+}
+
+static void base_config(nt_sim_config *c, const char *dir) {
+  nt_sim_defaults(c);
+  c->comms = 1;
+  c->plugin = plugin;
+  c->dir = dir;
+  c->interval_ms = 50;
+  c->quiet = true;
+}
+
+/* ---- reading the screen by line ---- */
+
+/* Row `row` of the last dump (t->text) into buf. */
+static const char *screen_row(const vt_term *t, int row, char *buf, size_t cap) {
+  const char *p = t->text;
+  for (int r = 0; r < row && p; r++) {
+    p = strchr(p, '\n');
+    if (p) p++;
+  }
+  if (!p) p = "";
+  size_t n = strcspn(p, "\n");
+  if (n >= cap) n = cap - 1;
+  memcpy(buf, p, n);
+  buf[n] = '\0';
+  return buf;
+}
+
+/* Whether line contains every needle (NULL-terminated), in order. */
+static bool has_in_order(const char *line, const char *const *needles) {
+  for (int i = 0; needles[i]; i++) {
+    const char *at = strstr(line, needles[i]);
+    if (!at) return false;
+    line = at + strlen(needles[i]);
+  }
+  return true;
+}
+
+/* The first row of the current dump with the needles, or -1. */
+static int row_with(const vt_term *t, const char *const *needles) {
+  char line[2048];
+  for (int r = 0; r < t->rows; r++)
+    if (has_in_order(screen_row(t, r, line, sizeof line), needles)) return r;
+  return -1;
+}
+
+static int count_rows(const vt_term *t, const char *const *needles) {
+  char line[2048];
+  int n = 0;
+  for (int r = 0; r < t->rows; r++) n += has_in_order(screen_row(t, r, line, sizeof line), needles);
+  return n;
+}
+
+/* Pumps until a row has the needles; its index, or -1 (the screen said). */
+static int wait_row(vt_term *t, double seconds, const char *const *needles) {
+  double end = vt_now() + seconds;
+  do {
+    vt_pump(t, 50);
+    vt_text(t);
+    int r = row_with(t, needles);
+    if (r >= 0) return r;
+  } while (vt_now() < end);
+  fprintf(stderr, "    no row with");
+  for (int i = 0; needles[i]; i++) fprintf(stderr, " \"%s\"", needles[i]);
+  fprintf(stderr, "; the screen shows:\n%s\n", t->text);
+  return -1;
+}
+
+#define ROW(...) ((const char *const[]){__VA_ARGS__, NULL})
+
+/* The whitespace-separated field k of row r. */
+static const char *field(const vt_term *t, int r, int k, char *buf, size_t cap) {
+  char line[2048];
+  screen_row(t, r, line, sizeof line);
+  char *save = NULL, *tok = strtok_r(line, " ", &save);
+  for (int i = 0; tok && i < k; i++) tok = strtok_r(NULL, " ", &save);
+  snprintf(buf, cap, "%s", tok ? tok : "");
+  return buf;
+}
+
+static bool cell_bold(vt_term *t, int row, int col) {
+  VTermScreenCell cell;
+  VTermPos pos = {.row = row, .col = col};
+  return vterm_screen_get_cell(t->screen, pos, &cell) && cell.attrs.bold;
+}
+
+/* ---- a stalled rank on the overview ---- */
+
+static bool overview_shows_the_stall(vt_term *t, int stalled, int n, char *why, size_t cap) {
+  int head = row_with(t, ROW("ALERTS (", "most important first"));
+  if (head < 0) return snprintf(why, cap, "no ALERTS header"), false;
+  char first[2048], me[32];
+  snprintf(me, sizeof me, "rank %d/%d", stalled, n);
+  screen_row(t, head + 1, first, sizeof first);
+  /* The top alert: the stalled rank, where the waits end. */
+  if (!has_in_order(first, ROW("! root", me, "is where the waits end", "in recv_gpu_wait",
+                               "3 stalled ranks wait on it")))
+    return snprintf(why, cap, "the first alert: %s", first), false;
+  for (int r = 0; r < n; r++) {
+    char other[32];
+    snprintf(other, sizeof other, "rank %d/%d", r, n);
+    if (r != stalled && row_with(t, ROW("root", other)) >= 0)
+      return snprintf(why, cap, "a root line for %s", other), false;
+  }
+  /* The stalls name the peer they wait on. */
+  char pred[32], succ[32], peer[32];
+  snprintf(pred, sizeof pred, "rank %d/%d", (stalled - 1 + n) % n, n);
+  snprintf(succ, sizeof succ, "rank %d/%d", (stalled + 1) % n, n);
+  snprintf(peer, sizeof peer, "waiting on rank %d ", stalled);
+  if (row_with(t, ROW("! stall", pred, "send channel", "in send_peer_wait", peer)) < 0)
+    return snprintf(why, cap, "no send_peer_wait stall of %s on rank %d", pred, stalled), false;
+  if (row_with(t, ROW("! stall", succ, "recv channel", "in recv_net_wait", peer)) < 0)
+    return snprintf(why, cap, "no recv_net_wait stall of %s on rank %d", succ, stalled), false;
+  if (row_with(t, ROW("! stall", me, "in recv_gpu_wait", "its GPU not draining data from")) < 0)
+    return snprintf(why, cap, "no recv_gpu_wait stall of the stalled rank"), false;
+  if (row_with(t, ROW("! hung_op", me, "in flight")) < 0)
+    return snprintf(why, cap, "no hung_op line for the stalled rank"), false;
+  return true;
+}
+
+static void stalled_rank_on_the_overview(void) {
+  char dir[] = "/tmp/nccltop-scrops-XXXXXX", env_dir[64];
+  CHECK(mkdtemp(dir) != NULL);
+  snprintf(env_dir, sizeof env_dir, "NCCLTOP_DIR=%s", dir);
+  nt_sim_config c;
+  base_config(&c, dir);
+  c.ranks = 4;
+  c.interval_ms = 100;
+  c.stall_rank = 2;
+  c.stall_after_s = 1.5;
+  c.duration_s = 40;
+  pid_t sim = nt_sim_spawn(&c);
+  vt_term t;
+  char *argv[] = {nccltop, "--stall-ms", "1000", "-d", "200", NULL};
+  char *env[] = {env_dir, NULL};
+  bool ok = sim > 0 && wait_endpoints(dir, c.ranks, 10) && vt_start(&t, 40, 230, argv, env) == 0;
+  bool term = ok;
+  char why[2300] = "the job or the terminal did not start";
+  if (ok)
+    ok = vt_wait_for(&t, "[overview]", 15) && wait_row(&t, 15, ROW("! root", "rank 2/4")) >= 0;
+  if (ok) {
+    /* All of it on one screen: steady for a few updates. */
+    double end = vt_now() + 10;
+    int steady = 0;
+    while (steady < 3 && vt_now() < end) {
+      vt_pump(&t, 200);
+      vt_text(&t);
+      steady = overview_shows_the_stall(&t, 2, 4, why, sizeof why) ? steady + 1 : 0;
+    }
+    ok = steady >= 3;
+    if (!ok) fprintf(stderr, "    %s; the screen shows:\n%s\n", why, t.text);
+  }
+  if (ok) {
+    /* A narrower terminal cuts the lines, but the root stays on top. */
+    vt_resize(&t, 30, 120);
+    int head = wait_row(&t, 5, ROW("ALERTS (", "most important first"));
+    char line[2048];
+    ok = head >= 0 &&
+         wait_row(&t, 5, ROW("! root", "rank 2/4", "is where the waits end")) == head + 1;
+    if (!ok)
+      fprintf(stderr, "    after the resize, row %d: %s\n", head + 1,
+              screen_row(&t, head + 1, line, sizeof line));
+  }
+  if (ok) {
+    /* The channels view marks the stalled rank's channels. */
+    vt_send(&t, "3");
+    ok = vt_wait_for(&t, "[channels]", 5) && wait_row(&t, 5, ROW("2/4 ", "!")) >= 0;
+  }
+  if (ok) {
+    vt_send(&t, "q");
+    ok = vt_wait_exit(&t, 10) == 0;
+  }
+  if (term) vt_stop(&t);
+  stop_group(&sim);
+  remove_dir(dir);
+  CHECK(ok);
+}
+
+/* ---- collectives, environment, help, restart ---- */
+
+static bool collectives_view(vt_term *t) {
+  vt_send(t, "4");
+  if (!vt_wait_for(t, "[collectives]", 5)) return false;
+  /* The protocol switch by size: small TREE/LL, middle RING/LL128, large
+   * RING/SIMPLE; each once per rank of 3. */
+  const char *const *rows[] = {
+      ROW("sim-comm-0", "AllReduce", "32K-64K", "TREE", "LL "),
+      ROW("sim-comm-0", "AllGather", "256K-512K", "RING", "LL128"),
+      ROW("sim-comm-0", "ReduceScatter", "4M-8M", "RING", "SIMPLE"),
+      ROW("sim-comm-0", "AllReduce", "64M-128M", "RING", "SIMPLE"),
+  };
+  for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+    int r = wait_row(t, 10, rows[i]);
+    if (r < 0) return false;
+    char count[32], done[32];
+    field(t, r, 5, count, sizeof count);
+    field(t, r, 6, done, sizeof done);
+    if (strcmp(count, "3") || strcmp(done, "3")) {
+      fprintf(stderr, "    %s %s: COUNT %s DONE %s, want 3 3\n", rows[i][1], rows[i][2], count,
+              done);
+      return false;
+    }
+  }
+  /* The phase table: 12 collectives, a third in each phase, times 3 ranks. */
+  if (wait_row(t, 5, ROW("PHASE (nccltop_tag)", "COUNT", "DONE", "TIME/rank")) < 0) return false;
+  static const char *const phases[] = {"forward", "backward", "optimizer"};
+  for (int p = 0; p < 3; p++) {
+    char first[32], count[32], done[32];
+    int r = wait_row(t, 5, ROW(phases[p]));
+    if (r < 0) return false;
+    for (; r < t->rows; r++)
+      if (!strcmp(field(t, r, 0, first, sizeof first), phases[p])) break;
+    field(t, r, 1, count, sizeof count);
+    field(t, r, 2, done, sizeof done);
+    if (r == t->rows || strcmp(count, "12") || strcmp(done, "12")) {
+      fprintf(stderr, "    phase %s: COUNT %s DONE %s, want 12 12\n", phases[p], count, done);
+      return false;
+    }
+  }
+  return true;
+}
+
+/* Job E: NCCL_ALGO=Ring everywhere, NCCL_PROTO=LL on rank 1 only, and
+ * rank 2 with the kernelch event class on. */
+static bool environment_view(vt_term *t) {
+  vt_send(t, "6");
+  if (!vt_wait_for(t, "[environment]", 5)) return false;
+  if (wait_row(t, 10, ROW("NCCL* VARIABLES OF THIS RUN:", ", 2 differ between processes")) < 0)
+    return false;
+  /* The differing ones first, highlighted, with who differs: NCCL_PROTO is
+   * unset on most ranks, LL on one. */
+  int head = wait_row(t, 5, ROW("VARIABLE", "VALUE (most common)", "SET ON", "DIFFERENT ON"));
+  int proto = wait_row(t, 5, ROW("NCCL_PROTO ", "(unset)", "1", ":", "=LL"));
+  int events = wait_row(t, 5, ROW("NCCLTOP_EVENTS ", "(unset)", "1", ":", "=default,kernelch"));
+  int algo = wait_row(t, 5, ROW("NCCL_ALGO ", "Ring", "3"));
+  if (head < 0 || proto < 0 || events < 0 || algo < 0) return false;
+  char line[2048];
+  bool ok = events == head + 1 && proto == head + 2 && algo > proto && cell_bold(t, proto, 0) &&
+            cell_bold(t, events, 0) && !cell_bold(t, algo, 0) &&
+            !strchr(screen_row(t, algo, line, sizeof line), '=') &&
+            row_with(t, ROW("=(unset)")) < 0;
+  if (!ok)
+    fprintf(stderr,
+            "    header row %d, NCCLTOP_EVENTS row %d (bold %d), NCCL_PROTO row %d (bold %d), "
+            "NCCL_ALGO row %d (bold %d):\n%s\n",
+            head, events, cell_bold(t, events, 0), proto, cell_bold(t, proto, 0), algo,
+            cell_bold(t, algo, 0), t->text);
+  if (ok && row_with(t, ROW("CHANGED SINCE THE PREVIOUS RUN")) >= 0) {
+    fprintf(stderr, "    a previous run before any restart\n");
+    ok = false;
+  }
+  return ok;
+}
+
+/* The classes on; kernelch only on some processes. */
+static bool help_view(vt_term *t) {
+  vt_send(t, "7");
+  if (!vt_wait_for(t, "[help]", 5)) return false;
+  int r = wait_row(t, 5, ROW("Event classes on:"));
+  char line[2048], want[] = "Event classes on: coll p2p proxyop proxystep proxyctrl "
+                            "kernelch(some processes)";
+  if (r < 0) return false;
+  screen_row(t, r, line, sizeof line);
+  size_t n = strlen(line);
+  while (n && line[n - 1] == ' ') line[--n] = '\0';
+  if (strcmp(line, want) != 0) {
+    fprintf(stderr, "    the classes line is \"%s\", want \"%s\"\n", line, want);
+    return false;
+  }
+  return wait_row(t, 2, ROW("NCCLTOP_EVENTS", "nccltop_set_mask()")) >= 0;
+}
+
+/* Stops a job and waits until the overview shows `ended` processes ended. */
+static bool job_ends(vt_term *t, pid_t *sim, int ended) {
+  stop_group(sim);
+  vt_send(t, "1");
+  double end = vt_now() + 10;
+  while (vt_now() < end && count_rows(t, ROW(":", " ended")) < ended) {
+    vt_pump(t, 100);
+    vt_text(t);
+  }
+  if (count_rows(t, ROW(":", " ended")) == ended) return true;
+  fprintf(stderr, "    %d processes not shown ended:\n%s\n", ended, t->text);
+  return false;
+}
+
+/* Waits until the overview shows `live` processes live. */
+static bool job_live(vt_term *t, int live) {
+  vt_send(t, "1");
+  double end = vt_now() + 15;
+  while (vt_now() < end && count_rows(t, ROW(":", " live")) < live) {
+    vt_pump(t, 100);
+    vt_text(t);
+  }
+  if (count_rows(t, ROW(":", " live")) == live) return true;
+  fprintf(stderr, "    not %d processes live:\n%s\n", live, t->text);
+  return false;
+}
+
+/* After job A (NCCL_PROTO=Simple everywhere) replaced job E, and job B
+ * (NCCL_PROTO=LL) replaced job A: what changed, each time. */
+static bool change_since_e(vt_term *t) {
+  vt_send(t, "6");
+  return vt_wait_for(t, "[environment]", 5) &&
+         wait_row(t, 15,
+                  ROW("CHANGED SINCE THE PREVIOUS RUN", "(run 1: 3 processes -> run 2: 3)")) >= 0 &&
+         wait_row(t, 5, ROW("NCCL_PROTO ", "varies by rank", "-> Simple")) >= 0;
+}
+
+static bool change_since_a(vt_term *t) {
+  vt_send(t, "6");
+  if (!vt_wait_for(t, "[environment]", 5)) return false;
+  int head =
+      wait_row(t, 15, ROW("CHANGED SINCE THE PREVIOUS RUN", "(run 2: 3 processes -> run 3: 3)"));
+  int change = wait_row(t, 5, ROW("NCCL_PROTO ", "Simple -> LL"));
+  if (head < 0 || change < 0) return false;
+  char next[2048];
+  screen_row(t, change + 1, next, sizeof next);
+  if (change != head + 1 || !cell_bold(t, change, 2) || next[strspn(next, " ")] != '\0') {
+    fprintf(stderr, "    the change is not the one highlighted line under the title:\n%s\n",
+            t->text);
+    return false;
+  }
+  if (wait_row(t, 5, ROW("NCCL* VARIABLES OF THIS RUN:", ", 0 differ between processes")) < 0)
+    return false;
+  /* The collectives view puts the previous run's choice next to each. */
+  vt_send(t, "4");
+  if (!vt_wait_for(t, "[collectives]", 5)) return false;
+  return wait_row(t, 10, ROW("COUNT", "BUSBW", "PREVIOUS RUN")) >= 0 &&
+         wait_row(t, 10, ROW("AllReduce", "32K-64K", "TREE", "LL ", " TREE/LL ")) >= 0;
+}
+
+static void collectives_environment_help_and_restart(void) {
+  char dir[] = "/tmp/nccltop-scrops-XXXXXX", env_dir[64];
+  CHECK(mkdtemp(dir) != NULL);
+  snprintf(env_dir, sizeof env_dir, "NCCLTOP_DIR=%s", dir);
+  nt_sim_config e, a, b;
+  base_config(&e, dir);
+  e.ranks = 3;
+  e.channels = 2;
+  e.steps = 2;
+  e.iterations = 12;
+  e.deterministic = true;
+  e.linger_s = 60; /* stopped by the test, which ends its publishers */
+  a = b = e;
+  e.env[e.nenv++] = "NCCL_ALGO=Ring";
+  e.rank_env[0].rank = 1;
+  e.rank_env[0].kv = "NCCL_PROTO=LL";
+  e.rank_env[1].rank = 2;
+  e.rank_env[1].kv = "NCCLTOP_EVENTS=default,kernelch";
+  e.nrank_env = 2;
+  a.env[a.nenv++] = "NCCL_ALGO=Ring";
+  a.env[a.nenv++] = "NCCL_PROTO=Simple";
+  b.env[b.nenv++] = "NCCL_ALGO=Ring";
+  b.env[b.nenv++] = "NCCL_PROTO=LL";
+  pid_t sim_e = nt_sim_spawn(&e), sim_a = -1, sim_b = -1;
+  vt_term t;
+  char *argv[] = {nccltop, "-d", "200", NULL};
+  char *env[] = {env_dir, NULL};
+  bool ok = sim_e > 0 && wait_endpoints(dir, e.ranks, 10) && vt_start(&t, 45, 200, argv, env) == 0;
+  bool term = ok;
+  if (ok) ok = vt_wait_for(&t, "[overview]", 15) && vt_wait_for(&t, "3/3", 15);
+  if (ok) ok = collectives_view(&t);
+  if (ok) ok = environment_view(&t);
+  if (ok) ok = help_view(&t);
+  if (ok) ok = job_ends(&t, &sim_e, 3);
+  if (ok) {
+    sim_a = nt_sim_spawn(&a);
+    ok = sim_a > 0 && job_live(&t, 3) && change_since_e(&t);
+  }
+  if (ok) ok = job_ends(&t, &sim_a, 6);
+  if (ok) {
+    sim_b = nt_sim_spawn(&b);
+    ok = sim_b > 0 && change_since_a(&t);
+  }
+  if (ok) {
+    vt_send(&t, "q");
+    ok = vt_wait_exit(&t, 10) == 0;
+  }
+  if (term) vt_stop(&t);
+  stop_group(&sim_e);
+  stop_group(&sim_a);
+  stop_group(&sim_b);
+  remove_dir(dir);
+  CHECK(ok);
+}
+
+/* ---- the monitor started before the job ---- */
+
+/* README: nccltop "attaches at any time (before or after the job starts)".
+ * It waits for publishers, updating, and shows the job once it starts. */
+static void monitor_started_before_the_job(void) {
+  char dir[] = "/tmp/nccltop-scrops-XXXXXX", env_dir[64];
+  CHECK(mkdtemp(dir) != NULL);
+  snprintf(env_dir, sizeof env_dir, "NCCLTOP_DIR=%s", dir);
+  nt_sim_config c;
+  base_config(&c, dir);
+  c.ranks = 2;
+  c.channels = 2;
+  c.steps = 2;
+  c.iterations = 3;
+  c.deterministic = true;
+  c.linger_s = 60;
+  pid_t sim = -1;
+  vt_term t;
+  char *argv[] = {nccltop, "-d", "100", NULL};
+  char *env[] = {env_dir, NULL};
+  bool ok = vt_start(&t, 30, 120, argv, env) == 0;
+  bool term = ok;
+  if (ok) ok = vt_wait_for(&t, "waiting for NCCL processes", 10);
+  if (ok) {
+    /* Several updates with nothing to show; still running. */
+    double end = vt_now() + 1;
+    while (vt_now() < end) vt_pump(&t, 50);
+    ok = waitpid(t.pid, NULL, WNOHANG) == 0;
+    if (!ok) fprintf(stderr, "    the monitor exited with no publisher:\n%s\n", vt_text(&t));
+  }
+  if (ok) {
+    sim = nt_sim_spawn(&c);
+    ok = sim > 0 && vt_wait_for(&t, "sim-comm-0", 15) && vt_wait_for(&t, "2/2", 5) &&
+         vt_wait_for(&t, "No alerts", 5);
+  }
+  if (ok) {
+    vt_send(&t, "q");
+    ok = vt_wait_exit(&t, 10) == 0;
+  }
+  if (term) vt_stop(&t);
+  stop_group(&sim);
+  remove_dir(dir);
+  CHECK(ok);
+}
+
+int main(void) {
+  char exe[PATH_MAX];
+  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  exe[n > 0 ? n : 0] = '\0';
+  snprintf(bindir, sizeof bindir, "%s/..", dirname(exe));
+  snprintf(nccltop, sizeof nccltop, "%s/nccltop", bindir);
+  snprintf(plugin, sizeof plugin, "%s/libnccl-profiler-nccltop.so", bindir);
+  unsetenv("NCCL_ALGO");
+  unsetenv("NCCL_PROTO");
+  unsetenv("NCCLTOP_EVENTS");
+  unsetenv("NO_COLOR");
+  TEST_RUN(stalled_rank_on_the_overview);
+  TEST_RUN(collectives_environment_help_and_restart);
+  TEST_RUN(monitor_started_before_the_job);
+  return TEST_DONE();
+}
