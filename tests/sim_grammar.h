@@ -1,0 +1,364 @@
+/* The calls NCCL 2.28 makes to a profiler, as rules a recorded trace must
+ * follow, and the deterministic schedule's totals re-added from the
+ * recorded virtual clock (independently of the simulator's own sums). */
+#ifndef NCCLTOP_SIM_GRAMMAR_H
+#define NCCLTOP_SIM_GRAMMAR_H
+
+#include "sim_trace.h"
+
+/* ---- the grammar NCCL follows ---- */
+
+static char why[512];
+#define BAD(...) (snprintf(why, sizeof why, __VA_ARGS__), why)
+
+static inline bool seq_is(const ev_t *e, const int *want, int n) {
+  if (e->nrec != n) return false;
+  for (int i = 0; i < n; i++)
+    if (e->states[i] != want[i]) return false;
+  return true;
+}
+
+/* The ctrl event (same thread) whose Append .. AppendEnd encloses `line`. */
+static inline const ev_t *append_burst_around(const ev_t *op) {
+  for (int i = 0; i < tr.nev; i++) {
+    const ev_t *c = &tr.ev[i];
+    if (c->type != NT_EV_PROXY_CTRL || c->pid != op->pid || c->tid != op->tid || c->nrec != 2 ||
+        c->states[0] != NT_ST_CTRL_APPEND)
+      continue;
+    if (c->rec_line[0] < op->line && op->line < c->rec_line[1]) return c;
+  }
+  return NULL;
+}
+
+static inline int ops_inside(const ev_t *burst) {
+  int n = 0;
+  for (int i = 0; i < tr.nev; i++) {
+    const ev_t *e = &tr.ev[i];
+    if (e->type == NT_EV_PROXY_OP && e->pid == burst->pid && e->tid == burst->tid &&
+        burst->rec_line[0] < e->line && e->line < burst->rec_line[1])
+      n++;
+  }
+  return n;
+}
+
+/* transSize as NCCL passes it: one value per op, set at SendWait or
+ * RecvFlushWait, stale in between. Checks every record of op `op`, in
+ * line order, against that; `det` also checks the deterministic sizes. */
+static inline const char *check_sizes(const ev_t *op, bool det) {
+  static int steps[4096];
+  int n = 0;
+  for (int i = 0; i < tr.nev && n < 4096; i++) {
+    const ev_t *s = &tr.ev[i];
+    if (s->type == NT_EV_PROXY_STEP && s->pid == op->pid && s->parent == op->h) steps[n++] = i;
+  }
+  unsigned long long cur = 0;
+  for (int line = op->line;;) {
+    /* the next record (by line) of any step of this op */
+    const ev_t *best = NULL;
+    int bi = 0, bl = INT32_MAX;
+    for (int k = 0; k < n; k++) {
+      const ev_t *s = &tr.ev[steps[k]];
+      for (int r = 0; r < s->nrec; r++)
+        if (s->rec_line[r] > line && s->rec_line[r] < bl) best = s, bi = r, bl = s->rec_line[r];
+    }
+    if (!best) return NULL;
+    line = bl;
+    int st = best->states[bi];
+    unsigned long long sz = best->size[bi];
+    if (st == NT_ST_STEP_SEND_WAIT || st == NT_ST_STEP_RECV_FLUSH_WAIT) {
+      if (det && sz != 131072ull + 4096ull * (unsigned long long)best->step)
+        return BAD("step %d of op line %d: size %llu at state %d", best->step, op->line, sz, st);
+      if (!sz) return BAD("zero transSize at state %d", st);
+      cur = sz;
+    } else if (sz != cur) {
+      return BAD("op line %d step %d state %d: size %llu, NCCL would pass %llu", op->line,
+                 best->step, st, sz, cur);
+    }
+  }
+}
+
+/* Everything NCCL guarantees about the calls of one run. */
+static inline const char *grammar_problem(const nt_sim_config *c) {
+  static const int send4[] = {NT_ST_STEP_SEND_GPU_WAIT, NT_ST_STEP_SEND_PEER_WAIT,
+                              NT_ST_STEP_SEND_PEER_WAIT, NT_ST_STEP_SEND_WAIT};
+  static const int send3[] = {NT_ST_STEP_SEND_GPU_WAIT, NT_ST_STEP_SEND_WAIT};
+  static const int recv[] = {NT_ST_STEP_RECV_WAIT, NT_ST_STEP_RECV_FLUSH_WAIT,
+                             NT_ST_STEP_RECV_GPU_WAIT};
+  static const int gapi[] = {NT_ST_GROUP_START_API_STOP, NT_ST_GROUP_END_API_START};
+  int abi = tr.nctx ? tr.ctx[0].version : 0;
+  if (tr.bad_lines || tr.overflow) return BAD("unreadable trace (%d bad lines)", tr.bad_lines);
+  if (tr.null_calls) return BAD("%d record/stop calls with a NULL handle", tr.null_calls);
+  if (tr.unknown_handles) return BAD("%d calls with a handle never returned", tr.unknown_handles);
+  for (int i = 0; i < tr.nev; i++) {
+    const ev_t *e = &tr.ev[i];
+    const ev_t *p = parent_of(e);
+    if (e->h && (e->stops != 1 || e->stop_line < e->line))
+      return BAD("event type %d (line %d) stopped %d times", e->type, e->line, e->stops);
+    if (e->extra_records) return BAD("record after stop (line %d)", e->line);
+    if (!ctx_of(e->pid, e->ctx)) return BAD("start with an unknown context (line %d)", e->line);
+    if (abi < 5 && e->type >= NT_EV_GROUP_API) return BAD("v%d got API event %d", abi, e->type);
+    switch (e->type) {
+    case NT_EV_PROXY_STEP: {
+      if (!p) {
+        if (e->nrec) return BAD("step of a dropped op has records (line %d)", e->line);
+        break;
+      }
+      if (p->type != NT_EV_PROXY_OP || p->line > e->line)
+        return BAD("step parent is not an earlier op (line %d)", e->line);
+      if (p->stop_line < e->stop_line) return BAD("op stopped before its step (line %d)", e->line);
+      if (e->step < 0 || e->step >= p->steps) return BAD("step %d of %d", e->step, p->steps);
+      if (e->tid != p->tid) return BAD("step and op on different threads");
+      if (p->nrec && p->rec_line[0] > e->line) return BAD("step before InProgress");
+      bool ok =
+          p->send ? (abi >= 4 ? seq_is(e, send4, 4) : seq_is(e, send3, 2)) : seq_is(e, recv, 3);
+      if (!ok)
+        return BAD("%s step line %d has %d states, first %d", p->send ? "send" : "recv", e->line,
+                   e->nrec, e->nrec ? e->states[0] : -1);
+      for (int r = 0; r < e->nrec && abi == 3; r++)
+        if (e->size[r]) return BAD("v3 step args not zeroed");
+      break;
+    }
+    case NT_EV_PROXY_OP: {
+      if (abi >= 4 && e->h ? !(e->nrec == 1 && e->states[0] == NT_ST_OP_IN_PROGRESS) : e->nrec != 0)
+        return BAD("op line %d: %d records", e->line, e->nrec);
+      if (e->parent && (!p || (p->type != NT_EV_COLL && p->type != NT_EV_P2P) || p->line > e->line))
+        return BAD("op parent is not an earlier Coll or P2p (line %d)", e->line);
+      if (!append_burst_around(e))
+        return BAD("op started outside an Append burst (line %d)", e->line);
+      const ctx_t *x = ctx_of(e->pid, e->ctx);
+      int n = c->ranks, r = x->version == 3 ? -1 : x->rank;
+      if (r >= 0 && e->peer != (e->send ? (r + 1) % n : (r - 1 + n) % n))
+        return BAD("rank %d %s peer %d", r, e->send ? "send" : "recv", e->peer);
+      if (e->oppid != e->pid) return BAD("op pid %d in process %d", e->oppid, e->pid);
+      if (e->ch < 0 || e->ch >= c->channels) return BAD("op channel %d", e->ch);
+      if (abi >= 4 && c->deterministic && check_sizes(e, true)) return why;
+      if (abi >= 4 && !c->deterministic && check_sizes(e, false)) return why;
+      break;
+    }
+    case NT_EV_PROXY_CTRL: {
+      bool edge =
+          e->nrec == 1 && (e->states[0] == NT_ST_CTRL_IDLE || e->states[0] == NT_ST_CTRL_ACTIVE);
+      bool sleep =
+          e->nrec == 2 && e->states[0] == NT_ST_CTRL_SLEEP && e->states[1] == NT_ST_CTRL_WAKEUP;
+      bool append = e->nrec == 2 && e->states[0] == NT_ST_CTRL_APPEND &&
+                    e->states[1] == NT_ST_CTRL_APPEND_END;
+      if (!edge && !sleep && !append) return BAD("ctrl line %d: bad burst", e->line);
+      if (e->parent) return BAD("ctrl with a parent");
+      if (append && (e->size[1] == 0 || e->size[1] % (2ull * (unsigned)c->channels) ||
+                     (ops_inside(e) && (int)e->size[1] != ops_inside(e))))
+        return BAD("AppendEnd says %llu ops, %d started inside", e->size[1], ops_inside(e));
+      break;
+    }
+    case NT_EV_COLL:
+      if (abi >= 5) {
+        if (e->parent && (!p || p->type != NT_EV_COLL_API || p->stop_line > e->line))
+          return BAD("v5 Coll parent is not a finished CollApi (line %d)", e->line);
+        const ev_t *g = e->pgroup ? find(e->pid, e->pgroup) : NULL;
+        if (e->pgroup && (!g || g->type != NT_EV_GROUP))
+          return BAD("coll.parentGroup is not a Group");
+      } else if (e->parent && (!p || p->type != NT_EV_GROUP)) {
+        return BAD("v%d Coll parent is not a Group (line %d)", abi, e->line);
+      }
+      if (p && p->tid != e->tid) return BAD("Coll and its parent on different threads");
+      break;
+    case NT_EV_GROUP_API:
+      if (!seq_is(e, gapi, 2) || e->args[0] || e->args[1] || e->depth != 1)
+        return BAD("GroupApi line %d: states or args wrong", e->line);
+      break;
+    case NT_EV_KERNEL_CH:
+      if (e->parent && (!p || (p->type != NT_EV_COLL && p->type != NT_EV_P2P)))
+        return BAD("KernelCh parent not a Coll or P2p");
+      if (abi >= 4 && !(e->nrec == 1 && e->states[0] == NT_ST_KERNEL_CH_STOP &&
+                        e->ptimer_stop > e->ptimer && e->ptimer))
+        return BAD("KernelCh line %d: no KernelChStop with a later pTimer", e->line);
+      if (abi == 3 && e->nrec) return BAD("v3 KernelCh has records");
+      break;
+    default: break;
+    }
+  }
+  /* Threads: collectives on one thread, the proxy side on another; Idle
+   * and Active edges alternate on the proxy thread. */
+  for (int i = 0; i < tr.nctx; i++) {
+    const ctx_t *x = &tr.ctx[i];
+    long app = 0, proxy = 0;
+    int last_edge = -1;
+    for (int j = 0; j < tr.nev; j++) {
+      const ev_t *f = &tr.ev[j];
+      if (f->pid != x->pid || f->ctx != x->ctx) continue;
+      bool side = f->type == NT_EV_PROXY_OP || f->type == NT_EV_PROXY_STEP ||
+                  f->type == NT_EV_PROXY_CTRL || f->type == NT_EV_KERNEL_CH;
+      long *tid = side ? &proxy : &app;
+      if (!*tid) *tid = f->tid;
+      if (*tid != f->tid || (f->h && f->stop_tid != f->tid))
+        return BAD("%s events on two threads (line %d)", side ? "proxy" : "app", f->line);
+      if (f->type == NT_EV_PROXY_CTRL && f->nrec == 1) {
+        if (f->states[0] == last_edge)
+          return BAD("two edges %d in a row (line %d)", last_edge, f->line);
+        last_edge = f->states[0];
+      }
+    }
+    if (app && app == proxy) return BAD("application and proxy events on one thread");
+  }
+  for (int i = 0; i < tr.nctx; i++) {
+    const ctx_t *x = &tr.ctx[i];
+    if (x->finalizes != 1) return BAD("context finalized %d times", x->finalizes);
+    int ps = pid_slot(x->pid);
+    if (x->finalize_line < tr.flush_line[ps]) return BAD("finalize before flush");
+  }
+  return "none";
+}
+
+/* ---- the deterministic totals, re-added from the recorded clock ---- */
+
+static inline int wait_index(int state) {
+  switch (state) {
+  case NT_ST_STEP_SEND_GPU_WAIT:
+  case NT_ST_STEP_RECV_WAIT: return 0;
+  case NT_ST_STEP_SEND_PEER_WAIT:
+  case NT_ST_STEP_RECV_FLUSH_WAIT: return 1;
+  case NT_ST_STEP_SEND_WAIT:
+  case NT_ST_STEP_RECV_GPU_WAIT: return 2;
+  default: return -1;
+  }
+}
+
+static inline const char *channel_totals(const nt_sim_config *c, const ctx_t *x, int ch, int dir) {
+  nt_sim_channel_expect want, got;
+  memset(&got, 0, sizeof got);
+  nt_sim_expect_channel(c, x->rank, x->comm, ch, dir, &want);
+  got.peer = -1;
+  for (int i = 0; i < tr.nev; i++) {
+    const ev_t *op = &tr.ev[i];
+    if (op->type != NT_EV_PROXY_OP || op->pid != x->pid || op->ctx != x->ctx || op->ch != ch ||
+        op->send != (dir == NT_DIR_SEND))
+      continue;
+    got.ops++;
+    got.peer = op->peer;
+    for (int j = 0; j < tr.nev; j++) {
+      const ev_t *s = &tr.ev[j];
+      if (s->type != NT_EV_PROXY_STEP || s->pid != op->pid || s->parent != op->h) continue;
+      got.steps++;
+      int cur = -1;
+      unsigned long long since = 0;
+      for (int r = 0; r <= s->nrec; r++) {
+        bool end = r == s->nrec;
+        int st = end ? -1 : s->states[r];
+        if (!end && st == cur) continue; /* a repeated SendPeerWait changes nothing */
+        unsigned long long t = end ? s->t_stop : s->rec_t[r];
+        if (cur >= 0) got.wait_ns[wait_index(cur)] += t - since;
+        cur = st, since = t;
+        if (st == NT_ST_STEP_SEND_WAIT || st == NT_ST_STEP_RECV_FLUSH_WAIT) got.bytes += s->size[r];
+      }
+    }
+  }
+  uint64_t g[6] = {got.steps, got.bytes, got.ops, got.wait_ns[0], got.wait_ns[1], got.wait_ns[2]};
+  uint64_t w[6] = {want.steps,      want.bytes,      want.ops,
+                   want.wait_ns[0], want.wait_ns[1], want.wait_ns[2]};
+  for (int i = 0; i < 6; i++)
+    if (g[i] != w[i])
+      return BAD("rank %d comm %d ch %d dir %d field %d: trace %llu, expected %llu", x->rank,
+                 x->comm, ch, dir, i, (unsigned long long)g[i], (unsigned long long)w[i]);
+  if (got.peer != want.peer) return BAD("peer %d, expected %d", got.peer, want.peer);
+  return NULL;
+}
+
+/* The proxy thread's control states, as the brief defines them: Sleep ..
+ * Wakeup is sleep, Wakeup .. stop wakeup, Append .. AppendEnd append, and
+ * otherwise the last Idle/Active edge; counted from the first ctrl event to
+ * the end of the schedule. */
+static inline const char *proxy_totals(const nt_sim_config *c, const ctx_t *x,
+                                       unsigned long long t_end) {
+  nt_sim_proxy_expect want, got;
+  memset(&got, 0, sizeof got);
+  nt_sim_expect_proxy(c, x->rank, x->comm, &want);
+  int base = -1, over = -1, cur = -1;
+  unsigned long long since = 0;
+  bool first = true;
+  for (int i = 0; i < tr.nev; i++) {
+    const ev_t *e = &tr.ev[i];
+    if (e->type != NT_EV_PROXY_CTRL || e->pid != x->pid || e->ctx != x->ctx) continue;
+    if (first && (e->t != 0 || e->nrec != 1 || e->states[0] != NT_ST_CTRL_IDLE))
+      return BAD("the first ctrl event is not an Idle edge at t=0");
+    first = false;
+    for (int r = 0; r <= e->nrec; r++) {
+      unsigned long long t = r < e->nrec ? e->rec_t[r] : e->t_stop;
+      int st = r < e->nrec ? e->states[r] : -1;
+      if (st == NT_ST_CTRL_IDLE) base = NT_PROXY_IDLE;
+      if (st == NT_ST_CTRL_ACTIVE) base = NT_PROXY_ACTIVE;
+      if (st == NT_ST_CTRL_SLEEP) over = NT_PROXY_SLEEP;
+      if (st == NT_ST_CTRL_WAKEUP) over = NT_PROXY_WAKEUP, got.wakeups++;
+      if (st == NT_ST_CTRL_APPEND) over = NT_PROXY_APPEND;
+      if (st == NT_ST_CTRL_APPEND_END) over = -1, got.appends++, got.appended_ops += e->size[r];
+      if (st == -1) over = -1;
+      int next = over >= 0 ? over : base;
+      if (cur >= 0) got.state_ns[cur] += t - since;
+      cur = next, since = t;
+    }
+  }
+  if (cur >= 0) got.state_ns[cur] += t_end - since;
+  got.final_state = cur;
+  for (int s = 0; s < 5; s++)
+    if (got.state_ns[s] != want.state_ns[s])
+      return BAD("rank %d comm %d proxy state %d: trace %llu, expected %llu", x->rank, x->comm, s,
+                 (unsigned long long)got.state_ns[s], (unsigned long long)want.state_ns[s]);
+  if (got.appends != want.appends || got.appended_ops != want.appended_ops ||
+      got.wakeups != want.wakeups || got.final_state != want.final_state)
+    return BAD("proxy counts: appends %llu/%llu ops %llu/%llu wakeups %llu/%llu final %d/%d",
+               (unsigned long long)got.appends, (unsigned long long)want.appends,
+               (unsigned long long)got.appended_ops, (unsigned long long)want.appended_ops,
+               (unsigned long long)got.wakeups, (unsigned long long)want.wakeups, got.final_state,
+               want.final_state);
+  return NULL;
+}
+
+static inline const char *comm_totals(const nt_sim_config *c, const ctx_t *x) {
+  nt_sim_comm_expect want;
+  nt_sim_expect_comm(c, x->rank, x->comm, &want);
+  uint64_t colls = 0, count[64] = {0}, busy[64] = {0};
+  for (int i = 0; i < tr.nev; i++) {
+    const ev_t *e = &tr.ev[i];
+    if (e->pid != x->pid || e->ctx != x->ctx) continue;
+    colls += e->type == NT_EV_COLL;
+    if (e->type == NT_EV_KERNEL_CH && e->ch >= 0 && e->ch < 64) {
+      count[e->ch]++;
+      if (e->ptimer_stop > e->ptimer) busy[e->ch] += e->ptimer_stop - e->ptimer;
+    }
+  }
+  if (colls != want.colls)
+    return BAD("colls %llu, expected %llu", (unsigned long long)colls,
+               (unsigned long long)want.colls);
+  for (int ch = 0; ch < c->channels; ch++)
+    if (count[ch] != want.kernel_count || busy[ch] != want.kernel_busy_ns)
+      return BAD("kernel ch %d: %llu events %llu ns, expected %llu, %llu", ch,
+                 (unsigned long long)count[ch], (unsigned long long)busy[ch],
+                 (unsigned long long)want.kernel_count, (unsigned long long)want.kernel_busy_ns);
+  return NULL;
+}
+
+static inline const char *totals_problem(const nt_sim_config *c) {
+  /* Every proxy thread ends at the same virtual time, with its last event. */
+  unsigned long long t_end = 0;
+  for (int i = 0; i < tr.nev; i++) {
+    const ev_t *e = &tr.ev[i];
+    if (e->type == NT_EV_PROXY_CTRL && e->t_stop > t_end) t_end = e->t_stop;
+  }
+  for (int i = 0; i < tr.nctx; i++) {
+    const ctx_t *x = &tr.ctx[i];
+    unsigned long long last = 0;
+    for (int j = 0; j < tr.nev; j++) {
+      const ev_t *e = &tr.ev[j];
+      if (e->pid != x->pid || e->ctx != x->ctx || e->type == NT_EV_COLL || e->type == NT_EV_GROUP ||
+          e->type >= NT_EV_GROUP_API)
+        continue;
+      if (e->t_stop > last) last = e->t_stop;
+    }
+    if (last != t_end) return BAD("a proxy thread ends at %llu, another at %llu", last, t_end);
+    for (int ch = 0; ch < c->channels; ch++)
+      for (int dir = 0; dir < 2; dir++)
+        if (channel_totals(c, x, ch, dir)) return why;
+    if (proxy_totals(c, x, t_end) || comm_totals(c, x)) return why;
+  }
+  return "none";
+}
+
+#endif
