@@ -45,7 +45,7 @@
  * wrong state (where NCCL still holds the previous step's size) shows. */
 #define SIM_STEP_BYTES     131072ull
 #define SIM_STEP_BYTES_INC 4096ull
-#define SIM_DET_ITERATIONS 10 /* when the config leaves iterations at 0 */
+#define SIM_DET_ITERATIONS 10           /* when the config leaves iterations at 0 */
 #define SIM_RT_STEP_BYTES  (4ull << 20) /* a full network step in real-time mode */
 /* Net plugin events (--net): IB device and QP, or socket fd, of a channel's
  * send (dir 0) or recv (dir 1) connection. */
