@@ -135,14 +135,23 @@ static int set_level(nt_topo_env *e, const char *name, const char *v, char *err,
   return 0;
 }
 
+/* The n of MAX:n: a whole number from 1 to 1024 and nothing after it. */
+static bool max_count(const char *s, int *out) {
+  char *end = NULL;
+  errno = 0;
+  long n = strtol(s, &end, 10);
+  if (errno || end == s || *end || n < 1 || n > 1024) return false;
+  *out = (int)n;
+  return true;
+}
+
 static int set_policy(nt_topo_env *e, const char *v, char *err, size_t errlen) {
   if (!strcasecmp(v, "AUTO")) {
     e->netdevs_policy = NT_NETDEVS_AUTO;
   } else if (!strcasecmp(v, "ALL")) {
     e->netdevs_policy = NT_NETDEVS_ALL;
-  } else if (!strncasecmp(v, "MAX:", 4) && atoi(v + 4) > 0) {
+  } else if (!strncasecmp(v, "MAX:", 4) && max_count(v + 4, &e->netdevs_max)) {
     e->netdevs_policy = NT_NETDEVS_MAX;
-    e->netdevs_max = atoi(v + 4);
   } else {
     e->netdevs_policy = NT_NETDEVS_AUTO;
     return snprintf(err, errlen,
