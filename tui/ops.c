@@ -89,48 +89,74 @@ static int stat_cmp(const void *a, const void *b) {
   return x->proto - y->proto;
 }
 
+/* One row of one process, before rows of the same key are added up. */
+typedef struct {
+  nt_op_stat key; /* the identity fields; sums left 0 */
+  const nt_op_row *row;
+  uint32_t proc;
+} stat_in;
+
+static int stat_in_cmp(const void *a, const void *b) {
+  const stat_in *x = a, *y = b;
+  int c = stat_cmp(&x->key, &y->key);
+  return c ? c : (x->proc > y->proc) - (x->proc < y->proc);
+}
+
+/* Sorted, then added up run by run: O(rows log rows) for any job size. */
 uint32_t nt_model_op_stats(nt_model *m, nt_op_stat *out, uint32_t cap) {
-  uint32_t n = 0;
+  size_t total = 0;
+  for (uint32_t i = 0; i < m->nprocs; i++) {
+    const nt_model_process *p = &m->procs[i]->pub;
+    if (p->cur && p->run == m->run) total += p->cur->nops;
+  }
+  stat_in *in = total ? malloc(total * sizeof *in) : NULL;
+  if (!in) return 0;
+  size_t n_in = 0;
   for (uint32_t i = 0; i < m->nprocs; i++) {
     nt_model_process *p = &m->procs[i]->pub;
     const nt_snapshot *s = p->cur;
     if (!s || p->run != m->run) continue; /* an earlier run's: see the run summaries */
-    /* The ranks of this process that reported a row, per output row. */
     for (uint32_t k = 0; k < s->nops; k++) {
       const nt_op_row *r = &s->ops[k];
       if (r->comm_index >= s->ncomms) continue;
       const nt_comm_row *c = &s->comms[r->comm_index];
-      nt_op_stat *o = NULL;
-      for (uint32_t j = 0; j < n && !o; j++)
-        if (out[j].comm_hash == c->comm_hash && out[j].kind == r->kind && out[j].func == r->func &&
-            out[j].algo == r->algo && out[j].proto == r->proto && out[j].bucket == r->bucket)
-          o = &out[j];
-      if (!o) {
-        if (n >= cap) continue;
-        o = &out[n++];
-        memset(o, 0, sizeof *o);
-        o->comm_hash = c->comm_hash;
-        o->comm_name = comm_name_of(p, c->comm_hash);
-        o->nranks = c->nranks;
-        o->kind = r->kind;
-        o->func = r->func;
-        o->algo = r->algo;
-        o->proto = r->proto;
-        o->bucket = r->bucket;
-      }
-      o->count += r->count;
-      o->done += r->done;
-      o->bytes += r->bytes;
-      o->gpu_done += r->gpu_done;
-      o->time_s += (double)r->time_ns / 1e9;
-      double alg = nt_alg_bytes(r->func, (double)r->done_bytes, c->nranks);
-      o->alg_bytes += alg;
-      o->bus_bytes += alg * nt_bus_factor(r->func, c->nranks);
-      if (o->last_proc_ != i + 1) o->ranks++; /* one row per phase: count the process once */
-      o->last_proc_ = i + 1;
+      stat_in *x = &in[n_in++];
+      memset(&x->key, 0, sizeof x->key);
+      x->key.comm_hash = c->comm_hash;
+      x->key.comm_name = comm_name_of(p, c->comm_hash);
+      x->key.nranks = c->nranks;
+      x->key.kind = r->kind;
+      x->key.func = r->func;
+      x->key.algo = r->algo;
+      x->key.proto = r->proto;
+      x->key.bucket = r->bucket;
+      x->row = r;
+      x->proc = i;
     }
   }
-  qsort(out, n, sizeof *out, stat_cmp);
+  qsort(in, n_in, sizeof *in, stat_in_cmp);
+  uint32_t n = 0;
+  for (size_t j = 0; j < n_in; j++) {
+    const stat_in *x = &in[j];
+    nt_op_stat *o = n ? &out[n - 1] : NULL;
+    if (!o || stat_cmp(o, &x->key) != 0) {
+      if (n == cap) break;
+      o = &out[n++];
+      *o = x->key;
+    }
+    const nt_op_row *r = x->row;
+    o->count += r->count;
+    o->done += r->done;
+    o->bytes += r->bytes;
+    o->gpu_done += r->gpu_done;
+    o->time_s += (double)r->time_ns / 1e9;
+    double alg = nt_alg_bytes(r->func, (double)r->done_bytes, o->nranks);
+    o->alg_bytes += alg;
+    o->bus_bytes += alg * nt_bus_factor(r->func, o->nranks);
+    if (o->last_proc_ != x->proc + 1) o->ranks++; /* one row per phase: count a process once */
+    o->last_proc_ = x->proc + 1;
+  }
+  free(in);
   return n;
 }
 
