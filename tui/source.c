@@ -133,6 +133,7 @@ nt_source *nt_source_open(const nt_options *o, char *err, size_t errlen) {
     nt_source_close(s);
     return NULL;
   }
+  zmq_ctx_set(s->zctx, ZMQ_MAX_SOCKETS, MAX_ENDPOINTS + 16); /* ZeroMQ's default is 1023 */
   return s;
 }
 
