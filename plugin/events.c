@@ -177,7 +177,11 @@ nt_nccl_result nt_start(void *context, void **handle, const struct nt_ev *ev) {
   if (handle) *handle = NULL;
   if (inert() || !handle) return NT_NCCL_SUCCESS;
   struct nt_thread *t = nt_thread_self();
-  if (NT_UNLIKELY(!t)) return NT_NCCL_SUCCESS;
+  if (NT_UNLIKELY(!t)) {
+    /* More threads than slots: counted (rare), never tracked. */
+    atomic_fetch_add_explicit(&nt_g.slotless_events, 1, memory_order_relaxed);
+    return NT_NCCL_SUCCESS;
+  }
   NT_ADD(t->events, 1);
   switch (ev->type) {
   case NT_EV_PROXY_STEP: *handle = start_proxy_step(t, ev); break;
@@ -361,7 +365,11 @@ int nt_handle_kind(const void *h) {
 nt_nccl_result nt_stop(void *handle) {
   if (inert() || !handle) return NT_NCCL_SUCCESS;
   struct nt_thread *t = nt_thread_self();
-  if (NT_UNLIKELY(!t)) return NT_NCCL_SUCCESS;
+  if (NT_UNLIKELY(!t)) {
+    /* More threads than slots: counted (rare), never tracked. */
+    atomic_fetch_add_explicit(&nt_g.slotless_events, 1, memory_order_relaxed);
+    return NT_NCCL_SUCCESS;
+  }
   NT_ADD(t->events, 1);
   switch (nt_handle_kind(handle)) {
   case NT_K_STEP: stop_step(handle); break;
@@ -381,7 +389,11 @@ nt_nccl_result nt_record(void *handle, int state, uint64_t trans_size, bool has_
                          int appended_ops, uint64_t ptimer) {
   if (inert() || !handle) return NT_NCCL_SUCCESS;
   struct nt_thread *t = nt_thread_self();
-  if (NT_UNLIKELY(!t)) return NT_NCCL_SUCCESS;
+  if (NT_UNLIKELY(!t)) {
+    /* More threads than slots: counted (rare), never tracked. */
+    atomic_fetch_add_explicit(&nt_g.slotless_events, 1, memory_order_relaxed);
+    return NT_NCCL_SUCCESS;
+  }
   NT_ADD(t->events, 1);
   switch (nt_handle_kind(handle)) {
   case NT_K_STEP: {

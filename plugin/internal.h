@@ -283,6 +283,7 @@ struct nt_global {
   struct nt_config cfg;
   _Atomic(nt_nccl_logger) logfn;
   _Atomic uint64_t unsent_messages;
+  _Atomic uint64_t slotless_events; /* calls from threads beyond NT_MAX_THREADS: ignored */
 };
 extern struct nt_global nt_g;
 

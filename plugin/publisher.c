@@ -5,8 +5,9 @@
  * A viewer's subscription arrives as a message on the XPUB socket; we answer
  * it at once with a full snapshot, hello and communicators, so a viewer that
  * attaches late is complete after one round trip. Every send is
- * ZMQ_DONTWAIT: a slow or stopped viewer costs unsent messages (counted),
- * never a blocked job.
+ * ZMQ_DONTWAIT: a slow or stopped viewer costs messages (ZeroMQ drops them
+ * for that viewer alone, which sees the gap in sequence numbers), never a
+ * blocked job. What ZeroMQ refuses outright is counted (unsent_messages).
  */
 #include <dlfcn.h>
 #include <errno.h>

@@ -374,16 +374,20 @@ static void publishers(ctx *c) {
       }
     }
     const nt_process_counters *pc = &p->cur->process;
-    if (pc->dropped_events || pc->unsent_messages || pc->dropped_ops || pc->dropped_rows) {
+    /* What the plugin could not keep, and what this viewer did not get (a
+     * viewer too slow to read loses messages; ZeroMQ drops them for it). */
+    if (pc->dropped_events || pc->unsent_messages || pc->dropped_ops || pc->dropped_rows ||
+        p->lost_messages) {
       nt_alert *a = add(c, NT_ALERT_DROPS, NULL);
       if (!a) return;
       a->proc = p;
+      a->count = (uint32_t)(p->lost_messages > UINT32_MAX ? UINT32_MAX : p->lost_messages);
       say(a,
-          "%s: plugin dropped %llu events, %llu operations, %llu rows; %llu messages "
-          "unsent (viewer too slow)",
+          "%s: plugin dropped %llu events, %llu operations, %llu rows, %llu messages unsent; "
+          "this viewer lost %llu messages",
           who(p, me, sizeof me), (unsigned long long)pc->dropped_events,
           (unsigned long long)pc->dropped_ops, (unsigned long long)pc->dropped_rows,
-          (unsigned long long)pc->unsent_messages);
+          (unsigned long long)pc->unsent_messages, (unsigned long long)p->lost_messages);
     }
   }
 }

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -53,6 +54,10 @@ static int run_batch(nt_model *m, nt_source *src, const nt_options *o) {
       frame++;
       next += delay;
       if (next < now) next = now + delay; /* fell behind: do not print a burst */
+      /* A frame can take longer than the delay (a thousand ranks): read what
+       * came meanwhile anyway, or every publisher would look stale and
+       * ZeroMQ's queues would grow. */
+      nt_source_poll(src, m, 0);
       continue;
     }
     int wait_ms = (int)((next - now) * 1000) + 1;
@@ -83,7 +88,22 @@ static int load_topology(nt_model *m, const char *path) {
   return rc;
 }
 
+/* Every publisher costs the viewer about two file descriptors; the usual
+ * soft limit of 1024 would stop it near 500. Take what the hard limit
+ * allows (a failure only keeps the old limit: sockets past it are then
+ * reported as errors, one by one). */
+static void raise_fd_limit(void) {
+  struct rlimit r;
+  if (getrlimit(RLIMIT_NOFILE, &r) != 0 || r.rlim_cur >= r.rlim_max) return;
+  rlim_t want = r.rlim_max == RLIM_INFINITY || r.rlim_max > 65536 ? 65536 : r.rlim_max;
+  if (want <= r.rlim_cur) return;
+  r.rlim_cur = want;
+  if (setrlimit(RLIMIT_NOFILE, &r) != 0)
+    fprintf(stderr, "nccltop: cannot raise the open-file limit: %s\n", strerror(errno));
+}
+
 static int run_viewer(nt_options *o) {
+  raise_fd_limit();
   char err[256];
   install_signals();
   o->start_s = nt_now_s();

@@ -16,7 +16,10 @@
 #include "viewer.h"
 
 #define MAX_ENDPOINTS 2048
-#define RCVHWM        1000 /* messages queued per publisher before ZeroMQ drops */
+/* Messages queued per publisher before ZeroMQ drops (the viewer sees the
+ * gap in sequence numbers): ten seconds at the default interval, which
+ * bounds the memory a stalled viewer holds. */
+#define RCVHWM        100
 #define SCAN_PERIOD_S 1.0
 
 typedef struct {
