@@ -249,6 +249,35 @@ static inline bool close_to(double got, double want) {
     }                                                                                              \
   } while (0)
 
+/* A check of one frame: NULL when it shows what is expected, else why not. */
+typedef const char *(*frame_check)(const nt_sim_config *c, const cJSON *f, char *why, size_t cap);
+
+/* Runs the job c (its dir must exist) under a batch viewer (frames every
+ * 100 ms, --stall-ms 2000) until a frame passes `check` or `seconds` pass;
+ * cleans up either way. False (with the last reason on stderr) if none did. */
+static inline bool run_until(const nt_sim_config *c, const char *dir, frame_check check,
+                             double seconds, const char *label) {
+  pid_t sim = nt_sim_spawn(c);
+  viewer v = {.fd = -1, .pid = -1};
+  bool started =
+      sim > 0 && wait_endpoints(dir, c->ranks, 10) && viewer_start(&v, dir, "100", "2000");
+  char why[512] = "no frame";
+  bool ok = false;
+  double end = now_s() + seconds;
+  while (started && !ok) {
+    cJSON *f = viewer_frame(&v, end);
+    if (!f) break;
+    ok = check(c, f, why, sizeof why) == NULL;
+    cJSON_Delete(f);
+  }
+  if (started) viewer_stop(&v);
+  stop_group(&sim);
+  remove_dir(dir);
+  if (!started) fprintf(stderr, "    %s: the job or the viewer did not start\n", label);
+  if (started && !ok) fprintf(stderr, "    %s, after %d frames: %s\n", label, v.frames, why);
+  return ok;
+}
+
 /* Paths of the binaries next to the test, and a clean environment. */
 static inline void scenario_init(void) {
   char exe[PATH_MAX];

@@ -241,25 +241,7 @@ static void environment_difference_between_ranks(void) {
   c.rank_env[0].rank = 1;
   c.rank_env[0].kv = "NCCL_PROTO=LL";
   c.nrank_env = 1;
-  pid_t sim = nt_sim_spawn(&c);
-  viewer v = {.fd = -1, .pid = -1};
-  bool started =
-      sim > 0 && wait_endpoints(dir, c.ranks, 10) && viewer_start(&v, dir, "100", "2000");
-  char why[512] = "no frame";
-  bool ok = false;
-  double end = now_s() + 15;
-  while (started && !ok) {
-    cJSON *f = viewer_frame(&v, end);
-    if (!f) break;
-    ok = env_mismatch(&c, f, why, sizeof why) == NULL;
-    cJSON_Delete(f);
-  }
-  if (started) viewer_stop(&v);
-  stop_group(&sim);
-  remove_dir(dir);
-  if (!ok) fprintf(stderr, "    after %d frames: %s\n", v.frames, why);
-  CHECK(started);
-  CHECK(ok);
+  CHECK(run_until(&c, dir, env_mismatch, 15, "environment"));
 }
 
 /* ---- 6. a job restart with a changed environment ---- */

@@ -141,25 +141,7 @@ static void protocol_switch_by_size_and_phases_are_exact(void) {
     simple |= !strcmp(ex[i].proto, "SIMPLE") && !strcmp(ex[i].algo, "RING");
   }
   CHECK(ll && ll128 && simple);
-  pid_t sim = nt_sim_spawn(&c);
-  viewer v = {.fd = -1, .pid = -1};
-  bool started =
-      sim > 0 && wait_endpoints(dir, c.ranks, 10) && viewer_start(&v, dir, "100", "2000");
-  char why[512] = "no frame";
-  bool ok = false;
-  double end = now_s() + 20;
-  while (started && !ok) {
-    cJSON *f = viewer_frame(&v, end);
-    if (!f) break;
-    ok = ops_mismatch(&c, f, why, sizeof why) == NULL;
-    cJSON_Delete(f);
-  }
-  if (started) viewer_stop(&v);
-  stop_group(&sim);
-  remove_dir(dir);
-  if (!ok) fprintf(stderr, "    after %d frames: %s\n", v.frames, why);
-  CHECK(started);
-  CHECK(ok);
+  CHECK(run_until(&c, dir, ops_mismatch, 20, "protocol switch"));
 }
 
 /* ---- 2. net plugin events ---- */
@@ -222,26 +204,7 @@ static bool net_events_run(int net) {
   c.deterministic = true;
   c.net = net;
   c.linger_s = 30;
-  pid_t sim = nt_sim_spawn(&c);
-  viewer v = {.fd = -1, .pid = -1};
-  bool started =
-      sim > 0 && wait_endpoints(dir, c.ranks, 10) && viewer_start(&v, dir, "100", "2000");
-  char why[512] = "no frame";
-  bool ok = false;
-  double end = now_s() + 20;
-  while (started && !ok) {
-    cJSON *f = viewer_frame(&v, end);
-    if (!f) break;
-    ok = net_mismatch(&c, f, why, sizeof why) == NULL;
-    cJSON_Delete(f);
-  }
-  if (started) viewer_stop(&v);
-  stop_group(&sim);
-  remove_dir(dir);
-  if (!ok)
-    fprintf(stderr, "    %s, after %d frames: %s\n", net == NT_NET_IB_QP ? "ib" : "socket",
-            v.frames, why);
-  return started && ok;
+  return run_until(&c, dir, net_mismatch, 20, net == NT_NET_IB_QP ? "ib" : "socket");
 }
 
 static void net_plugin_events_are_counted_per_qp_and_socket(void) {
