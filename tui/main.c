@@ -45,6 +45,9 @@ static void install_signals(void) {
 
 /* Prints a frame every delay_ms; polls the source in between. */
 static int run_batch(nt_model *m, nt_source *src, const nt_options *o) {
+  double until = nt_now_s() + o->wait_first_s;
+  while (!nt_model_last_data_s(m) && nt_now_s() < until && !nt_quit_requested())
+    nt_source_poll(src, m, 50);
   double delay = o->delay_ms / 1000.0, next = nt_now_s() + delay;
   for (int frame = 0; !nt_quit_requested() && (!o->iterations || frame < o->iterations);) {
     double now = nt_now_s();
@@ -181,6 +184,7 @@ static int cmd_demo(int argc, char **argv) {
   }
   sim.dir = dir;
   o.dir = dir;
+  o.wait_first_s = 15; /* frames of the demo start once its ranks publish */
   install_signals(); /* from here on a signal must not skip the clean-up */
   /* Fork the ranks before any ZeroMQ context or thread exists here. */
   pid_t pid = nt_sim_spawn(&sim);

@@ -25,6 +25,8 @@ typedef struct {
   int initial_view;     /* enum nt_view_id */
   const char *topology; /* --topology FILE */
   double start_s;       /* nt_now_s() when the viewer started; 0: the first frame's time */
+  double wait_first_s;  /* batch: wait up to this long for the first snapshot before the
+                           first frame (demo: its ranks are starting), 0 = do not wait */
 } nt_options;
 
 /* Views, in Tab order; digits 1.. select them. */
