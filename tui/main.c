@@ -185,7 +185,7 @@ static int cmd_demo(int argc, char **argv) {
   sim.dir = dir;
   o.dir = dir;
   o.wait_first_s = 15; /* frames of the demo start once its ranks publish */
-  install_signals(); /* from here on a signal must not skip the clean-up */
+  install_signals();   /* from here on a signal must not skip the clean-up */
   /* Fork the ranks before any ZeroMQ context or thread exists here. */
   pid_t pid = nt_sim_spawn(&sim);
   if (pid < 0) {
