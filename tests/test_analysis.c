@@ -240,10 +240,10 @@ static void a_rank_that_stays_behind_is_a_straggler(void) {
     CHECK(count_kind(a, n, NT_ALERT_STRAGGLER) == (k < 3 ? 0u : 1u));
   }
   /* It catches up, then falls behind again: the clock starts over. */
-  CHECK(apply(m, with_launches(21, 1, 10, 53, 9), t));
+  CHECK(apply(m, with_launches(21, 1, 5, 53, 9), t));
   CHECK(nt_model_alerts(m, 2500, a, 16, t) == 0);
-  CHECK(apply(m, with_launches(21, 1, 11, 53, 8), t + 1));
-  CHECK(apply(m, with_launches(20, 0, 11, 53, 9), t + 1));
+  CHECK(apply(m, with_launches(21, 1, 6, 53, 8), t + 1));
+  CHECK(apply(m, with_launches(20, 0, 5, 53, 9), t + 1));
   uint32_t n = nt_model_alerts(m, 2500, a, 16, t + 1);
   CHECK(alert_of(a, n, NT_ALERT_STRAGGLER, 1) == NULL);
   nt_model_free(m);
