@@ -317,7 +317,7 @@ int main(int argc, char **argv) {
     fprintf(stderr, "usage: bench_plugin PLUGIN BASELINE_PLUGIN [collectives]\n");
     return 2;
   }
-  int collectives = argc > 3 ? atoi(argv[3]) : 400;
+  int collectives = argc > 3 ? atoi(argv[3]) : 2000;
   if (collectives < 4 || collectives > 1000000) {
     fprintf(stderr, "bench: collectives must be 4..1000000\n");
     return 2;

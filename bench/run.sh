@@ -12,7 +12,7 @@ if [ ! -f "$PLUGIN" ]; then
   echo "($PLUGIN not built: comparing the baseline with itself)"
   PLUGIN=$BASELINE
 fi
-"$BUILD/bench/bench_plugin" "$PLUGIN" "$BASELINE" "${BENCH_COLLECTIVES:-400}" || status=1
+"$BUILD/bench/bench_plugin" "$PLUGIN" "$BASELINE" "${BENCH_COLLECTIVES:-2000}" || status=1
 for b in "$BUILD"/bench/bench_*; do
   case "$b" in */bench_plugin | *.d) continue ;; esac
   [ -x "$b" ] || continue
