@@ -22,6 +22,7 @@
 #include <unistd.h>
 #include <zmq.h>
 
+#include "testlib.h"
 #include "../plugin/nccl_profiler_abi.h"
 #include "../proto/nccltop_proto.h"
 

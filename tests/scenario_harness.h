@@ -178,6 +178,7 @@ static inline cJSON *viewer_frame(viewer *v, double deadline) {
 static inline void viewer_stop(viewer *v) {
   if (v->pid > 0) {
     kill(v->pid, SIGTERM);
+    kill(v->pid, SIGCONT); /* a test may have stopped it */
     if (wait_exit(v->pid, 5) == -1) {
       kill(v->pid, SIGKILL);
       waitpid(v->pid, NULL, 0);

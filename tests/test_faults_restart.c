@@ -22,36 +22,19 @@
  * if not empty, receives what the new incarnation found at its socket path
  * before binding.
  */
-#include <cjson/cJSON.h>
 #include <fcntl.h>
-#include <signal.h>
-#include <stdbool.h>
-#include <sys/select.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 
-#include "testlib.h"
 #include "plugin_harness.h"
-#include "../sim/sim.h"
+#include "scenario_harness.h"
 
-static char self[PATH_MAX], bindir[PATH_MAX], nccltop[PATH_MAX + 16], plugin[PATH_MAX + 64];
+static char self[PATH_MAX];
 static ph_t H;
-
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 static void sleep_s(double s) {
   struct timespec ts = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
   nanosleep(&ts, NULL);
-}
-
-static void rm_rf(const char *dir) {
-  char cmd[300];
-  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-  if (system(cmd) != 0) fprintf(stderr, "    could not remove %s\n", dir);
 }
 
 /* ---- the publisher mode ---- */
@@ -152,87 +135,8 @@ static void stop_publisher(pid_t pid) {
   waitpid(pid, NULL, WNOHANG);
 }
 
-/* ---- a viewer in batch JSON mode, read frame by frame ---- */
-
-typedef struct {
-  pid_t pid;
-  int fd;
-  char *buf;
-  size_t len, cap;
-} viewer;
-
-static int viewer_start(viewer *v, const char *dir, const char *delay_ms) {
-  int fds[2];
-  memset(v, 0, sizeof *v);
-  if (pipe(fds) != 0) return -1;
-  fflush(NULL);
-  v->pid = fork();
-  if (v->pid == 0) {
-    dup2(fds[1], 1);
-    close(fds[0]);
-    close(fds[1]);
-    execl(nccltop, nccltop, "-b", "--json", "-d", delay_ms, "--dir", dir, (char *)NULL);
-    _exit(127);
-  }
-  close(fds[1]);
-  v->fd = fds[0];
-  v->cap = 16u << 20;
-  v->buf = malloc(v->cap);
-  return v->pid > 0 && v->buf ? 0 : -1;
-}
-
-static void viewer_stop(viewer *v) {
-  if (v->pid > 0) {
-    kill(v->pid, SIGKILL);
-    kill(v->pid, SIGCONT);
-    waitpid(v->pid, NULL, 0);
-  }
-  if (v->fd > 0) close(v->fd);
-  free(v->buf);
-  memset(v, 0, sizeof *v);
-}
-
-/* The next whole frame, parsed, or NULL after timeout_s. */
-static cJSON *viewer_frame(viewer *v, double timeout_s) {
-  for (double end = now_s() + timeout_s;;) {
-    char *nl = v->len ? memchr(v->buf, '\n', v->len) : NULL;
-    if (nl) {
-      size_t n = (size_t)(nl - v->buf);
-      cJSON *j = cJSON_ParseWithLength(v->buf, n);
-      memmove(v->buf, nl + 1, v->len - n - 1);
-      v->len -= n + 1;
-      if (j) return j;
-      continue;
-    }
-    double left = end - now_s();
-    if (left <= 0) return NULL;
-    fd_set rd;
-    FD_ZERO(&rd);
-    FD_SET(v->fd, &rd);
-    struct timeval tv = {0, left > 0.1 ? 100000 : (long)(left * 1e6)};
-    if (select(v->fd + 1, &rd, NULL, NULL, &tv) <= 0) continue;
-    if (v->len == v->cap) v->len = 0; /* a frame larger than the buffer: skip it */
-    ssize_t r = read(v->fd, v->buf + v->len, v->cap - v->len);
-    if (r <= 0) return NULL;
-    v->len += (size_t)r;
-  }
-}
-
-static double num(const cJSON *o, const char *key) {
-  const cJSON *n = cJSON_GetObjectItemCaseSensitive(o, key);
-  return cJSON_IsNumber(n) ? n->valuedouble : -1;
-}
-
 static bool flag(const cJSON *o, const char *key) {
   return cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, key));
-}
-
-static const cJSON *process_of(const cJSON *frame, pid_t pid) {
-  const cJSON *p;
-  cJSON_ArrayForEach(p, cJSON_GetObjectItemCaseSensitive(frame, "processes")) {
-    if (num(p, "pid") == pid) return p;
-  }
-  return NULL;
 }
 
 static bool shows_comm(const cJSON *frame, pid_t pid, const char *name) {
@@ -248,12 +152,12 @@ static bool shows_comm(const cJSON *frame, pid_t pid, const char *name) {
  * not ended); returns that process's restart count, or -1. */
 static int wait_live_comm(viewer *v, pid_t pid, const char *name, double timeout_s) {
   for (double end = now_s() + timeout_s; now_s() < end;) {
-    cJSON *f = viewer_frame(v, end - now_s());
+    cJSON *f = viewer_frame(v, end);
     if (!f) return -1;
-    const cJSON *p = process_of(f, pid);
+    const cJSON *p = find_process(f, pid);
     int restarts = -1;
     if (p && shows_comm(f, pid, name) && !flag(p, "stale") && !flag(p, "ended"))
-      restarts = (int)num(p, "restarts");
+      restarts = isfinite(num(p, "restarts")) ? (int)num(p, "restarts") : -1;
     cJSON_Delete(f);
     if (restarts >= 0) return restarts;
   }
@@ -262,9 +166,9 @@ static int wait_live_comm(viewer *v, pid_t pid, const char *name, double timeout
 
 static bool wait_ended(viewer *v, pid_t pid, double timeout_s) {
   for (double end = now_s() + timeout_s; now_s() < end;) {
-    cJSON *f = viewer_frame(v, end - now_s());
+    cJSON *f = viewer_frame(v, end);
     if (!f) return false;
-    const cJSON *p = process_of(f, pid);
+    const cJSON *p = find_process(f, pid);
     bool ended = p && flag(p, "ended");
     cJSON_Delete(f);
     if (ended) return true;
@@ -290,7 +194,7 @@ static void a_publisher_replaced_under_the_same_socket_name_is_picked_up(void) {
   CHECK(mkdir(dir, 0700) == 0);
   setenv("NCCLTOP_DIR", dir, 1);
   viewer v;
-  CHECK(viewer_start(&v, dir, "200") == 0);
+  CHECK(viewer_start(&v, dir, "200", "2000"));
   pid_t pub = spawn_publisher("first", "second", status);
   int first = wait_live_comm(&v, pub, "first", 30);
   kill(pub, SIGUSR1); /* exec: same pid, old socket file left behind */
@@ -298,7 +202,7 @@ static void a_publisher_replaced_under_the_same_socket_name_is_picked_up(void) {
   int found = read_status(status);
   stop_publisher(pub);
   viewer_stop(&v);
-  rm_rf(base);
+  remove_dir(base);
   fprintf(stderr, "    first seen: %s, after exec: %s (restarts %d), old socket file was %s\n",
           first >= 0 ? "yes" : "no", second >= 0 ? "yes" : "no", second,
           found == 2   ? "stale"
@@ -360,7 +264,7 @@ static void pid_reuse(bool fast) {
   CHECK(mkdir(dir, 0700) == 0);
   setenv("NCCLTOP_DIR", dir, 1);
   viewer v;
-  CHECK(viewer_start(&v, dir, "200") == 0);
+  CHECK(viewer_start(&v, dir, "200", "2000"));
   pid_t old = spawn_publisher("before-kill", "", "");
   int first = wait_live_comm(&v, old, "before-kill", 30);
   kill(old, SIGKILL);
@@ -371,7 +275,7 @@ static void pid_reuse(bool fast) {
   int found = read_status(status);
   stop_publisher(pub);
   viewer_stop(&v);
-  rm_rf(base);
+  remove_dir(base);
   fprintf(stderr, "    %s reuse of pid %d: old seen %s, old marked ended %s, new seen %s\n",
           fast ? "fast" : "slow", (int)old, first >= 0 ? "yes" : "no", ended ? "yes" : "no",
           second >= 0 ? "yes"
@@ -440,12 +344,12 @@ static void a_stopped_viewer_shows_its_losses_when_resumed(void) {
   double t0 = now_s();
   double alone = wait_job(nt_sim_spawn(&c), t0, 120, &ok_alone);
   viewer v;
-  CHECK(viewer_start(&v, dir, "100") == 0);
+  CHECK(viewer_start(&v, dir, "100", "2000"));
   t0 = now_s();
   pid_t job = nt_sim_spawn(&c);
   bool attached = false;
   for (double end = now_s() + 30; !attached && now_s() < end;) {
-    cJSON *f = viewer_frame(&v, end - now_s());
+    cJSON *f = viewer_frame(&v, end);
     if (!f) break;
     attached = cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(f, "processes")) == 2;
     cJSON_Delete(f);
@@ -457,7 +361,7 @@ static void a_stopped_viewer_shows_its_losses_when_resumed(void) {
   /* The backlog the kernel and ZeroMQ kept arrives first, then the gap. */
   double lost = 0, unsent = -1;
   for (double end = now_s() + 10; lost <= 0 && now_s() < end;) {
-    cJSON *f = viewer_frame(&v, end - now_s());
+    cJSON *f = viewer_frame(&v, end);
     if (!f) break;
     const cJSON *p;
     cJSON_ArrayForEach(p, cJSON_GetObjectItemCaseSensitive(f, "processes")) {
@@ -475,7 +379,7 @@ static void a_stopped_viewer_shows_its_losses_when_resumed(void) {
   pid_t next = nt_sim_spawn(&c);
   bool sees_next = false;
   for (double end = now_s() + 30; !sees_next && now_s() < end;) {
-    cJSON *f = viewer_frame(&v, end - now_s());
+    cJSON *f = viewer_frame(&v, end);
     if (!f) break;
     const cJSON *p;
     cJSON_ArrayForEach(p, cJSON_GetObjectItemCaseSensitive(f, "processes")) {
@@ -487,7 +391,7 @@ static void a_stopped_viewer_shows_its_losses_when_resumed(void) {
   bool ok_next;
   wait_job(next, now_s(), 30, &ok_next);
   viewer_stop(&v);
-  rm_rf(dir);
+  remove_dir(dir);
   fprintf(stderr,
           "    job alone %.2fs; with a viewer stopped at %.2fs for 2.5s: %.2fs (%.2fx); resumed "
           "viewer: %.0f messages lost, unsent_messages %.0f\n",
@@ -593,11 +497,7 @@ int main(int argc, char **argv) {
   ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
   self[n > 0 ? n : 0] = '\0';
   if (argc == 5 && !strcmp(argv[1], "--publish")) return publisher_main(argv[2], argv[3], argv[4]);
-  char tmp[PATH_MAX];
-  snprintf(tmp, sizeof tmp, "%s", self);
-  snprintf(bindir, sizeof bindir, "%s/..", dirname(tmp));
-  snprintf(nccltop, sizeof nccltop, "%s/nccltop", bindir);
-  snprintf(plugin, sizeof plugin, "%s/libnccl-profiler-nccltop.so", bindir);
+  scenario_init();
   TEST_RUN(a_publisher_replaced_under_the_same_socket_name_is_picked_up);
   if (can_choose_pids()) {
     TEST_RUN(a_killed_publishers_pid_reused_at_once_is_picked_up);

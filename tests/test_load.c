@@ -16,42 +16,15 @@
  * stops reading, loses publishers or grows without bound fails; a slow
  * machine does not): the figures are printed, never compared with a goal.
  */
-#include <cjson/cJSON.h>
-#include <dirent.h>
-#include <libgen.h>
-#include <limits.h>
-#include <signal.h>
-#include <stdbool.h>
-#include <stdlib.h>
 #include <string.h>
-#include <sys/select.h>
-#include <sys/wait.h>
-#include <time.h>
-#include <unistd.h>
 
-#include "testlib.h"
+#include "scenario_harness.h"
 #include "vterm_harness.h"
-#include "../sim/sim.h"
 
-static char bindir[PATH_MAX], nccltop[PATH_MAX + 16], plugin[PATH_MAX + 64];
 static char dir[] = "/tmp/nccltop-loadtest-XXXXXX";
 static int ranks = 256;
 static double window_s = 8;
 static pid_t job = -1;
-
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static int count_sockets(void) {
-  DIR *d = opendir(dir);
-  int n = 0;
-  for (struct dirent *e; d && (e = readdir(d));) n += strstr(e->d_name, ".sock") != NULL;
-  if (d) closedir(d);
-  return n;
-}
 
 static long proc_kb(pid_t pid, const char *key) {
   char path[64], line[256];
@@ -89,43 +62,6 @@ static void quiet_asan_quarantine(void) {
 /* ---- batch ---- */
 
 typedef struct {
-  pid_t pid;
-  int fd;
-  char *buf;
-  size_t len, cap;
-} viewer;
-
-static cJSON *next_frame(viewer *v, double timeout_s) {
-  for (double end = now_s() + timeout_s;;) {
-    char *nl = v->len ? memchr(v->buf, '\n', v->len) : NULL;
-    if (nl) {
-      size_t n = (size_t)(nl - v->buf);
-      cJSON *j = cJSON_ParseWithLength(v->buf, n);
-      memmove(v->buf, nl + 1, v->len - n - 1);
-      v->len -= n + 1;
-      if (j) return j;
-      continue;
-    }
-    double left = end - now_s();
-    if (left <= 0) return NULL;
-    fd_set rd;
-    FD_ZERO(&rd);
-    FD_SET(v->fd, &rd);
-    struct timeval tv = {0, left > 0.1 ? 100000 : (long)(left * 1e6)};
-    if (select(v->fd + 1, &rd, NULL, NULL, &tv) <= 0) continue;
-    if (v->len == v->cap) return NULL;
-    ssize_t r = read(v->fd, v->buf + v->len, v->cap - v->len);
-    if (r <= 0) return NULL;
-    v->len += (size_t)r;
-  }
-}
-
-static double num(const cJSON *o, const char *key) {
-  const cJSON *n = cJSON_GetObjectItemCaseSensitive(o, key);
-  return cJSON_IsNumber(n) ? n->valuedouble : -1;
-}
-
-typedef struct {
   int procs, stale, ended;
   double lost, time, messages;
 } frame_info;
@@ -143,27 +79,13 @@ static frame_info info_of(const cJSON *f) {
 }
 
 static void batch_viewer_keeps_every_publisher_on_time(void) {
-  int fds[2];
-  CHECK(pipe(fds) == 0);
-  viewer v = {.cap = 64u << 20};
-  v.buf = malloc(v.cap);
-  CHECK(v.buf != NULL);
-  fflush(NULL);
+  viewer v;
   double t0 = now_s();
-  v.pid = fork();
-  if (v.pid == 0) {
-    dup2(fds[1], 1);
-    close(fds[0]);
-    close(fds[1]);
-    execl(nccltop, nccltop, "-b", "--json", "--dir", dir, (char *)NULL); /* -d 500 */
-    _exit(127);
-  }
-  close(fds[1]);
-  v.fd = fds[0];
+  CHECK(viewer_start(&v, dir, "500", "2000")); /* the defaults */
   /* Until every publisher is in a frame, live. */
   double all_at = -1;
   for (double end = now_s() + 30 + ranks / 10.0; all_at < 0 && now_s() < end;) {
-    cJSON *f = next_frame(&v, end - now_s());
+    cJSON *f = viewer_frame(&v, end);
     if (!f) break;
     frame_info i = info_of(f);
     if (i.procs == ranks && i.stale == 0) all_at = now_s() - t0;
@@ -171,14 +93,14 @@ static void batch_viewer_keeps_every_publisher_on_time(void) {
   }
   /* One more second for every process's second snapshot buffer, then the
    * measured window. */
-  for (double end = now_s() + 1; all_at >= 0 && now_s() < end;) cJSON_Delete(next_frame(&v, 1));
+  for (double end = now_s() + 1; all_at >= 0 && now_s() < end;) cJSON_Delete(viewer_frame(&v, end));
   long rss0 = proc_kb(v.pid, "VmRSS");
   double cpu0 = proc_cpu_s(v.pid), w0 = now_s();
   int frames = 0, fewest = ranks, most_stale = 0, frames_with_stale = 0, ended = 0;
   double max_gap = 0, last_arrival = w0, first_t = -1, last_t = 0, first_m = 0, last_m = 0;
   double lost0 = -1, lost = 0;
   while (all_at >= 0 && now_s() - w0 < window_s) {
-    cJSON *f = next_frame(&v, 10);
+    cJSON *f = viewer_frame(&v, now_s() + 10);
     double at = now_s();
     if (!f) {
       max_gap = 1e9;
@@ -199,10 +121,7 @@ static void batch_viewer_keeps_every_publisher_on_time(void) {
   }
   double cpu = proc_cpu_s(v.pid) - cpu0, wall = now_s() - w0;
   long rss1 = proc_kb(v.pid, "VmRSS"), hwm = proc_kb(v.pid, "VmHWM");
-  kill(v.pid, SIGKILL);
-  waitpid(v.pid, NULL, 0);
-  close(v.fd);
-  free(v.buf);
+  viewer_stop(&v);
   double rate = last_t > first_t ? (last_m - first_m) / (last_t - first_t) : 0;
   fprintf(stderr,
           "    %d publishers: all live in a frame after %.1f s; over %.1f s: %d frames (every "
@@ -267,50 +186,32 @@ static void interactive_viewer_answers_keys_under_load(void) {
 }
 
 int main(void) {
-  char exe[PATH_MAX];
-  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-  exe[n > 0 ? n : 0] = '\0';
-  snprintf(bindir, sizeof bindir, "%s/..", dirname(exe));
-  snprintf(nccltop, sizeof nccltop, "%s/nccltop", bindir);
-  snprintf(plugin, sizeof plugin, "%s/libnccl-profiler-nccltop.so", bindir);
+  scenario_init();
   const char *e = getenv("NCCLTOP_LOAD_RANKS");
   if (e && atoi(e) > 0) ranks = atoi(e) > 1024 ? 1024 : atoi(e);
   if ((e = getenv("NCCLTOP_LOAD_SECONDS")) && atof(e) > 0) window_s = atof(e);
   if (!mkdtemp(dir)) return perror("mkdtemp"), 1;
   quiet_asan_quarantine();
   nt_sim_config c;
-  nt_sim_defaults(&c);
+  base_config(&c, dir);
   c.ranks = ranks;
-  c.comms = 1;
   c.channels = 4;
   c.steps = 4;
   c.iterations = 5;
   c.deterministic = true;
   c.linger_s = 600;
-  c.plugin = plugin;
-  c.dir = dir;
-  c.interval_ms = 100;
-  c.quiet = true;
+  c.interval_ms = 100; /* the plugin's default */
   job = nt_sim_spawn(&c);
   double t0 = now_s();
-  while (job > 0 && count_sockets() < ranks && now_s() - t0 < 60 + ranks / 5.0) usleep(100000);
-  fprintf(stderr, "    %d of %d ranks publishing after %.1f s\n", count_sockets(), ranks,
-          now_s() - t0);
-  if (count_sockets() == ranks) {
+  if (job > 0 && wait_endpoints(dir, ranks, 60 + ranks / 5.0)) {
+    fprintf(stderr, "    %d of %d ranks publishing after %.1f s\n", ranks, ranks, now_s() - t0);
     TEST_RUN(batch_viewer_keeps_every_publisher_on_time);
     TEST_RUN(interactive_viewer_answers_keys_under_load);
   } else {
     tl_failed++;
     fprintf(stderr, "FAIL the simulated job did not start\n");
   }
-  if (job > 0) {
-    kill(-job, SIGTERM);
-    for (int i = 0; i < 1000 && waitpid(job, NULL, WNOHANG) == 0; i++) usleep(20000);
-    kill(-job, SIGKILL);
-    waitpid(job, NULL, WNOHANG);
-  }
-  char cmd[128];
-  snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-  if (system(cmd) != 0) fprintf(stderr, "    could not remove %s\n", dir);
+  stop_group(&job);
+  remove_dir(dir);
   return TEST_DONE();
 }

@@ -5,60 +5,8 @@
  * (algorithm and protocol by size, the phase table), the environment view (a
  * variable that differs between ranks, highlighted, with the outlier; after a
  * restart, what changed), and the event classes on the help view. */
-#include <dirent.h>
-#include <libgen.h>
-#include <limits.h>
-
-#include "testlib.h"
+#include "scenario_harness.h"
 #include "vterm_harness.h"
-#include "../sim/sim.h"
-
-static char bindir[PATH_MAX], nccltop[PATH_MAX + 16], plugin[PATH_MAX + 64];
-
-static void stop_group(pid_t *pid) {
-  if (*pid <= 0) return;
-  kill(-*pid, SIGTERM);
-  double end = vt_now() + 5;
-  while (vt_now() < end && waitpid(*pid, NULL, WNOHANG) == 0) usleep(10000);
-  if (waitpid(*pid, NULL, WNOHANG) == 0) {
-    kill(-*pid, SIGKILL);
-    waitpid(*pid, NULL, 0);
-  }
-  *pid = -1;
-}
-
-static void remove_dir(const char *dir) {
-  char cmd[PATH_MAX + 16];
-  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-  if (system(cmd) != 0) fprintf(stderr, "    could not remove %s\n", dir);
-}
-
-/* Waits until `n` publishers' endpoints (<pid>.sock) are in dir. */
-static bool wait_endpoints(const char *dir, int n, double seconds) {
-  double end = vt_now() + seconds;
-  do {
-    int found = 0;
-    DIR *d = opendir(dir);
-    for (struct dirent *e; d && (e = readdir(d));) {
-      size_t len = strlen(e->d_name);
-      found += len > 5 && !strcmp(e->d_name + len - 5, ".sock");
-    }
-    if (d) closedir(d);
-    if (found >= n) return true;
-    usleep(20000);
-  } while (vt_now() < end);
-  fprintf(stderr, "    fewer than %d endpoints in %s\n", n, dir);
-  return false;
-}
-
-static void base_config(nt_sim_config *c, const char *dir) {
-  nt_sim_defaults(c);
-  c->comms = 1;
-  c->plugin = plugin;
-  c->dir = dir;
-  c->interval_ms = 50;
-  c->quiet = true;
-}
 
 /* ---- reading the screen by line ---- */
 
@@ -482,15 +430,7 @@ static void monitor_started_before_the_job(void) {
 }
 
 int main(void) {
-  char exe[PATH_MAX];
-  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-  exe[n > 0 ? n : 0] = '\0';
-  snprintf(bindir, sizeof bindir, "%s/..", dirname(exe));
-  snprintf(nccltop, sizeof nccltop, "%s/nccltop", bindir);
-  snprintf(plugin, sizeof plugin, "%s/libnccl-profiler-nccltop.so", bindir);
-  unsetenv("NCCL_ALGO");
-  unsetenv("NCCL_PROTO");
-  unsetenv("NCCLTOP_EVENTS");
+  scenario_init();
   unsetenv("NO_COLOR");
   TEST_RUN(stalled_rank_on_the_overview);
   TEST_RUN(collectives_environment_help_and_restart);
