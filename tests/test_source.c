@@ -267,6 +267,33 @@ static void connect_endpoints_are_subscribed_too(void) {
   remove_dir(dir);
 }
 
+/* A --connect address nobody answers on: said once, not a bad message. */
+static void a_silent_connect_endpoint_is_noted_once(void) {
+  char dir[] = "/tmp/nccltop-src-XXXXXX", nobody[128];
+  CHECK(mkdtemp(dir) != NULL);
+  snprintf(nobody, sizeof nobody, "ipc://%s/nobody", dir);
+  nt_options o;
+  nt_options_defaults(&o);
+  o.dir = dir;
+  o.connect[o.nconnect++] = nobody;
+  char err[256];
+  nt_model *m = nt_model_new();
+  nt_source *src = nt_source_open(&o, err, sizeof err);
+  CHECK(m && src);
+  double t0 = nt_now_s();
+  while (nt_now_s() - t0 < 2.0) nt_source_poll(src, m, 50);
+  CHECK(nt_model_nerrors(m) == 0); /* not yet: a publisher may be slow to answer */
+  while (nt_now_s() - t0 < 5.5) nt_source_poll(src, m, 50);
+  CHECK(nt_model_nerrors(m) == 1); /* once, however long it stays silent */
+  CHECK_STR(nt_model_error_at(m, 0)->source, nobody);
+  CHECK(strstr(nt_model_error_at(m, 0)->text, "nothing received") != NULL);
+  CHECK_EQ_U64(nt_model_total_bad(m), 0);
+  CHECK(nt_source_nendpoints(src) == 1); /* still connected, still trying */
+  nt_source_close(src);
+  nt_model_free(m);
+  remove_dir(dir);
+}
+
 static void a_refused_directory_is_noted_once_not_as_a_bad_message(void) {
   char base[] = "/tmp/nccltop-src-XXXXXX", dir[128];
   CHECK(mkdtemp(base) != NULL);
@@ -322,6 +349,7 @@ int main(void) {
   TEST_RUN(bad_messages_are_reported_and_good_publishers_kept);
   TEST_RUN(a_dead_publisher_is_dropped_and_its_data_kept_as_ended);
   TEST_RUN(connect_endpoints_are_subscribed_too);
+  TEST_RUN(a_silent_connect_endpoint_is_noted_once);
   TEST_RUN(a_refused_directory_is_noted_once_not_as_a_bad_message);
   TEST_RUN(poll_returns_within_its_timeout);
   return TEST_DONE();

@@ -21,11 +21,16 @@
  * bounds the memory a stalled viewer holds. */
 #define RCVHWM        100
 #define SCAN_PERIOD_S 1.0
+/* A publisher answers a new subscriber with a full snapshot at once, so a
+ * --connect endpoint silent this long has nobody (reachable) behind it. */
+#define CONNECT_SILENT_S 3.0
 
 typedef struct {
   void *sock;
   uint32_t pid; /* 0 for --connect endpoints */
   bool seen;    /* still in the directory at the last scan */
+  bool heard, silence_noted;
+  double since_s; /* connected at */
   char endpoint[160];
 } endpoint;
 
@@ -91,6 +96,7 @@ static endpoint *add_endpoint(nt_source *s, nt_model *m, const char *addr, uint3
   e->sock = sock;
   e->pid = pid;
   e->seen = true;
+  e->since_s = nt_now_s();
   snprintf(e->endpoint, sizeof e->endpoint, "%s", addr);
   return e;
 }
@@ -212,6 +218,19 @@ static void scan(nt_source *s, nt_model *m) {
   drop_gone(s, m);
 }
 
+/* Says once of each --connect endpoint that nothing came from it; ZeroMQ
+ * keeps reconnecting, and its data shows as soon as a publisher answers. */
+static void note_silent_connects(nt_source *s, nt_model *m, double now) {
+  for (uint32_t i = 0; i < s->neps; i++) {
+    endpoint *e = &s->eps[i];
+    if (e->pid || e->heard || e->silence_noted || now - e->since_s < CONNECT_SILENT_S) continue;
+    e->silence_noted = true;
+    note(m, e->endpoint, false,
+         "nothing received in %.0f s: no publisher there, or not reachable (still trying)",
+         CONNECT_SILENT_S);
+  }
+}
+
 static bool topic_is(const zmq_msg_t *t, const char *name) {
   size_t n = strlen(name);
   return zmq_msg_size((zmq_msg_t *)t) == n && memcmp(zmq_msg_data((zmq_msg_t *)t), name, n) == 0;
@@ -263,6 +282,7 @@ static bool receive(nt_source *s, endpoint *e, nt_model *m) {
     zmq_msg_close(&topic);
     return false;
   }
+  e->heard = true;
   zmq_msg_init(&body);
   unsigned frames = 1;
   for (bool more = zmq_msg_more(&topic); more; frames++) {
@@ -302,6 +322,7 @@ int nt_source_poll(nt_source *s, nt_model *m, int timeout_ms) {
   }
   if (start >= s->next_scan_s) {
     scan(s, m);
+    note_silent_connects(s, m, start);
     s->next_scan_s = start + SCAN_PERIOD_S;
   }
   if (s->neps == 0) {
