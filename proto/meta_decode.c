@@ -12,8 +12,6 @@
 
 #include "nccltop_proto.h"
 
-#define PID_MAX_ACCEPTED 0x7fffffff /* pid_t is an int */
-
 static int fail(char *err, size_t errlen, const char *fmt, ...) {
   if (err && errlen) {
     va_list ap;
@@ -212,7 +210,7 @@ int nt_hello_decode(const char *json, size_t len, nt_hello *h, char *err, size_t
   int rc = -1;
   if (check_header(o, "hello", &h->major, &h->minor, what, err, errlen) ||
       get_str(o, "host", h->host, sizeof h->host, false, what, err, errlen) ||
-      get_int(o, "pid", 1, PID_MAX_ACCEPTED, &pid, what, err, errlen) ||
+      get_int(o, "pid", 1, NT_PID_MAX, &pid, what, err, errlen) ||
       get_str(o, "nccl_version", h->nccl_version, sizeof h->nccl_version, true, what, err,
               errlen) ||
       get_str(o, "plugin_version", h->plugin_version, sizeof h->plugin_version, true, what, err,
@@ -245,7 +243,7 @@ int nt_comm_decode(const char *json, size_t len, nt_comm_info *c, char *err, siz
   char hash[32];
   int rc = -1;
   if (check_header(o, "comm", &major, &minor, what, err, errlen) ||
-      get_int(o, "pid", 1, PID_MAX_ACCEPTED, &pid, what, err, errlen) ||
+      get_int(o, "pid", 1, NT_PID_MAX, &pid, what, err, errlen) ||
       get_str(o, "hash", hash, sizeof hash, false, what, err, errlen) ||
       get_str(o, "name", c->name, sizeof c->name, true, what, err, errlen) ||
       get_int(o, "rank", -1, 1 << 24, &rank, what, err, errlen) ||

@@ -25,9 +25,10 @@
 /* Documented limits: decoders reject anything larger. */
 #define NT_MAX_MESSAGE_BYTES (4u << 20)
 #define NT_MAX_JSON_BYTES    (256u << 10)
-#define NT_MAX_HOST          64 /* bytes of a host name, without the NUL */
-#define NT_MAX_NAME          64 /* bytes of a communicator name */
-#define NT_MAX_COMMS         64 /* communicators in one snapshot */
+#define NT_MAX_HOST          64       /* bytes of a host name, without the NUL */
+#define NT_PID_MAX           4194304u /* Linux's PID_MAX_LIMIT: no pid is larger */
+#define NT_MAX_NAME          64       /* bytes of a communicator name */
+#define NT_MAX_COMMS         64       /* communicators in one snapshot */
 #define NT_MAX_PROXY_THREADS 256
 #define NT_MAX_CHANNEL_ROWS  8192
 #define NT_MAX_KERNEL_ROWS   4096

@@ -397,6 +397,8 @@ static int decode(const uint8_t *buf, size_t len, nt_snapshot *s, char *err, siz
   s->final = flags & 1; /* other bits: a newer minor's flags */
   s->seq = nt_get64(&c);
   s->pid = nt_get32(&c);
+  if (s->pid == 0 || s->pid > NT_PID_MAX)
+    return nt_wire_fail(err, errlen, "pid %u is not a process id (1..%u)", s->pid, NT_PID_MAX);
   s->interval_ms = nt_get32(&c);
   s->mono_ns = nt_get64(&c);
   s->wall_ns = nt_get64(&c);

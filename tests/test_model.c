@@ -445,6 +445,51 @@ static void a_bad_topology_keeps_the_one_we_had(void) {
   nt_model_free(m);
 }
 
+/* Two sources with different files: the first stays shown (no flipping),
+ * the other is held for the user to pick; the shown source's new version
+ * replaces it; a bad file sent again is neither parsed nor noted again. */
+static void topologies_stay_put_until_picked_and_bad_ones_are_noted_once(void) {
+  nt_model *m = nt_model_new();
+  CHECK(m != NULL);
+  const char *a = "<system version=\"1\"><cpu numaid=\"0\" arch=\"arm64\"/></system>";
+  const char *b = "<system version=\"1\"><cpu numaid=\"1\" arch=\"arm64\"/></system>";
+  const char *a2 = "<system version=\"1\"><cpu numaid=\"2\" arch=\"arm64\"/></system>";
+  const char *src = NULL;
+  uint32_t shown = 9;
+  CHECK(nt_model_set_topology(m, a, strlen(a), "ep1", 1.0) == 0);
+  uint32_t gen = nt_model_topology_generation(m);
+  for (int i = 0; i < 5; i++) { /* both re-sent every few seconds */
+    CHECK(nt_model_set_topology(m, b, strlen(b), "ep2", 2.0 + i) == 0);
+    CHECK(nt_model_set_topology(m, a, strlen(a), "ep1", 2.5 + i) == 0);
+  }
+  nt_model_topology(m, &src);
+  CHECK_STR(src, "ep1");
+  CHECK(nt_model_topology_generation(m) == gen);
+  CHECK(nt_model_topology_count(m, &shown) == 2 && shown == 0);
+  CHECK(nt_model_set_topology(m, a2, strlen(a2), "ep1", 8.0) == 0); /* ep1's file rewritten */
+  CHECK(nt_model_topology_generation(m) == gen + 1);
+  CHECK(nt_model_topology_count(m, &shown) == 2 && shown == 0);
+  CHECK(nt_model_topology_pick(m, 1) == 1);
+  nt_model_topology(m, &src);
+  CHECK_STR(src, "ep2");
+  CHECK(nt_model_topology_pick(m, -1) == 0);
+  CHECK(nt_model_topology_generation(m) == gen + 3);
+  for (int i = 0; i < 5; i++) CHECK(nt_model_set_topology(m, "<system", 7, "ep3", 9.0 + i) == -1);
+  CHECK(nt_model_nerrors(m) == 1);
+  /* Past the table: refused, noted once, what is held unchanged. */
+  char x[128];
+  for (int i = 0; i < 12; i++) {
+    int n = snprintf(x, sizeof x,
+                     "<system version=\"1\"><cpu numaid=\"%d\" arch=\"arm64\"/></system>", 10 + i);
+    char name[16];
+    snprintf(name, sizeof name, "x%d", i);
+    nt_model_set_topology(m, x, (size_t)n, name, 20.0 + i);
+  }
+  CHECK(nt_model_topology_count(m, &shown) == 8 && shown == 0);
+  CHECK(nt_model_nerrors(m) == 2);
+  nt_model_free(m);
+}
+
 int main(void) {
   TEST_RUN(rates_and_shares_are_exact_over_the_last_interval);
   TEST_RUN(rows_are_matched_by_key_not_by_position);
@@ -461,5 +506,6 @@ int main(void) {
   TEST_RUN(hostile_strings_are_sanitized_on_arrival);
   TEST_RUN(communicator_names_beyond_the_table_replace_gone_ones);
   TEST_RUN(a_bad_topology_keeps_the_one_we_had);
+  TEST_RUN(topologies_stay_put_until_picked_and_bad_ones_are_noted_once);
   return TEST_DONE();
 }

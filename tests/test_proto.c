@@ -69,6 +69,7 @@ static void snapshot_round_trip_keeps_every_field(void) {
 static void largest_snapshot_fits_the_message_limit(void) {
   nt_snapshot *s = nt_snapshot_new(), *d = nt_snapshot_new();
   CHECK(s && d);
+  s->pid = 1;
   memset(s->host, 'h', NT_MAX_HOST);
   s->host[NT_MAX_HOST] = '\0';
   s->ncomms = NT_MAX_COMMS;
@@ -236,6 +237,16 @@ static void header_fields_are_checked(void) {
   build(&wb, s, &l);
   wb.n = 30;
   CHECK_DECODE_ERR(d, "truncated header (30 bytes)");
+  /* No process has pid 0, or one above Linux's PID_MAX_LIMIT. */
+  build(&wb, s, &l);
+  patch(&wb, 20, 0, 4);
+  CHECK_DECODE_ERR(d, "pid 0 is not a process id (1..4194304)");
+  build(&wb, s, &l);
+  patch(&wb, 20, NT_PID_MAX + 1, 4);
+  CHECK_DECODE_ERR(d, "pid 4194305 is not a process id (1..4194304)");
+  build(&wb, s, &l);
+  patch(&wb, 20, NT_PID_MAX, 4);
+  CHECK(nt_snapshot_decode(wb.b, wb.n, d, NULL, 0) == 0 && d->pid == NT_PID_MAX);
   nt_snapshot_free(s);
   nt_snapshot_free(d);
 }

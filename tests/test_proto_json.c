@@ -85,7 +85,7 @@ static void hello_at_every_limit_round_trips(void) {
   memset(hello.host, 'h', NT_MAX_HOST);
   memset(hello.nccl_version, '9', sizeof hello.nccl_version - 1);
   memset(hello.plugin_version, 'p', sizeof hello.plugin_version - 1);
-  hello.pid = 0x7fffffff;
+  hello.pid = NT_PID_MAX;
   hello.nenv = NT_MAX_ENV;
   for (int i = 0; i < NT_MAX_ENV; i++) {
     memset(hello.env[i].name, 'N', NT_MAX_ENV_NAME); /* 64 bytes, distinct */
@@ -134,7 +134,7 @@ static void comm_round_trip_keeps_every_field(void) {
   static const uint64_t hashes[] = {0, 0xfedcba9876543210ull, UINT64_MAX};
   for (size_t i = 0; i < 3; i++) {
     nt_comm_info c = {
-        .pid = 0x7fffffff, .comm_hash = hashes[i], .rank = -1, .nranks = 1 << 24, .nnodes = 0};
+        .pid = NT_PID_MAX, .comm_hash = hashes[i], .rank = -1, .nranks = 1 << 24, .nnodes = 0};
     memset(c.name, 'n', NT_MAX_NAME);
     c.name[0] = '"';
     c.name[1] = '\x1b';
@@ -147,7 +147,7 @@ static void comm_round_trip_keeps_every_field(void) {
     if (rc) fprintf(stderr, "    %s\n", err);
     CHECK(rc == 0);
     CHECK_EQ_U64(cb.comm_hash, hashes[i]);
-    CHECK_EQ_U64(cb.pid, 0x7fffffff);
+    CHECK_EQ_U64(cb.pid, NT_PID_MAX);
     CHECK(cb.rank == -1 && cb.nranks == 1 << 24 && cb.nnodes == 0);
     CHECK_STR(cb.name, c.name);
   }
@@ -254,6 +254,7 @@ static void hostile_hello_fields_are_rejected_by_name(void) {
       {"pid", "0", "field \"pid\" out of range"},
       {"pid", "-1", "field \"pid\" out of range"},
       {"pid", "2147483648", "field \"pid\" out of range"},
+      {"pid", "4194305", "field \"pid\" out of range"}, /* above PID_MAX_LIMIT */
       {"pid", "1e400", "field \"pid\" out of range"},
       {"pid", "1.5", "field \"pid\" is not an integer"},
       {"pid", NULL, "field \"pid\" missing"},
@@ -317,6 +318,8 @@ static void hostile_comm_fields_are_rejected_by_name(void) {
       {"v", "\"3.1\"", "comm: unsupported protocol major version 3 (this nccltop reads 1)"},
       {"type", "\"hello\"", "field \"type\" is not \"comm\""},
       {"pid", "\"1\"", "field \"pid\" is not a number"},
+      {"pid", "0", "field \"pid\" out of range"},
+      {"pid", "4194305", "field \"pid\" out of range"},
       {"hash", "\"00000000000000f\"", "field \"hash\" is not 16 hex digits"},
       {"hash", "\"000000000000000ff\"", "is not 16 hex digits"},
       {"hash", "\"0x000000000000ff\"", "is not 16 hex digits"},

@@ -45,6 +45,13 @@ static void sanitize_escapes_controls_and_invalid_utf8(void) {
        3, "\\xE2\\x82A"},                /* interrupted */
       {"\xe2\x82\xac", 2, "\\xE2\\x82"}, /* srclen cuts the sequence */
       {"ab\0\x1b", 4, "ab"},             /* a NUL ends the text */
+      {"a\xe2\x80\xae"
+       "b",
+       5, "a\\xE2\\x80\\xAEb"}, /* RLO: reorders the line */
+      {"\xe2\x80\xaa\xe2\x80\xad", 6, "\\xE2\\x80\\xAA\\xE2\\x80\\xAD"}, /* LRE, LRO */
+      {"\xe2\x81\xa6\xe2\x81\xa9", 6, "\\xE2\\x81\\xA6\\xE2\\x81\\xA9"}, /* LRI, PDI */
+      {"\xe2\x80\xa9\xe2\x80\xaf\xe2\x81\xa5", 9,
+       "\xe2\x80\xa9\xe2\x80\xaf\xe2\x81\xa5"}, /* neighbours kept */
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     nt_sanitize(cases[i].in, cases[i].len, out, sizeof out);

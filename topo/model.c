@@ -4,7 +4,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "internal.h"
 
@@ -31,35 +33,66 @@ nt_topo *nt_topo_load_buffer(const char *xml, size_t len, const char *name, char
   return t;
 }
 
-nt_topo *nt_topo_load_file(const char *path, char *err, size_t errlen) {
+/* Opened without blocking and read only when it is a regular file: a FIFO
+ * (whose open would wait for a writer), a device or a directory is refused
+ * at once with its kind named. */
+static const char *file_kind(mode_t mode) {
+  return S_ISFIFO(mode)   ? "a FIFO"
+         : S_ISCHR(mode)  ? "a character device"
+         : S_ISBLK(mode)  ? "a block device"
+         : S_ISDIR(mode)  ? "a directory"
+         : S_ISSOCK(mode) ? "a socket"
+                          : "not a regular file";
+}
+
+char *nt_topo_read_file(const char *path, size_t *len, char *err, size_t errlen) {
   char clean[256];
   topo_sanitize(path, clean, sizeof clean);
-  FILE *f = fopen(path, "rb");
-  if (!f) {
+  int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+  if (fd < 0) {
     snprintf(err, errlen, "%s: %s", clean, strerror(errno));
     return NULL;
   }
   struct stat st;
-  if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
-    fclose(f);
-    snprintf(err, errlen, "%s: not a regular file", clean);
+  if (fstat(fd, &st) != 0) {
+    snprintf(err, errlen, "%s: %s", clean, strerror(errno));
+    close(fd);
+    return NULL;
+  }
+  if (!S_ISREG(st.st_mode)) {
+    snprintf(err, errlen, "%s: %s; only a regular file is read", clean, file_kind(st.st_mode));
+    close(fd);
     return NULL;
   }
   if ((unsigned long long)st.st_size > XML_MAX_BYTES) {
-    fclose(f);
+    close(fd);
     snprintf(err, errlen, "%s: %lld bytes; topology files are limited to %u", clean,
              (long long)st.st_size, XML_MAX_BYTES);
     return NULL;
   }
-  char *buf = malloc((size_t)st.st_size + 1);
-  size_t n = buf ? fread(buf, 1, (size_t)st.st_size, f) : 0;
-  bool bad = !buf || ferror(f) || n != (size_t)st.st_size;
-  fclose(f);
-  if (bad) {
+  size_t want = (size_t)st.st_size, n = 0;
+  char *buf = malloc(want + 1);
+  while (buf && n < want) {
+    ssize_t r = read(fd, buf + n, want - n);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) break; /* an error, or the file shrank meanwhile */
+    n += (size_t)r;
+  }
+  close(fd);
+  if (!buf || n != want) {
     free(buf);
-    snprintf(err, errlen, "%s: cannot read it", clean);
+    snprintf(err, errlen, "%s: %s", clean, buf ? "cannot read it" : "out of memory");
     return NULL;
   }
+  buf[n] = '\0';
+  *len = n;
+  return buf;
+}
+
+nt_topo *nt_topo_load_file(const char *path, char *err, size_t errlen) {
+  size_t n = 0;
+  char *buf = nt_topo_read_file(path, &n, err, errlen);
+  if (!buf) return NULL;
   nt_topo *t = nt_topo_load_buffer(buf, n, path, err, errlen);
   free(buf);
   return t;

@@ -121,6 +121,10 @@ int nt_topo_gdr_level(const nt_topo_env *e);
 
 /* Loads NCCL's topology XML. NULL with "FILE:LINE: problem" in err. */
 nt_topo *nt_topo_load_file(const char *path, char *err, size_t errlen);
+/* The file's bytes (NUL-terminated, *len without the NUL; the caller frees)
+ * if it is a regular file within the size limit; NULL with the reason in
+ * err otherwise. Never blocks on a FIFO or a device. */
+char *nt_topo_read_file(const char *path, size_t *len, char *err, size_t errlen);
 nt_topo *nt_topo_load_buffer(const char *xml, size_t len, const char *name, char *err,
                              size_t errlen);
 void nt_topo_free(nt_topo *t);

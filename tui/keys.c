@@ -43,6 +43,7 @@ const nt_key_binding nt_keys[] = {
     {KEY_F(6), "F6 > <", "next / previous sort: rank, stalled first, host", NT_ACT_SORT_NEXT},
     {'>', NULL, NULL, NT_ACT_SORT_NEXT},
     {'<', NULL, NULL, NT_ACT_SORT_PREV},
+    {'t', "t", "topology: show the next one received (publishers sent several)", NT_ACT_TOPO_NEXT},
     {'p', "p", "topology what-if: NCCL_P2P_DISABLE=1 on/off", NT_ACT_WHATIF_P2P},
     {'l', "l", "topology what-if: next NCCL_P2P_LEVEL", NT_ACT_WHATIF_P2P_LEVEL},
     {'g', "g", "topology what-if: next NCCL_NET_GDR_LEVEL", NT_ACT_WHATIF_GDR_LEVEL},

@@ -16,8 +16,6 @@
 #include "../topo/topo.h"
 #include "viewer.h"
 
-#define TOPOLOGY_MAX_BYTES (16u << 20)
-
 static volatile pid_t demo_sim; /* the demo's simulator (its process group) */
 
 /* The first SIGINT/SIGTERM asks the running loop to stop (so the demo's
@@ -70,23 +68,15 @@ static int run_batch(nt_model *m, nt_source *src, const nt_options *o) {
 }
 
 static int load_topology(nt_model *m, const char *path) {
-  FILE *f = fopen(path, "rb");
-  if (!f) {
-    fprintf(stderr, "nccltop: %s: %s\n", path, strerror(errno));
+  char err[512];
+  size_t n = 0;
+  char *buf = nt_topo_read_file(path, &n, err, sizeof err);
+  if (!buf) {
+    fprintf(stderr, "nccltop: %s\n", err);
     return -1;
   }
-  char *buf = malloc(TOPOLOGY_MAX_BYTES + 1);
-  size_t n = buf ? fread(buf, 1, TOPOLOGY_MAX_BYTES + 1, f) : 0;
-  bool bad = !buf || ferror(f) || n > TOPOLOGY_MAX_BYTES;
-  fclose(f);
-  int rc = -1;
-  if (bad)
-    fprintf(stderr, "nccltop: %s: %s\n", path,
-            !buf                     ? "out of memory"
-            : n > TOPOLOGY_MAX_BYTES ? "larger than 16 MiB"
-                                     : "read error");
-  else if ((rc = nt_model_set_topology(m, buf, n, path, nt_now_s())) != 0)
-    fprintf(stderr, "nccltop: %s\n", nt_model_error_at(m, 0)->text);
+  int rc = nt_model_set_topology(m, buf, n, path, nt_now_s());
+  if (rc != 0) fprintf(stderr, "nccltop: %s\n", nt_model_error_at(m, 0)->text);
   free(buf);
   return rc;
 }

@@ -38,7 +38,7 @@ static void proc_free(proc_slot *p) {
 void nt_model_free(nt_model *m) {
   if (!m) return;
   nt_runs_free(m);
-  nt_topo_free(m->topo);
+  nt_model_topologies_free(m);
   for (uint32_t i = 0; i < m->nprocs; i++) proc_free(m->procs[i]);
   free(m);
 }
@@ -574,39 +574,4 @@ int nt_model_channel_dominant_wait(const nt_model_process *p, const nt_channel_r
 bool nt_model_channel_stalled(const nt_channel_row *row, uint32_t stall_ms) {
   return row->ops_started > row->ops_done && row->progress_age_ns != UINT64_MAX &&
          row->progress_age_ns >= (uint64_t)stall_ms * 1000000ull;
-}
-
-/* ---- topology ---- */
-
-static uint64_t fnv1a(const char *p, size_t n) {
-  uint64_t h = 1469598103934665603ull;
-  for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)p[i]) * 1099511628211ull;
-  return h;
-}
-
-int nt_model_set_topology(nt_model *m, const char *xml, size_t len, const char *source,
-                          double now_s) {
-  uint64_t h = fnv1a(xml, len);
-  if (m->topo && h == m->topo_hash) return 0;
-  char err[512];
-  nt_topo *t = nt_topo_load_buffer(xml, len, source, err, sizeof err);
-  if (!t) {
-    nt_model_note_error(m, source, err, now_s);
-    return -1;
-  }
-  nt_topo_free(m->topo);
-  m->topo = t;
-  m->topo_hash = h;
-  m->topo_generation++;
-  nt_sanitize(source, strlen(source), m->topo_source, sizeof m->topo_source);
-  return 0;
-}
-
-nt_topo *nt_model_topology(nt_model *m, const char **source) {
-  if (source) *source = m->topo_source;
-  return m->topo;
-}
-
-uint32_t nt_model_topology_generation(const nt_model *m) {
-  return m->topo_generation;
 }

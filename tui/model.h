@@ -89,14 +89,20 @@ void nt_model_tick(nt_model *m, double now_s);
 void nt_model_process_gone(nt_model *m, uint32_t pid, const char *host);
 
 /* The machine's topology: from --topology, or from a publisher's topology
- * message (NCCL_TOPO_DUMP_FILE). A bad one is a model error; the topology
- * already held is kept. Returns 0 when it was taken. */
+ * message (NCCL_TOPO_DUMP_FILE). Every distinct file is kept (at most
+ * NT_MODEL_TOPOLOGIES); the first that loads is shown until the user picks
+ * another, or until its own source sends a new version. A bad one is a model
+ * error, noted once per distinct file. Returns 0 when the file is held. */
 int nt_model_set_topology(nt_model *m, const char *xml, size_t len, const char *source,
                           double now_s);
-/* NULL when none; `source` names where it came from. */
+/* The topology shown; NULL when none; `source` names where it came from. */
 nt_topo *nt_model_topology(nt_model *m, const char **source);
-/* Bumped each time a new topology is taken (views reset their what-ifs). */
+/* Bumped each time the topology shown changes (views reset their what-ifs). */
 uint32_t nt_model_topology_generation(const nt_model *m);
+/* How many distinct topologies are held, and which is shown (0-based). */
+uint32_t nt_model_topology_count(const nt_model *m, uint32_t *shown);
+/* Shows the next (delta 1) or previous (-1) one; -1 when there is no other. */
+int nt_model_topology_pick(nt_model *m, int delta);
 
 /* Reading. Pointers stay valid until the next apply/tick call. Whoever keeps
  * rank rows across those calls (a paused screen) must collect them again

@@ -15,6 +15,15 @@ typedef struct {
 } nt_behind;
 #define NT_BEHIND_MAX 32
 
+/* One distinct topology file received (or given with --topology). */
+typedef struct {
+  nt_topo *topo;
+  uint64_t hash; /* of the XML, so a re-sent identical file is not reparsed */
+  char source[160];
+} nt_model_topo_entry;
+#define NT_MODEL_TOPOLOGIES  8
+#define NT_MODEL_TOPO_FAILED 16
+
 /* A process as the model keeps it; `pub` first, so the pointers handed out
  * (nt_model_process *) convert back. */
 typedef struct {
@@ -36,10 +45,13 @@ struct nt_model {
   uint64_t messages, bad, noted, refused;
   bool full_noted;
   double last_data_s, now_s; /* newest arrival; newest time any call gave */
-  nt_topo *topo;
-  char topo_source[160];
+  /* topologies (model_topo.c) */
+  nt_model_topo_entry topos[NT_MODEL_TOPOLOGIES];
+  uint32_t ntopos, topo_shown;
+  uint64_t topo_failed[NT_MODEL_TOPO_FAILED]; /* hashes of files that did not load */
+  uint32_t ntopo_failed, topo_failed_head;
   uint32_t topo_generation;
-  uint64_t topo_hash; /* of the XML, so a re-sent identical file is not reparsed */
+  bool topo_full_noted;
   /* runs (runs.c) */
   uint32_t run;              /* the current run's id, 0 before any process */
   nt_run_summary *prev_run;  /* the run before the current one, NULL none */
@@ -53,5 +65,7 @@ struct nt_model {
 void nt_runs_process_added(nt_model *m, proc_slot *p);
 void nt_runs_tick(nt_model *m);
 void nt_runs_free(nt_model *m);
+/* model_topo.c: frees every topology held. */
+void nt_model_topologies_free(nt_model *m);
 
 #endif

@@ -35,6 +35,7 @@ enum nt_action {
   NT_ACT_VIEW_5,
   NT_ACT_VIEW_6,
   NT_ACT_VIEW_7,
+  NT_ACT_TOPO_NEXT,
   /* topology view what-ifs (keep these last: >= NT_ACT_WHATIF_P2P recompute) */
   NT_ACT_WHATIF_P2P,
   NT_ACT_WHATIF_P2P_LEVEL,

@@ -45,7 +45,6 @@ struct nt_source {
   uint32_t neps;
   double next_scan_s;
   bool dir_error_noted, full_noted;
-  bool topo_from_publishers; /* the topology shown came from a topology message */
   uint64_t topology_messages;
   nt_snapshot *scratch;
   nt_hello *hello;
@@ -260,10 +259,8 @@ static void dispatch(nt_source *s, endpoint *e, nt_model *m, zmq_msg_t *topic, z
       note(m, e->endpoint, true, "%s", err);
   } else if (topic_is(topic, NT_TOPIC_TOPOLOGY)) {
     s->topology_messages++;
-    /* The first topology wins unless the user gave --topology; the model
-     * skips a re-sent identical file. */
-    if (!nt_model_topology(m, NULL) || s->topo_from_publishers)
-      s->topo_from_publishers |= nt_model_set_topology(m, data, len, e->endpoint, now) == 0;
+    /* The model keeps what is shown steady and skips a re-sent file. */
+    nt_model_set_topology(m, data, len, e->endpoint, now);
   } else {
     char clean[80];
     size_t tn = zmq_msg_size(topic);

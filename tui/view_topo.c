@@ -84,6 +84,8 @@ static int next_level(int level, bool allow_default) {
 }
 
 bool nt_topo_view_action(nt_screen *s, int action) {
+  /* The view resets itself when it sees the new generation. */
+  if (action == NT_ACT_TOPO_NEXT) return nt_model_topology_pick(s->m, 1) >= 0;
   nt_topo *t = current(s);
   if (!t) return false;
   nt_topo_env *e = &s->topo_env;
@@ -185,10 +187,12 @@ void nt_view_topo(nt_screen *s, int y) {
               s->cols);
     return;
   }
-  char line[512], wi[256];
+  char line[512], wi[256], which[48] = "";
   whatif_line(s, wi, sizeof wi);
-  snprintf(line, sizeof line, "topology %s  %d GPUs, %d NICs  %s", source, nt_topo_ngpus(t),
-           nt_topo_nnets(t), wi);
+  uint32_t shown, n = nt_model_topology_count(s->m, &shown);
+  if (n > 1) snprintf(which, sizeof which, " (%u of %u, t: next)", shown + 1, n);
+  snprintf(line, sizeof line, "topology %s%s  %d GPUs, %d NICs  %s", source, which,
+           nt_topo_ngpus(t), nt_topo_nnets(t), wi);
   mvaddnstr(y++, 0, line, s->cols);
   int ne = nendpoints(t);
   if (ne > NT_TOPO_VIEW_MAX) ne = NT_TOPO_VIEW_MAX;
