@@ -103,7 +103,9 @@ static void rebind(struct nt_local *l, void *sock, const char *why) {
 
 void nt_local_check(struct nt_local *l, void *sock, uint64_t now_ns) {
   if (!l->watching || now_ns < l->next_check_ns) return;
+  bool first = l->next_check_ns == 0; /* just bound: the first look is a period away */
   l->next_check_ns = now_ns + CHECK_PERIOD_NS;
+  if (first) return;
   struct stat st;
   if (l->dirfd < 0 || !nt_endpoint_dir_same(l->dir, l->dirfd))
     rebind(l, sock, "endpoint directory removed or replaced");

@@ -116,11 +116,11 @@ static void case_the_race(void) {
   fprintf(stderr,
           "    %d starts in %.1f s: bound in our directory %d, refused (symlink seen) %d, "
           "other failures %d%s%s%s, socket in the attacker's directory %d\n",
-          race_cycles, now_s() - t0, published, refused, other, other ? " (\"" : "",
-          other_sample, other ? "\")" : "", captured);
+          race_cycles, now_s() - t0, published, refused, other, other ? " (\"" : "", other_sample,
+          other ? "\")" : "", captured);
   remove_tree(base);
   CHECK(published + refused + other >= race_cycles); /* every start says what it did */
-  CHECK(refused > 0 && published > 0);       /* the attack really raced the starts */
+  CHECK(refused > 0 && published > 0);               /* the attack really raced the starts */
   CHECK(captured == 0);
 }
 
