@@ -366,6 +366,29 @@ void nt_retire_sweep(uint64_t now, bool force);
 /* Fills the 1.1 tables of s; map turns context indices into comm indices. */
 void nt_retire_collect(nt_snapshot *s, const uint16_t *map, uint64_t now);
 
+/* local.c (publisher thread only): the ipc socket file in the endpoint
+ * directory, bound through the directory's descriptor and bound again when
+ * the directory is removed or replaced. */
+struct nt_local {
+  int dirfd;          /* the checked directory; -1 when none is held */
+  bool watching;      /* bound once: keep it bound */
+  bool trouble_noted; /* a failed re-bind was logged; quiet until one works */
+  uint64_t next_check_ns;
+  char dir[256];
+  char name[64];     /* <pid>.<pidns>.sock */
+  char bound[128];   /* what ZeroMQ bound, for zmq_unbind */
+  char display[320]; /* ipc://<dir>/<name>, for the log */
+};
+/* Opens (creating) and checks dir, binds sock there; logs either way. The
+ * struct needs no initialization before. */
+bool nt_local_bind(struct nt_local *l, void *sock, const char *dir);
+/* Call often (it is cheap until its period is up, every 2 s). */
+void nt_local_check(struct nt_local *l, void *sock, uint64_t now_ns);
+/* After zmq_ctx_term (ZeroMQ may remove the file through the descriptor);
+ * removes the file and closes the directory. A struct nt_local_bind never
+ * saw must have dirfd -1. */
+void nt_local_close(struct nt_local *l);
+
 /* publisher.c */
 int nt_publisher_start(void);
 void nt_publisher_stop(void);

@@ -36,8 +36,7 @@ static _Atomic uint64_t flush_requested, flush_done;
 
 struct pub {
   void *zctx, *sock;
-  char endpoint[256];
-  char socket_path[256];
+  struct nt_local local; /* the ipc endpoint (local.c) */
   nt_snapshot *snap;
   uint8_t *buf;
   size_t cap;
@@ -172,7 +171,7 @@ static void set_int(void *sock, int opt, int v) {
 }
 
 static bool open_socket(struct pub *p) {
-  char dir[200], err[256];
+  char dir[200];
   p->zctx = zmq_ctx_new();
   if (!p->zctx) return false;
   zmq_ctx_set(p->zctx, ZMQ_IO_THREADS, 1);
@@ -182,19 +181,10 @@ static bool open_socket(struct pub *p) {
   set_int(p->sock, ZMQ_SNDHWM, SNDHWM);
   set_int(p->sock, ZMQ_XPUB_VERBOSE, 1); /* every new viewer's subscription reaches us */
   bool bound = false;
-  if (nt_endpoint_dir(dir, sizeof dir) != 0) {
+  if (nt_endpoint_dir(dir, sizeof dir) != 0)
     nt_log(NT_NCCL_LOG_WARN, "endpoint directory name too long; not publishing locally");
-  } else if (nt_endpoint_dir_prepare(dir, err, sizeof err) != 0) {
-    nt_log(NT_NCCL_LOG_WARN, "%s; not publishing locally", err);
-  } else if (nt_endpoint_for_pid(dir, (uint32_t)nt_g.pid, p->endpoint, sizeof p->endpoint) != 0) {
-    nt_log(NT_NCCL_LOG_WARN, "endpoint path too long in %s; not publishing locally", dir);
-  } else if (zmq_bind(p->sock, p->endpoint) != 0) {
-    nt_log(NT_NCCL_LOG_WARN, "cannot bind %s: %s", p->endpoint, zmq_strerror(errno));
-  } else {
-    bound = true;
-    snprintf(p->socket_path, sizeof p->socket_path, "%s", p->endpoint + strlen("ipc://"));
-    nt_log(NT_NCCL_LOG_INFO, "publishing on %s", p->endpoint);
-  }
+  else
+    bound = nt_local_bind(&p->local, p->sock, dir);
   if (nt_g.cfg.connect[0]) {
     if (zmq_connect(p->sock, nt_g.cfg.connect) == 0) {
       bound = true;
@@ -212,7 +202,7 @@ static void close_socket(struct pub *p) {
   if (p->sock) set_int(p->sock, ZMQ_LINGER, p->subscribed ? 100 : 0);
   if (p->sock) zmq_close(p->sock);
   if (p->zctx) zmq_ctx_term(p->zctx);
-  if (p->socket_path[0]) unlink(p->socket_path);
+  nt_local_close(&p->local); /* only now: ZeroMQ removed its file through it */
 }
 
 /* Subscriptions: byte 1 = subscribe (one per viewer, XPUB_VERBOSE), byte 0 =
@@ -245,6 +235,7 @@ static void run(struct pub *p) {
     bool fresh = rc > 0 && drain_subscriptions(p);
     uint64_t flush = atomic_load(&flush_requested);
     now = real_ns();
+    nt_local_check(&p->local, p->sock, now);
     bool due = now >= next_tick;
     bool flushing = flush != atomic_load(&flush_done);
     if (!due && !fresh && !flushing) continue;
@@ -267,7 +258,7 @@ static void run(struct pub *p) {
 
 static void *publisher_main(void *arg) {
   (void)arg;
-  struct pub p = {0};
+  struct pub p = {.local.dirfd = -1};
   (void)pthread_setname_np(pthread_self(), "nccltop-pub");
   p.snap = nt_snapshot_new();
   p.hello = calloc(1, sizeof *p.hello);

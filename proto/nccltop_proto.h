@@ -11,6 +11,7 @@
 #ifndef NCCLTOP_PROTO_H
 #define NCCLTOP_PROTO_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -362,15 +363,34 @@ int nt_comm_decode(const char *json, size_t len, nt_comm_info *out, char *err, s
 
 /* Endpoints. The directory is $NCCLTOP_DIR, else /tmp/nccltop-<uid>. */
 int nt_endpoint_dir(char *buf, size_t cap); /* 0, or -1 if it does not fit */
-/* Creates the directory (0700) if missing and checks it is a real directory
- * owned by us with no group/other access. 0, or -1 with the reason in err. */
-int nt_endpoint_dir_prepare(const char *dir, char *err, size_t errlen);
-/* Checks without creating (the viewer). */
-int nt_endpoint_dir_check(const char *dir, char *err, size_t errlen);
-/* "ipc://<dir>/<pid>.sock"; -1 if longer than the ipc path limit. */
+/* Opens the directory (creating it 0700 first when `create`) and checks,
+ * through the descriptor, that it is a real directory owned by us with no
+ * group/other access. Returns the descriptor (O_CLOEXEC), or -1 with the
+ * reason in err. Use the directory only through the descriptor from then on
+ * (nt_endpoint_fd_address, fdopendir, unlinkat): the path may name another
+ * directory, or a symlink, a moment later. */
+int nt_endpoint_dir_open(const char *dir, bool create, char *err, size_t errlen);
+/* True while the path still names the directory open as fd (same device and
+ * inode, not through a symlink); false once it was removed or replaced. */
+bool nt_endpoint_dir_same(const char *dir, int fd);
+/* "ipc:///proc/self/fd/<fd>/<name>": the file `name` in the directory open
+ * as fd, whatever happens to its path (bind and connect with this). -1 if it
+ * does not fit. Keep fd open until the ZeroMQ context is terminated (a
+ * reconnect, or a listener removing its file at close, goes by this path),
+ * then remove the file with unlinkat: ZeroMQ 4.3 leaves it behind. */
+int nt_endpoint_fd_address(int fd, const char *name, char *buf, size_t cap);
+/* Socket file names: "<pid>.<pidns>.sock", pidns the inode number of
+ * /proc/self/ns/pid, so processes with the same pid in different PID
+ * namespaces (containers sharing /tmp) do not collide; "<pid>.sock" when
+ * pidns is 0 (namespace unknown, or an older plugin). */
+uint64_t nt_endpoint_pidns(void); /* ours; 0 if /proc/self/ns/pid is unreadable */
+int nt_endpoint_name(uint32_t pid, uint64_t pidns, char *buf, size_t cap);
+/* "ipc://<dir>/<name>" for that pid in our PID namespace: the name people
+ * read (logs, the viewer's sources); not for binding (see above). */
 int nt_endpoint_for_pid(const char *dir, uint32_t pid, char *buf, size_t cap);
-/* Parses "<pid>.sock"; returns the pid, or 0 for any other name. */
-uint32_t nt_endpoint_parse_name(const char *name);
+/* Parses either name form; returns the pid (1..INT32_MAX) and sets *pidns
+ * (0 for "<pid>.sock"; pidns may be NULL), or returns 0 for any other name. */
+uint32_t nt_endpoint_parse_name(const char *name, uint64_t *pidns);
 
 /* Copies src into dst (cap bytes with NUL) making control characters, DEL,
  * C1 controls and invalid UTF-8 visible as \xNN; the result is safe to put on

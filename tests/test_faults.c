@@ -237,11 +237,11 @@ static void case_unsafe_endpoint_dir_is_refused(void) {
   for (int i = 0; i < 200 && publisher_threads() > 0; i++) usleep(10000);
   CHECK(publisher_threads() == 0);
   CHECK(count_entries("/proc/self/fd") == fds);
-  snprintf(sock, sizeof sock, "%s/%d.sock", dir, (int)getpid());
+  CHECK(nt_endpoint_for_pid(dir, (uint32_t)getpid(), sock, sizeof sock) == 0);
   struct stat st;
-  CHECK(lstat(sock, &st) != 0); /* nothing bound there */
-  snprintf(sock, sizeof sock, "%s/%d.sock", base, (int)getpid());
-  CHECK(lstat(sock, &st) != 0); /* not through the symlink either */
+  CHECK(lstat(sock + strlen("ipc://"), &st) != 0); /* nothing bound there */
+  CHECK(nt_endpoint_for_pid(base, (uint32_t)getpid(), sock, sizeof sock) == 0);
+  CHECK(lstat(sock + strlen("ipc://"), &st) != 0); /* not through the symlink either */
   CHECK(H.v5->finalize(ctx) == 0);
   if (getenv("NCCLTOP_TEST_VERBOSE") || !strstr(logged, want))
     fprintf(stderr, "    '%s' logged:\n%s", k, logged);

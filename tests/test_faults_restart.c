@@ -62,9 +62,11 @@ static uint64_t hash_of(const char *s) {
 /* What is at our socket path before we bind: 2 = a file nobody listens on
  * (stale), 1 = something accepts connections there, 0 = nothing. */
 static int probe_socket_path(void) {
-  char dir[200], path[300];
-  if (nt_endpoint_dir(dir, sizeof dir) != 0) return -1;
-  snprintf(path, sizeof path, "%s/%d.sock", dir, (int)getpid());
+  char dir[200], ep[300];
+  if (nt_endpoint_dir(dir, sizeof dir) != 0 ||
+      nt_endpoint_for_pid(dir, (uint32_t)getpid(), ep, sizeof ep) != 0)
+    return -1;
+  const char *path = ep + strlen("ipc://");
   struct stat st;
   if (lstat(path, &st) != 0) return 0;
   struct sockaddr_un a = {.sun_family = AF_UNIX};

@@ -357,8 +357,9 @@ static void case_nothing_is_encoded_without_a_subscriber(void) {
 static void case_last_finalize_sends_final_snapshot_and_removes_socket(void) {
   void *ctx = setup();
   CHECK(ctx != NULL);
-  char path[256];
-  snprintf(path, sizeof path, "%s/%d.sock", H.dir, (int)getpid());
+  char ep[256];
+  CHECK(nt_endpoint_for_pid(H.dir, (uint32_t)getpid(), ep, sizeof ep) == 0);
+  const char *path = ep + strlen("ipc://");
   struct stat st;
   CHECK(stat(path, &st) == 0);
   CHECK(H.v5->finalize(ctx) == 0);

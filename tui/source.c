@@ -5,12 +5,14 @@
  * publishers. Nothing here blocks longer than the caller's timeout. */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 #include <zmq.h>
 
 #include "viewer.h"
@@ -24,19 +26,28 @@
 /* A publisher answers a new subscriber with a full snapshot at once, so a
  * --connect endpoint silent this long has nobody (reachable) behind it. */
 #define CONNECT_SILENT_S 3.0
+/* After the endpoint directory was removed or replaced, a publisher binds
+ * again within its check period (2 s); until then its endpoint is kept. */
+#define REBIND_GRACE_S 5.0
 
 typedef struct {
   void *sock;
-  uint32_t pid; /* 0 for --connect endpoints */
-  bool seen;    /* still in the directory at the last scan */
+  uint32_t pid;   /* from the socket file's name; 0 for --connect endpoints */
+  uint64_t pidns; /* from the name too; 0 when it has none */
+  bool seen;      /* still in the directory at the last scan */
   bool heard, silence_noted;
-  double since_s; /* connected at */
-  char endpoint[160];
+  double since_s;      /* connected at */
+  double keep_until_s; /* kept this long while absent (the directory was re-opened) */
+  char name[48];       /* the socket file's name; "" for --connect endpoints */
+  char addr[160];      /* what the SUB socket connects to */
+  char endpoint[160];  /* what people read: ipc://<dir>/<name>, or the --connect address */
 } endpoint;
 
 struct nt_source {
   void *zctx;
   char dir[256];
+  int dirfd;      /* the endpoint directory, checked; -1 while none is usable */
+  uint64_t pidns; /* our PID namespace (nt_endpoint_pidns) */
   char connect[8][160];
   int nconnect;
   bool connected; /* the --connect endpoints were tried */
@@ -68,14 +79,16 @@ static void note(nt_model *m, const char *source, bool bad, const char *fmt, ...
     nt_model_note_problem(m, source, text, nt_now_s());
 }
 
-static endpoint *add_endpoint(nt_source *s, nt_model *m, const char *addr, uint32_t pid) {
+/* Connects a SUB socket to addr; `shown` names it in the model. */
+static endpoint *add_endpoint(nt_source *s, nt_model *m, const char *addr, const char *shown,
+                              uint32_t pid) {
   if (s->neps >= MAX_ENDPOINTS) {
     if (!s->full_noted)
-      note(m, addr, false, "more than %d endpoints; not connected", MAX_ENDPOINTS);
+      note(m, shown, false, "more than %d endpoints; not connected", MAX_ENDPOINTS);
     s->full_noted = true;
     return NULL;
   }
-  if (strlen(addr) >= sizeof s->eps[0].endpoint) {
+  if (strlen(addr) >= sizeof s->eps[0].addr || strlen(shown) >= sizeof s->eps[0].endpoint) {
     note(m, "connect", false, "endpoint name longer than %zu bytes", sizeof s->eps[0].endpoint - 1);
     return NULL;
   }
@@ -86,7 +99,7 @@ static endpoint *add_endpoint(nt_source *s, nt_model *m, const char *addr, uint3
   if (!sock || set_int(sock, ZMQ_LINGER, 0) || set_int(sock, ZMQ_RCVHWM, RCVHWM) ||
       zmq_setsockopt(sock, ZMQ_MAXMSGSIZE, &maxmsg, sizeof maxmsg) ||
       zmq_setsockopt(sock, ZMQ_SUBSCRIBE, "", 0) || zmq_connect(sock, addr)) {
-    note(m, addr, false, "cannot connect: %s", zmq_strerror(zmq_errno()));
+    note(m, shown, false, "cannot connect: %s", zmq_strerror(zmq_errno()));
     if (sock) zmq_close(sock);
     return NULL;
   }
@@ -96,7 +109,8 @@ static endpoint *add_endpoint(nt_source *s, nt_model *m, const char *addr, uint3
   e->pid = pid;
   e->seen = true;
   e->since_s = nt_now_s();
-  snprintf(e->endpoint, sizeof e->endpoint, "%s", addr);
+  snprintf(e->addr, sizeof e->addr, "%s", addr);
+  snprintf(e->endpoint, sizeof e->endpoint, "%s", shown);
   return e;
 }
 
@@ -117,6 +131,8 @@ nt_source *nt_source_open(const nt_options *o, char *err, size_t errlen) {
     nt_source_close(s);
     return NULL;
   }
+  s->dirfd = -1;
+  s->pidns = nt_endpoint_pidns();
   int n = o->dir ? snprintf(s->dir, sizeof s->dir, "%s", o->dir)
           : nt_endpoint_dir(s->dir, sizeof s->dir) == 0 ? 0
                                                         : -1;
@@ -149,6 +165,7 @@ void nt_source_close(nt_source *s) {
   if (!s) return;
   for (uint32_t i = 0; i < s->neps; i++) zmq_close(s->eps[i].sock);
   if (s->zctx) zmq_ctx_term(s->zctx);
+  if (s->dirfd >= 0) close(s->dirfd); /* only now: ZeroMQ connected through it */
   nt_snapshot_free(s->scratch);
   free(s->hello);
   free(s->eps);
@@ -161,19 +178,29 @@ uint32_t nt_source_nendpoints(const nt_source *s) {
 }
 
 int nt_source_connect(nt_source *s, nt_model *m, const char *addr) {
-  return add_endpoint(s, m, addr, 0) ? 0 : -1;
+  return add_endpoint(s, m, addr, addr, 0) ? 0 : -1;
 }
 
 static bool pid_alive(uint32_t pid) {
   return kill((pid_t)pid, 0) == 0 || errno != ESRCH;
 }
 
+/* A publisher in another PID namespace (a container sharing the directory):
+ * its pid means nothing here, kill() would ask about an unrelated process or
+ * none, so it is taken as alive while its socket file exists (a SIGKILLed
+ * one's file stays, and shows as a publisher that stopped sending). */
+static bool publisher_alive(const nt_source *s, const endpoint *e) {
+  if (e->pidns && e->pidns != s->pidns) return true;
+  return pid_alive(e->pid);
+}
+
 /* Drops directory endpoints not seen (their socket file is gone) or whose
  * process is dead; the model marks their processes ended. */
 static void drop_gone(nt_source *s, nt_model *m) {
+  double now = nt_now_s();
   for (uint32_t i = 0; i < s->neps;) {
     endpoint *e = &s->eps[i];
-    if (e->pid && (!e->seen || !pid_alive(e->pid))) {
+    if (e->name[0] && ((!e->seen && now >= e->keep_until_s) || !publisher_alive(s, e))) {
       nt_model_process_gone(m, e->pid, NULL);
       remove_endpoint(s, i);
     } else {
@@ -182,36 +209,94 @@ static void drop_gone(nt_source *s, nt_model *m) {
   }
 }
 
-/* Lists <pid>.sock files: connects to new live ones, drops dead ones. */
-static void scan(nt_source *s, nt_model *m) {
+/* The directory endpoints were connected through the old descriptor, to
+ * files in a directory that is gone or elsewhere now: each moves to the
+ * same name in the new one, where its publisher binds again (ZeroMQ keeps
+ * trying until it does), and is kept a grace period while it is absent. */
+static void move_endpoints(nt_source *s, int fd) {
+  double until = nt_now_s() + REBIND_GRACE_S;
+  for (uint32_t i = 0; i < s->neps; i++) {
+    endpoint *e = &s->eps[i];
+    char addr[sizeof e->addr];
+    if (!e->name[0] || nt_endpoint_fd_address(fd, e->name, addr, sizeof addr) != 0) continue;
+    (void)zmq_disconnect(e->sock, e->addr);
+    if (zmq_connect(e->sock, addr) == 0) snprintf(e->addr, sizeof e->addr, "%s", addr);
+    e->keep_until_s = until;
+  }
+}
+
+/* Holds the endpoint directory open, checked (nt_endpoint_dir_open), and
+ * opens it again when its path names another directory now (removed and
+ * re-created, or replaced). False while there is none we may use: noted
+ * once, and the publishers already connected keep working. */
+static bool hold_dir(nt_source *s, nt_model *m) {
+  if (s->dirfd >= 0 && nt_endpoint_dir_same(s->dir, s->dirfd)) return true;
   char err[512] = "";
-  for (uint32_t i = 0; i < s->neps; i++) s->eps[i].seen = true;
-  DIR *d = NULL;
-  if (nt_endpoint_dir_check(s->dir, err, sizeof err) != 0 || !(d = opendir(s->dir))) {
-    if (!d && !err[0]) snprintf(err, sizeof err, "cannot list %s: %s", s->dir, strerror(errno));
-    /* Noted once; the publishers already connected keep working. */
+  int fd = nt_endpoint_dir_open(s->dir, false, err, sizeof err);
+  if (fd < 0) {
     if (!s->dir_error_noted) note(m, "endpoints", false, "%s", err);
+    s->dir_error_noted = true;
+    return false;
+  }
+  /* The old descriptor is closed after the new one is open, so the numbers
+   * differ and a late reconnect through the old one cannot land here. */
+  if (s->dirfd >= 0) {
+    move_endpoints(s, fd);
+    close(s->dirfd);
+  }
+  s->dirfd = fd;
+  return true;
+}
+
+/* Connects to the publisher whose socket file is `name`. */
+static void add_local(nt_source *s, nt_model *m, const char *name, uint32_t pid, uint64_t pidns) {
+  char addr[160], shown[320];
+  int n = snprintf(shown, sizeof shown, "ipc://%s/%s", s->dir, name);
+  if (nt_endpoint_fd_address(s->dirfd, name, addr, sizeof addr) != 0 || n < 0 ||
+      (size_t)n >= sizeof shown) {
+    if (!s->dir_error_noted)
+      note(m, "endpoints", false, "%s/%s: path too long for an endpoint", s->dir, name);
+    return;
+  }
+  endpoint *e = add_endpoint(s, m, addr, shown, pid);
+  if (!e) return;
+  e->pidns = pidns;
+  snprintf(e->name, sizeof e->name, "%s", name);
+}
+
+/* Lists the socket files (<pid>.<pidns>.sock, or <pid>.sock) through the
+ * descriptor: connects to new live ones, drops dead ones. */
+static void scan(nt_source *s, nt_model *m) {
+  for (uint32_t i = 0; i < s->neps; i++) s->eps[i].seen = true;
+  /* A descriptor of its own (openat, not dup: a dup would share the read
+   * position with the one we hold). */
+  bool held = hold_dir(s, m);
+  int lfd = held ? openat(s->dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
+  DIR *d = lfd >= 0 ? fdopendir(lfd) : NULL;
+  if (!d) {
+    if (held && !s->dir_error_noted)
+      note(m, "endpoints", false, "cannot list %s: %s", s->dir, strerror(errno));
+    if (lfd >= 0) close(lfd);
     s->dir_error_noted = true;
     drop_gone(s, m);
     return;
   }
   s->dir_error_noted = false;
-  for (uint32_t i = 0; i < s->neps; i++) s->eps[i].seen = s->eps[i].pid == 0;
+  for (uint32_t i = 0; i < s->neps; i++) s->eps[i].seen = !s->eps[i].name[0];
   struct dirent *de;
   while ((de = readdir(d))) {
-    uint32_t pid = nt_endpoint_parse_name(de->d_name);
-    if (!pid || !pid_alive(pid)) continue; /* a stale socket of a killed process */
+    uint64_t pidns = 0;
+    uint32_t pid = nt_endpoint_parse_name(de->d_name, &pidns);
+    if (!pid || strlen(de->d_name) >= sizeof s->eps[0].name) continue;
     uint32_t i = 0;
-    while (i < s->neps && s->eps[i].pid != pid) i++;
+    while (i < s->neps && strcmp(s->eps[i].name, de->d_name) != 0) i++;
     if (i < s->neps) {
       s->eps[i].seen = true;
       continue;
     }
-    char addr[320];
-    if (nt_endpoint_for_pid(s->dir, pid, addr, sizeof addr) == 0)
-      add_endpoint(s, m, addr, pid);
-    else if (!s->dir_error_noted)
-      note(m, "endpoints", false, "%s/%s: path too long for an ipc endpoint", s->dir, de->d_name);
+    endpoint probe = {.pid = pid, .pidns = pidns};
+    if (!publisher_alive(s, &probe)) continue; /* a stale socket of a killed process */
+    add_local(s, m, de->d_name, pid, pidns);
   }
   closedir(d);
   drop_gone(s, m);
@@ -314,7 +399,7 @@ static int remaining_ms(double deadline) {
 int nt_source_poll(nt_source *s, nt_model *m, int timeout_ms) {
   double start = nt_now_s(), deadline = start + (timeout_ms > 0 ? timeout_ms : 0) / 1000.0;
   if (!s->connected) {
-    for (int i = 0; i < s->nconnect; i++) add_endpoint(s, m, s->connect[i], 0);
+    for (int i = 0; i < s->nconnect; i++) add_endpoint(s, m, s->connect[i], s->connect[i], 0);
     s->connected = true;
   }
   if (start >= s->next_scan_s) {
