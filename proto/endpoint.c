@@ -146,13 +146,14 @@ static bool parse_number(const char **p, uint64_t max, uint64_t *out) {
   return true;
 }
 
-/* The pid is at most INT32_MAX (pid_t is an int: a larger value would turn
- * into a negative pid, which kill() takes as a process group). */
+/* The pid is at most NT_PID_MAX (no Linux pid is larger; anything above
+ * INT32_MAX would also turn into a negative pid, which kill() takes as a
+ * process group). */
 uint32_t nt_endpoint_parse_name(const char *name, uint64_t *pidns) {
   uint64_t pid = 0, ns = 0;
   const char *p = name;
   if (pidns) *pidns = 0;
-  if (!p || !parse_number(&p, 0x7fffffff, &pid)) return 0;
+  if (!p || !parse_number(&p, NT_PID_MAX, &pid)) return 0;
   if (*p == '.' && p[1] >= '0' && p[1] <= '9') {
     p++;
     if (!parse_number(&p, UINT64_MAX, &ns)) return 0;

@@ -388,7 +388,7 @@ int nt_endpoint_name(uint32_t pid, uint64_t pidns, char *buf, size_t cap);
 /* "ipc://<dir>/<name>" for that pid in our PID namespace: the name people
  * read (logs, the viewer's sources); not for binding (see above). */
 int nt_endpoint_for_pid(const char *dir, uint32_t pid, char *buf, size_t cap);
-/* Parses either name form; returns the pid (1..INT32_MAX) and sets *pidns
+/* Parses either name form; returns the pid (1..NT_PID_MAX) and sets *pidns
  * (0 for "<pid>.sock"; pidns may be NULL), or returns 0 for any other name. */
 uint32_t nt_endpoint_parse_name(const char *name, uint64_t *pidns);
 

@@ -282,7 +282,9 @@ static void socket_names_parse_to_pids(void) {
   CHECK_EQ_U64(nt_endpoint_parse_name("4242.sock", &ns), 4242);
   CHECK_EQ_U64(ns, 0);
   CHECK_EQ_U64(nt_endpoint_parse_name("1.sock", NULL), 1);
-  CHECK_EQ_U64(nt_endpoint_parse_name("2147483647.sock", NULL), 2147483647);
+  CHECK_EQ_U64(nt_endpoint_parse_name("4194304.sock", NULL), NT_PID_MAX);
+  CHECK_EQ_U64(nt_endpoint_parse_name("4194305.sock", NULL), 0); /* above PID_MAX_LIMIT */
+  CHECK_EQ_U64(nt_endpoint_parse_name("2147483647.sock", NULL), 0);
   CHECK_EQ_U64(nt_endpoint_parse_name("4242.4026531836.sock", &ns), 4242);
   CHECK_EQ_U64(ns, 4026531836ull);
   CHECK_EQ_U64(nt_endpoint_parse_name("1.18446744073709551615.sock", &ns), 1);

@@ -55,8 +55,10 @@ int nt_model_set_topology(nt_model *m, const char *xml, size_t len, const char *
       nt_topo_free(t);
       if (!m->topo_full_noted) {
         char text[128];
-        snprintf(text, sizeof text, "more than %d different topologies received; further ones "
-                                    "are ignored", NT_MODEL_TOPOLOGIES);
+        snprintf(text, sizeof text,
+                 "more than %d different topologies received; further ones "
+                 "are ignored",
+                 NT_MODEL_TOPOLOGIES);
         nt_model_note_problem(m, clean, text, now_s);
       }
       m->topo_full_noted = true;
