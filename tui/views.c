@@ -48,12 +48,20 @@ void nt_draw_header(nt_screen *s) {
     snprintf(age, sizeof age, "data %.1fs ago", s->now - last);
   else
     snprintf(age, sizeof age, "no data yet");
-  char extra[100] = "";
+  char extra[160] = "";
   uint64_t lost = 0;
   for (uint32_t i = 0; i < nt_model_nprocesses(s->m); i++)
     lost += nt_model_process_at(s->m, i)->lost_messages;
   int n = 0;
   if (lost) n = snprintf(extra, sizeof extra, "  lost %llu", (unsigned long long)lost);
+  uint64_t refused = nt_model_total_refused(s->m);
+  if (refused)
+    n += snprintf(extra + n, sizeof extra - (size_t)n, "  refused %llu",
+                  (unsigned long long)refused);
+  /* What the publishers cost the viewer, against its budget (--max-memory). */
+  char mem[32];
+  n += snprintf(extra + n, sizeof extra - (size_t)n, "  mem %s",
+                nt_fmt_bytes((double)nt_model_bytes(s->m), mem, sizeof mem));
   if (s->filter[0]) snprintf(extra + n, sizeof extra - (size_t)n, "  filter \"%s\"", s->filter);
   snprintf(
       line, sizeof line,
