@@ -14,7 +14,8 @@ static const struct {
   size_t ptr, count, size;
   uint32_t limit;
 } arrays[] = {
-#define ARRAY(p, n, type, limit) {offsetof(nt_snapshot, p), offsetof(nt_snapshot, n), sizeof(type), limit}
+#define ARRAY(p, n, type, limit)                                                                   \
+  { offsetof(nt_snapshot, p), offsetof(nt_snapshot, n), sizeof(type), limit }
     ARRAY(comms, ncomms, nt_comm_row, NT_MAX_COMMS),
     ARRAY(proxy, nproxy, nt_proxy_row, NT_MAX_PROXY_THREADS),
     ARRAY(channels, nchannels, nt_channel_row, NT_MAX_CHANNEL_ROWS),
