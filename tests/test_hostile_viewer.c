@@ -538,6 +538,22 @@ static void fake_full_size_publishers_cost_a_bounded_budget(void) {
   } else { /* redzones and the quarantine: only bounded */
     CHECK(hwm - hwm0 < (double)budget + (320 << 20));
   }
+  /* The attack took only its source's half: a local process that starts
+   * now, with snapshots as big, is kept. */
+  pid_t later = idle_child();
+  char lep[256];
+  void *lp = NULL;
+  if (ok && later > 0 && nt_endpoint_for_pid(dir, (uint32_t)later, lep, sizeof lep) == 0)
+    lp = bind_pub(zctx, lep);
+  CHECK(lp && subscribed(&v, lp));
+  s->pid = (uint32_t)later;
+  CHECK(lp && send_snapshot(lp, s) == 0);
+  for (int i = 0; lp && i < 200 && !local_proc(&v, (uint32_t)later); i++)
+    nt_source_poll(v.src, v.m, 20);
+  nt_model_process *lq = local_proc(&v, (uint32_t)later);
+  CHECK(lq && lq->cur && lq->cur->nchannels == NT_MAX_CHANNEL_ROWS);
+  if (lp) zmq_close(lp);
+  reap(later);
   /* A JSON batch frame of all that stays under its cap, and says what it
    * left out. */
   char *text = NULL;

@@ -111,13 +111,13 @@ static proc_slot *lookup(nt_model *m, const src_slot *src, const char *clean_hos
  * room. Refusals are counted and noted. */
 static bool may_add(nt_model *m, src_slot *src, double now_s) {
   uint32_t cap = src->pid ? 1 : NT_MODEL_MAX_PER_CONNECT;
-  if (src->nprocs >= cap)
-    return nt_refuse(m, src, src->name, NT_REFUSE_SOURCE_FULL, "", now_s), false;
-  if (m->nprocs >= NT_MODEL_MAX_PROCESSES)
-    return nt_refuse(m, src, src->name, NT_REFUSE_TABLE_FULL, "", now_s), false;
-  if (!nt_budget_allows(m, src, sizeof(proc_slot)))
-    return nt_refuse(m, src, src->name, NT_REFUSE_MEMORY, "", now_s), false;
-  return true;
+  int why = src->nprocs >= cap                             ? NT_REFUSE_SOURCE_FULL
+            : m->nprocs >= NT_MODEL_MAX_PROCESSES          ? NT_REFUSE_TABLE_FULL
+            : !nt_budget_allows(m, src, sizeof(proc_slot)) ? NT_REFUSE_MEMORY
+                                                           : -1;
+  if (why < 0) return true;
+  nt_refuse(m, src, src->name, why, "", now_s);
+  return false;
 }
 
 /* Finds or creates the source's process; NULL (counted, noted once per

@@ -76,9 +76,11 @@ void nt_sources_free(nt_model *m);
 nt_snapshot *nt_buf_new(void);
 void nt_buf_free(nt_snapshot *s);
 size_t nt_buf_bytes(const nt_snapshot *s); /* as allocated now; 0 for NULL */
-/* The bytes `s` will take once it holds a copy of src (rows clamped to the
- * protocol's limits); sizes it so. -1 when out of memory (unchanged then). */
+/* The bytes s (NULL: a new buffer) will take once it holds a copy of src
+ * (rows clamped to the protocol's limits). */
 size_t nt_buf_need(const nt_snapshot *s, const nt_snapshot *src);
+/* Sizes s so; -1 when out of memory, and then its rows are not to be read
+ * (some arrays may have shrunk): the caller frees it. */
 int nt_buf_fit(nt_snapshot *s, const nt_snapshot *src);
 
 /* runs.c: a process was created (joins the current run, or starts one);
