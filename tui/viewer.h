@@ -15,19 +15,20 @@ typedef struct {
   const char *dir;        /* endpoint directory; NULL = nt_endpoint_dir() */
   const char *connect[8]; /* extra endpoints (tcp://host:port of a relay) */
   int nconnect;
-  uint32_t delay_ms;       /* screen refresh / batch interval, default 500 */
-  uint32_t stall_ms;       /* --stall-ms, default 2000 */
-  uint32_t max_memory_mib; /* --max-memory: the model's byte budget, in MiB */
-  int iterations;          /* -n: frames (batch) or screen updates, 0 = forever */
-  bool batch;              /* -b */
-  bool json;               /* --json (batch) */
-  bool color;              /* false with -C or NO_COLOR */
-  bool ascii;              /* -A / --ascii, or a non-UTF-8 locale */
-  int initial_view;        /* enum nt_view_id */
-  const char *topology;    /* --topology FILE */
-  double start_s;          /* nt_now_s() when the viewer started; 0: the first frame's time */
-  double wait_first_s;     /* batch: wait up to this long for the first snapshot before the
-                              first frame (demo: its ranks are starting), 0 = do not wait */
+  uint32_t delay_ms;    /* screen refresh / batch interval, default 500 */
+  uint32_t stall_ms;    /* --stall-ms, default 2000 */
+  int iterations;       /* -n: frames (batch) or screen updates, 0 = forever */
+  bool batch;           /* -b */
+  bool json;            /* --json (batch) */
+  bool color;           /* false with -C or NO_COLOR */
+  bool ascii;           /* -A / --ascii, or a non-UTF-8 locale */
+  int initial_view;     /* enum nt_view_id */
+  const char *topology; /* --topology FILE */
+  double start_s;       /* nt_now_s() when the viewer started; 0: the first frame's time */
+  double wait_first_s;  /* batch: wait up to this long for the first snapshot before the
+                           first frame (demo: its ranks are starting), 0 = do not wait */
+  /* --max-memory: the model's byte budget (nt_model_set_budget), in MiB */
+  uint32_t max_memory_mib;
 } nt_options;
 
 /* Views, in Tab order; digits 1.. select them. */
