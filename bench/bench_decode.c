@@ -103,7 +103,8 @@ int main(int argc, char **argv) {
     }
     out->seq = (uint64_t)i + 1; /* a stream of successive snapshots */
     out->mono_ns += (uint64_t)i * 100000000ull;
-    if (nt_model_apply_snapshot(m, "ipc:///tmp/nccltop-bench/4242.sock", out, (double)i / 10)) {
+    if (nt_model_apply_snapshot(m, "ipc:///tmp/nccltop-bench/4242.sock", 4242, out,
+                                (double)i / 10)) {
       fprintf(stderr, "bench_decode: the model refused snapshot %d\n", i);
       goto done;
     }

@@ -49,7 +49,7 @@ static nt_snapshot *ring_rank(uint32_t pid, int r, uint64_t seq, int send_wait, 
 }
 
 static bool apply(nt_model *m, nt_snapshot *s, double now) {
-  bool ok = s && nt_model_apply_snapshot(m, "ep", s, now) == 0;
+  bool ok = s && nt_model_apply_snapshot(m, "ep", 0, s, now) == 0;
   nt_snapshot_free(s);
   return ok;
 }
@@ -293,7 +293,7 @@ static void hello(nt_model *m, uint32_t pid, int rank, int n, const char *const 
     snprintf(h.env[i].value, sizeof h.env[i].value, "%s", eq + 1);
   }
   h.nenv = (uint32_t)n;
-  nt_model_apply_hello(m, "ep", &h, now);
+  nt_model_apply_hello(m, "ep", 0, &h, now);
 }
 
 static void variables_that_differ_between_ranks_are_found(void) {

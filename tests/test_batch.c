@@ -81,10 +81,10 @@ static nt_model *filled_model(void) {
     snprintf(h->nccl_version, sizeof h->nccl_version, "2.28.9");
     snprintf(h->plugin_version, sizeof h->plugin_version, "0.1.0");
     nt_comm_info ci = {.pid = 4242, .comm_hash = HASH, .name = "dp\x1b]0;x\x07\\"};
-    ok = nt_model_apply_snapshot(m, "ipc:///d/4242.sock", a, 1.0) == 0 &&
-         nt_model_apply_snapshot(m, "ipc:///d/4242.sock", b, 1.5) == 0 &&
-         nt_model_apply_hello(m, "ipc:///d/4242.sock", h, 1.5) == 0 &&
-         nt_model_apply_comm(m, "ipc:///d/4242.sock", &ci, 1.5) == 0;
+    ok = nt_model_apply_snapshot(m, "ipc:///d/4242.sock", 4242, a, 1.0) == 0 &&
+         nt_model_apply_snapshot(m, "ipc:///d/4242.sock", 4242, b, 1.5) == 0 &&
+         nt_model_apply_hello(m, "ipc:///d/4242.sock", 4242, h, 1.5) == 0 &&
+         nt_model_apply_comm(m, "ipc:///d/4242.sock", 4242, &ci, 1.5) == 0;
     nt_model_note_error(m, "ipc:///d/66.sock", "snapshot: not an nccltop snapshot", 1.6);
   }
   nt_snapshot_free(a);

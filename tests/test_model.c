@@ -48,8 +48,8 @@ static void rates_and_shares_are_exact_over_the_last_interval(void) {
   nt_model *m = nt_model_new();
   nt_snapshot *a = snap(10, 1, 1000000000ull, 100), *b = snap(10, 2, 1500000000ull, 600);
   CHECK(m && a && b);
-  CHECK(nt_model_apply_snapshot(m, "ep", a, 1.0) == 0);
-  CHECK(nt_model_apply_snapshot(m, "ep", b, 7.0) == 0); /* arrival time does not matter */
+  CHECK(nt_model_apply_snapshot(m, "ep", 0, a, 1.0) == 0);
+  CHECK(nt_model_apply_snapshot(m, "ep", 0, b, 7.0) == 0); /* arrival time does not matter */
   nt_model_process *p = only(m);
   CHECK(p != NULL);
   double sps, bps;
@@ -82,8 +82,8 @@ static void rows_are_matched_by_key_not_by_position(void) {
   b->channels[0] = (nt_channel_row){.comm_index = 1, .channel = 3, .dir = NT_DIR_RECV, .steps = 9};
   b->channels[1] = (nt_channel_row){.comm_index = 0, .channel = 3, .dir = NT_DIR_SEND, .steps = 9};
   b->channels[2] = send;
-  CHECK(nt_model_apply_snapshot(m, "ep", a, 1.0) == 0);
-  CHECK(nt_model_apply_snapshot(m, "ep", b, 2.0) == 0);
+  CHECK(nt_model_apply_snapshot(m, "ep", 0, a, 1.0) == 0);
+  CHECK(nt_model_apply_snapshot(m, "ep", 0, b, 2.0) == 0);
   nt_model_process *p = only(m);
   CHECK(p && p->cur->nchannels == 3);
   int seen = 0;
@@ -118,20 +118,20 @@ static void dominant_wait_is_the_largest_growth_else_the_largest_total(void) {
   a->channels[0].wait_ns[2] = 0;
   b->channels[0].wait_ns[0] = 1000000, b->channels[0].wait_ns[1] = 30,
   b->channels[0].wait_ns[2] = 5;
-  CHECK(nt_model_apply_snapshot(m, "ep", a, 1.0) == 0);
+  CHECK(nt_model_apply_snapshot(m, "ep", 0, a, 1.0) == 0);
   nt_model_process *p = only(m);
   CHECK(p != NULL);
   /* One snapshot only: the largest total. */
   CHECK(nt_model_channel_dominant_wait(p, &p->cur->channels[0]) == NT_WAIT_SEND_GPU);
-  CHECK(nt_model_apply_snapshot(m, "ep", b, 2.0) == 0);
+  CHECK(nt_model_apply_snapshot(m, "ep", 0, b, 2.0) == 0);
   CHECK(nt_model_channel_dominant_wait(p, &p->cur->channels[0]) == NT_WAIT_SEND_PEER);
   /* Nothing moved in the last interval: the largest total again. */
   b->seq = 3, b->mono_ns = 3000;
-  CHECK(nt_model_apply_snapshot(m, "ep", b, 3.0) == 0);
+  CHECK(nt_model_apply_snapshot(m, "ep", 0, b, 3.0) == 0);
   CHECK(nt_model_channel_dominant_wait(p, &p->cur->channels[0]) == NT_WAIT_SEND_GPU);
   /* A recv row names recv waits. */
   b->seq = 4, b->channels[0].dir = NT_DIR_RECV;
-  CHECK(nt_model_apply_snapshot(m, "ep", b, 4.0) == 0);
+  CHECK(nt_model_apply_snapshot(m, "ep", 0, b, 4.0) == 0);
   CHECK(nt_model_channel_dominant_wait(p, &p->cur->channels[0]) == NT_WAIT_RECV_NET);
   nt_snapshot_free(a);
   nt_snapshot_free(b);
@@ -145,10 +145,10 @@ static void shares_fall_back_to_since_first_when_nothing_moved(void) {
   a->proxy[0].state_ns[NT_PROXY_SLEEP] = 1000; /* before we attached: only in the total */
   b->proxy[0] = a->proxy[0];
   b->proxy[0].state_ns[NT_PROXY_APPEND] = 100;
-  CHECK(nt_model_apply_snapshot(m, "ep", a, 1.0) == 0);
-  CHECK(nt_model_apply_snapshot(m, "ep", b, 2.0) == 0);
+  CHECK(nt_model_apply_snapshot(m, "ep", 0, a, 1.0) == 0);
+  CHECK(nt_model_apply_snapshot(m, "ep", 0, b, 2.0) == 0);
   b->seq = 3; /* the same counters again */
-  CHECK(nt_model_apply_snapshot(m, "ep", b, 3.0) == 0);
+  CHECK(nt_model_apply_snapshot(m, "ep", 0, b, 3.0) == 0);
   nt_model_process *p = only(m);
   double last[NT_PROXY_NSTATES], total[NT_PROXY_NSTATES];
   nt_model_proxy_shares(p, &p->cur->proxy[0], last, total);
@@ -174,12 +174,12 @@ static void sequence_gaps_are_lost_messages_not_lost_totals(void) {
   nt_model *m = nt_model_new();
   nt_snapshot *a = snap(10, 1, 1000, 5), *b = snap(10, 5, 5000, 50);
   CHECK(m && a && b);
-  CHECK(nt_model_apply_snapshot(m, "ep", a, 1.0) == 0);
-  CHECK(nt_model_apply_snapshot(m, "ep", b, 1.4) == 0);
+  CHECK(nt_model_apply_snapshot(m, "ep", 0, a, 1.0) == 0);
+  CHECK(nt_model_apply_snapshot(m, "ep", 0, b, 1.4) == 0);
   nt_model_process *p = only(m);
   CHECK_EQ_U64(p->lost_messages, 3);
-  CHECK_EQ_U64(p->cur->channels[0].steps, 50);          /* cumulative: nothing lost */
-  CHECK(nt_model_apply_snapshot(m, "ep", b, 1.5) == 0); /* the same message again */
+  CHECK_EQ_U64(p->cur->channels[0].steps, 50);             /* cumulative: nothing lost */
+  CHECK(nt_model_apply_snapshot(m, "ep", 0, b, 1.5) == 0); /* the same message again */
   CHECK_EQ_U64(p->duplicates, 1);
   CHECK_EQ_U64(p->cur->seq, 5);
   CHECK(p->prev && p->prev->seq == 1); /* the duplicate did not rotate anything */
@@ -196,14 +196,14 @@ static void a_restarted_publisher_starts_over_and_a_late_copy_is_ignored(void) {
   nt_snapshot *late = snap(10, 39, 4900000000ull, 490);
   nt_snapshot *again = snap(10, 1, 9000000000ull, 2); /* same pid, seq from 1, clock on */
   CHECK(m && a && b && late && again);
-  CHECK(nt_model_apply_snapshot(m, "ep", a, 1.0) == 0);
-  CHECK(nt_model_apply_snapshot(m, "ep", b, 1.1) == 0);
+  CHECK(nt_model_apply_snapshot(m, "ep", 0, a, 1.0) == 0);
+  CHECK(nt_model_apply_snapshot(m, "ep", 0, b, 1.1) == 0);
   nt_model_process *p = only(m);
-  CHECK(nt_model_apply_snapshot(m, "ep", late, 1.2) == 0);
+  CHECK(nt_model_apply_snapshot(m, "ep", 0, late, 1.2) == 0);
   CHECK_EQ_U64(p->cur->seq, 41);
   CHECK_EQ_U64(p->duplicates, 1);
   CHECK_EQ_U64(p->restarts, 0);
-  CHECK(nt_model_apply_snapshot(m, "ep", again, 2.0) == 0);
+  CHECK(nt_model_apply_snapshot(m, "ep", 0, again, 2.0) == 0);
   CHECK_EQ_U64(p->restarts, 1);
   CHECK_EQ_U64(p->cur->seq, 1);
   CHECK_EQ_U64(p->cur->channels[0].steps, 2);
@@ -217,7 +217,7 @@ static void a_restarted_publisher_starts_over_and_a_late_copy_is_ignored(void) {
   nt_snapshot *reboot = snap(10, 1, 1000, 1);
   CHECK(reboot != NULL);
   reboot->wall_ns = again->wall_ns + 3600000000000ull;
-  CHECK(nt_model_apply_snapshot(m, "ep", reboot, 3.0) == 0);
+  CHECK(nt_model_apply_snapshot(m, "ep", 0, reboot, 3.0) == 0);
   CHECK_EQ_U64(p->restarts, 2);
   CHECK_EQ_U64(p->cur->channels[0].steps, 1);
   CHECK(nt_model_nprocesses(m) == 1);
@@ -234,7 +234,7 @@ static void silent_publishers_turn_stale_after_three_intervals_and_stay_visible(
   nt_snapshot *a = snap(10, 1, 1000, 5);
   CHECK(m && a);
   a->interval_ms = 1000;
-  CHECK(nt_model_apply_snapshot(m, "ep", a, 10.0) == 0);
+  CHECK(nt_model_apply_snapshot(m, "ep", 0, a, 10.0) == 0);
   nt_model_process *p = only(m);
   nt_model_tick(m, 12.9);
   CHECK(!p->stale);
@@ -244,11 +244,11 @@ static void silent_publishers_turn_stale_after_three_intervals_and_stay_visible(
   CHECK(nt_model_ranks(m, r, 2) == 1); /* still listed, marked */
   CHECK_EQ_U64(p->cur->channels[0].steps, 5);
   a->seq = 2;
-  CHECK(nt_model_apply_snapshot(m, "ep", a, 13.2) == 0);
+  CHECK(nt_model_apply_snapshot(m, "ep", 0, a, 13.2) == 0);
   CHECK(!p->stale); /* alive again */
   /* A fast publisher is not stale before NT_STALE_MIN_S. */
   a->seq = 3, a->interval_ms = 100;
-  CHECK(nt_model_apply_snapshot(m, "ep", a, 20.0) == 0);
+  CHECK(nt_model_apply_snapshot(m, "ep", 0, a, 20.0) == 0);
   nt_model_tick(m, 20.0 + NT_STALE_MIN_S - 0.1);
   CHECK(!p->stale);
   nt_model_tick(m, 20.0 + NT_STALE_MIN_S + 0.1);
@@ -262,9 +262,9 @@ static void ended_processes_stay_visible_then_are_dropped(void) {
   nt_snapshot *a = snap(10, 1, 1000, 5), *b = snap(11, 1, 1000, 5), *c = snap(12, 1, 1000, 5);
   CHECK(m && a && b && c);
   a->final = 1;
-  CHECK(nt_model_apply_snapshot(m, "ipc:///d/10.sock", a, 1.0) == 0);
-  CHECK(nt_model_apply_snapshot(m, "ipc:///d/11.sock", b, 1.0) == 0);
-  CHECK(nt_model_apply_snapshot(m, "tcp://relay:5555", c, 1.0) == 0);
+  CHECK(nt_model_apply_snapshot(m, "ipc:///d/10.sock", 10, a, 1.0) == 0);
+  CHECK(nt_model_apply_snapshot(m, "ipc:///d/11.sock", 11, b, 1.0) == 0);
+  CHECK(nt_model_apply_snapshot(m, "tcp://relay:5555", 0, c, 1.0) == 0);
   CHECK(nt_model_process_at(m, 0)->ended);
   nt_model_process_gone(m, 11, NULL);
   nt_model_process_gone(m, 12, NULL); /* a relay's pid is not ours to judge */
@@ -288,7 +288,7 @@ static void a_bad_message_noted_keeps_existing_data(void) {
   nt_model *m = nt_model_new();
   nt_snapshot *a = snap(10, 1, 1000, 5);
   CHECK(m && a);
-  CHECK(nt_model_apply_snapshot(m, "ep", a, 1.0) == 0);
+  CHECK(nt_model_apply_snapshot(m, "ep", 0, a, 1.0) == 0);
   nt_model_note_error(m, "ipc:///d/66.sock", "snapshot: bad \x1b]0;title\x07 stuff", 2.0);
   nt_model_note_problem(m, "endpoints", "directory missing", 2.1);
   CHECK_EQ_U64(nt_model_total_bad(m), 1);
@@ -327,12 +327,12 @@ static void ranks_are_sorted_by_communicator_then_rank(void) {
     s->ncomms = 2;
     s->comms[0] = (nt_comm_row){.comm_hash = HASH_A, .rank = 3 - order[i], .nranks = 4};
     s->comms[1] = (nt_comm_row){.comm_hash = HASH_B, .rank = order[i], .nranks = 4};
-    int rc = nt_model_apply_snapshot(m, "ep", s, 1.0);
+    int rc = nt_model_apply_snapshot(m, "ep", 0, s, 1.0);
     nt_snapshot_free(s);
     CHECK(rc == 0);
   }
   nt_comm_info ci = {.pid = 101, .comm_hash = HASH_B, .name = "tp"};
-  CHECK(nt_model_apply_comm(m, "ep", &ci, 1.0) == 0);
+  CHECK(nt_model_apply_comm(m, "ep", 0, &ci, 1.0) == 0);
   nt_model_rank r[16];
   CHECK(nt_model_ranks(m, r, 16) == 8);
   for (int i = 0; i < 8; i++) {
@@ -349,20 +349,25 @@ static void processes_beyond_the_limit_are_refused_cleanly(void) {
   nt_model *m = nt_model_new();
   CHECK(m != NULL);
   nt_comm_info ci = {.comm_hash = HASH_A, .name = "c"};
+  /* Two --connect sources, each with all it may have, fill the table. */
   for (uint32_t i = 0; i < NT_MODEL_MAX_PROCESSES; i++) {
     ci.pid = 1000 + i;
-    CHECK(nt_model_apply_comm(m, "ep", &ci, 1.0) == 0);
+    CHECK(nt_model_apply_comm(m, i < NT_MODEL_MAX_PER_CONNECT ? "ep" : "ep2", 0, &ci, 1.0) == 0);
   }
   CHECK(nt_model_nprocesses(m) == NT_MODEL_MAX_PROCESSES);
   nt_snapshot *s = snap(999, 1, 1000, 5), *t = snap(1000, 1, 1000, 7);
   CHECK(s && t);
-  CHECK(nt_model_apply_snapshot(m, "ep", s, 2.0) == -1); /* one more: refused */
-  CHECK(nt_model_apply_snapshot(m, "ep", s, 2.1) == -1);
-  CHECK_EQ_U64(nt_model_total_refused(m), 2);
+  CHECK(nt_model_apply_snapshot(m, "ep", 0, s, 2.0) == -1); /* one more: refused */
+  CHECK(nt_model_apply_snapshot(m, "ep", 0, s, 2.1) == -1);
+  CHECK(nt_model_apply_snapshot(m, "ep3", 0, s, 2.1) == -1);
+  CHECK_EQ_U64(nt_model_total_refused(m), 3);
+  CHECK_EQ_U64(nt_model_refused(m, NT_REFUSE_SOURCE_FULL), 2);
+  CHECK_EQ_U64(nt_model_refused(m, NT_REFUSE_TABLE_FULL), 1);
   CHECK_EQ_U64(nt_model_total_bad(m), 0);
-  CHECK(nt_model_nerrors(m) == 1); /* said once */
-  CHECK(strstr(nt_model_error_at(m, 0)->text, "processes") != NULL);
-  CHECK(nt_model_apply_snapshot(m, "ep", t, 2.0) == 0); /* a known one still works */
+  CHECK(nt_model_nerrors(m) == 2); /* said once per source and reason */
+  CHECK(strstr(nt_model_error_at(m, 0)->text, "table_full") != NULL);
+  CHECK(strstr(nt_model_error_at(m, 1)->text, "source_full") != NULL);
+  CHECK(nt_model_apply_snapshot(m, "ep", 0, t, 2.0) == 0); /* a known one still works */
   nt_model_process *p = nt_model_process_at(m, 0);
   CHECK(p->pid == 1000 && p->cur && p->cur->channels[0].steps == 7);
   CHECK_STR(p->host, "node1"); /* known by its communicator first, host learnt later */
@@ -377,7 +382,7 @@ static void hostile_strings_are_sanitized_on_arrival(void) {
   nt_hello *h = calloc(1, sizeof *h);
   CHECK(m && a && h);
   snprintf(a->host, sizeof a->host, "node\x1b[2J\x9b"); /* ESC, and an 8-bit CSI */
-  CHECK(nt_model_apply_snapshot(m, "ep\x1b", a, 1.0) == 0);
+  CHECK(nt_model_apply_snapshot(m, "ep\x1b", 0, a, 1.0) == 0);
   nt_model_process *p = only(m);
   CHECK_STR(p->host, "node\\x1B[2J\\x9B");
   CHECK_STR(p->cur->host, "node\\x1B[2J\\x9B");
@@ -388,13 +393,13 @@ static void hostile_strings_are_sanitized_on_arrival(void) {
   h->nenv = 1;
   snprintf(h->env[0].name, sizeof h->env[0].name, "NCCL_X\r");
   snprintf(h->env[0].value, sizeof h->env[0].value, "\x1b]52;c;AAAA\x07");
-  CHECK(nt_model_apply_hello(m, "ep", h, 1.0) == 0);
+  CHECK(nt_model_apply_hello(m, "ep\x1b", 0, h, 1.0) == 0);
   CHECK(only(m) == p && p->have_hello); /* the same process: same sanitized host */
   CHECK_STR(p->hello.nccl_version, "2.28\\x07");
   CHECK_STR(p->hello.env[0].name, "NCCL_X\\x0D");
   CHECK_STR(p->hello.env[0].value, "\\x1B]52;c;AAAA\\x07");
   nt_comm_info ci = {.pid = 10, .comm_hash = HASH_A, .name = "dp\x1b[31m"};
-  CHECK(nt_model_apply_comm(m, "ep", &ci, 1.0) == 0);
+  CHECK(nt_model_apply_comm(m, "ep\x1b", 0, &ci, 1.0) == 0);
   nt_model_rank r[2];
   CHECK(nt_model_ranks(m, r, 2) == 1);
   CHECK_STR(r[0].comm_name, "dp\\x1B[31m");
@@ -407,16 +412,16 @@ static void communicator_names_beyond_the_table_replace_gone_ones(void) {
   nt_model *m = nt_model_new();
   nt_snapshot *a = snap(10, 1, 1000, 5);
   CHECK(m && a);
-  CHECK(nt_model_apply_snapshot(m, "ep", a, 1.0) == 0); /* lists HASH_A only */
+  CHECK(nt_model_apply_snapshot(m, "ep", 0, a, 1.0) == 0); /* lists HASH_A only */
   nt_comm_info ci = {.pid = 10};
   for (int i = 0; i < NT_MAX_COMMS; i++) {
     ci.comm_hash = i ? 0x100u + (uint64_t)i : HASH_A;
     snprintf(ci.name, sizeof ci.name, "c%d", i);
-    CHECK(nt_model_apply_comm(m, "ep", &ci, 1.0) == 0);
+    CHECK(nt_model_apply_comm(m, "ep", 0, &ci, 1.0) == 0);
   }
   ci.comm_hash = 0xfeed;
   snprintf(ci.name, sizeof ci.name, "newest");
-  CHECK(nt_model_apply_comm(m, "ep", &ci, 1.0) == 0);
+  CHECK(nt_model_apply_comm(m, "ep", 0, &ci, 1.0) == 0);
   nt_model_process *p = only(m);
   CHECK(p->ncomm_info == NT_MAX_COMMS);
   bool newest = false, current = false;

@@ -6,8 +6,12 @@
  * {"time": seconds since the viewer started (float),
  *  "publishers": processes known, "messages": messages taken,
  *  "bad_messages": messages that failed to decode, "errors_total": problems
- *  noted (bad messages included), "refused": messages of processes beyond
- *  the model's limit,
+ *  noted (bad messages included), "refused": messages refused (every reason),
+ *  "refused_by": {"pid", "source_full", "table_full", "memory", "seq_jump",
+ *     "clock_jump"} (enum nt_refusal), "memory_bytes": what the model holds,
+ *  "memory_budget": its budget (--max-memory),
+ *  "left_out": {"processes", "ranks"}: entries not in this frame, which would
+ *     have taken it past NT_JSON_FRAME_CAP bytes (0 and 0 normally),
  *  "errors": ["<endpoint>: <reason>", ...]  newest first, at most 8,
  *  "processes": [{"host", "pid", "stale": bool, "ended": bool, "nccl_version",
  *     "plugin_version", "abi", "seq", "lost_messages", "restarts", "event_mask",
@@ -45,6 +49,26 @@
 
 #define MAX_RANKS       65536
 #define ERRORS_IN_FRAME 8
+/* A JSON frame stays under this many bytes: a reader (jq, a script) should
+ * not meet a line of hundreds of megabytes because a publisher sent
+ * thousands of full-size snapshots. Processes and ranks beyond it are left
+ * out, and counted in "left_out". */
+#define NT_JSON_FRAME_CAP (64u << 20)
+/* ...of which this much is kept for everything but processes and ranks
+ * (counters, errors, alerts, operation tables: all bounded). */
+#define FRAME_REST_BYTES (4u << 20)
+/* Bytes one row of a snapshot (or one environment variable) can take in a
+ * frame, at most: a bound that spares measuring small frames. */
+#define ROW_JSON_MAX  2048
+#define ITEM_JSON_MAX 16384
+
+/* Room left in a frame. Items are measured (printed alone) only when the
+ * bound on the whole frame is over the cap: normal frames print once. */
+typedef struct {
+  bool measure;
+  size_t left;
+  uint32_t left_out_procs, left_out_ranks;
+} frame_room;
 
 static double age_ms(uint64_t ns) {
   return ns == UINT64_MAX ? -1 : (double)ns / 1e6;
@@ -169,6 +193,56 @@ static cJSON *process_json(const nt_model_process *p) {
   return j;
 }
 
+static size_t rows_of(const nt_model_process *p) {
+  const nt_snapshot *s = p->cur;
+  size_t env = p->have_hello ? p->hello.nenv : 0;
+  return !s ? 0
+            : (size_t)s->ncomms + s->nproxy + s->nchannels + s->nkernels + s->nops + s->nphases +
+                  s->noplog + s->nseq + s->nnet + env;
+}
+
+/* Whether the frame may exceed the cap: then every item is measured. */
+static frame_room frame_bound(nt_model *m) {
+  frame_room r = {false, NT_JSON_FRAME_CAP - FRAME_REST_BYTES, 0, 0};
+  size_t bound = 0;
+  for (uint32_t i = 0; i < nt_model_nprocesses(m); i++) {
+    const nt_model_process *p = nt_model_process_at(m, i);
+    /* A process object and its ranks' objects: each row is in one of them. */
+    size_t comms = p->cur ? p->cur->ncomms : 0;
+    bound += (1 + comms) * ITEM_JSON_MAX + rows_of(p) * ROW_JSON_MAX;
+  }
+  r.measure = bound > r.left;
+  return r;
+}
+
+/* Appends item to array if the frame has room for it; counts it left out
+ * (and frees it) when not. */
+static void append_within(cJSON *array, cJSON *item, frame_room *room, uint32_t *left_out) {
+  if (!item) return;
+  if (room->measure) {
+    char *text = cJSON_PrintUnformatted(item);
+    size_t len = text ? strlen(text) + 1 : SIZE_MAX; /* + the comma */
+    free(text);
+    if (len > room->left) {
+      cJSON_Delete(item);
+      (*left_out)++;
+      room->left = 0; /* the rest goes too: a frame is a prefix, not a sample */
+      return;
+    }
+    room->left -= len;
+  }
+  append(array, item);
+}
+
+static void put_refusals(cJSON *root, const nt_model *m) {
+  put_num(root, "refused", (double)nt_model_total_refused(m));
+  cJSON *by = put_obj(root, "refused_by", cJSON_CreateObject());
+  for (int i = 0; by && i < NT_REFUSE_COUNT; i++)
+    put_num(by, nt_refusal_name(i), (double)nt_model_refused(m, i));
+  put_num(root, "memory_bytes", (double)nt_model_bytes(m));
+  put_num(root, "memory_budget", (double)nt_model_budget(m));
+}
+
 static int print_json(FILE *out, nt_model *m, const nt_options *o, double t, double now_s,
                       const nt_model_rank *ranks, uint32_t nranks) {
   cJSON *root = cJSON_CreateObject();
@@ -177,7 +251,7 @@ static int print_json(FILE *out, nt_model *m, const nt_options *o, double t, dou
   put_num(root, "messages", (double)nt_model_total_messages(m));
   put_num(root, "bad_messages", (double)nt_model_total_bad(m));
   put_num(root, "errors_total", (double)nt_model_total_errors(m));
-  put_num(root, "refused", (double)nt_model_total_refused(m));
+  put_refusals(root, m);
   cJSON *errs = put_obj(root, "errors", cJSON_CreateArray());
   for (uint32_t i = 0; i < nt_model_nerrors(m) && i < ERRORS_IN_FRAME; i++) {
     const nt_model_error *e = nt_model_error_at(m, i);
@@ -185,13 +259,28 @@ static int print_json(FILE *out, nt_model *m, const nt_options *o, double t, dou
     snprintf(line, sizeof line, "%s: %s", e->source, e->text);
     append(errs, cJSON_CreateString(line));
   }
+  frame_room room = frame_bound(m);
   cJSON *procs = put_obj(root, "processes", cJSON_CreateArray());
-  for (uint32_t i = 0; i < nt_model_nprocesses(m); i++) {
+  for (uint32_t i = 0; procs && i < nt_model_nprocesses(m); i++) {
     const nt_model_process *p = nt_model_process_at(m, i);
-    if (p->cur) append(procs, process_json(p));
+    if (!p->cur) continue;
+    if (room.measure && !room.left)
+      room.left_out_procs++;
+    else
+      append_within(procs, process_json(p), &room, &room.left_out_procs);
   }
   cJSON *rs = put_obj(root, "ranks", cJSON_CreateArray());
-  for (uint32_t i = 0; i < nranks; i++) append(rs, rank_json(&ranks[i], o->stall_ms, now_s));
+  for (uint32_t i = 0; rs && i < nranks; i++) {
+    if (room.measure && !room.left)
+      room.left_out_ranks++;
+    else
+      append_within(rs, rank_json(&ranks[i], o->stall_ms, now_s), &room, &room.left_out_ranks);
+  }
+  cJSON *left = put_obj(root, "left_out", cJSON_CreateObject());
+  if (left) {
+    put_num(left, "processes", room.left_out_procs);
+    put_num(left, "ranks", room.left_out_ranks);
+  }
   nt_batch_job_json(root, m, o, now_s);
   /* Start the print buffer at the last frame's size: one allocation, no
    * growing copies of a frame that can be tens of megabytes. */
@@ -230,9 +319,14 @@ static void proxy_line(FILE *out, const nt_model_rank *r, const nt_model_process
 
 static void print_text(FILE *out, nt_model *m, const nt_options *o, double t, double now_s,
                        const nt_model_rank *ranks, uint32_t nranks) {
-  fprintf(out, "nccltop %.1fs  publishers %u  ranks %u  messages %llu  bad %llu  errors %llu\n", t,
-          nt_model_nprocesses(m), nranks, (unsigned long long)nt_model_total_messages(m),
-          (unsigned long long)nt_model_total_bad(m), (unsigned long long)nt_model_total_errors(m));
+  char mem[32];
+  fprintf(out,
+          "nccltop %.1fs  publishers %u  ranks %u  messages %llu  bad %llu  errors %llu  refused "
+          "%llu  mem %s\n",
+          t, nt_model_nprocesses(m), nranks, (unsigned long long)nt_model_total_messages(m),
+          (unsigned long long)nt_model_total_bad(m), (unsigned long long)nt_model_total_errors(m),
+          (unsigned long long)nt_model_total_refused(m),
+          nt_fmt_bytes((double)nt_model_bytes(m), mem, sizeof mem));
   for (uint32_t i = 0; i < nt_model_nerrors(m) && i < 3; i++) {
     const nt_model_error *e = nt_model_error_at(m, i);
     fprintf(out, "error: %s: %s\n", e->source, e->text);

@@ -31,6 +31,7 @@ void nt_usage(FILE *f) {
           "      --connect EP       also subscribe to ZeroMQ endpoint EP, e.g. tcp://node1:5555\n"
           "                         (repeatable, at most 8)\n"
           "      --topology FILE    NCCL topology XML for the topology view\n"
+          "      --max-memory MIB   what publishers' data may take, 16.. (default 1024)\n"
           "  -V, --version          print the version\n"
           "  -h, --help             this text\n"
           "\n"
@@ -40,7 +41,7 @@ void nt_usage(FILE *f) {
           "With demo, --iterations is the simulator's; use -n for the number of frames.\n");
 }
 
-enum { OPT_JSON = 256, OPT_STALL, OPT_DIR, OPT_CONNECT, OPT_TOPOLOGY };
+enum { OPT_JSON = 256, OPT_STALL, OPT_DIR, OPT_CONNECT, OPT_TOPOLOGY, OPT_MAX_MEMORY };
 
 static const char short_opts[] = "bn:d:CAVh";
 static const struct option long_opts[] = {
@@ -54,6 +55,7 @@ static const struct option long_opts[] = {
     {"dir", required_argument, NULL, OPT_DIR},
     {"connect", required_argument, NULL, OPT_CONNECT},
     {"topology", required_argument, NULL, OPT_TOPOLOGY},
+    {"max-memory", required_argument, NULL, OPT_MAX_MEMORY},
     {"version", no_argument, NULL, 'V'},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
@@ -63,6 +65,7 @@ void nt_options_defaults(nt_options *o) {
   memset(o, 0, sizeof *o);
   o->delay_ms = 500;
   o->stall_ms = 2000;
+  o->max_memory_mib = (uint32_t)(NT_MODEL_DEFAULT_BUDGET >> 20);
   const char *nc = getenv("NO_COLOR");
   o->color = !(nc && *nc);
   const char *cs = nl_langinfo(CODESET);
@@ -106,6 +109,9 @@ int nt_options_parse(nt_options *o, int argc, char **argv) {
     case 'A': o->ascii = true; break;
     case OPT_DIR: o->dir = optarg; break;
     case OPT_TOPOLOGY: o->topology = optarg; break;
+    case OPT_MAX_MEMORY:
+      if (parse_u32("--max-memory", optarg, 16, 1048576, &o->max_memory_mib)) return 2;
+      break;
     case OPT_CONNECT:
       if (o->nconnect >= 8) {
         fprintf(stderr, "nccltop: at most 8 --connect endpoints\n");

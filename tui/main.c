@@ -101,6 +101,7 @@ static int run_viewer(nt_options *o) {
   install_signals();
   o->start_s = nt_now_s();
   nt_model *m = nt_model_new();
+  if (m && o->max_memory_mib) nt_model_set_budget(m, (size_t)o->max_memory_mib << 20);
   nt_source *src = m ? nt_source_open(o, err, sizeof err) : NULL;
   if (!src) {
     fprintf(stderr, "nccltop: %s\n", m ? err : "out of memory");

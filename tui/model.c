@@ -1,12 +1,15 @@
-/* The state store (model.h): processes keyed by (host, pid), each with its
- * latest, previous and first snapshot. Nothing received is dropped while the
- * process is known; stale and ended processes stay visible, marked, and only
- * an ended one is dropped, NT_MODEL_ENDED_KEEP_S after it ended.
+/* The state store (model.h): processes keyed by (source, host, pid), each
+ * with its latest, previous and first snapshot. Nothing received is dropped
+ * while the process is known; stale and ended processes stay visible,
+ * marked, and only an ended one is dropped, NT_MODEL_ENDED_KEEP_S after it
+ * ended (or one that never sent a snapshot, NT_MODEL_UNSEEN_KEEP_S after its
+ * last message).
  *
- * Every snapshot is copied into buffers allocated once per process (three
- * of them rotate: cur, prev, spare), copying only the rows in use. Channel
- * rows of cur and prev are paired once, at arrival, so the derived numbers
- * read the match in O(1). */
+ * Every snapshot is copied into buffers sized to its rows (model_buf.c; two
+ * of them rotate with a spare: cur, prev; `first` keeps only what "since
+ * start" needs), and every byte is counted against the budget. Channel rows
+ * of cur and prev are paired once, at arrival, so the derived numbers read
+ * the match in O(1). */
 #include "model_internal.h"
 
 #include <stdio.h>
@@ -22,15 +25,19 @@ static void see_time(nt_model *m, double now_s) {
 }
 
 nt_model *nt_model_new(void) {
-  return calloc(1, sizeof(nt_model));
+  nt_model *m = calloc(1, sizeof(nt_model));
+  if (!m) return NULL;
+  m->budget = NT_MODEL_DEFAULT_BUDGET;
+  m->bytes = sizeof *m;
+  return m;
 }
 
 static void proc_free(proc_slot *p) {
   if (!p) return;
-  nt_snapshot_free(p->pub.cur);
-  nt_snapshot_free(p->pub.prev);
-  nt_snapshot_free(p->pub.first);
-  nt_snapshot_free(p->spare);
+  nt_buf_free(p->pub.cur);
+  nt_buf_free(p->pub.prev);
+  nt_buf_free(p->pub.first);
+  nt_buf_free(p->spare);
   free(p->match);
   free(p);
 }
@@ -39,6 +46,7 @@ void nt_model_free(nt_model *m) {
   if (!m) return;
   nt_runs_free(m);
   nt_model_topologies_free(m);
+  nt_sources_free(m);
   for (uint32_t i = 0; i < m->nprocs; i++) proc_free(m->procs[i]);
   free(m);
 }
@@ -69,65 +77,98 @@ void nt_model_note_problem(nt_model *m, const char *source, const char *text, do
 
 /* ---- processes ---- */
 
-static bool local_endpoint(const proc_slot *p) {
-  return !p->pub.endpoint[0] || strncmp(p->pub.endpoint, "ipc://", 6) == 0;
+/* What a process costs now; the model's and its source's totals follow. */
+static void recount(nt_model *m, proc_slot *p) {
+  size_t now = sizeof *p + nt_buf_bytes(p->pub.cur) + nt_buf_bytes(p->pub.prev) +
+               nt_buf_bytes(p->pub.first) + nt_buf_bytes(p->spare) +
+               (size_t)p->match_cap * sizeof *p->match;
+  m->bytes = m->bytes - p->pub.bytes + now;
+  p->src->bytes = p->src->bytes - p->pub.bytes + now;
+  p->pub.bytes = now;
 }
 
-/* The process (host, pid). host "" (communicator messages carry none)
- * matches the process with that pid on the same endpoint, else any with that
- * pid; a process first known without a host takes the first host it gets. */
-static proc_slot *lookup(nt_model *m, const char *clean_host, uint32_t pid, const char *endpoint) {
+/* The process (host, pid) of the source. host "" (communicator messages
+ * carry none) matches the source's process with that pid; a process first
+ * known without a host takes the first host it gets. */
+static proc_slot *lookup(nt_model *m, const src_slot *src, const char *clean_host, uint32_t pid) {
   proc_slot *hostless = NULL, *any = NULL;
   for (uint32_t i = 0; i < m->nprocs; i++) {
     proc_slot *p = m->procs[i];
-    if (p->pub.pid != pid) continue;
+    if (p->pub.pid != pid || p->src != src) continue;
     if (clean_host[0]) {
       if (strcmp(p->pub.host, clean_host) == 0) return p;
       if (!p->pub.host[0] && !hostless) hostless = p;
-    } else {
-      if (endpoint && strcmp(p->pub.endpoint, endpoint) == 0) return p;
-      if (!any) any = p;
+    } else if (!any) {
+      any = p;
     }
   }
   if (hostless) snprintf(hostless->pub.host, sizeof hostless->pub.host, "%s", clean_host);
   return hostless ? hostless : any;
 }
 
-/* Finds or creates the process; NULL (counted, noted once) when the model
- * is full or out of memory. */
-static proc_slot *find_proc(nt_model *m, const char *host, uint32_t pid, const char *endpoint,
+/* Whether the source may add a process: a local endpoint has one, a
+ * --connect one NT_MODEL_MAX_PER_CONNECT; the table and the budget have
+ * room. Refusals are counted and noted. */
+static bool may_add(nt_model *m, src_slot *src, double now_s) {
+  uint32_t cap = src->pid ? 1 : NT_MODEL_MAX_PER_CONNECT;
+  int why = src->nprocs >= cap                             ? NT_REFUSE_SOURCE_FULL
+            : m->nprocs >= NT_MODEL_MAX_PROCESSES          ? NT_REFUSE_TABLE_FULL
+            : !nt_budget_allows(m, src, sizeof(proc_slot)) ? NT_REFUSE_MEMORY
+                                                           : -1;
+  if (why < 0) return true;
+  nt_refuse(m, src, src->name, why, "", now_s);
+  return false;
+}
+
+/* Finds or creates the source's process; NULL (counted, noted once per
+ * source and reason) when it may not have another, or out of memory. */
+static proc_slot *find_proc(nt_model *m, src_slot *src, const char *host, uint32_t pid,
                             double now_s) {
   char clean[NT_MAX_HOST + 1];
   nt_sanitize(host, strnlen(host, NT_MAX_HOST), clean, sizeof clean);
-  proc_slot *p = lookup(m, clean, pid, endpoint);
+  proc_slot *p = lookup(m, src, clean, pid);
   if (p) return p;
-  if (m->nprocs >= NT_MODEL_MAX_PROCESSES || !(p = calloc(1, sizeof *p))) {
-    m->refused++;
-    if (!m->full_noted) {
-      char text[128];
-      snprintf(text, sizeof text, "more than %d processes: messages of further ones are ignored",
-               NT_MODEL_MAX_PROCESSES);
-      nt_model_note_problem(m, endpoint ? endpoint : "model", text, now_s);
-    }
-    m->full_noted = true;
+  if (!may_add(m, src, now_s)) return NULL;
+  if (!(p = calloc(1, sizeof *p))) {
+    nt_model_note_problem(m, src->name, "out of memory: process not kept", now_s);
     return NULL;
   }
+  p->src = src;
   p->pub.pid = pid;
+  p->pub.endpoint_pid = src->pid;
   snprintf(p->pub.host, sizeof p->pub.host, "%s", clean);
-  nt_sanitize(endpoint ? endpoint : "", endpoint ? strlen(endpoint) : 0, p->pub.endpoint,
-              sizeof p->pub.endpoint);
+  nt_sanitize(src->name, strlen(src->name), p->pub.endpoint, sizeof p->pub.endpoint);
   m->procs[m->nprocs++] = p;
+  src->nprocs++;
+  recount(m, p);
   m->generation++;
   nt_runs_process_added(m, p);
   return p;
 }
 
 static void drop_proc(nt_model *m, uint32_t i) {
-  proc_free(m->procs[i]);
+  proc_slot *p = m->procs[i];
+  m->bytes -= p->pub.bytes;
+  p->src->bytes -= p->pub.bytes;
+  p->src->nprocs--;
+  proc_free(p);
   memmove(&m->procs[i], &m->procs[i + 1], (m->nprocs - i - 1) * sizeof m->procs[0]);
   m->nprocs--;
   m->generation++;
-  m->full_noted = false;
+}
+
+/* The source of a message that speaks for `pid`; NULL when refused (a local
+ * endpoint speaking for another pid, or no room for another source). */
+static src_slot *source_for(nt_model *m, const char *endpoint, uint32_t endpoint_pid, uint32_t pid,
+                            double now_s) {
+  src_slot *src = nt_source_slot(m, endpoint, endpoint_pid, now_s);
+  if (src && src->pid && pid != src->pid) {
+    char detail[48];
+    snprintf(detail, sizeof detail, "pid %u", pid);
+    nt_refuse(m, src, endpoint, NT_REFUSE_PID, detail, now_s);
+    return NULL;
+  }
+  return src;
 }
 
 static void mark_ended(nt_model_process *p, double now_s) {
@@ -260,27 +301,49 @@ static void match_rows(proc_slot *p) {
   }
 }
 
+/* What `first` keeps: the header, communicators and proxy threads (the
+ * "since start" shares read only those), not a third full copy. */
+static nt_snapshot first_part(const nt_snapshot *s) {
+  nt_snapshot f = *s;
+  f.nchannels = f.nkernels = f.nops = f.nphases = f.noplog = f.nseq = f.nnet = 0;
+  return f;
+}
+
+/* The bytes buf (NULL: a new one) grows by to hold a copy of src. */
+static size_t growth(const nt_snapshot *buf, const nt_snapshot *src) {
+  size_t need = nt_buf_need(buf, src), have = nt_buf_bytes(buf);
+  return need > have ? need - have : 0;
+}
+
+/* buf (made when NULL) sized for src and holding a copy of it; -1 out of
+ * memory, and then the caller frees buf: its rows are not to be read. */
+static int fill(nt_snapshot **buf, const nt_snapshot *src) {
+  if (!*buf && !(*buf = nt_buf_new())) return -1;
+  if (nt_buf_fit(*buf, src) != 0) return -1;
+  copy_snapshot(*buf, src);
+  return 0;
+}
+
+#define NO_ROOM (-2) /* the budget does not allow the snapshot */
+
 /* A process's first snapshot, or the first after it restarted. */
-static int start_over(proc_slot *p, const nt_snapshot *s, double now_s) {
+static int start_over(nt_model *m, proc_slot *p, const nt_snapshot *s, double now_s) {
   nt_model_process *q = &p->pub;
-  nt_snapshot *cur = q->cur ? q->cur : nt_snapshot_new();
-  nt_snapshot *first = q->first ? q->first : nt_snapshot_new();
-  if (!cur || !first) { /* nothing half-made is left visible */
-    if (cur != q->cur) nt_snapshot_free(cur);
-    if (first != q->first) nt_snapshot_free(first);
-    return -1;
-  }
-  q->cur = cur;
-  q->first = first;
+  nt_snapshot head = first_part(s);
+  if (!nt_budget_allows(m, p->src, growth(q->cur, s) + growth(q->first, &head))) return NO_ROOM;
   if (q->prev) { /* keep the buffer for later */
     if (!p->spare)
       p->spare = q->prev;
     else
-      nt_snapshot_free(q->prev);
+      nt_buf_free(q->prev);
     q->prev = NULL;
   }
-  copy_snapshot(q->cur, s);
-  copy_snapshot(q->first, s);
+  if (fill(&q->cur, s) != 0 || fill(&q->first, &head) != 0) {
+    nt_buf_free(q->cur); /* nothing half-made is left visible */
+    nt_buf_free(q->first);
+    q->cur = q->first = NULL;
+    return -1;
+  }
   q->first_time_s = q->cur_time_s = now_s;
   q->prev_time_s = 0;
   match_rows(p);
@@ -288,51 +351,92 @@ static int start_over(proc_slot *p, const nt_snapshot *s, double now_s) {
 }
 
 /* The next snapshot: cur becomes prev, the oldest buffer takes the new one. */
-static int advance(proc_slot *p, const nt_snapshot *s, double now_s) {
+static int advance(nt_model *m, proc_slot *p, const nt_snapshot *s, double now_s) {
   nt_model_process *q = &p->pub;
-  nt_snapshot *buf = q->prev;
-  if (!buf) {
-    buf = p->spare ? p->spare : nt_snapshot_new();
-    if (!buf) return -1;
+  nt_snapshot *buf = q->prev ? q->prev : p->spare;
+  if (!nt_budget_allows(m, p->src, growth(buf, s))) return NO_ROOM;
+  if (buf == q->prev)
+    q->prev = NULL;
+  else
     p->spare = NULL;
+  if (fill(&buf, s) != 0) {
+    nt_buf_free(buf);
+    return -1;
   }
   q->prev = q->cur;
   q->prev_time_s = q->cur_time_s;
   q->cur = buf;
-  copy_snapshot(q->cur, s);
   q->cur_time_s = now_s;
   match_rows(p);
   return 0;
 }
 
-int nt_model_apply_snapshot(nt_model *m, const char *endpoint, const nt_snapshot *s, double now_s) {
+/* Why s may not follow q's latest snapshot (enum nt_refusal), or -1: its
+ * sequence number or clock ran further ahead than the time since the latest
+ * allows (model.h). A restart (seq back, clock on) is held to the clock
+ * rule: the same host's monotonic clock went on by about that time. */
+static int jumped(const nt_model_process *q, const nt_snapshot *s, double now_s, char *detail,
+                  size_t cap) {
+  const nt_snapshot *c = q->cur;
+  double elapsed = now_s > q->cur_time_s ? now_s - q->cur_time_s : 0;
+  double interval = c->interval_ms / 1000.0;
+  if (interval < NT_SEQ_MIN_INTERVAL_S) interval = NT_SEQ_MIN_INTERVAL_S;
+  if (s->seq > c->seq && (double)(s->seq - c->seq) > NT_SEQ_JUMP_SLACK + 2 * elapsed / interval) {
+    snprintf(detail, cap, "seq %llu after %llu", (unsigned long long)s->seq,
+             (unsigned long long)c->seq);
+    return NT_REFUSE_SEQ_JUMP;
+  }
+  if (s->mono_ns > c->mono_ns && (double)(s->mono_ns - c->mono_ns) / 1e9 >
+                                     NT_CLOCK_JUMP_SLACK_S + NT_CLOCK_MAX_RATE * elapsed) {
+    snprintf(detail, cap, "clock +%.0f s after %.1f s", (double)(s->mono_ns - c->mono_ns) / 1e9,
+             elapsed);
+    return NT_REFUSE_CLOCK_JUMP;
+  }
+  return -1;
+}
+
+/* Applies s to q, which has a snapshot: the next one, a restart, or an old
+ * or repeated one (ignored). */
+static int follow(nt_model *m, proc_slot *p, const nt_snapshot *s, double now_s) {
+  nt_model_process *q = &p->pub;
+  if (s->seq > q->cur->seq) {
+    uint64_t gap = s->seq - q->cur->seq - 1;
+    int rc = advance(m, p, s, now_s);
+    if (rc == 0) q->lost_messages += gap;
+    return rc;
+  }
+  /* Sequence numbers went back. A new incarnation of the pid (same host:
+   * the monotonic clock went on; after a reboot: the wall clock went on)
+   * starts over; an old or repeated message (a late copy through a relay)
+   * is ignored. */
+  bool restart = s->mono_ns > q->cur->mono_ns ||
+                 (s->mono_ns < q->cur->mono_ns && s->wall_ns > q->cur->wall_ns);
+  if (!restart) {
+    q->duplicates++;
+    return 1;
+  }
+  int rc = start_over(m, p, s, now_s);
+  if (rc == 0) q->restarts++;
+  return rc;
+}
+
+int nt_model_apply_snapshot(nt_model *m, const char *endpoint, uint32_t endpoint_pid,
+                            const nt_snapshot *s, double now_s) {
   m->messages++;
   see_time(m, now_s);
-  proc_slot *p = find_proc(m, s->host, s->pid, endpoint, now_s);
+  src_slot *src = source_for(m, endpoint, endpoint_pid, s->pid, now_s);
+  proc_slot *p = src ? find_proc(m, src, s->host, s->pid, now_s) : NULL;
   if (!p) return -1;
   nt_model_process *q = &p->pub;
   q->messages++;
-  int rc;
-  if (!q->cur) {
-    rc = start_over(p, s, now_s);
-  } else if (s->seq <= q->cur->seq) {
-    /* Sequence numbers went back. A new incarnation of the pid (same host:
-     * the monotonic clock went on; after a reboot: the wall clock went on)
-     * starts over; an old or repeated message (a late copy through a relay)
-     * is ignored. */
-    bool restart = s->mono_ns > q->cur->mono_ns ||
-                   (s->mono_ns < q->cur->mono_ns && s->wall_ns > q->cur->wall_ns);
-    if (!restart) {
-      q->duplicates++;
-      return 0;
-    }
-    q->restarts++;
-    q->ended = false;
-    rc = start_over(p, s, now_s);
-  } else {
-    if (s->seq > q->cur->seq + 1) q->lost_messages += s->seq - q->cur->seq - 1;
-    rc = advance(p, s, now_s);
-  }
+  q->last_msg_s = now_s;
+  char detail[96];
+  int why = q->cur ? jumped(q, s, now_s, detail, sizeof detail) : -1;
+  if (why >= 0) return nt_refuse(m, src, endpoint, why, detail, now_s);
+  int rc = q->cur ? follow(m, p, s, now_s) : start_over(m, p, s, now_s);
+  recount(m, p);
+  if (rc == 1) return 0; /* ignored: an old copy */
+  if (rc == NO_ROOM) return nt_refuse(m, src, endpoint, NT_REFUSE_MEMORY, "", now_s);
   if (rc != 0) {
     nt_model_note_problem(m, endpoint, "out of memory: snapshot not kept", now_s);
     return -1;
@@ -346,11 +450,14 @@ int nt_model_apply_snapshot(nt_model *m, const char *endpoint, const nt_snapshot
   return 0;
 }
 
-int nt_model_apply_hello(nt_model *m, const char *endpoint, const nt_hello *h, double now_s) {
+int nt_model_apply_hello(nt_model *m, const char *endpoint, uint32_t endpoint_pid,
+                         const nt_hello *h, double now_s) {
   m->messages++;
   see_time(m, now_s);
-  proc_slot *p = find_proc(m, h->host, h->pid, endpoint, now_s);
+  src_slot *src = source_for(m, endpoint, endpoint_pid, h->pid, now_s);
+  proc_slot *p = src ? find_proc(m, src, h->host, h->pid, now_s) : NULL;
   if (!p) return -1;
+  p->pub.last_msg_s = now_s;
   nt_hello *d = &p->pub.hello;
   *d = *h;
   if (d->nenv > NT_MAX_ENV) d->nenv = NT_MAX_ENV;
@@ -376,12 +483,15 @@ static bool comm_current(const nt_model_process *p, uint64_t hash) {
   return false;
 }
 
-int nt_model_apply_comm(nt_model *m, const char *endpoint, const nt_comm_info *c, double now_s) {
+int nt_model_apply_comm(nt_model *m, const char *endpoint, uint32_t endpoint_pid,
+                        const nt_comm_info *c, double now_s) {
   m->messages++;
   see_time(m, now_s);
-  proc_slot *p = find_proc(m, "", c->pid, endpoint, now_s);
+  src_slot *src = source_for(m, endpoint, endpoint_pid, c->pid, now_s);
+  proc_slot *p = src ? find_proc(m, src, "", c->pid, now_s) : NULL;
   if (!p) return -1;
   nt_model_process *q = &p->pub;
+  q->last_msg_s = now_s;
   uint32_t i = 0;
   while (i < q->ncomm_info && q->comm_info[i].comm_hash != c->comm_hash) i++;
   if (i == q->ncomm_info && q->ncomm_info == NT_MAX_COMMS) {
@@ -403,7 +513,8 @@ void nt_model_tick(nt_model *m, double now_s) {
   see_time(m, now_s);
   for (uint32_t i = 0; i < m->nprocs;) {
     nt_model_process *p = &m->procs[i]->pub;
-    if (p->ended && now_s - p->ended_time_s > NT_MODEL_ENDED_KEEP_S) {
+    if ((p->ended && now_s - p->ended_time_s > NT_MODEL_ENDED_KEEP_S) ||
+        (!p->cur && now_s - p->last_msg_s > NT_MODEL_UNSEEN_KEEP_S)) {
       drop_proc(m, i);
       continue;
     }
@@ -422,9 +533,9 @@ void nt_model_process_gone(nt_model *m, uint32_t pid, const char *host) {
   if (host) nt_sanitize(host, strnlen(host, NT_MAX_HOST), clean, sizeof clean);
   for (uint32_t i = 0; i < m->nprocs; i++) {
     proc_slot *p = m->procs[i];
-    if (p->pub.pid != pid) continue;
-    if (clean[0] ? strcmp(p->pub.host, clean) == 0 : local_endpoint(p))
-      mark_ended(&p->pub, m->now_s);
+    /* Only the endpoint of that pid: what it introduced is its own pid. */
+    if (p->src->pid != pid || p->pub.pid != pid) continue;
+    if (!clean[0] || strcmp(p->pub.host, clean) == 0) mark_ended(&p->pub, m->now_s);
   }
 }
 
@@ -454,9 +565,6 @@ uint64_t nt_model_total_bad(const nt_model *m) {
 }
 uint64_t nt_model_total_errors(const nt_model *m) {
   return m->noted;
-}
-uint64_t nt_model_total_refused(const nt_model *m) {
-  return m->refused;
 }
 double nt_model_last_data_s(const nt_model *m) {
   return m->last_data_s;

@@ -27,17 +27,59 @@
  * visible, marked, this long; then nt_model_tick drops it. */
 #define NT_MODEL_ENDED_KEEP_S 60.0
 
+/* What one publisher may cost the viewer (issue 17). A source is the
+ * endpoint a message came from: a local endpoint (<pid>.sock in the endpoint
+ * directory) speaks for its own pid only; a --connect endpoint (a relay, or
+ * plugins sending through NCCLTOP_CONNECT) speaks for the processes it
+ * introduced, in a namespace of its own: processes are keyed by (source,
+ * host, pid), so no endpoint can reach another's processes. */
+#define NT_MODEL_MAX_PER_CONNECT 2048 /* processes one --connect endpoint may introduce */
+#define NT_MODEL_MAX_SOURCES     4096 /* endpoints remembered (with their refusals) */
+/* An entry that never produced a snapshot (made by a hello or a comm message
+ * only) is dropped this long after its last message: a real plugin sends a
+ * snapshot to every new subscriber at once. */
+#define NT_MODEL_UNSEEN_KEEP_S 10.0
+/* The bytes the processes may take (entries and snapshot buffers, counted
+ * as allocated): beyond it new processes, and snapshots that need bigger
+ * buffers, are refused; one source may take at most half of it, so a job
+ * started later always has room. --max-memory changes it. */
+#define NT_MODEL_DEFAULT_BUDGET (1024ull << 20)
+/* Sequence numbers and clocks may move forward only as far as the time since
+ * the last accepted snapshot allows (viewer clock): seq by NT_SEQ_JUMP_SLACK
+ * plus twice the intervals elapsed (the plugin's interval is never below
+ * 10 ms); the publisher's clock by NT_CLOCK_JUMP_SLACK_S plus
+ * NT_CLOCK_MAX_RATE times the time elapsed (the simulator's virtual clock
+ * runs at its own pace, never a thousand times faster for an hour). */
+#define NT_SEQ_JUMP_SLACK     1000
+#define NT_SEQ_MIN_INTERVAL_S 0.010
+#define NT_CLOCK_JUMP_SLACK_S 3600.0
+#define NT_CLOCK_MAX_RATE     1000.0
+
+/* Why a message was refused; counted per reason, noted once per source and
+ * reason in the error list. */
+enum nt_refusal {
+  NT_REFUSE_PID,         /* a local endpoint spoke for another pid */
+  NT_REFUSE_SOURCE_FULL, /* the source has all the processes it may have */
+  NT_REFUSE_TABLE_FULL,  /* NT_MODEL_MAX_PROCESSES known, or too many sources */
+  NT_REFUSE_MEMORY,      /* the byte budget (or the source's half of it) is spent */
+  NT_REFUSE_SEQ_JUMP,    /* a sequence number far ahead of what time allows */
+  NT_REFUSE_CLOCK_JUMP,  /* a publisher clock far ahead of what time allows */
+  NT_REFUSE_COUNT,
+};
+const char *nt_refusal_name(int reason); /* "pid", "source_full", ... */
+
 typedef struct {
   double time_s;
   char source[64]; /* endpoint or "replay" */
   char text[160];  /* already sanitized */
 } nt_model_error;
 
-/* One publishing process (host, pid). */
+/* One publishing process: (source, host, pid). */
 typedef struct {
   uint32_t pid;
   char host[NT_MAX_HOST + 1]; /* sanitized */
-  char endpoint[128];
+  char endpoint[128];         /* its source's name */
+  uint32_t endpoint_pid;      /* the pid its source speaks for, 0: a --connect one */
   bool have_hello;
   nt_hello hello;                       /* strings sanitized on arrival */
   nt_comm_info comm_info[NT_MAX_COMMS]; /* names, by snapshot comm index order not guaranteed */
@@ -54,6 +96,8 @@ typedef struct {
   uint64_t duplicates; /* snapshots already seen (or older ones), ignored */
   double ended_time_s; /* when `ended` was set */
   uint32_t run;        /* the run (job) it belongs to: see nt_model_run_summary */
+  double last_msg_s;   /* its newest message (unseen entries expire by it) */
+  size_t bytes;        /* what it costs: the entry and its snapshot buffers */
 } nt_model_process;
 
 /* One rank: a (process, communicator) pair, the unit the views list. */
@@ -70,22 +114,36 @@ typedef struct nt_model nt_model;
 nt_model *nt_model_new(void);
 void nt_model_free(nt_model *m);
 
-/* Apply decoded messages. They copy what they keep. Return 0, or -1 when the
- * model is full (the message is counted and dropped). */
-int nt_model_apply_snapshot(nt_model *m, const char *endpoint, const nt_snapshot *s, double now_s);
-int nt_model_apply_hello(nt_model *m, const char *endpoint, const nt_hello *h, double now_s);
-int nt_model_apply_comm(nt_model *m, const char *endpoint, const nt_comm_info *c, double now_s);
+/* Apply decoded messages from the source `endpoint`, which speaks for
+ * endpoint_pid (a local endpoint's pid, from its socket name) or, with 0, is
+ * a --connect endpoint (see NT_MODEL_MAX_PER_CONNECT). They copy what they
+ * keep. Return 0, or -1 when the message was refused (counted per reason,
+ * see enum nt_refusal). */
+int nt_model_apply_snapshot(nt_model *m, const char *endpoint, uint32_t endpoint_pid,
+                            const nt_snapshot *s, double now_s);
+int nt_model_apply_hello(nt_model *m, const char *endpoint, uint32_t endpoint_pid,
+                         const nt_hello *h, double now_s);
+int nt_model_apply_comm(nt_model *m, const char *endpoint, uint32_t endpoint_pid,
+                        const nt_comm_info *c, double now_s);
+/* The byte budget (NT_MODEL_DEFAULT_BUDGET until set). */
+void nt_model_set_budget(nt_model *m, size_t bytes);
+size_t nt_model_budget(const nt_model *m);
+/* Bytes the model holds now: itself, its sources and every process entry
+ * with its snapshot buffers, as allocated (malloc's own overhead aside). */
+size_t nt_model_bytes(const nt_model *m);
 /* A message that failed to decode; text is sanitized before it is kept. */
 void nt_model_note_error(nt_model *m, const char *source, const char *text, double now_s);
 /* A problem that is not a bad message (an endpoint directory refused, a
  * connect that failed): kept in the same list, not counted as bad. */
 void nt_model_note_problem(nt_model *m, const char *source, const char *text, double now_s);
 /* Marks stale / ended publishers and drops those ended more than
- * NT_MODEL_ENDED_KEEP_S ago; call once per frame. */
+ * NT_MODEL_ENDED_KEEP_S ago, and those that never sent a snapshot and were
+ * silent NT_MODEL_UNSEEN_KEEP_S; call once per frame. */
 void nt_model_tick(nt_model *m, double now_s);
-/* The process's endpoint went away (its pid is dead or its socket file was
- * removed): it is marked ended. host NULL or "" matches only processes known
- * through a local ipc:// endpoint (a relay's remote pids are not ours). */
+/* The local endpoint of `pid` went away (its pid is dead or its socket file
+ * was removed): the processes that endpoint introduced are marked ended
+ * (host, when given, must match too). A --connect endpoint's processes are
+ * never touched: a relay's remote pids are not ours to judge. */
 void nt_model_process_gone(nt_model *m, uint32_t pid, const char *host);
 
 /* The machine's topology: from --topology, or from a publisher's topology
@@ -116,10 +174,11 @@ uint32_t nt_model_ranks(nt_model *m, nt_model_rank *out, uint32_t cap);
 uint32_t nt_model_nerrors(const nt_model *m);
 const nt_model_error *nt_model_error_at(const nt_model *m, uint32_t i); /* 0 = newest */
 uint64_t nt_model_total_messages(const nt_model *m);
-uint64_t nt_model_total_bad(const nt_model *m);     /* messages that failed to decode */
-uint64_t nt_model_total_errors(const nt_model *m);  /* everything noted, bad or problem */
-uint64_t nt_model_total_refused(const nt_model *m); /* messages of processes beyond the limit */
-double nt_model_last_data_s(const nt_model *m);     /* arrival of the newest snapshot, 0 none */
+uint64_t nt_model_total_bad(const nt_model *m);           /* messages that failed to decode */
+uint64_t nt_model_total_errors(const nt_model *m);        /* everything noted, bad or problem */
+uint64_t nt_model_total_refused(const nt_model *m);       /* messages refused, every reason */
+uint64_t nt_model_refused(const nt_model *m, int reason); /* per enum nt_refusal */
+double nt_model_last_data_s(const nt_model *m); /* arrival of the newest snapshot, 0 none */
 
 /* Derived numbers, the same for screen and batch output. */
 /* Share (0..1) of time per proxy state over the last interval (cur vs prev;

@@ -24,10 +24,21 @@ typedef struct {
 #define NT_MODEL_TOPOLOGIES  8
 #define NT_MODEL_TOPO_FAILED 16
 
+/* An endpoint messages came from (model_source.c). */
+typedef struct {
+  char name[160]; /* as given (source.c's endpoint names are shorter) */
+  uint32_t pid;   /* the pid it speaks for; 0: a --connect endpoint */
+  uint32_t nprocs;
+  size_t bytes;   /* of its processes */
+  uint32_t noted; /* refusal reasons already in the error list, a bit each */
+  double last_s;  /* its newest message */
+} src_slot;
+
 /* A process as the model keeps it; `pub` first, so the pointers handed out
  * (nt_model_process *) convert back. */
 typedef struct {
   nt_model_process pub;
+  src_slot *src;
   nt_snapshot *spare; /* buffer the next snapshot goes into */
   int32_t *match;     /* per cur channel row: the same key's index in prev, or -1 */
   uint32_t match_cap;
@@ -42,8 +53,11 @@ struct nt_model {
   uint32_t generation;
   nt_model_error errors[NT_MODEL_ERRORS];
   uint32_t nerrors, error_head;
-  uint64_t messages, bad, noted, refused;
-  bool full_noted;
+  uint64_t messages, bad, noted;
+  uint64_t refused[NT_REFUSE_COUNT];
+  src_slot *sources[NT_MODEL_MAX_SOURCES];
+  uint32_t nsources;
+  size_t bytes, budget;      /* bytes: of the processes and sources */
   double last_data_s, now_s; /* newest arrival; newest time any call gave */
   /* topologies (model_topo.c) */
   nt_model_topo_entry topos[NT_MODEL_TOPOLOGIES];
@@ -58,6 +72,28 @@ struct nt_model {
   nt_run_summary *ended_run; /* the current run, summarized when it ended */
   bool ended;                /* ended_run is current */
 };
+
+/* model_source.c: the source of a message, found or remembered; NULL when
+ * the table is full (refused, counted). */
+src_slot *nt_source_slot(nt_model *m, const char *endpoint, uint32_t pid, double now_s);
+/* Counts a refusal of one of src's messages (src may be NULL) and notes it
+ * in the error list the first time for that source and reason. Returns -1. */
+int nt_refuse(nt_model *m, src_slot *src, const char *endpoint, int reason, const char *detail,
+              double now_s);
+/* Whether `more` bytes fit the budget and the source's half of it. */
+bool nt_budget_allows(const nt_model *m, const src_slot *src, size_t more);
+void nt_sources_free(nt_model *m);
+
+/* model_buf.c: snapshot buffers sized to the rows they hold. */
+nt_snapshot *nt_buf_new(void);
+void nt_buf_free(nt_snapshot *s);
+size_t nt_buf_bytes(const nt_snapshot *s); /* as allocated now; 0 for NULL */
+/* The bytes s (NULL: a new buffer) will take once it holds a copy of src
+ * (rows clamped to the protocol's limits). */
+size_t nt_buf_need(const nt_snapshot *s, const nt_snapshot *src);
+/* Sizes s so; -1 when out of memory, and then its rows are not to be read
+ * (some arrays may have shrunk): the caller frees it. */
+int nt_buf_fit(nt_snapshot *s, const nt_snapshot *src);
 
 /* runs.c: a process was created (joins the current run, or starts one);
  * the model ticked (a run whose processes all ended is summarized); a

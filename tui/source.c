@@ -320,7 +320,8 @@ static bool topic_is(const zmq_msg_t *t, const char *name) {
   return zmq_msg_size((zmq_msg_t *)t) == n && memcmp(zmq_msg_data((zmq_msg_t *)t), name, n) == 0;
 }
 
-/* Decodes and applies one two-frame message. */
+/* Decodes and applies one two-frame message. The endpoint's pid (0 for a
+ * --connect one) tells the model whom it may speak for. */
 static void dispatch(nt_source *s, endpoint *e, nt_model *m, zmq_msg_t *topic, zmq_msg_t *body) {
   const char *data = zmq_msg_data(body);
   size_t len = zmq_msg_size(body);
@@ -328,18 +329,18 @@ static void dispatch(nt_source *s, endpoint *e, nt_model *m, zmq_msg_t *topic, z
   double now = nt_now_s();
   if (topic_is(topic, NT_TOPIC_SNAPSHOT)) {
     if (nt_snapshot_decode((const uint8_t *)data, len, s->scratch, err, sizeof err) == 0)
-      nt_model_apply_snapshot(m, e->endpoint, s->scratch, now);
+      nt_model_apply_snapshot(m, e->endpoint, e->pid, s->scratch, now);
     else
       note(m, e->endpoint, true, "snapshot: %s", err);
   } else if (topic_is(topic, NT_TOPIC_HELLO)) {
     if (nt_hello_decode(data, len, s->hello, err, sizeof err) == 0)
-      nt_model_apply_hello(m, e->endpoint, s->hello, now);
+      nt_model_apply_hello(m, e->endpoint, e->pid, s->hello, now);
     else
       note(m, e->endpoint, true, "%s", err);
   } else if (topic_is(topic, NT_TOPIC_COMM)) {
     nt_comm_info c;
     if (nt_comm_decode(data, len, &c, err, sizeof err) == 0)
-      nt_model_apply_comm(m, e->endpoint, &c, now);
+      nt_model_apply_comm(m, e->endpoint, e->pid, &c, now);
     else
       note(m, e->endpoint, true, "%s", err);
   } else if (topic_is(topic, NT_TOPIC_TOPOLOGY)) {

@@ -27,6 +27,8 @@ typedef struct {
   double start_s;       /* nt_now_s() when the viewer started; 0: the first frame's time */
   double wait_first_s;  /* batch: wait up to this long for the first snapshot before the
                            first frame (demo: its ranks are starting), 0 = do not wait */
+  /* --max-memory: the model's byte budget (nt_model_set_budget), in MiB */
+  uint32_t max_memory_mib;
 } nt_options;
 
 /* Views, in Tab order; digits 1.. select them. */

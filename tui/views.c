@@ -48,19 +48,24 @@ void nt_draw_header(nt_screen *s) {
     snprintf(age, sizeof age, "data %.1fs ago", s->now - last);
   else
     snprintf(age, sizeof age, "no data yet");
-  char extra[100] = "";
+  char extra[160] = "", mem[32]; /* mem: what the publishers cost, last (--max-memory) */
   uint64_t lost = 0;
   for (uint32_t i = 0; i < nt_model_nprocesses(s->m); i++)
     lost += nt_model_process_at(s->m, i)->lost_messages;
   int n = 0;
   if (lost) n = snprintf(extra, sizeof extra, "  lost %llu", (unsigned long long)lost);
+  uint64_t refused = nt_model_total_refused(s->m);
+  if (refused)
+    n += snprintf(extra + n, sizeof extra - (size_t)n, "  refused %llu",
+                  (unsigned long long)refused);
   if (s->filter[0]) snprintf(extra + n, sizeof extra - (size_t)n, "  filter \"%s\"", s->filter);
   snprintf(
       line, sizeof line,
-      " nccltop %s  %-6s %s  publishers %u  ranks %u  alerts %u  bad msgs %llu  sort %s%s  [%s]",
+      " nccltop %s  %-6s %s  publishers %u  ranks %u  alerts %u  bad msgs %llu  sort %s%s  [%s]"
+      "  mem %s",
       NT_VERSION, mode, age, nt_model_nprocesses(s->m), s->nranks, s->nalerts,
       (unsigned long long)nt_model_total_bad(s->m), nt_sort_name(s->sort), extra,
-      view_names[s->view]);
+      view_names[s->view], nt_fmt_bytes((double)nt_model_bytes(s->m), mem, sizeof mem));
   attron(s->o->color && has_colors() ? COLOR_PAIR(NT_C_HEAD) : A_REVERSE);
   mvhline(0, 0, ' ', s->cols);
   mvaddnstr(0, 0, line, s->cols);
