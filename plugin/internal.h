@@ -262,12 +262,21 @@ struct nt_thread {
 };
 
 /* Configuration from NCCLTOP_* variables, read at the first init. */
+/* Everything the plugin needs from the environment, copied at the first
+ * init on NCCL's calling thread: the application may change its environment
+ * later (Python's os.environ), and getenv on our own threads would race with
+ * its setenv. */
 struct nt_config {
   bool disabled;
+  bool debug; /* NCCLTOP_DEBUG: log to stderr when NCCL gives no logger */
   int event_mask;
   uint32_t interval_ms;
   uint32_t reclaim_ms;
   char connect[256];
+  char dir[200];        /* the endpoint directory; empty if NCCLTOP_DIR is too long */
+  char topo_path[4096]; /* NCCL_TOPO_DUMP_FILE; empty if unset or too long */
+  uint32_t nenv;        /* NCCL_* and NCCLTOP_* variables, for the hello */
+  nt_env_var env[NT_MAX_ENV];
 };
 
 /* Process-wide state (state.c). */
@@ -369,6 +378,7 @@ void nt_retire_collect(nt_snapshot *s, const uint16_t *map, uint64_t now);
 /* publisher.c */
 int nt_publisher_start(void);
 void nt_publisher_stop(void);
+bool nt_publisher_abandoned(void); /* left behind by finalize and still running */
 void nt_publisher_flush(void);
 
 /* collect.c: read every slot into a snapshot (publisher thread only). */
