@@ -64,9 +64,22 @@ $(BUILD)/obj/%.o: %.c | deps
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
 
+# -z nodelete: NCCL dlcloses the plugin after the last finalize, and a
+# publisher thread that finalize had to leave behind must not run unmapped code.
+PLUGIN_LDFLAGS := -shared -Wl,-z,defs -Wl,-z,nodelete -Wl,--exclude-libs,ALL \
+  -Wl,-soname,libnccl-profiler-nccltop.so
 $(PLUGIN_SO): $(PLUGIN_OBJ) $(PROTO_PLUGIN_OBJ)
-	$(CC) -shared $(LDSAN) -Wl,-z,defs -Wl,--exclude-libs,ALL \
-	  -Wl,-soname,libnccl-profiler-nccltop.so -o $@ $^ $(LIBS_PLUGIN)
+	$(CC) $(PLUGIN_LDFLAGS) $(LDSAN) -o $@ $^ $(LIBS_PLUGIN)
+
+# A test-only build of the plugin whose topology open blocks (as on a stalled
+# network mount), for tests/test_hostile_plugin.c; never installed.
+STUCK_SO := $(BUILD)/tests/libnccl-profiler-nccltop-stuck.so
+$(BUILD)/obj-stuck/%.o: %.c | deps
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -DNT_TEST_TOPO_OPEN_BLOCKS -c $< -o $@
+$(STUCK_SO): $(patsubst %.c,$(BUILD)/obj-stuck/%.o,$(PLUGIN_SRC)) $(PROTO_PLUGIN_OBJ)
+	@mkdir -p $(dir $@)
+	$(CC) $(PLUGIN_LDFLAGS) $(LDSAN) -o $@ $^ $(LIBS_PLUGIN)
 
 $(NCCLTOP): $(BUILD)/obj/tui/main.o $(VIEWER_OBJ)
 	$(CC) $(LDSAN) -o $@ $^ $(LIBS_VIEWER)
@@ -95,7 +108,7 @@ test: deps format-check
 	$(MAKE) fuzz-smoke
 	$(MAKE) BUILD=build/san SAN=1 check
 
-check: $(PLUGIN_SO) $(NCCLTOP) $(TESTS) $(FIXTURES) gpu-build
+check: $(PLUGIN_SO) $(STUCK_SO) $(NCCLTOP) $(TESTS) $(FIXTURES) gpu-build
 	BUILD=$(BUILD) sh tests/run.sh $(TESTS)
 
 # The plugin's concurrency tests under ThreadSanitizer.

@@ -5,8 +5,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 #include "internal.h"
+
+extern char **environ;
 
 /* Event classes nccltop asks for by default: everything the views use, at
  * low cost. KernelCh is left out: it makes NCCL add profiler proxy ops and
@@ -54,12 +57,44 @@ static bool parse_mask(const char *s, int *out) {
   return true;
 }
 
+/* The directory the viewer looks in too; read here, on NCCL's thread at
+ * init, never on ours. */
+static void load_dir(struct nt_config *c) {
+  if (nt_endpoint_dir(c->dir, sizeof c->dir) != 0) c->dir[0] = '\0'; /* the publisher says so */
+}
+
+static void load_topo_path(struct nt_config *c) {
+  const char *v = getenv("NCCL_TOPO_DUMP_FILE");
+  if (!v || !*v) return;
+  if (strlen(v) < sizeof c->topo_path)
+    strcpy(c->topo_path, v);
+  else
+    nt_log(NT_NCCL_LOG_WARN, "NCCL_TOPO_DUMP_FILE is too long; topology not sent");
+}
+
+/* NCCL_* and NCCLTOP_* variables as they are at the first init: what the
+ * hello reports. */
+static void load_env(struct nt_config *c) {
+  for (char **e = environ; e && *e && c->nenv < NT_MAX_ENV; e++) {
+    const char *eq = strchr(*e, '=');
+    if (strncmp(*e, "NCCL", 4) != 0 || !eq) continue;
+    size_t n = (size_t)(eq - *e);
+    if (n > NT_MAX_ENV_NAME) continue;
+    nt_env_var *v = &c->env[c->nenv++];
+    memcpy(v->name, *e, n);
+    v->name[n] = '\0';
+    snprintf(v->value, sizeof v->value, "%s", eq + 1);
+  }
+}
+
 void nt_config_load(struct nt_config *c) {
   memset(c, 0, sizeof *c);
   c->event_mask = NT_DEFAULT_MASK;
   c->interval_ms = 100;
   c->reclaim_ms = 60000;
-  const char *v = getenv("NCCLTOP_DISABLE");
+  const char *v = getenv("NCCLTOP_DEBUG");
+  c->debug = v && *v && *v != '0'; /* first: the warnings below may need it */
+  v = getenv("NCCLTOP_DISABLE");
   c->disabled = v && *v && strcmp(v, "0") != 0;
   if ((v = getenv("NCCLTOP_EVENTS")) && *v && !parse_mask(v, &c->event_mask))
     nt_log(NT_NCCL_LOG_WARN, "NCCLTOP_EVENTS=%.64s not understood; using the default", v);
@@ -73,4 +108,7 @@ void nt_config_load(struct nt_config *c) {
     else
       nt_log(NT_NCCL_LOG_WARN, "NCCLTOP_CONNECT is too long; ignored");
   }
+  load_dir(c);
+  load_topo_path(c);
+  load_env(c);
 }

@@ -262,12 +262,21 @@ struct nt_thread {
 };
 
 /* Configuration from NCCLTOP_* variables, read at the first init. */
+/* Everything the plugin needs from the environment, copied at the first
+ * init on NCCL's calling thread: the application may change its environment
+ * later (Python's os.environ), and getenv on our own threads would race with
+ * its setenv. */
 struct nt_config {
   bool disabled;
+  bool debug; /* NCCLTOP_DEBUG: log to stderr when NCCL gives no logger */
   int event_mask;
   uint32_t interval_ms;
   uint32_t reclaim_ms;
   char connect[256];
+  char dir[200];        /* the endpoint directory; empty if NCCLTOP_DIR is too long */
+  char topo_path[4096]; /* NCCL_TOPO_DUMP_FILE; empty if unset or too long */
+  uint32_t nenv;        /* NCCL_* and NCCLTOP_* variables, for the hello */
+  nt_env_var env[NT_MAX_ENV];
 };
 
 /* Process-wide state (state.c). */
@@ -379,9 +388,10 @@ struct nt_local {
   char bound[128];   /* what ZeroMQ bound, for zmq_unbind */
   char display[320]; /* ipc://<dir>/<name>, for the log */
 };
-/* Opens (creating) and checks dir, binds sock there; logs either way. The
- * struct needs no initialization before. */
-bool nt_local_bind(struct nt_local *l, void *sock, const char *dir);
+/* Opens (creating) and checks dir, binds sock there; logs a failure, and
+ * success unless quiet (a reopen). The struct needs no initialization
+ * before. */
+bool nt_local_bind(struct nt_local *l, void *sock, const char *dir, bool quiet);
 /* Call often (it is cheap until its period is up, every 2 s). */
 void nt_local_check(struct nt_local *l, void *sock, uint64_t now_ns);
 /* After zmq_ctx_term (ZeroMQ may remove the file through the descriptor);
@@ -392,6 +402,7 @@ void nt_local_close(struct nt_local *l);
 /* publisher.c */
 int nt_publisher_start(void);
 void nt_publisher_stop(void);
+bool nt_publisher_abandoned(void); /* left behind by finalize and still running */
 void nt_publisher_flush(void);
 
 /* collect.c: read every slot into a snapshot (publisher thread only). */

@@ -44,7 +44,7 @@ static int bind_in(struct nt_local *l, void *sock) {
   return 0;
 }
 
-bool nt_local_bind(struct nt_local *l, void *sock, const char *dir) {
+bool nt_local_bind(struct nt_local *l, void *sock, const char *dir, bool quiet) {
   char err[512];
   memset(l, 0, sizeof *l);
   l->dirfd = -1;
@@ -66,7 +66,7 @@ bool nt_local_bind(struct nt_local *l, void *sock, const char *dir) {
     return false;
   }
   l->watching = true;
-  nt_log(NT_NCCL_LOG_INFO, "publishing on %s", l->display);
+  if (!quiet) nt_log(NT_NCCL_LOG_INFO, "publishing on %s", l->display);
   return true;
 }
 

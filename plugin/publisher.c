@@ -11,11 +11,13 @@
  */
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 #include <zmq.h>
@@ -27,12 +29,40 @@
 #define POLL_CAP_MS    50
 #define SNDHWM         64
 
-extern char **environ;
+/* What may come in. nccltop's viewer (a SUB) sends one ZMTP READY command of
+ * 25 bytes and one subscription to "" (a 10-byte SUBSCRIBE command over ZMTP
+ * 3.1, a 1-byte message before); a relay's XSUB sends a 26-byte READY. With
+ * libzmq 4.3.4 the size check applies to every frame, commands and handshake
+ * included: 25 is the smallest value that lets a viewer in, 26 a relay. Any
+ * larger frame makes ZeroMQ drop that connection before it allocates it. */
+#define MAXMSGSIZE 26
+#define RCVHWM     16
+/* libzmq 4.3.4 keeps every subscription a peer sends in a trie (per pipe,
+ * in manual mode too) until the peer goes, and queues a notification for
+ * each one until we read it. We can neither refuse nor forget one, so a peer
+ * that sends more than the protocol's one subscription to "" (a few, from a
+ * relay's subscribers, are tolerated) loses its connection: the socket is
+ * closed, which frees all of it, and opened again. Viewers reconnect by
+ * themselves and get a fresh snapshot. */
+#define FOREIGN_MAX 64   /* other messages tolerated over a socket's life */
+#define DRAIN_MAX   1024 /* messages read per pass; more means a flood */
+/* A peer at NCCLTOP_CONNECT that gets us to reopen is connected again only
+ * after a delay that doubles each time (1 s up to 60 s); ZeroMQ's own
+ * reconnection, after a dropped connection, waits 1 s. */
+#define RECONNECT_IVL_MS      1000
+#define RECONNECT_IVL_MAX_MS  30000
+#define RECONNECT_BACKOFF_MAX 60000000000ull
+#define CALM_NS               60000000000ull /* a socket this old resets the backoff */
+/* finalize waits this long for the publisher, then leaves it behind. */
+#define STOP_WAIT_NS 1000000000ull
 
 static pthread_t thread;
 static _Atomic bool running;
 static _Atomic int stop_requested;
 static _Atomic uint64_t flush_requested, flush_done;
+/* A publisher that did not stop in time is detached and left behind; until
+ * it has returned, no other starts (they would share its state). */
+static _Atomic bool abandoned, exited;
 
 struct pub {
   void *zctx, *sock;
@@ -44,8 +74,15 @@ struct pub {
   nt_hello *hello;
   uint64_t seq;
   bool subscribed;
+  uint32_t foreign;       /* messages other than subscribe/cancel "" since the socket opened */
+  uint32_t reopens;       /* consecutive reopens forced by a peer */
+  uint64_t opened_ns;     /* when the socket opened */
+  uint64_t connect_at_ns; /* when to connect NCCLTOP_CONNECT; 0: done or none */
+  bool flood_logged;
   char *topo; /* NCCL_TOPO_DUMP_FILE's content, once NCCL has written it */
   size_t topo_len;
+  struct stat topo_st; /* the file as last looked at (dev, ino, size, mtime) */
+  bool topo_seen, topo_refused_logged;
 };
 
 /* Ticks follow real time even when the simulator's virtual clock stands still. */
@@ -92,36 +129,76 @@ static void build_hello(struct pub *p) {
   snprintf(h->plugin_version, sizeof h->plugin_version, "%s", NT_PLUGIN_VERSION);
   h->abi_version = (uint8_t)atomic_load(&nt_g.abi);
   h->start_wall_ns = wall_ns();
-  for (char **e = environ; e && *e && h->nenv < NT_MAX_ENV; e++) {
-    const char *eq = strchr(*e, '=');
-    if (strncmp(*e, "NCCL", 4) != 0 || !eq) continue; /* NCCL_* and NCCLTOP_* */
-    size_t n = (size_t)(eq - *e);
-    if (n > NT_MAX_ENV_NAME) continue;
-    nt_env_var *v = &h->env[h->nenv++];
-    memcpy(v->name, *e, n);
-    v->name[n] = '\0';
-    snprintf(v->value, sizeof v->value, "%s", eq + 1);
-  }
+  /* Copied at the first init: never environ on this thread. */
+  h->nenv = nt_g.cfg.nenv;
+  memcpy(h->env, nt_g.cfg.env, sizeof h->env[0] * h->nenv);
 }
 
 /* NCCL writes the topology dump during communicator init (before ours on
- * the dumping rank; other processes may look before it exists, so retry). */
+ * the dumping rank; other processes may look before it exists, so look
+ * again every META_PERIOD_NS). Nothing here may block: the path may name a
+ * FIFO or a device, so the file is opened non-blocking and only a regular
+ * file is read, at most 1 MiB. It is read again only when it changed (a
+ * half-written dump is replaced once NCCL has finished it; a file that stays
+ * as it is, good or bad, costs one stat). A stalled network mount can still
+ * block open or stat; finalize does not wait for that (nt_publisher_stop). */
 #define TOPO_MAX_BYTES (1u << 20)
+#ifndef NT_TEST_TOPO_OPEN_BLOCKS
+#define TOPO_OPEN_FLAGS (O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY)
+#else /* tests/test_hostile_plugin.c's stuck publisher: an open that blocks */
+#define TOPO_OPEN_FLAGS (O_RDONLY | O_CLOEXEC | O_NOCTTY)
+#endif
+
+static bool same_file(const struct stat *a, const struct stat *b) {
+  return a->st_dev == b->st_dev && a->st_ino == b->st_ino && a->st_size == b->st_size &&
+         a->st_mtim.tv_sec == b->st_mtim.tv_sec && a->st_mtim.tv_nsec == b->st_mtim.tv_nsec;
+}
+
+/* Reads at most cap bytes; the count, or -1 on an error. */
+static ssize_t read_bounded(int fd, char *buf, size_t cap) {
+  size_t n = 0;
+  while (n < cap) {
+    ssize_t r = read(fd, buf + n, cap - n);
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) return -1;
+    if (r == 0) break;
+    n += (size_t)r;
+  }
+  return (ssize_t)n;
+}
+
 static void load_topology(struct pub *p) {
-  const char *path = getenv("NCCL_TOPO_DUMP_FILE");
-  if (p->topo || !path || !*path) return;
-  FILE *f = fopen(path, "rb");
-  if (!f) return;
+  const char *path = nt_g.cfg.topo_path;
+  struct stat st;
+  if (!*path || stat(path, &st) != 0) return; /* not written yet */
+  if (p->topo_seen && same_file(&st, &p->topo_st)) return;
+  int fd = open(path, TOPO_OPEN_FLAGS);
+  if (fd < 0) return;
+  if (fstat(fd, &st) != 0) {
+    close(fd);
+    return;
+  }
+  p->topo_st = st;
+  p->topo_seen = true;
+  bool regular = S_ISREG(st.st_mode);
+  if (!regular || st.st_size > (off_t)TOPO_MAX_BYTES) {
+    if (!p->topo_refused_logged)
+      nt_log(NT_NCCL_LOG_WARN, "NCCL_TOPO_DUMP_FILE %s is %s; topology not sent", path,
+             regular ? "over 1 MiB" : "not a regular file");
+    p->topo_refused_logged = true;
+    close(fd);
+    return;
+  }
   char *buf = malloc(TOPO_MAX_BYTES + 1);
-  size_t n = buf ? fread(buf, 1, TOPO_MAX_BYTES + 1, f) : 0;
-  fclose(f);
-  if (!buf || n == 0 || n > TOPO_MAX_BYTES) {
-    if (n > TOPO_MAX_BYTES) nt_log(NT_NCCL_LOG_WARN, "%s is over 1 MiB; not sent", path);
+  ssize_t n = buf ? read_bounded(fd, buf, TOPO_MAX_BYTES + 1) : -1;
+  close(fd);
+  if (n <= 0 || n > (ssize_t)TOPO_MAX_BYTES) { /* empty so far, or grew past the limit */
     free(buf);
     return;
   }
+  free(p->topo);
   p->topo = buf;
-  p->topo_len = n;
+  p->topo_len = (size_t)n;
 }
 
 static void send_meta(struct pub *p) {
@@ -170,28 +247,45 @@ static void set_int(void *sock, int opt, int v) {
     nt_log(NT_NCCL_LOG_WARN, "zmq_setsockopt(%d): %s", opt, zmq_strerror(errno));
 }
 
+static void set_i64(void *sock, int opt, int64_t v) {
+  if (zmq_setsockopt(sock, opt, &v, sizeof v) != 0)
+    nt_log(NT_NCCL_LOG_WARN, "zmq_setsockopt(%d): %s", opt, zmq_strerror(errno));
+}
+
+static void connect_out(struct pub *p) {
+  p->connect_at_ns = 0;
+  if (zmq_connect(p->sock, nt_g.cfg.connect) == 0)
+    nt_log(NT_NCCL_LOG_INFO, "publishing to %s", nt_g.cfg.connect);
+  else
+    nt_log(NT_NCCL_LOG_WARN, "cannot connect %s: %s", nt_g.cfg.connect, zmq_strerror(errno));
+}
+
+/* Binds the local endpoint; NCCLTOP_CONNECT is connected at once, or at
+ * connect_at_ns after a reopen. */
 static bool open_socket(struct pub *p) {
-  char dir[200];
+  const char *dir = nt_g.cfg.dir;
   p->zctx = zmq_ctx_new();
   if (!p->zctx) return false;
   zmq_ctx_set(p->zctx, ZMQ_IO_THREADS, 1);
   p->sock = zmq_socket(p->zctx, ZMQ_XPUB);
   if (!p->sock) return false;
+  p->opened_ns = real_ns();
+  p->foreign = 0;
   set_int(p->sock, ZMQ_LINGER, 0);
   set_int(p->sock, ZMQ_SNDHWM, SNDHWM);
+  set_int(p->sock, ZMQ_RCVHWM, RCVHWM);
+  set_i64(p->sock, ZMQ_MAXMSGSIZE, MAXMSGSIZE);
+  set_int(p->sock, ZMQ_RECONNECT_IVL, RECONNECT_IVL_MS);
+  set_int(p->sock, ZMQ_RECONNECT_IVL_MAX, RECONNECT_IVL_MAX_MS);
   set_int(p->sock, ZMQ_XPUB_VERBOSE, 1); /* every new viewer's subscription reaches us */
   bool bound = false;
-  if (nt_endpoint_dir(dir, sizeof dir) != 0)
+  if (!*dir)
     nt_log(NT_NCCL_LOG_WARN, "endpoint directory name too long; not publishing locally");
   else
-    bound = nt_local_bind(&p->local, p->sock, dir);
+    bound = nt_local_bind(&p->local, p->sock, dir, p->reopens != 0);
   if (nt_g.cfg.connect[0]) {
-    if (zmq_connect(p->sock, nt_g.cfg.connect) == 0) {
-      bound = true;
-      nt_log(NT_NCCL_LOG_INFO, "publishing to %s", nt_g.cfg.connect);
-    } else {
-      nt_log(NT_NCCL_LOG_WARN, "cannot connect %s: %s", nt_g.cfg.connect, zmq_strerror(errno));
-    }
+    bound = true;
+    if (!p->reopens) connect_out(p);
   }
   return bound;
 }
@@ -201,25 +295,60 @@ static void close_socket(struct pub *p) {
    * last finalize, never on the event path. */
   if (p->sock) set_int(p->sock, ZMQ_LINGER, p->subscribed ? 100 : 0);
   if (p->sock) zmq_close(p->sock);
+  /* Returns once ZeroMQ's threads are done with the socket (the ipc
+   * listener removes its file then): a reopen binds only after that. */
   if (p->zctx) zmq_ctx_term(p->zctx);
-  nt_local_close(&p->local); /* only now: ZeroMQ removed its file through it */
+  nt_local_close(&p->local); /* only now: ZeroMQ is done with its file */
+  p->sock = p->zctx = NULL;
 }
 
-/* Subscriptions: byte 1 = subscribe (one per viewer, XPUB_VERBOSE), byte 0 =
- * the last viewer left. Returns true when a new viewer wants a snapshot. */
-static bool drain_subscriptions(struct pub *p) {
+/* A peer sent what no viewer sends: drop every connection by reopening the
+ * socket (see FOREIGN_MAX). Returns false if the socket could not reopen. */
+static bool reopen(struct pub *p) {
+  uint64_t now = real_ns();
+  if (now - p->opened_ns >= CALM_NS) p->reopens = 0;
+  p->reopens++;
+  if (!p->flood_logged)
+    nt_log(NT_NCCL_LOG_WARN,
+           "a peer sent %u messages that are not a viewer's subscription; dropping every "
+           "connection (viewers reconnect)",
+           p->foreign);
+  p->flood_logged = true;
+  p->subscribed = false;
+  close_socket(p);
+  bool ok = open_socket(p);
+  if (ok && nt_g.cfg.connect[0]) {
+    uint32_t shift = p->reopens - 1 < 6 ? p->reopens - 1 : 6;
+    uint64_t delay = 1000000000ull << shift;
+    p->connect_at_ns = now + (delay < RECONNECT_BACKOFF_MAX ? delay : RECONNECT_BACKOFF_MAX);
+  }
+  return ok;
+}
+
+/* Inbound messages: with XPUB_VERBOSE a viewer's subscription to "" arrives
+ * as the byte 1 (one per viewer), and the byte 0 when the last viewer has
+ * left. Anything else is foreign. Reads at most DRAIN_MAX messages: a queue
+ * longer than that is a flood, and so is more than FOREIGN_MAX foreign
+ * messages; both reopen the socket, which discards whatever ZeroMQ still
+ * holds. Returns true when a new viewer wants a snapshot; *flood when the
+ * socket must be reopened. */
+static bool drain_subscriptions(struct pub *p, bool *flood) {
   bool fresh = false;
-  uint8_t msg[256];
-  for (int i = 0; i < 1000; i++) {
+  uint8_t msg[MAXMSGSIZE + 1];
+  int i = 0;
+  for (; i < DRAIN_MAX; i++) {
     int n = zmq_recv(p->sock, msg, sizeof msg, ZMQ_DONTWAIT);
-    if (n < 1) break;
-    if (msg[0] == 1) {
+    if (n < 0) break;
+    if (n == 1 && msg[0] == 1) {
       p->subscribed = true;
       fresh = true;
-    } else if (msg[0] == 0) {
+    } else if (n == 1 && msg[0] == 0) {
       p->subscribed = false;
+    } else if (++p->foreign > FOREIGN_MAX) {
+      break;
     }
   }
+  *flood = i == DRAIN_MAX || p->foreign > FOREIGN_MAX;
   return fresh;
 }
 
@@ -232,10 +361,16 @@ static void run(struct pub *p) {
     zmq_pollitem_t item = {.socket = p->sock, .events = ZMQ_POLLIN};
     int rc = zmq_poll(&item, 1, (long)(wait_ms < POLL_CAP_MS ? wait_ms : POLL_CAP_MS));
     if (rc < 0 && errno != EINTR) break;
-    bool fresh = rc > 0 && drain_subscriptions(p);
+    bool flood = false;
+    bool fresh = rc > 0 && drain_subscriptions(p, &flood);
+    if (flood) {
+      if (!reopen(p)) break;
+      fresh = false; /* the viewers among the peers subscribe again */
+    }
     uint64_t flush = atomic_load(&flush_requested);
     now = real_ns();
     nt_local_check(&p->local, p->sock, now);
+    if (p->connect_at_ns && now >= p->connect_at_ns) connect_out(p);
     bool due = now >= next_tick;
     bool flushing = flush != atomic_load(&flush_done);
     if (!due && !fresh && !flushing) continue;
@@ -293,11 +428,22 @@ static void *publisher_main(void *arg) {
   nt_retire_free();
   /* Let a waiting nccltop_flush return even if we never published. */
   atomic_store(&flush_done, atomic_load(&flush_requested));
+  atomic_store(&exited, true); /* last: a new publisher may start from here on */
   return NULL;
 }
 
 int nt_publisher_start(void) {
   if (running) return 0;
+  if (atomic_load(&abandoned)) {
+    /* The plugin stays mapped (-z nodelete), so a publisher left behind by
+     * an earlier finalize may still be running here, on our statics. */
+    if (!atomic_load(&exited)) {
+      nt_log(NT_NCCL_LOG_WARN, "the previous publisher is still blocked; not publishing");
+      return -1;
+    }
+    atomic_store(&abandoned, false);
+  }
+  atomic_store(&exited, false);
   atomic_store(&stop_requested, 0);
   /* The publisher must not take the application's signals. */
   sigset_t all, old;
@@ -309,11 +455,32 @@ int nt_publisher_start(void) {
   return rc == 0 ? 0 : -1;
 }
 
+/* finalize (and exit) never wait longer than STOP_WAIT_NS: a publisher
+ * blocked outside our control (open on a stalled network mount) is detached
+ * and left behind, the job goes on. */
 void nt_publisher_stop(void) {
   if (!running) return;
   atomic_store(&stop_requested, 1);
-  pthread_join(thread, NULL);
+  struct timespec deadline;
+  clock_gettime(CLOCK_REALTIME, &deadline);
+  uint64_t ns = (uint64_t)deadline.tv_nsec + STOP_WAIT_NS;
+  deadline.tv_sec += (time_t)(ns / 1000000000ull);
+  deadline.tv_nsec = (long)(ns % 1000000000ull);
+  int rc;
+  while ((rc = pthread_timedjoin_np(thread, NULL, &deadline)) == EINTR) {
+  }
+  if (rc != 0) {
+    atomic_store(&abandoned, true);
+    (void)pthread_detach(thread);
+    nt_log(NT_NCCL_LOG_WARN,
+           "publisher did not stop within %llu ms (blocked in a system call?); left behind",
+           (unsigned long long)(STOP_WAIT_NS / 1000000ull));
+  }
   running = false;
+}
+
+bool nt_publisher_abandoned(void) {
+  return atomic_load(&abandoned) && !atomic_load(&exited);
 }
 
 void nt_publisher_flush(void) {

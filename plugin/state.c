@@ -42,15 +42,17 @@ static bool map_region(void) {
 }
 
 __attribute__((destructor)) static void unload(void) {
-  /* NCCL unloads us after the last finalize: no call can reach us any more,
-   * but a thread exiting later would run our key destructor. */
+  /* Linked with -z nodelete, we are never unmapped by NCCL's dlclose (a
+   * publisher left behind by finalize would run unmapped code): this runs at
+   * exit. */
   if (atomic_load(&nt_g.inert)) return; /* a forked child owns no thread */
   /* At exit with communicators never destroyed, still send the last
    * snapshot and remove the socket file; NCCL's threads may still run, so
-   * the region stays mapped then. */
+   * the region stays mapped then, and so it does while a publisher left
+   * behind may still read it. */
   nt_publisher_stop();
   if (thread_key_ok) pthread_key_delete(thread_key);
-  if (nt_g.threads && live_contexts == 0)
+  if (nt_g.threads && live_contexts == 0 && !nt_publisher_abandoned())
     munmap(nt_g.threads, sizeof(struct nt_thread) * NT_MAX_THREADS);
 }
 
