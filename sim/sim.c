@@ -31,6 +31,7 @@ void nt_sim_defaults(nt_sim_config *c) {
   c->stall_after_s = 3;
   c->straggler_rank = -1;
   c->straggle_ms = 300;
+  c->nccl_version = 228;
 }
 
 int nt_sim_default_plugin(char *buf, size_t cap) {

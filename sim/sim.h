@@ -44,6 +44,19 @@ typedef struct {
     const char *kv; /* NAME=VALUE for this rank only (after env) */
   } rank_env[16];
   int nrank_env;
+  /* The NCCL release played (--nccl-version): 226, 227, 228, 229, 230 or
+   * 231; default 228. It selects the ABI NCCL would load and every
+   * version-specific behaviour (docs/NCCL-BEHAVIOUR.md). */
+  int nccl_version;
+  /* Scenario switches of NCCL's real behaviour (docs/NCCL-BEHAVIOUR.md),
+   * each off by default: */
+  bool pxn;              /* --pxn: sends proxied by another local rank */
+  bool collnet;          /* --collnet: some AllReduces on CollNet */
+  bool ce;               /* --ce: copy-engine collectives (2.29+) */
+  uint32_t run_ahead_ms; /* --run-ahead MS: GPU compute between iterations */
+  bool graph;            /* --graph: CUDA graph replays */
+  bool alltoall;         /* --alltoall */
+  bool broadcast;        /* --broadcast */
 } nt_sim_config;
 
 void nt_sim_defaults(nt_sim_config *c);
