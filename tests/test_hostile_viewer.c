@@ -372,7 +372,8 @@ static void connect_sources_live_in_namespaces_of_their_own(void) {
     const char *na = pa ? comm_name(&b.v, pa) : NULL, *nb = pb ? comm_name(&b.v, pb) : NULL;
     CHECK(na && nb && strcmp(na, "evil") == 0 && strcmp(nb, "") == 0);
     /* The job's endpoint going away ends no --connect process. */
-    nt_model_process_gone(b.v.m, pid, NULL);
+    if (victim) nt_model_endpoint_gone(b.v.m, victim->endpoint);
+    nt_model_endpoint_gone(b.v.m, eb); /* a --connect endpoint is never ended by the scan */
     CHECK(pb && !pb->ended);
     CHECK(victim && victim->ended);
     CHECK_EQ_U64(nt_model_total_refused(b.v.m), 0);

@@ -260,27 +260,32 @@ static void silent_publishers_turn_stale_after_three_intervals_and_stay_visible(
 static void ended_processes_stay_visible_then_are_dropped(void) {
   nt_model *m = nt_model_new();
   nt_snapshot *a = snap(10, 1, 1000, 5), *b = snap(11, 1, 1000, 5), *c = snap(12, 1, 1000, 5);
-  CHECK(m && a && b && c);
+  nt_snapshot *d = snap(11, 1, 1000, 5);
+  CHECK(m && a && b && c && d);
   a->final = 1;
   CHECK(nt_model_apply_snapshot(m, "ipc:///d/10.sock", 10, a, 1.0) == 0);
   CHECK(nt_model_apply_snapshot(m, "ipc:///d/11.sock", 11, b, 1.0) == 0);
   CHECK(nt_model_apply_snapshot(m, "tcp://relay:5555", 0, c, 1.0) == 0);
+  CHECK(nt_model_apply_snapshot(m, "ipc:///d/11.7.sock", 11, d, 1.0) ==
+        0); /* pid 11, namespace 7 */
   CHECK(nt_model_process_at(m, 0)->ended);
-  nt_model_process_gone(m, 11, NULL);
-  nt_model_process_gone(m, 12, NULL); /* a relay's pid is not ours to judge */
+  nt_model_endpoint_gone(m, "ipc:///d/11.sock");
+  nt_model_endpoint_gone(m, "tcp://relay:5555"); /* a relay's pids are not ours to judge */
   CHECK(nt_model_process_at(m, 1)->ended);
   CHECK(!nt_model_process_at(m, 2)->ended);
+  CHECK(!nt_model_process_at(m, 3)->ended); /* the same pid in another namespace lives on */
   uint32_t gen = nt_model_generation(m);
   nt_model_tick(m, 1.0 + NT_MODEL_ENDED_KEEP_S - 1);
-  CHECK(nt_model_nprocesses(m) == 3);
+  CHECK(nt_model_nprocesses(m) == 4);
   nt_model_tick(m, 1.0 + NT_MODEL_ENDED_KEEP_S + 1);
-  CHECK(nt_model_nprocesses(m) == 1);
+  CHECK(nt_model_nprocesses(m) == 2);
   CHECK(nt_model_process_at(m, 0)->pid == 12); /* stale, not ended: kept */
   CHECK(nt_model_process_at(m, 0)->stale);
   CHECK(nt_model_generation(m) != gen);
   nt_snapshot_free(a);
   nt_snapshot_free(b);
   nt_snapshot_free(c);
+  nt_snapshot_free(d);
   nt_model_free(m);
 }
 

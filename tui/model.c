@@ -528,14 +528,13 @@ void nt_model_tick(nt_model *m, double now_s) {
   nt_runs_tick(m);
 }
 
-void nt_model_process_gone(nt_model *m, uint32_t pid, const char *host) {
-  char clean[NT_MAX_HOST + 1] = "";
-  if (host) nt_sanitize(host, strnlen(host, NT_MAX_HOST), clean, sizeof clean);
+void nt_model_endpoint_gone(nt_model *m, const char *endpoint) {
+  if (!endpoint || !*endpoint) return;
   for (uint32_t i = 0; i < m->nprocs; i++) {
     proc_slot *p = m->procs[i];
-    /* Only the endpoint of that pid: what it introduced is its own pid. */
-    if (p->src->pid != pid || p->pub.pid != pid) continue;
-    if (!clean[0] || strcmp(p->pub.host, clean) == 0) mark_ended(&p->pub, m->now_s);
+    /* A local endpoint only: what a relay introduced is not ours to judge. */
+    if (p->src->pid && strncmp(p->src->name, endpoint, sizeof p->src->name - 1) == 0)
+      mark_ended(&p->pub, m->now_s);
   }
 }
 

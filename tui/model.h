@@ -140,11 +140,12 @@ void nt_model_note_problem(nt_model *m, const char *source, const char *text, do
  * NT_MODEL_ENDED_KEEP_S ago, and those that never sent a snapshot and were
  * silent NT_MODEL_UNSEEN_KEEP_S; call once per frame. */
 void nt_model_tick(nt_model *m, double now_s);
-/* The local endpoint of `pid` went away (its pid is dead or its socket file
- * was removed): the processes that endpoint introduced are marked ended
- * (host, when given, must match too). A --connect endpoint's processes are
- * never touched: a relay's remote pids are not ours to judge. */
-void nt_model_process_gone(nt_model *m, uint32_t pid, const char *host);
+/* A local endpoint went away (its pid is dead or its socket file was
+ * removed): the processes it introduced are marked ended. Matched by the
+ * endpoint, not the pid, so a process with the same pid in another PID
+ * namespace (another socket) is untouched; a --connect endpoint's processes
+ * are never touched: a relay's remote pids are not ours to judge. */
+void nt_model_endpoint_gone(nt_model *m, const char *endpoint);
 
 /* The machine's topology: from --topology, or from a publisher's topology
  * message (NCCL_TOPO_DUMP_FILE). Every distinct file is kept (at most

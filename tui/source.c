@@ -201,7 +201,7 @@ static void drop_gone(nt_source *s, nt_model *m) {
   for (uint32_t i = 0; i < s->neps;) {
     endpoint *e = &s->eps[i];
     if (e->name[0] && ((!e->seen && now >= e->keep_until_s) || !publisher_alive(s, e))) {
-      nt_model_process_gone(m, e->pid, NULL);
+      nt_model_endpoint_gone(m, e->endpoint);
       remove_endpoint(s, i);
     } else {
       i++;
