@@ -714,6 +714,80 @@ static void stuck_publisher_is_left_behind(void) {
   CHECK(ph_in_child(case_stuck_publisher_is_left_behind) == 0);
 }
 
+/* What NCCL does after the last finalize (ncclProfilerPluginUnload ->
+ * dlclose): the library goes, while the publisher finalize left behind is
+ * still blocked inside it. When it wakes up it must find its code mapped
+ * (-z nodelete), end cleanly, and a later load must work. */
+static bool mapped(const char *path) {
+  char real[PATH_MAX], line[PATH_MAX + 128];
+  if (!realpath(path, real)) return false;
+  FILE *f = fopen("/proc/self/maps", "r");
+  bool found = false;
+  while (f && !found && fgets(line, sizeof line, f)) found = strstr(line, real) != NULL;
+  if (f) fclose(f);
+  return found;
+}
+
+static void case_an_abandoned_publisher_survives_dlclose(void) {
+  char dir[] = "/tmp/nccltop-hostile-XXXXXX", fifo[64], ep[128];
+  CHECK(mkdtemp(dir) != NULL);
+  snprintf(fifo, sizeof fifo, "%s/topo", dir);
+  CHECK(mkfifo(fifo, 0600) == 0);
+  setenv("NCCLTOP_DIR", dir, 1);
+  setenv("NCCLTOP_INTERVAL_MS", "50", 1);
+  setenv("NCCL_TOPO_DUMP_FILE", fifo, 1);
+  void *lib = dlopen(stuck_plugin, RTLD_NOW | RTLD_LOCAL);
+  const nt_profiler_v5 *v5 = lib ? dlsym(lib, "ncclProfiler_v5") : NULL;
+  CHECK(v5 != NULL);
+  int mask = 0;
+  void *ctx = init_comm(v5, 1, &mask);
+  CHECK(ctx != NULL);
+  CHECK(nt_endpoint_for_pid(dir, (uint32_t)getpid(), ep, sizeof ep) == 0);
+  viewer_t v;
+  CHECK(viewer_open(&v, ep) == 0);
+  viewer_pump(&v, 1.0); /* the publisher blocks in the FIFO's open */
+  CHECK(publisher_threads() == 1);
+  CHECK(v5->finalize(ctx) == 0); /* abandons it after the bound */
+  CHECK(dlclose(lib) == 0);      /* NCCL's unload */
+  bool still_mapped = mapped(stuck_plugin);
+  /* Wake it: it runs plugin code now, after the dlclose. */
+  int w = open(fifo, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+  CHECK(w >= 0);
+  close(w);
+  double t0 = now_s();
+  while (publisher_threads() > 0 && now_s() - t0 < 3) sleep_s(0.01);
+  bool ended = publisher_threads() == 0;
+  /* NCCL loads it again for a later communicator. */
+  CHECK(unlink(fifo) == 0);
+  lib = dlopen(stuck_plugin, RTLD_NOW | RTLD_LOCAL);
+  v5 = lib ? dlsym(lib, "ncclProfiler_v5") : NULL;
+  CHECK(v5 != NULL);
+  ctx = init_comm(v5, 2, &mask);
+  CHECK(ctx != NULL);
+  events(v5, ctx, 100);
+  uint64_t before = v.snapshots;
+  viewer_pump(&v, 1.5);
+  uint64_t snaps = v.snapshots - before;
+  viewer_close(&v);
+  CHECK(v5->finalize(ctx) == 0 && dlclose(lib) == 0);
+  char cmd[64];
+  snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+  CHECK(system(cmd) == 0);
+  fprintf(
+      stderr,
+      "    after dlclose: still mapped %d, woken publisher ended %d; reloaded: %llu snapshots\n",
+      still_mapped, ended, (unsigned long long)snaps);
+  CHECK(still_mapped && ended && snaps >= 3);
+}
+
+static void an_abandoned_publisher_survives_dlclose(void) {
+  if (access(stuck_plugin, R_OK) != 0) {
+    TEST_SKIP(an_abandoned_publisher_survives_dlclose, "the test-only stuck plugin is not built");
+    return;
+  }
+  CHECK(ph_in_child(case_an_abandoned_publisher_survives_dlclose) == 0);
+}
+
 /* ---- logging ------------------------------------------------------------ */
 
 static void case_log_lines_are_escaped(void) {
@@ -766,6 +840,7 @@ int main(void) {
   RUN(topology_on_a_fifo_is_refused);
   RUN(topology_is_read_again_only_when_changed);
   RUN(stuck_publisher_is_left_behind);
+  RUN(an_abandoned_publisher_survives_dlclose);
   RUN(hostile_peer_on_the_ipc_socket);
   RUN(hostile_peer_at_nccltop_connect);
   return TEST_DONE();
