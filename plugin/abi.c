@@ -5,7 +5,8 @@
 #include "internal.h"
 
 static nt_nccl_result init_v3(void **ctx, int *mask) {
-  /* v3 gives no communicator details and no logger at init. */
+  /* v3 gives no communicator details and no logger at init: the identity
+   * comes with the first Coll/P2p (start_v3). */
   return nt_init(ctx, mask, NULL, 0, 0, 0, -1, NULL, 3);
 }
 
@@ -75,6 +76,9 @@ static nt_nccl_result start_v3(void *ctx, void **h, nt_descr_v3 *d) {
   NT_READ_COMMON(ev, d);
   NT_READ_OP(ev, d, 0);
   if (ev.type == NT_EV_COLL) ev.op.nchannels = d->coll.nMaxChannels; /* v3: the maximum */
+  /* NCCL 2.26 told init nothing about the communicator; its descriptors do. */
+  if (ev.type == NT_EV_COLL) nt_context_learn(ctx, d->coll.name, d->coll.commHash, d->rank);
+  if (ev.type == NT_EV_P2P) nt_context_learn(ctx, d->p2p.name, d->p2p.commHash, d->rank);
   if (ev.type == NT_EV_KERNEL_CH) ev.channel = d->kernelCh.channelId;
   return nt_start(ctx, h, &ev);
 }

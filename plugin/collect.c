@@ -110,8 +110,9 @@ void nt_collect(nt_snapshot *s, uint64_t now) {
     map[i] = NT_NO_COMM;
     if (atomic_load(&c->magic) != NT_CONTEXT_MAGIC || s->ncomms >= NT_MAX_COMMS) continue;
     nt_comm_row *row = &s->comms[s->ncomms];
-    row->comm_hash = c->comm_hash;
-    row->rank = c->rank;
+    struct nt_identity id = nt_context_identity(c);
+    row->comm_hash = id.hash;
+    row->rank = id.rank;
     row->nranks = c->nranks;
     row->nnodes = c->nnodes;
     row->colls_enqueued = atomic_load_explicit(&c->colls, memory_order_relaxed);

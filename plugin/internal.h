@@ -98,7 +98,16 @@ struct nt_context {
   /* Its operations have had children: the rest will too (retire.c waits
    * for them instead of calling an operation without any "enqueued"). */
   _Atomic int has_children;
+  /* ABI v3 (NCCL 2.26) gives no identity at init but puts the
+   * communicator's name, hash and rank on every Coll and P2p descriptor:
+   * the first one fills these, once, on the event path (no lock: written
+   * before `learned` turns NT_LEARNED with release, read after it). */
+  _Atomic int learned;
+  uint64_t learned_hash;
+  int32_t learned_rank;
+  char learned_name[NT_MAX_NAME + 1];
 };
+enum { NT_LEARNING = 1, NT_LEARNED = 2 };
 #define NT_CONTEXT_MAGIC 0x6e63636c746f7063ull
 
 /* Aggregates per (context, channel, direction, peer), owned by one thread. */
@@ -311,7 +320,16 @@ nt_nccl_result nt_init(void **context, int *mask, const char *name, uint64_t has
                        int nranks, int rank, nt_nccl_logger logfn, int abi);
 nt_nccl_result nt_finalize(void *context);
 struct nt_context *nt_context_check(void *p); /* ours and live-or-finalized, else NULL */
-struct nt_thread *nt_thread_claim(void);      /* NULL when every slot is taken */
+/* v3: the identity a Coll/P2p descriptor carries, kept from the first one. */
+void nt_context_learn(void *context, const char *name, uint64_t hash, int rank);
+/* The identity to publish (under contexts_lock): init's, or what v3 learned. */
+struct nt_identity {
+  uint64_t hash;
+  int32_t rank;
+  const char *name;
+};
+struct nt_identity nt_context_identity(const struct nt_context *c);
+struct nt_thread *nt_thread_claim(void); /* NULL when every slot is taken */
 extern __thread struct nt_thread *nt_self;
 static inline struct nt_thread *nt_thread_self(void) {
   struct nt_thread *t = nt_self;

@@ -210,12 +210,13 @@ static void send_meta(struct pub *p) {
     struct nt_context *c = &nt_g.contexts[i];
     if (atomic_load(&c->magic) != NT_CONTEXT_MAGIC) continue;
     pthread_mutex_lock(&nt_g.contexts_lock);
+    struct nt_identity id = nt_context_identity(c);
     nt_comm_info info = {.pid = (uint32_t)nt_g.pid,
-                         .comm_hash = c->comm_hash,
-                         .rank = c->rank,
+                         .comm_hash = id.hash,
+                         .rank = id.rank,
                          .nranks = c->nranks,
                          .nnodes = c->nnodes};
-    snprintf(info.name, sizeof info.name, "%s", c->name);
+    snprintf(info.name, sizeof info.name, "%s", id.name);
     pthread_mutex_unlock(&nt_g.contexts_lock);
     n = nt_comm_encode(&info, p->json, NT_MAX_JSON_BYTES);
     if (n) send_frames(p, NT_TOPIC_COMM, p->json, n);

@@ -121,6 +121,26 @@ struct nt_context *nt_context_check(void *p) {
   return atomic_load_explicit(&c->magic, memory_order_acquire) == NT_CONTEXT_MAGIC ? c : NULL;
 }
 
+void nt_context_learn(void *context, const char *name, uint64_t hash, int rank) {
+  struct nt_context *c = nt_context_check(context);
+  if (!c || c->abi != 3) return;
+  if (atomic_load_explicit(&c->learned, memory_order_acquire) != 0) return; /* the usual case */
+  int idle = 0;
+  if (!atomic_compare_exchange_strong(&c->learned, &idle, NT_LEARNING)) return;
+  c->learned_hash = hash;
+  c->learned_rank = rank;
+  size_t n = name ? strnlen(name, NT_MAX_NAME) : 0;
+  memcpy(c->learned_name, name ? name : "", n);
+  c->learned_name[n] = '\0';
+  atomic_store_explicit(&c->learned, NT_LEARNED, memory_order_release);
+}
+
+struct nt_identity nt_context_identity(const struct nt_context *c) {
+  if (atomic_load_explicit(&c->learned, memory_order_acquire) == NT_LEARNED)
+    return (struct nt_identity){c->learned_hash, c->learned_rank, c->learned_name};
+  return (struct nt_identity){c->comm_hash, c->rank, c->name};
+}
+
 /* Slots are reused only when every one has been used once, oldest first,
  * so a shared proxy thread still reporting with a finalized context keeps
  * attributing to the right communicator for as long as possible. */
@@ -188,6 +208,7 @@ nt_nccl_result nt_init(void **context, int *mask, const char *name, uint64_t has
     atomic_store(&c->graph_captured, 0);
     atomic_store(&c->api_ns, 0);
     atomic_store(&c->has_children, 0);
+    atomic_store(&c->learned, 0);
     snprintf(c->name, sizeof c->name, "%s", name ? name : "");
     atomic_store(&c->magic, NT_CONTEXT_MAGIC);
     atomic_store(&c->live, 1);

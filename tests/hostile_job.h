@@ -20,7 +20,6 @@
 #include "testlib.h"
 #include "plugin_harness.h"
 
-
 static char plugin[PATH_MAX + 64], stuck_plugin[PATH_MAX + 64];
 /* The jobs here load the plugin themselves (with a logger, and a test-only
  * build for one case); the harness's loader is not used. */
@@ -44,8 +43,8 @@ static void sleep_s(double s) {
 /* What the plugin logs through the logger init gets, all levels. */
 static char logged[32768];
 static pthread_mutex_t log_mu = PTHREAD_MUTEX_INITIALIZER;
-__attribute__((unused)) static void capture_log(int level, unsigned long flags, const char *file, int line, const char *fmt,
-                        ...) {
+__attribute__((unused)) static void capture_log(int level, unsigned long flags, const char *file,
+                                                int line, const char *fmt, ...) {
   (void)level;
   (void)flags;
   (void)file;

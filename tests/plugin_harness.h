@@ -51,13 +51,13 @@ static void ph_plugin_path(char *buf, size_t cap, const char *name) {
 }
 
 /* Private endpoint directory per case, so cases never see each other. */
-static int ph_setup_dir(ph_t *h) {
+__attribute__((unused)) static int ph_setup_dir(ph_t *h) {
   snprintf(h->dir, sizeof h->dir, "/tmp/nccltop-test-XXXXXX");
   if (!mkdtemp(h->dir)) return -1;
   return setenv("NCCLTOP_DIR", h->dir, 1);
 }
 
-static int ph_load(ph_t *h) {
+__attribute__((unused)) static int ph_load(ph_t *h) {
   char path[PATH_MAX];
   ph_plugin_path(path, sizeof path, "libnccl-profiler-nccltop.so");
   h->lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
@@ -74,7 +74,7 @@ static int ph_load(ph_t *h) {
   return 0;
 }
 
-static void *ph_init(ph_t *h, uint64_t hash, int rank, int nranks) {
+__attribute__((unused)) static void *ph_init(ph_t *h, uint64_t hash, int rank, int nranks) {
   void *ctx = NULL;
   if (h->v5->init(&ctx, hash, &h->mask, "test-comm", 1, nranks, rank, NULL) != 0) return NULL;
   return ctx;
@@ -137,7 +137,7 @@ __attribute__((unused)) static void ph_close(ph_t *h) {
 
 /* Runs fn in a fresh child process; returns its exit status (0 = passed). */
 /* fn uses testlib's CHECK macros (include testlib.h first). */
-static int ph_in_child(void (*fn)(void)) {
+__attribute__((unused)) static int ph_in_child(void (*fn)(void)) {
   fflush(NULL);
   pid_t pid = fork();
   if (pid < 0) return -1;
@@ -153,7 +153,7 @@ static int ph_in_child(void (*fn)(void)) {
 }
 
 /* Descriptor builders (v5 layout). */
-static nt_descr_v5 ph_op(int channel, int peer, int is_send, void *parent) {
+__attribute__((unused)) static nt_descr_v5 ph_op(int channel, int peer, int is_send, void *parent) {
   nt_descr_v5 d;
   memset(&d, 0, sizeof d);
   d.type = NT_EV_PROXY_OP;
@@ -167,7 +167,7 @@ static nt_descr_v5 ph_op(int channel, int peer, int is_send, void *parent) {
   return d;
 }
 
-static nt_descr_v5 ph_step(void *op, int step) {
+__attribute__((unused)) static nt_descr_v5 ph_step(void *op, int step) {
   nt_descr_v5 d;
   memset(&d, 0, sizeof d);
   d.type = NT_EV_PROXY_STEP;
@@ -176,7 +176,7 @@ static nt_descr_v5 ph_step(void *op, int step) {
   return d;
 }
 
-static nt_descr_v5 ph_simple(uint64_t type) {
+__attribute__((unused)) static nt_descr_v5 ph_simple(uint64_t type) {
   nt_descr_v5 d;
   memset(&d, 0, sizeof d);
   d.type = type;

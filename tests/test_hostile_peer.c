@@ -36,7 +36,6 @@ __attribute__((visibility("default"), used)) const char *__asan_default_options(
 
 /* ---- the hostile peer: raw ZMTP 3.0 ------------------------------------- */
 
-
 static bool read_exactly(int fd, uint8_t *buf, size_t len) {
   size_t got = 0;
   while (got < len) {
