@@ -56,12 +56,12 @@ void nt_sim_expect_channel(const nt_sim_config *c, int rank, int comm, int chann
     out->wait_ns[0] = n * (SIM_SEND_GPU_NS + (v3 ? SIM_SEND_PEER_NS : 0)) + ahead;
     out->wait_ns[1] = v3 ? 0 : n * SIM_SEND_PEER_NS;
     out->wait_ns[2] = n * SIM_SEND_NET_NS;
-    out->peer = (rank + 1) % c->ranks;
+    out->peer = it ? (rank + 1) % c->ranks : -1;
   } else {
     out->wait_ns[0] = n * SIM_RECV_NET_NS;
     out->wait_ns[1] = n * SIM_RECV_FLUSH_NS;
     out->wait_ns[2] = n * SIM_RECV_GPU_NS;
-    out->peer = (rank - 1 + c->ranks) % c->ranks;
+    out->peer = it ? (rank - 1 + c->ranks) % c->ranks : -1;
   }
 }
 

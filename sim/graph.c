@@ -29,8 +29,8 @@
 #include "graph.h"
 #include "runahead.h"
 
-#define GRAPH_MAX_OPS     16
-#define GRAPH_REPLAY_GAP  20000000ull /* real time: host work between replays */
+#define GRAPH_MAX_OPS    16
+#define GRAPH_REPLAY_GAP 20000000ull /* real time: host work between replays */
 
 typedef struct {
   sim_op_desc d;

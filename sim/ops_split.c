@@ -39,8 +39,8 @@ static bool wants_api(const sim_ctx *x, const nt_sim_config *cfg, int m, int typ
   return cfg->nccl_version >= 228 && sim_mask_wants(x->d->abi, m, type);
 }
 
-static void *p2p_event(sim_ctx *x, int type, void *parent, int rank, const char *func,
-                       size_t count, int peer, void *group) {
+static void *p2p_event(sim_ctx *x, int type, void *parent, int rank, const char *func, size_t count,
+                       int peer, void *group) {
   nt_descr_v5 e = descr(type, parent, rank);
   if (type == NT_EV_P2P_API) {
     e.p2pApi.func = func;
@@ -81,8 +81,7 @@ void sim_issue_alltoall(sim_comm *c, const sim_op_desc *d, sim_work *w) {
   void *gapi = group_api(x, cfg, m, rank);
   for (int r = 0; r < n && r < SIM_MAX_RANKS; r++)
     for (int dir = 0; dir < 2 && wants_api(x, cfg, m, NT_EV_P2P_API); dir++) {
-      api[dir][r] =
-          p2p_event(x, NT_EV_P2P_API, gapi, rank, dir ? "Recv" : "Send", count, r, NULL);
+      api[dir][r] = p2p_event(x, NT_EV_P2P_API, gapi, rank, dir ? "Recv" : "Send", count, r, NULL);
       sim_stop(x, api[dir][r]);
     }
   sim_record(x, gapi, NT_ST_GROUP_END_API_START, NULL);
