@@ -77,12 +77,9 @@ static void the_options_are_parsed(void) {
   CHECK(nt_sim_parse_args(&c, 5, ok) == 5);
   CHECK(c.run_ahead_ms == 4000 && c.graph && c.alltoall && c.broadcast);
   CHECK(nt_sim_parse_args(&c, 1, ok + 5) == 1 && c.run_ahead_ms == 0);
-  static const char *const bad[][2] = {{"--run-ahead", "-1"},
-                                       {"--run-ahead", "600001"},
-                                       {"--run-ahead", "x"},
-                                       {"--graph=1", NULL},
-                                       {"--alltoall=yes", NULL},
-                                       {"--broadcast=0", NULL}};
+  static const char *const bad[][2] = {{"--run-ahead", "-1"},    {"--run-ahead", "600001"},
+                                       {"--run-ahead", "x"},     {"--graph=1", NULL},
+                                       {"--alltoall=yes", NULL}, {"--broadcast=0", NULL}};
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     char *argv[2] = {(char *)bad[i][0], (char *)bad[i][1]};
     CHECK(nt_sim_parse_args(&c, bad[i][1] ? 2 : 1, argv) == -1);
@@ -123,7 +120,7 @@ static void alltoall_on_2_28_is_send_recv_with_p2p_api_events(void) {
       const ev_t *api = parent_of(e);
       CHECK(api && api->type == NT_EV_P2P_API && !strcmp(api->func, e->func));
       CHECK(e->count == (long long)(256 << 10) / 4 / 3); /* per peer, float32 */
-      CHECK(!group || group == e->pgroup);                /* one Group for all */
+      CHECK(!group || group == e->pgroup);               /* one Group for all */
       group = e->pgroup;
       peers[!strcmp(e->func, "Recv")] |= 1 << e->peer;
     }
@@ -159,6 +156,23 @@ static void alltoall_before_2_28_is_the_same_without_api_events(void) {
   }
 }
 
+/* Real time: the training step's ReduceScatters become AlltoAlls and its
+ * AllGathers Broadcasts (2.29: CollApi only), with steps in flight. */
+static void alltoall_and_broadcast_in_real_time(void) {
+  rec_opts o = {
+      .abi = 6, .realtime = true, .ranks = 3, .channels = 1, .steps = 2, .iterations = 11};
+  scenario s = {.nccl_version = 229, .alltoall = true, .broadcast = true};
+  nt_sim_config c;
+  CHECK(run_scenario(&o, &s, &c) == 0);
+  CHECK_STR(grammar_problem(&c), "none");
+  /* per rank: 3 ReduceScatters -> 3 x 6 P2p, a Send/Recv pair -> 2 more;
+   * 3 AllGathers -> CollApi only; 4 AllReduces */
+  CHECK_EQ_U64(count_where(NT_EV_P2P, NULL), 3 * (3 * 6 + 2));
+  CHECK_EQ_U64(count_where(NT_EV_COLL_API, "Broadcast"), 3 * 3);
+  CHECK_EQ_U64(count_where(NT_EV_COLL, NULL), 3 * 4);
+  CHECK_EQ_U64(count_where(NT_EV_COLL, "AllReduce"), 3 * 4);
+}
+
 /* ---- Broadcast, and the byte counts ---- */
 
 static void broadcast_on_2_29_is_a_coll_api_and_nothing_else(void) {
@@ -171,7 +185,7 @@ static void broadcast_on_2_29_is_a_coll_api_and_nothing_else(void) {
   CHECK_EQ_U64(count_where(NT_EV_COLL_API, "Broadcast"), 2);
   CHECK_EQ_U64(count_where(NT_EV_COLL, "Broadcast"), 0);
   CHECK_EQ_U64(count_where(NT_EV_COLL, NULL), 2 * 2);
-  CHECK_EQ_U64(count_where(NT_EV_GROUP, NULL), 2 * 2);          /* none for the Broadcast */
+  CHECK_EQ_U64(count_where(NT_EV_GROUP, NULL), 2 * 2);            /* none for the Broadcast */
   CHECK_EQ_U64(count_where(NT_EV_PROXY_OP, NULL), 2 * 2 * 2 * 2); /* nor proxy ops */
   CHECK_EQ_U64(count_where(NT_EV_KERNEL_CH, NULL), 2 * 2 * 2);
   for (int i = 0; i < tr.nev; i++) {
@@ -183,8 +197,7 @@ static void broadcast_on_2_29_is_a_coll_api_and_nothing_else(void) {
   int bursts = 0;
   for (int i = 0; i < tr.nev; i++) {
     const ev_t *e = &tr.ev[i];
-    if (e->type == NT_EV_PROXY_CTRL && e->nrec == 2 && e->states[0] == NT_ST_CTRL_APPEND)
-      bursts++;
+    if (e->type == NT_EV_PROXY_CTRL && e->nrec == 2 && e->states[0] == NT_ST_CTRL_APPEND) bursts++;
     if (e->type == NT_EV_PROXY_CTRL && e->nrec == 2 && e->states[0] == NT_ST_CTRL_APPEND)
       CHECK(e->size[1] == 4);
   }
@@ -523,6 +536,7 @@ int main(void) {
   TEST_RUN(the_options_are_parsed);
   TEST_RUN(alltoall_on_2_28_is_send_recv_with_p2p_api_events);
   TEST_RUN(alltoall_before_2_28_is_the_same_without_api_events);
+  TEST_RUN(alltoall_and_broadcast_in_real_time);
   TEST_RUN(broadcast_on_2_29_is_a_coll_api_and_nothing_else);
   TEST_RUN(broadcast_before_2_29_is_a_coll_counted_in_bytes);
   TEST_RUN(allgather_counts_bytes_and_its_coll_api_elements);
