@@ -7,7 +7,10 @@
  *   Coll start (parent CollApi, parentGroup Group), post the proxy ops,
  *   Coll stop, Group stop, GroupApi stop.
  *
- * A Send/Recv pair is the same with P2pApi and P2p events. The activation
+ * The API half (up to KernelLaunch, sim_op_api) and the plan half (Group
+ * to Group stop, sim_op_plan) are separate because a CUDA graph runs the
+ * plan on a host-callback thread at each replay (graph.c). A Send/Recv
+ * pair is the same with two P2pApi and two P2p events. The activation
  * mask is read once per operation, as NCCL snapshots it into the task; the
  * proxy ops inherit that snapshot. Communicator 0's thread also names the
  * training phase (nccltop_tag) when it changes, as a training loop would. */

@@ -19,8 +19,8 @@ static const cJSON *find_channel(const cJSON *rank, int channel, const char *dir
 
 /* The proxy side of communicator k: channels and proxy thread exactly as
  * nt_sim_expect_* say, and `colls` Coll events per rank. */
-static const char *proxy_side_mismatch(const nt_sim_config *c, const cJSON *f, int k,
-                                       double colls, char *why, size_t cap) {
+static const char *proxy_side_mismatch(const nt_sim_config *c, const cJSON *f, int k, double colls,
+                                       char *why, size_t cap) {
   static const char *const names[5] = {"idle", "active", "sleep", "wakeup", "append"};
   for (int r = 0; r < c->ranks; r++) {
     const cJSON *rank = find_rank(f, nt_sim_comm_hash(k), r);
@@ -43,8 +43,8 @@ static const char *proxy_side_mismatch(const nt_sim_config *c, const cJSON *f, i
                           (double)e.wait_ns[1], (double)e.wait_ns[2]};
         for (int i = 0; i < 3; i++) got[2 + i] = num(w, nt_wait_name(nt_dir_wait(dir, i)));
         for (int i = 0; i < 5; i++)
-          FAIL_IF(got[i] != want[i], "rank %d comm %d ch %d dir %d field %d: %g, want %g", r, k,
-                  ch, dir, i, got[i], want[i]);
+          FAIL_IF(got[i] != want[i], "rank %d comm %d ch %d dir %d field %d: %g, want %g", r, k, ch,
+                  dir, i, got[i], want[i]);
       }
     nt_sim_proxy_expect pe;
     nt_sim_expect_proxy(c, r, k, &pe);
@@ -165,8 +165,7 @@ static const char *bcast_right(const nt_sim_config *c, const cJSON *f, char *why
   }
   for (int r = 0; r < c->ranks; r++) {
     const cJSON *api = get(find_rank(f, nt_sim_comm_hash(0), r), "api");
-    FAIL_IF(num(api, "coll_api") != c->iterations, "rank %d: coll_api %g", r,
-            num(api, "coll_api"));
+    FAIL_IF(num(api, "coll_api") != c->iterations, "rank %d: coll_api %g", r, num(api, "coll_api"));
   }
   return NULL;
 }
