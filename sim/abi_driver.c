@@ -146,7 +146,10 @@ static void start_v4(sim_ctx *c, void **h, const nt_descr_v5 *e) {
   nt_descr_v4 v4;
   memset(&v4, 0, sizeof v4);
   v4.type = (uint8_t)e->type;
-  v4.parentObj = e->type == NT_EV_COLL ? e->coll.parentGroup : e->parentObj;
+  /* Before v5, a Coll's or P2p's parent is the Group (the shims). */
+  v4.parentObj = e->type == NT_EV_COLL  ? e->coll.parentGroup
+                 : e->type == NT_EV_P2P ? e->p2p.parentGroup
+                                        : e->parentObj;
   v4.rank = e->rank;
   /* Same union layout up to v4's end (v5 adds coll.parentGroup after it). */
   memcpy((char *)&v4 + offsetof(nt_descr_v4, coll), (const char *)e + offsetof(nt_descr_v5, coll),
@@ -175,6 +178,14 @@ static void start_v3(sim_ctx *c, void **h, const nt_descr_v5 *e) {
     v3.coll.nWarps = e->coll.nWarps;
     v3.coll.algo = e->coll.algo;
     v3.coll.proto = e->coll.proto;
+    break;
+  case NT_EV_P2P:
+    v3.parentObj = e->p2p.parentGroup;
+    v3.p2p.func = e->p2p.func;
+    v3.p2p.buff = e->p2p.buff;
+    v3.p2p.datatype = e->p2p.datatype;
+    v3.p2p.count = e->p2p.count;
+    v3.p2p.peer = e->p2p.peer;
     break;
   case NT_EV_PROXY_OP: v3.proxyOp = e->proxyOp; break;
   case NT_EV_PROXY_STEP: v3.proxyStep = e->proxyStep; break;

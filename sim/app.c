@@ -7,7 +7,10 @@
  *   Coll start (parent CollApi, parentGroup Group), post the proxy ops,
  *   Coll stop, Group stop, GroupApi stop.
  *
- * A Send/Recv pair is the same with P2pApi and P2p events. The activation
+ * The API half (up to KernelLaunch, sim_op_api) and the plan half (Group
+ * to Group stop, sim_op_plan) are separate because a CUDA graph runs the
+ * plan on a host-callback thread at each replay (graph.c). A Send/Recv
+ * pair is the same with two P2pApi and two P2p events. The activation
  * mask is read once per operation, as NCCL snapshots it into the task; the
  * proxy ops inherit that snapshot. Communicator 0's thread also names the
  * training phase (nccltop_tag) when it changes, as a training loop would. */
@@ -15,7 +18,10 @@
 #include <string.h>
 #include <strings.h>
 
+#include "app_ops.h"
+#include "ops_split.h"
 #include "rank.h"
+#include "runahead.h"
 #include "schedule.h"
 
 static nt_descr_v5 descr(int type, void *parent, int rank) {
@@ -83,7 +89,7 @@ static sim_op_desc plan(sim_comm *c, uint64_t seq, sim_work *w) {
     w->steps = cfg->steps;
     w->step_size = SIM_STEP_BYTES;
     w->bytes = sim_det_op_bytes(cfg->steps);
-    return sim_det_op(seq);
+    return sim_app_det_op(cfg, seq);
   }
   size_t i = (size_t)(seq % RT_STEP_OPS);
   int span = rt_step[i].hi - rt_step[i].lo + 1;
@@ -101,103 +107,139 @@ static sim_op_desc plan(sim_comm *c, uint64_t seq, sim_work *w) {
   w->steps = (int)(steps < 1 ? 1 : steps > max_steps ? max_steps : steps);
   w->step_size = (per_ch + (uint64_t)w->steps - 1) / (uint64_t)w->steps;
   w->bytes = per_ch;
-  return describe(rt_step[i].phase, w->p2p ? "Send" : rt_step[i].func, bytes);
+  sim_op_desc d = describe(rt_step[i].phase, w->p2p ? "Send" : rt_step[i].func, bytes);
+  sim_app_substitute(cfg, &d);
+  return d;
 }
 
 static int func_index(const char *func) {
-  static const char *const known[] = {"AllGather", "ReduceScatter", "AllReduce", "Send", "Recv"};
-  for (int i = 0; i < 5; i++)
+  static const char *const known[] = {"AllGather", "ReduceScatter", "AllReduce",
+                                      "Send",      "Recv",          "Broadcast"};
+  for (int i = 0; i < 6; i++)
     if (!strcmp(known[i], func)) return i;
-  return 5;
+  return 6;
 }
 
-static void *start_p2p(sim_ctx *x, int m, const char *func, size_t count, int peer, void *gapi,
-                       void *group, int rank) {
-  int abi = x->d->abi;
-  void *api = NULL, *h = NULL;
-  nt_descr_v5 e;
-  if (sim_mask_wants(abi, m, NT_EV_P2P_API)) {
-    e = descr(NT_EV_P2P_API, gapi, rank);
-    e.p2pApi.func = func;
-    e.p2pApi.count = count;
-    e.p2pApi.datatype = "ncclFloat32";
-    api = sim_start(x, &e);
-  }
-  sim_stop(x, api);
-  if (sim_mask_wants(abi, m, NT_EV_P2P)) {
-    e = descr(NT_EV_P2P, api, rank);
-    e.p2p.func = func;
-    e.p2p.datatype = "ncclFloat32";
-    e.p2p.count = count;
-    e.p2p.peer = peer;
-    e.p2p.nChannels = 1;
-    e.p2p.parentGroup = group;
-    h = sim_start(x, &e);
-  }
-  return h;
-}
-
-static void issue(sim_comm *c, const sim_op_desc *d, sim_work *w) {
+/* The API side of one operation, on the calling (application) thread:
+ * GroupApi start, GroupStartApiStop, CollApi or the two P2pApi events,
+ * GroupEndApiStart, KernelLaunch. The GroupApi stays open (sim_op_api_end).
+ * `captured`: inside a CUDA graph capture (the descriptors say so). */
+void sim_op_api(sim_comm *c, const sim_op_desc *d, sim_work *w, bool captured, sim_api_ev *a) {
   sim_ctx *x = &c->px;
-  int abi = x->d->abi, rank = c->r->rank, n = c->r->cfg->ranks, m = x->on ? sim_mask_now(x) : 0;
+  int abi = x->d->abi, rank = c->r->rank, m = x->on ? sim_mask_now(x) : 0;
   size_t count = (size_t)(d->bytes / 4);
-  void *gapi = NULL, *capi = NULL, *group = NULL, *coll = NULL;
   nt_descr_v5 e;
-  w->mask = m;
+  memset(a, 0, sizeof *a);
+  a->mask = w->mask = m;
   if (sim_mask_wants(abi, m, NT_EV_GROUP_API)) {
     e = descr(NT_EV_GROUP_API, NULL, rank);
     e.groupApi.groupDepth = 1; /* inside the operation's implicit group */
-    gapi = sim_start(x, &e);
+    e.groupApi.graphCaptured = captured;
+    a->gapi = sim_start(x, &e);
   }
-  sim_record(x, gapi, NT_ST_GROUP_START_API_STOP, NULL);
+  sim_record(x, a->gapi, NT_ST_GROUP_START_API_STOP, NULL);
+  for (int i = 0; w->p2p && i < 2 && sim_mask_wants(abi, m, NT_EV_P2P_API); i++) {
+    e = descr(NT_EV_P2P_API, a->gapi, rank);
+    e.p2pApi.func = i ? "Recv" : "Send";
+    e.p2pApi.count = count;
+    e.p2pApi.datatype = "ncclFloat32";
+    e.p2pApi.graphCaptured = captured;
+    a->papi[i] = sim_start(x, &e);
+    sim_stop(x, a->papi[i]);
+  }
   if (!w->p2p && sim_mask_wants(abi, m, NT_EV_COLL_API)) {
-    e = descr(NT_EV_COLL_API, gapi, rank);
+    e = descr(NT_EV_COLL_API, a->gapi, rank);
     e.collApi.func = d->func;
-    e.collApi.count = count;
+    e.collApi.count = count; /* what the application passed */
     e.collApi.datatype = "ncclFloat32";
-    capi = sim_start(x, &e);
+    e.collApi.graphCaptured = captured;
+    if (!strcmp(d->func, "Broadcast")) e.collApi.root = sim_bcast_root(c->r->cfg, w->seq);
+    a->capi = sim_start(x, &e);
   }
-  sim_stop(x, capi);
-  sim_record(x, gapi, NT_ST_GROUP_END_API_START, NULL);
+  sim_stop(x, a->capi);
+  sim_record(x, a->gapi, NT_ST_GROUP_END_API_START, NULL);
   if (sim_mask_wants(abi, m, NT_EV_KERNEL_LAUNCH)) {
-    e = descr(NT_EV_KERNEL_LAUNCH, gapi, rank);
+    e = descr(NT_EV_KERNEL_LAUNCH, a->gapi, rank);
     sim_stop(x, sim_start(x, &e));
   }
+}
+
+void sim_op_api_end(sim_comm *c, sim_api_ev *a) {
+  sim_stop(&c->px, a->gapi);
+  a->gapi = NULL;
+}
+
+static void *start_p2p(sim_ctx *x, int m, const char *func, size_t count, int peer, void *api,
+                       void *group, int rank) {
+  if (!sim_mask_wants(x->d->abi, m, NT_EV_P2P)) return NULL;
+  nt_descr_v5 e = descr(NT_EV_P2P, api, rank);
+  e.p2p.func = func;
+  e.p2p.datatype = "ncclFloat32";
+  e.p2p.count = count;
+  e.p2p.peer = peer;
+  e.p2p.nChannels = 1;
+  e.p2p.parentGroup = group;
+  return sim_start(x, &e);
+}
+
+/* The plan side (NCCL's hostStreamPlanTask), on whichever thread runs it:
+ * Group start, the Coll or the Send/Recv P2p events, the proxy ops posted
+ * (when `post`), their stops, Group stop. `bump`: whether the function's
+ * seqNumber advances (not for a graph replay without KernelCh). */
+void sim_op_plan(sim_comm *c, const sim_op_desc *d, sim_work *w, const sim_api_ev *a, bool post,
+                 bool bump) {
+  sim_ctx *x = &c->px;
+  int abi = x->d->abi, rank = c->r->rank, n = c->r->cfg->ranks, m = a->mask;
+  size_t count = (size_t)(d->bytes / 4);
+  void *group = NULL, *coll = NULL, *recv = NULL;
+  nt_descr_v5 e;
   if (sim_mask_wants(abi, m, NT_EV_GROUP)) {
     e = descr(NT_EV_GROUP, NULL, 0); /* NCCL fills in only the type */
     group = sim_start(x, &e);
   }
-  void *recv = NULL;
+  uint64_t *seq = &c->seqnum[func_index(w->p2p ? "Send" : d->func)];
   if (w->p2p) {
-    coll = start_p2p(x, m, "Send", count, (rank + 1) % n, gapi, group, rank);
-    recv = start_p2p(x, m, "Recv", count, (rank - 1 + n) % n, gapi, group, rank);
-    c->seqnum[func_index("Send")]++;
-    c->seqnum[func_index("Recv")]++;
+    coll = start_p2p(x, m, "Send", count, (rank + 1) % n, a->papi[0], group, rank);
+    recv = start_p2p(x, m, "Recv", count, (rank - 1 + n) % n, a->papi[1], group, rank);
+    if (bump) c->seqnum[func_index("Recv")]++;
   } else if (sim_mask_wants(abi, m, NT_EV_COLL)) {
-    e = descr(NT_EV_COLL, capi, rank);
-    e.coll.seqNumber = c->seqnum[func_index(d->func)]++; /* one counter per function */
+    bool in_bytes = sim_counts_bytes(d->func);
+    e = descr(NT_EV_COLL, a->capi, rank);
+    e.coll.seqNumber = *seq; /* one counter per function */
     e.coll.func = d->func;
-    e.coll.count = count;
-    e.coll.datatype = "ncclFloat32";
+    e.coll.count = in_bytes ? (size_t)d->bytes : count;
+    e.coll.datatype = in_bytes ? "ncclInt8" : "ncclFloat32";
+    if (!strcmp(d->func, "Broadcast")) e.coll.root = sim_bcast_root(c->r->cfg, w->seq);
     e.coll.nChannels = (uint8_t)c->r->cfg->channels;
     e.coll.nWarps = 16;
     e.coll.algo = d->algo;
     e.coll.proto = d->proto;
     e.coll.parentGroup = group;
     coll = sim_start(x, &e);
-  } else {
-    c->seqnum[func_index(d->func)]++;
   }
+  if (bump) (*seq)++;
   /* The proxy ops are posted before the Coll stops: the proxy thread may
    * start them while this thread still holds the Coll open. */
   w->coll = coll;
   w->recv_parent = recv;
-  sim_queue_push(c, w);
+  if (post) sim_queue_push(c, w);
   sim_stop(x, coll);
   sim_stop(x, recv);
   sim_stop(x, group);
-  sim_stop(x, gapi);
-  sim_mark_launched(rank, c->index, w->seq);
+}
+
+static void issue(sim_comm *c, const sim_op_desc *d, sim_work *w) {
+  if (!strcmp(d->func, "AlltoAll")) {
+    sim_issue_alltoall(c, d, w);
+  } else if (sim_bcast_hidden(c->r->cfg, d->func)) {
+    sim_issue_hidden_bcast(c, d, w);
+  } else {
+    sim_api_ev a;
+    sim_op_api(c, d, w, false, &a);
+    sim_op_plan(c, d, w, &a, true, true);
+    sim_op_api_end(c, &a);
+  }
+  sim_mark_launched(c->r->rank, c->index, w->seq);
 }
 
 /* Interruptible sleep until `end` (real time); false when stopping. */
@@ -230,7 +272,9 @@ void *sim_app_main(void *arg) {
     deadline = c->r->t_start_ns + (uint64_t)(cfg->duration_s * 1e9);
   bool straggler = !cfg->deterministic && c->r->rank == cfg->straggler_rank;
   const char *phase = NULL;
-  for (uint64_t seq = 0; !sim_stopping(); seq++) {
+  if (cfg->graph)
+    sim_graph_run(c, n, deadline, plan, cfg->deterministic ? SIM_GRAPH_OPS : (int)RT_STEP_OPS);
+  for (uint64_t seq = 0; !cfg->graph && !sim_stopping(); seq++) {
     if (n && seq >= n) break;
     if (deadline && sim_real_ns() >= deadline) break;
     /* A straggler is late with every operation (slow data loader, say). */
@@ -239,8 +283,11 @@ void *sim_app_main(void *arg) {
     sim_op_desc d = plan(c, seq, &w);
     if (tag && d.phase != phase) tag(d.phase);
     phase = d.phase;
+    /* --run-ahead: no pause on the CPU; the GPU computes before each step. */
+    uint64_t step_ops = cfg->deterministic ? SIM_DET_STEP_OPS : RT_STEP_OPS;
+    w.gpu_at = sim_runahead_gpu_at(cfg, seq % step_ops == 0);
     issue(c, &d, &w);
-    if (!cfg->deterministic) think(c, deadline);
+    if (!cfg->deterministic && !cfg->run_ahead_ms) think(c, deadline);
   }
   sim_mark_finished(c->r->rank, c->index);
   sim_queue_close(c);

@@ -6,54 +6,97 @@
 #include <string.h>
 
 #include "../proto/nccltop_proto.h"
+#include "graph.h"
+#include "ops_split.h"
+#include "runahead.h"
 #include "schedule.h"
 #include "sim.h"
 
+/* The scenario switches, added up over the schedule (ops_split.h,
+ * graph.h, runahead.h): what each communicator's operations become. */
+typedef struct {
+  uint64_t profiled;   /* operations whose proxy ops carry a mask (all but
+                          2.29+'s Broadcasts); 0 on an intra-node comm */
+  uint64_t colls;      /* Coll events, the mask having everything */
+  uint64_t p2ps;       /* P2p events (AlltoAll: 2 x ranks each) */
+  uint64_t ahead_seen; /* --run-ahead steps whose wait a profiled op shows */
+  uint64_t ahead_all;  /* --run-ahead steps: proxy Active time */
+} det_mix;
+
+static det_mix mix(const nt_sim_config *c, int comm) {
+  det_mix m = {0, 0, 0, 0, 0};
+  uint64_t it = (uint64_t)sim_det_iterations(c);
+  bool intra = sim_graph_intra(c, comm);
+  for (uint64_t i = 0; i < it; i++) {
+    sim_op_desc d = sim_app_det_op(c, i);
+    bool hidden = sim_bcast_hidden(c, d.func), a2a = !strcmp(d.func, "AlltoAll");
+    bool profiled = !hidden && !intra;
+    bool ahead = sim_runahead_det_ns(c, i, 0, 0) > 0 && !intra;
+    m.profiled += profiled;
+    m.colls += !hidden && !a2a;
+    m.p2ps += a2a ? 2 * (uint64_t)c->ranks : 0;
+    m.ahead_seen += ahead && profiled;
+    m.ahead_all += ahead;
+  }
+  return m;
+}
+
 void nt_sim_expect_channel(const nt_sim_config *c, int rank, int comm, int channel, int dir,
                            nt_sim_channel_expect *out) {
-  (void)comm;
-  (void)channel;
-  uint64_t it = (uint64_t)sim_det_iterations(c), n = it * (uint64_t)c->steps;
+  det_mix m = mix(c, comm);
+  uint64_t it = m.profiled, n = it * (uint64_t)c->steps;
   bool v3 = c->abi == 3;
+  /* --run-ahead: channel 0's first send step waits for the GPU's compute. */
+  uint64_t ahead = channel == 0 ? m.ahead_seen * (uint64_t)c->run_ahead_ms * 1000000ull : 0;
   memset(out, 0, sizeof *out);
   out->steps = n;
   out->bytes = v3 ? 0 : it * sim_det_op_bytes(c->steps);
   out->ops = it;
   if (dir == NT_DIR_SEND) {
-    out->wait_ns[0] = n * (SIM_SEND_GPU_NS + (v3 ? SIM_SEND_PEER_NS : 0));
+    out->wait_ns[0] = n * (SIM_SEND_GPU_NS + (v3 ? SIM_SEND_PEER_NS : 0)) + ahead;
     out->wait_ns[1] = v3 ? 0 : n * SIM_SEND_PEER_NS;
     out->wait_ns[2] = n * SIM_SEND_NET_NS;
-    out->peer = (rank + 1) % c->ranks;
+    out->peer = it ? (rank + 1) % c->ranks : -1;
   } else {
     out->wait_ns[0] = n * SIM_RECV_NET_NS;
     out->wait_ns[1] = n * SIM_RECV_FLUSH_NS;
     out->wait_ns[2] = n * SIM_RECV_GPU_NS;
-    out->peer = (rank - 1 + c->ranks) % c->ranks;
+    out->peer = it ? (rank - 1 + c->ranks) % c->ranks : -1;
   }
 }
 
 void nt_sim_expect_proxy(const nt_sim_config *c, int rank, int comm, nt_sim_proxy_expect *out) {
   (void)rank;
-  (void)comm;
   uint64_t it = (uint64_t)sim_det_iterations(c);
+  uint64_t ahead = mix(c, 0).ahead_all * (uint64_t)c->run_ahead_ms * 1000000ull;
   memset(out, 0, sizeof *out);
+  out->final_state = NT_PROXY_IDLE;
+  if (sim_graph_intra(c, comm)) {
+    /* Nothing to progress: idle from its first edge to the end of the run. */
+    out->state_ns[NT_PROXY_IDLE] = it * (SIM_IDLE_NS + SIM_SLEEP_NS + SIM_WAKEUP_NS +
+                                         SIM_APPEND_NS + sim_det_work_ns(c->channels, c->steps)) +
+                                   ahead;
+    return;
+  }
   out->state_ns[NT_PROXY_IDLE] = it * SIM_IDLE_NS;
-  out->state_ns[NT_PROXY_ACTIVE] = it * sim_det_work_ns(c->channels, c->steps);
+  out->state_ns[NT_PROXY_ACTIVE] = it * sim_det_work_ns(c->channels, c->steps) + ahead;
   out->state_ns[NT_PROXY_SLEEP] = it * SIM_SLEEP_NS;
   out->state_ns[NT_PROXY_WAKEUP] = it * SIM_WAKEUP_NS;
   out->state_ns[NT_PROXY_APPEND] = it * SIM_APPEND_NS;
   out->appends = it;
   out->appended_ops = it * 2 * (uint64_t)c->channels;
   out->wakeups = it;
-  out->final_state = NT_PROXY_IDLE;
 }
 
 void nt_sim_expect_comm(const nt_sim_config *c, int rank, int comm, nt_sim_comm_expect *out) {
   (void)rank;
-  (void)comm;
-  uint64_t it = (uint64_t)sim_det_iterations(c);
+  det_mix m = mix(c, comm);
+  uint64_t it = m.profiled;
   memset(out, 0, sizeof *out);
-  out->colls = it;
+  /* An intra-node comm under --graph: with KernelCh (assumed here) every
+   * replay has its Coll events; its KernelCh events are not simulated. */
+  out->colls = m.colls;
+  out->p2ps = m.p2ps;
   out->kernel_count = it;
   out->kernel_busy_ns = c->abi == 3 ? 0 : it * SIM_KERNEL_NS;
   out->net_events = c->net ? it * (uint64_t)c->steps * (uint64_t)c->channels * 2 : 0;
@@ -65,7 +108,9 @@ void nt_sim_expect_comm(const nt_sim_config *c, int rank, int comm, nt_sim_comm_
 int nt_sim_expect_ops(const nt_sim_config *c, nt_sim_op_expect *out, int cap) {
   int n = 0;
   for (uint64_t i = 0; i < (uint64_t)sim_det_iterations(c); i++) {
-    sim_op_desc d = sim_det_op(i);
+    sim_op_desc d = sim_app_det_op(c, i);
+    /* NCCL reports these as Send/Recv, or not at all (ops_split.h). */
+    if (!strcmp(d.func, "AlltoAll") || sim_bcast_hidden(c, d.func)) continue;
     uint8_t bucket = nt_size_bucket(d.bytes);
     nt_sim_op_expect *e = NULL;
     for (int k = 0; k < n && !e; k++)

@@ -38,6 +38,7 @@
 
 #include "../proto/nccltop_proto.h"
 #include "rank.h"
+#include "runahead.h"
 #include "schedule.h"
 
 static nt_descr_v5 descr(int type, void *parent, int rank) {
@@ -174,7 +175,7 @@ static void kernel_stop(sim_comm *c, void *h, uint64_t ptimer) {
 static void det_send_step(sim_comm *c, const sim_work *w, sim_op *op, int s) {
   void *h = step_start(c, w, op, s);
   step_record(c, op, h, NT_ST_STEP_SEND_GPU_WAIT);
-  sim_vclock_pass(SIM_SEND_GPU_NS);
+  sim_vclock_pass(SIM_SEND_GPU_NS + sim_runahead_det_ns(c->r->cfg, w->seq, op->ch, s));
   step_record(c, op, h, NT_ST_STEP_SEND_PEER_WAIT);
   sim_vclock_pass(SIM_SEND_PEER_NS / 2);
   step_record(c, op, h, NT_ST_STEP_SEND_PEER_WAIT);
@@ -441,6 +442,7 @@ static void rt_post(rt_proxy *p, rt_coll *k, rt_op *o, uint64_t t) {
   st->h = step_start(p->c, &k->w, &o->op, s);
   o->inflight++;
   o->post_at = UINT64_MAX; /* the next one follows when this one leaves its first state */
+  if (t < k->w.gpu_at) t = k->w.gpu_at; /* --run-ahead: the GPU is still computing */
   if (o->op.send) {
     step_record(p->c, &o->op, st->h, NT_ST_STEP_SEND_GPU_WAIT);
     st->due = t + rt_dur(p, o, W_SEND_GPU);

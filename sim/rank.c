@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "graph.h"
 #include "rank.h"
 #include "schedule.h"
 
@@ -242,9 +243,10 @@ int sim_rank_main(const nt_sim_config *cfg, int rank, pid_t parent) {
     }
     char name[32];
     snprintf(name, sizeof name, "sim-comm-%d", k);
-    /* nNodes = ranks: one GPU per node, so every ring hop is a network hop. */
-    int rc =
-        sim_driver_init(&r.drv, &c->px, nt_sim_comm_hash(k), name, cfg->ranks, cfg->ranks, rank);
+    /* nNodes = ranks: one GPU per node, so every ring hop is a network hop
+     * (but for --graph's intra-node communicator, graph.h). */
+    int nnodes = sim_graph_intra(cfg, k) ? 1 : cfg->ranks;
+    int rc = sim_driver_init(&r.drv, &c->px, nt_sim_comm_hash(k), name, nnodes, cfg->ranks, rank);
     if (rc != 0 && !cfg->quiet)
       fprintf(stderr,
               "nccltop sim: rank %d comm %d: the plugin declined (init returned %d); "

@@ -29,6 +29,7 @@ typedef struct {
   int steps;          /* network steps per proxy op */
   uint64_t step_size; /* bytes of a full step; the last one may be shorter */
   uint64_t bytes;     /* bytes per proxy op */
+  uint64_t gpu_at;    /* --run-ahead, real time: when the GPU reaches it */
 } sim_work;
 
 typedef struct sim_rank sim_rank;

@@ -159,6 +159,18 @@ static int parse_one(nt_sim_config *c, const char *arg, const char *next) {
       c->quiet = true;
     return 1;
   }
+  bool *flag = !strcmp(name, "--graph")       ? &c->graph
+               : !strcmp(name, "--alltoall")  ? &c->alltoall
+               : !strcmp(name, "--broadcast") ? &c->broadcast
+                                              : NULL;
+  if (flag) {
+    if (eq) {
+      fprintf(stderr, "nccltop: %s takes no value\n", name);
+      return -1;
+    }
+    *flag = true;
+    return 1;
+  }
   if (!strcmp(name, "--ranks"))
     rc = parse_int(name, v, 1, 1024, &c->ranks);
   else if (!strcmp(name, "--comms"))
@@ -189,6 +201,9 @@ static int parse_one(nt_sim_config *c, const char *arg, const char *next) {
   else if (!strcmp(name, "--straggle-ms")) {
     rc = parse_int(name, v, 1, 600000, &iv);
     if (!rc) c->straggle_ms = (uint32_t)iv;
+  } else if (!strcmp(name, "--run-ahead")) {
+    rc = parse_int(name, v, 0, 600000, &iv);
+    if (!rc) c->run_ahead_ms = (uint32_t)iv;
   } else if (!strcmp(name, "--net"))
     rc = parse_net(name, v, &c->net);
   else if (!strcmp(name, "--env"))
@@ -234,6 +249,8 @@ static int check_config(const nt_sim_config *c) {
     bad = "duration, linger and stall-after (0 or more seconds)";
   else if (c->stall_rank >= c->ranks || c->straggler_rank >= c->ranks)
     bad = "stall and straggler ranks (below --ranks)";
+  else if (c->graph && (c->alltoall || c->broadcast))
+    bad = "--graph with --alltoall or --broadcast (not simulated together)";
   if (bad) fprintf(stderr, "nccltop sim: bad configuration: %s\n", bad);
   return bad ? -1 : 0;
 }

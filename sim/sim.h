@@ -75,7 +75,8 @@ int nt_sim_spawn(const nt_sim_config *c);
 /* Parses sim options (--ranks N --comms N --channels N --steps N
  * --iterations N --duration S --linger S --deterministic --abi V --plugin P
  * --interval-ms N --quiet --stall-rank R --stall-after S --straggler R
- * --straggle-ms MS --net ib|socket --env NAME=VALUE --rank-env R:NAME=VALUE)
+ * --straggle-ms MS --net ib|socket --env NAME=VALUE --rank-env R:NAME=VALUE
+ * --run-ahead MS --graph --alltoall --broadcast)
  * from argv, leaving others alone. Returns the number of arguments consumed
  * at the front, or -1 with a message on stderr. */
 int nt_sim_parse_args(nt_sim_config *c, int argc, char **argv);
@@ -102,6 +103,7 @@ typedef struct {
   uint64_t kernel_count;   /* KernelCh events per (comm, channel) */
   uint64_t kernel_busy_ns; /* sum of stop - start pTimer per (comm, channel) */
   uint64_t net_events;     /* with cfg->net: one per network step */
+  uint64_t p2ps;           /* P2p events per communicator (--alltoall) */
 } nt_sim_comm_expect;
 
 /* Operations of one communicator of a deterministic run, per (function,

@@ -77,6 +77,48 @@ static inline const char *check_sizes(const ev_t *op, bool det) {
   }
 }
 
+/* AlltoAll, Gather and Scatter reach the profiler as Send/Recv (2.28+:
+ * enqueue.cc splits them into p2p tasks; 2.26/2.27 have no such call). */
+static inline bool never_a_coll(const char *func) {
+  return !strcmp(func, "AlltoAll") || !strcmp(func, "Gather") || !strcmp(func, "Scatter");
+}
+
+/* A graph replay's Coll/P2p: its API parent was captured (v5+), or, for
+ * the ABIs without API events, the run replays graphs at all. */
+static inline bool replayed(const nt_sim_config *c, const ev_t *p, int abi) {
+  return abi >= 5 ? p && p->captured == 1 : c->graph;
+}
+
+/* Rules shared by Coll and P2p: the thread (the API parent's, or a CUDA
+ * host-callback thread for a replay), the function against the API
+ * parent's, and for a Coll its seqNumber and count convention. */
+static inline const char *op_problem(const nt_sim_config *c, const ev_t *e, const ev_t *p,
+                                     int abi) {
+  if (p && p->tid != e->tid && !replayed(c, p, abi))
+    return BAD("%s and its parent on different threads (line %d)",
+               e->type == NT_EV_COLL ? "Coll" : "P2p", e->line);
+  if (abi >= 5 && p && (p->type == NT_EV_COLL_API || p->type == NT_EV_P2P_API) &&
+      strcmp(p->func, e->func))
+    return BAD("%s under an API event for %s (line %d)", e->func, p->func, e->line);
+  if (e->type != NT_EV_COLL) return NULL;
+  if (never_a_coll(e->func)) return BAD("Coll %s (line %d)", e->func, e->line);
+  if (c->nccl_version >= 229 && !strcmp(e->func, "Broadcast"))
+    return BAD("Coll Broadcast on 2.%d (line %d)", c->nccl_version % 100, e->line);
+  bool bytes = !strcmp(e->func, "AllGather") || !strcmp(e->func, "Broadcast");
+  if (bytes && abi >= 4 && strcmp(e->dtype, "ncclInt8"))
+    return BAD("%s counted in %s, not bytes (line %d)", e->func, e->dtype, e->line);
+  /* seqNumber: one counter per function; a replay repeats it. */
+  for (int j = (int)(e - tr.ev) - 1; j >= 0; j--) {
+    const ev_t *q = &tr.ev[j];
+    if (q->type != NT_EV_COLL || q->pid != e->pid || q->ctx != e->ctx || strcmp(q->func, e->func))
+      continue;
+    if (q->seq > e->seq || (q->seq == e->seq && !replayed(c, p, abi)))
+      return BAD("%s seqNumber %d after %d (line %d)", e->func, e->seq, q->seq, e->line);
+    break;
+  }
+  return NULL;
+}
+
 /* Everything NCCL guarantees about the calls of one run. */
 static inline const char *grammar_problem(const nt_sim_config *c) {
   static const int send4[] = {NT_ST_STEP_SEND_GPU_WAIT, NT_ST_STEP_SEND_PEER_WAIT,
@@ -144,8 +186,11 @@ static inline const char *grammar_problem(const nt_sim_config *c) {
                     e->states[1] == NT_ST_CTRL_APPEND_END;
       if (!edge && !sleep && !append) return BAD("ctrl line %d: bad burst", e->line);
       if (e->parent) return BAD("ctrl with a parent");
+      /* appendedProxyOps counts every op taken, profiled or not (a 2.29+
+       * Broadcast's carry an empty mask), so at least those started. */
       if (append && (e->size[1] == 0 || e->size[1] % (2ull * (unsigned)c->channels) ||
-                     (ops_inside(e) && (int)e->size[1] != ops_inside(e))))
+                     (int)e->size[1] < ops_inside(e) ||
+                     (!c->broadcast && ops_inside(e) && (int)e->size[1] != ops_inside(e))))
         return BAD("AppendEnd says %llu ops, %d started inside", e->size[1], ops_inside(e));
       break;
     }
@@ -159,7 +204,17 @@ static inline const char *grammar_problem(const nt_sim_config *c) {
       } else if (e->parent && (!p || p->type != NT_EV_GROUP)) {
         return BAD("v%d Coll parent is not a Group (line %d)", abi, e->line);
       }
-      if (p && p->tid != e->tid) return BAD("Coll and its parent on different threads");
+      if (op_problem(c, e, p, abi)) return why;
+      break;
+    case NT_EV_P2P:
+      if (abi >= 5 && e->parent && (!p || p->type != NT_EV_P2P_API || p->stop_line > e->line))
+        return BAD("v5 P2p parent is not a finished P2pApi (line %d)", e->line);
+      if (strcmp(e->func, "Send") && strcmp(e->func, "Recv"))
+        return BAD("P2p func %s (line %d)", e->func, e->line);
+      if (op_problem(c, e, p, abi)) return why;
+      break;
+    case NT_EV_COLL_API:
+      if (never_a_coll(e->func)) return BAD("CollApi %s (line %d)", e->func, e->line);
       break;
     case NT_EV_GROUP_API:
       if (!seq_is(e, gapi, 2) || e->args[0] || e->args[1] || e->depth != 1)
@@ -176,18 +231,22 @@ static inline const char *grammar_problem(const nt_sim_config *c) {
     default: break;
     }
   }
-  /* Threads: collectives on one thread, the proxy side on another; Idle
-   * and Active edges alternate on the proxy thread. */
+  /* Threads: the API events on the application thread; Group, Coll and P2p
+   * there too, or on one CUDA host-callback thread (graph replays, checked
+   * per event above); the proxy side on another; Idle and Active edges
+   * alternate on the proxy thread. */
   for (int i = 0; i < tr.nctx; i++) {
     const ctx_t *x = &tr.ctx[i];
-    long app = 0, proxy = 0;
+    long app = 0, proxy = 0, callback = 0;
     int last_edge = -1;
     for (int j = 0; j < tr.nev; j++) {
       const ev_t *f = &tr.ev[j];
       if (f->pid != x->pid || f->ctx != x->ctx) continue;
       bool side = f->type == NT_EV_PROXY_OP || f->type == NT_EV_PROXY_STEP ||
                   f->type == NT_EV_PROXY_CTRL || f->type == NT_EV_KERNEL_CH;
+      bool plan = f->type == NT_EV_GROUP || f->type == NT_EV_COLL || f->type == NT_EV_P2P;
       long *tid = side ? &proxy : &app;
+      if (plan && app && f->tid != app) tid = &callback;
       if (!*tid) *tid = f->tid;
       if (*tid != f->tid || (f->h && f->stop_tid != f->tid))
         return BAD("%s events on two threads (line %d)", side ? "proxy" : "app", f->line);
@@ -198,6 +257,7 @@ static inline const char *grammar_problem(const nt_sim_config *c) {
       }
     }
     if (app && app == proxy) return BAD("application and proxy events on one thread");
+    if (callback && callback == proxy) return BAD("Coll or P2p events on the proxy thread");
   }
   for (int i = 0; i < tr.nctx; i++) {
     const ctx_t *x = &tr.ctx[i];

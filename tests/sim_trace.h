@@ -37,7 +37,10 @@ typedef struct {
   int ch, send, peer, step, steps, chunk, oppid, seq, depth, slot;
   int states[MAX_REC], args[MAX_REC], rec_line[MAX_REC];
   unsigned long long size[MAX_REC], rec_t[MAX_REC];
-  int extra_records; /* records beyond MAX_REC or after the stop */
+  int extra_records;        /* records beyond MAX_REC or after the stop */
+  char func[16], dtype[16]; /* Coll, P2p and API events */
+  long long count;
+  int root, captured; /* captured: API events, -1 when not said */
 } ev_t;
 
 typedef struct {
@@ -108,6 +111,15 @@ static inline long long num(const char *l, const char *key) {
 static inline unsigned long long hex(const char *l, const char *key) {
   const char *p = field(l, key);
   return p ? strtoull(p, NULL, 16) : 0;
+}
+
+/* The value of `key` up to the next blank, into out ("" if absent). */
+static inline void word(const char *l, const char *key, char *out, size_t cap) {
+  const char *p = field(l, key);
+  size_t n = p ? strcspn(p, " \n") : 0;
+  if (n >= cap) n = cap - 1;
+  if (n) memcpy(out, p, n);
+  out[n] = '\0';
 }
 
 static inline void parse_line(const char *l, int n) {
@@ -182,6 +194,11 @@ static inline void parse_line(const char *l, int n) {
     e->depth = (int)num(rest, "depth=");
     const char *pt = field(rest, "ptimer=");
     e->ptimer = pt ? strtoull(pt, NULL, 10) : 0;
+    word(rest, "func=", e->func, sizeof e->func);
+    word(rest, "dtype=", e->dtype, sizeof e->dtype);
+    e->count = num(rest, "count=");
+    e->root = (int)num(rest, "root=");
+    e->captured = (int)num(rest, "cap=");
     if (e->h) remember(e);
     return;
   }

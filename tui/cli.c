@@ -38,6 +38,9 @@ void nt_usage(FILE *f) {
           "sim options: --ranks N --comms N --channels N --steps N --iterations N --duration S\n"
           "             --linger S --deterministic --abi 3..6 --plugin PATH --interval-ms N\n"
           "             --dir DIR --quiet\n"
+          "             --run-ahead MS (GPU computes MS per step while the CPU enqueues ahead)\n"
+          "             --graph (CUDA graph replays) --alltoall --broadcast (NCCL 2.28+/2.29+\n"
+          "             report them as Send/Recv, as a CollApi only)\n"
           "With demo, --iterations is the simulator's; use -n for the number of frames.\n");
 }
 
