@@ -251,6 +251,8 @@ static bool hold_dir(nt_source *s, nt_model *m) {
 /* Connects to the publisher whose socket file is `name`. */
 static void add_local(nt_source *s, nt_model *m, const char *name, uint32_t pid, uint64_t pidns) {
   char addr[160], shown[320];
+  size_t len = strlen(name); /* a parsed name: at most "<7 digits>.<20 digits>.sock" */
+  if (len >= sizeof s->eps[0].name) return;
   int n = snprintf(shown, sizeof shown, "ipc://%s/%s", s->dir, name);
   if (nt_endpoint_fd_address(s->dirfd, name, addr, sizeof addr) != 0 || n < 0 ||
       (size_t)n >= sizeof shown) {
@@ -261,7 +263,7 @@ static void add_local(nt_source *s, nt_model *m, const char *name, uint32_t pid,
   endpoint *e = add_endpoint(s, m, addr, shown, pid);
   if (!e) return;
   e->pidns = pidns;
-  snprintf(e->name, sizeof e->name, "%s", name);
+  memcpy(e->name, name, len + 1);
 }
 
 /* Lists the socket files (<pid>.<pidns>.sock, or <pid>.sock) through the
