@@ -15,6 +15,8 @@
 #include <string.h>
 #include <strings.h>
 
+#include "ce.h"
+#include "pxn.h"
 #include "rank.h"
 #include "schedule.h"
 
@@ -143,6 +145,10 @@ static void issue(sim_comm *c, const sim_op_desc *d, sim_work *w) {
   size_t count = (size_t)(d->bytes / 4);
   void *gapi = NULL, *capi = NULL, *group = NULL, *coll = NULL;
   nt_descr_v5 e;
+  if (w->scn.ce) { /* a copy-engine collective: no Coll, no proxy work */
+    sim_ce_issue(c, d, w);
+    return;
+  }
   w->mask = m;
   if (sim_mask_wants(abi, m, NT_EV_GROUP_API)) {
     e = descr(NT_EV_GROUP_API, NULL, rank);
@@ -192,6 +198,7 @@ static void issue(sim_comm *c, const sim_op_desc *d, sim_work *w) {
    * start them while this thread still holds the Coll open. */
   w->coll = coll;
   w->recv_parent = recv;
+  sim_pxn_post(c, w); /* --pxn: the sends go to the pair's proxy */
   sim_queue_push(c, w);
   sim_stop(x, coll);
   sim_stop(x, recv);
@@ -230,6 +237,7 @@ void *sim_app_main(void *arg) {
     deadline = c->r->t_start_ns + (uint64_t)(cfg->duration_s * 1e9);
   bool straggler = !cfg->deterministic && c->r->rank == cfg->straggler_rank;
   const char *phase = NULL;
+  sim_pxn_app_begin(c); /* on failure the rank stops cleanly */
   for (uint64_t seq = 0; !sim_stopping(); seq++) {
     if (n && seq >= n) break;
     if (deadline && sim_real_ns() >= deadline) break;
@@ -237,12 +245,14 @@ void *sim_app_main(void *arg) {
     if (straggler && !nap_until(sim_real_ns() + (uint64_t)cfg->straggle_ms * 1000000ull)) break;
     sim_work w;
     sim_op_desc d = plan(c, seq, &w);
+    sim_scn_plan(cfg, seq, &d, &w.scn); /* --collnet, --ce */
     if (tag && d.phase != phase) tag(d.phase);
     phase = d.phase;
     issue(c, &d, &w);
     if (!cfg->deterministic) think(c, deadline);
   }
   sim_mark_finished(c->r->rank, c->index);
+  sim_pxn_app_end(c); /* its pair's sends may still come: wait for them */
   sim_queue_close(c);
   return NULL;
 }

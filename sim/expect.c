@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "../proto/nccltop_proto.h"
+#include "scenario.h"
 #include "schedule.h"
 #include "sim.h"
 
@@ -30,6 +31,7 @@ void nt_sim_expect_channel(const nt_sim_config *c, int rank, int comm, int chann
     out->wait_ns[2] = n * SIM_RECV_GPU_NS;
     out->peer = (rank - 1 + c->ranks) % c->ranks;
   }
+  sim_scn_expect_channel(c, rank, dir, out); /* --pxn, --collnet, --ce */
 }
 
 void nt_sim_expect_proxy(const nt_sim_config *c, int rank, int comm, nt_sim_proxy_expect *out) {
@@ -46,6 +48,7 @@ void nt_sim_expect_proxy(const nt_sim_config *c, int rank, int comm, nt_sim_prox
   out->appended_ops = it * 2 * (uint64_t)c->channels;
   out->wakeups = it;
   out->final_state = NT_PROXY_IDLE;
+  sim_scn_expect_proxy(c, rank, out);
 }
 
 void nt_sim_expect_comm(const nt_sim_config *c, int rank, int comm, nt_sim_comm_expect *out) {
@@ -57,6 +60,7 @@ void nt_sim_expect_comm(const nt_sim_config *c, int rank, int comm, nt_sim_comm_
   out->kernel_count = it;
   out->kernel_busy_ns = c->abi == 3 ? 0 : it * SIM_KERNEL_NS;
   out->net_events = c->net ? it * (uint64_t)c->steps * (uint64_t)c->channels * 2 : 0;
+  sim_scn_expect_comm(c, out);
 }
 
 /* The phase of each collective is exact for communicator 0, whose thread
@@ -65,7 +69,8 @@ void nt_sim_expect_comm(const nt_sim_config *c, int rank, int comm, nt_sim_comm_
 int nt_sim_expect_ops(const nt_sim_config *c, nt_sim_op_expect *out, int cap) {
   int n = 0;
   for (uint64_t i = 0; i < (uint64_t)sim_det_iterations(c); i++) {
-    sim_op_desc d = sim_det_op(i);
+    sim_op_desc d = sim_scn_det_op(c, i);
+    if (sim_ce_op(c, d.func)) continue; /* no Coll event */
     uint8_t bucket = nt_size_bucket(d.bytes);
     nt_sim_op_expect *e = NULL;
     for (int k = 0; k < n && !e; k++)

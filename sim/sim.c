@@ -18,6 +18,7 @@
 
 #include "../proto/nccltop_proto.h"
 #include "rank.h"
+#include "scenario.h"
 #include "schedule.h"
 #include "sim.h"
 
@@ -137,6 +138,22 @@ static int parse_rank_env(const char *opt, const char *v, nt_sim_config *c) {
   return 0;
 }
 
+/* The proxy-side scenarios (scenario.h): --pxn, --collnet, --ce. Returns 1
+ * when `name` is one, 0 when not, -1 when given a value. */
+static int parse_scenario_flag(nt_sim_config *c, const char *name, bool has_value) {
+  bool *flag = !strcmp(name, "--pxn")       ? &c->pxn
+               : !strcmp(name, "--collnet") ? &c->collnet
+               : !strcmp(name, "--ce")      ? &c->ce
+                                            : NULL;
+  if (!flag) return 0;
+  if (has_value) {
+    fprintf(stderr, "nccltop: %s takes no value\n", name);
+    return -1;
+  }
+  *flag = true;
+  return 1;
+}
+
 /* One option: "--name VALUE" or "--name=VALUE"; returns the arguments it
  * used, 0 if it is not a sim option, -1 on a bad value. */
 static int parse_one(nt_sim_config *c, const char *arg, const char *next) {
@@ -148,6 +165,8 @@ static int parse_one(nt_sim_config *c, const char *arg, const char *next) {
   name[len] = '\0';
   const char *v = eq ? eq + 1 : next;
   int used = eq ? 1 : 2, rc = 0, iv = 0;
+  int flag = parse_scenario_flag(c, name, eq != NULL);
+  if (flag) return flag;
   if (!strcmp(name, "--deterministic") || !strcmp(name, "--quiet")) {
     if (eq) {
       fprintf(stderr, "nccltop: %s takes no value\n", name);
@@ -235,7 +254,7 @@ static int check_config(const nt_sim_config *c) {
   else if (c->stall_rank >= c->ranks || c->straggler_rank >= c->ranks)
     bad = "stall and straggler ranks (below --ranks)";
   if (bad) fprintf(stderr, "nccltop sim: bad configuration: %s\n", bad);
-  return bad ? -1 : 0;
+  return bad || sim_scn_check(c) != 0 ? -1 : 0;
 }
 
 /* Reaps the ranks; SIGINT/SIGTERM sent to us are passed on to them as
@@ -296,6 +315,12 @@ int nt_sim_run(const nt_sim_config *cfg) {
   }
   sim_sh = sh;
   sim_sh->start_wall_ns = sim_wall_ns();
+  if (sim_pxn_setup(&c) != 0) {
+    munmap(sh, sizeof(sim_shared));
+    sim_sh = NULL;
+    free(pids);
+    return 1;
+  }
   if (!c.quiet)
     fprintf(stderr, "nccltop sim: %d ranks x %d comms x %d channels x %d steps, %s, plugin %s\n",
             c.ranks, c.comms, c.channels, c.steps, c.deterministic ? "deterministic" : "real time",
@@ -334,10 +359,13 @@ int nt_sim_run(const nt_sim_config *cfg) {
   free(pids);
   munmap(sh, sizeof(sim_shared));
   sim_sh = NULL;
+  sim_pxn_teardown();
   return failed;
 }
 
 int nt_sim_spawn(const nt_sim_config *c) {
+  /* A config the job would refuse fails here, before a viewer waits for it. */
+  if (check_config(c) != 0) return -1;
   fflush(NULL);
   pid_t parent = getpid();
   pid_t pid = fork();

@@ -38,6 +38,10 @@ typedef struct {
   int states[MAX_REC], args[MAX_REC], rec_line[MAX_REC];
   unsigned long long size[MAX_REC], rec_t[MAX_REC];
   int extra_records; /* records beyond MAX_REC or after the stop */
+  /* Coll algo and func; CE: count / totalBytes, CeSync isComplete, CeBatch numOps */
+  char algo[24], func[24];
+  unsigned long long bytes;
+  int complete, numops, ceranks, intra;
 } ev_t;
 
 typedef struct {
@@ -88,7 +92,9 @@ static inline void remember(ev_t *e) {
 }
 
 static inline ev_t *parent_of(const ev_t *e) {
-  return e->parent ? find(e->pid, e->parent) : NULL;
+  /* A PXN op's parent is a handle of the process the op came from. */
+  int pid = e->type == NT_EV_PROXY_OP && e->oppid > 0 ? e->oppid : e->pid;
+  return e->parent ? find(pid, e->parent) : NULL;
 }
 
 static inline ctx_t *ctx_of(int pid, unsigned long long ctx) {
@@ -180,6 +186,15 @@ static inline void parse_line(const char *l, int n) {
     e->oppid = (int)num(rest, " pid=");
     e->seq = (int)num(rest, "seq=");
     e->depth = (int)num(rest, "depth=");
+    const char *al = field(rest, "algo="), *fn = field(rest, "func=");
+    if (al) sscanf(al, "%23s", e->algo);
+    if (fn) sscanf(fn, "%23s", e->func);
+    e->bytes = (unsigned long long)num(rest, "bytes=");
+    if (e->type == NT_EV_CE_COLL) e->bytes = (unsigned long long)num(rest, "count=");
+    e->complete = (int)num(rest, "complete=");
+    e->numops = (int)num(rest, "numops=");
+    e->ceranks = (int)num(rest, "ceranks=");
+    e->intra = (int)num(rest, "intra=");
     const char *pt = field(rest, "ptimer=");
     e->ptimer = pt ? strtoull(pt, NULL, 10) : 0;
     if (e->h) remember(e);
