@@ -29,6 +29,7 @@ typedef struct {
   _Atomic uint64_t published, consumed;
   _Atomic int finished; /* the originating thread posts no more */
   _Atomic pid_t pid;    /* the originating process, once it runs */
+  _Atomic pid_t exec;   /* the pair's process, once it runs */
   pxn_entry ring[PXN_RING];
 } pxn_ring;
 
@@ -97,9 +98,20 @@ static void foreign_work(const pxn_entry *e, int origin, sim_work *w) {
   w->scn.origin_ctx = e->ctx;
 }
 
-static bool origin_gone(pxn_ring *r) {
-  pid_t pid = atomic_load_explicit(&r->pid, memory_order_acquire);
+static bool gone(_Atomic pid_t *who) {
+  pid_t pid = atomic_load_explicit(who, memory_order_acquire);
   return pid > 0 && kill(pid, 0) != 0 && errno == ESRCH;
+}
+
+/* Whether this rank has enqueued operation `seq` itself (or issues no
+ * more). A proxy only holds work its own rank has launched: the pair's
+ * sends of a later operation would fill its bounded queue, and as no rank
+ * progresses an operation before every rank launched it (sim_all_launched),
+ * this rank's application could then never launch it. */
+static bool launched_here(const sim_comm *c, uint64_t seq) {
+  int r = c->r->rank, k = c->index;
+  return !sim_sh || atomic_load_explicit(&sim_sh->launched[r][k], memory_order_acquire) > seq ||
+         atomic_load_explicit(&sim_sh->finished[r][k], memory_order_acquire);
 }
 
 /* Feeds the pair's sends into this communicator's queue until the pair
@@ -110,7 +122,8 @@ static void *pump_main(void *arg) {
   pxn_ring *r = ring_of(origin, c->index);
   for (;;) {
     uint64_t con = atomic_load_explicit(&r->consumed, memory_order_relaxed);
-    if (atomic_load_explicit(&r->published, memory_order_acquire) > con) {
+    if (atomic_load_explicit(&r->published, memory_order_acquire) > con &&
+        launched_here(c, r->ring[con % PXN_RING].seq)) {
       sim_work w;
       foreign_work(&r->ring[con % PXN_RING], origin, &w);
       atomic_store_explicit(&r->consumed, con + 1, memory_order_release);
@@ -118,8 +131,9 @@ static void *pump_main(void *arg) {
       continue;
     }
     bool done = atomic_load_explicit(&r->finished, memory_order_acquire);
-    if (done && atomic_load_explicit(&r->published, memory_order_acquire) == con) break;
-    if (sim_stopping() || origin_gone(r)) break;
+    bool empty = atomic_load_explicit(&r->published, memory_order_acquire) == con;
+    /* what a dead originator published is still taken: only its values */
+    if (sim_stopping() || (empty && (done || gone(&r->pid)))) break;
     sim_sleep_ns(PXN_POLL_NS);
   }
   return NULL;
@@ -134,6 +148,7 @@ int sim_pxn_app_begin(sim_comm *c) {
   if (sim_pxn_proxied(cfg, c->r->rank))
     atomic_store_explicit(&ring_of(c->r->rank, c->index)->pid, getpid(), memory_order_release);
   if (!sim_pxn_executor(cfg, c->r->rank)) return 0;
+  atomic_store_explicit(&ring_of(c->r->rank + 1, c->index)->exec, getpid(), memory_order_release);
   if (pthread_create(&pumps[c->index], NULL, pump_main, c) != 0) {
     fprintf(stderr, "nccltop sim: rank %d: cannot start the PXN thread\n", c->r->rank);
     /* Its pair would wait for it forever: stop the rank cleanly instead. */
@@ -146,8 +161,17 @@ int sim_pxn_app_begin(sim_comm *c) {
 
 void sim_pxn_app_end(sim_comm *c) {
   if (!pxn_sh) return;
-  if (sim_pxn_proxied(c->r->cfg, c->r->rank))
-    atomic_store_explicit(&ring_of(c->r->rank, c->index)->finished, 1, memory_order_release);
+  if (sim_pxn_proxied(c->r->cfg, c->r->rank)) {
+    pxn_ring *r = ring_of(c->r->rank, c->index);
+    atomic_store_explicit(&r->finished, 1, memory_order_release);
+    /* As NCCL's communicator outlives its posted ops, this one stays until
+     * the pair has taken every send (its context must not be finalized
+     * first). */
+    while (atomic_load_explicit(&r->consumed, memory_order_acquire) <
+               atomic_load_explicit(&r->published, memory_order_relaxed) &&
+           !sim_stopping() && !gone(&r->exec))
+      sim_sleep_ns(PXN_POLL_NS);
+  }
   if (pump_started[c->index]) pthread_join(pumps[c->index], NULL);
   pump_started[c->index] = false;
 }

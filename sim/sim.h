@@ -75,7 +75,8 @@ int nt_sim_spawn(const nt_sim_config *c);
 /* Parses sim options (--ranks N --comms N --channels N --steps N
  * --iterations N --duration S --linger S --deterministic --abi V --plugin P
  * --interval-ms N --quiet --stall-rank R --stall-after S --straggler R
- * --straggle-ms MS --net ib|socket --env NAME=VALUE --rank-env R:NAME=VALUE)
+ * --straggle-ms MS --net ib|socket --env NAME=VALUE --rank-env R:NAME=VALUE
+ * --pxn --collnet --ce)
  * from argv, leaving others alone. Returns the number of arguments consumed
  * at the front, or -1 with a message on stderr. */
 int nt_sim_parse_args(nt_sim_config *c, int argc, char **argv);

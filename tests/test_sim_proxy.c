@@ -259,6 +259,27 @@ static void pxn_real_time_p2p_send_is_proxied(void) {
   CHECK_EQ_U64(foreign_under_p2p, 2); /* one per channel */
 }
 
+/* Both together in real time, past the PXN ring's 16 entries: an executor
+ * holds only work its own rank launched, so no rank waits on another's full
+ * queue (this run deadlocked before). Bounded: spawned and waited for. */
+static void pxn_with_collnet_in_real_time_finishes(void) {
+  rec_opts o = {
+      .abi = 6, .realtime = true, .ranks = 4, .channels = 2, .steps = 2, .iterations = 40};
+  nt_sim_config c;
+  config_for(&o, &c);
+  c.pxn = c.collnet = true;
+  env_for(&o);
+  pid_t pid = nt_sim_spawn(&c);
+  CHECK(pid > 0);
+  int st = wait_exit(pid, 60);
+  if (st == -1) stop_group(&pid);
+  CHECK(st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0);
+  CHECK(load(trace_path) == 0);
+  unlink(trace_path);
+  CHECK_STR(grammar_problem(&c), "none");
+  CHECK(count_type(NT_EV_COLL) == 4 * (40 - 4)); /* 4 of 40 are the Send/Recv pair */
+}
+
 /* ---- --collnet ---- */
 
 static void collnet_ops_are_started_and_never_stopped(void) {
@@ -295,7 +316,8 @@ static void collnet_ops_are_started_and_never_stopped(void) {
 }
 
 static void collnet_in_real_time(void) {
-  rec_opts o = {.abi = 5, .realtime = true, .ranks = 2, .channels = 2, .steps = 2, .iterations = 11};
+  rec_opts o = {
+      .abi = 5, .realtime = true, .ranks = 2, .channels = 2, .steps = 2, .iterations = 11};
   nt_sim_config c;
   CHECK(run_scn(&o, tw_collnet, &c) == 0);
   CHECK_STR(grammar_problem(&c), "none");
@@ -352,7 +374,7 @@ static void ce_collectives_have_only_ce_events(void) {
     CHECK_EQ_U64(n[2], want.ce_batches);
     CHECK_EQ_U64(bytes, want.ce_bytes);
     CHECK_EQ_U64(ag_colls, 0);
-    CHECK_EQ_U64(capis, 6);               /* every collective has its CollApi */
+    CHECK_EQ_U64(capis, 6);                  /* every collective has its CollApi */
     CHECK_EQ_U64(groups, 6 - want.ce_colls); /* a CE plan starts no Group */
   }
 }
@@ -378,7 +400,12 @@ static void ce_events_follow_the_mask_and_the_abi(void) {
 }
 
 static void ce_in_real_time(void) {
-  rec_opts o = {.abi = 6, .realtime = true, .ranks = 2, .channels = 2, .steps = 2, .iterations = 4,
+  rec_opts o = {.abi = 6,
+                .realtime = true,
+                .ranks = 2,
+                .channels = 2,
+                .steps = 2,
+                .iterations = 4,
                 .mask = "0x7fff"};
   nt_sim_config c;
   CHECK(run_scn(&o, tw_ce, &c) == 0);
@@ -506,8 +533,9 @@ static void grammar_refuses_bad_collnet_ops(void) {
   int cl = cn->line, rl = ring->stop_line;
   char stop[128], rec[160], step[300];
   snprintf(stop, sizeof stop, "%d %ld %llu stop h=0x%llx\n", cn->pid, cn->tid, cn->t, cn->h);
-  snprintf(rec, sizeof rec, "%d %ld %llu record h=0x%llx state=19 args=1 size=0 appended=0 ptimer=0\n",
-           cn->pid, cn->tid, cn->t, cn->h);
+  snprintf(rec, sizeof rec,
+           "%d %ld %llu record h=0x%llx state=19 args=1 size=0 appended=0 ptimer=0\n", cn->pid,
+           cn->tid, cn->t, cn->h);
   snprintf(step, sizeof step,
            "%d %ld %llu start 16 h=0x7777777 ctx=0x%llx parent=0x%llx rank=0 step=0\n"
            "%d %ld %llu stop h=0x7777777\n",
@@ -540,8 +568,9 @@ static void grammar_refuses_bad_ce_events(void) {
   CHECK(strcmp(altered(&c, sl, with_field(sl, "parent=", buf), NULL), "none"));
   /* a CeColl under no CollApi, or with a state */
   CHECK(strcmp(altered(&c, cl, with_field(cl, "parent=", "0x2"), NULL), "none"));
-  snprintf(rec, sizeof rec, "%d %ld %llu record h=0x%llx state=22 args=1 size=0 appended=0 ptimer=0\n",
-           coll->pid, coll->tid, coll->t, coll->h);
+  snprintf(rec, sizeof rec,
+           "%d %ld %llu record h=0x%llx state=22 args=1 size=0 appended=0 ptimer=0\n", coll->pid,
+           coll->tid, coll->t, coll->h);
   CHECK(strcmp(altered(&c, cl, lines[cl - 1], rec), "none"));
   /* the CeColl stopped before its children */
   CHECK(strcmp(altered_drop(&c, cl, lines[cl - 1], stop, stop_line), "none"));
@@ -554,6 +583,172 @@ static void grammar_refuses_bad_ce_events(void) {
   unlink(kept);
 }
 
+/* ---- end to end: the real plugin and `nccltop -b --json` ---- */
+
+/* What a frame shows (for the report of issue 10); printed once. */
+static void show(const char *label, const cJSON *f) {
+  fprintf(stderr, "    [%s] what nccltop shows:\n", label);
+  const cJSON *x;
+  cJSON_ArrayForEach(x, get(f, "processes")) {
+    const cJSON *k = get(x, "counters");
+    fprintf(stderr, "      pid %g: foreign_ops %g unknown_events %g reclaimed_ops %g dropped %g\n",
+            h_num(x, "pid"), h_num(k, "foreign_ops"), h_num(k, "unknown_events"),
+            h_num(k, "reclaimed_ops"), h_num(k, "dropped_events"));
+  }
+  cJSON_ArrayForEach(x, get(f, "ranks")) {
+    const cJSON *ch, *op;
+    fprintf(stderr, "      rank %g: colls %g coll_api %g, channels:", h_num(x, "rank"),
+            h_num(x, "colls"), h_num(get(x, "api"), "coll_api"));
+    cJSON_ArrayForEach(ch, get(x, "channels")) {
+      fprintf(stderr, " %g/%s steps %g in_flight %g%s;", h_num(ch, "channel"), str(ch, "dir"),
+              h_num(ch, "steps"), h_num(ch, "ops_in_flight"),
+              cJSON_IsTrue(get(ch, "stalled")) ? " STALLED" : "");
+    }
+    int open = 0;
+    cJSON_ArrayForEach(op, get(x, "in_flight")) open += strcmp(str(op, "state"), "done") != 0;
+    fprintf(stderr, " ops not done %d\n", open);
+  }
+  cJSON_ArrayForEach(x, get(f, "collectives")) {
+    fprintf(stderr, "      collectives %s %s/%s: count %g done %g\n", str(x, "func"),
+            str(x, "algo"), str(x, "proto"), h_num(x, "count"), h_num(x, "done"));
+  }
+  cJSON_ArrayForEach(x, get(f, "alerts")) {
+    fprintf(stderr, "      alert %s: %s\n", str(x, "kind"), str(x, "text"));
+  }
+}
+
+/* Passes once `ok` has held for 3 s (past --stall-ms), to see the alerts. */
+static double held_since;
+static const char *settled(const char *label, const cJSON *f, bool ok, char *why, size_t cap) {
+  if (!ok) {
+    held_since = 0;
+    snprintf(why, cap, "%s: not there yet", label);
+    return why;
+  }
+  if (!held_since) held_since = h_now_s();
+  if (h_now_s() - held_since < 3) {
+    snprintf(why, cap, "%s: waiting for the alerts", label);
+    return why;
+  }
+  show(label, f);
+  return NULL;
+}
+
+static const cJSON *channel_row(const cJSON *rank, int ch, const char *dir) {
+  const cJSON *x;
+  cJSON_ArrayForEach(x, get(rank, "channels")) {
+    if (h_num(x, "channel") == ch && !strcmp(str(x, "dir"), dir)) return x;
+  }
+  return NULL;
+}
+
+/* Steps of every (rank, channel) row of `dir` equal `want` (ranks in mask). */
+static bool steps_are(const nt_sim_config *c, const cJSON *f, const char *dir, unsigned mask,
+                      double want) {
+  for (int r = 0; r < c->ranks; r++) {
+    const cJSON *rk = find_rank(f, nt_sim_comm_hash(0), r);
+    if (!(mask >> r & 1)) continue;
+    for (int ch = 0; ch < c->channels; ch++) {
+      const cJSON *row = rk ? channel_row(rk, ch, dir) : NULL;
+      if (!row || h_num(row, "steps") != want) return false;
+    }
+  }
+  return true;
+}
+
+static const char *pxn_frame(const nt_sim_config *c, const cJSON *f, char *why, size_t cap) {
+  double steps = (double)sim_det_iterations(c) * c->steps;
+  bool ok = steps_are(c, f, "recv", 0xf, steps) && steps_are(c, f, "send", 0x5, steps);
+  /* every proxy thread's states and appends, the pair's sends included */
+  for (int r = 0; r < c->ranks && ok; r++) {
+    nt_sim_proxy_expect px;
+    nt_sim_expect_proxy(c, r, 0, &px);
+    const cJSON *rk = find_rank(f, nt_sim_comm_hash(0), r);
+    const cJSON *p = rk ? cJSON_GetArrayItem(get(rk, "proxy"), 0) : NULL;
+    ok = p && h_num(get(p, "state_ns"), "active") == (double)px.state_ns[NT_PROXY_ACTIVE] &&
+         h_num(p, "appended_ops") == (double)px.appended_ops &&
+         h_num(p, "appends") == (double)px.appends;
+  }
+  for (int r = 0; r < c->ranks && ok; r += 2) { /* the executors count the pair's ops */
+    nt_sim_scn_expect want;
+    nt_sim_expect_scenario(c, r, &want);
+    const cJSON *rk = find_rank(f, nt_sim_comm_hash(0), r);
+    const cJSON *p = rk ? find_process(f, h_num(rk, "pid")) : NULL;
+    ok = p && h_num(get(p, "counters"), "foreign_ops") == (double)want.foreign_ops;
+  }
+  return settled("pxn", f, ok, why, cap);
+}
+
+static const char *collnet_frame(const nt_sim_config *c, const cJSON *f, char *why, size_t cap) {
+  nt_sim_scn_expect want;
+  nt_sim_expect_scenario(c, 0, &want);
+  double steps = (double)want.ring_colls * c->steps, rows = 0;
+  bool ok = steps_are(c, f, "send", 0x3, steps);
+  /* the ring collectives are all there and done (the CollNet one: see show) */
+  const cJSON *x;
+  cJSON_ArrayForEach(x, get(f, "collectives")) {
+    ok = ok && h_num(x, "done") == h_num(x, "count");
+    rows += h_num(x, "count");
+  }
+  ok = ok && rows == (double)(want.ring_colls * (uint64_t)c->ranks);
+  return settled("collnet", f, ok, why, cap);
+}
+
+static const char *ce_frame(const nt_sim_config *c, const cJSON *f, char *why, size_t cap) {
+  nt_sim_scn_expect want;
+  nt_sim_expect_scenario(c, 0, &want);
+  bool ok = steps_are(c, f, "send", 0x3, (double)want.ring_colls * c->steps);
+  double other = 0;
+  const cJSON *x;
+  cJSON_ArrayForEach(x, get(f, "collectives")) {
+    if (!strcmp(str(x, "func"), "AllGather")) ok = false; /* NCCL reports no Coll for them */
+    other += h_num(x, "count");
+  }
+  ok = ok && other == (double)(want.ring_colls * (uint64_t)c->ranks);
+  return settled("ce", f, ok, why, cap);
+}
+
+static void e2e_config(nt_sim_config *c, char *dir, int ranks) {
+  base_config(c, dir);
+  c->ranks = ranks;
+  c->channels = 2;
+  c->steps = 2;
+  c->iterations = 6;
+  c->deterministic = true;
+  c->linger_s = 30;
+}
+
+static void end_to_end_pxn(void) {
+  char dir[] = "/tmp/nccltop-pxn-XXXXXX";
+  CHECK(mkdtemp(dir) != NULL);
+  nt_sim_config c;
+  e2e_config(&c, dir, 4);
+  c.pxn = true;
+  held_since = 0;
+  CHECK(run_until(&c, dir, pxn_frame, 20, "pxn"));
+}
+
+static void end_to_end_collnet(void) {
+  char dir[] = "/tmp/nccltop-cnet-XXXXXX";
+  CHECK(mkdtemp(dir) != NULL);
+  nt_sim_config c;
+  e2e_config(&c, dir, 2);
+  c.collnet = true;
+  held_since = 0;
+  CHECK(run_until(&c, dir, collnet_frame, 20, "collnet"));
+}
+
+static void end_to_end_ce(void) {
+  char dir[] = "/tmp/nccltop-ce-XXXXXX";
+  CHECK(mkdtemp(dir) != NULL);
+  nt_sim_config c;
+  e2e_config(&c, dir, 2);
+  c.ce = true;
+  c.nccl_version = 229;
+  held_since = 0;
+  CHECK(run_until(&c, dir, ce_frame, 20, "ce"));
+}
+
 int main(void) {
   scenario_init();
   snprintf(recorder, sizeof recorder, "%s/tests/librecorder.so", bindir);
@@ -562,6 +757,7 @@ int main(void) {
   TEST_RUN(scenario_expectations_by_hand);
   TEST_RUN(pxn_ops_run_in_the_pairs_proxy);
   TEST_RUN(pxn_real_time_p2p_send_is_proxied);
+  TEST_RUN(pxn_with_collnet_in_real_time_finishes);
   TEST_RUN(collnet_ops_are_started_and_never_stopped);
   TEST_RUN(collnet_in_real_time);
   TEST_RUN(ce_collectives_have_only_ce_events);
@@ -570,5 +766,8 @@ int main(void) {
   TEST_RUN(grammar_refuses_bad_foreign_ops);
   TEST_RUN(grammar_refuses_bad_collnet_ops);
   TEST_RUN(grammar_refuses_bad_ce_events);
+  TEST_RUN(end_to_end_pxn);
+  TEST_RUN(end_to_end_collnet);
+  TEST_RUN(end_to_end_ce);
   return TEST_DONE();
 }

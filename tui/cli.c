@@ -38,6 +38,8 @@ void nt_usage(FILE *f) {
           "sim options: --ranks N --comms N --channels N --steps N --iterations N --duration S\n"
           "             --linger S --deterministic --abi 3..6 --plugin PATH --interval-ms N\n"
           "             --dir DIR --quiet\n"
+          "sim scenarios: --pxn (odd ranks' sends run in the proxy of rank - 1), --collnet\n"
+          "             (CollNet AllReduces), --ce (copy-engine AllGathers, NCCL 2.29+)\n"
           "With demo, --iterations is the simulator's; use -n for the number of frames.\n");
 }
 
