@@ -20,6 +20,8 @@
 
 #include "app_ops.h"
 #include "ops_split.h"
+#include "ce.h"
+#include "pxn.h"
 #include "rank.h"
 #include "runahead.h"
 #include "schedule.h"
@@ -222,13 +224,20 @@ void sim_op_plan(sim_comm *c, const sim_op_desc *d, sim_work *w, const sim_api_e
    * start them while this thread still holds the Coll open. */
   w->coll = coll;
   w->recv_parent = recv;
-  if (post) sim_queue_push(c, w);
+  if (post) {
+    sim_pxn_post(c, w); /* --pxn: the sends go to the pair's proxy */
+    sim_queue_push(c, w);
+  }
   sim_stop(x, coll);
   sim_stop(x, recv);
   sim_stop(x, group);
 }
 
 static void issue(sim_comm *c, const sim_op_desc *d, sim_work *w) {
+  if (w->scn.ce) {         /* a copy-engine collective: no Coll, no proxy work */
+    sim_ce_issue(c, d, w); /* marks it launched itself */
+    return;
+  }
   if (!strcmp(d->func, "AlltoAll")) {
     sim_issue_alltoall(c, d, w);
   } else if (sim_bcast_hidden(c->r->cfg, d->func)) {
@@ -272,6 +281,7 @@ void *sim_app_main(void *arg) {
     deadline = c->r->t_start_ns + (uint64_t)(cfg->duration_s * 1e9);
   bool straggler = !cfg->deterministic && c->r->rank == cfg->straggler_rank;
   const char *phase = NULL;
+  sim_pxn_app_begin(c); /* on failure the rank stops cleanly */
   if (cfg->graph)
     sim_graph_run(c, n, deadline, plan, cfg->deterministic ? SIM_GRAPH_OPS : (int)RT_STEP_OPS);
   for (uint64_t seq = 0; !cfg->graph && !sim_stopping(); seq++) {
@@ -281,6 +291,7 @@ void *sim_app_main(void *arg) {
     if (straggler && !nap_until(sim_real_ns() + (uint64_t)cfg->straggle_ms * 1000000ull)) break;
     sim_work w;
     sim_op_desc d = plan(c, seq, &w);
+    sim_scn_plan(cfg, seq, &d, &w.scn); /* --collnet, --ce */
     if (tag && d.phase != phase) tag(d.phase);
     phase = d.phase;
     /* --run-ahead: no pause on the CPU; the GPU computes before each step. */
@@ -290,6 +301,7 @@ void *sim_app_main(void *arg) {
     if (!cfg->deterministic && !cfg->run_ahead_ms) think(c, deadline);
   }
   sim_mark_finished(c->r->rank, c->index);
+  sim_pxn_app_end(c); /* its pair's sends may still come: wait for them */
   sim_queue_close(c);
   return NULL;
 }

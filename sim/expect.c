@@ -9,6 +9,7 @@
 #include "graph.h"
 #include "ops_split.h"
 #include "runahead.h"
+#include "scenario.h"
 #include "schedule.h"
 #include "sim.h"
 
@@ -63,6 +64,7 @@ void nt_sim_expect_channel(const nt_sim_config *c, int rank, int comm, int chann
     out->wait_ns[2] = n * SIM_RECV_GPU_NS;
     out->peer = it ? (rank - 1 + c->ranks) % c->ranks : -1;
   }
+  sim_scn_expect_channel(c, rank, dir, out); /* --pxn, --collnet, --ce */
 }
 
 void nt_sim_expect_proxy(const nt_sim_config *c, int rank, int comm, nt_sim_proxy_expect *out) {
@@ -86,6 +88,7 @@ void nt_sim_expect_proxy(const nt_sim_config *c, int rank, int comm, nt_sim_prox
   out->appends = it;
   out->appended_ops = it * 2 * (uint64_t)c->channels;
   out->wakeups = it;
+  sim_scn_expect_proxy(c, rank, out); /* --pxn, --collnet, --ce */
 }
 
 void nt_sim_expect_comm(const nt_sim_config *c, int rank, int comm, nt_sim_comm_expect *out) {
@@ -100,6 +103,7 @@ void nt_sim_expect_comm(const nt_sim_config *c, int rank, int comm, nt_sim_comm_
   out->kernel_count = it;
   out->kernel_busy_ns = c->abi == 3 ? 0 : it * SIM_KERNEL_NS;
   out->net_events = c->net ? it * (uint64_t)c->steps * (uint64_t)c->channels * 2 : 0;
+  sim_scn_expect_comm(c, out);
 }
 
 /* The phase of each collective is exact for communicator 0, whose thread
@@ -108,9 +112,11 @@ void nt_sim_expect_comm(const nt_sim_config *c, int rank, int comm, nt_sim_comm_
 int nt_sim_expect_ops(const nt_sim_config *c, nt_sim_op_expect *out, int cap) {
   int n = 0;
   for (uint64_t i = 0; i < (uint64_t)sim_det_iterations(c); i++) {
-    sim_op_desc d = sim_app_det_op(c, i);
-    /* NCCL reports these as Send/Recv, or not at all (ops_split.h). */
-    if (!strcmp(d.func, "AlltoAll") || sim_bcast_hidden(c, d.func)) continue;
+    sim_op_desc d = sim_scn_det_op(c, i);
+    /* NCCL reports these as Send/Recv, or not at all (ops_split.h); a CE
+     * collective has no Coll event (scenario.h). */
+    if (!strcmp(d.func, "AlltoAll") || sim_bcast_hidden(c, d.func) || sim_ce_op(c, d.func))
+      continue;
     uint8_t bucket = nt_size_bucket(d.bytes);
     nt_sim_op_expect *e = NULL;
     for (int k = 0; k < n && !e; k++)

@@ -22,6 +22,9 @@
  * - NetPlugin (--net): one IB QP or socket event per network transfer,
  *   parented to its step, as a net plugin reports them through NCCL's
  *   profiler callback.
+ * - Scenarios (scenario.h): a --pxn op is started with the originating
+ *   process's pid, context and parent, a direction another process runs is
+ *   skipped, and a --collnet op is only started (op_start, op_stop).
  *
  * Deterministic mode runs the fixed serial schedule of schedule.h on the
  * virtual clock. Real-time mode runs an event loop: several steps of every
@@ -78,40 +81,64 @@ typedef struct {
   void *h;        /* ProxyOp handle */
   uint64_t trans; /* NCCL's sub->transSize */
   int ch, send;
-  int mask; /* the operation's mask snapshot */
+  int mask;  /* the operation's mask snapshot */
+  bool skip; /* --pxn: this direction runs in another process */
+  bool mute; /* --collnet: started, then no InProgress, steps or stop */
+  int rank;  /* sub->rank: the rank the op belongs to */
+  sim_ctx x; /* sub->profilerContext: ours, or (--pxn) the originating one */
 } sim_op;
 
 static void op_start(sim_comm *c, const sim_work *w, sim_op *op, int ch, int send) {
-  sim_ctx *x = &c->px;
   int rank = c->r->rank, n = c->r->cfg->ranks;
   memset(op, 0, sizeof *op);
   op->ch = ch;
   op->send = send;
   op->mask = w->mask;
-  if (!sim_mask_wants(x->d->abi, w->mask, NT_EV_PROXY_OP)) return;
+  op->x = c->px;
+  op->rank = rank;
+  op->skip = w->scn.skip & (send ? SIM_SCN_SKIP_SEND : SIM_SCN_SKIP_RECV);
+  op->mute = w->scn.collnet;
+  if (op->skip || !sim_mask_wants(op->x.d->abi, w->mask, NT_EV_PROXY_OP)) return;
   void *parent = !send && w->recv_parent ? w->recv_parent : w->coll;
+  pid_t pid = getpid();
+  if (w->scn.origin_pid) { /* --pxn: the op NCCL copied from the pair's pool */
+    rank = op->rank = w->scn.origin_rank;
+    op->x.ctx = w->scn.origin_ctx;
+    pid = w->scn.origin_pid;
+  }
   nt_descr_v5 e = descr(NT_EV_PROXY_OP, parent, rank);
-  e.proxyOp.pid = getpid();
+  e.proxyOp.pid = pid;
   e.proxyOp.channelId = (uint8_t)ch;
   e.proxyOp.peer = send ? (rank + 1) % n : (rank - 1 + n) % n;
   e.proxyOp.nSteps = w->steps;
   e.proxyOp.chunkSize = (int)w->step_size;
   e.proxyOp.isSend = send;
-  op->h = sim_start(x, &e);
+  if (op->mute) { /* the CollNet transport: its peer is nRanks, its progress not net's */
+    e.proxyOp.peer = n;
+    e.proxyOp.isSend = 0;
+  }
+  op->h = sim_start(&op->x, &e);
 }
 
 static void op_in_progress(sim_comm *c, const sim_op *op) {
+  if (op->mute) return;
   nt_state_args_v5 a;
   memset(&a, 0, sizeof a);
   sim_record(&c->px, op->h, NT_ST_OP_IN_PROGRESS, &a);
 }
 
+/* Only net.cc stops a ProxyOp. */
+static void op_stop(sim_comm *c, const sim_op *op) {
+  if (!op->mute) sim_stop(&c->px, op->h);
+}
+
 static void *step_start(sim_comm *c, const sim_work *w, const sim_op *op, int step) {
-  sim_ctx *x = &c->px;
-  if (!sim_mask_wants(x->d->abi, w->mask, NT_EV_PROXY_STEP)) return NULL;
-  nt_descr_v5 e = descr(NT_EV_PROXY_STEP, op->h, c->r->rank);
+  sim_ctx x = op->x;
+  if (op->mute || op->skip || !sim_mask_wants(x.d->abi, w->mask, NT_EV_PROXY_STEP)) return NULL;
+  (void)c;
+  nt_descr_v5 e = descr(NT_EV_PROXY_STEP, op->h, op->rank);
   e.proxyStep.step = step;
-  return sim_start(x, &e);
+  return sim_start(&x, &e);
 }
 
 static void step_record(sim_comm *c, const sim_op *op, void *h, int state) {
@@ -125,10 +152,10 @@ static void step_record(sim_comm *c, const sim_op *op, void *h, int state) {
 /* A net plugin's event for the transfer of step handle h (NULL when the
  * mask or the config asks for none). */
 static void *net_start(sim_comm *c, const sim_op *op, void *step, uint64_t bytes) {
-  sim_ctx *x = &c->px;
+  sim_ctx x = op->x; /* the op's context, foreign for a PXN op */
   int net = c->r->cfg->net;
-  if (!net || !step || !sim_mask_wants(x->d->abi, op->mask, NT_EV_NET_PLUGIN)) return NULL;
-  nt_descr_v5 e = descr(NT_EV_NET_PLUGIN, step, c->r->rank);
+  if (!net || !step || !sim_mask_wants(x.d->abi, op->mask, NT_EV_NET_PLUGIN)) return NULL;
+  nt_descr_v5 e = descr(NT_EV_NET_PLUGIN, step, op->rank);
   nt_net_ib_v1 ib;
   nt_net_sock_v1 so;
   memset(&ib, 0, sizeof ib);
@@ -149,12 +176,13 @@ static void *net_start(sim_comm *c, const sim_op *op, void *step, uint64_t bytes
     e.netPlugin.id = NT_NET_TYPE_SOCK | 1;
     e.netPlugin.data = &so;
   }
-  return sim_start(x, &e); /* the plugin copies what it keeps */
+  return sim_start(&x, &e); /* the plugin copies what it keeps */
 }
 
 static void *kernel_start(sim_comm *c, const sim_work *w, int ch, uint64_t ptimer) {
   sim_ctx *x = &c->px;
-  if (!sim_mask_wants(x->d->abi, w->mask, NT_EV_KERNEL_CH)) return NULL;
+  /* A PXN op's kernel runs in the originating process, which reports it. */
+  if (w->scn.origin_pid || !sim_mask_wants(x->d->abi, w->mask, NT_EV_KERNEL_CH)) return NULL;
   nt_descr_v5 e = descr(NT_EV_KERNEL_CH, w->coll, 0); /* NCCL sets no rank here */
   e.kernelCh.channelId = (uint8_t)ch;
   e.kernelCh.pTimer = ptimer;
@@ -221,12 +249,14 @@ static void det_main(sim_comm *c) {
     sim_stop(&c->px, h);
     h = ctrl_start(c);
     ctrl_record(c, h, NT_ST_CTRL_APPEND, 0);
+    int appended = 0;
     for (int ch = 0; ch < nch; ch++) {
       op_start(c, &w, &ops[ch][0], ch, 1);
       op_start(c, &w, &ops[ch][1], ch, 0);
+      appended += !ops[ch][0].skip + !ops[ch][1].skip;
     }
     sim_vclock_pass(SIM_APPEND_NS);
-    ctrl_record(c, h, NT_ST_CTRL_APPEND_END, 2 * nch);
+    ctrl_record(c, h, NT_ST_CTRL_APPEND_END, appended);
     sim_stop(&c->px, h);
     ctrl_edge(c, NT_ST_CTRL_ACTIVE);
     for (int ch = 0; ch < nch; ch++) {
@@ -237,12 +267,12 @@ static void det_main(sim_comm *c) {
     }
     for (int s = 0; s < w.steps; s++) {
       for (int ch = 0; ch < nch; ch++) {
-        det_send_step(c, &w, &ops[ch][0], s);
-        det_recv_step(c, &w, &ops[ch][1], s);
+        if (!ops[ch][0].skip) det_send_step(c, &w, &ops[ch][0], s);
+        if (!ops[ch][1].skip) det_recv_step(c, &w, &ops[ch][1], s);
       }
     }
     for (int dir = 0; dir < 2; dir++)
-      for (int ch = 0; ch < nch; ch++) sim_stop(&c->px, ops[ch][dir].h);
+      for (int ch = 0; ch < nch; ch++) op_stop(c, &ops[ch][dir]);
     for (int ch = 0; ch < nch; ch++) kernel_stop(c, kch[ch], kstart[ch] + SIM_KERNEL_NS);
     ctrl_edge(c, NT_ST_CTRL_IDLE);
   }
@@ -354,13 +384,15 @@ static void rt_append(rt_proxy *p) {
     k->used = true;
     k->seq = p->seq++;
     k->w = w;
-    k->dir_left[0] = k->dir_left[1] = p->nch;
     for (int ch = 0; ch < p->nch; ch++) {
-      k->ch_left[ch] = 2;
       for (int dir = 0; dir < 2; dir++) {
-        op_start(c, &w, &k->ops[ch][dir].op, ch, dir == 0);
-        k->ops[ch][dir].post_at = UINT64_MAX;
-        added++;
+        rt_op *o = &k->ops[ch][dir];
+        op_start(c, &w, &o->op, ch, dir == 0);
+        o->post_at = UINT64_MAX;
+        o->finished = o->op.skip; /* --pxn: the other process runs it */
+        k->ch_left[ch] += !o->finished;
+        k->dir_left[dir] += !o->finished;
+        added += !o->finished;
       }
     }
     p->ncolls++;
@@ -395,7 +427,7 @@ static void rt_op_finished(rt_proxy *p, rt_coll *k, rt_op *o) {
   }
   /* NCCL stops the ops of one proxy args (one direction) together. */
   if (--k->dir_left[dir] == 0)
-    for (int i = 0; i < p->nch; i++) sim_stop(&c->px, k->ops[i][dir].op.h);
+    for (int i = 0; i < p->nch; i++) op_stop(c, &k->ops[i][dir].op);
   if (k->dir_left[0] == 0 && k->dir_left[1] == 0) {
     k->used = false;
     p->ncolls--;
@@ -584,6 +616,7 @@ static void rt_freeze(rt_proxy *p, rt_coll *k) {
   for (int ch = 0; ch < p->nch; ch++) {
     for (int dir = 0; dir < 2; dir++) {
       rt_op *o = &k->ops[ch][dir];
+      if (o->finished) continue; /* --pxn: not this process's */
       o->begun = true;
       o->scale = 1;
       o->post_at = now;

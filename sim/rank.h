@@ -10,6 +10,7 @@
 #include <sys/types.h>
 
 #include "abi_driver.h"
+#include "scenario.h"
 #include "sim.h"
 
 #define SIM_MAX_COMMS    8
@@ -30,6 +31,7 @@ typedef struct {
   uint64_t step_size; /* bytes of a full step; the last one may be shorter */
   uint64_t bytes;     /* bytes per proxy op */
   uint64_t gpu_at;    /* --run-ahead, real time: when the GPU reaches it */
+  sim_scn scn;        /* PXN, CollNet, CE (scenario.h); zero: the plain ring */
 } sim_work;
 
 typedef struct sim_rank sim_rank;

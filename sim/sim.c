@@ -18,6 +18,7 @@
 
 #include "../proto/nccltop_proto.h"
 #include "rank.h"
+#include "scenario.h"
 #include "schedule.h"
 #include "sim.h"
 
@@ -137,6 +138,26 @@ static int parse_rank_env(const char *opt, const char *v, nt_sim_config *c) {
   return 0;
 }
 
+/* The scenario switches (--pxn, --collnet, --ce; --graph, --alltoall,
+ * --broadcast). Returns 1 when `name` is one, 0 when not, -1 when given a
+ * value. */
+static int parse_scenario_flag(nt_sim_config *c, const char *name, bool has_value) {
+  bool *flag = !strcmp(name, "--pxn")         ? &c->pxn
+               : !strcmp(name, "--collnet")   ? &c->collnet
+               : !strcmp(name, "--ce")        ? &c->ce
+               : !strcmp(name, "--graph")     ? &c->graph
+               : !strcmp(name, "--alltoall")  ? &c->alltoall
+               : !strcmp(name, "--broadcast") ? &c->broadcast
+                                              : NULL;
+  if (!flag) return 0;
+  if (has_value) {
+    fprintf(stderr, "nccltop: %s takes no value\n", name);
+    return -1;
+  }
+  *flag = true;
+  return 1;
+}
+
 /* One option: "--name VALUE" or "--name=VALUE"; returns the arguments it
  * used, 0 if it is not a sim option, -1 on a bad value. */
 static int parse_one(nt_sim_config *c, const char *arg, const char *next) {
@@ -148,6 +169,8 @@ static int parse_one(nt_sim_config *c, const char *arg, const char *next) {
   name[len] = '\0';
   const char *v = eq ? eq + 1 : next;
   int used = eq ? 1 : 2, rc = 0, iv = 0;
+  int flag = parse_scenario_flag(c, name, eq != NULL);
+  if (flag) return flag;
   if (!strcmp(name, "--deterministic") || !strcmp(name, "--quiet")) {
     if (eq) {
       fprintf(stderr, "nccltop: %s takes no value\n", name);
@@ -157,18 +180,6 @@ static int parse_one(nt_sim_config *c, const char *arg, const char *next) {
       c->deterministic = true;
     else
       c->quiet = true;
-    return 1;
-  }
-  bool *flag = !strcmp(name, "--graph")       ? &c->graph
-               : !strcmp(name, "--alltoall")  ? &c->alltoall
-               : !strcmp(name, "--broadcast") ? &c->broadcast
-                                              : NULL;
-  if (flag) {
-    if (eq) {
-      fprintf(stderr, "nccltop: %s takes no value\n", name);
-      return -1;
-    }
-    *flag = true;
     return 1;
   }
   if (!strcmp(name, "--ranks"))
@@ -251,8 +262,13 @@ static int check_config(const nt_sim_config *c) {
     bad = "stall and straggler ranks (below --ranks)";
   else if (c->graph && (c->alltoall || c->broadcast))
     bad = "--graph with --alltoall or --broadcast (not simulated together)";
+  else if (c->deterministic && (c->pxn || c->collnet || c->ce) &&
+           (c->graph || c->alltoall || c->broadcast || c->run_ahead_ms))
+    bad = "--deterministic with both a proxy-side scenario (--pxn, --collnet, --ce) and an "
+          "application-side one (--graph, --alltoall, --broadcast, --run-ahead): their exact "
+          "totals are worked out one family at a time; combine them in real time";
   if (bad) fprintf(stderr, "nccltop sim: bad configuration: %s\n", bad);
-  return bad ? -1 : 0;
+  return bad || sim_scn_check(c) != 0 ? -1 : 0;
 }
 
 /* Reaps the ranks; SIGINT/SIGTERM sent to us are passed on to them as
@@ -313,6 +329,12 @@ int nt_sim_run(const nt_sim_config *cfg) {
   }
   sim_sh = sh;
   sim_sh->start_wall_ns = sim_wall_ns();
+  if (sim_pxn_setup(&c) != 0) {
+    munmap(sh, sizeof(sim_shared));
+    sim_sh = NULL;
+    free(pids);
+    return 1;
+  }
   if (!c.quiet)
     fprintf(stderr, "nccltop sim: %d ranks x %d comms x %d channels x %d steps, %s, plugin %s\n",
             c.ranks, c.comms, c.channels, c.steps, c.deterministic ? "deterministic" : "real time",
@@ -351,10 +373,13 @@ int nt_sim_run(const nt_sim_config *cfg) {
   free(pids);
   munmap(sh, sizeof(sim_shared));
   sim_sh = NULL;
+  sim_pxn_teardown();
   return failed;
 }
 
 int nt_sim_spawn(const nt_sim_config *c) {
+  /* A config the job would refuse fails here, before a viewer waits for it. */
+  if (check_config(c) != 0) return -1;
   fflush(NULL);
   pid_t parent = getpid();
   pid_t pid = fork();

@@ -76,7 +76,7 @@ int nt_sim_spawn(const nt_sim_config *c);
  * --iterations N --duration S --linger S --deterministic --abi V --plugin P
  * --interval-ms N --quiet --stall-rank R --stall-after S --straggler R
  * --straggle-ms MS --net ib|socket --env NAME=VALUE --rank-env R:NAME=VALUE
- * --run-ahead MS --graph --alltoall --broadcast)
+ * --run-ahead MS --graph --alltoall --broadcast --pxn --collnet --ce)
  * from argv, leaving others alone. Returns the number of arguments consumed
  * at the front, or -1 with a message on stderr. */
 int nt_sim_parse_args(nt_sim_config *c, int argc, char **argv);

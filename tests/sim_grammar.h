@@ -18,6 +18,84 @@ static inline bool seq_is(const ev_t *e, const int *want, int n) {
   return true;
 }
 
+/* The process whose context an event carries: a PXN op's (and its steps'
+ * and net events') is the originating one, named by proxyOp.pid. */
+static inline int origin_pid(const ev_t *e) {
+  const ev_t *x = e;
+  for (int i = 0; i < 3 && x; i++) {
+    if (x->type == NT_EV_PROXY_OP) return x->oppid > 0 ? x->oppid : x->pid;
+    if (x->type != NT_EV_PROXY_STEP && x->type != NT_EV_NET_PLUGIN) break;
+    x = x->parent ? find(x->pid, x->parent) : NULL;
+  }
+  return e->pid;
+}
+
+static inline bool ctx_known(const ev_t *e) {
+  if (ctx_of(origin_pid(e), e->ctx)) return true;
+  /* the step of a dropped op cannot be traced to its op: any job context */
+  bool orphan = (e->type == NT_EV_PROXY_STEP || e->type == NT_EV_NET_PLUGIN) && !parent_of(e);
+  for (int i = 0; orphan && i < tr.nctx; i++)
+    if (tr.ctx[i].ctx == e->ctx) return true;
+  return false;
+}
+
+/* A ProxyOp of a CollNet collective (coll_net.cc): never stopped. */
+static inline bool collnet_op(const ev_t *e) {
+  const ev_t *p = e->type == NT_EV_PROXY_OP ? parent_of(e) : NULL;
+  return p && p->type == NT_EV_COLL && !strncmp(p->algo, "CollNet", 7);
+}
+
+/* The thread that runs the proxy side of (pid, the communicator of ctx x). */
+static inline long proxy_tid(int pid, const ctx_t *x) {
+  for (int i = 0; i < tr.nctx; i++) {
+    const ctx_t *y = &tr.ctx[i];
+    if (y->pid != pid || y->comm != x->comm) continue;
+    for (int j = 0; j < tr.nev; j++) {
+      const ev_t *f = &tr.ev[j];
+      if (f->pid == pid && f->ctx == y->ctx &&
+          (f->type == NT_EV_PROXY_CTRL || f->type == NT_EV_PROXY_OP))
+        return f->tid;
+    }
+  }
+  return 0;
+}
+
+/* PXN: NCCL copies a send into the proxy pool of another local process
+ * (ncclLocalOpAppend), whose proxy thread then runs it with the
+ * originating pid, context and parent. Only sends, and only there. */
+static inline const char *foreign_problem(void) {
+  for (int i = 0; i < tr.nev; i++) {
+    const ev_t *e = &tr.ev[i];
+    int o = origin_pid(e);
+    if (o == e->pid) continue;
+    const ctx_t *x = ctx_of(o, e->ctx);
+    if (!x) return BAD("foreign event with a context not of pid %d (line %d)", o, e->line);
+    if (e->type == NT_EV_PROXY_OP && !e->send)
+      return BAD("a receive op run by another process (line %d)", e->line);
+    long tid = proxy_tid(e->pid, x);
+    if (!tid || e->tid != tid || (e->h && e->stop_tid != tid))
+      return BAD("foreign event off its executor's proxy thread (line %d)", e->line);
+  }
+  return NULL;
+}
+
+/* Copy-engine events (NCCL 2.29+, ce_coll.cc): v6 only, no states;
+ * CeColl under a finished CollApi, CeSync and CeBatch inside their CeColl
+ * on its thread. */
+static inline const char *ce_problem(const ev_t *e, const ev_t *p, int abi) {
+  if (abi < 6) return BAD("v%d got CE event %d", abi, e->type);
+  if (e->nrec) return BAD("CE event with records (line %d)", e->line);
+  if (e->type == NT_EV_CE_COLL) {
+    if (e->parent && (!p || p->type != NT_EV_COLL_API || p->stop_line > e->line))
+      return BAD("CeColl parent is not a finished CollApi (line %d)", e->line);
+    return NULL;
+  }
+  if (!p || p->type != NT_EV_CE_COLL || p->line > e->line || p->stop_line < e->stop_line ||
+      p->tid != e->tid)
+    return BAD("CE event %d outside its CeColl (line %d)", e->type, e->line);
+  return NULL;
+}
+
 /* The ctrl event (same thread) whose Append .. AppendEnd encloses `line`. */
 static inline const ev_t *append_burst_around(const ev_t *op) {
   for (int i = 0; i < tr.nev; i++) {
@@ -134,10 +212,11 @@ static inline const char *grammar_problem(const nt_sim_config *c) {
   for (int i = 0; i < tr.nev; i++) {
     const ev_t *e = &tr.ev[i];
     const ev_t *p = parent_of(e);
-    if (e->h && (e->stops != 1 || e->stop_line < e->line))
+    bool never = collnet_op(e) && e->stops == 0;
+    if (e->h && !never && (e->stops != 1 || e->stop_line < e->line))
       return BAD("event type %d (line %d) stopped %d times", e->type, e->line, e->stops);
     if (e->extra_records) return BAD("record after stop (line %d)", e->line);
-    if (!ctx_of(e->pid, e->ctx)) return BAD("start with an unknown context (line %d)", e->line);
+    if (!ctx_known(e)) return BAD("start with an unknown context (line %d)", e->line);
     if (abi < 5 && e->type >= NT_EV_GROUP_API) return BAD("v%d got API event %d", abi, e->type);
     switch (e->type) {
     case NT_EV_PROXY_STEP: {
@@ -147,6 +226,7 @@ static inline const char *grammar_problem(const nt_sim_config *c) {
       }
       if (p->type != NT_EV_PROXY_OP || p->line > e->line)
         return BAD("step parent is not an earlier op (line %d)", e->line);
+      if (collnet_op(p)) return BAD("a CollNet op has a step (line %d)", e->line);
       if (p->stop_line < e->stop_line) return BAD("op stopped before its step (line %d)", e->line);
       if (e->step < 0 || e->step >= p->steps) return BAD("step %d of %d", e->step, p->steps);
       if (e->tid != p->tid) return BAD("step and op on different threads");
@@ -161,17 +241,23 @@ static inline const char *grammar_problem(const nt_sim_config *c) {
       break;
     }
     case NT_EV_PROXY_OP: {
-      if (abi >= 4 && e->h ? !(e->nrec == 1 && e->states[0] == NT_ST_OP_IN_PROGRESS) : e->nrec != 0)
+      bool cn = collnet_op(e);
+      if (cn && (e->nrec || e->stops || e->send || e->peer != c->ranks))
+        return BAD("CollNet op line %d: %d records, %d stops, isSend %d, peer %d", e->line, e->nrec,
+                   e->stops, e->send, e->peer);
+      if (!cn && (abi >= 4 && e->h ? !(e->nrec == 1 && e->states[0] == NT_ST_OP_IN_PROGRESS)
+                                   : e->nrec != 0))
         return BAD("op line %d: %d records", e->line, e->nrec);
       if (e->parent && (!p || (p->type != NT_EV_COLL && p->type != NT_EV_P2P) || p->line > e->line))
         return BAD("op parent is not an earlier Coll or P2p (line %d)", e->line);
       if (!append_burst_around(e))
         return BAD("op started outside an Append burst (line %d)", e->line);
-      const ctx_t *x = ctx_of(e->pid, e->ctx);
+      const ctx_t *x = ctx_of(origin_pid(e), e->ctx);
       int n = c->ranks, r = x->version == 3 ? -1 : x->rank;
-      if (r >= 0 && e->peer != (e->send ? (r + 1) % n : (r - 1 + n) % n))
+      if (r >= 0 && !cn && e->peer != (e->send ? (r + 1) % n : (r - 1 + n) % n))
         return BAD("rank %d %s peer %d", r, e->send ? "send" : "recv", e->peer);
-      if (e->oppid != e->pid) return BAD("op pid %d in process %d", e->oppid, e->pid);
+      if (e->oppid != e->pid && !(e->send && x->pid == e->oppid))
+        return BAD("op pid %d in process %d", e->oppid, e->pid);
       if (e->ch < 0 || e->ch >= c->channels) return BAD("op channel %d", e->ch);
       if (abi >= 4 && c->deterministic && check_sizes(e, true)) return why;
       if (abi >= 4 && !c->deterministic && check_sizes(e, false)) return why;
@@ -187,9 +273,10 @@ static inline const char *grammar_problem(const nt_sim_config *c) {
       if (!edge && !sleep && !append) return BAD("ctrl line %d: bad burst", e->line);
       if (e->parent) return BAD("ctrl with a parent");
       /* appendedProxyOps counts every op taken, profiled or not (a 2.29+
-       * Broadcast's carry an empty mask), so at least those started. */
-      if (append && (e->size[1] == 0 || e->size[1] % (2ull * (unsigned)c->channels) ||
-                     (int)e->size[1] < ops_inside(e) ||
+       * Broadcast's carry an empty mask), so at least those started; under
+       * --pxn a proxied rank appends only its receives, its pair the sends. */
+      unsigned per = (c->pxn ? 1u : 2u) * (unsigned)c->channels;
+      if (append && (e->size[1] == 0 || e->size[1] % per || (int)e->size[1] < ops_inside(e) ||
                      (!c->broadcast && ops_inside(e) && (int)e->size[1] != ops_inside(e))))
         return BAD("AppendEnd says %llu ops, %d started inside", e->size[1], ops_inside(e));
       break;
@@ -228,9 +315,15 @@ static inline const char *grammar_problem(const nt_sim_config *c) {
         return BAD("KernelCh line %d: no KernelChStop with a later pTimer", e->line);
       if (abi == 3 && e->nrec) return BAD("v3 KernelCh has records");
       break;
+    case NT_EV_CE_COLL:
+    case NT_EV_CE_SYNC:
+    case NT_EV_CE_BATCH:
+      if (ce_problem(e, p, abi)) return why;
+      break;
     default: break;
     }
   }
+  if (foreign_problem()) return why;
   /* Threads: the API events on the application thread; Group, Coll and P2p
    * there too, or on one CUDA host-callback thread (graph replays, checked
    * per event above); the proxy side on another; Idle and Active edges
@@ -248,7 +341,7 @@ static inline const char *grammar_problem(const nt_sim_config *c) {
       long *tid = side ? &proxy : &app;
       if (plan && app && f->tid != app) tid = &callback;
       if (!*tid) *tid = f->tid;
-      if (*tid != f->tid || (f->h && f->stop_tid != f->tid))
+      if (*tid != f->tid || (f->h && f->stops && f->stop_tid != f->tid))
         return BAD("%s events on two threads (line %d)", side ? "proxy" : "app", f->line);
       if (f->type == NT_EV_PROXY_CTRL && f->nrec == 1) {
         if (f->states[0] == last_edge)
@@ -290,7 +383,7 @@ static inline const char *channel_totals(const nt_sim_config *c, const ctx_t *x,
   for (int i = 0; i < tr.nev; i++) {
     const ev_t *op = &tr.ev[i];
     if (op->type != NT_EV_PROXY_OP || op->pid != x->pid || op->ctx != x->ctx || op->ch != ch ||
-        op->send != (dir == NT_DIR_SEND))
+        op->send != (dir == NT_DIR_SEND) || collnet_op(op)) /* the ring's ops only */
       continue;
     got.ops++;
     got.peer = op->peer;

@@ -37,10 +37,13 @@ typedef struct {
   int ch, send, peer, step, steps, chunk, oppid, seq, depth, slot;
   int states[MAX_REC], args[MAX_REC], rec_line[MAX_REC];
   unsigned long long size[MAX_REC], rec_t[MAX_REC];
-  int extra_records;        /* records beyond MAX_REC or after the stop */
-  char func[16], dtype[16]; /* Coll, P2p and API events */
+  int extra_records;                  /* records beyond MAX_REC or after the stop */
+  char func[24], dtype[16], algo[24]; /* Coll, P2p and API events; Coll algo */
   long long count;
   int root, captured; /* captured: API events, -1 when not said */
+  /* CE: count / totalBytes, CeSync isComplete, CeBatch numOps */
+  unsigned long long bytes;
+  int complete, numops, ceranks, intra;
 } ev_t;
 
 typedef struct {
@@ -91,7 +94,9 @@ static inline void remember(ev_t *e) {
 }
 
 static inline ev_t *parent_of(const ev_t *e) {
-  return e->parent ? find(e->pid, e->parent) : NULL;
+  /* A PXN op's parent is a handle of the process the op came from. */
+  int pid = e->type == NT_EV_PROXY_OP && e->oppid > 0 ? e->oppid : e->pid;
+  return e->parent ? find(pid, e->parent) : NULL;
 }
 
 static inline ctx_t *ctx_of(int pid, unsigned long long ctx) {
@@ -192,6 +197,14 @@ static inline void parse_line(const char *l, int n) {
     e->oppid = (int)num(rest, " pid=");
     e->seq = (int)num(rest, "seq=");
     e->depth = (int)num(rest, "depth=");
+    const char *al = field(rest, "algo=");
+    if (al) sscanf(al, "%23s", e->algo);
+    e->bytes = (unsigned long long)num(rest, "bytes=");
+    if (e->type == NT_EV_CE_COLL) e->bytes = (unsigned long long)num(rest, "count=");
+    e->complete = (int)num(rest, "complete=");
+    e->numops = (int)num(rest, "numops=");
+    e->ceranks = (int)num(rest, "ceranks=");
+    e->intra = (int)num(rest, "intra=");
     const char *pt = field(rest, "ptimer=");
     e->ptimer = pt ? strtoull(pt, NULL, 10) : 0;
     word(rest, "func=", e->func, sizeof e->func);

@@ -41,6 +41,8 @@ void nt_usage(FILE *f) {
           "             --run-ahead MS (GPU computes MS per step while the CPU enqueues ahead)\n"
           "             --graph (CUDA graph replays) --alltoall --broadcast (NCCL 2.28+/2.29+\n"
           "             report them as Send/Recv, as a CollApi only)\n"
+          "sim scenarios: --pxn (odd ranks' sends run in the proxy of rank - 1), --collnet\n"
+          "             (CollNet AllReduces), --ce (copy-engine AllGathers, NCCL 2.29+)\n"
           "With demo, --iterations is the simulator's; use -n for the number of frames.\n");
 }
 
