@@ -179,6 +179,13 @@ static void issue(sim_comm *c, const sim_op_desc *d, sim_work *w) {
     e.coll.func = d->func;
     e.coll.count = count;
     e.coll.datatype = "ncclFloat32";
+    /* collTaskAppend (every release since 2.26) turns an AllGather's or a
+     * Broadcast's task into bytes of ncclInt8 before the Coll event sees it;
+     * the CollApi event above still has the caller's count and type. */
+    if (!strcmp(d->func, "AllGather") || !strcmp(d->func, "Broadcast")) {
+      e.coll.count = (size_t)d->bytes;
+      e.coll.datatype = "ncclInt8";
+    }
     e.coll.nChannels = (uint8_t)c->r->cfg->channels;
     e.coll.nWarps = 16;
     e.coll.algo = d->algo;

@@ -1,20 +1,27 @@
 /* What the plugin must report once a deterministic schedule has run: the
- * schedule of schedule.h, added up. ABI v3 differs: NCCL's v3 shim passes
- * no SendPeerWait (that time stays in SendGPUWait), zeroes transSize (no
- * bytes) and has no KernelChStop (no GPU busy time). abi 0 means the newest
- * the plugin exports, v4 or later for ours. */
+ * schedule of schedule.h, added up, for the NCCL release played
+ * (version.h). NCCL 2.26 (ABI v3) differs: no SendPeerWait (that time stays
+ * in SendGPUWait), no transSize on the steps (no bytes), no KernelChStop
+ * (no GPU busy time), and its recv stop bug: the last recv step of every op
+ * is never stopped, so the plugin counts one step less per op and loses its
+ * RecvGPUWait, while the step before it waits until the pair is done.
+ * Every release: a send that needs more than one isend try spends its peer
+ * wait in idle passes, and the thread's shutdown adds a Sleep/Wakeup and an
+ * Append of no ops. */
 #include <string.h>
 
 #include "../proto/nccltop_proto.h"
 #include "schedule.h"
 #include "sim.h"
+#include "version.h"
 
 void nt_sim_expect_channel(const nt_sim_config *c, int rank, int comm, int channel, int dir,
                            nt_sim_channel_expect *out) {
   (void)comm;
   (void)channel;
   uint64_t it = (uint64_t)sim_det_iterations(c), n = it * (uint64_t)c->steps;
-  bool v3 = c->abi == 3;
+  int v = sim_version_of(c);
+  bool v3 = sim_v_native_v3(v);
   memset(out, 0, sizeof *out);
   out->steps = n;
   out->bytes = v3 ? 0 : it * sim_det_op_bytes(c->steps);
@@ -29,6 +36,12 @@ void nt_sim_expect_channel(const nt_sim_config *c, int rank, int comm, int chann
     out->wait_ns[1] = n * SIM_RECV_FLUSH_NS;
     out->wait_ns[2] = n * SIM_RECV_GPU_NS;
     out->peer = (rank - 1 + c->ranks) % c->ranks;
+    if (sim_v_recv_stop_bug(v) && c->steps >= 2) {
+      /* Per op: the held step waits one more round of every channel's
+       * send and recv step; the last step is never stopped. */
+      out->steps = n - it;
+      out->wait_ns[2] = (n - it) * SIM_RECV_GPU_NS + it * sim_det_work_ns(c->channels, 1);
+    }
   }
 }
 
@@ -36,15 +49,16 @@ void nt_sim_expect_proxy(const nt_sim_config *c, int rank, int comm, nt_sim_prox
   (void)rank;
   (void)comm;
   uint64_t it = (uint64_t)sim_det_iterations(c);
+  uint64_t missed = it * sim_det_credit_misses(c->channels, c->steps) * SIM_SEND_PEER_NS;
   memset(out, 0, sizeof *out);
-  out->state_ns[NT_PROXY_IDLE] = it * SIM_IDLE_NS;
-  out->state_ns[NT_PROXY_ACTIVE] = it * sim_det_work_ns(c->channels, c->steps);
+  out->state_ns[NT_PROXY_IDLE] = it * SIM_IDLE_NS + missed;
+  out->state_ns[NT_PROXY_ACTIVE] = it * sim_det_work_ns(c->channels, c->steps) - missed;
   out->state_ns[NT_PROXY_SLEEP] = it * SIM_SLEEP_NS;
   out->state_ns[NT_PROXY_WAKEUP] = it * SIM_WAKEUP_NS;
   out->state_ns[NT_PROXY_APPEND] = it * SIM_APPEND_NS;
-  out->appends = it;
+  out->appends = it + 1; /* + the shutdown's, of no ops */
   out->appended_ops = it * 2 * (uint64_t)c->channels;
-  out->wakeups = it;
+  out->wakeups = it + 1;
   out->final_state = NT_PROXY_IDLE;
 }
 
@@ -55,7 +69,7 @@ void nt_sim_expect_comm(const nt_sim_config *c, int rank, int comm, nt_sim_comm_
   memset(out, 0, sizeof *out);
   out->colls = it;
   out->kernel_count = it;
-  out->kernel_busy_ns = c->abi == 3 ? 0 : it * SIM_KERNEL_NS;
+  out->kernel_busy_ns = sim_v_native_v3(sim_version_of(c)) ? 0 : it * SIM_KERNEL_NS;
   out->net_events = c->net ? it * (uint64_t)c->steps * (uint64_t)c->channels * 2 : 0;
 }
 

@@ -19,13 +19,14 @@
 #include "../plugin/nccl_profiler_abi.h"
 #include "../proto/nccltop_proto.h"
 #include "../sim/sim.h"
+#include "../sim/version.h"
 
 static char recorder[PATH_MAX + 32];
 
 /* ---- the trace ---- */
 
 #define MAX_EV   40000
-#define MAX_REC  8
+#define MAX_REC  40 /* 2.26's ProxyOps get 4 or more records per step */
 #define MAX_CTX  64
 #define HASH_CAP (1 << 17)
 
@@ -35,7 +36,10 @@ typedef struct {
   unsigned long long h, ctx, parent, pgroup, t, t_stop;
   unsigned long long ptimer, ptimer_stop;
   int ch, send, peer, step, steps, chunk, oppid, seq, depth, slot;
-  int states[MAX_REC], args[MAX_REC], rec_line[MAX_REC];
+  unsigned long long count, chash; /* Coll/P2p count; 2.26's commHash */
+  bool int8, named;                /* datatype ncclInt8; 2.26 carried a name */
+  char func[16];                   /* Coll/P2p function */
+  int states[MAX_REC], args[MAX_REC], rec_line[MAX_REC], opsteps[MAX_REC];
   unsigned long long size[MAX_REC], rec_t[MAX_REC];
   int extra_records; /* records beyond MAX_REC or after the stop */
 } ev_t;
@@ -180,6 +184,15 @@ static inline void parse_line(const char *l, int n) {
     e->oppid = (int)num(rest, " pid=");
     e->seq = (int)num(rest, "seq=");
     e->depth = (int)num(rest, "depth=");
+    const char *cnt = field(rest, " count=");
+    e->count = cnt ? strtoull(cnt, NULL, 10) : 0;
+    const char *dt = field(rest, " dtype=");
+    e->int8 = dt && !strncmp(dt, "ncclInt8", 8) && (dt[8] == ' ' || dt[8] == '\n' || !dt[8]);
+    e->chash = hex(rest, " chash=");
+    const char *fn = field(rest, "func=");
+    if (fn) sscanf(fn, "%15[A-Za-z]", e->func);
+    const char *cn = field(rest, " cname=");
+    e->named = cn && *cn != '-';
     const char *pt = field(rest, "ptimer=");
     e->ptimer = pt ? strtoull(pt, NULL, 10) : 0;
     if (e->h) remember(e);
@@ -209,6 +222,7 @@ static inline void parse_line(const char *l, int n) {
     e->size[i] = sz ? strtoull(sz, NULL, 10) : 0;
     e->rec_line[i] = n;
     e->rec_t[i] = t;
+    e->opsteps[i] = (int)num(rest, "opsteps=");
     if (e->states[i] == NT_ST_KERNEL_CH_STOP) {
       const char *pt = field(rest, "ptimer=");
       e->ptimer_stop = pt ? strtoull(pt, NULL, 10) : 0;

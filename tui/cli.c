@@ -38,6 +38,11 @@ void nt_usage(FILE *f) {
           "sim options: --ranks N --comms N --channels N --steps N --iterations N --duration S\n"
           "             --linger S --deterministic --abi 3..6 --plugin PATH --interval-ms N\n"
           "             --dir DIR --quiet\n"
+          "             --nccl-version 2.26|2.27|2.28|2.29|2.30|2.31  the NCCL release played\n"
+          "               (default 2.28): the profiler ABI it loads (v3, v4, v5, v6, v6, v6:\n"
+          "               2.31 through its v6 shim) and its version-specific behaviour;\n"
+          "               --abi N is an expert override of the ABI (alone, it plays the\n"
+          "               release that loads vN: 3 2.26, 4 2.27, 5 2.28, 6 2.30)\n"
           "With demo, --iterations is the simulator's; use -n for the number of frames.\n");
 }
 
