@@ -417,7 +417,11 @@ static inline const char *totals_problem(const nt_sim_config *c) {
     if (e->type == NT_EV_PROXY_CTRL && e->t_stop > t_end) t_end = e->t_stop;
   }
   for (int i = 0; i < tr.nctx; i++) {
-    const ctx_t *x = &tr.ctx[i];
+    ctx_t y = tr.ctx[i];
+    const ctx_t *x = &y;
+    /* 2.26's init names no rank: its Coll descriptors do. */
+    for (int j = 0; j < tr.nev && y.rank < 0; j++)
+      if (tr.ev[j].pid == y.pid && tr.ev[j].type == NT_EV_COLL) y.rank = tr.ev[j].rank;
     unsigned long long last = 0;
     for (int j = 0; j < tr.nev; j++) {
       const ev_t *e = &tr.ev[j];

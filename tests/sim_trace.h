@@ -39,6 +39,7 @@ typedef struct {
   unsigned long long count, chash; /* Coll/P2p count; 2.26's commHash */
   bool int8, named;                /* datatype ncclInt8; 2.26 carried a name */
   char func[16];                   /* Coll/P2p function */
+  int rank;                        /* eDescr.rank */
   int states[MAX_REC], args[MAX_REC], rec_line[MAX_REC], opsteps[MAX_REC];
   unsigned long long size[MAX_REC], rec_t[MAX_REC];
   int extra_records; /* records beyond MAX_REC or after the stop */
@@ -184,6 +185,7 @@ static inline void parse_line(const char *l, int n) {
     e->oppid = (int)num(rest, " pid=");
     e->seq = (int)num(rest, "seq=");
     e->depth = (int)num(rest, "depth=");
+    e->rank = (int)num(rest, " rank=");
     const char *cnt = field(rest, " count=");
     e->count = cnt ? strtoull(cnt, NULL, 10) : 0;
     const char *dt = field(rest, " dtype=");
