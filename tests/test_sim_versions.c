@@ -388,7 +388,8 @@ static void hand_made_bad_traces_are_rejected(void) {
   /* an empty ctrl event: 2.26 makes them, 2.28 never */
   CHECK(rewrite(t228, NULL, NULL) == 0);
   char extra[256];
-  snprintf(extra, sizeof extra, "%d %ld 0 start 32 h=0xfffff ctx=0x%llx parent=0x0 rank=0 \n%d %ld 0 stop h=0xfffff\n",
+  snprintf(extra, sizeof extra,
+           "%d %ld 0 start 32 h=0xfffff ctx=0x%llx parent=0x0 rank=0 \n%d %ld 0 stop h=0xfffff\n",
            tr.ev[tr.nev - 1].pid, tr.ev[tr.nev - 1].tid, tr.ctx[0].ctx, tr.ev[tr.nev - 1].pid,
            tr.ev[tr.nev - 1].tid);
   CHECK(rewrite(t228, NULL, extra) == 0);
@@ -410,6 +411,122 @@ static void hand_made_bad_traces_are_rejected(void) {
 static uint64_t jnum(const cJSON *o, const char *key) {
   const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
   return cJSON_IsNumber(v) ? (uint64_t)cJSON_GetNumberValue(v) : UINT64_MAX;
+}
+
+static const char *jstr(const cJSON *o, const char *key) {
+  const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+  return cJSON_IsString(v) ? v->valuestring : "";
+}
+
+/* One rank entry of a frame against the expectations of rank r. */
+static const char *rank_mismatch(const nt_sim_config *cfg, const cJSON *rank, int r, char *why,
+                                 size_t cap) {
+  static const char *proxy_names[5] = {"idle", "active", "sleep", "wakeup", "append"};
+  const cJSON *ch;
+  int seen = 0;
+  cJSON_ArrayForEach(ch, cJSON_GetObjectItemCaseSensitive(rank, "channels")) {
+    int dir = strcmp(jstr(ch, "dir"), "recv") == 0;
+    nt_sim_channel_expect e;
+    nt_sim_expect_channel(cfg, r, 0, (int)jnum(ch, "channel"), dir, &e);
+    const cJSON *waits = cJSON_GetObjectItemCaseSensitive(ch, "wait_ns");
+    uint64_t got[6] = {jnum(ch, "steps"), jnum(ch, "bytes"), 0, 0, 0, jnum(ch, "peer")};
+    uint64_t want[6] = {e.steps,      e.bytes,      e.wait_ns[0],
+                        e.wait_ns[1], e.wait_ns[2], (uint64_t)e.peer};
+    for (int i = 0; i < 3; i++) got[2 + i] = jnum(waits, nt_wait_name(nt_dir_wait(dir, i)));
+    for (int i = 0; i < 6; i++)
+      if (got[i] != want[i])
+        return snprintf(why, cap, "rank %d ch %" PRIu64 " %s field %d: %" PRIu64 " want %" PRIu64,
+                        r, jnum(ch, "channel"), dir ? "recv" : "send", i, got[i], want[i]),
+               why;
+    seen++;
+  }
+  if (seen != 2 * cfg->channels) return snprintf(why, cap, "rank %d: %d channels", r, seen), why;
+  nt_sim_proxy_expect pe;
+  nt_sim_expect_proxy(cfg, r, 0, &pe);
+  const cJSON *proxy = NULL, *t;
+  /* the thread with proxy states (2.31's profiler thread has none) */
+  cJSON_ArrayForEach(t, cJSON_GetObjectItemCaseSensitive(rank, "proxy")) {
+    if (jnum(t, "appends") != 0 && jnum(t, "appends") != UINT64_MAX) proxy = t;
+  }
+  if (!proxy) return snprintf(why, cap, "rank %d: no proxy thread", r), why;
+  const cJSON *ns = cJSON_GetObjectItemCaseSensitive(proxy, "state_ns");
+  for (int s = 0; s < 5; s++)
+    if (jnum(ns, proxy_names[s]) != pe.state_ns[s])
+      return snprintf(why, cap, "rank %d proxy %s %" PRIu64 " want %" PRIu64, r, proxy_names[s],
+                      jnum(ns, proxy_names[s]), pe.state_ns[s]),
+             why;
+  if (jnum(proxy, "appends") != pe.appends || jnum(proxy, "wakeups") != pe.wakeups ||
+      jnum(proxy, "appended_ops") != pe.appended_ops)
+    return snprintf(why, cap, "rank %d proxy counts", r), why;
+  return NULL;
+}
+
+/* A frame has every rank of the job with exactly the expected totals. In
+ * 2.26 the plugin learns no rank or hash from init, so ranks are told
+ * apart by their send peer. */
+static const char *frame_mismatch(const nt_sim_config *cfg, const cJSON *frame, char *why,
+                                  size_t cap) {
+  const cJSON *rank;
+  int seen = 0;
+  snprintf(why, cap, "no ranks");
+  cJSON_ArrayForEach(rank, cJSON_GetObjectItemCaseSensitive(frame, "ranks")) {
+    int r = (int)jnum(rank, "rank");
+    if (r < 0 || r >= cfg->ranks) {
+      const cJSON *ch = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(rank, "channels"), 0);
+      uint64_t peer = ch ? jnum(ch, "peer") : 0;
+      bool send = ch && !strcmp(jstr(ch, "dir"), "send");
+      r = (int)((peer + (uint64_t)cfg->ranks - (send ? 1 : 0) + (send ? 0 : 1)) %
+                (uint64_t)cfg->ranks);
+    }
+    if (rank_mismatch(cfg, rank, r, why, cap)) return why;
+    seen++;
+  }
+  if (seen != cfg->ranks) return snprintf(why, cap, "%d ranks of %d", seen, cfg->ranks), why;
+  return NULL;
+}
+
+/* The real plugin, published and shown by `nccltop -b --json`, counts
+ * exactly nt_sim_expect_* for every release, 2.26's recv bug included. */
+static void the_plugin_counts_the_expectations_of_every_release(void) {
+  char plugin[PATH_MAX + 64];
+  snprintf(plugin, sizeof plugin, "%s/libnccl-profiler-nccltop.so", bindir);
+  for (int i = 0; i < 6; i++) {
+    char dir[] = "/tmp/nccltop-vers-XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    nt_sim_config cfg;
+    nt_sim_defaults(&cfg);
+    cfg.ranks = 2, cfg.comms = 1, cfg.channels = 2, cfg.steps = 4, cfg.iterations = 3;
+    cfg.deterministic = true;
+    cfg.linger_s = 15;
+    cfg.plugin = plugin;
+    cfg.dir = dir;
+    cfg.interval_ms = 50;
+    cfg.quiet = true;
+    cfg.nccl_version = versions[i];
+    pid_t sim = nt_sim_spawn(&cfg);
+    CHECK(sim > 0);
+    char cmd[PATH_MAX * 2];
+    snprintf(cmd, sizeof cmd,
+             "timeout -k 2 30 %s/nccltop -b --json -n 100 -d 100 --dir %s 2>/dev/null", bindir,
+             dir);
+    FILE *p = popen(cmd, "r");
+    static char line[4 << 20];
+    char why[256] = "no output";
+    bool matched = false;
+    while (p && !matched && fgets(line, sizeof line, p)) {
+      cJSON *f = cJSON_Parse(line);
+      matched = f && !frame_mismatch(&cfg, f, why, sizeof why);
+      cJSON_Delete(f);
+    }
+    kill(-sim, SIGTERM);
+    if (p) pclose(p);
+    waitpid(sim, NULL, 0);
+    char rm[PATH_MAX];
+    snprintf(rm, sizeof rm, "rm -rf %s", dir);
+    if (system(rm) != 0) fprintf(stderr, "    cannot remove %s\n", dir);
+    if (!matched) fprintf(stderr, "    NCCL 2.%d: %s\n", versions[i] - 200, why);
+    CHECK(matched);
+  }
 }
 
 /* `nccltop demo --nccl-version V -b -n 6 --json`: every process's hello
@@ -462,6 +579,7 @@ int main(void) {
   TEST_RUN(v231_kernel_events_come_from_the_profiler_thread);
   TEST_RUN(real_time_follows_each_release);
   TEST_RUN(hand_made_bad_traces_are_rejected);
+  TEST_RUN(the_plugin_counts_the_expectations_of_every_release);
   TEST_RUN(demo_reports_the_abi_each_release_loads);
   return TEST_DONE();
 }
