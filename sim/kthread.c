@@ -63,7 +63,8 @@ static void serve(sim_kthread *k, const kt_req *r) {
     e.kernelCh.channelId = (uint8_t)r->ch;
     e.kernelCh.pTimer = r->ptimer;
     void *h = sim_start(x, &e);
-    if (o) o->h = h;
+    if (o)
+      o->h = h;
     else
       sim_stop(x, h); /* no room to remember it: end it at once */
     return;

@@ -7,8 +7,9 @@
  *   with nothing to do; Append .. AppendEnd(appendedProxyOps) when it takes
  *   posted ops, starting their ProxyOps inside the burst (NCCL 2.27+).
  * - per op: InProgress when progress first reaches it; per step:
- *   send: start, SendGPUWait, SendPeerWait (twice: NCCL repeats it while
- *   the receiver gives no credit), SendWait, stop; recv: start, RecvWait,
+ *   send: start, SendGPUWait, SendPeerWait once per isend try (usually
+ *   one; NCCL repeats it while the receiver gives no credit, and such a
+ *   pass is idle), SendWait, stop; recv: start, RecvWait,
  *   RecvFlushWait, RecvGPUWait, stop. Every step record carries the op's
  *   transSize, which is current only from SendWait / RecvFlushWait on and
  *   holds the previous step's size before, as in NCCL.
@@ -18,6 +19,13 @@
  *   snapshot; ProxyCtrl by the live mask at each start and record. Steps
  *   are started even when their op was dropped (parent NULL) but get no
  *   state records then; nothing is recorded or stopped with a NULL handle.
+ *
+ * - The release played (--nccl-version, version.h) changes this: 2.26
+ *   starts ops at their first pass, records its own op states and NULL
+ *   step arguments, a ctrl event on every pass, and leaves the last recv
+ *   step of an op unstopped; 2.26/2.27 start no step of a dropped op; 2.31
+ *   starts and stops KernelCh on a profiler thread (kthread.c).
+ * - At shutdown the thread wakes and appends nothing: AppendEnd(0).
  *
  * - NetPlugin (--net): one IB QP or socket event per network transfer,
  *   parented to its step, as a net plugin reports them through NCCL's

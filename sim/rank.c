@@ -222,6 +222,7 @@ int sim_rank_main(const nt_sim_config *cfg, int rank, pid_t parent) {
     fprintf(stderr, "nccltop sim: rank %d: %s\n", rank, err);
     return 1;
   }
+  sim_version_note_v7(r.drv.lib, sim_version_of(cfg), rank, cfg->quiet);
   if (cfg->deterministic) {
     /* Before the first init: the plugin reads our virtual clock from then on. */
     void (*set_clock)(uint64_t(*)(void)) =

@@ -2,6 +2,8 @@
 #include "version.h"
 
 #include <ctype.h>
+#include <dlfcn.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 int sim_version_parse(const char *s) {
@@ -49,4 +51,10 @@ const char *sim_version_check(const nt_sim_config *c) {
   /* Later releases' v3 shims are not played: 2.26 is the v3 release. */
   if (c->abi == 3 && v != 226) return "abi 3 (played as NCCL 2.26 only)";
   return NULL;
+}
+
+void sim_version_note_v7(void *lib, int v, int rank, bool quiet) {
+  if (v < 231 || !lib || quiet || rank != 0 || !dlsym(lib, "ncclProfiler_v7")) return;
+  fprintf(stderr, "nccltop sim: the plugin exports ncclProfiler_v7, which NCCL 2.31 would load; "
+                  "the simulator drives its newest table up to v6\n");
 }

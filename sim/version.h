@@ -33,6 +33,11 @@ int sim_version_of(const nt_sim_config *c);
 /* NULL when c->nccl_version and c->abi fit together, else why not. */
 const char *sim_version_check(const nt_sim_config *c);
 
+/* 2.31 loads ncclProfiler_v7 when a plugin exports it; the simulator drives
+ * only up to v6 (what 2.31 uses for nccltop, which has no v7). Says so
+ * once, from rank 0, when the loaded plugin has a v7 table. */
+void sim_version_note_v7(void *lib, int v, int rank, bool quiet);
+
 /* ---- behaviours (v is what sim_version_of returns) ---- */
 
 /* 2.26 (net.cc sendProxyProgress/recvProxyProgress): ProxyOps start at the
