@@ -487,6 +487,7 @@ typedef struct {
   int ncolls;
   uint64_t seq;
   bool active;
+  uint64_t rng; /* the proxy's own: the application thread draws from c->rng */
 } rt_proxy;
 
 static uint64_t rt_dur(rt_proxy *p, const rt_op *o, int what) {
@@ -495,7 +496,7 @@ static uint64_t rt_dur(rt_proxy *p, const rt_op *o, int what) {
   if (what == W_RECV_NET) us += rt_profiles_us[p->prof_prev][W_SEND_GPU] * 2 / 5;
   uint64_t ns =
       (uint64_t)((double)us * 1000 * o->scale) * (uint64_t)(100 + 12 * (o->op.ch % 4)) / 100;
-  return ns * (75 + sim_rand(&p->c->rng) % 51) / 100; /* +-25% */
+  return ns * (75 + sim_rand(&p->rng) % 51) / 100; /* +-25% */
 }
 
 static uint64_t rt_step_size(const sim_work *w, int s) {
@@ -641,7 +642,7 @@ static void rt_advance(rt_proxy *p, rt_coll *k, rt_op *o, rt_step *st) {
     case 0: {
       /* The credit model: mostly the first isend finds credit, sometimes
        * one or two more tries are needed (a SendPeerWait each). */
-      uint64_t peer = rt_dur(p, o, W_SEND_PEER), r = sim_rand(&c->rng) % 16;
+      uint64_t peer = rt_dur(p, o, W_SEND_PEER), r = sim_rand(&p->rng) % 16;
       int tries = r < 12 ? 1 : r < 15 ? 2 : 3;
       op_state_v3(c, &o->op, V3_SEND_REM_FIFO_WAIT, st->step + 1);
       step_record(c, &o->op, st->h, NT_ST_STEP_SEND_PEER_WAIT);
@@ -813,6 +814,7 @@ static void rt_main(sim_comm *c) {
   const nt_sim_config *cfg = c->r->cfg;
   int rank = c->r->rank, n = cfg->ranks;
   p->c = c;
+  p->rng = 0x7072000000000000ull ^ ((uint64_t)c->r->rank << 20) ^ ((uint64_t)c->index << 8) ^ 0x2b;
   p->nch = cfg->channels;
   p->prof = rt_profile(rank, n);
   p->prof_next = rt_profile((rank + 1) % n, n);
