@@ -42,6 +42,62 @@ static int count_state(const ev_t *e, int state) {
   return n;
 }
 
+/* ---- the option ---- */
+
+static void the_nccl_version_option_and_its_relation_to_abi(void) {
+  static const struct {
+    const char *arg;
+    int v;
+  } ok[] = {{"2.26", 226}, {"2.27", 227}, {"2.28", 228},     {"2.29", 229},
+            {"2.30", 230}, {"2.31", 231}, {"2.30.7-1", 230}, {"2.26.6", 226}};
+  for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
+    nt_sim_config c;
+    nt_sim_defaults(&c);
+    char *argv[] = {"--nccl-version", (char *)ok[i].arg};
+    CHECK(nt_sim_parse_args(&c, 2, argv) == 2);
+    CHECK_EQ_U64(c.nccl_version, ok[i].v);
+  }
+  static const char *const bad[] = {"2.25", "2.32", "3.26", "2.2", "228", "2.28.", "2.28-1", ""};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    nt_sim_config c;
+    nt_sim_defaults(&c);
+    char *argv[] = {"--nccl-version", (char *)bad[i]};
+    CHECK(nt_sim_parse_args(&c, 2, argv) == -1);
+  }
+  nt_sim_config c;
+  nt_sim_defaults(&c);
+  CHECK_EQ_U64(sim_version_of(&c), 228); /* the default */
+  /* --abi alone plays the release that loads that table itself */
+  static const int native[4] = {226, 227, 228, 230};
+  for (int abi = 3; abi <= 6; abi++) {
+    c.abi = abi;
+    CHECK_EQ_U64(sim_version_of(&c), native[abi - 3]);
+    CHECK(sim_version_check(&c) == NULL);
+  }
+  /* with a release: at most its newest table; v3 only as 2.26 */
+  c.nccl_version = 227, c.abi = 5;
+  CHECK(sim_version_check(&c) != NULL);
+  c.nccl_version = 229, c.abi = 3;
+  CHECK(sim_version_check(&c) != NULL);
+  c.nccl_version = 231, c.abi = 4; /* 2.31 loading a v4-only plugin through its shim */
+  CHECK(sim_version_check(&c) == NULL && sim_version_of(&c) == 231);
+  c.ranks = 2, c.nccl_version = 226, c.abi = 4, c.quiet = true;
+  CHECK(nt_sim_run(&c) != 0); /* refused before any rank starts */
+  /* the help lists the option and exits 0, for sim and demo */
+  for (int i = 0; i < 2; i++) {
+    char cmd[PATH_MAX + 64];
+    snprintf(cmd, sizeof cmd, "timeout 20 %s/nccltop %s --help", bindir, i ? "demo" : "sim");
+    FILE *p = popen(cmd, "r");
+    CHECK(p != NULL);
+    static char out[16384];
+    size_t n = fread(out, 1, sizeof out - 1, p);
+    out[n] = '\0';
+    int st = pclose(p);
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    CHECK(strstr(out, "--nccl-version 2.26|2.27|2.28|2.29|2.30|2.31") != NULL);
+  }
+}
+
 /* ---- every release ---- */
 
 static void each_release_loads_the_abi_it_looks_for_first(void) {
@@ -566,6 +622,7 @@ int main(void) {
   exe[n > 0 ? n : 0] = '\0';
   snprintf(bindir, sizeof bindir, "%s/..", dirname(exe));
   snprintf(recorder, sizeof recorder, "%s/tests/librecorder.so", bindir);
+  TEST_RUN(the_nccl_version_option_and_its_relation_to_abi);
   TEST_RUN(each_release_loads_the_abi_it_looks_for_first);
   TEST_RUN(the_recorded_clock_adds_up_for_every_release);
   TEST_RUN(send_peer_waits_follow_the_credit_model);
