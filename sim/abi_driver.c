@@ -1,9 +1,9 @@
-/* See abi_driver.h. Descriptors are built in the v5 layout and translated
- * the way NCCL 2.28's shims translate them (src/plugin/profiler/
- * profiler_v{3,4}.cc): v4 shares v5's union layout for everything it has;
- * v3 puts name and commHash in front of its coll members, has no pTimer,
- * and gets only the ProxyCtrl and ProxyStep states 8..18 with zeroed
- * arguments (except appendedProxyOps). */
+/* See abi_driver.h. Descriptors are built in the v5 layout and translated:
+ * v4 shares v5's union layout for everything it has (NCCL 2.27 natively,
+ * or 2.28+'s src/plugin/profiler/profiler_v4.cc shim); v3 is NCCL 2.26
+ * natively (src/plugin/profiler.cc@v2.26.6-1): name and commHash in front
+ * of the coll and p2p members, no pTimer, ProxyStep states with NULL
+ * arguments, ProxyOp states 0..7 with their own arguments. */
 #include "abi_driver.h"
 
 #include <dlfcn.h>
@@ -29,7 +29,8 @@ sim_logger(int level, unsigned long flags, const char *file, int line, const cha
           file ? file : "?", line, msg);
 }
 
-int sim_driver_open(sim_driver *d, const char *path, int abi, int rank, char *err, size_t errlen) {
+int sim_driver_open(sim_driver *d, const char *path, int abi, int max_abi, int rank, char *err,
+                    size_t errlen) {
   memset(d, 0, sizeof *d);
   d->rank = rank;
   log_rank = rank;
@@ -41,7 +42,7 @@ int sim_driver_open(sim_driver *d, const char *path, int abi, int rank, char *er
     snprintf(err, errlen, "cannot load %s: %s", path, why ? why : "unknown error");
     return -1;
   }
-  for (int v = 6; v >= 3; v--) {
+  for (int v = max_abi >= 3 && max_abi <= 6 ? max_abi : 6; v >= 3; v--) {
     if (abi && v != abi) continue;
     char sym[32];
     snprintf(sym, sizeof sym, "ncclProfiler_v%d", v);
@@ -59,7 +60,8 @@ int sim_driver_open(sim_driver *d, const char *path, int abi, int rank, char *er
   if (abi)
     snprintf(err, errlen, "%s does not export ncclProfiler_v%d", path, abi);
   else
-    snprintf(err, errlen, "%s exports none of ncclProfiler_v6, _v5, _v4, _v3", path);
+    snprintf(err, errlen, "%s exports none of ncclProfiler_v%d .. _v3", path,
+             max_abi >= 3 && max_abi <= 6 ? max_abi : 6);
   dlclose(d->lib);
   d->lib = NULL;
   return -1;
@@ -83,6 +85,8 @@ int sim_driver_init(sim_driver *d, sim_ctx *c, uint64_t hash, const char *name, 
   int rc;
   c->d = d;
   c->ctx = NULL;
+  snprintf(c->name, sizeof c->name, "%s", name ? name : "");
+  c->hash = hash;
   if (d->abi == 3)
     rc = d->v3->init(&c->ctx, &d->mask);
   else if (d->abi == 4)
@@ -146,7 +150,7 @@ static void start_v4(sim_ctx *c, void **h, const nt_descr_v5 *e) {
   nt_descr_v4 v4;
   memset(&v4, 0, sizeof v4);
   v4.type = (uint8_t)e->type;
-  /* Before v5, a Coll's or P2p's parent is the Group (the shims). */
+  /* Without API events a Coll's or P2p's parent is its Group. */
   v4.parentObj = e->type == NT_EV_COLL  ? e->coll.parentGroup
                  : e->type == NT_EV_P2P ? e->p2p.parentGroup
                                         : e->parentObj;
@@ -167,6 +171,8 @@ static void start_v3(sim_ctx *c, void **h, const nt_descr_v5 *e) {
   switch (e->type) {
   case NT_EV_COLL:
     v3.parentObj = e->coll.parentGroup;
+    v3.coll.name = c->name; /* StartTaskEvents: the comm's name and hash */
+    v3.coll.commHash = c->hash;
     v3.coll.seqNumber = e->coll.seqNumber;
     v3.coll.func = e->coll.func;
     v3.coll.sendBuff = e->coll.sendBuff;
@@ -181,6 +187,8 @@ static void start_v3(sim_ctx *c, void **h, const nt_descr_v5 *e) {
     break;
   case NT_EV_P2P:
     v3.parentObj = e->p2p.parentGroup;
+    v3.p2p.name = c->name;
+    v3.p2p.commHash = c->hash;
     v3.p2p.func = e->p2p.func;
     v3.p2p.buff = e->p2p.buff;
     v3.p2p.datatype = e->p2p.datatype;
@@ -219,15 +227,26 @@ void sim_record(sim_ctx *c, void *h, int state, const nt_state_args_v5 *args) {
   } else if (d->abi == 4) {
     if (state >= NT_ST_GROUP_START_API_STOP) return;
     d->v4->recordEventState(h, state, args ? &a : NULL);
-  } else {
+  } else if (state >= NT_ST_CTRL_IDLE && state <= NT_ST_CTRL_APPEND_END) {
     nt_state_args_v3 v3;
     memset(&v3, 0, sizeof v3);
-    if (state >= NT_ST_CTRL_IDLE && state <= NT_ST_CTRL_APPEND_END)
-      v3.proxyCtrl.appendedProxyOps = args ? a.proxyCtrl.appendedProxyOps : 0;
-    else if (state < NT_ST_STEP_SEND_GPU_WAIT || state > NT_ST_STEP_RECV_GPU_WAIT)
-      return; /* InProgress, SendPeerWait, KernelChStop, API states: not for v3 */
+    v3.proxyCtrl.appendedProxyOps = args ? a.proxyCtrl.appendedProxyOps : 0;
     d->v3->recordEventState(h, state, &v3);
+  } else if (state >= NT_ST_STEP_SEND_GPU_WAIT && state <= NT_ST_STEP_RECV_GPU_WAIT) {
+    /* 2.26's RecordProxyStepEventState passes no arguments at all. */
+    d->v3->recordEventState(h, state, NULL);
   }
+  /* InProgress, SendPeerWait, KernelChStop, API states: 2.26 has none;
+   * its op states go through sim_record_op_v3. */
+}
+
+void sim_record_op_v3(sim_ctx *c, void *h, int state, size_t trans, int steps) {
+  if (!c->on || !h || c->d->abi != 3 || state < 0 || state > 7) return;
+  nt_state_args_v3 a;
+  memset(&a, 0, sizeof a);
+  a.proxyOp.transSize = trans;
+  a.proxyOp.steps = steps;
+  c->d->v3->recordEventState(h, state, &a);
 }
 
 void sim_stop(sim_ctx *c, void *h) {

@@ -27,11 +27,15 @@ typedef struct {
   sim_driver *d;
   void *ctx;
   bool on;
+  char name[32]; /* the communicator's, for 2.26's Coll/P2p descriptors */
+  uint64_t hash;
 } sim_ctx;
 
 /* dlopens `path` (RTLD_NOW | RTLD_LOCAL) and picks ncclProfiler_v<abi>, or
- * the newest of v6..v3 when abi is 0. */
-int sim_driver_open(sim_driver *d, const char *path, int abi, int rank, char *err, size_t errlen);
+ * the newest of v<max_abi>..v3 when abi is 0 (as NCCL tries the newest
+ * table it knows first; max_abi 0 = 6). */
+int sim_driver_open(sim_driver *d, const char *path, int abi, int max_abi, int rank, char *err,
+                    size_t errlen);
 /* dlcloses the plugin (NCCL does after the last finalize). */
 void sim_driver_close(sim_driver *d);
 /* Looks up an optional extra export (nccltop_flush, ...); NULL if absent. */
@@ -56,5 +60,8 @@ void *sim_start(sim_ctx *c, nt_descr_v5 *e);
  * `args` NULL passes NULL (GroupApi states do). */
 void sim_record(sim_ctx *c, void *h, int state, const nt_state_args_v5 *args);
 void sim_stop(sim_ctx *c, void *h);
+/* NCCL 2.26's ProxyOp states (v3 only: SendPosted .. RecvDone, 0..7) with
+ * the op's cumulative transSize and step count; nothing on other ABIs. */
+void sim_record_op_v3(sim_ctx *c, void *h, int state, size_t trans, int steps);
 
 #endif

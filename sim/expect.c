@@ -1,8 +1,13 @@
 /* What the plugin must report once a deterministic schedule has run: the
- * schedule of schedule.h, added up. ABI v3 differs: NCCL's v3 shim passes
- * no SendPeerWait (that time stays in SendGPUWait), zeroes transSize (no
- * bytes) and has no KernelChStop (no GPU busy time). abi 0 means the newest
- * the plugin exports, v4 or later for ours. */
+ * schedule of schedule.h, added up, for the NCCL release played
+ * (version.h). NCCL 2.26 (ABI v3) differs: no SendPeerWait (that time stays
+ * in SendGPUWait), no transSize on the steps (no bytes), no KernelChStop
+ * (no GPU busy time), and its recv stop bug: the last recv step of every op
+ * is never stopped, so the plugin counts one step less per op and loses its
+ * RecvGPUWait, while the step before it waits until the pair is done.
+ * Every release: a send that needs more than one isend try spends its peer
+ * wait in idle passes, and the thread's shutdown adds a Sleep/Wakeup and an
+ * Append of no ops. */
 #include <string.h>
 
 #include "../proto/nccltop_proto.h"
@@ -12,6 +17,7 @@
 #include "scenario.h"
 #include "schedule.h"
 #include "sim.h"
+#include "version.h"
 
 /* The scenario switches, added up over the schedule (ops_split.h,
  * graph.h, runahead.h): what each communicator's operations become. */
@@ -46,7 +52,8 @@ void nt_sim_expect_channel(const nt_sim_config *c, int rank, int comm, int chann
                            nt_sim_channel_expect *out) {
   det_mix m = mix(c, comm);
   uint64_t it = m.profiled, n = it * (uint64_t)c->steps;
-  bool v3 = c->abi == 3;
+  int v = sim_version_of(c);
+  bool v3 = sim_v_native_v3(v);
   /* --run-ahead: channel 0's first send step waits for the GPU's compute. */
   uint64_t ahead = channel == 0 ? m.ahead_seen * (uint64_t)c->run_ahead_ms * 1000000ull : 0;
   memset(out, 0, sizeof *out);
@@ -63,6 +70,12 @@ void nt_sim_expect_channel(const nt_sim_config *c, int rank, int comm, int chann
     out->wait_ns[1] = n * SIM_RECV_FLUSH_NS;
     out->wait_ns[2] = n * SIM_RECV_GPU_NS;
     out->peer = it ? (rank - 1 + c->ranks) % c->ranks : -1;
+    if (sim_v_recv_stop_bug(v) && c->steps >= 2) {
+      /* Per op: the held step waits one more round of every channel's
+       * send and recv step; the last step is never stopped. */
+      out->steps = n - it;
+      out->wait_ns[2] = (n - it) * SIM_RECV_GPU_NS + it * sim_det_work_ns(c->channels, 1);
+    }
   }
   sim_scn_expect_channel(c, rank, dir, out); /* --pxn, --collnet, --ce */
 }
@@ -71,6 +84,8 @@ void nt_sim_expect_proxy(const nt_sim_config *c, int rank, int comm, nt_sim_prox
   (void)rank;
   uint64_t it = (uint64_t)sim_det_iterations(c);
   uint64_t ahead = mix(c, 0).ahead_all * (uint64_t)c->run_ahead_ms * 1000000ull;
+  /* A send try without credit is a pass that made no progress: idle. */
+  uint64_t missed = it * sim_det_credit_misses(c->channels, c->steps) * SIM_SEND_PEER_NS;
   memset(out, 0, sizeof *out);
   out->final_state = NT_PROXY_IDLE;
   if (sim_graph_intra(c, comm)) {
@@ -78,16 +93,17 @@ void nt_sim_expect_proxy(const nt_sim_config *c, int rank, int comm, nt_sim_prox
     out->state_ns[NT_PROXY_IDLE] = it * (SIM_IDLE_NS + SIM_SLEEP_NS + SIM_WAKEUP_NS +
                                          SIM_APPEND_NS + sim_det_work_ns(c->channels, c->steps)) +
                                    ahead;
+    out->appends = out->wakeups = 1; /* the shutdown's Sleep .. Append of no ops */
     return;
   }
-  out->state_ns[NT_PROXY_IDLE] = it * SIM_IDLE_NS;
-  out->state_ns[NT_PROXY_ACTIVE] = it * sim_det_work_ns(c->channels, c->steps) + ahead;
+  out->state_ns[NT_PROXY_IDLE] = it * SIM_IDLE_NS + missed;
+  out->state_ns[NT_PROXY_ACTIVE] = it * sim_det_work_ns(c->channels, c->steps) - missed + ahead;
   out->state_ns[NT_PROXY_SLEEP] = it * SIM_SLEEP_NS;
   out->state_ns[NT_PROXY_WAKEUP] = it * SIM_WAKEUP_NS;
   out->state_ns[NT_PROXY_APPEND] = it * SIM_APPEND_NS;
-  out->appends = it;
+  out->appends = it + 1; /* + the shutdown's, of no ops */
   out->appended_ops = it * 2 * (uint64_t)c->channels;
-  out->wakeups = it;
+  out->wakeups = it + 1;              /* + the shutdown's */
   sim_scn_expect_proxy(c, rank, out); /* --pxn, --collnet, --ce */
 }
 
@@ -101,7 +117,7 @@ void nt_sim_expect_comm(const nt_sim_config *c, int rank, int comm, nt_sim_comm_
   out->colls = m.colls;
   out->p2ps = m.p2ps;
   out->kernel_count = it;
-  out->kernel_busy_ns = c->abi == 3 ? 0 : it * SIM_KERNEL_NS;
+  out->kernel_busy_ns = sim_v_native_v3(sim_version_of(c)) ? 0 : it * SIM_KERNEL_NS;
   out->net_events = c->net ? it * (uint64_t)c->steps * (uint64_t)c->channels * 2 : 0;
   sim_scn_expect_comm(c, out);
 }

@@ -7,8 +7,9 @@
  *   with nothing to do; Append .. AppendEnd(appendedProxyOps) when it takes
  *   posted ops, starting their ProxyOps inside the burst (NCCL 2.27+).
  * - per op: InProgress when progress first reaches it; per step:
- *   send: start, SendGPUWait, SendPeerWait (twice: NCCL repeats it while
- *   the receiver gives no credit), SendWait, stop; recv: start, RecvWait,
+ *   send: start, SendGPUWait, SendPeerWait once per isend try (usually
+ *   one; NCCL repeats it while the receiver gives no credit, and such a
+ *   pass is idle), SendWait, stop; recv: start, RecvWait,
  *   RecvFlushWait, RecvGPUWait, stop. Every step record carries the op's
  *   transSize, which is current only from SendWait / RecvFlushWait on and
  *   holds the previous step's size before, as in NCCL.
@@ -19,12 +20,19 @@
  *   are started even when their op was dropped (parent NULL) but get no
  *   state records then; nothing is recorded or stopped with a NULL handle.
  *
+ * - The release played (--nccl-version, version.h) changes this: 2.26
+ *   starts ops at their first pass, records its own op states and NULL
+ *   step arguments, a ctrl event on every pass, and leaves the last recv
+ *   step of an op unstopped; 2.26/2.27 start no step of a dropped op; 2.31
+ *   starts and stops KernelCh on a profiler thread (kthread.c).
+ * - At shutdown the thread wakes and appends nothing: AppendEnd(0).
+ *
  * - NetPlugin (--net): one IB QP or socket event per network transfer,
  *   parented to its step, as a net plugin reports them through NCCL's
  *   profiler callback.
  * - Scenarios (scenario.h): a --pxn op is started with the originating
  *   process's pid, context and parent, a direction another process runs is
- *   skipped, and a --collnet op is only started (op_start, op_stop).
+ *   skipped, and a --collnet op is only started (op_event, op_stop).
  *
  * Deterministic mode runs the fixed serial schedule of schedule.h on the
  * virtual clock. Real-time mode runs an event loop: several steps of every
@@ -40,9 +48,11 @@
 #include <unistd.h>
 
 #include "../proto/nccltop_proto.h"
+#include "kthread.h"
 #include "rank.h"
 #include "runahead.h"
 #include "schedule.h"
+#include "version.h"
 
 static nt_descr_v5 descr(int type, void *parent, int rank) {
   nt_descr_v5 e;
@@ -54,6 +64,20 @@ static nt_descr_v5 descr(int type, void *parent, int rank) {
 }
 
 /* ---- the calls ---- */
+
+/* What this proxy thread plays: the NCCL release, NCCL's `lastIdle` of
+ * ncclProxyProgress, whether the current pass already produced its ctrl
+ * event, and 2.31's profiler thread (NULL before 2.31). */
+static _Thread_local int px_ver;
+static _Thread_local bool px_idle, px_pass_ctrl;
+static _Thread_local sim_kthread *px_kt;
+
+static void px_setup(sim_comm *c) {
+  px_ver = sim_version_of(c->r->cfg);
+  px_idle = false; /* NCCL starts with lastIdle = 0 */
+  px_pass_ctrl = false;
+  px_kt = sim_v_kernel_thread(px_ver) ? sim_kthread_new(c) : NULL;
+}
 
 static void *ctrl_start(sim_comm *c) {
   sim_ctx *x = &c->px;
@@ -75,29 +99,77 @@ static void ctrl_edge(sim_comm *c, int state) {
   void *h = ctrl_start(c);
   ctrl_record(c, h, state, 0);
   sim_stop(&c->px, h);
+  px_idle = state == NT_ST_CTRL_IDLE;
+  px_pass_ctrl = true;
+}
+
+/* The end of one pass of ncclProxyProgress: `idle` when it progressed
+ * nothing. An Idle or Active edge when that differs from the last pass;
+ * in 2.26 a ProxyCtrl start/stop on every pass, empty without an edge. */
+static void pass_end(sim_comm *c, bool idle) {
+  if (idle != px_idle)
+    ctrl_edge(c, idle ? NT_ST_CTRL_IDLE : NT_ST_CTRL_ACTIVE);
+  else if (sim_v_ctrl_every_pass(px_ver) && !px_pass_ctrl)
+    sim_stop(&c->px, ctrl_start(c));
+  px_pass_ctrl = false;
+}
+
+/* The thread is shutting down (ncclProxyProgressDestroy): it was asleep
+ * with nothing to do (`slept`), or found the stop flag first; either way
+ * ncclProxyGetPostedOps then takes the pool and appends nothing. */
+static void ctrl_shutdown(sim_comm *c, bool slept) {
+  void *h;
+  if (slept) {
+    h = ctrl_start(c);
+    ctrl_record(c, h, NT_ST_CTRL_SLEEP, 0);
+    ctrl_record(c, h, NT_ST_CTRL_WAKEUP, 0);
+    sim_stop(&c->px, h);
+  }
+  h = ctrl_start(c);
+  ctrl_record(c, h, NT_ST_CTRL_APPEND, 0);
+  ctrl_record(c, h, NT_ST_CTRL_APPEND_END, 0);
+  sim_stop(&c->px, h);
 }
 
 typedef struct {
   void *h;        /* ProxyOp handle */
-  uint64_t trans; /* NCCL's sub->transSize */
+  uint64_t trans; /* NCCL's sub->transSize (2.26: the op's running total) */
   int ch, send;
-  int mask;  /* the operation's mask snapshot */
-  bool skip; /* --pxn: this direction runs in another process */
-  bool mute; /* --collnet: started, then no InProgress, steps or stop */
-  int rank;  /* sub->rank: the rank the op belongs to */
-  sim_ctx x; /* sub->profilerContext: ours, or (--pxn) the originating one */
+  int mask; /* the operation's mask snapshot */
+  const sim_work *w;
+  bool started; /* its ProxyOp start was made (or gated off) */
+  bool skip;    /* --pxn: this direction runs in another process */
+  bool mute;    /* --collnet: started, then no InProgress, steps or stop */
+  int rank;     /* sub->rank: the rank the op belongs to */
+  sim_ctx x;    /* sub->profilerContext: ours, or (--pxn) the originating one */
 } sim_op;
 
+static void op_event(sim_comm *c, sim_op *op);
+
+/* NCCL 2.27+ starts the ProxyOp when the op is appended (ncclProxyOpToArgs,
+ * inside the Append burst); 2.26 at its first progress pass (net.cc
+ * {send,recv}ProxyProgress, state ncclProxyOpReady): op_first_pass. */
 static void op_start(sim_comm *c, const sim_work *w, sim_op *op, int ch, int send) {
-  int rank = c->r->rank, n = c->r->cfg->ranks;
   memset(op, 0, sizeof *op);
   op->ch = ch;
   op->send = send;
   op->mask = w->mask;
+  op->w = w;
   op->x = c->px;
-  op->rank = rank;
+  op->rank = c->r->rank;
   op->skip = w->scn.skip & (send ? SIM_SCN_SKIP_SEND : SIM_SCN_SKIP_RECV);
   op->mute = w->scn.collnet;
+  if (!sim_v_native_v3(px_ver)) op_event(c, op);
+}
+
+static void op_first_pass(sim_comm *c, sim_op *op) {
+  if (!op->started) op_event(c, op);
+}
+
+static void op_event(sim_comm *c, sim_op *op) {
+  const sim_work *w = op->w;
+  int rank = op->rank, n = c->r->cfg->ranks, ch = op->ch, send = op->send;
+  op->started = true;
   if (op->skip || !sim_mask_wants(op->x.d->abi, w->mask, NT_EV_PROXY_OP)) return;
   void *parent = !send && w->recv_parent ? w->recv_parent : w->coll;
   pid_t pid = getpid();
@@ -127,15 +199,35 @@ static void op_in_progress(sim_comm *c, const sim_op *op) {
   sim_record(&c->px, op->h, NT_ST_OP_IN_PROGRESS, &a);
 }
 
+/* 2.26's op states (SendPosted .. RecvDone): `steps` is the counter the
+ * state follows (posted, transmitted, received or done), transSize the
+ * op's running total. Nothing on other releases. */
+static void op_state_v3(sim_comm *c, const sim_op *op, int state, int steps) {
+  if (sim_v_native_v3(px_ver)) sim_record_op_v3(&c->px, op->h, state, (size_t)op->trans, steps);
+}
+
+enum {
+  V3_SEND_POSTED,
+  V3_SEND_REM_FIFO_WAIT,
+  V3_SEND_TRANSMITTED,
+  V3_SEND_DONE,
+  V3_RECV_POSTED,
+  V3_RECV_RECEIVED,
+  V3_RECV_TRANSMITTED,
+  V3_RECV_DONE
+};
+
 /* Only net.cc stops a ProxyOp. */
 static void op_stop(sim_comm *c, const sim_op *op) {
   if (!op->mute) sim_stop(&c->px, op->h);
 }
 
 static void *step_start(sim_comm *c, const sim_work *w, const sim_op *op, int step) {
-  sim_ctx x = op->x;
-  if (op->mute || op->skip || !sim_mask_wants(x.d->abi, w->mask, NT_EV_PROXY_STEP)) return NULL;
+  sim_ctx x = op->x; /* the op's context, foreign for a PXN op */
   (void)c;
+  if (op->mute || op->skip || !sim_mask_wants(x.d->abi, w->mask, NT_EV_PROXY_STEP)) return NULL;
+  /* 2.26 and 2.27 start no step for an op the plugin dropped. */
+  if (!op->h && sim_v_steps_need_op(px_ver)) return NULL;
   nt_descr_v5 e = descr(NT_EV_PROXY_STEP, op->h, op->rank);
   e.proxyStep.step = step;
   return sim_start(&x, &e);
@@ -179,17 +271,27 @@ static void *net_start(sim_comm *c, const sim_op *op, void *step, uint64_t bytes
   return sim_start(&x, &e); /* the plugin copies what it keeps */
 }
 
-static void *kernel_start(sim_comm *c, const sim_work *w, int ch, uint64_t ptimer) {
+/* KernelCh `key` (2.31: started on the profiler thread, which keeps the
+ * handle; the return value is then NULL). */
+static void *kernel_start(sim_comm *c, const sim_work *w, int ch, uint64_t ptimer, uint64_t key) {
   sim_ctx *x = &c->px;
   /* A PXN op's kernel runs in the originating process, which reports it. */
   if (w->scn.origin_pid || !sim_mask_wants(x->d->abi, w->mask, NT_EV_KERNEL_CH)) return NULL;
+  if (px_kt) {
+    sim_kthread_start(px_kt, key, w->coll, ch, ptimer);
+    return NULL;
+  }
   nt_descr_v5 e = descr(NT_EV_KERNEL_CH, w->coll, 0); /* NCCL sets no rank here */
   e.kernelCh.channelId = (uint8_t)ch;
   e.kernelCh.pTimer = ptimer;
   return sim_start(x, &e);
 }
 
-static void kernel_stop(sim_comm *c, void *h, uint64_t ptimer) {
+static void kernel_stop(sim_comm *c, const sim_work *w, void *h, uint64_t ptimer, uint64_t key) {
+  if (px_kt && sim_mask_wants(c->px.d->abi, w->mask, NT_EV_KERNEL_CH)) {
+    sim_kthread_stop(px_kt, key, ptimer);
+    return;
+  }
   if (!h) return;
   nt_state_args_v5 a;
   memset(&a, 0, sizeof a);
@@ -200,44 +302,115 @@ static void kernel_stop(sim_comm *c, void *h, uint64_t ptimer) {
 
 /* ---- deterministic: the serial schedule of schedule.h ---- */
 
+/* Step s of a send op: NCCL's passes over it (net.cc sendProxyProgress).
+ * The isend is tried sim_det_peer_waits times (the credit model); each
+ * failed try is a pass that progressed nothing, so the thread goes Idle at
+ * the first and Active again at the one that sends. The peer wait lasts
+ * SIM_SEND_PEER_NS however many tries it takes, so the totals stay those
+ * of schedule.h. 2.26 has no SendPeerWait: it records SendRemFifoWait on
+ * the op per try, and the step waits in SendGPUWait until SendWait. */
 static void det_send_step(sim_comm *c, const sim_work *w, sim_op *op, int s) {
   void *h = step_start(c, w, op, s);
+  int tries = sim_det_peer_waits(op->ch, s);
+  op_state_v3(c, op, V3_SEND_POSTED, s + 1);
   step_record(c, op, h, NT_ST_STEP_SEND_GPU_WAIT);
+  pass_end(c, false);
   sim_vclock_pass(SIM_SEND_GPU_NS + sim_runahead_det_ns(c->r->cfg, w->seq, op->ch, s));
-  step_record(c, op, h, NT_ST_STEP_SEND_PEER_WAIT);
-  sim_vclock_pass(SIM_SEND_PEER_NS / 2);
-  step_record(c, op, h, NT_ST_STEP_SEND_PEER_WAIT);
-  sim_vclock_pass(SIM_SEND_PEER_NS - SIM_SEND_PEER_NS / 2);
-  op->trans = sim_det_step_bytes(s);
+  for (int i = 0; i < tries; i++) {
+    op_state_v3(c, op, V3_SEND_REM_FIFO_WAIT, s + 1);
+    step_record(c, op, h, NT_ST_STEP_SEND_PEER_WAIT); /* dropped for v3 */
+    if (i == tries - 1) break;
+    pass_end(c, true); /* no credit: this pass progressed nothing */
+    sim_vclock_pass(SIM_SEND_PEER_NS / (uint64_t)tries);
+  }
+  sim_vclock_pass(SIM_SEND_PEER_NS - (uint64_t)(tries - 1) * (SIM_SEND_PEER_NS / (uint64_t)tries));
+  if (sim_v_native_v3(px_ver))
+    op->trans += sim_det_step_bytes(s); /* 2.26: transSize += size */
+  else
+    op->trans = sim_det_step_bytes(s);
+  op_state_v3(c, op, V3_SEND_TRANSMITTED, s + 1);
   step_record(c, op, h, NT_ST_STEP_SEND_WAIT);
-  void *net = op->h ? net_start(c, op, h, op->trans) : NULL;
+  pass_end(c, false);
+  void *net = op->h ? net_start(c, op, h, sim_det_step_bytes(s)) : NULL;
   sim_vclock_pass(SIM_SEND_NET_NS);
   sim_stop(&c->px, net);
   sim_stop(&c->px, h);
+  op_state_v3(c, op, V3_SEND_DONE, s + 1);
+  pass_end(c, false);
 }
 
-static void det_recv_step(sim_comm *c, const sim_work *w, sim_op *op, int s) {
+/* Step s of a recv op (net.cc recvProxyProgress). In 2.26 the GPU
+ * acknowledges the last two steps of an op together (when it has two or
+ * more), and the done loop stops only the first of them: doneStepId is
+ * read once per pass (#1658), so the last step is never stopped. `held`
+ * carries the step waiting for that pass. */
+static void det_recv_step(sim_comm *c, const sim_work *w, sim_op *op, int s, void **held) {
   void *h = step_start(c, w, op, s);
+  op_state_v3(c, op, V3_RECV_POSTED, s + 1);
   step_record(c, op, h, NT_ST_STEP_RECV_WAIT);
+  pass_end(c, false);
   void *net = op->h ? net_start(c, op, h, sim_det_step_bytes(s)) : NULL;
   sim_vclock_pass(SIM_RECV_NET_NS);
   sim_stop(&c->px, net);
-  op->trans = sim_det_step_bytes(s);
+  if (sim_v_native_v3(px_ver))
+    op->trans += sim_det_step_bytes(s);
+  else
+    op->trans = sim_det_step_bytes(s);
+  op_state_v3(c, op, V3_RECV_RECEIVED, s + 1);
   step_record(c, op, h, NT_ST_STEP_RECV_FLUSH_WAIT);
+  pass_end(c, false);
   sim_vclock_pass(SIM_RECV_FLUSH_NS);
+  op_state_v3(c, op, V3_RECV_TRANSMITTED, s + 1);
   step_record(c, op, h, NT_ST_STEP_RECV_GPU_WAIT);
+  pass_end(c, false);
   sim_vclock_pass(SIM_RECV_GPU_NS);
-  sim_stop(&c->px, h);
+  bool bug = sim_v_recv_stop_bug(px_ver) && w->steps >= 2;
+  if (bug && s == w->steps - 2) {
+    *held = h; /* not acknowledged yet */
+    return;
+  }
+  if (bug && s == w->steps - 1) {
+    sim_stop(&c->px, *held); /* the first of the two: doneStepId */
+    *held = NULL;
+    op_state_v3(c, op, V3_RECV_DONE, s);
+    op_state_v3(c, op, V3_RECV_DONE, s + 1); /* its step is never stopped */
+  } else {
+    sim_stop(&c->px, h);
+    op_state_v3(c, op, V3_RECV_DONE, s + 1);
+  }
+  pass_end(c, false);
+}
+
+static uint64_t det_kernel_key(const sim_work *w, int ch) {
+  return w->seq << 7 | (uint64_t)ch;
+}
+
+/* The first pass over freshly appended ops: 2.26 starts their ProxyOps
+ * here, 2.27+ record InProgress; the kernels' first work is seen. */
+static void det_first_pass(sim_comm *c, const sim_work *w, sim_op (*ops)[2], void **kch,
+                           uint64_t *kstart) {
+  int nch = c->r->cfg->channels;
+  for (int ch = 0; ch < nch && sim_v_native_v3(px_ver); ch++) {
+    op_first_pass(c, &ops[ch][0]);
+    op_first_pass(c, &ops[ch][1]);
+  }
+  pass_end(c, false); /* Active */
+  for (int ch = 0; ch < nch; ch++) {
+    op_in_progress(c, &ops[ch][0]);
+    op_in_progress(c, &ops[ch][1]);
+    kstart[ch] = SIM_PTIMER_BASE + sim_vclock();
+    kch[ch] = kernel_start(c, w, ch, kstart[ch], det_kernel_key(w, ch));
+  }
 }
 
 static void det_main(sim_comm *c) {
   int nch = c->r->cfg->channels;
   sim_op ops[SIM_MAX_CHANNELS][2];
-  void *kch[SIM_MAX_CHANNELS];
+  void *kch[SIM_MAX_CHANNELS], *held[SIM_MAX_CHANNELS];
   uint64_t kstart[SIM_MAX_CHANNELS];
   sim_work w;
   sim_vclock_own();
-  ctrl_edge(c, NT_ST_CTRL_IDLE); /* t = 0: the state is known from here on */
+  pass_end(c, true); /* t = 0, an Idle edge: the state is known from here on */
   /* Waiting for work takes no virtual time; the bursts below do. */
   while (sim_queue_pop(c, &w, true) == 1) {
     sim_vclock_pass(SIM_IDLE_NS);
@@ -254,36 +427,37 @@ static void det_main(sim_comm *c) {
       op_start(c, &w, &ops[ch][0], ch, 1);
       op_start(c, &w, &ops[ch][1], ch, 0);
       appended += !ops[ch][0].skip + !ops[ch][1].skip;
+      held[ch] = NULL;
     }
     sim_vclock_pass(SIM_APPEND_NS);
     ctrl_record(c, h, NT_ST_CTRL_APPEND_END, appended);
     sim_stop(&c->px, h);
-    ctrl_edge(c, NT_ST_CTRL_ACTIVE);
-    for (int ch = 0; ch < nch; ch++) {
-      op_in_progress(c, &ops[ch][0]);
-      op_in_progress(c, &ops[ch][1]);
-      kstart[ch] = SIM_PTIMER_BASE + sim_vclock();
-      kch[ch] = kernel_start(c, &w, ch, kstart[ch]);
-    }
+    det_first_pass(c, &w, ops, kch, kstart);
     for (int s = 0; s < w.steps; s++) {
       for (int ch = 0; ch < nch; ch++) {
         if (!ops[ch][0].skip) det_send_step(c, &w, &ops[ch][0], s);
-        if (!ops[ch][1].skip) det_recv_step(c, &w, &ops[ch][1], s);
+        if (!ops[ch][1].skip) det_recv_step(c, &w, &ops[ch][1], s, &held[ch]);
       }
     }
     for (int dir = 0; dir < 2; dir++)
       for (int ch = 0; ch < nch; ch++) op_stop(c, &ops[ch][dir]);
-    for (int ch = 0; ch < nch; ch++) kernel_stop(c, kch[ch], kstart[ch] + SIM_KERNEL_NS);
-    ctrl_edge(c, NT_ST_CTRL_IDLE);
+    for (int ch = 0; ch < nch; ch++)
+      kernel_stop(c, &w, kch[ch], kstart[ch] + SIM_KERNEL_NS, det_kernel_key(&w, ch));
+    pass_end(c, true); /* Idle */
   }
+  ctrl_shutdown(c, true);
 }
 
 /* ---- real time ---- */
 
-#define RT_WINDOW       4             /* steps of one op in flight (NCCL_STEPS is 8) */
-#define RT_MAX_COLLS    SIM_QUEUE_CAP /* operations appended at once (NCCL appends what is posted) */
-#define RT_SLACK_NS     500000ull     /* events due this close are handled in one wake-up */
-#define RT_IDLE_GAP_NS  2000000ull    /* NCCL's idle passes: a wait this long is an Idle edge */
+#define RT_WINDOW    4             /* steps of one op in flight (NCCL_STEPS is 8) */
+#define RT_MAX_COLLS SIM_QUEUE_CAP /* operations appended at once (NCCL appends what is posted) */
+#define RT_SLACK_NS  500000ull     /* events due this close are handled in one wake-up */
+/* NCCL's loop spins while it waits, and a pass that progresses nothing is
+ * idle: a wait longer than this is an Idle edge (and the next progress an
+ * Active one). Edges then come at most once per wake-up, which bounds
+ * their cost while keeping them at progress-loop frequency. */
+#define RT_IDLE_GAP_NS  100000ull
 #define RT_MAX_SLEEP_NS 20000000ull
 
 enum { W_SEND_GPU, W_SEND_PEER, W_SEND_NET, W_RECV_NET, W_RECV_FLUSH, W_RECV_GPU };
@@ -312,6 +486,7 @@ typedef struct {
   bool used;
   void *h, *net;
   int step, stage;
+  int tries; /* isend attempts left before one finds credit */
   uint64_t due, rest;
 } rt_step;
 
@@ -343,6 +518,7 @@ typedef struct {
   int ncolls;
   uint64_t seq;
   bool active;
+  uint64_t rng; /* the proxy's own: the application thread draws from c->rng */
 } rt_proxy;
 
 static uint64_t rt_dur(rt_proxy *p, const rt_op *o, int what) {
@@ -351,7 +527,7 @@ static uint64_t rt_dur(rt_proxy *p, const rt_op *o, int what) {
   if (what == W_RECV_NET) us += rt_profiles_us[p->prof_prev][W_SEND_GPU] * 2 / 5;
   uint64_t ns =
       (uint64_t)((double)us * 1000 * o->scale) * (uint64_t)(100 + 12 * (o->op.ch % 4)) / 100;
-  return ns * (75 + sim_rand(&p->c->rng) % 51) / 100; /* +-25% */
+  return ns * (75 + sim_rand(&p->rng) % 51) / 100; /* +-25% */
 }
 
 static uint64_t rt_step_size(const sim_work *w, int s) {
@@ -360,12 +536,12 @@ static uint64_t rt_step_size(const sim_work *w, int s) {
 }
 
 static void rt_active(rt_proxy *p) {
-  if (!p->active) ctrl_edge(p->c, NT_ST_CTRL_ACTIVE);
+  if (!p->active && px_idle) ctrl_edge(p->c, NT_ST_CTRL_ACTIVE);
   p->active = true;
 }
 
 static void rt_idle(rt_proxy *p) {
-  if (p->active) ctrl_edge(p->c, NT_ST_CTRL_IDLE);
+  if (p->active && !px_idle) ctrl_edge(p->c, NT_ST_CTRL_IDLE);
   p->active = false;
 }
 
@@ -387,7 +563,7 @@ static void rt_append(rt_proxy *p) {
     for (int ch = 0; ch < p->nch; ch++) {
       for (int dir = 0; dir < 2; dir++) {
         rt_op *o = &k->ops[ch][dir];
-        op_start(c, &w, &o->op, ch, dir == 0);
+        op_start(c, &k->w, &o->op, ch, dir == 0);
         o->post_at = UINT64_MAX;
         o->finished = o->op.skip; /* --pxn: the other process runs it */
         k->ch_left[ch] += !o->finished;
@@ -403,11 +579,12 @@ static void rt_append(rt_proxy *p) {
 
 /* Sleeps inside a Sleep/Wakeup burst until work arrives; false when the
  * application is done and nothing is left. */
-static bool rt_sleep(rt_proxy *p) {
+static bool rt_sleep(rt_proxy *p, bool *slept) {
   sim_comm *c = p->c;
   pthread_mutex_lock(&c->mu);
   bool finished = c->closed && c->count == 0;
   pthread_mutex_unlock(&c->mu);
+  *slept = !finished;
   if (finished) return false;
   void *h = ctrl_start(c);
   ctrl_record(c, h, NT_ST_CTRL_SLEEP, 0);
@@ -422,7 +599,7 @@ static void rt_op_finished(rt_proxy *p, rt_coll *k, rt_op *o) {
   int ch = o->op.ch, dir = o->op.send ? 0 : 1;
   o->finished = true;
   if (--k->ch_left[ch] == 0) {
-    kernel_stop(c, k->kch[ch], sim_wall_ns());
+    kernel_stop(c, &k->w, k->kch[ch], sim_wall_ns(), det_kernel_key(&k->w, ch));
     k->kch[ch] = NULL;
   }
   /* NCCL stops the ops of one proxy args (one direction) together. */
@@ -453,7 +630,7 @@ static bool rt_begin(rt_proxy *p, rt_coll *k, rt_op *o, uint64_t now) {
   op_in_progress(p->c, &o->op);
   if (!k->kch_started[ch]) {
     k->kch_started[ch] = true;
-    k->kch[ch] = kernel_start(p->c, &k->w, ch, sim_wall_ns() - 20000);
+    k->kch[ch] = kernel_start(p->c, &k->w, ch, sim_wall_ns() - 20000, det_kernel_key(&k->w, ch));
   }
   return true;
 }
@@ -476,9 +653,11 @@ static void rt_post(rt_proxy *p, rt_coll *k, rt_op *o, uint64_t t) {
   o->post_at = UINT64_MAX; /* the next one follows when this one leaves its first state */
   if (t < k->w.gpu_at) t = k->w.gpu_at; /* --run-ahead: the GPU is still computing */
   if (o->op.send) {
+    op_state_v3(p->c, &o->op, V3_SEND_POSTED, o->posted);
     step_record(p->c, &o->op, st->h, NT_ST_STEP_SEND_GPU_WAIT);
     st->due = t + rt_dur(p, o, W_SEND_GPU);
   } else {
+    op_state_v3(p->c, &o->op, V3_RECV_POSTED, o->posted);
     step_record(p->c, &o->op, st->h, NT_ST_STEP_RECV_WAIT);
     st->net = o->op.h ? net_start(p->c, &o->op, st->h, rt_step_size(&k->w, s)) : NULL;
     st->due = (t > o->net_free ? t : o->net_free) + rt_dur(p, o, W_RECV_NET);
@@ -495,18 +674,30 @@ static void rt_advance(rt_proxy *p, rt_coll *k, rt_op *o, rt_step *st) {
   if (o->op.send) {
     switch (st->stage) {
     case 0: {
-      uint64_t peer = rt_dur(p, o, W_SEND_PEER);
+      /* The credit model: mostly the first isend finds credit, sometimes
+       * one or two more tries are needed (a SendPeerWait each). */
+      uint64_t peer = rt_dur(p, o, W_SEND_PEER), r = sim_rand(&p->rng) % 16;
+      int tries = r < 12 ? 1 : r < 15 ? 2 : 3;
+      op_state_v3(c, &o->op, V3_SEND_REM_FIFO_WAIT, st->step + 1);
       step_record(c, &o->op, st->h, NT_ST_STEP_SEND_PEER_WAIT);
-      st->due = t + peer / 2;
-      st->rest = peer - peer / 2;
+      st->tries = tries - 1; /* tries still to record */
+      st->rest = peer / (uint64_t)tries;
+      st->due = t + st->rest;
+      if (st->tries == 0) st->stage = 1; /* straight on to SendWait */
       break;
     }
-    case 1: /* no credit yet: NCCL records SendPeerWait again */
+    case 1: /* no credit yet: NCCL records SendPeerWait again per try */
+      op_state_v3(c, &o->op, V3_SEND_REM_FIFO_WAIT, st->step + 1);
       step_record(c, &o->op, st->h, NT_ST_STEP_SEND_PEER_WAIT);
+      st->tries--;
       st->due = t + st->rest;
       break;
     case 2:
-      o->op.trans = rt_step_size(&k->w, st->step);
+      if (sim_v_native_v3(px_ver))
+        o->op.trans += rt_step_size(&k->w, st->step);
+      else
+        o->op.trans = rt_step_size(&k->w, st->step);
+      op_state_v3(c, &o->op, V3_SEND_TRANSMITTED, st->step + 1);
       step_record(c, &o->op, st->h, NT_ST_STEP_SEND_WAIT);
       st->net = o->op.h ? net_start(c, &o->op, st->h, o->op.trans) : NULL;
       st->due = (t > o->net_free ? t : o->net_free) + rt_dur(p, o, W_SEND_NET);
@@ -519,29 +710,38 @@ static void rt_advance(rt_proxy *p, rt_coll *k, rt_op *o, rt_step *st) {
     case 0:
       sim_stop(&c->px, st->net); /* the data arrived */
       st->net = NULL;
-      o->op.trans = rt_step_size(&k->w, st->step);
+      if (sim_v_native_v3(px_ver))
+        o->op.trans += rt_step_size(&k->w, st->step);
+      else
+        o->op.trans = rt_step_size(&k->w, st->step);
+      op_state_v3(c, &o->op, V3_RECV_RECEIVED, st->step + 1);
       step_record(c, &o->op, st->h, NT_ST_STEP_RECV_FLUSH_WAIT);
       st->due = t + rt_dur(p, o, W_RECV_FLUSH);
       break;
     case 1:
+      op_state_v3(c, &o->op, V3_RECV_TRANSMITTED, st->step + 1);
       step_record(c, &o->op, st->h, NT_ST_STEP_RECV_GPU_WAIT);
       st->due = t + rt_dur(p, o, W_RECV_GPU);
       break;
     default: done = true; break;
     }
   }
-  st->stage++;
+  /* A send stays at stage 1 while tries are left (one per pass). */
+  if (!(o->op.send && st->stage == 1 && st->tries > 0)) st->stage++;
   if (!done) return;
   sim_stop(&c->px, st->net);
   st->net = NULL;
   sim_stop(&c->px, st->h);
   st->used = false;
   o->inflight--;
-  if (++o->done == k->w.steps) rt_op_finished(p, k, o);
+  ++o->done;
+  op_state_v3(c, &o->op, o->op.send ? V3_SEND_DONE : V3_RECV_DONE, o->done);
+  if (o->done == k->w.steps) rt_op_finished(p, k, o);
 }
 
 /* Runs one op's events due by `limit`; returns when its next one is due. */
 static uint64_t rt_op_run(rt_proxy *p, rt_coll *k, rt_op *o, uint64_t now, uint64_t limit) {
+  op_first_pass(p->c, &o->op); /* 2.26: the ProxyOp starts at the first pass */
   if (!o->begun && !rt_begin(p, k, o, now)) return UINT64_MAX;
   while (!o->finished) {
     rt_step *st = NULL;
@@ -649,6 +849,7 @@ static void rt_main(sim_comm *c) {
   const nt_sim_config *cfg = c->r->cfg;
   int rank = c->r->rank, n = cfg->ranks;
   p->c = c;
+  p->rng = 0x7072000000000000ull ^ ((uint64_t)c->r->rank << 20) ^ ((uint64_t)c->index << 8) ^ 0x2b;
   p->nch = cfg->channels;
   p->prof = rt_profile(rank, n);
   p->prof_next = rt_profile((rank + 1) % n, n);
@@ -659,8 +860,9 @@ static void rt_main(sim_comm *c) {
   bool frozen = false;
   uint64_t end =
       cfg->duration_s > 0 ? c->r->t_start_ns + (uint64_t)(cfg->duration_s * 1e9) : UINT64_MAX;
-  ctrl_edge(c, NT_ST_CTRL_IDLE);
-  for (;;) {
+  bool slept = false;
+  pass_end(c, true);
+  for (;; pass_end(c, !p->active)) {
     if (frozen) {
       if (!sim_stopping() && sim_real_ns() < end) {
         sim_sleep_ns(RT_MAX_SLEEP_NS);
@@ -681,7 +883,7 @@ static void rt_main(sim_comm *c) {
     if (p->ncolls < RT_MAX_COLLS && !sim_queue_empty(c)) rt_append(p);
     if (p->ncolls == 0) {
       rt_idle(p);
-      if (!rt_sleep(p)) break;
+      if (!rt_sleep(p, &slept)) break;
       continue;
     }
     /* Stopping: drain what is in flight without waiting for it. */
@@ -695,14 +897,18 @@ static void rt_main(sim_comm *c) {
     if (wait > RT_IDLE_GAP_NS) rt_idle(p);
     sim_sleep_ns(wait < RT_MAX_SLEEP_NS ? wait : RT_MAX_SLEEP_NS);
   }
+  ctrl_shutdown(c, slept);
   free(p);
 }
 
 void *sim_proxy_main(void *arg) {
   sim_comm *c = arg;
+  px_setup(c);
   if (c->r->cfg->deterministic)
     det_main(c);
   else
     rt_main(c);
+  sim_kthread_free(px_kt); /* the profiler thread ends with the communicator */
+  px_kt = NULL;
   return NULL;
 }

@@ -14,6 +14,7 @@
 
 #include "graph.h"
 #include "rank.h"
+#include "version.h"
 #include "schedule.h"
 
 /* ---- the job's shared progress ---- */
@@ -216,10 +217,13 @@ int sim_rank_main(const nt_sim_config *cfg, int rank, pid_t parent) {
   r.cfg = cfg;
   r.rank = rank;
   r.t_start_ns = sim_real_ns();
-  if (sim_driver_open(&r.drv, cfg->plugin, cfg->abi, rank, err, sizeof err) != 0) {
+  /* NCCL tries the newest table its release knows first. */
+  int max_abi = sim_version_max_abi(sim_version_of(cfg));
+  if (sim_driver_open(&r.drv, cfg->plugin, cfg->abi, max_abi, rank, err, sizeof err) != 0) {
     fprintf(stderr, "nccltop sim: rank %d: %s\n", rank, err);
     return 1;
   }
+  sim_version_note_v7(r.drv.lib, sim_version_of(cfg), rank, cfg->quiet);
   if (cfg->deterministic) {
     /* Before the first init: the plugin reads our virtual clock from then on. */
     void (*set_clock)(uint64_t(*)(void)) =

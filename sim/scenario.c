@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "../proto/nccltop_proto.h"
+#include "version.h"
 
 int sim_scn_check(const nt_sim_config *c) {
   if (c->ce && c->nccl_version < 229) {
@@ -99,14 +100,19 @@ void sim_scn_expect_proxy(const nt_sim_config *c, int rank, nt_sim_proxy_expect 
   uint64_t foreign = sim_pxn_executor(c, rank) ? n.it - n.ce - n.collnet : 0;
   uint64_t proxied = sim_pxn_proxied(c, rank) ? n.it - n.ce - n.collnet : 0;
   uint64_t items = own + foreign;
-  o->state_ns[NT_PROXY_IDLE] = items * SIM_IDLE_NS;
-  o->state_ns[NT_PROXY_ACTIVE] = own * work + foreign * send_ns - proxied * send_ns;
+  /* Send ops this thread runs (CollNet ones too: they take the time, with no
+   * step events): its own (the ring ones not when its pair
+   * runs them) and its pair's; each failed credit try is an idle pass. */
+  uint64_t sends = (proxied ? n.collnet : n.it - n.ce) + foreign;
+  uint64_t missed = sends * sim_det_credit_misses(c->channels, c->steps) * SIM_SEND_PEER_NS;
+  o->state_ns[NT_PROXY_IDLE] = items * SIM_IDLE_NS + missed;
+  o->state_ns[NT_PROXY_ACTIVE] = own * work + foreign * send_ns - proxied * send_ns - missed;
   o->state_ns[NT_PROXY_SLEEP] = items * SIM_SLEEP_NS;
   o->state_ns[NT_PROXY_WAKEUP] = items * SIM_WAKEUP_NS;
   o->state_ns[NT_PROXY_APPEND] = items * SIM_APPEND_NS;
-  o->appends = items;
+  o->appends = items + 1; /* + the shutdown's, of no ops */
   o->appended_ops = own * 2 * ch + foreign * ch - proxied * ch;
-  o->wakeups = items;
+  o->wakeups = items + 1;
 }
 
 /* CE collectives have no Coll and no kernel channels; CollNet ones keep

@@ -12,14 +12,17 @@
  *                AppendEnd(2 x channels), stop
  *     Active edge; InProgress on every op; KernelCh start per channel
  *     for step s, for channel ch:
- *       send step s: SendGPUWait, SIM_SEND_GPU_NS, SendPeerWait,
- *         SIM_SEND_PEER_NS / 2, SendPeerWait again (no credit yet),
- *         the rest of SIM_SEND_PEER_NS, SendWait(size), SIM_SEND_NET_NS, stop
+ *       send step s: SendGPUWait, SIM_SEND_GPU_NS, SendPeerWait per isend
+ *         try (sim_det_peer_waits in version.h: mostly 1; the failed tries
+ *         are idle passes) over SIM_SEND_PEER_NS, SendWait(size),
+ *         SIM_SEND_NET_NS, stop
  *       recv step s: RecvWait, SIM_RECV_NET_NS, RecvFlushWait(size),
  *         SIM_RECV_FLUSH_NS, RecvGPUWait(size), SIM_RECV_GPU_NS, stop
  *     stop every op; KernelChStop(start + SIM_KERNEL_NS) and stop per channel
  *     Idle edge
+ *   at shutdown: Sleep, Wakeup, Append, AppendEnd(0), in no time
  * so every proxy thread ends at the same virtual time, with an Idle edge.
+ * NCCL 2.26 differs (version.h, expect.c).
  */
 #ifndef NCCLTOP_SIM_SCHEDULE_H
 #define NCCLTOP_SIM_SCHEDULE_H
@@ -33,7 +36,7 @@
 #define SIM_WAKEUP_NS     300ull   /* Wakeup .. stop */
 #define SIM_APPEND_NS     700ull   /* Append .. AppendEnd */
 #define SIM_SEND_GPU_NS   1000ull  /* per send step */
-#define SIM_SEND_PEER_NS  2000ull  /* split over two SendPeerWait records */
+#define SIM_SEND_PEER_NS  2000ull  /* from the first SendPeerWait to SendWait */
 #define SIM_SEND_NET_NS   3000ull
 #define SIM_RECV_NET_NS   4000ull /* per recv step */
 #define SIM_RECV_FLUSH_NS 500ull

@@ -21,6 +21,7 @@
 #include "scenario.h"
 #include "schedule.h"
 #include "sim.h"
+#include "version.h"
 
 void nt_sim_defaults(nt_sim_config *c) {
   memset(c, 0, sizeof *c);
@@ -78,6 +79,18 @@ static int parse_seconds(const char *opt, const char *v, double *out) {
       fprintf(stderr, "nccltop: %s needs seconds from 0 to 31536000, not '%s'\n", opt, v);
     else
       fprintf(stderr, "nccltop: %s needs seconds from 0 to 31536000\n", opt);
+    return -1;
+  }
+  *out = x;
+  return 0;
+}
+
+/* --nccl-version 2.26 .. 2.31 */
+static int parse_nccl_version(const char *opt, const char *v, int *out) {
+  int x = sim_version_parse(v);
+  if (x < 0) {
+    fprintf(stderr, "nccltop: %s needs 2.26, 2.27, 2.28, 2.29, 2.30 or 2.31, not '%s'\n", opt,
+            v ? v : "");
     return -1;
   }
   *out = x;
@@ -198,6 +211,8 @@ static int parse_one(nt_sim_config *c, const char *arg, const char *next) {
     rc = parse_seconds(name, v, &c->linger_s);
   else if (!strcmp(name, "--abi"))
     rc = parse_int(name, v, 3, 6, &c->abi);
+  else if (!strcmp(name, "--nccl-version"))
+    rc = parse_nccl_version(name, v, &c->nccl_version);
   else if (!strcmp(name, "--interval-ms")) {
     rc = parse_int(name, v, 10, 60000, &iv);
     if (!rc) c->interval_ms = (uint32_t)iv;
@@ -256,6 +271,8 @@ static int check_config(const nt_sim_config *c) {
     bad = "iterations (0 or more)";
   else if (c->abi != 0 && (c->abi < 3 || c->abi > 6))
     bad = "abi (0, or 3..6)";
+  else if (sim_version_check(c))
+    bad = sim_version_check(c);
   else if (!(c->duration_s >= 0) || !(c->linger_s >= 0) || !(c->stall_after_s >= 0))
     bad = "duration, linger and stall-after (0 or more seconds)";
   else if (c->stall_rank >= c->ranks || c->straggler_rank >= c->ranks)
@@ -316,6 +333,7 @@ int nt_sim_run(const nt_sim_config *cfg) {
     }
     c.plugin = plugin;
   }
+  c.nccl_version = sim_version_of(&c); /* what the ranks play (--abi 3 is 2.26) */
   pid_t *pids = calloc((size_t)c.ranks, sizeof *pids);
   if (!pids) return 1;
   /* What the ranks share, as NCCL's ranks share a collective's progress:
@@ -336,9 +354,10 @@ int nt_sim_run(const nt_sim_config *cfg) {
     return 1;
   }
   if (!c.quiet)
-    fprintf(stderr, "nccltop sim: %d ranks x %d comms x %d channels x %d steps, %s, plugin %s\n",
+    fprintf(stderr,
+            "nccltop sim: %d ranks x %d comms x %d channels x %d steps, %s, NCCL 2.%d, plugin %s\n",
             c.ranks, c.comms, c.channels, c.steps, c.deterministic ? "deterministic" : "real time",
-            c.plugin);
+            c.nccl_version - 200, c.plugin);
   /* Blocked from before the first fork: a rank installs its handlers and
    * unblocks them itself, and this process takes them with sigtimedwait. */
   sigset_t set, old;

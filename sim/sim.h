@@ -24,7 +24,9 @@ typedef struct {
                            the schedule ends, default 0 */
   bool deterministic;   /* virtual clock, fixed schedule: `iterations`
                            collectives (10 if 0), duration_s unused */
-  int abi;              /* 0 = newest the plugin exports, else 3..6 */
+  int abi;              /* 0 = the newest the plugin exports that NCCL
+                           nccl_version looks for, else 3..6 (an expert
+                           override; 3 plays NCCL 2.26) */
   const char *plugin;   /* plugin path; NULL = nt_sim_default_plugin() */
   const char *dir;      /* NCCLTOP_DIR for the ranks, NULL = inherit */
   uint32_t interval_ms; /* NCCLTOP_INTERVAL_MS for the ranks, 0 = inherit */
@@ -73,7 +75,8 @@ int nt_sim_run(const nt_sim_config *c);
 int nt_sim_spawn(const nt_sim_config *c);
 
 /* Parses sim options (--ranks N --comms N --channels N --steps N
- * --iterations N --duration S --linger S --deterministic --abi V --plugin P
+ * --iterations N --duration S --linger S --deterministic --abi V
+ * --nccl-version 2.26..2.31 --plugin P
  * --interval-ms N --quiet --stall-rank R --stall-after S --straggler R
  * --straggle-ms MS --net ib|socket --env NAME=VALUE --rank-env R:NAME=VALUE
  * --run-ahead MS --graph --alltoall --broadcast --pxn --collnet --ce)

@@ -1,6 +1,7 @@
-/* The calls NCCL 2.28 makes to a profiler, as rules a recorded trace must
- * follow, and the deterministic schedule's totals re-added from the
- * recorded virtual clock (independently of the simulator's own sums). */
+/* The calls NCCL makes to a profiler, as rules a recorded trace must
+ * follow (for the release the configuration plays, 2.26 .. 2.31), and the
+ * deterministic schedule's totals re-added from the recorded virtual clock
+ * (independently of the simulator's own sums). */
 #ifndef NCCLTOP_SIM_GRAMMAR_H
 #define NCCLTOP_SIM_GRAMMAR_H
 
@@ -197,23 +198,71 @@ static inline const char *op_problem(const nt_sim_config *c, const ev_t *e, cons
   return NULL;
 }
 
+/* 2.27+: SendGPUWait, then SendPeerWait before every isend try (1..N: a
+ * try fails while the receiver gives no credit), then SendWait. */
+static inline bool send_states_ok(const ev_t *e) {
+  if (e->nrec < 3 || e->states[0] != NT_ST_STEP_SEND_GPU_WAIT ||
+      e->states[e->nrec - 1] != NT_ST_STEP_SEND_WAIT)
+    return false;
+  for (int r = 1; r < e->nrec - 1; r++)
+    if (e->states[r] != NT_ST_STEP_SEND_PEER_WAIT) return false;
+  return true;
+}
+
+/* A step NCCL started and never stopped: only 2.26's recv done loop does
+ * that (#1658), to the later of two steps retired in one pass, so the step
+ * before it is stopped after this one's last record. */
+static inline const char *unstopped_step_problem(const ev_t *e, int ver) {
+  const ev_t *p = parent_of(e);
+  if (e->type == NT_EV_PROXY_STEP && sim_v_recv_stop_bug(ver) && p && !p->send && e->nrec == 3) {
+    for (int i = 0; i < tr.nev; i++) {
+      const ev_t *s = &tr.ev[i];
+      if (s->type == NT_EV_PROXY_STEP && s->pid == e->pid && s->parent == e->parent &&
+          s->step == e->step - 1 && s->stops == 1 && s->stop_line > e->rec_line[2])
+        return NULL;
+    }
+  }
+  return BAD("event type %d (line %d) stopped %d times", e->type, e->line, e->stops);
+}
+
+/* 2.26's ProxyOp states (net.cc@v2.26.6-1): per step Posted, then (send)
+ * SendRemFifoWait per isend try and SendTransmitted, or (recv)
+ * RecvReceived and RecvTransmitted, then Done; arguments always, with a
+ * transSize that only grows; nSteps Done records, the last one at nSteps. */
+static inline const char *v3_op_problem(const ev_t *e) {
+  int lo = e->send ? 0 : 4, done = 0, posted = 0;
+  unsigned long long last = 0;
+  for (int r = 0; r < e->nrec; r++) {
+    int st = e->states[r];
+    if (st < lo || st > lo + 3 || !e->args[r] || e->size[r] < last)
+      return BAD("2.26 op line %d record %d: state %d args %d size %llu", e->line, r, st,
+                 e->args[r], e->size[r]);
+    last = e->size[r];
+    posted += st == lo;
+    done += st == lo + 3;
+  }
+  if (e->h &&
+      (posted != e->steps || done != e->steps || (e->nrec && e->opsteps[e->nrec - 1] != e->steps)))
+    return BAD("2.26 op line %d: %d posted, %d done of %d steps", e->line, posted, done, e->steps);
+  return NULL;
+}
+
 /* Everything NCCL guarantees about the calls of one run. */
 static inline const char *grammar_problem(const nt_sim_config *c) {
-  static const int send4[] = {NT_ST_STEP_SEND_GPU_WAIT, NT_ST_STEP_SEND_PEER_WAIT,
-                              NT_ST_STEP_SEND_PEER_WAIT, NT_ST_STEP_SEND_WAIT};
   static const int send3[] = {NT_ST_STEP_SEND_GPU_WAIT, NT_ST_STEP_SEND_WAIT};
   static const int recv[] = {NT_ST_STEP_RECV_WAIT, NT_ST_STEP_RECV_FLUSH_WAIT,
                              NT_ST_STEP_RECV_GPU_WAIT};
   static const int gapi[] = {NT_ST_GROUP_START_API_STOP, NT_ST_GROUP_END_API_START};
-  int abi = tr.nctx ? tr.ctx[0].version : 0;
+  int abi = tr.nctx ? tr.ctx[0].version : 0, ver = sim_version_of(c);
   if (tr.bad_lines || tr.overflow) return BAD("unreadable trace (%d bad lines)", tr.bad_lines);
   if (tr.null_calls) return BAD("%d record/stop calls with a NULL handle", tr.null_calls);
   if (tr.unknown_handles) return BAD("%d calls with a handle never returned", tr.unknown_handles);
   for (int i = 0; i < tr.nev; i++) {
     const ev_t *e = &tr.ev[i];
     const ev_t *p = parent_of(e);
-    bool never = collnet_op(e) && e->stops == 0;
-    if (e->h && !never && (e->stops != 1 || e->stop_line < e->line))
+    bool never = collnet_op(e) && e->stops == 0; /* CollNet: only net.cc stops ops */
+    if (e->h && !never && e->stops == 0 && unstopped_step_problem(e, ver)) return why;
+    if (e->h && (e->stops > 1 || (e->stops && e->stop_line < e->line)))
       return BAD("event type %d (line %d) stopped %d times", e->type, e->line, e->stops);
     if (e->extra_records) return BAD("record after stop (line %d)", e->line);
     if (!ctx_known(e)) return BAD("start with an unknown context (line %d)", e->line);
@@ -222,22 +271,24 @@ static inline const char *grammar_problem(const nt_sim_config *c) {
     case NT_EV_PROXY_STEP: {
       if (!p) {
         if (e->nrec) return BAD("step of a dropped op has records (line %d)", e->line);
+        if (!e->parent && sim_v_steps_need_op(ver))
+          return BAD("NCCL 2.%d starts no step of a dropped op (line %d)", ver - 200, e->line);
         break;
       }
       if (p->type != NT_EV_PROXY_OP || p->line > e->line)
         return BAD("step parent is not an earlier op (line %d)", e->line);
       if (collnet_op(p)) return BAD("a CollNet op has a step (line %d)", e->line);
-      if (p->stop_line < e->stop_line) return BAD("op stopped before its step (line %d)", e->line);
+      if (p->stop_line < e->stop_line || (!e->stops && p->stop_line < e->rec_line[e->nrec - 1]))
+        return BAD("op stopped before its step (line %d)", e->line);
       if (e->step < 0 || e->step >= p->steps) return BAD("step %d of %d", e->step, p->steps);
       if (e->tid != p->tid) return BAD("step and op on different threads");
-      if (p->nrec && p->rec_line[0] > e->line) return BAD("step before InProgress");
-      bool ok =
-          p->send ? (abi >= 4 ? seq_is(e, send4, 4) : seq_is(e, send3, 2)) : seq_is(e, recv, 3);
+      if (abi >= 4 && p->nrec && p->rec_line[0] > e->line) return BAD("step before InProgress");
+      bool ok = p->send ? (abi >= 4 ? send_states_ok(e) : seq_is(e, send3, 2)) : seq_is(e, recv, 3);
       if (!ok)
         return BAD("%s step line %d has %d states, first %d", p->send ? "send" : "recv", e->line,
                    e->nrec, e->nrec ? e->states[0] : -1);
       for (int r = 0; r < e->nrec && abi == 3; r++)
-        if (e->size[r]) return BAD("v3 step args not zeroed");
+        if (e->args[r]) return BAD("2.26 passes step states no arguments (line %d)", e->line);
       break;
     }
     case NT_EV_PROXY_OP: {
@@ -245,13 +296,17 @@ static inline const char *grammar_problem(const nt_sim_config *c) {
       if (cn && (e->nrec || e->stops || e->send || e->peer != c->ranks))
         return BAD("CollNet op line %d: %d records, %d stops, isSend %d, peer %d", e->line, e->nrec,
                    e->stops, e->send, e->peer);
-      if (!cn && (abi >= 4 && e->h ? !(e->nrec == 1 && e->states[0] == NT_ST_OP_IN_PROGRESS)
-                                   : e->nrec != 0))
+      if (!cn && abi == 3 && v3_op_problem(e)) return why;
+      if (!cn && abi >= 4 &&
+          (e->h ? !(e->nrec == 1 && e->states[0] == NT_ST_OP_IN_PROGRESS) : e->nrec))
         return BAD("op line %d: %d records", e->line, e->nrec);
       if (e->parent && (!p || (p->type != NT_EV_COLL && p->type != NT_EV_P2P) || p->line > e->line))
         return BAD("op parent is not an earlier Coll or P2p (line %d)", e->line);
-      if (!append_burst_around(e))
+      /* 2.27+ start ops in ncclProxyOpToArgs, 2.26 at the first pass. */
+      if (!sim_v_native_v3(ver) && !append_burst_around(e))
         return BAD("op started outside an Append burst (line %d)", e->line);
+      if (sim_v_native_v3(ver) && append_burst_around(e))
+        return BAD("2.26 op started inside an Append burst (line %d)", e->line);
       const ctx_t *x = ctx_of(origin_pid(e), e->ctx);
       int n = c->ranks, r = x->version == 3 ? -1 : x->rank;
       if (r >= 0 && !cn && e->peer != (e->send ? (r + 1) % n : (r - 1 + n) % n))
@@ -270,18 +325,26 @@ static inline const char *grammar_problem(const nt_sim_config *c) {
           e->nrec == 2 && e->states[0] == NT_ST_CTRL_SLEEP && e->states[1] == NT_ST_CTRL_WAKEUP;
       bool append = e->nrec == 2 && e->states[0] == NT_ST_CTRL_APPEND &&
                     e->states[1] == NT_ST_CTRL_APPEND_END;
-      if (!edge && !sleep && !append) return BAD("ctrl line %d: bad burst", e->line);
+      /* 2.26 starts and stops one on every progress-loop pass. */
+      bool empty = e->nrec == 0 && sim_v_ctrl_every_pass(ver);
+      if (!edge && !sleep && !append && !empty) return BAD("ctrl line %d: bad burst", e->line);
       if (e->parent) return BAD("ctrl with a parent");
       /* appendedProxyOps counts every op taken, profiled or not (a 2.29+
        * Broadcast's carry an empty mask), so at least those started; under
-       * --pxn a proxied rank appends only its receives, its pair the sends. */
+       * --pxn a proxied rank appends only its receives, its pair the sends;
+       * 0 when woken with nothing new (at shutdown, say). */
       unsigned per = (c->pxn ? 1u : 2u) * (unsigned)c->channels;
-      if (append && (e->size[1] == 0 || e->size[1] % per || (int)e->size[1] < ops_inside(e) ||
+      if (append && (e->size[1] % per || (int)e->size[1] < ops_inside(e) ||
                      (!c->broadcast && ops_inside(e) && (int)e->size[1] != ops_inside(e))))
         return BAD("AppendEnd says %llu ops, %d started inside", e->size[1], ops_inside(e));
       break;
     }
     case NT_EV_COLL:
+      /* collTaskAppend: AllGather and Broadcast in bytes of ncclInt8. */
+      if (e->int8 != (!strcmp(e->func, "AllGather") || !strcmp(e->func, "Broadcast")))
+        return BAD("%s Coll line %d: int8 %d", e->func, e->line, e->int8);
+      if (abi == 3 && (!e->named || !e->chash))
+        return BAD("2.26 Coll line %d carries no communicator name and hash", e->line);
       if (abi >= 5) {
         if (e->parent && (!p || p->type != NT_EV_COLL_API || p->stop_line > e->line))
           return BAD("v5 Coll parent is not a finished CollApi (line %d)", e->line);
@@ -326,31 +389,38 @@ static inline const char *grammar_problem(const nt_sim_config *c) {
   if (foreign_problem()) return why;
   /* Threads: the API events on the application thread; Group, Coll and P2p
    * there too, or on one CUDA host-callback thread (graph replays, checked
-   * per event above); the proxy side on another; Idle and Active edges
-   * alternate on the proxy thread. */
+   * per event above); the proxy side on another, and from 2.31 KernelCh on
+   * a third, the profiler thread; Idle and Active edges alternate on the
+   * proxy thread. */
   for (int i = 0; i < tr.nctx; i++) {
     const ctx_t *x = &tr.ctx[i];
-    long app = 0, proxy = 0, callback = 0;
+    static const char *const role_name[4] = {"app", "proxy", "profiler-thread", "callback"};
+    long tids[4] = {0, 0, 0, 0};
     int last_edge = -1;
     for (int j = 0; j < tr.nev; j++) {
       const ev_t *f = &tr.ev[j];
       if (f->pid != x->pid || f->ctx != x->ctx) continue;
-      bool side = f->type == NT_EV_PROXY_OP || f->type == NT_EV_PROXY_STEP ||
-                  f->type == NT_EV_PROXY_CTRL || f->type == NT_EV_KERNEL_CH;
       bool plan = f->type == NT_EV_GROUP || f->type == NT_EV_COLL || f->type == NT_EV_P2P;
-      long *tid = side ? &proxy : &app;
-      if (plan && app && f->tid != app) tid = &callback;
+      int role =
+          f->type == NT_EV_KERNEL_CH ? (sim_v_kernel_thread(ver) ? 2 : 1)
+          : f->type == NT_EV_PROXY_OP || f->type == NT_EV_PROXY_STEP || f->type == NT_EV_PROXY_CTRL
+              ? 1
+              : 0;
+      if (role == 0 && plan && tids[0] && f->tid != tids[0]) role = 3;
+      long *tid = &tids[role];
       if (!*tid) *tid = f->tid;
       if (*tid != f->tid || (f->h && f->stops && f->stop_tid != f->tid))
-        return BAD("%s events on two threads (line %d)", side ? "proxy" : "app", f->line);
+        return BAD("%s events on two threads (line %d)", role_name[role], f->line);
       if (f->type == NT_EV_PROXY_CTRL && f->nrec == 1) {
         if (f->states[0] == last_edge)
           return BAD("two edges %d in a row (line %d)", last_edge, f->line);
         last_edge = f->states[0];
       }
     }
-    if (app && app == proxy) return BAD("application and proxy events on one thread");
-    if (callback && callback == proxy) return BAD("Coll or P2p events on the proxy thread");
+    for (int a = 0; a < 4; a++)
+      for (int b = a + 1; b < 4; b++)
+        if (tids[a] && tids[a] == tids[b])
+          return BAD("%s and %s events on one thread", role_name[a], role_name[b]);
   }
   for (int i = 0; i < tr.nctx; i++) {
     const ctx_t *x = &tr.ctx[i];
@@ -390,11 +460,14 @@ static inline const char *channel_totals(const nt_sim_config *c, const ctx_t *x,
     for (int j = 0; j < tr.nev; j++) {
       const ev_t *s = &tr.ev[j];
       if (s->type != NT_EV_PROXY_STEP || s->pid != op->pid || s->parent != op->h) continue;
-      got.steps++;
+      /* The plugin counts a step at its stop; a step never stopped (2.26's
+       * recv bug) keeps only the waits its later records closed. */
+      got.steps += s->stops > 0;
       int cur = -1;
       unsigned long long since = 0;
       for (int r = 0; r <= s->nrec; r++) {
         bool end = r == s->nrec;
+        if (end && !s->stops) break;
         int st = end ? -1 : s->states[r];
         if (!end && st == cur) continue; /* a repeated SendPeerWait changes nothing */
         unsigned long long t = end ? s->t_stop : s->rec_t[r];
@@ -496,7 +569,11 @@ static inline const char *totals_problem(const nt_sim_config *c) {
     if (e->type == NT_EV_PROXY_CTRL && e->t_stop > t_end) t_end = e->t_stop;
   }
   for (int i = 0; i < tr.nctx; i++) {
-    const ctx_t *x = &tr.ctx[i];
+    ctx_t y = tr.ctx[i];
+    const ctx_t *x = &y;
+    /* 2.26's init names no rank: its Coll descriptors do. */
+    for (int j = 0; j < tr.nev && y.rank < 0; j++)
+      if (tr.ev[j].pid == y.pid && tr.ev[j].type == NT_EV_COLL) y.rank = tr.ev[j].rank;
     unsigned long long last = 0;
     for (int j = 0; j < tr.nev; j++) {
       const ev_t *e = &tr.ev[j];

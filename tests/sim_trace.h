@@ -19,13 +19,14 @@
 #include "../plugin/nccl_profiler_abi.h"
 #include "../proto/nccltop_proto.h"
 #include "../sim/sim.h"
+#include "../sim/version.h"
 
 static char recorder[PATH_MAX + 32];
 
 /* ---- the trace ---- */
 
 #define MAX_EV   40000
-#define MAX_REC  8
+#define MAX_REC  40 /* 2.26's ProxyOps get 4 or more records per step */
 #define MAX_CTX  64
 #define HASH_CAP (1 << 17)
 
@@ -35,7 +36,10 @@ typedef struct {
   unsigned long long h, ctx, parent, pgroup, t, t_stop;
   unsigned long long ptimer, ptimer_stop;
   int ch, send, peer, step, steps, chunk, oppid, seq, depth, slot;
-  int states[MAX_REC], args[MAX_REC], rec_line[MAX_REC];
+  unsigned long long chash; /* 2.26's commHash */
+  bool int8, named;         /* datatype ncclInt8; 2.26 carried a name */
+  int rank;                 /* eDescr.rank */
+  int states[MAX_REC], args[MAX_REC], rec_line[MAX_REC], opsteps[MAX_REC];
   unsigned long long size[MAX_REC], rec_t[MAX_REC];
   int extra_records;                  /* records beyond MAX_REC or after the stop */
   char func[24], dtype[16], algo[24]; /* Coll, P2p and API events; Coll algo */
@@ -205,6 +209,12 @@ static inline void parse_line(const char *l, int n) {
     e->numops = (int)num(rest, "numops=");
     e->ceranks = (int)num(rest, "ceranks=");
     e->intra = (int)num(rest, "intra=");
+    e->rank = (int)num(rest, " rank=");
+    const char *dt = field(rest, " dtype=");
+    e->int8 = dt && !strncmp(dt, "ncclInt8", 8) && (dt[8] == ' ' || dt[8] == '\n' || !dt[8]);
+    e->chash = hex(rest, " chash=");
+    const char *cn = field(rest, " cname=");
+    e->named = cn && *cn != '-';
     const char *pt = field(rest, "ptimer=");
     e->ptimer = pt ? strtoull(pt, NULL, 10) : 0;
     word(rest, "func=", e->func, sizeof e->func);
@@ -239,6 +249,7 @@ static inline void parse_line(const char *l, int n) {
     e->size[i] = sz ? strtoull(sz, NULL, 10) : 0;
     e->rec_line[i] = n;
     e->rec_t[i] = t;
+    e->opsteps[i] = (int)num(rest, "opsteps=");
     if (e->states[i] == NT_ST_KERNEL_CH_STOP) {
       const char *pt = field(rest, "ptimer=");
       e->ptimer_stop = pt ? strtoull(pt, NULL, 10) : 0;

@@ -64,9 +64,10 @@ static void expectations_are_the_schedule_by_hand(void) {
   CHECK_EQ_U64(p.state_ns[NT_PROXY_SLEEP], 15000);
   CHECK_EQ_U64(p.state_ns[NT_PROXY_WAKEUP], 900);
   CHECK_EQ_U64(p.state_ns[NT_PROXY_APPEND], 2100);
-  CHECK_EQ_U64(p.appends, 3);
+  /* + the shutdown's Sleep/Wakeup and Append of no ops */
+  CHECK_EQ_U64(p.appends, 4);
   CHECK_EQ_U64(p.appended_ops, 6);
-  CHECK_EQ_U64(p.wakeups, 3);
+  CHECK_EQ_U64(p.wakeups, 4);
   CHECK(p.final_state == NT_PROXY_IDLE);
   nt_sim_comm_expect ce;
   nt_sim_expect_comm(&c, 0, 0, &ce);

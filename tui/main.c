@@ -196,6 +196,11 @@ static int cmd_demo(int argc, char **argv) {
 static int cmd_sim(int argc, char **argv) {
   nt_sim_config sim;
   nt_sim_defaults(&sim);
+  for (int i = 1; i < argc; i++)
+    if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+      nt_usage(stdout);
+      return 0;
+    }
   int used = nt_sim_parse_args(&sim, argc - 1, argv + 1);
   if (used < 0) return 2;
   if (used != argc - 1) {

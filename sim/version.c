@@ -1,0 +1,60 @@
+/* See version.h. */
+#include "version.h"
+
+#include <ctype.h>
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+int sim_version_parse(const char *s) {
+  if (!s || s[0] != '2' || s[1] != '.' || !isdigit((unsigned char)s[2]) ||
+      !isdigit((unsigned char)s[3]))
+    return -1;
+  int minor = (s[2] - '0') * 10 + (s[3] - '0');
+  /* An optional patch and package suffix: ".6", ".6-1". */
+  const char *p = s + 4;
+  if (*p == '.') {
+    p++;
+    if (!isdigit((unsigned char)*p)) return -1;
+    while (isdigit((unsigned char)*p)) p++;
+    if (*p == '-') {
+      p++;
+      if (!isdigit((unsigned char)*p)) return -1;
+      while (isdigit((unsigned char)*p)) p++;
+    }
+  }
+  int v = 200 + minor;
+  return *p || v < SIM_NCCL_MIN || v > SIM_NCCL_MAX ? -1 : v;
+}
+
+int sim_version_max_abi(int v) {
+  if (v <= 226) return 3;
+  if (v == 227) return 4;
+  if (v == 228) return 5;
+  return 6;
+}
+
+int sim_version_of(const nt_sim_config *c) {
+  static const int native[7] = {0, 0, 0, 226, 227, 228, 230};
+  int v = c->nccl_version ? c->nccl_version : SIM_NCCL_DEFAULT;
+  /* --abi N with the default release: the release that loads vN itself. */
+  if (c->abi >= 3 && c->abi <= 6 && v == SIM_NCCL_DEFAULT) return native[c->abi];
+  return v;
+}
+
+const char *sim_version_check(const nt_sim_config *c) {
+  int v = sim_version_of(c);
+  if (v < SIM_NCCL_MIN || v > SIM_NCCL_MAX) return "nccl_version (226..231)";
+  /* A release only looks for the tables it knows. */
+  if (c->abi > sim_version_max_abi(v))
+    return "abi newer than the NCCL release knows (2.26: 3, 2.27: 4, 2.28: 5, 2.29+: 6)";
+  /* Later releases' v3 shims are not played: 2.26 is the v3 release. */
+  if (c->abi == 3 && v != 226) return "abi 3 (played as NCCL 2.26 only)";
+  return NULL;
+}
+
+void sim_version_note_v7(void *lib, int v, int rank, bool quiet) {
+  if (v < 231 || !lib || quiet || rank != 0 || !dlsym(lib, "ncclProfiler_v7")) return;
+  fprintf(stderr, "nccltop sim: the plugin exports ncclProfiler_v7, which NCCL 2.31 would load; "
+                  "the simulator drives its newest table up to v6\n");
+}
