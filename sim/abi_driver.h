@@ -11,6 +11,16 @@
 
 #include "../plugin/nccl_profiler_abi.h"
 
+/* A zeroed v5 descriptor of `type` (the driver translates it to the ABI
+ * loaded), as NCCL zero-initializes eDescr before filling it. */
+static inline nt_descr_v5 sim_descr(int type, void *parent, int rank) {
+  nt_descr_v5 e = {0};
+  e.type = (uint64_t)type;
+  e.parentObj = parent;
+  e.rank = rank;
+  return e;
+}
+
 typedef struct {
   void *lib;
   int abi; /* 3..6 */

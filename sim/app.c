@@ -26,15 +26,6 @@
 #include "runahead.h"
 #include "schedule.h"
 
-static nt_descr_v5 descr(int type, void *parent, int rank) {
-  nt_descr_v5 e;
-  memset(&e, 0, sizeof e);
-  e.type = (uint64_t)type;
-  e.parentObj = parent;
-  e.rank = rank;
-  return e;
-}
-
 /* Real-time mode's training step: (phase, function, smallest and largest
  * message); "p2p" is a Send/Recv pair with the ring neighbours (pipeline
  * parallelism). Sizes are drawn between the bounds in powers of two. */
@@ -134,14 +125,14 @@ void sim_op_api(sim_comm *c, const sim_op_desc *d, sim_work *w, bool captured, s
   memset(a, 0, sizeof *a);
   a->mask = w->mask = m;
   if (sim_mask_wants(abi, m, NT_EV_GROUP_API)) {
-    e = descr(NT_EV_GROUP_API, NULL, rank);
+    e = sim_descr(NT_EV_GROUP_API, NULL, rank);
     e.groupApi.groupDepth = 1; /* inside the operation's implicit group */
     e.groupApi.graphCaptured = captured;
     a->gapi = sim_start(x, &e);
   }
   sim_record(x, a->gapi, NT_ST_GROUP_START_API_STOP, NULL);
   for (int i = 0; w->p2p && i < 2 && sim_mask_wants(abi, m, NT_EV_P2P_API); i++) {
-    e = descr(NT_EV_P2P_API, a->gapi, rank);
+    e = sim_descr(NT_EV_P2P_API, a->gapi, rank);
     e.p2pApi.func = i ? "Recv" : "Send";
     e.p2pApi.count = count;
     e.p2pApi.datatype = "ncclFloat32";
@@ -150,7 +141,7 @@ void sim_op_api(sim_comm *c, const sim_op_desc *d, sim_work *w, bool captured, s
     sim_stop(x, a->papi[i]);
   }
   if (!w->p2p && sim_mask_wants(abi, m, NT_EV_COLL_API)) {
-    e = descr(NT_EV_COLL_API, a->gapi, rank);
+    e = sim_descr(NT_EV_COLL_API, a->gapi, rank);
     e.collApi.func = d->func;
     e.collApi.count = count; /* what the application passed */
     e.collApi.datatype = "ncclFloat32";
@@ -161,7 +152,7 @@ void sim_op_api(sim_comm *c, const sim_op_desc *d, sim_work *w, bool captured, s
   sim_stop(x, a->capi);
   sim_record(x, a->gapi, NT_ST_GROUP_END_API_START, NULL);
   if (sim_mask_wants(abi, m, NT_EV_KERNEL_LAUNCH)) {
-    e = descr(NT_EV_KERNEL_LAUNCH, a->gapi, rank);
+    e = sim_descr(NT_EV_KERNEL_LAUNCH, a->gapi, rank);
     sim_stop(x, sim_start(x, &e));
   }
 }
@@ -174,7 +165,7 @@ void sim_op_api_end(sim_comm *c, sim_api_ev *a) {
 static void *start_p2p(sim_ctx *x, int m, const char *func, size_t count, int peer, void *api,
                        void *group, int rank) {
   if (!sim_mask_wants(x->d->abi, m, NT_EV_P2P)) return NULL;
-  nt_descr_v5 e = descr(NT_EV_P2P, api, rank);
+  nt_descr_v5 e = sim_descr(NT_EV_P2P, api, rank);
   e.p2p.func = func;
   e.p2p.datatype = "ncclFloat32";
   e.p2p.count = count;
@@ -196,7 +187,7 @@ void sim_op_plan(sim_comm *c, const sim_op_desc *d, sim_work *w, const sim_api_e
   void *group = NULL, *coll = NULL, *recv = NULL;
   nt_descr_v5 e;
   if (sim_mask_wants(abi, m, NT_EV_GROUP)) {
-    e = descr(NT_EV_GROUP, NULL, 0); /* NCCL fills in only the type */
+    e = sim_descr(NT_EV_GROUP, NULL, 0); /* NCCL fills in only the type */
     group = sim_start(x, &e);
   }
   uint64_t *seq = &c->seqnum[func_index(w->p2p ? "Send" : d->func)];
@@ -206,7 +197,7 @@ void sim_op_plan(sim_comm *c, const sim_op_desc *d, sim_work *w, const sim_api_e
     if (bump) c->seqnum[func_index("Recv")]++;
   } else if (sim_mask_wants(abi, m, NT_EV_COLL)) {
     bool in_bytes = sim_counts_bytes(d->func);
-    e = descr(NT_EV_COLL, a->capi, rank);
+    e = sim_descr(NT_EV_COLL, a->capi, rank);
     e.coll.seqNumber = *seq; /* one counter per function */
     e.coll.func = d->func;
     e.coll.count = in_bytes ? (size_t)d->bytes : count;

@@ -25,15 +25,6 @@
 #include "app_ops.h"
 #include "ops_split.h"
 
-static nt_descr_v5 descr(int type, void *parent, int rank) {
-  nt_descr_v5 e;
-  memset(&e, 0, sizeof e);
-  e.type = (uint64_t)type;
-  e.parentObj = parent;
-  e.rank = rank;
-  return e;
-}
-
 /* API events exist from 2.28 (profiler v5) only. */
 static bool wants_api(const sim_ctx *x, const nt_sim_config *cfg, int m, int type) {
   return cfg->nccl_version >= 228 && sim_mask_wants(x->d->abi, m, type);
@@ -41,7 +32,7 @@ static bool wants_api(const sim_ctx *x, const nt_sim_config *cfg, int m, int typ
 
 static void *p2p_event(sim_ctx *x, int type, void *parent, int rank, const char *func, size_t count,
                        int peer, void *group) {
-  nt_descr_v5 e = descr(type, parent, rank);
+  nt_descr_v5 e = sim_descr(type, parent, rank);
   if (type == NT_EV_P2P_API) {
     e.p2pApi.func = func;
     e.p2pApi.count = count;
@@ -61,7 +52,7 @@ static void *p2p_event(sim_ctx *x, int type, void *parent, int rank, const char 
 static void *group_api(sim_ctx *x, const nt_sim_config *cfg, int m, int rank) {
   void *g = NULL;
   if (wants_api(x, cfg, m, NT_EV_GROUP_API)) {
-    nt_descr_v5 e = descr(NT_EV_GROUP_API, NULL, rank);
+    nt_descr_v5 e = sim_descr(NT_EV_GROUP_API, NULL, rank);
     e.groupApi.groupDepth = 1;
     g = sim_start(x, &e);
   }
@@ -86,12 +77,12 @@ void sim_issue_alltoall(sim_comm *c, const sim_op_desc *d, sim_work *w) {
     }
   sim_record(x, gapi, NT_ST_GROUP_END_API_START, NULL);
   if (wants_api(x, cfg, m, NT_EV_KERNEL_LAUNCH)) {
-    nt_descr_v5 e = descr(NT_EV_KERNEL_LAUNCH, gapi, rank);
+    nt_descr_v5 e = sim_descr(NT_EV_KERNEL_LAUNCH, gapi, rank);
     sim_stop(x, sim_start(x, &e));
   }
   void *group = NULL;
   if (sim_mask_wants(abi, m, NT_EV_GROUP)) {
-    nt_descr_v5 e = descr(NT_EV_GROUP, NULL, 0);
+    nt_descr_v5 e = sim_descr(NT_EV_GROUP, NULL, 0);
     group = sim_start(x, &e);
   }
   for (int r = 0; r < n && r < SIM_MAX_RANKS; r++)

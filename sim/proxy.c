@@ -54,15 +54,6 @@
 #include "schedule.h"
 #include "version.h"
 
-static nt_descr_v5 descr(int type, void *parent, int rank) {
-  nt_descr_v5 e;
-  memset(&e, 0, sizeof e);
-  e.type = (uint64_t)type;
-  e.parentObj = parent;
-  e.rank = rank;
-  return e;
-}
-
 /* ---- the calls ---- */
 
 /* What this proxy thread plays: the NCCL release, NCCL's `lastIdle` of
@@ -82,7 +73,7 @@ static void px_setup(sim_comm *c) {
 static void *ctrl_start(sim_comm *c) {
   sim_ctx *x = &c->px;
   if (!x->on || !sim_mask_wants(x->d->abi, sim_mask_now(x), NT_EV_PROXY_CTRL)) return NULL;
-  nt_descr_v5 e = descr(NT_EV_PROXY_CTRL, NULL, 0);
+  nt_descr_v5 e = sim_descr(NT_EV_PROXY_CTRL, NULL, 0);
   return sim_start(x, &e);
 }
 
@@ -178,7 +169,7 @@ static void op_event(sim_comm *c, sim_op *op) {
     op->x.ctx = w->scn.origin_ctx;
     pid = w->scn.origin_pid;
   }
-  nt_descr_v5 e = descr(NT_EV_PROXY_OP, parent, rank);
+  nt_descr_v5 e = sim_descr(NT_EV_PROXY_OP, parent, rank);
   e.proxyOp.pid = pid;
   e.proxyOp.channelId = (uint8_t)ch;
   e.proxyOp.peer = send ? (rank + 1) % n : (rank - 1 + n) % n;
@@ -228,7 +219,7 @@ static void *step_start(sim_comm *c, const sim_work *w, const sim_op *op, int st
   if (op->mute || op->skip || !sim_mask_wants(x.d->abi, w->mask, NT_EV_PROXY_STEP)) return NULL;
   /* 2.26 and 2.27 start no step for an op the plugin dropped. */
   if (!op->h && sim_v_steps_need_op(px_ver)) return NULL;
-  nt_descr_v5 e = descr(NT_EV_PROXY_STEP, op->h, op->rank);
+  nt_descr_v5 e = sim_descr(NT_EV_PROXY_STEP, op->h, op->rank);
   e.proxyStep.step = step;
   return sim_start(&x, &e);
 }
@@ -247,7 +238,7 @@ static void *net_start(sim_comm *c, const sim_op *op, void *step, uint64_t bytes
   sim_ctx x = op->x; /* the op's context, foreign for a PXN op */
   int net = c->r->cfg->net;
   if (!net || !step || !sim_mask_wants(x.d->abi, op->mask, NT_EV_NET_PLUGIN)) return NULL;
-  nt_descr_v5 e = descr(NT_EV_NET_PLUGIN, step, op->rank);
+  nt_descr_v5 e = sim_descr(NT_EV_NET_PLUGIN, step, op->rank);
   nt_net_ib_v1 ib;
   nt_net_sock_v1 so;
   memset(&ib, 0, sizeof ib);
@@ -281,7 +272,7 @@ static void *kernel_start(sim_comm *c, const sim_work *w, int ch, uint64_t ptime
     sim_kthread_start(px_kt, key, w->coll, ch, ptimer);
     return NULL;
   }
-  nt_descr_v5 e = descr(NT_EV_KERNEL_CH, w->coll, 0); /* NCCL sets no rank here */
+  nt_descr_v5 e = sim_descr(NT_EV_KERNEL_CH, w->coll, 0); /* NCCL sets no rank here */
   e.kernelCh.channelId = (uint8_t)ch;
   e.kernelCh.pTimer = ptimer;
   return sim_start(x, &e);
