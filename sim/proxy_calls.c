@@ -79,7 +79,6 @@ void px_ctrl_shutdown(sim_comm *c, bool slept) {
   sim_stop(&c->px, h);
 }
 
-
 void px_op_event(sim_comm *c, sim_op *op);
 
 /* NCCL 2.27+ starts the ProxyOp when the op is appended (ncclProxyOpToArgs,
@@ -141,7 +140,6 @@ void px_op_in_progress(sim_comm *c, const sim_op *op) {
 void px_op_state_v3(sim_comm *c, const sim_op *op, int state, int steps) {
   if (sim_v_native_v3(px_ver)) sim_record_op_v3(&c->px, op->h, state, (size_t)op->trans, steps);
 }
-
 
 /* Only net.cc stops a ProxyOp. */
 void px_op_stop(sim_comm *c, const sim_op *op) {
@@ -229,4 +227,3 @@ void px_kernel_stop(sim_comm *c, const sim_work *w, void *h, uint64_t ptimer, ui
 uint64_t px_kernel_key(const sim_work *w, int ch) {
   return w->seq << 7 | (uint64_t)ch;
 }
-

@@ -94,7 +94,6 @@ static void det_recv_step(sim_comm *c, const sim_work *w, sim_op *op, int s, voi
   px_pass_end(c, false);
 }
 
-
 /* The first pass over freshly appended ops: 2.26 starts their ProxyOps
  * here, 2.27+ record InProgress; the kernels' first work is seen. */
 static void det_first_pass(sim_comm *c, const sim_work *w, sim_op (*ops)[2], void **kch,
@@ -157,4 +156,3 @@ void sim_proxy_det_main(sim_comm *c) {
   }
   px_ctrl_shutdown(c, true);
 }
-

@@ -465,4 +465,3 @@ void sim_proxy_rt_main(sim_comm *c) {
   px_ctrl_shutdown(c, slept);
   free(p);
 }
-
