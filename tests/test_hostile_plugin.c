@@ -119,24 +119,44 @@ static int publisher_threads(void) {
   return n;
 }
 
-static void case_stuck_publisher_is_left_behind(void) {
-  char dir[] = "/tmp/nccltop-hostile-XXXXXX", fifo[64], ep[128];
-  CHECK(mkdtemp(dir) != NULL);
-  snprintf(fifo, sizeof fifo, "%s/topo", dir);
-  CHECK(mkfifo(fifo, 0600) == 0);
-  setenv("NCCLTOP_DIR", dir, 1);
-  setenv("NCCLTOP_INTERVAL_MS", "50", 1);
-  setenv("NCCL_TOPO_DUMP_FILE", fifo, 1);
-  void *lib = dlopen(stuck_plugin, RTLD_NOW | RTLD_LOCAL);
-  const nt_profiler_v5 *v5 = lib ? dlsym(lib, "ncclProfiler_v5") : NULL;
-  CHECK(v5 != NULL);
-  CHECK(dlsym(lib, "nccltop_test_block") == NULL); /* no hook: the open itself blocks */
-  int mask = 0;
-  void *ctx = init_comm(v5, 1, &mask);
-  CHECK(ctx != NULL);
-  CHECK(nt_endpoint_for_pid(dir, (uint32_t)getpid(), ep, sizeof ep) == 0);
+/* The test-only stuck build loaded with its topology dump on a FIFO, one
+ * communicator, and a viewer connected: once the viewer has subscribed,
+ * the publisher opens the FIFO and blocks. 0, or -1 if any step failed. */
+typedef struct {
+  char dir[32], fifo[64], ep[128];
+  void *lib;
+  const nt_profiler_v5 *v5;
+  void *ctx;
+  int mask;
   viewer_t v;
-  CHECK(viewer_open(&v, ep) == 0);
+} stuck_t;
+
+static int stuck_open(stuck_t *k) {
+  memset(k, 0, sizeof *k);
+  snprintf(k->dir, sizeof k->dir, "/tmp/nccltop-hostile-XXXXXX");
+  if (!mkdtemp(k->dir)) return -1;
+  snprintf(k->fifo, sizeof k->fifo, "%s/topo", k->dir);
+  if (mkfifo(k->fifo, 0600) != 0) return -1;
+  setenv("NCCLTOP_DIR", k->dir, 1);
+  setenv("NCCLTOP_INTERVAL_MS", "50", 1);
+  setenv("NCCL_TOPO_DUMP_FILE", k->fifo, 1);
+  k->lib = dlopen(stuck_plugin, RTLD_NOW | RTLD_LOCAL);
+  k->v5 = k->lib ? dlsym(k->lib, "ncclProfiler_v5") : NULL;
+  /* no hook: the open itself blocks */
+  if (!k->v5 || dlsym(k->lib, "nccltop_test_block") != NULL) return -1;
+  if (!(k->ctx = init_comm(k->v5, 1, &k->mask))) return -1;
+  if (nt_endpoint_for_pid(k->dir, (uint32_t)getpid(), k->ep, sizeof k->ep) != 0) return -1;
+  return viewer_open(&k->v, k->ep);
+}
+
+static void case_stuck_publisher_is_left_behind(void) {
+  stuck_t k;
+  CHECK(stuck_open(&k) == 0);
+  char *dir = k.dir, *fifo = k.fifo;
+  void *ctx = k.ctx;
+  const nt_profiler_v5 *v5 = k.v5;
+  int mask = k.mask;
+  viewer_t v = k.v;
   viewer_pump(&v, 1.0); /* subscribed: the publisher opens the FIFO and blocks */
   CHECK(v.snapshots == 0 && publisher_threads() == 1);
   double t0 = now_s();
@@ -207,22 +227,13 @@ static bool mapped(const char *path) {
 }
 
 static void case_an_abandoned_publisher_survives_dlclose(void) {
-  char dir[] = "/tmp/nccltop-hostile-XXXXXX", fifo[64], ep[128];
-  CHECK(mkdtemp(dir) != NULL);
-  snprintf(fifo, sizeof fifo, "%s/topo", dir);
-  CHECK(mkfifo(fifo, 0600) == 0);
-  setenv("NCCLTOP_DIR", dir, 1);
-  setenv("NCCLTOP_INTERVAL_MS", "50", 1);
-  setenv("NCCL_TOPO_DUMP_FILE", fifo, 1);
-  void *lib = dlopen(stuck_plugin, RTLD_NOW | RTLD_LOCAL);
-  const nt_profiler_v5 *v5 = lib ? dlsym(lib, "ncclProfiler_v5") : NULL;
-  CHECK(v5 != NULL);
-  int mask = 0;
-  void *ctx = init_comm(v5, 1, &mask);
-  CHECK(ctx != NULL);
-  CHECK(nt_endpoint_for_pid(dir, (uint32_t)getpid(), ep, sizeof ep) == 0);
-  viewer_t v;
-  CHECK(viewer_open(&v, ep) == 0);
+  stuck_t k;
+  CHECK(stuck_open(&k) == 0);
+  char *dir = k.dir, *fifo = k.fifo;
+  void *lib = k.lib, *ctx = k.ctx;
+  const nt_profiler_v5 *v5 = k.v5;
+  int mask = k.mask;
+  viewer_t v = k.v;
   viewer_pump(&v, 1.0); /* the publisher blocks in the FIFO's open */
   CHECK(publisher_threads() == 1);
   CHECK(v5->finalize(ctx) == 0); /* abandons it after the bound */
