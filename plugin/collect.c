@@ -35,7 +35,8 @@ static nt_channel_row *find_channel(nt_snapshot *s, uint32_t limit, uint16_t ci,
                                     const struct nt_chan_row *r) {
   for (uint32_t i = 0; i < limit; i++) {
     nt_channel_row *o = &s->channels[i];
-    if (o->comm_index == ci && o->channel == r->channel && o->dir == r->dir && o->peer == r->peer)
+    if (o->comm_index == ci && o->channel == r->channel && o->dir == r->dir && o->peer == r->peer &&
+        o->relay_rank == r->relay_rank)
       return o;
   }
   return NULL;
@@ -58,12 +59,17 @@ static void add_channel(nt_snapshot *s, uint32_t limit, uint16_t ci, const struc
     o->cur_step = -1;
     o->cur_wait = NT_WAIT_NONE;
     o->progress_age_ns = UINT64_MAX;
+    o->relay_rank = r->relay_rank;
   }
   for (int i = 0; i < 3; i++) o->wait_ns[i] += NT_GET(r->wait_ns[i]);
   o->steps += NT_GET(r->steps);
   o->bytes += NT_GET(r->bytes);
   o->ops_started += NT_GET(r->ops_started);
   o->ops_done += NT_GET(r->ops_done);
+  /* Running when an op in flight has begun (begun read before its done
+   * count: a race can only show work as just finished). */
+  uint64_t begun = NT_GET(r->ops_begun), begun_done = NT_GET(r->begun_done);
+  if (begun > begun_done) o->run_state = NT_RUN_RUNNING;
   uint64_t last = NT_GET(r->last_progress_ns);
   if (last) {
     uint64_t age = now > last ? now - last : 0;
@@ -78,6 +84,10 @@ static void add_channel(nt_snapshot *s, uint32_t limit, uint16_t ci, const struc
     }
   }
   if (o->ops_done > o->ops_started) o->ops_done = o->ops_started;
+  if (o->ops_done == o->ops_started)
+    o->run_state = NT_RUN_IDLE;
+  else if (o->run_state != NT_RUN_RUNNING)
+    o->run_state = NT_RUN_QUEUED;
 }
 
 static void add_kernel(nt_snapshot *s, uint16_t ci, const struct nt_kernel_row *r) {

@@ -20,9 +20,13 @@ static inline bool inert(void) {
   return NT_UNLIKELY(atomic_load_explicit(&nt_g.inert, memory_order_relaxed) != 0);
 }
 
-static uint64_t row_key(const struct nt_context *c, int channel, int dir, int peer) {
-  return 1 + (((uint64_t)(unsigned)c->index << 48) | ((uint64_t)(channel & 0xFF) << 40) |
-              ((uint64_t)(dir & 1) << 32) | (uint32_t)peer);
+/* Relay rows (PXN) mix the relayed rank into the key and are told apart
+ * from ordinary ones by their relay_rank as well (chan_row compares it). */
+static uint64_t row_key(const struct nt_context *c, int channel, int dir, int peer, int relay) {
+  return 1 +
+         (((uint64_t)(unsigned)c->index << 48) | ((uint64_t)(channel & 0xFF) << 40) |
+          ((uint64_t)(dir & 1) << 32) | (uint32_t)peer) +
+         ((uint64_t)(uint32_t)(relay + 1) << 33);
 }
 
 static inline uint32_t hash_key(uint64_t k) {
@@ -36,18 +40,22 @@ static inline uint32_t hash_key(uint64_t k) {
  * thread's table. Only the owner inserts, so no CAS is needed: the key is
  * stored last, with release, for the publisher. */
 static struct nt_chan_row *chan_row(struct nt_thread *t, struct nt_context *c, int channel, int dir,
-                                    int peer) {
-  uint64_t key = row_key(c, channel, dir, peer);
+                                    int peer, int relay) {
+  uint64_t key = row_key(c, channel, dir, peer, relay);
+  if (!key) key = 1; /* 0 marks an empty slot */
   uint32_t h = hash_key(key);
   for (uint32_t i = 0; i < 32; i++) {
     struct nt_chan_row *r = &t->chan[(h + i) % NT_CHAN_ROWS_PER_THREAD];
     uint64_t k = atomic_load_explicit(&r->key, memory_order_relaxed);
-    if (k == key) return r;
+    if (k == key && r->ctx == c && r->channel == (uint8_t)channel && r->dir == (uint8_t)dir &&
+        r->peer == peer && r->relay_rank == relay)
+      return r;
     if (k != 0) continue;
     r->ctx = c;
     r->channel = (uint8_t)channel;
     r->dir = (uint8_t)dir;
     r->peer = peer;
+    r->relay_rank = relay;
     atomic_store_explicit(&r->cur_step, -1, memory_order_relaxed);
     atomic_store_explicit(&r->cur_wait, NT_WAIT_NONE, memory_order_relaxed);
     atomic_store_explicit(&r->key, key, memory_order_release);
@@ -58,7 +66,7 @@ static struct nt_chan_row *chan_row(struct nt_thread *t, struct nt_context *c, i
 }
 
 static struct nt_kernel_row *kernel_row(struct nt_thread *t, struct nt_context *c, int channel) {
-  uint64_t key = row_key(c, channel, 0, 0);
+  uint64_t key = row_key(c, channel, 0, 0, -1);
   uint32_t h = hash_key(key);
   for (uint32_t i = 0; i < 32; i++) {
     struct nt_kernel_row *r = &t->kernel[(h + i) % NT_KERNEL_ROWS_PER_THREAD];
@@ -84,6 +92,7 @@ static struct nt_op *op_alloc(struct nt_thread *t, uint64_t now) {
     if (!atomic_load_explicit(&op->in_use, memory_order_acquire)) return op;
     if (now - op->start_ns > reclaim_ns) {
       if (op->row) NT_ADD(op->row->ops_done, 1);
+      if (op->row && op->begun) NT_ADD(op->row->begun_done, 1);
       if (op->task) nt_task_detach(op->task, now, true, 0);
       op->task = NULL;
       NT_ADD(t->reclaimed_ops, 1);
@@ -103,20 +112,23 @@ static struct nt_kernel_event *kevent_alloc(struct nt_thread *t) {
 
 static void *start_proxy_op(struct nt_thread *t, void *context, const struct nt_ev *ev) {
   /* PXN: another process's op, run by our proxy thread. Its context and
-   * parent are pointers into that process: never dereference them. */
-  if (ev->pid != nt_g.pid) {
-    NT_ADD(t->foreign_ops, 1);
-    return NULL;
-  }
-  struct nt_context *c = nt_context_check(context);
+   * parent are pointers into that process: never dereference them. Its
+   * steps, bytes and waits are this thread's work: they go to a row of the
+   * thread's own communicator (the one its ProxyCtrl events carry, R4),
+   * marked with the rank the op belongs to. */
+  bool foreign = ev->pid != nt_g.pid;
+  struct nt_context *c = foreign ? atomic_load_explicit(&t->ctrl_ctx, memory_order_relaxed)
+                                 : nt_context_check(context);
+  if (foreign) NT_ADD(t->foreign_ops, 1);
   if (!c) {
-    NT_ADD(t->unknown_events, 1);
+    if (!foreign) NT_ADD(t->unknown_events, 1);
     return NULL;
   }
   uint64_t now = nt_clock_ns();
   struct nt_op *op = op_alloc(t, now);
   int dir = ev->is_send ? NT_DIR_SEND : NT_DIR_RECV;
-  struct nt_chan_row *row = op ? chan_row(t, c, ev->channel, dir, ev->peer) : NULL;
+  int relay = foreign ? (ev->rank >= 0 ? ev->rank : INT32_MAX) : -1;
+  struct nt_chan_row *row = op ? chan_row(t, c, ev->channel, dir, ev->peer, relay) : NULL;
   if (!row) {
     NT_ADD(t->dropped_events, 1);
     return NULL;
@@ -124,9 +136,10 @@ static void *start_proxy_op(struct nt_thread *t, void *context, const struct nt_
   op->kind = NT_K_OP;
   op->self = op;
   op->dir = (uint8_t)dir;
+  op->begun = 0;
   op->start_ns = now;
   op->row = row;
-  op->task = nt_task_attach(t, ev->parent);
+  op->task = foreign ? NULL : nt_task_attach(t, ev->parent);
   for (int i = 0; i < NT_STEPS_PER_OP; i++) op->steps[i].active = 0;
   atomic_store_explicit(&op->in_use, 1, memory_order_relaxed);
   NT_ADD(row->ops_started, 1);
@@ -166,6 +179,11 @@ static void *start_kernel_ch(struct nt_thread *t, void *context, const struct nt
   e->self = e;
   e->ctx = c;
   e->task = nt_task_attach(t, ev->parent);
+  if (e->task) {
+    /* The kernel reached this channel's work: running. */
+    atomic_store_explicit(&e->task->begun, 1, memory_order_relaxed);
+    atomic_store_explicit(&e->task->last_progress_ns, nt_clock_ns(), memory_order_relaxed);
+  }
   e->channel = (uint8_t)ev->channel;
   e->start_ptimer = ev->ptimer;
   e->stop_ptimer = 0;
@@ -280,6 +298,23 @@ static void step_close_wait(struct nt_step *s, struct nt_chan_row *row, uint64_t
   }
 }
 
+/* The op's first sign that the GPU reached it (a send step the GPU filled,
+ * a receive step that got data, or any step done): from then on its
+ * channel and its operation are running, no longer queued. */
+static void op_progress(struct nt_op *op, uint64_t now) {
+  if (!op->begun) {
+    op->begun = 1;
+    NT_ADD(op->row->ops_begun, 1);
+    if (op->task && !atomic_load_explicit(&op->task->begun, memory_order_relaxed))
+      atomic_store_explicit(&op->task->begun, 1, memory_order_relaxed);
+  }
+  if (op->task) atomic_store_explicit(&op->task->last_progress_ns, now, memory_order_relaxed);
+}
+
+static bool past_first_wait(int wait) {
+  return wait != NT_WAIT_SEND_GPU && wait != NT_WAIT_RECV_NET;
+}
+
 static void record_step(struct nt_thread *t, struct nt_step *s, int state, uint64_t size,
                         bool has_size) {
   int wait = step_wait_of(state);
@@ -307,6 +342,7 @@ static void record_step(struct nt_thread *t, struct nt_step *s, int state, uint6
   atomic_store_explicit(&row->cur_wait, (uint8_t)wait, memory_order_relaxed);
   NT_SET(row->cur_since_ns, now);
   NT_SET(row->last_progress_ns, now);
+  if (past_first_wait(wait) || s->op->begun) op_progress(s->op, now);
 }
 
 static void stop_step(struct nt_step *s) {
@@ -317,6 +353,7 @@ static void stop_step(struct nt_step *s) {
   s->active = 0;
   NT_ADD(row->steps, 1);
   NT_SET(row->last_progress_ns, now);
+  op_progress(s->op, now);
   if (atomic_load_explicit(&row->cur_step, memory_order_relaxed) == s->step)
     atomic_store_explicit(&row->cur_wait, NT_WAIT_NONE, memory_order_relaxed);
 }
@@ -325,6 +362,7 @@ static void stop_op(struct nt_op *op) {
   if (!atomic_load_explicit(&op->in_use, memory_order_relaxed)) return;
   uint64_t now = nt_clock_ns();
   NT_ADD(op->row->ops_done, 1);
+  if (op->begun) NT_ADD(op->row->begun_done, 1);
   NT_SET(op->row->last_progress_ns, now);
   if (op->task) nt_task_detach(op->task, now, false, 0);
   op->task = NULL;

@@ -110,14 +110,19 @@ struct nt_context {
 enum { NT_LEARNING = 1, NT_LEARNED = 2 };
 #define NT_CONTEXT_MAGIC 0x6e63636c746f7063ull
 
-/* Aggregates per (context, channel, direction, peer), owned by one thread. */
+/* Aggregates per (context, channel, direction, peer, relay rank), owned by
+ * one thread. relay_rank is -1, or for PXN the rank of the other process
+ * whose ops this thread runs (ctx is then the proxy thread's own). */
 struct nt_chan_row {
   _Atomic uint64_t key; /* 0 = empty; written last (release) */
   struct nt_context *ctx;
   uint8_t channel, dir;
-  int32_t peer;
+  int32_t peer, relay_rank;
   nt_counter wait_ns[3];
   nt_counter steps, bytes, ops_started, ops_done;
+  /* Ops that began (a step past its first wait, or a step done), and how
+   * many of those are done: in flight and none begun is "queued". */
+  nt_counter ops_begun, begun_done;
   nt_counter last_progress_ns; /* 0 = never */
   nt_counter cur_since_ns;
   _Atomic int32_t cur_step;
@@ -155,8 +160,12 @@ struct nt_task {
   int32_t root_peer;
   uint64_t seq, count, bytes, enqueue_ns;
   _Atomic uint64_t last_stop_ns; /* the latest child stop */
-  _Atomic uint64_t gpu_ns;       /* the longest kernel channel (GPU time) */
-  uint64_t seen_stop_ns;         /* publisher only */
+  /* A child began (nt_run: running, else queued) and when a child last
+   * progressed: what tells work the GPU has not reached from stuck work. */
+  _Atomic uint8_t begun;
+  _Atomic uint64_t last_progress_ns;
+  _Atomic uint64_t gpu_ns; /* the longest kernel channel (GPU time) */
+  uint64_t seen_stop_ns;   /* publisher only */
 };
 
 struct nt_net_row {
@@ -194,6 +203,7 @@ struct nt_op {
   uint8_t kind; /* NT_K_OP */
   _Atomic uint8_t in_use;
   uint8_t dir;
+  uint8_t begun; /* a step left its first wait, or one stopped */
   const void *self;
   uint64_t start_ns;
   struct nt_chan_row *row;

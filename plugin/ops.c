@@ -79,6 +79,8 @@ void *nt_op_start(struct nt_thread *t, void *context, const struct nt_ev *ev) {
   atomic_store_explicit(&k->untimed, 0, memory_order_relaxed);
   atomic_store_explicit(&k->last_stop_ns, 0, memory_order_relaxed);
   atomic_store_explicit(&k->gpu_ns, 0, memory_order_relaxed);
+  atomic_store_explicit(&k->begun, 0, memory_order_relaxed);
+  atomic_store_explicit(&k->last_progress_ns, 0, memory_order_relaxed);
   atomic_store_explicit(&k->st, NT_TS_LIVE, memory_order_release);
   return k;
 }

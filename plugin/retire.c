@@ -297,6 +297,10 @@ static uint32_t collect_inflight(nt_snapshot *s, const uint16_t *map, uint64_t n
     if (r->children_open > r->children) r->children = r->children_open;
     r->state = NT_OPS_IN_FLIGHT;
     r->age_ns = now > k->enqueue_ns ? now - k->enqueue_ns : 0;
+    r->run_state =
+        atomic_load_explicit(&k->begun, memory_order_relaxed) ? NT_RUN_RUNNING : NT_RUN_QUEUED;
+    uint64_t last = atomic_load_explicit(&k->last_progress_ns, memory_order_relaxed);
+    r->progress_age_ns = !last ? UINT64_MAX : now > last ? now - last : 0;
   }
   return keep;
 }

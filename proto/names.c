@@ -51,6 +51,10 @@ const char *nt_timing_name(int t) {
   static const char *const names[NT_TIMING_COUNT] = {"none", "host", "gpu"};
   return NAME_OF(names, NT_TIMING_COUNT, t, "none");
 }
+const char *nt_run_name(int r) {
+  static const char *const names[NT_RUN_COUNT] = {"idle", "queued", "running"};
+  return NAME_OF(names, NT_RUN_COUNT, r, "unknown");
+}
 int nt_dtype_size(int d) {
   return d > 0 && d < NT_DT_COUNT ? dtype_sizes[d] : 0;
 }

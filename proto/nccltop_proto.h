@@ -16,7 +16,7 @@
 #include <stdint.h>
 
 #define NT_PROTO_MAJOR 1
-#define NT_PROTO_MINOR 1
+#define NT_PROTO_MINOR 2
 
 #define NT_TOPIC_HELLO    "nccltop.hello"
 #define NT_TOPIC_COMM     "nccltop.comm"
@@ -134,6 +134,19 @@ enum nt_op_kind { NT_OP_COLL, NT_OP_P2P };
 enum nt_op_state { NT_OPS_ENQUEUED, NT_OPS_IN_FLIGHT, NT_OPS_DONE, NT_OPS_COUNT };
 /* Where a done operation's duration comes from. */
 enum nt_timing { NT_TIMING_NONE, NT_TIMING_HOST, NT_TIMING_GPU, NT_TIMING_COUNT };
+/* Whether work in flight has started on the GPU (1.2). Queued: enqueued and
+ * handed to the proxy, but no step has left its first wait (a send step its
+ * GPU has not filled, a receive nothing has arrived for) and no kernel
+ * channel has started: the GPU has not reached it (CPU run-ahead). Running:
+ * some of it has. A channel row with nothing in flight is idle. Unknown: a
+ * 1.1 publisher, which does not say. */
+enum nt_run { NT_RUN_IDLE, NT_RUN_QUEUED, NT_RUN_RUNNING, NT_RUN_COUNT, NT_RUN_UNKNOWN = 255 };
+const char *nt_run_name(int run); /* "idle", "queued", "running"; "unknown" otherwise */
+/* Operation flags (1.2); readers ignore bits they do not know. */
+enum {
+  NT_OPF_UNREPORTED = 1, /* NCCL never reports its completion (CollNet, CE memcpy, no kernelch) */
+  NT_OPF_RELAYED = 2,    /* its proxy work ran in another process (PXN) */
+};
 
 /* Names as NCCL spells them ("AllReduce", "RING", "SIMPLE", "ncclFloat32"),
  * "other"/"none"/"unknown" otherwise; the *_from_name parsers accept exactly
@@ -215,6 +228,9 @@ typedef struct {
   uint8_t cur_wait;         /* enum nt_wait of the step in progress, NT_WAIT_NONE */
   uint64_t cur_wait_age_ns; /* time in cur_wait */
   uint64_t progress_age_ns; /* since the last step state change; UINT64_MAX never */
+  /* 1.2 */
+  uint8_t run_state;  /* enum nt_run of the work in flight */
+  int32_t relay_rank; /* PXN: the rank of another process whose ops this row counts; -1 */
 } nt_channel_row;
 
 typedef struct {
@@ -263,6 +279,10 @@ typedef struct {
   uint64_t age_ns;                  /* since it was enqueued, when the snapshot was taken */
   uint64_t duration_ns;             /* done: its duration; otherwise 0 */
   uint32_t children, children_open; /* proxy-op and kernel-channel children */
+  /* 1.2 */
+  uint8_t run_state;        /* in flight: enum nt_run (queued or running); done: idle */
+  uint8_t flags;            /* NT_OPF_* */
+  uint64_t progress_age_ns; /* in flight: since a child last progressed; UINT64_MAX never */
 } nt_oplog_row;
 
 /* Per (communicator, function) progress (1.1): what the straggler view

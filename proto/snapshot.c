@@ -23,7 +23,8 @@ const char *const nt_sec_name[NT_SEC_MAX] = {
 #define COMM_LEN_1_0    36
 #define COMM_LEN        84
 #define PROXY_LEN       80
-#define CHANNEL_LEN     88
+#define CHANNEL_LEN_1_1 88
+#define CHANNEL_LEN     96
 #define KERNEL_LEN      32
 
 nt_snapshot *nt_snapshot_new(void) {
@@ -166,6 +167,9 @@ size_t nt_snapshot_encode(const nt_snapshot *s, uint8_t *buf, size_t cap) {
     p = nt_zeros(p, 3);
     p = nt_put64(p, r->cur_wait_age_ns);
     p = nt_put64(p, r->progress_age_ns);
+    p = nt_put8(p, r->run_state);
+    p = nt_zeros(p, 3);
+    p = nt_put32(p, (uint32_t)r->relay_rank);
   }
   p = nt_table_start(p, NT_SEC_KERNELS, s->nkernels, KERNEL_LEN);
   for (uint32_t i = 0; i < s->nkernels; i++) {
@@ -308,7 +312,9 @@ static int decode_proxy(nt_cursor *c, nt_snapshot *s, char *err, size_t errlen) 
 static int decode_channels(nt_cursor *c, nt_snapshot *s, char *err, size_t errlen) {
   uint32_t n;
   uint16_t rl;
-  if (nt_wire_table(c, NT_SEC_CHANNELS, NT_MAX_CHANNEL_ROWS, CHANNEL_LEN, &n, &rl, err, errlen))
+  bool v1_2 = s->minor >= 2;
+  if (nt_wire_table(c, NT_SEC_CHANNELS, NT_MAX_CHANNEL_ROWS, v1_2 ? CHANNEL_LEN : CHANNEL_LEN_1_1,
+                    &n, &rl, err, errlen))
     return -1;
   for (uint32_t i = 0; i < n; i++) {
     const uint8_t *next = c->p + rl;
@@ -327,6 +333,13 @@ static int decode_channels(nt_cursor *c, nt_snapshot *s, char *err, size_t errle
     c->p += 3;
     r->cur_wait_age_ns = nt_get64(c);
     r->progress_age_ns = nt_get64(c);
+    r->run_state = NT_RUN_UNKNOWN; /* a 1.1 publisher does not say */
+    r->relay_rank = -1;
+    if (v1_2) {
+      r->run_state = nt_get8(c);
+      c->p += 3;
+      r->relay_rank = (int32_t)nt_get32(c);
+    }
     c->p = next;
     if (r->dir > NT_DIR_RECV)
       return nt_wire_fail(err, errlen, "channel row %u: bad direction %u", i, r->dir);
@@ -338,6 +351,14 @@ static int decode_channels(nt_cursor *c, nt_snapshot *s, char *err, size_t errle
     /* The plugin clamps done to started; in flight = started - done. */
     if (r->ops_done > r->ops_started)
       return nt_wire_fail(err, errlen, "channel row %u: more ops done than started", i);
+    if (v1_2 && r->run_state >= NT_RUN_COUNT)
+      return nt_wire_fail(err, errlen, "channel row %u: bad run state %u", i, r->run_state);
+    if (v1_2 && (r->ops_started == r->ops_done) != (r->run_state == NT_RUN_IDLE))
+      return nt_wire_fail(err, errlen, "channel row %u: run state %s with %llu ops in flight", i,
+                          nt_run_name(r->run_state),
+                          (unsigned long long)(r->ops_started - r->ops_done));
+    if (r->relay_rank < -1)
+      return nt_wire_fail(err, errlen, "channel row %u: bad relay rank %d", i, r->relay_rank);
   }
   s->nchannels = n;
   return 0;

@@ -4,11 +4,12 @@
  * (every count and value checked, records may grow in newer minors). */
 #include "wire.h"
 
-#define OPS_LEN   56
-#define PHASE_LEN 36
-#define OPLOG_LEN 64
-#define SEQ_LEN   32
-#define NET_LEN   48
+#define OPS_LEN       56
+#define PHASE_LEN     36
+#define OPLOG_LEN_1_1 64
+#define OPLOG_LEN     80
+#define SEQ_LEN       32
+#define NET_LEN       48
 
 size_t nt_ops_encoded_max(const nt_snapshot *s) {
   return 5 * (NT_SECTION_HEADER + NT_TABLE_HEADER) + (size_t)s->nops * OPS_LEN +
@@ -66,6 +67,10 @@ uint8_t *nt_ops_encode(const nt_snapshot *s, uint8_t *p) {
     p = nt_put64(p, r->duration_ns);
     p = nt_put32(p, r->children);
     p = nt_put32(p, r->children_open);
+    p = nt_put8(p, r->run_state);
+    p = nt_put8(p, r->flags);
+    p = nt_zeros(p, 6);
+    p = nt_put64(p, r->progress_age_ns);
   }
   p = nt_table_start(p, NT_SEC_SEQ, s->nseq, SEQ_LEN);
   for (uint32_t i = 0; i < s->nseq; i++) {
@@ -180,7 +185,10 @@ static int decode_phases(nt_cursor *c, nt_snapshot *s, char *err, size_t errlen)
 static int decode_oplog(nt_cursor *c, nt_snapshot *s, char *err, size_t errlen) {
   uint32_t n;
   uint16_t rl;
-  if (nt_wire_table(c, NT_SEC_OPLOG, NT_MAX_OPLOG, OPLOG_LEN, &n, &rl, err, errlen)) return -1;
+  bool v1_2 = s->minor >= 2;
+  if (nt_wire_table(c, NT_SEC_OPLOG, NT_MAX_OPLOG, v1_2 ? OPLOG_LEN : OPLOG_LEN_1_1, &n, &rl, err,
+                    errlen))
+    return -1;
   for (uint32_t i = 0; i < n; i++) {
     const uint8_t *next = c->p + rl;
     nt_oplog_row *r = &s->oplog[i];
@@ -203,6 +211,16 @@ static int decode_oplog(nt_cursor *c, nt_snapshot *s, char *err, size_t errlen) 
     r->duration_ns = nt_get64(c);
     r->children = nt_get32(c);
     r->children_open = nt_get32(c);
+    /* A 1.1 publisher does not say: what is not done may be running. */
+    r->run_state = r->state == NT_OPS_DONE ? NT_RUN_IDLE : NT_RUN_UNKNOWN;
+    r->flags = 0;
+    r->progress_age_ns = UINT64_MAX;
+    if (v1_2) {
+      r->run_state = nt_get8(c);
+      r->flags = nt_get8(c);
+      c->p += 6;
+      r->progress_age_ns = nt_get64(c);
+    }
     c->p = next;
     if (!comm_ok(r->comm_index, s, false)) return BAD_COMM("oplog", i, r->comm_index);
     if (check_names("oplog", i, r->kind, r->func, r->algo, r->proto, r->phase, err, errlen))
@@ -212,6 +230,10 @@ static int decode_oplog(nt_cursor *c, nt_snapshot *s, char *err, size_t errlen) 
     if (r->timing >= NT_TIMING_COUNT) return BAD("oplog", i, "timing", r->timing);
     if (r->children_open > r->children)
       return nt_wire_fail(err, errlen, "oplog row %u: more children open than started", i);
+    if (v1_2 && r->run_state >= NT_RUN_COUNT) return BAD("oplog", i, "run state", r->run_state);
+    if (v1_2 && (r->state == NT_OPS_IN_FLIGHT) == (r->run_state == NT_RUN_IDLE))
+      return nt_wire_fail(err, errlen, "oplog row %u: run state %s for a %s operation", i,
+                          nt_run_name(r->run_state), nt_op_state_name(r->state));
   }
   s->noplog = n;
   return 0;

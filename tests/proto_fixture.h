@@ -52,7 +52,7 @@ static inline layout default_layout(void) {
   layout l;
   memset(&l, 0, sizeof l);
   l.major = 1;
-  l.minor = 1;
+  l.minor = NT_PROTO_MINOR;
   return l;
 }
 
@@ -136,7 +136,7 @@ static inline void write_section_1_0(wbuf *w, const layout *l, const nt_snapshot
     }
     break;
   case SEC_CHANNEL:
-    table_begin(w, l, s->nchannels, 88);
+    table_begin(w, l, s->nchannels, l->minor >= 2 ? 96 : 88);
     for (uint32_t i = 0; i < s->nchannels; i++) {
       const nt_channel_row *r = &s->channels[i];
       wle(w, r->comm_index, 2);
@@ -153,6 +153,11 @@ static inline void write_section_1_0(wbuf *w, const layout *l, const nt_snapshot
       wle(w, 0, 3);
       wle(w, r->cur_wait_age_ns, 8);
       wle(w, r->progress_age_ns, 8);
+      if (l->minor >= 2) {
+        wle(w, r->run_state, 1);
+        wle(w, 0, 3);
+        wle(w, (uint32_t)r->relay_rank, 4);
+      }
       wfill(w, 0xEE, l->extra_record);
     }
     break;
@@ -210,7 +215,7 @@ static inline void write_section_1_1(wbuf *w, const layout *l, const nt_snapshot
     }
     break;
   case SEC_OPLOG:
-    table_begin(w, l, s->noplog, 64);
+    table_begin(w, l, s->noplog, l->minor >= 2 ? 80 : 64);
     for (uint32_t i = 0; i < s->noplog; i++) {
       const nt_oplog_row *r = &s->oplog[i];
       wle(w, r->comm_index, 2);
@@ -232,6 +237,12 @@ static inline void write_section_1_1(wbuf *w, const layout *l, const nt_snapshot
       wle(w, r->duration_ns, 8);
       wle(w, r->children, 4);
       wle(w, r->children_open, 4);
+      if (l->minor >= 2) {
+        wle(w, r->run_state, 1);
+        wle(w, r->flags, 1);
+        wle(w, 0, 6);
+        wle(w, r->progress_age_ns, 8);
+      }
       wfill(w, 0xEE, l->extra_record);
     }
     break;

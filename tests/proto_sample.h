@@ -80,6 +80,8 @@ static inline void sample_1_0(nt_snapshot *s) {
     r->cur_wait = i == 2 ? NT_WAIT_NONE : (uint8_t)nt_dir_wait(r->dir, (int)i % 3);
     r->cur_wait_age_ns = next_value();
     r->progress_age_ns = i == 2 ? UINT64_MAX : next_value();
+    r->run_state = i == 0 ? NT_RUN_IDLE : i % 2 ? NT_RUN_RUNNING : NT_RUN_QUEUED;
+    r->relay_rank = i == 3 ? INT32_MAX : i == 4 ? 5 : -1;
   }
   s->nkernels = 3;
   for (uint32_t i = 0; i < s->nkernels; i++) {
@@ -156,6 +158,11 @@ static inline void sample_1_1(nt_snapshot *s) {
     r->duration_ns = next_value();
     r->children = (uint32_t)next_value();
     r->children_open = i == 5 ? r->children : r->children >> (i % 32);
+    r->run_state = r->state != NT_OPS_IN_FLIGHT ? NT_RUN_IDLE
+                   : i % 2                      ? NT_RUN_RUNNING
+                                                : NT_RUN_QUEUED;
+    r->flags = (uint8_t)(i % 4);
+    r->progress_age_ns = i == 1 ? UINT64_MAX : next_value();
   }
   s->nseq = 5;
   for (uint32_t i = 0; i < s->nseq; i++) {
@@ -189,7 +196,22 @@ static inline nt_snapshot *sample(void) {
 }
 
 /* What a 1.0 message of s carries: s without its 1.1 fields and tables. */
+/* What a reader makes of the 1.2 fields of a 1.1 (or 1.0) message. */
+static inline void drop_1_2(nt_snapshot *s) {
+  for (uint32_t i = 0; i < s->nchannels; i++) {
+    s->channels[i].run_state = NT_RUN_UNKNOWN;
+    s->channels[i].relay_rank = -1;
+  }
+  for (uint32_t i = 0; i < s->noplog; i++) {
+    nt_oplog_row *r = &s->oplog[i];
+    r->run_state = r->state == NT_OPS_DONE ? NT_RUN_IDLE : NT_RUN_UNKNOWN;
+    r->flags = 0;
+    r->progress_age_ns = UINT64_MAX;
+  }
+}
+
 static inline void drop_1_1(nt_snapshot *s) {
+  drop_1_2(s);
   nt_process_counters *p = &s->process;
   p->dropped_ops = p->late_children = p->net_events = 0;
   p->phase = 0;
@@ -239,6 +261,7 @@ static inline bool same_snapshot_1_1(const nt_snapshot *x, const nt_snapshot *y)
     SAME(comm_index) SAME(kind) SAME(func) SAME(algo) SAME(proto) SAME(dtype) SAME(phase);
     SAME(state) SAME(timing) SAME(nchannels) SAME(nwarps) SAME(root_peer) SAME(seq);
     SAME(count) SAME(bytes) SAME(age_ns) SAME(duration_ns) SAME(children) SAME(children_open);
+    SAME(run_state) SAME(flags) SAME(progress_age_ns);
   }
   for (i = 0; i < x->nseq; i++) {
     const nt_seq_row *a = &x->seq_rows[i], *b = &y->seq_rows[i];
@@ -281,7 +304,7 @@ static inline bool same_snapshot(const nt_snapshot *x, const nt_snapshot *y) {
     const nt_channel_row *a = &x->channels[i], *b = &y->channels[i];
     SAME(comm_index) SAME(channel) SAME(dir) SAME(peer) SAME(steps) SAME(bytes);
     SAME(ops_started) SAME(ops_done) SAME(cur_step) SAME(cur_wait) SAME(cur_wait_age_ns);
-    SAME(progress_age_ns);
+    SAME(progress_age_ns) SAME(run_state) SAME(relay_rank);
     for (int k = 0; k < 3; k++) SAME(wait_ns[k]);
   }
   for (i = 0; i < x->nkernels; i++) {

@@ -39,7 +39,7 @@ static void new_fields_sit_at_their_documented_offsets(void) {
   static const struct {
     int type;
     uint32_t reclen;
-  } sizes[] = {{SEC_OPS, 56}, {SEC_PHASE, 36}, {SEC_OPLOG, 64}, {SEC_SEQ, 32}, {SEC_NET, 48}};
+  } sizes[] = {{SEC_OPS, 56}, {SEC_PHASE, 36}, {SEC_OPLOG, 80}, {SEC_SEQ, 32}, {SEC_NET, 48}};
   const uint32_t counts[] = {s->nops, s->nphases, s->noplog, s->nseq, s->nnet};
   for (int i = 0; i < 5; i++) {
     p = enc + l.at[sizes[i].type];
@@ -56,7 +56,7 @@ static void new_fields_sit_at_their_documented_offsets(void) {
   for (size_t k = 4 + r[1]; k < 36; k++) CHECK(r[k] == 0); /* padded with zeros */
   r = enc + l.at[SEC_PHASE] + 16 + 2 * 36;
   CHECK(r[0] == NT_MAX_PHASES && r[1] == NT_MAX_PHASE && r[4 + 31] == 0);
-  r = enc + l.at[SEC_OPLOG] + 16 + 3 * 64; /* oplog row 3 */
+  r = enc + l.at[SEC_OPLOG] + 16 + 3 * 80; /* oplog row 3 */
   CHECK(r[6] == NT_DT_INT32 && r[8] == s->oplog[3].state && r[9] == s->oplog[3].timing);
   CHECK(rd(r + 12, 4) == 0xFFFFFFFFu); /* root_peer -1 */
   CHECK(rd(r + 16, 8) == s->oplog[3].seq && rd(r + 48, 8) == s->oplog[3].duration_ns);
@@ -195,7 +195,7 @@ static void new_counts_and_record_lengths_are_checked(void) {
       {SEC_NET, 0xFFFFFFFFu, "net section: count 4294967295 exceeds limit 1024"},
       {SEC_OPS, NT_FUNC_COUNT + 1, "ops section: 13 records of 56 bytes exceed its 672 bytes"},
       {SEC_PHASE, 5, "phase section: 5 records of 36 bytes exceed its 144 bytes"},
-      {SEC_OPLOG, 14, "oplog section: 14 records of 64 bytes exceed its 832 bytes"},
+      {SEC_OPLOG, 14, "oplog section: 14 records of 80 bytes exceed its 1040 bytes"},
       {SEC_SEQ, 6, "seq section: 6 records of 32 bytes exceed its 160 bytes"},
       {SEC_NET, 5, "net section: 5 records of 48 bytes exceed its 192 bytes"},
   };
@@ -211,7 +211,7 @@ static void new_counts_and_record_lengths_are_checked(void) {
   } lens[] = {
       {SEC_OPS, 55, "ops section: record length 55 is shorter than 56"},
       {SEC_PHASE, 35, "phase section: record length 35 is shorter than 36"},
-      {SEC_OPLOG, 63, "oplog section: record length 63 is shorter than 64"},
+      {SEC_OPLOG, 79, "oplog section: record length 79 is shorter than 80"},
       {SEC_SEQ, 31, "seq section: record length 31 is shorter than 32"},
       {SEC_NET, 47, "net section: record length 47 is shorter than 48"},
       {SEC_NET, 0, "net section: record length 0 is shorter than 48"},

@@ -31,7 +31,9 @@
  *                   "dominant_wait": a wait name or "none", "steps_per_s",
  *                   "bytes_per_s", "ops_in_flight", "cur_step" (-1: none),
  *                   "cur_wait": a wait name or "none", "progress_age_ms" (-1: never),
- *                   "stalled": bool}],
+ *                   "run_state": idle|queued|running|unknown (1.1 publishers),
+ *                   "relay_rank" (PXN rows only: the rank whose ops this
+ *                   process's proxy ran), "stalled": bool}],
  *     "kernels": [{"channel", "count", "busy_ns"}],
  *     and "api", "seq", "in_flight", "net" (batch_ops.c)}],
  *  and "alerts", "collectives", "phases", "recent", "runs" (batch_ops.c)}
@@ -120,6 +122,8 @@ static cJSON *channel_json(const nt_model_process *p, const nt_channel_row *c, u
   put_num(x, "cur_step", c->cur_step);
   put_str(x, "cur_wait", nt_wait_name(c->cur_wait));
   put_num(x, "progress_age_ms", age_ms(c->progress_age_ns));
+  put_str(x, "run_state", nt_run_name(c->run_state));
+  if (c->relay_rank >= 0) put_num(x, "relay_rank", c->relay_rank);
   put_bool(x, "stalled", nt_model_channel_stalled(c, stall_ms));
   return x;
 }

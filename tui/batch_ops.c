@@ -23,10 +23,12 @@
  *          "dtype", "bytes", "root_peer", "algo", "proto", "nchannels",
  *          "nwarps", "phase", "state": enqueued|in_flight|done, "timing":
  *          none|host|gpu, "age_ms", "duration_us", "children",
- *          "children_open"}]; "net": [{"type": ib_qp|socket, "device", "id",
- *          "count", "bytes", "busy_ms", "in_flight"}].
- * process: "phase" (now), "event_classes": [names on], "env": {NAME: value},
- *          counters "dropped_ops", "late_children", "net_events".
+ *          "children_open", "run_state": queued|running (in flight),
+ *          idle (done), unknown (1.1 publishers), "progress_age_ms" (-1:
+ *          never), "completion_unreported", "relayed": bool}]; "net": [{"type": ib_qp|socket,
+ * "device", "id", "count", "bytes", "busy_ms", "in_flight"}]. process: "phase" (now),
+ * "event_classes": [names on], "env": {NAME: value}, counters "dropped_ops", "late_children",
+ * "net_events".
  */
 #include <stdlib.h>
 #include <string.h>
@@ -68,6 +70,11 @@ static cJSON *op_json(const nt_snapshot *s, const nt_oplog_row *op, double age_s
   put_num(x, "duration_us", (double)op->duration_ns / 1e3);
   put_num(x, "children", op->children);
   put_num(x, "children_open", op->children_open);
+  put_str(x, "run_state", nt_run_name(op->run_state));
+  put_num(x, "progress_age_ms",
+          op->progress_age_ns == UINT64_MAX ? -1 : (double)op->progress_age_ns / 1e6);
+  put_bool(x, "completion_unreported", (op->flags & NT_OPF_UNREPORTED) != 0);
+  put_bool(x, "relayed", (op->flags & NT_OPF_RELAYED) != 0);
   return x;
 }
 
