@@ -196,6 +196,7 @@ static void retire(struct nt_task *k) {
   e->enqueue_ns = k->enqueue_ns;
   fill_log(&e->row, k);
   e->row.state = (uint8_t)state;
+  e->row.run_state = NT_RUN_IDLE;
   e->row.timing = (uint8_t)timing;
   e->row.duration_ns = duration;
   e->row.children = children;

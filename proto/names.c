@@ -52,7 +52,7 @@ const char *nt_timing_name(int t) {
   return NAME_OF(names, NT_TIMING_COUNT, t, "none");
 }
 const char *nt_run_name(int r) {
-  static const char *const names[NT_RUN_COUNT] = {"idle", "queued", "running"};
+  static const char *const names[NT_RUN_COUNT] = {"unknown", "idle", "queued", "running"};
   return NAME_OF(names, NT_RUN_COUNT, r, "unknown");
 }
 int nt_dtype_size(int d) {

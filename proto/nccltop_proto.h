@@ -138,10 +138,11 @@ enum nt_timing { NT_TIMING_NONE, NT_TIMING_HOST, NT_TIMING_GPU, NT_TIMING_COUNT 
  * handed to the proxy, but no step has left its first wait (a send step its
  * GPU has not filled, a receive nothing has arrived for) and no kernel
  * channel has started: the GPU has not reached it (CPU run-ahead). Running:
- * some of it has. A channel row with nothing in flight is idle. Unknown: a
- * 1.1 publisher, which does not say. */
-enum nt_run { NT_RUN_IDLE, NT_RUN_QUEUED, NT_RUN_RUNNING, NT_RUN_COUNT, NT_RUN_UNKNOWN = 255 };
-const char *nt_run_name(int run); /* "idle", "queued", "running"; "unknown" otherwise */
+ * some of it has. A channel row with nothing in flight is idle. Unknown (0,
+ * so that a zeroed row claims nothing): a 1.1 publisher, which does not say;
+ * readers then judge by age alone, as before 1.2. */
+enum nt_run { NT_RUN_UNKNOWN, NT_RUN_IDLE, NT_RUN_QUEUED, NT_RUN_RUNNING, NT_RUN_COUNT };
+const char *nt_run_name(int run); /* "unknown", "idle", "queued", "running" */
 /* Operation flags (1.2); readers ignore bits they do not know. */
 enum {
   NT_OPF_UNREPORTED = 1, /* NCCL never reports its completion (CollNet, CE memcpy, no kernelch) */

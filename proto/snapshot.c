@@ -351,9 +351,10 @@ static int decode_channels(nt_cursor *c, nt_snapshot *s, char *err, size_t errle
     /* The plugin clamps done to started; in flight = started - done. */
     if (r->ops_done > r->ops_started)
       return nt_wire_fail(err, errlen, "channel row %u: more ops done than started", i);
-    if (v1_2 && r->run_state >= NT_RUN_COUNT)
+    if (r->run_state >= NT_RUN_COUNT)
       return nt_wire_fail(err, errlen, "channel row %u: bad run state %u", i, r->run_state);
-    if (v1_2 && (r->ops_started == r->ops_done) != (r->run_state == NT_RUN_IDLE))
+    if (r->run_state != NT_RUN_UNKNOWN &&
+        (r->ops_started == r->ops_done) != (r->run_state == NT_RUN_IDLE))
       return nt_wire_fail(err, errlen, "channel row %u: run state %s with %llu ops in flight", i,
                           nt_run_name(r->run_state),
                           (unsigned long long)(r->ops_started - r->ops_done));

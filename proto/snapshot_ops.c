@@ -230,8 +230,9 @@ static int decode_oplog(nt_cursor *c, nt_snapshot *s, char *err, size_t errlen) 
     if (r->timing >= NT_TIMING_COUNT) return BAD("oplog", i, "timing", r->timing);
     if (r->children_open > r->children)
       return nt_wire_fail(err, errlen, "oplog row %u: more children open than started", i);
-    if (v1_2 && r->run_state >= NT_RUN_COUNT) return BAD("oplog", i, "run state", r->run_state);
-    if (v1_2 && (r->state == NT_OPS_IN_FLIGHT) == (r->run_state == NT_RUN_IDLE))
+    if (r->run_state >= NT_RUN_COUNT) return BAD("oplog", i, "run state", r->run_state);
+    if (r->run_state != NT_RUN_UNKNOWN &&
+        (r->state == NT_OPS_IN_FLIGHT) == (r->run_state == NT_RUN_IDLE))
       return nt_wire_fail(err, errlen, "oplog row %u: run state %s for a %s operation", i,
                           nt_run_name(r->run_state), nt_op_state_name(r->state));
   }

@@ -58,12 +58,50 @@ static const char *settled(const char *label, const cJSON *f, bool ok, char *why
   return NULL;
 }
 
+/* The rank's own row (not a PXN relay row) of channel `ch`, direction `dir`. */
 static const cJSON *channel_row(const cJSON *rank, int ch, const char *dir) {
   const cJSON *x;
   cJSON_ArrayForEach(x, get(rank, "channels")) {
-    if (num(x, "channel") == ch && !strcmp(str(x, "dir"), dir)) return x;
+    if (num(x, "channel") == ch && !strcmp(str(x, "dir"), dir) && !get(x, "relay_rank")) return x;
   }
   return NULL;
+}
+
+/* The row of `rank`'s process that counts another rank's PXN ops, NULL if
+ * none; *n counts every relay row of the rank. */
+static const cJSON *relay_row(const cJSON *rank, int ch, const char *dir, int relayed, int *n) {
+  const cJSON *x, *found = NULL;
+  cJSON_ArrayForEach(x, get(rank, "channels")) {
+    if (!get(x, "relay_rank")) continue;
+    (*n)++;
+    if (num(x, "channel") == ch && !strcmp(str(x, "dir"), dir) && num(x, "relay_rank") == relayed)
+      found = x;
+  }
+  return found;
+}
+
+/* The relayed sends are counted where they ran, once, with the steps and
+ * bytes their receiver got, and running them alarms no one. */
+static bool relays_add_up(const nt_sim_config *c, const cJSON *f) {
+  for (int r = 0; r + 1 < c->ranks; r += 2) {
+    const cJSON *exec = find_rank(f, nt_sim_comm_hash(0), r);
+    for (int ch = 0; exec && ch < c->channels; ch++) {
+      int n = 0;
+      const cJSON *row = relay_row(exec, ch, "send", r + 1, &n);
+      if (!row || n != c->channels) return false;
+      const cJSON *to = find_rank(f, nt_sim_comm_hash(0), (int)num(row, "peer"));
+      const cJSON *got = NULL, *x;
+      cJSON_ArrayForEach(x, get(to, "channels")) {
+        if (num(x, "channel") == ch && !strcmp(str(x, "dir"), "recv") && num(x, "peer") == r + 1)
+          got = x;
+      }
+      if (!got || num(row, "steps") != num(got, "steps") || num(row, "bytes") <= 0 ||
+          num(row, "bytes") != num(got, "bytes") || strcmp(str(row, "run_state"), "idle"))
+        return false;
+    }
+    if (!exec) return false;
+  }
+  return cJSON_GetArraySize(get(f, "alerts")) == 0;
 }
 
 /* Steps of every (rank, channel) row of `dir` equal `want` (ranks in mask). */
@@ -82,7 +120,8 @@ static bool steps_are(const nt_sim_config *c, const cJSON *f, const char *dir, u
 
 static const char *pxn_frame(const nt_sim_config *c, const cJSON *f, char *why, size_t cap) {
   double steps = (double)sim_det_iterations(c) * c->steps;
-  bool ok = steps_are(c, f, "recv", 0xf, steps) && steps_are(c, f, "send", 0x5, steps);
+  bool ok = steps_are(c, f, "recv", 0xf, steps) && steps_are(c, f, "send", 0x5, steps) &&
+            relays_add_up(c, f);
   /* every proxy thread's states and appends, the pair's sends included */
   for (int r = 0; r < c->ranks && ok; r++) {
     nt_sim_proxy_expect px;

@@ -361,11 +361,13 @@ static void print_text(FILE *out, nt_model *m, const nt_options *o, double t, do
       if (row->comm_index != r->comm_index) continue;
       double sps, bps;
       nt_model_channel_rates(r->proc, row, &sps, &bps);
-      fprintf(out, "%-7s %016llx %3u %-4s %5d %-15s %9.0f %10.1f %6llu %6d%s%s\n", rank,
+      char relay[32] = "";
+      if (row->relay_rank >= 0) snprintf(relay, sizeof relay, "  relay r%d", row->relay_rank);
+      fprintf(out, "%-7s %016llx %3u %-4s %5d %-15s %9.0f %10.1f %6llu %6d%s%s%s\n", rank,
               (unsigned long long)r->comm_hash, row->channel, dir_name(row->dir), row->peer,
               nt_wait_name(nt_model_channel_dominant_wait(r->proc, row)), sps, bps / 1e6,
               (unsigned long long)(row->ops_started - row->ops_done), row->cur_step,
-              nt_model_channel_stalled(row, o->stall_ms) ? "  STALLED" : "", mark(r->proc));
+              nt_model_channel_stalled(row, o->stall_ms) ? "  STALLED" : "", relay, mark(r->proc));
     }
   }
   nt_batch_ops_text(out, m);

@@ -183,19 +183,24 @@ static void mark_ended(nt_model_process *p, double now_s) {
  * a communicator are then one run, matched with the same communicator's run
  * in the previous snapshot (found by hash: indexes may change between
  * snapshots). */
-static uint64_t chan_key(const nt_channel_row *r) {
-  return (uint64_t)r->comm_index << 48 | (uint64_t)r->channel << 40 | (uint64_t)r->dir << 32 |
-         ((uint32_t)r->peer ^ 0x80000000u);
+/* Channel rows are ordered by (communicator, channel, direction, peer,
+ * PXN relay rank: -1, the rank's own row, first); chan_subcmp leaves the
+ * communicator out (its index differs between snapshots). */
+#define CMP(x, y) ((x) < (y) ? -1 : (x) > (y) ? 1 : 0)
+static int chan_subcmp(const nt_channel_row *a, const nt_channel_row *b) {
+  if (a->channel != b->channel) return CMP(a->channel, b->channel);
+  if (a->dir != b->dir) return CMP(a->dir, b->dir);
+  if (a->peer != b->peer) return CMP(a->peer, b->peer);
+  return CMP(a->relay_rank, b->relay_rank);
 }
+
+static int chan_cmp(const nt_channel_row *a, const nt_channel_row *b) {
+  return a->comm_index != b->comm_index ? CMP(a->comm_index, b->comm_index) : chan_subcmp(a, b);
+}
+#undef CMP
 
 static int chan_sort_cmp(const void *a, const void *b) {
-  uint64_t x = chan_key(a), y = chan_key(b);
-  return (x > y) - (x < y);
-}
-
-/* The same key, ignoring the communicator index. */
-static uint64_t chan_subkey(const nt_channel_row *r) {
-  return chan_key(r) & ((1ull << 48) - 1);
+  return chan_cmp(a, b);
 }
 
 /* Copies only the rows in use; the copy's host is sanitized, every
@@ -252,7 +257,7 @@ static void copy_snapshot(nt_snapshot *dst, const nt_snapshot *src) {
   bool sorted = true;
   for (uint32_t i = 0; i < dst->nchannels; i++) {
     if (ch[i].comm_index >= dst->ncomms) ch[i].comm_index = NT_NO_COMM;
-    sorted = sorted && (i == 0 || chan_key(&ch[i - 1]) <= chan_key(&ch[i]));
+    sorted = sorted && (i == 0 || chan_cmp(&ch[i - 1], &ch[i]) <= 0);
   }
   if (!sorted) qsort(ch, dst->nchannels, sizeof *ch, chan_sort_cmp);
 }
@@ -288,10 +293,10 @@ static void match_rows(proc_slot *p) {
       pi++;
     if (ci < cur->ncomms && pi < prev->ncomms) { /* merge the two runs */
       for (uint32_t j = from[pi]; i < end && j < to[pi];) {
-        uint64_t a = chan_subkey(&cur->channels[i]), b = chan_subkey(&prev->channels[j]);
-        if (a == b)
+        int order = chan_subcmp(&cur->channels[i], &prev->channels[j]);
+        if (order == 0)
           p->match[i++] = (int32_t)j++;
-        else if (a < b)
+        else if (order < 0)
           i++;
         else
           j++;
@@ -641,11 +646,11 @@ static const nt_channel_row *prev_channel(const nt_model_process *p, const nt_ch
     return j >= 0 ? &prev->channels[j] : NULL;
   }
   if (row->comm_index >= cur->ncomms) return NULL;
-  uint64_t hash = cur->comms[row->comm_index].comm_hash, key = chan_subkey(row);
+  uint64_t hash = cur->comms[row->comm_index].comm_hash;
   for (uint32_t j = 0; j < prev->nchannels; j++) { /* a copy of a row: search */
     const nt_channel_row *o = &prev->channels[j];
     if (o->comm_index < prev->ncomms && prev->comms[o->comm_index].comm_hash == hash &&
-        chan_subkey(o) == key)
+        chan_subcmp(o, row) == 0)
       return o;
   }
   return NULL;

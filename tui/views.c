@@ -174,8 +174,9 @@ static const nt_channel_row *cell_row(const nt_model_rank *r, int channel, int d
   const nt_channel_row *best = NULL;
   for (uint32_t c = 0; c < snap->nchannels; c++) {
     const nt_channel_row *row = &snap->channels[c];
+    /* PXN relay rows are another rank's work: listed in the detail panel. */
     if (row->comm_index == r->comm_index && row->channel == channel && row->dir == dir &&
-        (!best || row->steps > best->steps))
+        row->relay_rank < 0 && (!best || row->steps > best->steps))
       best = row;
   }
   return best;
@@ -205,6 +206,23 @@ static void net_lines(nt_screen *s, const nt_model_rank *r, int *y, int x) {
                "net plugin: socket fd %u: %llu tasks, %s, busy %.1f ms, %llu open", n->id,
                (unsigned long long)n->count, nt_fmt_bytes((double)n->bytes, bytes, sizeof bytes),
                n->busy_ns / 1e6, (unsigned long long)n->in_flight);
+    mvaddnstr((*y)++, x, line, s->cols - x);
+  }
+}
+
+/* PXN: what this process's proxy thread ran on the channel for other ranks
+ * of the node, whose own rows show none of it. */
+static void relay_lines(nt_screen *s, const nt_model_rank *r, int channel, int *y, int x) {
+  const nt_snapshot *snap = r->proc->cur;
+  char line[256], bytes[32];
+  for (uint32_t c = 0; c < snap->nchannels && *y < s->rows - 1; c++) {
+    const nt_channel_row *row = &snap->channels[c];
+    if (row->comm_index != r->comm_index || row->channel != channel || row->relay_rank < 0)
+      continue;
+    snprintf(line, sizeof line, "relayed for rank %d (PXN): %s %s peer %d: %llu steps, %s, %s",
+             row->relay_rank, row->dir ? "recv" : "send", row->dir ? "from" : "to", row->peer,
+             (unsigned long long)row->steps, nt_fmt_bytes((double)row->bytes, bytes, sizeof bytes),
+             nt_run_name(row->run_state));
     mvaddnstr((*y)++, x, line, s->cols - x);
   }
 }
@@ -249,6 +267,7 @@ static void detail_panel(nt_screen *s, const nt_model_rank *r, int channel, int 
       mvaddnstr(y++, x, line, s->cols - x);
     }
   }
+  relay_lines(s, r, channel, &y, x);
   net_lines(s, r, &y, x);
 }
 
