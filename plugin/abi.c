@@ -128,8 +128,13 @@ static nt_nccl_result stop_any(void *h) {
 
 static nt_nccl_result record_v3(void *h, int state, nt_state_args_v3 *a) {
   /* v3's ProxyStep records carry no size we can trust (NCCL 2.26 passed
-   * NULL; 2.27+'s v3 shim zeroes them). */
-  return nt_record(h, state, 0, false, a ? a->proxyCtrl.appendedProxyOps : 0, 0);
+   * NULL; 2.27+'s v3 shim zeroes them); its ProxyOp records do, as the op's
+   * running total when data went out or came in. The union's members
+   * overlap: each is read only for its own states. */
+  bool op = a && (state == NT_ST_V3_OP_SEND_TRANSMITTED || state == NT_ST_V3_OP_RECV_RECEIVED);
+  bool ctrl = a && state == NT_ST_CTRL_APPEND_END;
+  return nt_record(h, state, op ? a->proxyOp.transSize : 0, op,
+                   ctrl ? a->proxyCtrl.appendedProxyOps : 0, 0);
 }
 
 static nt_nccl_result record_v4(void *h, int state, nt_state_args_v4 *a) {

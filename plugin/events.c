@@ -137,6 +137,7 @@ static void *start_proxy_op(struct nt_thread *t, void *context, const struct nt_
   op->self = op;
   op->dir = (uint8_t)dir;
   op->begun = 0;
+  op->v3_bytes = 0;
   op->start_ns = now;
   op->row = row;
   op->task = foreign ? NULL : nt_task_attach(t, ev->parent);
@@ -448,7 +449,17 @@ nt_nccl_result nt_record(void *handle, int state, uint64_t trans_size, bool has_
   case NT_K_KERNEL:
     if (state == NT_ST_KERNEL_CH_STOP) ((struct nt_kernel_event *)handle)->stop_ptimer = ptimer;
     break;
-  case NT_K_OP: break;  /* InProgress and the pre-2.27 op states carry nothing we use */
+  case NT_K_OP: {
+    /* 2.26: bytes come only as the op's running total (its steps carry no
+     * size); InProgress (2.27+) and the other op states carry nothing we use. */
+    struct nt_op *op = handle;
+    if (has_size && atomic_load_explicit(&op->in_use, memory_order_relaxed) &&
+        trans_size > op->v3_bytes) {
+      NT_ADD(op->row->bytes, trans_size - op->v3_bytes);
+      op->v3_bytes = trans_size;
+    }
+    break;
+  }
   case NT_K_NET: break; /* NetPluginUpdate: the plugin's data, nothing we aggregate */
   case NT_K_TASK:
   case NT_K_API:

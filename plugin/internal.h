@@ -206,6 +206,7 @@ struct nt_op {
   uint8_t begun; /* a step left its first wait, or one stopped */
   const void *self;
   uint64_t start_ns;
+  uint64_t v3_bytes; /* NCCL 2.26: the op's running transSize counted so far */
   struct nt_chan_row *row;
   struct nt_task *task; /* the operation it belongs to, NULL unknown */
   struct nt_step steps[NT_STEPS_PER_OP];

@@ -1,7 +1,8 @@
 /* What the plugin must report once a deterministic schedule has run: the
  * schedule of schedule.h, added up, for the NCCL release played
  * (version.h). NCCL 2.26 (ABI v3) differs: no SendPeerWait (that time stays
- * in SendGPUWait), no transSize on the steps (no bytes), no KernelChStop
+ * in SendGPUWait), no transSize on the steps (bytes come from the op's
+ * SendTransmitted/RecvReceived running total instead), no KernelChStop
  * (no GPU busy time), and its recv stop bug: the last recv step of every op
  * is never stopped, so the plugin counts one step less per op and loses its
  * RecvGPUWait, while the step before it waits until the pair is done.
@@ -58,7 +59,8 @@ void nt_sim_expect_channel(const nt_sim_config *c, int rank, int comm, int chann
   uint64_t ahead = channel == 0 ? m.ahead_seen * (uint64_t)c->run_ahead_ms * 1000000ull : 0;
   memset(out, 0, sizeof *out);
   out->steps = n;
-  out->bytes = v3 ? 0 : it * sim_det_op_bytes(c->steps);
+  /* 2.26's bytes come from the op's running transSize, not its steps. */
+  out->bytes = it * sim_det_op_bytes(c->steps);
   out->ops = it;
   if (dir == NT_DIR_SEND) {
     out->wait_ns[0] = n * (SIM_SEND_GPU_NS + (v3 ? SIM_SEND_PEER_NS : 0)) + ahead;

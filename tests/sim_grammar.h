@@ -457,6 +457,15 @@ static inline const char *channel_totals(const nt_sim_config *c, const ctx_t *x,
       continue;
     got.ops++;
     got.peer = op->peer;
+    /* 2.26: the op's own records carry its running transSize (V3). */
+    unsigned long long run = 0;
+    for (int r = 0; r < op->nrec; r++)
+      if ((op->states[r] == NT_ST_V3_OP_SEND_TRANSMITTED ||
+           op->states[r] == NT_ST_V3_OP_RECV_RECEIVED) &&
+          op->size[r] > run) {
+        got.bytes += op->size[r] - run;
+        run = op->size[r];
+      }
     for (int j = 0; j < tr.nev; j++) {
       const ev_t *s = &tr.ev[j];
       if (s->type != NT_EV_PROXY_STEP || s->pid != op->pid || s->parent != op->h) continue;
