@@ -311,12 +311,10 @@ void nt_batch_ops_text(FILE *out, nt_model *m) {
             "ALGO", "PROTO", "COUNT", "DONE", "AVG us", "ALGBW", "BUSBW");
   for (uint32_t i = 0; i < ns; i++) {
     const nt_op_stat *r = &st[i];
-    char size[32], algo[16], t[3][24] = {"unknown", "unknown", "unknown"};
+    char size[32], t[3][24] = {"unknown", "unknown", "unknown"};
     /* Rows no Coll reported name their source in the algorithm column. */
-    snprintf(algo, sizeof algo, "%s",
-             strcmp(nt_op_source(r), "collapi") && strcmp(nt_op_source(r), "ce")
-                 ? nt_algo_name(r->algo)
-                 : nt_op_source(r));
+    const char *src = nt_op_source(r);
+    bool plain = !strcmp(src, "coll") || !strcmp(src, "p2p");
     if (r->done) {
       snprintf(t[0], sizeof t[0], "%.1f", r->time_s * 1e6 / (double)r->done);
       snprintf(t[1], sizeof t[1], "%.2f", nt_stat_algbw(r->alg_bytes, r->time_s));
@@ -324,8 +322,9 @@ void nt_batch_ops_text(FILE *out, nt_model *m) {
     }
     fprintf(out, "%016llx %-13s %-11s %-14s %-7s %8llu %8llu %10s %9s %9s\n",
             (unsigned long long)r->comm_hash, nt_func_name(r->func),
-            nt_fmt_bucket(r->bucket, size, sizeof size), algo, nt_proto_name(r->proto),
-            (unsigned long long)r->count, (unsigned long long)r->done, t[0], t[1], t[2]);
+            nt_fmt_bucket(r->bucket, size, sizeof size), plain ? nt_algo_name(r->algo) : src,
+            plain ? nt_proto_name(r->proto) : "-", (unsigned long long)r->count,
+            (unsigned long long)r->done, t[0], t[1], t[2]);
   }
   free(st);
   nt_phase_stat ph[NT_MAX_PHASES + 1];
