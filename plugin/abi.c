@@ -116,6 +116,17 @@ static nt_nccl_result start_v5(void *ctx, void **h, nt_descr_v5 *d) {
   } else if (ev.type == NT_EV_COLL_API) {
     /* Read as a byte: a bool holding anything but 0 or 1 would be UB. */
     ev.graph_captured = *(const uint8_t *)&d->collApi.graphCaptured != 0;
+    /* The call as the user made it (a Broadcast on 2.29+ is only this). */
+    ev.op.func = d->collApi.func;
+    ev.op.count = d->collApi.count;
+    ev.op.datatype = d->collApi.datatype;
+    ev.op.root_peer = d->collApi.root;
+  } else if (ev.type == NT_EV_CE_COLL) {
+    /* v6 only: NCCL's v5 shim drops the CE types. */
+    ev.op.func = d->ceColl.func;
+    ev.op.count = d->ceColl.count;
+    ev.op.datatype = d->ceColl.datatype;
+    ev.op.root_peer = d->ceColl.root;
   } else if (ev.type == NT_EV_P2P_API) {
     ev.graph_captured = *(const uint8_t *)&d->p2pApi.graphCaptured != 0;
   }

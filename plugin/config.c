@@ -13,15 +13,18 @@ extern char **environ;
 
 /* Event classes nccltop asks for by default: everything the views use, at
  * low cost. KernelCh is left out: it makes NCCL add profiler proxy ops and
- * poll GPU counters (NVIDIA/nccl#1809), so it is opt-in. */
+ * poll GPU counters (NVIDIA/nccl#1809), so it is opt-in. CeColl is in: a
+ * copy-engine collective (2.29+) has no Coll, and NCCL starts its CeColl
+ * (one event per operation, ce.c) only if a CE class is asked for; its
+ * CeSync and CeBatch children (three more per operation) are not needed. */
 #define NT_DEFAULT_MASK                                                                            \
-  (NT_EV_COLL | NT_EV_P2P | NT_EV_PROXY_OP | NT_EV_PROXY_STEP | NT_EV_PROXY_CTRL)
+  (NT_EV_COLL | NT_EV_P2P | NT_EV_PROXY_OP | NT_EV_PROXY_STEP | NT_EV_PROXY_CTRL | NT_EV_CE_COLL)
 
-/* A class name (nt_event_class_name), "default" or "all" (everything up to
- * profiler v5: NCCL never records the CE classes' states). */
+/* A class name (nt_event_class_name), "default" or "all" (every class,
+ * the CE ones of profiler v6 included; older releases ignore those bits). */
 static int class_bits(const char *name) {
   if (strcasecmp(name, "default") == 0) return NT_DEFAULT_MASK;
-  if (strcasecmp(name, "all") == 0) return 0xFFF;
+  if (strcasecmp(name, "all") == 0) return (1 << NT_EVENT_CLASSES) - 1;
   for (int b = 0; b < NT_EVENT_CLASSES; b++)
     if (strcasecmp(name, nt_event_class_name(b)) == 0) return 1 << b;
   return 0;

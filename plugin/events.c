@@ -221,6 +221,9 @@ nt_nccl_result nt_start(void *context, void **handle, const struct nt_ev *ev) {
   case NT_EV_P2P_API:
   case NT_EV_KERNEL_LAUNCH: *handle = nt_api_start(t, context, ev); break;
   case NT_EV_NET_PLUGIN: *handle = nt_net_start(t, context, ev); break;
+  case NT_EV_CE_COLL:
+  case NT_EV_CE_SYNC:
+  case NT_EV_CE_BATCH: *handle = nt_ce_start(t, context, ev); break;
   default: NT_ADD(t->unknown_events, 1); break;
   }
   return NT_NCCL_SUCCESS;

@@ -93,6 +93,9 @@ struct nt_context {
   /* Progress per function: NCCL's seqNumber + 1 (p2p: a count), when the
    * last one was enqueued, and how many were done (the publisher's). */
   _Atomic uint64_t launched[NT_FUNC_COUNT], last_launch_ns[NT_FUNC_COUNT], done[NT_FUNC_COUNT];
+  /* The highest seqNumber + 1 seen per function (api_ops.c nt_launch_note:
+   * a Coll at or below it is a graph replay, counted in `launched` too). */
+  _Atomic uint64_t seq_top[NT_FUNC_COUNT];
   /* API events (profiler v5+). */
   _Atomic uint64_t group_api, coll_api, p2p_api, kernel_launches, graph_captured, api_ns;
   /* Its operations have had children: the rest will too (retire.c waits
@@ -156,6 +159,9 @@ struct nt_task {
   _Atomic uint32_t st;
   _Atomic uint32_t children;
   _Atomic uint8_t untimed; /* a child was reclaimed, not stopped: no duration */
+  /* A Broadcast counted from its CollApi that a Coll turned out to report
+   * (api_ops.c): retired without a trace. */
+  _Atomic uint8_t superseded;
   struct nt_context *ctx;
   int32_t root_peer;
   uint64_t seq, count, bytes, enqueue_ns;
@@ -233,7 +239,11 @@ struct nt_api {
   const void *self;
   struct nt_context *ctx;
   uint64_t start_ns;
+  bool group; /* the thread's GroupApi handle (its stop closes the call) */
 };
+/* Broadcasts a thread counted from their CollApi in the group now open
+ * (api_ops.c): at most this many wait for the group's end. */
+#define NT_BCAST_PENDING 16
 
 /* Every handle NCCL gets from us begins with its kind byte and, at offset
  * 8, its own address: nt_handle_kind trusts a pointer only if it is in our
@@ -271,7 +281,10 @@ struct nt_thread {
   uint32_t op_cursor, event_cursor, task_cursor, net_cursor;
   _Atomic uint32_t tasks_hw; /* task slots [0, tasks_hw) have been used */
   struct nt_ctrl ctrl;
-  struct nt_api api;
+  struct nt_api api, gapi;
+  /* Owner only: the open group's Broadcasts counted from their CollApi. */
+  struct nt_task *bcast_pending[NT_BCAST_PENDING];
+  uint32_t nbcast_pending;
   struct nt_chan_row chan[NT_CHAN_ROWS_PER_THREAD];
   struct nt_kernel_row kernel[NT_KERNEL_ROWS_PER_THREAD];
   struct nt_op ops[NT_OPS_PER_THREAD];
@@ -366,7 +379,7 @@ struct nt_ev {
   bool graph_captured;  /* CollApi / P2pApi (v5+) */
   int64_t net_id;       /* NetPlugin: plugin type | version */
   const void *net_data; /* NetPlugin: the plugin's own descriptor */
-  struct nt_ev_op op;   /* Coll / P2p only */
+  struct nt_ev_op op;   /* Coll / P2p, CollApi, CeColl */
 };
 nt_nccl_result nt_start(void *context, void **handle, const struct nt_ev *ev);
 nt_nccl_result nt_stop(void *handle);
@@ -380,6 +393,26 @@ void *nt_op_start(struct nt_thread *t, void *context, const struct nt_ev *ev);
 void nt_op_stop(struct nt_task *k);
 void *nt_api_start(struct nt_thread *t, void *context, const struct nt_ev *ev);
 void nt_api_stop(struct nt_api *a);
+/* A task of `ev` (Coll or P2p shaped) in t's pool, LIVE, not counted as
+ * launched; it waits for the children `mask` lets come (0: none). NULL when
+ * the pool is full. */
+struct nt_task *nt_task_open(struct nt_thread *t, struct nt_context *c, const struct nt_ev *ev,
+                             uint64_t now, int mask);
+
+/* api_ops.c: operations as the user called them (Broadcast on 2.29+, CE
+ * collectives, graph replays). */
+/* Counts one launch of func: by seqNumber when the event has one (a Coll
+ * at or below the highest seen is a graph replay: one more), else one. */
+void nt_launch_note(struct nt_context *c, int func, bool has_seq, uint64_t seq, uint64_t now);
+/* CollApi of a Broadcast on ABI v6: counted as the operation (see there). */
+void nt_bcast_api(struct nt_thread *t, struct nt_context *c, const struct nt_ev *ev);
+/* A Broadcast Coll whose parent is t's CollApi handle: the CollApi-born
+ * one it reports is withdrawn. */
+void nt_bcast_claim(struct nt_thread *t, struct nt_context *c, const void *parent);
+/* The group is over: t's pending Broadcasts are stopped (retirable). */
+void nt_bcast_close(struct nt_thread *t);
+/* CeColl, CeSync, CeBatch (v6). */
+void *nt_ce_start(struct nt_thread *t, void *context, const struct nt_ev *ev);
 /* A child (proxy op, kernel channel) of `parent`: a reference, or NULL when
  * parent is not a live operation of ours (a late child is counted). */
 struct nt_task *nt_task_attach(struct nt_thread *t, void *parent);

@@ -4,8 +4,8 @@
  * src/include/plugin/profiler/profiler_v{3,4,5,6}.h; the static assertions at
  * the end pin every offset we read, so a mistake here fails the build instead
  * of corrupting a training job. Only the fields nccltop (and its simulator,
- * which plays NCCL) use are spelled out in full; v6's CE descriptors share the
- * union and are never read.
+ * which plays NCCL) use are spelled out in full; v6's CE members share the
+ * union with v5's (NCCL sends CE types to a v6 plugin only).
  */
 #ifndef NCCLTOP_NCCL_PROFILER_ABI_H
 #define NCCLTOP_NCCL_PROFILER_ABI_H
@@ -243,7 +243,32 @@ typedef struct {
     struct nt_abi_proxy_step proxyStep;
     struct nt_abi_kernel_ch kernelCh;
     struct nt_abi_net_plugin netPlugin;
-    /* v6's ceColl is the largest member and ends at 112 bytes. */
+    /* v6 only (NCCL 2.29+; the v5 shim drops these types): copy-engine
+     * collectives. ceColl is the largest member and ends at 112 bytes. */
+    struct {
+      uint64_t seqNumber; /* the communicator's CE sequence, not per function */
+      const char *func;
+      void const *sendBuff;
+      void *recvBuff;
+      size_t count; /* AllGather: bytes, datatype ncclInt8 (as a Coll's) */
+      int root;
+      const char *datatype;
+      const char *syncStrategy;
+      bool intraBatchSync;
+      uint32_t batchSize;
+      uint32_t numBatches;
+      uint32_t ceSeqNum;
+      void *stream;
+    } ceColl;
+    struct {
+      bool isComplete;
+      int nRanks;
+    } ceCollSync;
+    struct {
+      int numOps;
+      size_t totalBytes;
+      bool useIntraSync;
+    } ceCollBatch;
     unsigned char v6_ce_space[88];
   };
 } nt_descr_v5;
@@ -398,6 +423,25 @@ NT_PIN(nt_descr_v5, kernelCh.channelId, 24);
 NT_PIN(nt_descr_v5, kernelCh.pTimer, 32);
 NT_PIN(nt_descr_v5, netPlugin.id, 24);
 NT_PIN(nt_descr_v5, netPlugin.data, 32);
+/* v6's CE members, as profiler_v6.h lays them out. */
+NT_PIN(nt_descr_v6, ceColl.seqNumber, 24);
+NT_PIN(nt_descr_v6, ceColl.func, 32);
+NT_PIN(nt_descr_v6, ceColl.sendBuff, 40);
+NT_PIN(nt_descr_v6, ceColl.recvBuff, 48);
+NT_PIN(nt_descr_v6, ceColl.count, 56);
+NT_PIN(nt_descr_v6, ceColl.root, 64);
+NT_PIN(nt_descr_v6, ceColl.datatype, 72);
+NT_PIN(nt_descr_v6, ceColl.syncStrategy, 80);
+NT_PIN(nt_descr_v6, ceColl.intraBatchSync, 88);
+NT_PIN(nt_descr_v6, ceColl.batchSize, 92);
+NT_PIN(nt_descr_v6, ceColl.numBatches, 96);
+NT_PIN(nt_descr_v6, ceColl.ceSeqNum, 100);
+NT_PIN(nt_descr_v6, ceColl.stream, 104);
+NT_PIN(nt_descr_v6, ceCollSync.isComplete, 24);
+NT_PIN(nt_descr_v6, ceCollSync.nRanks, 28);
+NT_PIN(nt_descr_v6, ceCollBatch.numOps, 24);
+NT_PIN(nt_descr_v6, ceCollBatch.totalBytes, 32);
+NT_PIN(nt_descr_v6, ceCollBatch.useIntraSync, 40);
 _Static_assert(sizeof(nt_descr_v5) == 112, "v5/v6 descriptor size");
 
 NT_PIN(nt_net_ib_v1, qp.device, 8);

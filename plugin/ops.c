@@ -31,34 +31,15 @@ static void store_max(_Atomic uint64_t *p, uint64_t v) {
   }
 }
 
-void *nt_op_start(struct nt_thread *t, void *context, const struct nt_ev *ev) {
-  struct nt_context *c = nt_context_check(context);
-  if (!c) {
-    NT_ADD(t->unknown_events, 1);
-    return &nt_ignored_handle; /* non-NULL: NCCL keeps producing the children */
-  }
-  bool coll = ev->type == NT_EV_COLL;
-  atomic_fetch_add_explicit(coll ? &c->colls : &c->p2ps, 1, memory_order_relaxed);
-  uint64_t now = nt_clock_ns();
-  int func = nt_func_from_name(ev->op.func);
-  /* Collectives carry NCCL's per-function sequence number (the counter RAS
-   * compares); p2p operations are counted. */
-  if (coll)
-    store_max(&c->launched[func], ev->op.seq + 1);
-  else
-    atomic_fetch_add_explicit(&c->launched[func], 1, memory_order_relaxed);
-  atomic_store_explicit(&c->last_launch_ns[func], now, memory_order_relaxed);
+struct nt_task *nt_task_open(struct nt_thread *t, struct nt_context *c, const struct nt_ev *ev,
+                             uint64_t now, int mask) {
   struct nt_task *k = task_alloc(t);
-  if (!k) {
-    NT_ADD(t->dropped_ops, 1);
-    return &nt_ignored_handle;
-  }
-  _Atomic int *maskp = atomic_load_explicit(&nt_g.mask_ptr, memory_order_relaxed);
-  int mask = maskp ? atomic_load_explicit(maskp, memory_order_relaxed) : 0;
+  if (!k) return NULL;
+  bool coll = ev->type != NT_EV_P2P;
   k->kind = NT_K_TASK;
   k->self = k;
   k->op_kind = coll ? NT_OP_COLL : NT_OP_P2P;
-  k->func = (uint8_t)func;
+  k->func = (uint8_t)nt_func_from_name(ev->op.func);
   k->algo = (uint8_t)(coll ? nt_algo_from_name(ev->op.algo) : NT_ALGO_NONE);
   k->proto = (uint8_t)(coll ? nt_proto_from_name(ev->op.proto) : NT_PR_NONE);
   k->dtype = (uint8_t)nt_dtype_from_name(ev->op.datatype);
@@ -77,11 +58,36 @@ void *nt_op_start(struct nt_thread *t, void *context, const struct nt_ev *ev) {
   k->seen_stop_ns = 0;
   atomic_store_explicit(&k->children, 0, memory_order_relaxed);
   atomic_store_explicit(&k->untimed, 0, memory_order_relaxed);
+  atomic_store_explicit(&k->superseded, 0, memory_order_relaxed);
   atomic_store_explicit(&k->last_stop_ns, 0, memory_order_relaxed);
   atomic_store_explicit(&k->gpu_ns, 0, memory_order_relaxed);
   atomic_store_explicit(&k->begun, 0, memory_order_relaxed);
   atomic_store_explicit(&k->last_progress_ns, 0, memory_order_relaxed);
   atomic_store_explicit(&k->st, NT_TS_LIVE, memory_order_release);
+  return k;
+}
+
+void *nt_op_start(struct nt_thread *t, void *context, const struct nt_ev *ev) {
+  struct nt_context *c = nt_context_check(context);
+  if (!c) {
+    NT_ADD(t->unknown_events, 1);
+    return &nt_ignored_handle; /* non-NULL: NCCL keeps producing the children */
+  }
+  bool coll = ev->type == NT_EV_COLL;
+  atomic_fetch_add_explicit(coll ? &c->colls : &c->p2ps, 1, memory_order_relaxed);
+  uint64_t now = nt_clock_ns();
+  int func = nt_func_from_name(ev->op.func);
+  if (coll && func == NT_FUNC_BROADCAST) nt_bcast_claim(t, c, ev->parent);
+  /* Collectives carry NCCL's per-function sequence number (the counter RAS
+   * compares); p2p operations are counted. */
+  nt_launch_note(c, func, coll, ev->op.seq, now);
+  _Atomic int *maskp = atomic_load_explicit(&nt_g.mask_ptr, memory_order_relaxed);
+  int mask = maskp ? atomic_load_explicit(maskp, memory_order_relaxed) : 0;
+  struct nt_task *k = nt_task_open(t, c, ev, now, mask);
+  if (!k) {
+    NT_ADD(t->dropped_ops, 1);
+    return &nt_ignored_handle;
+  }
   return k;
 }
 
@@ -121,7 +127,9 @@ void *nt_api_start(struct nt_thread *t, void *context, const struct nt_ev *ev) {
   switch (ev->type) {
   case NT_EV_GROUP_API:
     atomic_fetch_add_explicit(&c->group_api, 1, memory_order_relaxed);
-    return &nt_ignored_handle;
+    nt_bcast_close(t); /* a new call: the last one's group is over */
+    t->gapi.ctx = c;
+    return &t->gapi;
   case NT_EV_KERNEL_LAUNCH:
     atomic_fetch_add_explicit(&c->kernel_launches, 1, memory_order_relaxed);
     return &nt_ignored_handle;
@@ -130,6 +138,7 @@ void *nt_api_start(struct nt_thread *t, void *context, const struct nt_ev *ev) {
     atomic_fetch_add_explicit(ev->type == NT_EV_COLL_API ? &c->coll_api : &c->p2p_api, 1,
                               memory_order_relaxed);
     if (ev->graph_captured) atomic_fetch_add_explicit(&c->graph_captured, 1, memory_order_relaxed);
+    if (ev->type == NT_EV_COLL_API) nt_bcast_api(t, c, ev);
     t->api.ctx = c;
     t->api.start_ns = nt_clock_ns();
     return &t->api;
@@ -138,6 +147,12 @@ void *nt_api_start(struct nt_thread *t, void *context, const struct nt_ev *ev) {
 }
 
 void nt_api_stop(struct nt_api *a) {
+  if (a->group) {
+    /* Only the owner touches its pending list (a GroupApi stops on the
+     * thread that started it). */
+    if (a == &nt_self->gapi) nt_bcast_close(nt_self);
+    return;
+  }
   /* NCCL can stop a stale CollApi handle again: only the first stop counts. */
   struct nt_context *c = a->ctx;
   if (!c) return;

@@ -151,6 +151,11 @@ static void retire(struct nt_task *k) {
   if (!atomic_compare_exchange_strong_explicit(&k->st, &expect, NT_TS_RETIRING,
                                                memory_order_acq_rel, memory_order_relaxed))
     return;
+  if (atomic_load_explicit(&k->superseded, memory_order_relaxed)) {
+    /* A Broadcast counted from its CollApi whose Coll came (api_ops.c). */
+    atomic_store_explicit(&k->st, 0, memory_order_release);
+    return;
+  }
   struct nt_context *c = k->ctx;
   int ci = c->index;
   uint32_t gen = gen_of(c);

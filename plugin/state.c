@@ -102,6 +102,11 @@ struct nt_thread *nt_thread_claim(void) {
       t->api.kind = NT_K_API;
       t->api.self = &t->api;
       t->api.ctx = NULL;
+      t->api.group = false;
+      t->gapi = t->api;
+      t->gapi.self = &t->gapi;
+      t->gapi.group = true;
+      nt_bcast_close(t); /* an adopted slot's open group ended with its thread */
       uint32_t used = atomic_load(&nt_g.nthreads_used);
       while (used < i + 1 && !atomic_compare_exchange_weak(&nt_g.nthreads_used, &used, i + 1)) {
       }
@@ -200,6 +205,7 @@ nt_nccl_result nt_init(void **context, int *mask, const char *name, uint64_t has
       atomic_store(&c->launched[f], 0);
       atomic_store(&c->last_launch_ns[f], 0);
       atomic_store(&c->done[f], 0);
+      atomic_store(&c->seq_top[f], 0);
     }
     atomic_store(&c->group_api, 0);
     atomic_store(&c->coll_api, 0);

@@ -257,7 +257,7 @@ static bool help_view(vt_term *t) {
   if (!vt_wait_for(t, "[help]", 5)) return false;
   int r = wait_row(t, 5, ROW("Event classes on:"));
   char line[2048], want[] = "Event classes on: coll p2p proxyop proxystep proxyctrl "
-                            "kernelch(some processes)";
+                            "kernelch(some processes) cecoll";
   if (r < 0) return false;
   screen_row(t, r, line, sizeof line);
   size_t n = strlen(line);

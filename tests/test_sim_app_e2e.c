@@ -1,10 +1,11 @@
 /* Issue 9 end to end: each application-side scenario (--alltoall,
  * --broadcast, --graph, --run-ahead) with the real plugin and
- * `nccltop -b --json`. Each test asserts only what nccltop already shows
- * right (the proxy side's exact totals, the events it counts) and prints,
- * as "observed:" lines, what it shows of the operations themselves, which
- * issue 10 is to correct (a Send to self that never completes, an
- * invisible Broadcast, a seqNumber that stops, false stall alerts). */
+ * `nccltop -b --json`. Each test asserts what nccltop shows right (the
+ * proxy side's exact totals, the events it counts; since issue 10 item 4
+ * also a Broadcast counted once per call on 2.28 and 2.29, and graph
+ * replays that keep `launched` up with `done`, with no alert) and prints,
+ * as "observed:" lines, what it shows of the operations themselves (a Send
+ * to self that never completes, false stall alerts under run-ahead). */
 #include "scenario_harness.h"
 
 /* ---- what a frame shows ---- */
@@ -124,6 +125,22 @@ static void small_job(nt_sim_config *c) {
 
 /* ---- the scenarios ---- */
 
+/* A healthy job: no alert. */
+static const char *no_alert(const cJSON *f, char *why, size_t cap) {
+  const cJSON *a = cJSON_GetArrayItem(get(f, "alerts"), 0);
+  FAIL_IF(a, "alert %s: %s", str(a, "kind"), str(a, "text"));
+  return NULL;
+}
+
+/* Rank r's sequence row of func in communicator k: launched, done. */
+static const cJSON *seq_row(const cJSON *f, int k, int r, const char *func) {
+  const cJSON *q;
+  cJSON_ArrayForEach(q, get(find_rank(f, nt_sim_comm_hash(k), r), "seq")) {
+    if (!strcmp(str(q, "func"), func)) return q;
+  }
+  return NULL;
+}
+
 static const char *alltoall_right(const nt_sim_config *c, const cJSON *f, char *why, size_t cap) {
   nt_sim_comm_expect ce;
   nt_sim_expect_comm(c, 0, 0, &ce);
@@ -133,7 +150,7 @@ static const char *alltoall_right(const nt_sim_config *c, const cJSON *f, char *
     FAIL_IF(num(api, "p2p_api") != (double)ce.p2ps, "rank %d: p2p_api %g, want %g", r,
             num(api, "p2p_api"), (double)ce.p2ps);
   }
-  return NULL;
+  return no_alert(f, why, cap);
 }
 
 static void alltoall_end_to_end(void) {
@@ -145,7 +162,43 @@ static void alltoall_end_to_end(void) {
 }
 
 /* Broadcast: 2.28 a collectives row like any other (bytes right, ncclInt8
- * counts); 2.29 nothing but the CollApi. */
+ * counts); 2.29 nothing but the CollApi, from which nccltop counts it: once
+ * per call either way, with the same bytes, launched once per call (the
+ * straggler comparison), and on 2.29 with an unknown time (source
+ * "collapi", timing "unknown", bandwidths null). */
+static const char *bcast_counted_once(const nt_sim_config *c, const cJSON *f, char *why,
+                                      size_t cap) {
+  nt_sim_config c28 = *c;
+  c28.nccl_version = 228; /* where Broadcast is a Coll: the expectations count it */
+  nt_sim_op_expect ex[32];
+  int n = nt_sim_expect_ops(&c28, ex, 32);
+  FAIL_IF(n < 0, "expectations");
+  double want = 0, want_bytes = 0, count = 0, bytes = 0;
+  for (int i = 0; i < n; i++)
+    if (!strcmp(ex[i].func, "Broadcast"))
+      want += (double)ex[i].count, want_bytes += (double)ex[i].bytes;
+  FAIL_IF(!want, "the job has no Broadcast");
+  bool hidden = c->nccl_version >= 229;
+  const cJSON *x;
+  cJSON_ArrayForEach(x, get(f, "collectives")) {
+    if (strcmp(str(x, "func"), "Broadcast")) continue;
+    count += num(x, "count"), bytes += num(x, "bytes");
+    FAIL_IF(strcmp(str(x, "source"), hidden ? "collapi" : "coll"), "Broadcast source %s",
+            str(x, "source"));
+    FAIL_IF(hidden && (strcmp(str(x, "timing"), "unknown") || !cJSON_IsNull(get(x, "busbw_gbs"))),
+            "Broadcast timing %s", str(x, "timing"));
+  }
+  FAIL_IF(count != want * c->ranks || bytes != want_bytes * c->ranks,
+          "Broadcast count %g bytes %g, want %g %g", count, bytes, want * c->ranks,
+          want_bytes * c->ranks);
+  for (int r = 0; r < c->ranks; r++) {
+    const cJSON *q = seq_row(f, 0, r, "Broadcast");
+    FAIL_IF(!q || num(q, "launched") != want, "rank %d: Broadcast launched %g, want %g", r,
+            q ? num(q, "launched") : -1, want);
+  }
+  return no_alert(f, why, cap);
+}
+
 static const char *bcast_right(const nt_sim_config *c, const cJSON *f, char *why, size_t cap) {
   nt_sim_comm_expect ce;
   nt_sim_expect_comm(c, 0, 0, &ce);
@@ -167,7 +220,7 @@ static const char *bcast_right(const nt_sim_config *c, const cJSON *f, char *why
     const cJSON *api = get(find_rank(f, nt_sim_comm_hash(0), r), "api");
     FAIL_IF(num(api, "coll_api") != c->iterations, "rank %d: coll_api %g", r, num(api, "coll_api"));
   }
-  return NULL;
+  return bcast_counted_once(c, f, why, cap);
 }
 
 static void broadcast_end_to_end(void) {
@@ -183,11 +236,24 @@ static void broadcast_end_to_end(void) {
 }
 
 /* Graph, nccltop's default classes (no KernelCh): comm 0 replays show all
- * their Coll events; the intra-node comm 1 only the capture's. */
+ * their Coll events, with the same seqNumber each time, and `launched`
+ * counts each replay, so it keeps up with `done`; the intra-node comm 1
+ * shows only the capture's. */
 static const char *graph_right(const nt_sim_config *c, const cJSON *f, char *why, size_t cap) {
   if (proxy_side_mismatch(c, f, 0, (double)c->iterations, why, cap)) return why;
   if (proxy_side_mismatch(c, f, 1, 3, why, cap)) return why;
-  return NULL;
+  for (int r = 0; r < c->ranks; r++) {
+    const cJSON *q;
+    double launched = 0;
+    cJSON_ArrayForEach(q, get(find_rank(f, nt_sim_comm_hash(0), r), "seq")) {
+      FAIL_IF(num(q, "launched") != num(q, "done"), "rank %d %s: launched %g, done %g", r,
+              str(q, "func"), num(q, "launched"), num(q, "done"));
+      launched += num(q, "launched");
+    }
+    FAIL_IF(launched != c->iterations, "rank %d: launched %g in all, want %d", r, launched,
+            c->iterations);
+  }
+  return no_alert(f, why, cap);
 }
 
 static void graph_end_to_end(void) {

@@ -6,8 +6,10 @@
  *          "func", "count", "age_s"}], most important first;
  *        "collectives": [{"comm", "comm_name", "nranks", "kind": coll|p2p,
  *          "func", "algo", "proto", "size": "32K-64K", "bucket", "ranks",
- *          "count", "done", "gpu_done", "bytes", "time_ms", "avg_us",
- *          "algbw_gbs", "busbw_gbs"}];
+ *          "count", "done", "gpu_done", "bytes", "source": coll|p2p|collapi|ce
+ *          (nt_op_source), "timing": measured|partial|unknown, "time_ms",
+ *          "avg_us", "algbw_gbs", "busbw_gbs" (null when no operation of the
+ *          row was timed)}];
  *        "phases": [{"phase" ("" none), "ranks", "count", "done", "bytes",
  *          "time_ms" (per rank), "algbw_gbs", "busbw_gbs"}];
  *        "recent": [operation as in "in_flight" plus "host", "pid", "rank",
@@ -252,10 +254,19 @@ void nt_batch_job_json(cJSON *root, nt_model *m, const nt_options *o, double now
     put_num(x, "done", (double)r->done);
     put_num(x, "gpu_done", (double)r->gpu_done);
     put_num(x, "bytes", (double)r->bytes);
-    put_num(x, "time_ms", r->time_s * 1e3);
-    put_num(x, "avg_us", r->done ? r->time_s * 1e6 / (double)r->done : 0);
-    put_num(x, "algbw_gbs", nt_stat_algbw(r->alg_bytes, r->time_s));
-    put_num(x, "busbw_gbs", nt_stat_algbw(r->bus_bytes, r->time_s));
+    put_str(x, "source", nt_op_source(r));
+    put_str(x, "timing", nt_op_timing(r));
+    if (r->done) {
+      put_num(x, "time_ms", r->time_s * 1e3);
+      put_num(x, "avg_us", r->time_s * 1e6 / (double)r->done);
+      put_num(x, "algbw_gbs", nt_stat_algbw(r->alg_bytes, r->time_s));
+      put_num(x, "busbw_gbs", nt_stat_algbw(r->bus_bytes, r->time_s));
+    } else { /* no operation was timed: unknown, not 0 */
+      put_obj(x, "time_ms", cJSON_CreateNull());
+      put_obj(x, "avg_us", cJSON_CreateNull());
+      put_obj(x, "algbw_gbs", cJSON_CreateNull());
+      put_obj(x, "busbw_gbs", cJSON_CreateNull());
+    }
     append(cs, x);
   }
   free(st);
@@ -307,13 +318,20 @@ void nt_batch_ops_text(FILE *out, nt_model *m) {
             "ALGO", "PROTO", "COUNT", "DONE", "AVG us", "ALGBW", "BUSBW");
   for (uint32_t i = 0; i < ns; i++) {
     const nt_op_stat *r = &st[i];
-    char size[32];
-    fprintf(out, "%016llx %-13s %-11s %-14s %-7s %8llu %8llu %10.1f %9.2f %9.2f\n",
+    char size[32], t[3][24] = {"unknown", "unknown", "unknown"};
+    /* Rows no Coll reported name their source in the algorithm column. */
+    const char *src = nt_op_source(r);
+    bool plain = !strcmp(src, "coll") || !strcmp(src, "p2p");
+    if (r->done) {
+      snprintf(t[0], sizeof t[0], "%.1f", r->time_s * 1e6 / (double)r->done);
+      snprintf(t[1], sizeof t[1], "%.2f", nt_stat_algbw(r->alg_bytes, r->time_s));
+      snprintf(t[2], sizeof t[2], "%.2f", nt_stat_algbw(r->bus_bytes, r->time_s));
+    }
+    fprintf(out, "%016llx %-13s %-11s %-14s %-7s %8llu %8llu %10s %9s %9s\n",
             (unsigned long long)r->comm_hash, nt_func_name(r->func),
-            nt_fmt_bucket(r->bucket, size, sizeof size), nt_algo_name(r->algo),
-            nt_proto_name(r->proto), (unsigned long long)r->count, (unsigned long long)r->done,
-            r->done ? r->time_s * 1e6 / (double)r->done : 0, nt_stat_algbw(r->alg_bytes, r->time_s),
-            nt_stat_algbw(r->bus_bytes, r->time_s));
+            nt_fmt_bucket(r->bucket, size, sizeof size), plain ? nt_algo_name(r->algo) : src,
+            plain ? nt_proto_name(r->proto) : "-", (unsigned long long)r->count,
+            (unsigned long long)r->done, t[0], t[1], t[2]);
   }
   free(st);
   nt_phase_stat ph[NT_MAX_PHASES + 1];

@@ -233,6 +233,14 @@ typedef struct {
   uint32_t last_proc_;         /* internal: the last process counted in `ranks` */
 } nt_op_stat;
 uint32_t nt_model_op_stats(nt_model *m, nt_op_stat *out, uint32_t cap);
+/* What reported a row's operations: "coll" or "p2p" (NCCL's Coll and P2p
+ * events), "collapi" (a collective with no Coll and no algorithm that is a
+ * Broadcast: NCCL 2.29+ reports only its CollApi) or "ce" (any other such
+ * collective: a copy-engine CeColl). Only "coll" and "p2p" rows are timed. */
+const char *nt_op_source(const nt_op_stat *r);
+/* The rows' times: "measured" (every operation), "partial" (some) or
+ * "unknown" (none: its time and bandwidths are not 0 but unknown). */
+const char *nt_op_timing(const nt_op_stat *r);
 /* GB/s (1e9 bytes) from a row's sums; 0 when nothing was timed. */
 double nt_stat_algbw(double alg_bytes, double time_s);
 

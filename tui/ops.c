@@ -32,6 +32,16 @@ double nt_bus_factor(int func, int nranks) {
   }
 }
 
+const char *nt_op_source(const nt_op_stat *r) {
+  if (r->kind == NT_OP_P2P) return "p2p";
+  if (r->algo != NT_ALGO_NONE) return "coll";
+  return r->func == NT_FUNC_BROADCAST ? "collapi" : "ce";
+}
+
+const char *nt_op_timing(const nt_op_stat *r) {
+  return !r->done ? "unknown" : r->done < r->count ? "partial" : "measured";
+}
+
 double nt_stat_algbw(double alg_bytes, double time_s) {
   return time_s > 0 ? alg_bytes / time_s / 1e9 : 0;
 }

@@ -56,12 +56,24 @@ static void stats_section(nt_screen *s, int *y, int *n, const nt_run_summary *pr
         snprintf(was, sizeof was, "   %s%s/%s %.2f", changed ? "*" : " ", nt_algo_name(p->algo),
                  nt_proto_name(p->proto), nt_stat_algbw(p->bus_bytes, p->time_s));
     }
-    snprintf(line, sizeof line, "%-14.14s %-13s %-9s %-14s %-6s %7llu %7llu %10s %8.2f %8.2f%s",
-             comm, nt_func_name(r->func), nt_fmt_bucket(r->bucket, size, sizeof size),
-             r->kind == NT_OP_P2P ? "-" : nt_algo_name(r->algo),
-             r->kind == NT_OP_P2P ? "-" : nt_proto_name(r->proto), (unsigned long long)r->count,
-             (unsigned long long)r->done, avg, nt_stat_algbw(r->alg_bytes, r->time_s),
-             nt_stat_algbw(r->bus_bytes, r->time_s), was);
+    /* Rows no Coll reported (a 2.29+ Broadcast's CollApi, a CE CeColl) name
+     * their source instead of an algorithm; untimed rows say "?", not 0. */
+    const char *src = nt_op_source(r);
+    bool plain = !strcmp(src, "coll") || !strcmp(src, "p2p");
+    char alg[16] = "?", bus[16] = "?";
+    if (r->done) {
+      snprintf(alg, sizeof alg, "%.2f", nt_stat_algbw(r->alg_bytes, r->time_s));
+      snprintf(bus, sizeof bus, "%.2f", nt_stat_algbw(r->bus_bytes, r->time_s));
+    } else {
+      snprintf(avg, sizeof avg, "unknown");
+    }
+    snprintf(line, sizeof line, "%-14.14s %-13s %-9s %-14s %-6s %7llu %7llu %10s %8s %8s%s", comm,
+             nt_func_name(r->func), nt_fmt_bucket(r->bucket, size, sizeof size),
+             r->kind == NT_OP_P2P ? "-"
+             : plain              ? nt_algo_name(r->algo)
+                                  : src,
+             r->kind == NT_OP_P2P || !plain ? "-" : nt_proto_name(r->proto),
+             (unsigned long long)r->count, (unsigned long long)r->done, avg, alg, bus, was);
     if (!nt_scroll_line(s, y, n, 0, line)) return;
   }
 }

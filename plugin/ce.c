@@ -1,0 +1,30 @@
+/* Copy-engine collectives (NCCL 2.29+, ABI v6): no Group, Coll or proxy
+ * op; a CeColl (parent the CollApi) with CeSync and CeBatch children.
+ * A CeColl is counted as an operation of its function (AllGather, and with
+ * CTAPolicy ZERO also AlltoAll, Gather, Scatter), its bytes count x the
+ * datatype's size (AllGather: NCCL already converted the count to bytes, as
+ * for a Coll, so the rows and the bandwidth formulas agree with Coll ones).
+ *
+ * No time: the CeColl stops when the host has enqueued the copies and the
+ * syncs on the stream (ce_coll.cc), not when they are done; the children
+ * time the same enqueueing. So the operation retires as "enqueued" with an
+ * unknown duration, like intra-node work without kernelch. Its ceSeqNum
+ * counts syncs, not operations: each CeColl is one launch of its function. */
+#include "internal.h"
+
+void *nt_ce_start(struct nt_thread *t, void *context, const struct nt_ev *ev) {
+  struct nt_context *c = nt_context_check(context);
+  if (!c) {
+    NT_ADD(t->unknown_events, 1);
+    return &nt_ignored_handle;
+  }
+  if (ev->type != NT_EV_CE_COLL) return &nt_ignored_handle; /* CeSync, CeBatch: counted */
+  uint64_t now = nt_clock_ns();
+  nt_launch_note(c, nt_func_from_name(ev->op.func), false, 0, now);
+  struct nt_task *k = nt_task_open(t, c, ev, now, 0);
+  if (!k) {
+    NT_ADD(t->dropped_ops, 1);
+    return &nt_ignored_handle;
+  }
+  return k;
+}
