@@ -77,6 +77,9 @@ void *nt_op_start(struct nt_thread *t, void *context, const struct nt_ev *ev) {
   k->seen_stop_ns = 0;
   atomic_store_explicit(&k->children, 0, memory_order_relaxed);
   atomic_store_explicit(&k->untimed, 0, memory_order_relaxed);
+  atomic_store_explicit(&k->unreported, 0, memory_order_relaxed);
+  atomic_store_explicit(&k->kernel_children, 0, memory_order_relaxed);
+  k->kwait = k->seen_kch = 0;
   atomic_store_explicit(&k->last_stop_ns, 0, memory_order_relaxed);
   atomic_store_explicit(&k->gpu_ns, 0, memory_order_relaxed);
   atomic_store_explicit(&k->st, NT_TS_LIVE, memory_order_release);
