@@ -1,6 +1,7 @@
-/* Test harness for the real plugin: loads build/.../libnccl-profiler-nccltop.so
- * with dlopen, drives it through its exported ABI, and reads what it
- * publishes through a real ZeroMQ SUB socket.
+/* Test harness for the real plugin: loads its test-only build
+ * (build/.../tests/libnccl-profiler-nccltop-test.so: the production code
+ * plus the nccltop_sim_set_clock hook) with dlopen, drives it through its exported ABI, and reads
+ * what it publishes through a real ZeroMQ SUB socket.
  *
  * The plugin keeps process-wide state, so every case runs in a fresh child
  * process (ph_in_child): the parent never loads the plugin.
@@ -59,7 +60,7 @@ __attribute__((unused)) static int ph_setup_dir(ph_t *h) {
 
 __attribute__((unused)) static int ph_load(ph_t *h) {
   char path[PATH_MAX];
-  ph_plugin_path(path, sizeof path, "libnccl-profiler-nccltop.so");
+  ph_plugin_path(path, sizeof path, "tests/libnccl-profiler-nccltop-test.so");
   h->lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
   if (!h->lib) {
     fprintf(stderr, "    dlopen %s: %s\n", path, dlerror());

@@ -68,6 +68,12 @@ static void case_exports_every_abi_version(void) {
   }
   CHECK(dlsym(lib, "nccltop_tag") != NULL);
   CHECK(dlsym(lib, "nccltop_set_mask") != NULL);
+  /* The production plugin exports no test hook; its test-only build does. */
+  CHECK(dlsym(lib, "nccltop_sim_set_clock") == NULL);
+  ph_plugin_path(path, sizeof path, "tests/libnccl-profiler-nccltop-test.so");
+  void *test = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  CHECK(test != NULL && test != lib);
+  CHECK(test && dlsym(test, "nccltop_sim_set_clock") != NULL);
 }
 
 static void case_disable_makes_init_fail(void) {
