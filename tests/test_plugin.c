@@ -15,12 +15,7 @@ static ph_t H;
 
 /* Fresh plugin, one communicator, a subscribed SUB socket, first snapshot in. */
 static void *setup(void) {
-  memset(&H, 0, sizeof H);
-  ph_now = 1;
-  if (ph_setup_dir(&H) != 0 || ph_load(&H) != 0) return NULL;
-  void *ctx = ph_init(&H, HASH, 2, 8);
-  if (!ctx || ph_subscribe(&H) != 0 || ph_next_snapshot(&H, 5000) != 0) return NULL;
-  return ctx;
+  return ph_setup(&H, HASH, 2, 8);
 }
 
 static const nt_channel_row *find_row(const nt_snapshot *s, int channel, int dir, int peer) {

@@ -13,12 +13,7 @@
 static ph_t H;
 
 static void *setup(void) {
-  memset(&H, 0, sizeof H);
-  ph_now = 1;
-  if (ph_setup_dir(&H) != 0 || ph_load(&H) != 0) return NULL;
-  void *ctx = ph_init(&H, HASH, 0, 8);
-  if (!ctx || ph_subscribe(&H) != 0 || ph_next_snapshot(&H, 5000) != 0) return NULL;
-  return ctx;
+  return ph_setup(&H, HASH, 0, 8);
 }
 
 static void *coll(void *ctx, uint64_t seq, const char *algo, uint8_t nchannels) {
