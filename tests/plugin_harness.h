@@ -164,6 +164,31 @@ __attribute__((unused)) static int ph_in_child(void (*fn)(void)) {
   return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
+/* One KernelCh event of `parent` (NULL: none) on `channel`: started at GPU
+ * time `start`, KernelChStop recorded at `stop`, stopped. Its handle (for
+ * the stale-handle tests), NULL if the plugin gave none. */
+__attribute__((unused)) static void *ph_kernel_ch(ph_t *h, void *ctx, void *parent, int channel,
+                                                  uint64_t start, uint64_t stop) {
+  nt_descr_v5 d;
+  memset(&d, 0, sizeof d);
+  d.type = NT_EV_KERNEL_CH;
+  d.parentObj = parent;
+  d.kernelCh.channelId = (uint8_t)channel;
+  d.kernelCh.pTimer = start;
+  void *e = NULL;
+  h->v5->startEvent(ctx, &e, &d);
+  nt_state_args_v5 a = {.kernelCh = {.pTimer = stop}};
+  if (e) h->v5->recordEventState(e, NT_ST_KERNEL_CH_STOP, &a);
+  if (e) h->v5->stopEvent(e);
+  return e;
+}
+
+/* The test `name`: case_name run in a fresh child process (ph_in_child). */
+#define PH_CHILD(name)                                                                             \
+  static void name(void) {                                                                         \
+    CHECK(ph_in_child(case_##name) == 0);                                                          \
+  }
+
 /* Descriptor builders (v5 layout). */
 __attribute__((unused)) static nt_descr_v5 ph_op(int channel, int peer, int is_send, void *parent) {
   nt_descr_v5 d;

@@ -136,17 +136,8 @@ static void case_collnet_with_kernelch_is_timed(void) {
   H.v5->startEvent(ctx, &op, &d);
   CHECK(op == NULL);
   H.v5->stopEvent(k);
-  for (int ch = 0; ch < 2; ch++) {
-    d = ph_simple(NT_EV_KERNEL_CH);
-    d.parentObj = k;
-    d.kernelCh.channelId = (uint8_t)ch;
-    d.kernelCh.pTimer = 1000;
-    void *h = NULL;
-    H.v5->startEvent(ctx, &h, &d);
-    nt_state_args_v5 a = {.kernelCh = {.pTimer = 1000 + 500 * (uint64_t)(ch + 1)}};
-    H.v5->recordEventState(h, NT_ST_KERNEL_CH_STOP, &a);
-    H.v5->stopEvent(h);
-  }
+  for (int ch = 0; ch < 2; ch++)
+    CHECK(ph_kernel_ch(&H, ctx, k, ch, 1000, 1000 + 500 * (uint64_t)(ch + 1)) != NULL);
   CHECK(ph_latest(&H) == 0);
   const nt_op_row *r = op_row(H.snap, NT_ALGO_COLLNET_DIRECT);
   CHECK(r != NULL);
@@ -217,16 +208,8 @@ static void case_kernel_batch_busy_is_a_union(void) {
   void *ctx = setup();
   CHECK(ctx != NULL);
   const uint64_t iv[][2] = {{1000, 2000}, {1000, 2000}, {1000, 2000}, {1500, 2500}, {3000, 3100}};
-  for (size_t i = 0; i < sizeof iv / sizeof iv[0]; i++) {
-    nt_descr_v5 d = ph_simple(NT_EV_KERNEL_CH);
-    d.kernelCh.channelId = 3;
-    d.kernelCh.pTimer = iv[i][0];
-    void *h = NULL;
-    H.v5->startEvent(ctx, &h, &d);
-    nt_state_args_v5 a = {.kernelCh = {.pTimer = iv[i][1]}};
-    H.v5->recordEventState(h, NT_ST_KERNEL_CH_STOP, &a);
-    H.v5->stopEvent(h);
-  }
+  for (size_t i = 0; i < sizeof iv / sizeof iv[0]; i++)
+    CHECK(ph_kernel_ch(&H, ctx, NULL, 3, iv[i][0], iv[i][1]) != NULL);
   CHECK(ph_latest(&H) == 0);
   CHECK(H.snap->nkernels == 1);
   CHECK_EQ_U64(H.snap->kernels[0].count, 5);
@@ -242,16 +225,9 @@ static void case_stale_kernel_handle_is_harmless(void) {
   void *first = NULL;
   /* 256 events (the per-thread pool), so the next start reuses the slot */
   for (int i = 0; i < 256; i++) {
-    nt_descr_v5 d = ph_simple(NT_EV_KERNEL_CH);
-    d.kernelCh.channelId = 0;
-    d.kernelCh.pTimer = 1000 + (uint64_t)i * 100;
-    void *h = NULL;
-    H.v5->startEvent(ctx, &h, &d);
+    void *h = ph_kernel_ch(&H, ctx, NULL, 0, 1000 + (uint64_t)i * 100, 1010 + (uint64_t)i * 100);
     CHECK(h != NULL);
     if (!i) first = h;
-    nt_state_args_v5 a = {.kernelCh = {.pTimer = d.kernelCh.pTimer + 10}};
-    H.v5->recordEventState(h, NT_ST_KERNEL_CH_STOP, &a);
-    H.v5->stopEvent(h);
   }
   nt_descr_v5 d = ph_simple(NT_EV_KERNEL_CH);
   d.kernelCh.channelId = 1;
@@ -293,14 +269,7 @@ static void case_missing_kernel_children_time_out(void) {
   H.v5->stopEvent(none);
   void *some = coll(ctx, 1, "RING", 2);
   CHECK(net_op(ctx, some, 0, 1));
-  nt_descr_v5 d = ph_simple(NT_EV_KERNEL_CH);
-  d.parentObj = some;
-  d.kernelCh.pTimer = 100;
-  void *h = NULL;
-  H.v5->startEvent(ctx, &h, &d);
-  nt_state_args_v5 a = {.kernelCh = {.pTimer = 300}};
-  H.v5->recordEventState(h, NT_ST_KERNEL_CH_STOP, &a);
-  H.v5->stopEvent(h);
+  CHECK(ph_kernel_ch(&H, ctx, some, 0, 100, 300) != NULL);
   H.v5->stopEvent(some);
   CHECK(unforced_latest(&H, 300) == 0);
   CHECK_EQ_U64(in_flight(H.snap), 1); /* the one without any waits longer */
@@ -314,16 +283,12 @@ static void case_missing_kernel_children_time_out(void) {
   }
 }
 
-#define CHILD(name)                                                                                \
-  static void name(void) {                                                                         \
-    CHECK(ph_in_child(case_##name) == 0);                                                          \
-  }
-CHILD(collnet_ops_take_no_slot)
-CHILD(collnet_with_kernelch_is_timed)
-CHILD(dead_ops_do_not_starve_the_pool)
-CHILD(kernel_batch_busy_is_a_union)
-CHILD(stale_kernel_handle_is_harmless)
-CHILD(missing_kernel_children_time_out)
+PH_CHILD(collnet_ops_take_no_slot)
+PH_CHILD(collnet_with_kernelch_is_timed)
+PH_CHILD(dead_ops_do_not_starve_the_pool)
+PH_CHILD(kernel_batch_busy_is_a_union)
+PH_CHILD(stale_kernel_handle_is_harmless)
+PH_CHILD(missing_kernel_children_time_out)
 
 int main(void) {
   unsetenv("NCCLTOP_EVENTS");
