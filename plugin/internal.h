@@ -403,6 +403,7 @@ void nt_task_detach(struct nt_task *k, uint64_t now, bool untimed, uint64_t gpu_
  * of a finalized communicator, and one older than NCCLTOP_RECLAIM_MS give
  * their slot up to a new op. */
 #define NT_STEPLESS_GRACE_MS 1000
+#define NT_STEPLESS_MIN_MS   10 /* when the pool is full */
 /* A reference on the op's operation (nt_task_attach), or NULL; *never when
  * the operation's children are never stopped: then it is noted on the
  * operation (unreported) and the op is not tracked. */

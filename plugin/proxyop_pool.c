@@ -13,8 +13,10 @@
  * its slot up at once (its operation is marked unreported too). So do the
  * ops of a finalized communicator (aborted: never progressed again) and,
  * as before, any op older than NCCLTOP_RECLAIM_MS. When the short probe
- * finds no slot, the whole pool is searched, so ops that are stepping are
- * never starved by ones that are not.
+ * finds no slot, the whole pool is searched, and failing that the oldest
+ * op without a step gives its slot up once NT_STEPLESS_MIN_MS old, so ops
+ * that are stepping are never starved by ones that are not, however fast
+ * the never-stopped ones come.
  */
 #include "internal.h"
 
@@ -65,11 +67,18 @@ struct nt_op *nt_proxyop_alloc(struct nt_thread *t, uint64_t now) {
     if (!atomic_load_explicit(&op->in_use, memory_order_acquire)) return op;
     if (reclaimable(op, now, reclaim_ns)) return take(t, op, now);
   }
-  /* Rare: the probed window is busy. One pass over the pool. */
+  /* Rare: the probed window is busy. One pass over the pool; failing a
+   * free or reclaimable slot, the oldest op without a step yields, unless
+   * it is younger than NT_STEPLESS_MIN_MS (a net op appended in the same
+   * burst, before the proxy's progress pass). */
+  struct nt_op *oldest = NULL;
   for (uint32_t i = 0; i < NT_OPS_PER_THREAD; i++) {
     struct nt_op *op = &t->ops[t->op_cursor++ % NT_OPS_PER_THREAD];
     if (!atomic_load_explicit(&op->in_use, memory_order_acquire)) return op;
     if (reclaimable(op, now, reclaim_ns)) return take(t, op, now);
+    if (!op->stepped && (!oldest || op->start_ns < oldest->start_ns)) oldest = op;
   }
+  if (oldest && now - oldest->start_ns > (uint64_t)NT_STEPLESS_MIN_MS * 1000000ull)
+    return take(t, oldest, now);
   return NULL;
 }

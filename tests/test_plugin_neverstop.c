@@ -202,6 +202,32 @@ static void case_dead_ops_do_not_starve_the_pool(void) {
   }
 }
 
+/* Never-stopped ops the plugin cannot recognise at start, coming faster
+ * than their grace lets them go (512 within 20 ms): once the pool is full,
+ * the oldest of them yields to each new op. */
+static void case_young_stepless_ops_yield_when_the_pool_is_full(void) {
+  void *ctx = setup();
+  CHECK(ctx != NULL);
+  int got = 0;
+  for (int i = 0; i < 512; i++) {
+    void *op = NULL;
+    nt_descr_v5 d = ph_op(5, 1, 0, NULL);
+    H.v5->startEvent(ctx, &op, &d);
+    got += op != NULL;
+  }
+  CHECK_EQ_U64(got, 512);
+  void *op = NULL;
+  nt_descr_v5 d = ph_op(6, 1, 1, NULL);
+  H.v5->startEvent(ctx, &op, &d); /* all of them younger than NT_STEPLESS_MIN_MS */
+  CHECK(op == NULL);
+  ph_now += 20 * 1000000ull;
+  int kept = 0;
+  for (int i = 0; i < 200; i++) kept += net_op(ctx, NULL, 6, 1);
+  CHECK_EQ_U64(kept, 200);
+  CHECK(ph_latest(&H) == 0);
+  CHECK_EQ_U64(H.snap->process.dropped_events, 1);
+}
+
 /* K2: every work of a batch gets the batch's times; busy time is the union
  * of a channel's intervals, not their sum. */
 static void case_kernel_batch_busy_is_a_union(void) {
@@ -286,6 +312,7 @@ static void case_missing_kernel_children_time_out(void) {
 PH_CHILD(collnet_ops_take_no_slot)
 PH_CHILD(collnet_with_kernelch_is_timed)
 PH_CHILD(dead_ops_do_not_starve_the_pool)
+PH_CHILD(young_stepless_ops_yield_when_the_pool_is_full)
 PH_CHILD(kernel_batch_busy_is_a_union)
 PH_CHILD(stale_kernel_handle_is_harmless)
 PH_CHILD(missing_kernel_children_time_out)
@@ -296,6 +323,7 @@ int main(void) {
   TEST_RUN(collnet_ops_take_no_slot);
   TEST_RUN(collnet_with_kernelch_is_timed);
   TEST_RUN(dead_ops_do_not_starve_the_pool);
+  TEST_RUN(young_stepless_ops_yield_when_the_pool_is_full);
   TEST_RUN(kernel_batch_busy_is_a_union);
   TEST_RUN(stale_kernel_handle_is_harmless);
   TEST_RUN(missing_kernel_children_time_out);
