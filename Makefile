@@ -126,9 +126,10 @@ check: $(PLUGIN_SO) $(TEST_SO) $(STUCK_SO) $(NCCLTOP) $(TESTS) $(FIXTURES) gpu-b
 tsan: deps
 	$(MAKE) BUILD=build/tsan SAN=thread build/tsan/libnccl-profiler-nccltop.so \
 	  build/tsan/tests/libnccl-profiler-nccltop-test.so build/tsan/tests/test_plugin \
-	  build/tsan/tests/test_plugin_v3
+	  build/tsan/tests/test_plugin_v3 build/tsan/tests/test_plugin_neverstop
 	TSAN_OPTIONS="halt_on_error=1 suppressions=tests/tsan.supp" build/tsan/tests/test_plugin
 	TSAN_OPTIONS="halt_on_error=1 suppressions=tests/tsan.supp" build/tsan/tests/test_plugin_v3
+	TSAN_OPTIONS="halt_on_error=1 suppressions=tests/tsan.supp" build/tsan/tests/test_plugin_neverstop
 
 # Fuzzing (libFuzzer, clang): `make fuzz FUZZ_SECONDS=N` runs each target N
 # seconds on the seed corpus in tests/fuzz/corpus/; new inputs go to build/fuzz/.
