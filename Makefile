@@ -76,8 +76,19 @@ $(PLUGIN_SO): $(PLUGIN_OBJ) $(PROTO_PLUGIN_OBJ)
 STUCK_SO := $(BUILD)/tests/libnccl-profiler-nccltop-stuck.so
 $(BUILD)/obj-stuck/%.o: %.c | deps
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(CFLAGS) -DNT_TEST_TOPO_OPEN_BLOCKS -c $< -o $@
+	$(CC) $(CPPFLAGS) $(CFLAGS) -DNT_TEST_HOOKS -DNT_TEST_TOPO_OPEN_BLOCKS -c $< -o $@
 $(STUCK_SO): $(patsubst %.c,$(BUILD)/obj-stuck/%.o,$(PLUGIN_SRC)) $(PROTO_PLUGIN_OBJ)
+	@mkdir -p $(dir $@)
+	$(CC) $(PLUGIN_LDFLAGS) $(LDSAN) -o $@ $^ $(LIBS_PLUGIN)
+
+# The test-only build with the test hooks (nccltop_sim_set_clock: the
+# simulator's virtual clock), for the tests and deterministic simulated
+# runs; the production plugin exports no test hook. Never installed.
+TEST_SO := $(BUILD)/tests/libnccl-profiler-nccltop-test.so
+$(BUILD)/obj-test/%.o: %.c | deps
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -DNT_TEST_HOOKS -c $< -o $@
+$(TEST_SO): $(patsubst %.c,$(BUILD)/obj-test/%.o,$(PLUGIN_SRC)) $(PROTO_PLUGIN_OBJ)
 	@mkdir -p $(dir $@)
 	$(CC) $(PLUGIN_LDFLAGS) $(LDSAN) -o $@ $^ $(LIBS_PLUGIN)
 
@@ -108,15 +119,18 @@ test: deps format-check
 	$(MAKE) fuzz-smoke
 	$(MAKE) BUILD=build/san SAN=1 check
 
-check: $(PLUGIN_SO) $(STUCK_SO) $(NCCLTOP) $(TESTS) $(FIXTURES) gpu-build
+check: $(PLUGIN_SO) $(TEST_SO) $(STUCK_SO) $(NCCLTOP) $(TESTS) $(FIXTURES) gpu-build
 	BUILD=$(BUILD) sh tests/run.sh $(TESTS)
 
 # The plugin's concurrency tests under ThreadSanitizer.
 tsan: deps
-	$(MAKE) BUILD=build/tsan SAN=thread build/tsan/libnccl-profiler-nccltop.so build/tsan/tests/test_plugin \
-	  build/tsan/tests/test_plugin_v3 build/tsan/tests/test_plugin_runstate
+	$(MAKE) BUILD=build/tsan SAN=thread build/tsan/libnccl-profiler-nccltop.so \
+	  build/tsan/tests/libnccl-profiler-nccltop-test.so build/tsan/tests/test_plugin \
+	  build/tsan/tests/test_plugin_v3 build/tsan/tests/test_plugin_neverstop \
+	  build/tsan/tests/test_plugin_runstate
 	TSAN_OPTIONS="halt_on_error=1 suppressions=tests/tsan.supp" build/tsan/tests/test_plugin
 	TSAN_OPTIONS="halt_on_error=1 suppressions=tests/tsan.supp" build/tsan/tests/test_plugin_v3
+	TSAN_OPTIONS="halt_on_error=1 suppressions=tests/tsan.supp" build/tsan/tests/test_plugin_neverstop
 	TSAN_OPTIONS="halt_on_error=1 suppressions=tests/tsan.supp" build/tsan/tests/test_plugin_runstate
 
 # Fuzzing (libFuzzer, clang): `make fuzz FUZZ_SECONDS=N` runs each target N

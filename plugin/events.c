@@ -82,26 +82,6 @@ static struct nt_kernel_row *kernel_row(struct nt_thread *t, struct nt_context *
   return NULL;
 }
 
-/* A proxy op that was never stopped (NCCL starts CollNet and CE-memcpy ops
- * without ever stopping them) is reclaimed when its slot is needed and it is
- * older than NCCLTOP_RECLAIM_MS; until then it shows as in flight. */
-static struct nt_op *op_alloc(struct nt_thread *t, uint64_t now) {
-  uint64_t reclaim_ns = (uint64_t)nt_g.cfg.reclaim_ms * 1000000ull;
-  for (uint32_t i = 0; i < NT_POOL_PROBES; i++) {
-    struct nt_op *op = &t->ops[t->op_cursor++ % NT_OPS_PER_THREAD];
-    if (!atomic_load_explicit(&op->in_use, memory_order_acquire)) return op;
-    if (now - op->start_ns > reclaim_ns) {
-      if (op->row) NT_ADD(op->row->ops_done, 1);
-      if (op->row && op->begun) NT_ADD(op->row->begun_done, 1);
-      if (op->task) nt_task_detach(op->task, now, true, 0);
-      op->task = NULL;
-      NT_ADD(t->reclaimed_ops, 1);
-      return op;
-    }
-  }
-  return NULL;
-}
-
 static struct nt_kernel_event *kevent_alloc(struct nt_thread *t) {
   for (uint32_t i = 0; i < NT_POOL_PROBES; i++) {
     struct nt_kernel_event *e = &t->kevents[t->event_cursor++ % NT_EVENTS_PER_THREAD];
@@ -124,12 +104,16 @@ static void *start_proxy_op(struct nt_thread *t, void *context, const struct nt_
     if (!foreign) NT_ADD(t->unknown_events, 1);
     return NULL;
   }
+  bool never = false;
+  struct nt_task *task = foreign ? NULL : nt_proxyop_parent(t, ev->parent, &never);
+  if (never) return NULL; /* NCCL never stops it (P2, proxyop_pool.c) */
   uint64_t now = nt_clock_ns();
-  struct nt_op *op = op_alloc(t, now);
+  struct nt_op *op = nt_proxyop_alloc(t, now);
   int dir = ev->is_send ? NT_DIR_SEND : NT_DIR_RECV;
   int relay = foreign ? (ev->rank >= 0 ? ev->rank : INT32_MAX) : -1;
   struct nt_chan_row *row = op ? chan_row(t, c, ev->channel, dir, ev->peer, relay) : NULL;
   if (!row) {
+    if (task) nt_task_detach(task, now, true, 0);
     NT_ADD(t->dropped_events, 1);
     return NULL;
   }
@@ -140,7 +124,8 @@ static void *start_proxy_op(struct nt_thread *t, void *context, const struct nt_
   op->v3_bytes = 0;
   op->start_ns = now;
   op->row = row;
-  op->task = foreign ? NULL : nt_task_attach(t, ev->parent);
+  op->stepped = 0;
+  op->task = task;
   for (int i = 0; i < NT_STEPS_PER_OP; i++) op->steps[i].active = 0;
   atomic_store_explicit(&op->in_use, 1, memory_order_relaxed);
   NT_ADD(row->ops_started, 1);
@@ -157,6 +142,7 @@ static void *start_proxy_step(struct nt_thread *t, const struct nt_ev *ev) {
     return NULL;
   }
   struct nt_step *s = &op->steps[(unsigned)ev->step % NT_STEPS_PER_OP];
+  op->stepped = 1;
   s->kind = NT_K_STEP;
   s->self = s;
   s->op = op;
@@ -176,11 +162,16 @@ static void *start_kernel_ch(struct nt_thread *t, void *context, const struct nt
     NT_ADD(t->dropped_events, 1);
     return NULL;
   }
-  e->kind = NT_K_KERNEL;
-  e->self = e;
+  /* A new face for each use: a stale handle of an earlier one stays
+   * invalid (K3). */
+  struct nt_kface *f = &e->faces[(e->cur_face + 1u) % NT_KERNEL_FACES];
+  e->cur_face = f->face = (uint8_t)(f - e->faces);
+  f->kind = NT_K_KERNEL;
+  f->self = f;
   e->ctx = c;
   e->task = nt_task_attach(t, ev->parent);
   if (e->task) {
+    atomic_fetch_add_explicit(&e->task->kernel_children, 1, memory_order_relaxed);
     /* The kernel reached this channel's work: running. */
     atomic_store_explicit(&e->task->begun, 1, memory_order_relaxed);
     atomic_store_explicit(&e->task->last_progress_ns, nt_clock_ns(), memory_order_relaxed);
@@ -189,7 +180,7 @@ static void *start_kernel_ch(struct nt_thread *t, void *context, const struct nt
   e->start_ptimer = ev->ptimer;
   e->stop_ptimer = 0;
   atomic_store_explicit(&e->in_use, 1, memory_order_relaxed);
-  return e;
+  return f;
 }
 
 nt_nccl_result nt_start(void *context, void **handle, const struct nt_ev *ev) {
@@ -373,7 +364,20 @@ static void stop_op(struct nt_op *op) {
   atomic_store_explicit(&op->in_use, 0, memory_order_release);
 }
 
-static void stop_kernel(struct nt_thread *t, struct nt_kernel_event *e) {
+/* Busy time is the union of a channel's intervals: every work of a batch
+ * gets the batch's times (K2), so an interval inside the last one counted
+ * adds nothing and one that overlaps it adds only what lies beyond. */
+static uint64_t busy_add(struct nt_kernel_row *row, uint64_t start, uint64_t stop) {
+  if (stop <= row->span_stop && start >= row->span_start) return 0;
+  uint64_t from = start < row->span_stop && start >= row->span_start ? row->span_stop : start;
+  if (start < row->span_start || start >= row->span_stop) row->span_start = start;
+  row->span_stop = stop;
+  return stop - from;
+}
+
+static void stop_kernel(struct nt_thread *t, struct nt_kface *f) {
+  struct nt_kernel_event *e = nt_kface_event(f);
+  f->self = NULL; /* any later use of this handle is stale (K3) */
   if (!atomic_load_explicit(&e->in_use, memory_order_relaxed)) return;
   struct nt_kernel_row *row = kernel_row(t, e->ctx, e->channel);
   uint64_t d =
@@ -381,7 +385,8 @@ static void stop_kernel(struct nt_thread *t, struct nt_kernel_event *e) {
   if (row) {
     NT_ADD(row->count, 1);
     if (d) {
-      NT_ADD(row->busy_ns, d);
+      uint64_t add = busy_add(row, e->start_ptimer, e->stop_ptimer);
+      if (add) NT_ADD(row->busy_ns, add);
       NT_SET(row->last_ns, d);
     }
   }
@@ -450,7 +455,7 @@ nt_nccl_result nt_record(void *handle, int state, uint64_t trans_size, bool has_
       NT_ADD(t->unknown_events, 1); /* another thread's burst: not ours to change */
     break;
   case NT_K_KERNEL:
-    if (state == NT_ST_KERNEL_CH_STOP) ((struct nt_kernel_event *)handle)->stop_ptimer = ptimer;
+    if (state == NT_ST_KERNEL_CH_STOP) nt_kface_event(handle)->stop_ptimer = ptimer;
     break;
   case NT_K_OP: {
     /* 2.26: bytes come only as the op's running total (its steps carry no

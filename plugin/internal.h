@@ -137,6 +137,9 @@ struct nt_kernel_row {
   struct nt_context *ctx;
   uint8_t channel;
   nt_counter count, busy_ns, last_ns;
+  /* Owner only: the last interval counted into busy_ns. NCCL gives every
+   * work of a batch the batch's times (K2): busy time is the union. */
+  uint64_t span_start, span_stop;
 };
 
 /* A Coll or P2p operation, from its start (enqueue) until the publisher
@@ -162,6 +165,12 @@ struct nt_task {
   /* A Broadcast counted from its CollApi that a Coll turned out to report
    * (api_ops.c): retired without a trace. */
   _Atomic uint8_t superseded;
+  /* A child NCCL never stops (P2: CollNet, CE-memcpy ops): its completion
+   * is not reported, so neither is a duration (unless kernelch gives one).
+   * To be wired to the oplog's NT_OPF_UNREPORTED flag (proto 1.2). */
+  _Atomic uint8_t unreported;
+  _Atomic uint32_t kernel_children; /* KernelCh children seen (K3: expected nchannels) */
+  uint8_t kwait, seen_kch;          /* publisher only: sweeps waiting for KernelCh */
   struct nt_context *ctx;
   int32_t root_peer;
   uint64_t seq, count, bytes, enqueue_ns;
@@ -209,7 +218,8 @@ struct nt_op {
   uint8_t kind; /* NT_K_OP */
   _Atomic uint8_t in_use;
   uint8_t dir;
-  uint8_t begun; /* a step left its first wait, or one stopped */
+  uint8_t begun;   /* a step left its first wait, or one stopped */
+  uint8_t stepped; /* had a ProxyStep: a net op (proxyop_pool.c) */
   const void *self;
   uint64_t start_ns;
   uint64_t v3_bytes; /* NCCL 2.26: the op's running transSize counted so far */
@@ -218,11 +228,21 @@ struct nt_op {
   struct nt_step steps[NT_STEPS_PER_OP];
 };
 
-struct nt_kernel_event {
+/* A KernelCh handle is one of its event's faces, a new one at each start;
+ * a stop clears the face's self, so a stale handle (K3: NCCL <= 2.30 records
+ * on and stops sub->kernelEventHandle again after the stop) fails the
+ * handle check, also once the slot is in use again. */
+#define NT_KERNEL_FACES 8
+struct nt_kface {
   uint8_t kind; /* NT_K_KERNEL */
+  uint8_t face; /* its index in the event's faces */
+  const void *self;
+};
+struct nt_kernel_event {
+  struct nt_kface faces[NT_KERNEL_FACES];
   _Atomic uint8_t in_use;
   uint8_t channel;
-  const void *self;
+  uint8_t cur_face;
   struct nt_context *ctx;
   struct nt_task *task;
   uint64_t start_ptimer, stop_ptimer;
@@ -257,7 +277,7 @@ NT_HANDLE_PIN(struct nt_task);
 NT_HANDLE_PIN(struct nt_net_event);
 NT_HANDLE_PIN(struct nt_step);
 NT_HANDLE_PIN(struct nt_op);
-NT_HANDLE_PIN(struct nt_kernel_event);
+NT_HANDLE_PIN(struct nt_kface);
 NT_HANDLE_PIN(struct nt_ctrl);
 NT_HANDLE_PIN(struct nt_api);
 
@@ -277,6 +297,7 @@ struct nt_thread {
   /* Process counters, summed by the publisher. */
   nt_counter events, dropped_events, unknown_events, foreign_ops, reclaimed_ops, dropped_rows;
   nt_counter dropped_ops, net_events;
+  nt_counter never_stopped_ops;   /* ProxyOps of CollNet operations: not tracked (P2) */
   _Atomic uint64_t late_children; /* counted by any thread a late child arrives on */
   uint32_t op_cursor, event_cursor, task_cursor, net_cursor;
   _Atomic uint32_t tasks_hw; /* task slots [0, tasks_hw) have been used */
@@ -420,6 +441,23 @@ struct nt_task *nt_task_attach(struct nt_thread *t, void *parent);
  * GPU time (0 for proxy ops). */
 void nt_task_detach(struct nt_task *k, uint64_t now, bool untimed, uint64_t gpu_ns);
 
+/* proxyop_pool.c: the ProxyOp pool. NCCL never stops some ops (P2): those
+ * of CollNet operations are recognised at start and never take a slot; any
+ * other op that has had no step NT_STEPLESS_GRACE_MS after its start, an op
+ * of a finalized communicator, and one older than NCCLTOP_RECLAIM_MS give
+ * their slot up to a new op. */
+#define NT_STEPLESS_GRACE_MS 1000
+#define NT_STEPLESS_MIN_MS   10 /* when the pool is full */
+/* A reference on the op's operation (nt_task_attach), or NULL; *never when
+ * the operation's children are never stopped: then it is noted on the
+ * operation (unreported) and the op is not tracked. */
+struct nt_task *nt_proxyop_parent(struct nt_thread *t, void *parent, bool *never);
+struct nt_op *nt_proxyop_alloc(struct nt_thread *t, uint64_t now);
+/* The kernel event a face belongs to. */
+static inline struct nt_kernel_event *nt_kface_event(struct nt_kface *f) {
+  return (struct nt_kernel_event *)(void *)(f - f->face);
+}
+
 /* net.c: network plugin events. */
 void *nt_net_start(struct nt_thread *t, void *context, const struct nt_ev *ev);
 void nt_net_stop(struct nt_net_event *e);
@@ -436,6 +474,9 @@ void nt_retire_free(void);
 void nt_retire_sweep(uint64_t now, bool force);
 /* Fills the 1.1 tables of s; map turns context indices into comm indices. */
 void nt_retire_collect(nt_snapshot *s, const uint16_t *map, uint64_t now);
+/* Operations retired without a reported completion (their `unreported`), for
+ * the oplog flag of proto 1.2. */
+uint64_t nt_retire_unreported(void);
 
 /* local.c (publisher thread only): the ipc socket file in the endpoint
  * directory, bound through the directory's descriptor and bound again when

@@ -22,9 +22,11 @@ void nccltop_tag(const char *tag);
  * runs; returns the previous mask, or -1 before the first init. */
 int nccltop_set_mask(int mask);
 
-/* Simulation hook: make the plugin read time from `clock_ns` (nanoseconds,
- * monotonic) instead of CLOCK_MONOTONIC, so a simulated schedule produces
- * exactly known totals. NULL restores the real clock. Call before init. */
+/* Test hook, exported only by the test-only build
+ * (tests/libnccl-profiler-nccltop-test.so, -DNT_TEST_HOOKS): make the plugin
+ * read time from `clock_ns` (nanoseconds, monotonic) instead of
+ * CLOCK_MONOTONIC, so a simulated schedule produces exactly known totals.
+ * NULL restores the real clock. Call before init. */
 void nccltop_sim_set_clock(uint64_t (*clock_ns)(void));
 
 /* Simulation hook: the publisher sends its snapshots now instead of at the

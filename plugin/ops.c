@@ -59,6 +59,9 @@ struct nt_task *nt_task_open(struct nt_thread *t, struct nt_context *c, const st
   atomic_store_explicit(&k->children, 0, memory_order_relaxed);
   atomic_store_explicit(&k->untimed, 0, memory_order_relaxed);
   atomic_store_explicit(&k->superseded, 0, memory_order_relaxed);
+  atomic_store_explicit(&k->unreported, 0, memory_order_relaxed);
+  atomic_store_explicit(&k->kernel_children, 0, memory_order_relaxed);
+  k->kwait = k->seen_kch = 0;
   atomic_store_explicit(&k->last_stop_ns, 0, memory_order_relaxed);
   atomic_store_explicit(&k->gpu_ns, 0, memory_order_relaxed);
   atomic_store_explicit(&k->begun, 0, memory_order_relaxed);

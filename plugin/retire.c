@@ -28,6 +28,12 @@
  * delay. */
 #define NO_CHILD_SWEEPS       2
 #define NO_CHILD_SWEEPS_PROXY 50
+/* Sweeps an operation that expects KernelCh children (one per channel)
+ * waits for the missing ones (K3: NCCL <= 2.30 can lose a start; 2.31 drops
+ * them at abort): while none came (the kernel may queue behind others on
+ * its stream), and after the last one came. */
+#define NO_KERNEL_SWEEPS  250
+#define KERNEL_LAG_SWEEPS 10
 
 struct stat_row {
   uint64_t key;
@@ -53,6 +59,7 @@ static struct {
   uint64_t last_done_ns[NT_MAX_CONTEXTS];
   uint32_t last_done_gen[NT_MAX_CONTEXTS];
   uint64_t dropped_stats; /* keys that found the table full */
+  uint64_t unreported;    /* retired without a reported completion */
 } R;
 
 int nt_retire_init(void) {
@@ -163,6 +170,9 @@ static void retire(struct nt_task *k) {
   uint64_t last = atomic_load_explicit(&k->last_stop_ns, memory_order_relaxed);
   uint64_t gpu = atomic_load_explicit(&k->gpu_ns, memory_order_relaxed);
   bool untimed = atomic_load_explicit(&k->untimed, memory_order_relaxed);
+  /* Only children NCCL never stops (P2): done, but when is not known,
+   * unless kernelch timed it. */
+  bool unreported = atomic_load_explicit(&k->unreported, memory_order_relaxed) && !gpu;
   if (R.last_done_gen[ci] != gen) {
     R.last_done_gen[ci] = gen;
     R.last_done_ns[ci] = 0;
@@ -170,7 +180,8 @@ static void retire(struct nt_task *k) {
   int state = children ? NT_OPS_DONE : NT_OPS_ENQUEUED;
   int timing = NT_TIMING_NONE;
   uint64_t duration = 0;
-  if (children && !untimed) {
+  if (unreported) R.unreported++;
+  if (children && !untimed && !unreported) {
     if (gpu) {
       timing = NT_TIMING_GPU;
       duration = gpu;
@@ -220,9 +231,28 @@ static int by_end(const void *a, const void *b) {
 
 /* A finished task waits one quiet sweep (its last stop unchanged) before it
  * is retired: the proxy appends a collective's ops in batches, so a child
- * may still come after the others stopped. A task that never got a child is
- * retired as "enqueued" after NO_CHILD_SWEEPS(_PROXY), unless kernelch was
- * on: then its kernel will report, and until it does it is in flight. */
+ * may still come after the others stopped. With kernelch on it first waits
+ * for its KernelCh children, boundedly (kernel_wait). A task that never got
+ * a child is retired as "enqueued" after NO_CHILD_SWEEPS(_PROXY). */
+uint64_t nt_retire_unreported(void) {
+  return R.unreported;
+}
+
+/* Whether k still waits for KernelCh children (one per channel), counting
+ * the sweeps it has waited since the last one came. */
+static bool kernel_wait(struct nt_task *k, bool force) {
+  if (!k->expect_kernel || force) return false;
+  uint32_t kch = atomic_load_explicit(&k->kernel_children, memory_order_relaxed);
+  if (kch >= (k->nchannels ? k->nchannels : 1u)) return false;
+  if (kch != k->seen_kch) {
+    k->seen_kch = (uint8_t)kch;
+    k->kwait = 0;
+  }
+  if (k->kwait >= (kch ? KERNEL_LAG_SWEEPS : NO_KERNEL_SWEEPS)) return false;
+  k->kwait++;
+  return true;
+}
+
 void nt_retire_sweep(uint64_t now, bool force) {
   (void)now;
   if (!R.rows || !nt_g.threads) return;
@@ -234,6 +264,7 @@ void nt_retire_sweep(uint64_t now, bool force) {
       struct nt_task *k = &t->tasks[j];
       uint32_t st = atomic_load_explicit(&k->st, memory_order_acquire);
       if ((st & ~NT_TS_REFS) != (NT_TS_LIVE | NT_TS_STOPPED) || (st & NT_TS_REFS)) continue;
+      if (kernel_wait(k, force)) continue;
       if (atomic_load_explicit(&k->children, memory_order_relaxed)) {
         uint64_t last = atomic_load_explicit(&k->last_stop_ns, memory_order_relaxed);
         if (force || (k->quiet && k->seen_stop_ns == last)) {
@@ -242,8 +273,7 @@ void nt_retire_sweep(uint64_t now, bool force) {
           k->seen_stop_ns = last;
           k->quiet = 1;
         }
-      } else if (!k->expect_kernel &&
-                 (!k->expect_proxy || force ||
+      } else if ((!k->expect_proxy || force ||
                   k->quiet >= (atomic_load_explicit(&k->ctx->has_children, memory_order_relaxed)
                                    ? NO_CHILD_SWEEPS_PROXY
                                    : NO_CHILD_SWEEPS))) {

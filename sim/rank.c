@@ -231,8 +231,9 @@ int sim_rank_main(const nt_sim_config *cfg, int rank, pid_t parent) {
     if (set_clock)
       set_clock(sim_vclock);
     else if (!cfg->quiet && rank == 0)
-      fprintf(stderr, "nccltop sim: the plugin has no nccltop_sim_set_clock: it keeps its own "
-                      "clock, so its totals will not match the deterministic schedule\n");
+      fprintf(stderr, "nccltop sim: the plugin has no nccltop_sim_set_clock (only its test-only "
+                      "build exports it): it keeps its own clock, so its totals will not match "
+                      "the deterministic schedule\n");
   }
   int ncomms = cfg->comms < 1 ? 1 : cfg->comms > SIM_MAX_COMMS ? SIM_MAX_COMMS : cfg->comms;
   bool any_on = false;

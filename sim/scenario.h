@@ -67,7 +67,7 @@ static inline bool sim_ce_op(const nt_sim_config *c, const char *func) {
 }
 /* The algorithm a collnet AllReduce reports. */
 static inline const char *sim_collnet_algo(uint64_t seq) {
-  return (seq / 2) % 2 == 0 ? "CollNetDirect" : "CollNetChain";
+  return (seq / 2) % 2 == 0 ? "COLLNET_DIRECT" : "COLLNET_CHAIN"; /* ncclAlgoToString */
 }
 
 /* Collective i of the deterministic schedule under the scenarios (after the

@@ -54,6 +54,22 @@ int nt_sim_default_plugin(char *buf, size_t cap) {
   return -1;
 }
 
+/* A deterministic run needs the plugin's virtual-clock hook, which only its
+ * test-only build exports: tests/libnccl-profiler-nccltop-test.so next to
+ * this executable (the build tree), unless NCCLTOP_PLUGIN says otherwise. */
+static int det_plugin(char *buf, size_t cap) {
+  const char *env = getenv("NCCLTOP_PLUGIN");
+  if (env && *env) return -1;
+  char exe[PATH_MAX];
+  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  if (n <= 0) return -1;
+  exe[n] = '\0';
+  struct stat st;
+  if (snprintf(buf, cap, "%s/tests/libnccl-profiler-nccltop-test.so", dirname(exe)) >= (int)cap)
+    return -1;
+  return stat(buf, &st);
+}
+
 static int parse_int(const char *opt, const char *v, long lo, long hi, int *out) {
   char *end = NULL;
   errno = 0;
@@ -325,6 +341,7 @@ int nt_sim_run(const nt_sim_config *cfg) {
   nt_sim_config c = *cfg;
   char plugin[PATH_MAX];
   if (check_config(&c) != 0) return 1;
+  if (!c.plugin && c.deterministic && det_plugin(plugin, sizeof plugin) == 0) c.plugin = plugin;
   if (!c.plugin) {
     if (nt_sim_default_plugin(plugin, sizeof plugin) != 0) {
       fprintf(stderr, "nccltop sim: cannot find libnccl-profiler-nccltop.so next to nccltop; "

@@ -1,6 +1,7 @@
-/* Test harness for the real plugin: loads build/.../libnccl-profiler-nccltop.so
- * with dlopen, drives it through its exported ABI, and reads what it
- * publishes through a real ZeroMQ SUB socket.
+/* Test harness for the real plugin: loads its test-only build
+ * (build/.../tests/libnccl-profiler-nccltop-test.so: the production code
+ * plus the nccltop_sim_set_clock hook) with dlopen, drives it through its exported ABI, and reads
+ * what it publishes through a real ZeroMQ SUB socket.
  *
  * The plugin keeps process-wide state, so every case runs in a fresh child
  * process (ph_in_child): the parent never loads the plugin.
@@ -59,7 +60,7 @@ __attribute__((unused)) static int ph_setup_dir(ph_t *h) {
 
 __attribute__((unused)) static int ph_load(ph_t *h) {
   char path[PATH_MAX];
-  ph_plugin_path(path, sizeof path, "libnccl-profiler-nccltop.so");
+  ph_plugin_path(path, sizeof path, "tests/libnccl-profiler-nccltop-test.so");
   h->lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
   if (!h->lib) {
     fprintf(stderr, "    dlopen %s: %s\n", path, dlerror());
@@ -129,6 +130,17 @@ __attribute__((unused)) static int ph_latest(ph_t *h) {
   return 0;
 }
 
+/* Fresh plugin, one communicator, a subscribed SUB socket and the first
+ * snapshot in: the communicator's context, NULL if any of it failed. */
+__attribute__((unused)) static void *ph_setup(ph_t *h, uint64_t hash, int rank, int nranks) {
+  memset(h, 0, sizeof *h);
+  ph_now = 1;
+  if (ph_setup_dir(h) != 0 || ph_load(h) != 0) return NULL;
+  void *ctx = ph_init(h, hash, rank, nranks);
+  if (!ctx || ph_subscribe(h) != 0 || ph_next_snapshot(h, 5000) != 0) return NULL;
+  return ctx;
+}
+
 __attribute__((unused)) static void ph_close(ph_t *h) {
   if (h->sub) zmq_close(h->sub);
   if (h->zctx) zmq_ctx_term(h->zctx);
@@ -151,6 +163,31 @@ __attribute__((unused)) static int ph_in_child(void (*fn)(void)) {
   if (waitpid(pid, &st, 0) != pid) return -1;
   return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
+
+/* One KernelCh event of `parent` (NULL: none) on `channel`: started at GPU
+ * time `start`, KernelChStop recorded at `stop`, stopped. Its handle (for
+ * the stale-handle tests), NULL if the plugin gave none. */
+__attribute__((unused)) static void *ph_kernel_ch(ph_t *h, void *ctx, void *parent, int channel,
+                                                  uint64_t start, uint64_t stop) {
+  nt_descr_v5 d;
+  memset(&d, 0, sizeof d);
+  d.type = NT_EV_KERNEL_CH;
+  d.parentObj = parent;
+  d.kernelCh.channelId = (uint8_t)channel;
+  d.kernelCh.pTimer = start;
+  void *e = NULL;
+  h->v5->startEvent(ctx, &e, &d);
+  nt_state_args_v5 a = {.kernelCh = {.pTimer = stop}};
+  if (e) h->v5->recordEventState(e, NT_ST_KERNEL_CH_STOP, &a);
+  if (e) h->v5->stopEvent(e);
+  return e;
+}
+
+/* The test `name`: case_name run in a fresh child process (ph_in_child). */
+#define PH_CHILD(name)                                                                             \
+  static void name(void) {                                                                         \
+    CHECK(ph_in_child(case_##name) == 0);                                                          \
+  }
 
 /* Descriptor builders (v5 layout). */
 __attribute__((unused)) static nt_descr_v5 ph_op(int channel, int peer, int is_send, void *parent) {

@@ -286,7 +286,7 @@ static inline void scenario_init(void) {
   exe[n > 0 ? n : 0] = '\0';
   snprintf(bindir, sizeof bindir, "%s/..", dirname(exe));
   snprintf(nccltop, sizeof nccltop, "%s/nccltop", bindir);
-  snprintf(plugin, sizeof plugin, "%s/libnccl-profiler-nccltop.so", bindir);
+  snprintf(plugin, sizeof plugin, "%s/tests/libnccl-profiler-nccltop-test.so", bindir);
   /* The scenarios set these themselves; inherited ones would blur them. */
   unsetenv("NCCL_ALGO");
   unsetenv("NCCL_PROTO");

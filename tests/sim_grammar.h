@@ -43,7 +43,7 @@ static inline bool ctx_known(const ev_t *e) {
 /* A ProxyOp of a CollNet collective (coll_net.cc): never stopped. */
 static inline bool collnet_op(const ev_t *e) {
   const ev_t *p = e->type == NT_EV_PROXY_OP ? parent_of(e) : NULL;
-  return p && p->type == NT_EV_COLL && !strncmp(p->algo, "CollNet", 7);
+  return p && p->type == NT_EV_COLL && !strncmp(p->algo, "COLLNET_", 8);
 }
 
 /* The thread that runs the proxy side of (pid, the communicator of ctx x). */

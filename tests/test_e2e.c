@@ -146,7 +146,7 @@ static void deterministic_totals_reach_the_viewer_exactly(void) {
   char dir[] = "/tmp/nccltop-e2e-XXXXXX";
   CHECK(mkdtemp(dir) != NULL);
   char plugin[PATH_MAX + 64];
-  snprintf(plugin, sizeof plugin, "%s/libnccl-profiler-nccltop.so", bindir);
+  snprintf(plugin, sizeof plugin, "%s/tests/libnccl-profiler-nccltop-test.so", bindir);
   nt_sim_config cfg;
   nt_sim_defaults(&cfg);
   cfg.ranks = 3;

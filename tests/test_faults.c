@@ -608,7 +608,7 @@ int main(void) {
   exe[n > 0 ? n : 0] = '\0';
   snprintf(bindir, sizeof bindir, "%s/..", dirname(exe));
   snprintf(nccltop, sizeof nccltop, "%s/nccltop", bindir);
-  snprintf(plugin, sizeof plugin, "%s/libnccl-profiler-nccltop.so", bindir);
+  snprintf(plugin, sizeof plugin, "%s/tests/libnccl-profiler-nccltop-test.so", bindir);
   TEST_RUN(viewer_killed_and_restarted_sees_everything_again);
   TEST_RUN(stale_sockets_of_killed_publishers_are_skipped);
   TEST_RUN(unsafe_endpoint_directories_are_refused);

@@ -142,7 +142,7 @@ int main(void) {
   ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
   exe[n > 0 ? n : 0] = '\0';
   snprintf(bindir, sizeof bindir, "%s/..", dirname(exe));
-  snprintf(plugin, sizeof plugin, "%s/libnccl-profiler-nccltop.so", bindir);
+  snprintf(plugin, sizeof plugin, "%s/tests/libnccl-profiler-nccltop-test.so", bindir);
   TEST_RUN(a_stopped_viewer_never_blocks_the_job);
   return TEST_DONE();
 }

@@ -15,12 +15,7 @@ static ph_t H;
 
 /* Fresh plugin, one communicator, a subscribed SUB socket, first snapshot in. */
 static void *setup(void) {
-  memset(&H, 0, sizeof H);
-  ph_now = 1;
-  if (ph_setup_dir(&H) != 0 || ph_load(&H) != 0) return NULL;
-  void *ctx = ph_init(&H, HASH, 2, 8);
-  if (!ctx || ph_subscribe(&H) != 0 || ph_next_snapshot(&H, 5000) != 0) return NULL;
-  return ctx;
+  return ph_setup(&H, HASH, 2, 8);
 }
 
 static const nt_channel_row *find_row(const nt_snapshot *s, int channel, int dir, int peer) {
@@ -68,6 +63,12 @@ static void case_exports_every_abi_version(void) {
   }
   CHECK(dlsym(lib, "nccltop_tag") != NULL);
   CHECK(dlsym(lib, "nccltop_set_mask") != NULL);
+  /* The production plugin exports no test hook; its test-only build does. */
+  CHECK(dlsym(lib, "nccltop_sim_set_clock") == NULL);
+  ph_plugin_path(path, sizeof path, "tests/libnccl-profiler-nccltop-test.so");
+  void *test = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  CHECK(test != NULL && test != lib);
+  CHECK(test && dlsym(test, "nccltop_sim_set_clock") != NULL);
 }
 
 static void case_disable_makes_init_fail(void) {
@@ -313,15 +314,8 @@ static void case_kernel_channel_busy_time_from_ptimers(void) {
   void *ctx = setup();
   CHECK(ctx != NULL);
   for (int i = 0; i < 2; i++) {
-    nt_descr_v5 d = ph_simple(NT_EV_KERNEL_CH);
-    d.kernelCh.channelId = 5;
-    d.kernelCh.pTimer = 1000000 + (uint64_t)i * 10000;
-    void *h = NULL;
-    H.v5->startEvent(ctx, &h, &d);
-    CHECK(h != NULL);
-    nt_state_args_v5 a = {.kernelCh = {.pTimer = d.kernelCh.pTimer + 4000}};
-    H.v5->recordEventState(h, NT_ST_KERNEL_CH_STOP, &a);
-    H.v5->stopEvent(h);
+    uint64_t start = 1000000 + (uint64_t)i * 10000;
+    CHECK(ph_kernel_ch(&H, ctx, NULL, 5, start, start + 4000) != NULL);
   }
   CHECK(ph_latest(&H) == 0);
   CHECK(H.snap->nkernels == 1);
@@ -596,30 +590,26 @@ static void case_exited_proxy_threads_keep_their_rows(void) {
   CHECK(H.snap->proxy[0].comm_index != H.snap->proxy[1].comm_index);
 }
 
-#define CHILD(name)                                                                                \
-  static void name(void) {                                                                         \
-    CHECK(ph_in_child(case_##name) == 0);                                                          \
-  }
-CHILD(exports_every_abi_version)
-CHILD(disable_makes_init_fail)
-CHILD(send_step_waits_are_exact)
-CHILD(recv_bytes_counted_once_per_step)
-CHILD(proxy_thread_states_are_exact)
-CHILD(null_and_garbage_are_tolerated)
-CHILD(foreign_pxn_ops_are_never_dereferenced)
-CHILD(pool_exhaustion_drops_and_recovers)
-CHILD(step_restarted_without_stop)
-CHILD(kernel_channel_busy_time_from_ptimers)
-CHILD(subscriber_gets_a_snapshot_at_once)
-CHILD(nothing_is_encoded_without_a_subscriber)
-CHILD(last_finalize_sends_final_snapshot_and_removes_socket)
-CHILD(mask_is_set_at_init_and_changed_live)
-CHILD(forked_child_never_touches_the_plugin)
-CHILD(v4_init_argument_order)
-CHILD(concurrent_threads_lose_nothing)
-CHILD(operations_complete_once_across_threads)
-CHILD(nccl_topology_dump_is_forwarded)
-CHILD(exited_proxy_threads_keep_their_rows)
+PH_CHILD(exports_every_abi_version)
+PH_CHILD(disable_makes_init_fail)
+PH_CHILD(send_step_waits_are_exact)
+PH_CHILD(recv_bytes_counted_once_per_step)
+PH_CHILD(proxy_thread_states_are_exact)
+PH_CHILD(null_and_garbage_are_tolerated)
+PH_CHILD(foreign_pxn_ops_are_never_dereferenced)
+PH_CHILD(pool_exhaustion_drops_and_recovers)
+PH_CHILD(step_restarted_without_stop)
+PH_CHILD(kernel_channel_busy_time_from_ptimers)
+PH_CHILD(subscriber_gets_a_snapshot_at_once)
+PH_CHILD(nothing_is_encoded_without_a_subscriber)
+PH_CHILD(last_finalize_sends_final_snapshot_and_removes_socket)
+PH_CHILD(mask_is_set_at_init_and_changed_live)
+PH_CHILD(forked_child_never_touches_the_plugin)
+PH_CHILD(v4_init_argument_order)
+PH_CHILD(concurrent_threads_lose_nothing)
+PH_CHILD(operations_complete_once_across_threads)
+PH_CHILD(nccl_topology_dump_is_forwarded)
+PH_CHILD(exited_proxy_threads_keep_their_rows)
 
 int main(void) {
   TEST_RUN(exports_every_abi_version);

@@ -260,7 +260,7 @@ int main(void) {
   exe[n > 0 ? n : 0] = '\0';
   snprintf(bindir, sizeof bindir, "%s/..", dirname(exe));
   snprintf(nccltop, sizeof nccltop, "%s/nccltop", bindir);
-  snprintf(plugin, sizeof plugin, "%s/libnccl-profiler-nccltop.so", bindir);
+  snprintf(plugin, sizeof plugin, "%s/tests/libnccl-profiler-nccltop-test.so", bindir);
   if (!start_job()) {
     fprintf(stderr, "cannot start the simulated job\n");
     return 1;

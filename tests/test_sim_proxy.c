@@ -181,8 +181,8 @@ static void scenario_expectations_by_hand(void) {
   CHECK_EQ_U64(s.never_stopped_ops, 2);
   nt_sim_expect_channel(&c, 0, 0, 0, NT_DIR_SEND, &ch);
   CHECK(ch.ops == 5 && ch.steps == 10);
-  CHECK(!strcmp(sim_scn_det_op(&c, 5).algo, "CollNetDirect"));
-  CHECK(!strcmp(sim_scn_det_op(&c, 11).algo, "CollNetChain"));
+  CHECK(!strcmp(sim_scn_det_op(&c, 5).algo, "COLLNET_DIRECT"));
+  CHECK(!strcmp(sim_scn_det_op(&c, 11).algo, "COLLNET_CHAIN"));
   c.collnet = false, c.ce = true, c.nccl_version = 229; /* AllGathers 0 and 3 */
   nt_sim_expect_scenario(&c, 0, &s);
   CHECK_EQ_U64(s.ce_colls, 2);
@@ -295,7 +295,7 @@ static void collnet_ops_are_started_and_never_stopped(void) {
     for (int i = 0; i < tr.nev; i++) {
       const ev_t *e = &tr.ev[i];
       if (e->pid != x->pid || e->ctx != x->ctx) continue;
-      if (e->type == NT_EV_COLL && !strcmp(e->algo, "CollNetDirect")) {
+      if (e->type == NT_EV_COLL && !strcmp(e->algo, "COLLNET_DIRECT")) {
         colls++;
         CHECK(e->seq == 1); /* the second AllReduce of the communicator */
       }
@@ -322,7 +322,7 @@ static void collnet_in_real_time(void) {
   CHECK_STR(grammar_problem(&c), "none");
   int colls = 0, never = 0;
   for (int i = 0; i < tr.nev; i++) {
-    colls += tr.ev[i].type == NT_EV_COLL && !strncmp(tr.ev[i].algo, "CollNet", 7);
+    colls += tr.ev[i].type == NT_EV_COLL && !strncmp(tr.ev[i].algo, "COLLNET_", 8);
     never += collnet_op(&tr.ev[i]) && tr.ev[i].stops == 0;
   }
   /* operation 9 of the real-time step is the one odd-indexed AllReduce */

@@ -1,9 +1,9 @@
 /* Issue 9's proxy-side scenarios (--pxn, --collnet, --ce) through the real
- * plugin and `nccltop -b --json`: one deterministic job each, asserting only
- * what nccltop already shows right (exact ring steps, foreign-op counts,
- * proxy totals, collective rows); what it shows wrongly is issue 10's, and
- * each frame is printed ("observed") so the difference can be read. The
- * events themselves are checked under the recorder in test_sim_proxy.c. */
+ * plugin and `nccltop -b --json`: one deterministic job each (exact ring
+ * steps, foreign-op counts, proxy totals, collective rows; under --collnet
+ * also exact ring bytes, nothing in flight or dropped and no hung_op alert),
+ * and each frame is printed ("observed"). The events themselves are checked
+ * under the recorder in test_sim_proxy.c. */
 #include "scenario_harness.h"
 #include "../sim/scenario.h"
 
@@ -142,19 +142,61 @@ static const char *pxn_frame(const nt_sim_config *c, const cJSON *f, char *why, 
   return settled("pxn", f, ok, why, cap);
 }
 
+/* Every (rank, channel, dir) row of the ring's peers carries exactly the
+ * ring's steps and bytes, none has ops in flight, and no row is the
+ * CollNet peer's (nRanks). */
+static bool ring_rows_exact(const nt_sim_config *c, const cJSON *f) {
+  for (int r = 0; r < c->ranks; r++) {
+    const cJSON *rk = find_rank(f, nt_sim_comm_hash(0), r), *x;
+    if (!rk) return false;
+    for (int ch = 0; ch < c->channels; ch++)
+      for (int dir = 0; dir < 2; dir++) {
+        nt_sim_channel_expect want;
+        nt_sim_expect_channel(c, r, 0, ch, dir, &want);
+        const cJSON *row = channel_row(rk, ch, dir == NT_DIR_SEND ? "send" : "recv");
+        if (!row || num(row, "steps") != (double)want.steps ||
+            num(row, "bytes") != (double)want.bytes)
+          return false;
+      }
+    cJSON_ArrayForEach(x, get(rk, "channels")) {
+      if (num(x, "ops_in_flight") != 0 || num(x, "peer") == c->ranks) return false;
+    }
+    cJSON_ArrayForEach(x, get(rk, "in_flight")) {
+      if (strcmp(str(x, "state"), "done") != 0) return false;
+    }
+  }
+  return true;
+}
+
+/* CollNet ops are never stopped (P2): the ring's totals stay exact, the
+ * CollNet AllReduces are counted and done without a duration, nothing is
+ * in flight, nothing dropped, and no hung_op alert. */
 static const char *collnet_frame(const nt_sim_config *c, const cJSON *f, char *why, size_t cap) {
   nt_sim_scn_expect want;
   nt_sim_expect_scenario(c, 0, &want);
-  double steps = (double)want.ring_colls * c->steps, rows = 0;
-  bool ok = steps_are(c, f, "send", 0x3, steps);
-  /* the ring collectives are all there and done (the CollNet one: see show) */
+  bool ok = ring_rows_exact(c, f);
+  double ring = 0, collnet = 0;
   const cJSON *x;
   cJSON_ArrayForEach(x, get(f, "collectives")) {
-    ok = ok && num(x, "done") == num(x, "count");
-    rows += num(x, "count");
+    if (!strncmp(str(x, "algo"), "COLLNET", 7)) {
+      ok = ok && num(x, "done") == 0; /* completion not reported by NCCL */
+      collnet += num(x, "count");
+    } else {
+      ok = ok && num(x, "done") == num(x, "count");
+      ring += num(x, "count");
+    }
   }
-  ok = ok && rows == (double)(want.ring_colls * (uint64_t)c->ranks);
-  return settled("collnet", f, ok, why, cap);
+  ok = ok && ring == (double)(want.ring_colls * (uint64_t)c->ranks) &&
+       collnet == (double)(want.collnet_colls * (uint64_t)c->ranks);
+  cJSON_ArrayForEach(x, get(f, "processes")) {
+    ok = ok && num(get(x, "counters"), "dropped_events") == 0;
+  }
+  const char *w = settled("collnet", f, ok, why, cap);
+  if (w) return w;
+  cJSON_ArrayForEach(x, get(f, "alerts")) {
+    FAIL_IF(!strcmp(str(x, "kind"), "hung_op"), "collnet: hung_op alert: %s", str(x, "text"));
+  }
+  return NULL;
 }
 
 static const char *ce_frame(const nt_sim_config *c, const cJSON *f, char *why, size_t cap) {
@@ -220,6 +262,15 @@ static void end_to_end_pxn(void) {
 static void end_to_end_collnet(void) {
   end_to_end(tw_collnet, 2, collnet_frame, "collnet");
 }
+/* Enough CollNet AllReduces (4 never-stopped ops each) to fill the old
+ * 512-slot pool several times over: the ring's totals stay exact. */
+static void tw_collnet_many(nt_sim_config *c) {
+  c->collnet = true;
+  c->iterations = 1500; /* 250 CollNet AllReduces: 1000 ops */
+}
+static void end_to_end_collnet_overflows_old_pool(void) {
+  end_to_end(tw_collnet_many, 2, collnet_frame, "collnet-many");
+}
 static void end_to_end_ce(void) {
   end_to_end(tw_ce, 2, ce_frame, "ce");
 }
@@ -228,6 +279,7 @@ int main(void) {
   scenario_init();
   TEST_RUN(end_to_end_pxn);
   TEST_RUN(end_to_end_collnet);
+  TEST_RUN(end_to_end_collnet_overflows_old_pool);
   TEST_RUN(end_to_end_ce);
   return TEST_DONE();
 }

@@ -552,7 +552,7 @@ static const char *frame_mismatch(const nt_sim_config *cfg, const cJSON *frame, 
  * exactly nt_sim_expect_* for every release, 2.26's recv bug included. */
 static void the_plugin_counts_the_expectations_of_every_release(void) {
   char plugin[PATH_MAX + 64];
-  snprintf(plugin, sizeof plugin, "%s/libnccl-profiler-nccltop.so", bindir);
+  snprintf(plugin, sizeof plugin, "%s/tests/libnccl-profiler-nccltop-test.so", bindir);
   for (int i = 0; i < 6; i++) {
     char dir[] = "/tmp/nccltop-vers-XXXXXX";
     CHECK(mkdtemp(dir) != NULL);

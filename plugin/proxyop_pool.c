@@ -1,0 +1,85 @@
+/* The ProxyOp pool, and the ops NCCL never stops (docs/NCCL-BEHAVIOUR.md
+ * P2).
+ *
+ * From 2.27 only the net transport stops its ProxyOps: ops of the CollNet
+ * transport and of the p2p transport's CE-memcpy mode are started at append
+ * and never stopped, and get no ProxyStep. A CollNet operation's ops all go
+ * to the CollNet transport, so they are recognised at start by their
+ * operation's algorithm: they take no slot and hold no reference on the
+ * operation, which is marked `unreported` (it completes without a reported
+ * completion). Other never-stopped ops cannot be told at start; a net op
+ * gets its first step on the proxy's first progress pass after the append,
+ * so an op still without a step NT_STEPLESS_GRACE_MS after its start gives
+ * its slot up at once (its operation is marked unreported too). So do the
+ * ops of a finalized communicator (aborted: never progressed again) and,
+ * as before, any op older than NCCLTOP_RECLAIM_MS. When the short probe
+ * finds no slot, the whole pool is searched, and failing that the oldest
+ * op without a step gives its slot up once NT_STEPLESS_MIN_MS old, so ops
+ * that are stepping are never starved by ones that are not, however fast
+ * the never-stopped ones come.
+ */
+#include "internal.h"
+
+static bool never_stops_children(const struct nt_task *k) {
+  return k->algo == NT_ALGO_COLLNET_DIRECT || k->algo == NT_ALGO_COLLNET_CHAIN;
+}
+
+struct nt_task *nt_proxyop_parent(struct nt_thread *t, void *parent, bool *never) {
+  *never = false;
+  struct nt_task *k = nt_task_attach(t, parent);
+  if (!k || !never_stops_children(k)) return k;
+  /* A child without a stop: counted, never open. */
+  atomic_store_explicit(&k->unreported, 1, memory_order_relaxed);
+  atomic_fetch_sub_explicit(&k->st, 1, memory_order_release);
+  NT_ADD(t->never_stopped_ops, 1);
+  *never = true;
+  return NULL;
+}
+
+/* An op whose slot a new op may take. */
+static bool reclaimable(const struct nt_op *op, uint64_t now, uint64_t reclaim_ns) {
+  uint64_t age = now > op->start_ns ? now - op->start_ns : 0;
+  if (!op->stepped && age > (uint64_t)NT_STEPLESS_GRACE_MS * 1000000ull) return true;
+  if (op->row && !atomic_load_explicit(&op->row->ctx->live, memory_order_relaxed)) return true;
+  return age > reclaim_ns;
+}
+
+static struct nt_op *take(struct nt_thread *t, struct nt_op *op, uint64_t now) {
+  if (op->row) NT_ADD(op->row->ops_done, 1);
+  if (op->row && op->begun) NT_ADD(op->row->begun_done, 1);
+  if (op->task) {
+    if (!op->stepped) {
+      /* Never stopped (P2): its completion is not reported. */
+      atomic_store_explicit(&op->task->unreported, 1, memory_order_relaxed);
+      atomic_fetch_sub_explicit(&op->task->st, 1, memory_order_release);
+    } else {
+      nt_task_detach(op->task, now, true, 0);
+    }
+  }
+  op->task = NULL;
+  NT_ADD(t->reclaimed_ops, 1);
+  return op;
+}
+
+struct nt_op *nt_proxyop_alloc(struct nt_thread *t, uint64_t now) {
+  uint64_t reclaim_ns = (uint64_t)nt_g.cfg.reclaim_ms * 1000000ull;
+  for (uint32_t i = 0; i < NT_POOL_PROBES; i++) {
+    struct nt_op *op = &t->ops[t->op_cursor++ % NT_OPS_PER_THREAD];
+    if (!atomic_load_explicit(&op->in_use, memory_order_acquire)) return op;
+    if (reclaimable(op, now, reclaim_ns)) return take(t, op, now);
+  }
+  /* Rare: the probed window is busy. One pass over the pool; failing a
+   * free or reclaimable slot, the oldest op without a step yields, unless
+   * it is younger than NT_STEPLESS_MIN_MS (a net op appended in the same
+   * burst, before the proxy's progress pass). */
+  struct nt_op *oldest = NULL;
+  for (uint32_t i = 0; i < NT_OPS_PER_THREAD; i++) {
+    struct nt_op *op = &t->ops[t->op_cursor++ % NT_OPS_PER_THREAD];
+    if (!atomic_load_explicit(&op->in_use, memory_order_acquire)) return op;
+    if (reclaimable(op, now, reclaim_ns)) return take(t, op, now);
+    if (!op->stepped && (!oldest || op->start_ns < oldest->start_ns)) oldest = op;
+  }
+  if (oldest && now - oldest->start_ns > (uint64_t)NT_STEPLESS_MIN_MS * 1000000ull)
+    return take(t, oldest, now);
+  return NULL;
+}
