@@ -53,6 +53,8 @@ void nt_bcast_api(struct nt_thread *t, struct nt_context *c, const struct nt_ev 
     NT_ADD(t->dropped_ops, 1);
     return;
   }
+  /* Nothing of it but this call ever reaches the plugin (O1). */
+  atomic_store_explicit(&k->unreported, 1, memory_order_relaxed);
   if (t->nbcast_pending == NT_BCAST_PENDING) {
     /* A group of many Broadcasts: the oldest can no longer be withdrawn. */
     nt_op_stop(t->bcast_pending[0]);

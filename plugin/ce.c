@@ -26,5 +26,7 @@ void *nt_ce_start(struct nt_thread *t, void *context, const struct nt_ev *ev) {
     NT_ADD(t->dropped_ops, 1);
     return &nt_ignored_handle;
   }
+  /* Its stop means "copies enqueued": their end is never reported (O3). */
+  atomic_store_explicit(&k->unreported, 1, memory_order_relaxed);
   return k;
 }

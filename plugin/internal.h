@@ -474,9 +474,6 @@ void nt_retire_free(void);
 void nt_retire_sweep(uint64_t now, bool force);
 /* Fills the 1.1 tables of s; map turns context indices into comm indices. */
 void nt_retire_collect(nt_snapshot *s, const uint16_t *map, uint64_t now);
-/* Operations retired without a reported completion (their `unreported`), for
- * the oplog flag of proto 1.2. */
-uint64_t nt_retire_unreported(void);
 
 /* local.c (publisher thread only): the ipc socket file in the endpoint
  * directory, bound through the directory's descriptor and bound again when

@@ -59,7 +59,6 @@ static struct {
   uint64_t last_done_ns[NT_MAX_CONTEXTS];
   uint32_t last_done_gen[NT_MAX_CONTEXTS];
   uint64_t dropped_stats; /* keys that found the table full */
-  uint64_t unreported;    /* retired without a reported completion */
 } R;
 
 int nt_retire_init(void) {
@@ -180,7 +179,6 @@ static void retire(struct nt_task *k) {
   int state = children ? NT_OPS_DONE : NT_OPS_ENQUEUED;
   int timing = NT_TIMING_NONE;
   uint64_t duration = 0;
-  if (unreported) R.unreported++;
   if (children && !untimed && !unreported) {
     if (gpu) {
       timing = NT_TIMING_GPU;
@@ -213,6 +211,7 @@ static void retire(struct nt_task *k) {
   fill_log(&e->row, k);
   e->row.state = (uint8_t)state;
   e->row.run_state = NT_RUN_IDLE;
+  e->row.flags = unreported ? NT_OPF_UNREPORTED : 0;
   e->row.timing = (uint8_t)timing;
   e->row.duration_ns = duration;
   e->row.children = children;
@@ -234,9 +233,6 @@ static int by_end(const void *a, const void *b) {
  * may still come after the others stopped. With kernelch on it first waits
  * for its KernelCh children, boundedly (kernel_wait). A task that never got
  * a child is retired as "enqueued" after NO_CHILD_SWEEPS(_PROXY). */
-uint64_t nt_retire_unreported(void) {
-  return R.unreported;
-}
 
 /* Whether k still waits for KernelCh children (one per channel), counting
  * the sweeps it has waited since the last one came. */
@@ -248,7 +244,11 @@ static bool kernel_wait(struct nt_task *k, bool force) {
     k->seen_kch = (uint8_t)kch;
     k->kwait = 0;
   }
-  if (k->kwait >= (kch ? KERNEL_LAG_SWEEPS : NO_KERNEL_SWEEPS)) return false;
+  if (k->kwait >= (kch ? KERNEL_LAG_SWEEPS : NO_KERNEL_SWEEPS)) {
+    /* Given up: NCCL did not report all of it (K3). */
+    atomic_store_explicit(&k->unreported, 1, memory_order_relaxed);
+    return false;
+  }
   k->kwait++;
   return true;
 }
@@ -333,6 +333,7 @@ static uint32_t collect_inflight(nt_snapshot *s, const uint16_t *map, uint64_t n
     if (r->children_open > r->children) r->children = r->children_open;
     r->state = NT_OPS_IN_FLIGHT;
     r->age_ns = now > k->enqueue_ns ? now - k->enqueue_ns : 0;
+    if (atomic_load_explicit(&k->unreported, memory_order_relaxed)) r->flags |= NT_OPF_UNREPORTED;
     r->run_state =
         atomic_load_explicit(&k->begun, memory_order_relaxed) ? NT_RUN_RUNNING : NT_RUN_QUEUED;
     uint64_t last = atomic_load_explicit(&k->last_progress_ns, memory_order_relaxed);

@@ -87,6 +87,20 @@ static void check_view(int func, int64_t count, int64_t bytes, int64_t done, int
     if (want[i] >= 0) CHECK_EQ_U64(got[i], (uint64_t)want[i]);
 }
 
+/* Operations of `func` in the operation log, and how many of them say
+ * "completion not reported" (protocol 1.2). */
+static uint32_t flagged_unreported(int func, uint32_t *all) {
+  uint32_t n = 0;
+  *all = 0;
+  for (uint32_t i = 0; i < H.snap->noplog; i++) {
+    const nt_oplog_row *o = &H.snap->oplog[i];
+    if (o->func != func) continue;
+    (*all)++;
+    n += (o->flags & NT_OPF_UNREPORTED) != 0;
+  }
+  return n;
+}
+
 static func_view view(int func) {
   func_view v = {0};
   for (uint32_t i = 0; i < H.snap->nops; i++) {
@@ -120,6 +134,9 @@ static void case_v6_broadcast_counted_from_its_coll_api(void) {
   }
   check_view(NT_FUNC_BROADCAST, 3, 3 * 4096, 0, 3); /* done 0: its time is unknown */
   CHECK_EQ_U64(view(NT_FUNC_BROADCAST).no_algo, 3);
+  uint32_t all;
+  CHECK_EQ_U64(flagged_unreported(NT_FUNC_BROADCAST, &all), 3);
+  CHECK_EQ_U64(all, 3);
   CHECK_EQ_U64(H.snap->process.unknown_events, 0);
 }
 
@@ -138,6 +155,8 @@ static void case_v6_broadcast_with_a_coll_counts_once(void) {
   H.v5->stopEvent(g);
   check_view(NT_FUNC_BROADCAST, 2, 2 * 4096, -1, 2);
   CHECK_EQ_U64(view(NT_FUNC_BROADCAST).no_algo, 0);
+  uint32_t all;
+  CHECK_EQ_U64(flagged_unreported(NT_FUNC_BROADCAST, &all), 0); /* the Colls' own */
 }
 
 /* 2.28 (v5): a Broadcast is always a Coll; its CollApi never counts, with
@@ -197,6 +216,9 @@ static void case_ce_coll_counted_with_its_bytes(void) {
   }
   check_view(NT_FUNC_ALLGATHER, 2, 2 * 65536, 0, 2);
   CHECK_EQ_U64(H.snap->process.unknown_events, 0);
+  uint32_t all;
+  CHECK_EQ_U64(flagged_unreported(NT_FUNC_ALLGATHER, &all), 2);
+  CHECK_EQ_U64(all, 2);
 }
 
 #define CHILD(name)                                                                                \

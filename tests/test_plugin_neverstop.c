@@ -117,11 +117,19 @@ static void case_collnet_ops_take_no_slot(void) {
   }
   CHECK_EQ_U64(steps, 4 * NR);
   CHECK_EQ_U64(open, 0);
-  for (uint32_t i = 0; i < H.snap->noplog; i++)
-    if (H.snap->oplog[i].algo == NT_ALGO_COLLNET_DIRECT) {
-      CHECK_EQ_U64(H.snap->oplog[i].state, NT_OPS_DONE);
-      CHECK_EQ_U64(H.snap->oplog[i].timing, NT_TIMING_NONE);
+  /* (The log keeps the newest 256: the ring ones; test_ops_as_called sees
+   * flagged ones.) */
+  for (uint32_t i = 0; i < H.snap->noplog; i++) {
+    const nt_oplog_row *o = &H.snap->oplog[i];
+    bool collnet = o->algo == NT_ALGO_COLLNET_DIRECT || o->algo == NT_ALGO_COLLNET_CHAIN;
+    if (collnet) {
+      CHECK_EQ_U64(o->state, NT_OPS_DONE);
+      CHECK_EQ_U64(o->timing, NT_TIMING_NONE);
+      CHECK(o->run_state == NT_RUN_IDLE);
     }
+    /* Protocol 1.2 says which ones NCCL never reported the end of. */
+    CHECK(((o->flags & NT_OPF_UNREPORTED) != 0) == collnet);
+  }
 }
 
 /* With kernelch, a CollNet AllReduce gets its GPU time from its KernelCh
