@@ -471,7 +471,12 @@ uint32_t nt_phase_rows(nt_phase_row *rows, uint32_t cap);
  * statistics; `force` retires every finished one now (flush, last snapshot). */
 int nt_retire_init(void);
 void nt_retire_free(void);
-void nt_retire_sweep(uint64_t now, bool force);
+/* How a sweep retires: TICK waits for quiet sweeps and for children still
+ * expected; FLUSH retires what is finished at once (nccltop_flush); FINAL
+ * retires everything that was stopped, expected children or not (the last
+ * snapshot before the publisher stops). */
+enum nt_sweep { NT_SWEEP_TICK, NT_SWEEP_FLUSH, NT_SWEEP_FINAL };
+void nt_retire_sweep(uint64_t now, enum nt_sweep how);
 /* Fills the 1.1 tables of s; map turns context indices into comm indices. */
 void nt_retire_collect(nt_snapshot *s, const uint16_t *map, uint64_t now);
 

@@ -377,7 +377,7 @@ static void run(struct pub *p) {
     if (!due && !fresh && !flushing) continue;
     /* Finished operations are retired whether or not anyone watches, so a
      * viewer that joins late sees every total. */
-    if (due || flushing) nt_retire_sweep(nt_clock_ns(), flushing);
+    if (due || flushing) nt_retire_sweep(nt_clock_ns(), flushing ? NT_SWEEP_FLUSH : NT_SWEEP_TICK);
     if (p->subscribed) {
       if (fresh || now >= next_meta) {
         send_meta(p);
@@ -388,7 +388,7 @@ static void run(struct pub *p) {
     if (due) next_tick = now + interval;
     atomic_store(&flush_done, flush);
   }
-  nt_retire_sweep(nt_clock_ns(), true);
+  nt_retire_sweep(nt_clock_ns(), NT_SWEEP_FINAL);
   if (p->subscribed) send_snapshot(p, true);
 }
 

@@ -253,8 +253,9 @@ static bool kernel_wait(struct nt_task *k, bool force) {
   return true;
 }
 
-void nt_retire_sweep(uint64_t now, bool force) {
+void nt_retire_sweep(uint64_t now, enum nt_sweep how) {
   (void)now;
+  bool force = how != NT_SWEEP_TICK;
   if (!R.rows || !nt_g.threads) return;
   uint32_t ncand = 0, used = atomic_load(&nt_g.nthreads_used);
   for (uint32_t i = 0; i < used && i < NT_MAX_THREADS; i++) {
@@ -264,7 +265,8 @@ void nt_retire_sweep(uint64_t now, bool force) {
       struct nt_task *k = &t->tasks[j];
       uint32_t st = atomic_load_explicit(&k->st, memory_order_acquire);
       if ((st & ~NT_TS_REFS) != (NT_TS_LIVE | NT_TS_STOPPED) || (st & NT_TS_REFS)) continue;
-      if (kernel_wait(k, force)) continue;
+      /* A flush does not give up on KernelCh children; the last sweep does. */
+      if (kernel_wait(k, how == NT_SWEEP_FINAL)) continue;
       if (atomic_load_explicit(&k->children, memory_order_relaxed)) {
         uint64_t last = atomic_load_explicit(&k->last_stop_ns, memory_order_relaxed);
         if (force || (k->quiet && k->seen_stop_ns == last)) {
