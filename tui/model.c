@@ -679,6 +679,7 @@ int nt_model_channel_dominant_wait(const nt_model_process *p, const nt_channel_r
 }
 
 bool nt_model_channel_stalled(const nt_channel_row *row, uint32_t stall_ms) {
-  return row->ops_started > row->ops_done && row->progress_age_ns != UINT64_MAX &&
+  return row->ops_started > row->ops_done && row->run_state != NT_RUN_QUEUED &&
+         row->progress_age_ns != UINT64_MAX &&
          row->progress_age_ns >= (uint64_t)stall_ms * 1000000ull;
 }

@@ -45,6 +45,10 @@ typedef struct {
   uint32_t nmatch; /* entries of match that describe cur (0 when unknown) */
   nt_behind behind[NT_BEHIND_MAX];
   uint32_t nbehind;
+  /* alerts.c, during one nt_model_alerts: where its ranks start in the
+   * analysis' rank table, and whether a root alert names it. */
+  uint32_t rank_base;
+  bool is_root;
 } proc_slot;
 
 struct nt_model {
