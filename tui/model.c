@@ -473,6 +473,7 @@ int nt_model_apply_hello(nt_model *m, const char *endpoint, uint32_t endpoint_pi
                 sizeof d->env[i].value);
   }
   p->pub.have_hello = true;
+  m->hellos++;
   return 0;
 }
 

@@ -75,6 +75,10 @@ struct nt_model {
   nt_run_summary *prev_run;  /* the run before the current one, NULL none */
   nt_run_summary *ended_run; /* the current run, summarized when it ended */
   bool ended;                /* ended_run is current */
+  /* the current run's environment table (runs.c), rebuilt only when a
+   * hello arrives or a process is added or dropped */
+  uint64_t hellos;
+  struct nt_env_cache *env_cache;
 };
 
 /* model_source.c: the source of a message, found or remembered; NULL when

@@ -122,10 +122,34 @@ static int env_cmp_differs(const void *a, const void *b) {
   return strcmp(x->name, y->name);
 }
 
+/* The current run's table, kept while no hello arrives and no process is
+ * added or dropped (its pointers into the hellos stay valid so long). */
+struct nt_env_cache {
+  env_name *names;
+  int n;
+  uint32_t nprocs, generation, run;
+  uint64_t hellos;
+};
+
+static int current_env(nt_model *m, env_name **names) {
+  struct nt_env_cache *c = m->env_cache;
+  if (!c && !(c = m->env_cache = calloc(1, sizeof *c))) return -1;
+  if (!c->names || c->generation != m->generation || c->run != m->run || c->hellos != m->hellos) {
+    free(c->names);
+    c->names = NULL;
+    c->n = env_table(m, m->run, &c->names, &c->nprocs);
+    c->generation = m->generation;
+    c->run = m->run;
+    c->hellos = m->hellos;
+  }
+  *names = c->names;
+  return c->n;
+}
+
 uint32_t nt_model_env(nt_model *m, nt_env_row *out, uint32_t cap, bool differs_first) {
   env_name *names;
-  uint32_t nprocs, n = 0;
-  int nn = env_table(m, m->run, &names, &nprocs);
+  uint32_t n = 0;
+  int nn = current_env(m, &names);
   for (int k = 0; k < nn && n < cap; k++) {
     nt_env_row *r = &out[n++];
     r->name = names[k].name;
@@ -134,7 +158,6 @@ uint32_t nt_model_env(nt_model *m, nt_env_row *out, uint32_t cap, bool differs_f
     r->nvalues = names[k].nvalues;
     r->differs = r->nvalues > 1;
   }
-  free(names);
   if (n) qsort(out, n, sizeof *out, differs_first ? env_cmp_differs : env_cmp_name);
   return n;
 }
@@ -144,16 +167,17 @@ uint32_t nt_model_env(nt_model *m, nt_env_row *out, uint32_t cap, bool differs_f
 static void summarize(nt_model *m, uint32_t run, nt_run_summary *s) {
   memset(s, 0, sizeof *s);
   s->id = run;
-  env_name *names;
+  env_name *names = NULL;
   uint32_t nprocs;
-  int nn = env_table(m, run, &names, &nprocs);
+  bool cached = run == m->run;
+  int nn = cached ? current_env(m, &names) : env_table(m, run, &names, &nprocs);
   for (int k = 0; k < nn && s->nenv < NT_MAX_ENV; k++) {
     nt_run_env *e = &s->env[s->nenv++];
     snprintf(e->name, sizeof e->name, "%s", names[k].name);
     snprintf(e->value, sizeof e->value, "%s", names[k].best ? names[k].best : "");
     e->differs = names[k].nvalues > 1;
   }
-  free(names);
+  if (!cached) free(names);
   for (uint32_t i = 0; i < m->nprocs; i++) {
     const nt_model_process *p = &m->procs[i]->pub;
     if (p->run != run) continue;
@@ -241,6 +265,9 @@ void nt_runs_tick(nt_model *m) {
 }
 
 void nt_runs_free(nt_model *m) {
+  if (m->env_cache) free(m->env_cache->names);
+  free(m->env_cache);
+  m->env_cache = NULL;
   free(m->prev_run);
   free(m->ended_run);
   m->prev_run = m->ended_run = NULL;
