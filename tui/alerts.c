@@ -8,10 +8,12 @@
  * work never alarms on its own, however old.
  *
  * The waits-on graph, built once per call: a rank waits on a peer through
- * each in-flight channel that has waited at least the stall time in a wait
- * on that peer (send_peer_wait: no credit from the receiver; recv_net_wait:
- * no data from the sender; send_net_wait: the transfer does not complete;
- * and a running channel with no step in progress), whatever its run state.
+ * each in-flight channel in a wait on that peer (send_peer_wait: no credit
+ * from the receiver; recv_net_wait: no data from the sender; send_net_wait:
+ * the transfer does not complete; and a running channel with no step in
+ * progress), whatever its run state and however long: ranks do not freeze
+ * at the same instant, and one whose wait is younger than the stall time
+ * must not end the walk there.
  * send_gpu_wait, recv_flush_wait and recv_gpu_wait wait on the rank's own
  * GPU: no edge. A publisher that stopped sending (stale) or ended has no
  * edges: its last snapshot is not what it does now.
@@ -268,11 +270,11 @@ static void scan_channels(ctx *c, rank_info *ri, const nt_channel_row *rows, uin
       ri->queued++;
     else
       ri->running++;
+    if (waits_on_peer(ch->cur_wait) || (!queued && ch->cur_wait == NT_WAIT_NONE))
+      add_edge(c, ri, ch);
     if (ch->progress_age_ns == UINT64_MAX || ch->progress_age_ns < c->stall_ns) continue;
     double age = (double)ch->progress_age_ns / 1e9 + since(c, p);
     if (age > ri->old_age) ri->old_age = age;
-    if (waits_on_peer(ch->cur_wait) || (!queued && ch->cur_wait == NT_WAIT_NONE))
-      add_edge(c, ri, ch);
     if (!queued) note_stuck(c, ri, ch, age);
   }
 }
@@ -753,7 +755,7 @@ static nt_behind *behind_of(proc_slot *s, uint64_t hash, int func) {
   return NULL;
 }
 
-static void straggler(ctx *c, rank_info *ri, const uint64_t top[NT_FUNC_COUNT]) {
+static void straggler(ctx *c, rank_info *ri, const uint64_t top[NT_FUNC_COUNT], bool hangs) {
   const nt_snapshot *s = ri->r.proc->cur;
   /* One alert per rank: every function it is behind on. */
   char parts[160] = "";
@@ -786,8 +788,9 @@ static void straggler(ctx *c, rank_info *ri, const uint64_t top[NT_FUNC_COUNT]) 
     if (lag > worst) worst = lag, worst_func = q->func;
     if (for_s > longest) longest = for_s;
   }
-  /* A root is behind because it is stuck: said once, as the root. */
-  if (!total || ri->named_root) return;
+  /* A root is behind because it is stuck: said once, as the root; the
+   * others of its communicator wait on it (their behind times still run). */
+  if (!total || hangs) return;
   nt_alert *a = add(c, NT_ALERT_STRAGGLER, P_STRAGGLER, (double)total, ri);
   if (!a) return;
   char me[160];
@@ -797,6 +800,13 @@ static void straggler(ctx *c, rank_info *ri, const uint64_t top[NT_FUNC_COUNT]) 
   say(a,
       "rank %d/%d %s is a straggler: behind the other ranks by %s, continuously for the last %.1fs",
       ri->r.rank, ri->r.nranks, rank_who(c, ri, me), parts, longest);
+}
+
+/* Whether a root alert names a rank of the communicator of ranks [g, end). */
+static bool has_root(const ctx *c, uint32_t g, uint32_t end) {
+  for (uint32_t i = g; i < end; i++)
+    if (c->ranks[i].named_root) return true;
+  return false;
 }
 
 static void stragglers(ctx *c) {
@@ -822,8 +832,11 @@ static void stragglers(ctx *c) {
           top[q->func] = q->launched;
       }
     }
+    /* In a communicator that hangs, launch counts stop where the hang
+     * caught each rank: the root explains them. */
+    bool hangs = has_root(c, g, end);
     for (uint32_t i = g; i < end; i++)
-      if (!c->ranks[i].silent) straggler(c, &c->ranks[i], top);
+      if (!c->ranks[i].silent) straggler(c, &c->ranks[i], top, hangs);
     g = end;
   }
   /* A rank that caught up starts over. */
