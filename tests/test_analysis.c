@@ -216,36 +216,41 @@ static nt_snapshot *with_launches(uint32_t pid, int rank, uint64_t seq, uint64_t
   return s;
 }
 
-/* A rank behind the others for longer than the stall time is a straggler;
- * one that catches up starts over. */
+/* A rank late by more than the stall time (the others launched its next
+ * operation that long ago) is a straggler; one that keeps pace a few
+ * operations behind is not, and one that catches up starts over. */
 static void a_rank_that_stays_behind_is_a_straggler(void) {
   nt_model *m = nt_model_new();
   CHECK(m);
   nt_alert a[16];
   double t = 1.0;
+  /* Rank 1 stops launching at 50 AllGather and 7 AllReduce; the others go
+   * on; rank 2 keeps pace, always 2 AllGather behind. */
   for (int k = 0; k < 4; k++, t += 1.0) {
     CHECK(apply(m, with_launches(20, 0, (uint64_t)k + 1, 50 + (uint64_t)k, 9), t));
-    CHECK(apply(m, with_launches(21, 1, (uint64_t)k + 1, 47 + (uint64_t)k, 7), t));
-    CHECK(apply(m, with_launches(22, 2, (uint64_t)k + 1, 50 + (uint64_t)k, 9), t));
-    uint32_t n = nt_model_alerts(m, 2500, a, 16, t);
+    CHECK(apply(m, with_launches(21, 1, (uint64_t)k + 1, 50, 7), t));
+    CHECK(apply(m, with_launches(22, 2, (uint64_t)k + 1, 48 + (uint64_t)k, 9), t));
+    uint32_t n = nt_model_alerts(m, 1500, a, 16, t);
     const nt_alert *s = alert_of(a, n, NT_ALERT_STRAGGLER, 1);
-    if (k < 3) {
-      CHECK(s == NULL); /* behind for 0, 1, 2 s: not yet */
+    if (k < 2) {
+      CHECK(s == NULL); /* late 0 or 1 s: not yet */
     } else {
-      CHECK(s != NULL);          /* 3 s > 2.5 s */
-      CHECK_EQ_U64(s->count, 5); /* 3 AllGather + 2 AllReduce */
-      CHECK(s->func == NT_FUNC_ALLGATHER);
-      CHECK(strstr(s->text, "3 AllGather (50 of 53)") != NULL);
-      CHECK(strstr(s->text, "2 AllReduce (7 of 9)") != NULL);
+      CHECK(s != NULL); /* AllReduce: the others launched #8 at t = 1 */
     }
-    CHECK(count_kind(a, n, NT_ALERT_STRAGGLER) == (k < 3 ? 0u : 1u));
+    if (k == 3) {
+      CHECK_EQ_U64(s->count, 5); /* 3 AllGather + 2 AllReduce */
+      CHECK(s->func == NT_FUNC_ALLREDUCE && s->age_s > 2.9 && s->age_s < 3.1);
+      CHECK(strstr(s->text, "3 AllGather (50 of 53, 2.0s late)") != NULL);
+      CHECK(strstr(s->text, "2 AllReduce (7 of 9, 3.0s late)") != NULL);
+    }
+    CHECK(alert_of(a, n, NT_ALERT_STRAGGLER, 2) == NULL); /* it keeps pace */
   }
   /* It catches up, then falls behind again: the clock starts over. */
   CHECK(apply(m, with_launches(21, 1, 5, 53, 9), t));
-  CHECK(nt_model_alerts(m, 2500, a, 16, t) == 0);
-  CHECK(apply(m, with_launches(21, 1, 6, 53, 8), t + 1));
-  CHECK(apply(m, with_launches(20, 0, 5, 53, 9), t + 1));
-  uint32_t n = nt_model_alerts(m, 2500, a, 16, t + 1);
+  CHECK(nt_model_alerts(m, 1500, a, 16, t) == 0 || alert_of(a, 16, NT_ALERT_STRAGGLER, 1) == NULL);
+  CHECK(apply(m, with_launches(21, 1, 6, 53, 9), t + 1));
+  CHECK(apply(m, with_launches(20, 0, 5, 53, 10), t + 1));
+  uint32_t n = nt_model_alerts(m, 1500, a, 16, t + 1);
   CHECK(alert_of(a, n, NT_ALERT_STRAGGLER, 1) == NULL);
   nt_model_free(m);
 }
