@@ -148,7 +148,8 @@ static bool stalled_rank_named(nt_sim_config *c, const char *dir, double seconds
   if (started) viewer_stop(&v);
   stop_group(&sim);
   remove_dir(dir);
-  if (named < 2) fprintf(stderr, "    rank %d not named root (%d frames)\n", c->stall_rank, v.frames);
+  if (named < 2)
+    fprintf(stderr, "    rank %d not named root (%d frames)\n", c->stall_rank, v.frames);
   if (wrong[0]) fprintf(stderr, "    wrong: %s\n", wrong);
   if (late[0]) fprintf(stderr, "    named %.1f s after the stall: %s\n", first_age, late);
   return started && named >= 2 && !wrong[0] && !late[0];
