@@ -70,22 +70,38 @@ static bool all_ranks(const nt_sim_config *c, const cJSON *f) {
   return true;
 }
 
+/* A job of `ranks` ranks x 2 channels in a fresh directory (dir, 24
+ * bytes), lasting duration_s; false if the directory could not be made. */
+static bool job(nt_sim_config *c, char *dir, int ranks, double duration_s) {
+  snprintf(dir, 24, "/tmp/nccltop-dia-XXXXXX");
+  if (!mkdtemp(dir)) return false;
+  base_config(c, dir);
+  c->ranks = ranks;
+  c->channels = 2;
+  c->duration_s = duration_s;
+  return true;
+}
+
+/* Spawns job c and `nccltop -b --json -d delay_ms --stall-ms STALL_MS`
+ * on its directory; whether both started (*sim, *v set either way). */
+static bool start(const nt_sim_config *c, const char *dir, const char *delay_ms, pid_t *sim,
+                  viewer *v) {
+  *v = (viewer){.fd = -1, .pid = -1};
+  *sim = nt_sim_spawn(c);
+  return *sim > 0 && wait_endpoints(dir, c->ranks, 30) && viewer_start(v, dir, delay_ms, STALL_MS);
+}
+
 /* ---- run-ahead: no alert ---- */
 
 static void run_ahead_raises_no_alert(void) {
-  char dir[] = "/tmp/nccltop-dia-XXXXXX";
-  CHECK(mkdtemp(dir) != NULL);
+  char dir[24];
   nt_sim_config c;
-  base_config(&c, dir);
-  c.ranks = 2;
-  c.channels = 2;
+  CHECK(job(&c, dir, 2, 16));
   c.steps = 3;
   c.run_ahead_ms = 4000;
-  c.duration_s = 16;
-  pid_t sim = nt_sim_spawn(&c);
-  viewer v = {.fd = -1, .pid = -1};
-  bool started =
-      sim > 0 && wait_endpoints(dir, c.ranks, 20) && viewer_start(&v, dir, "200", STALL_MS);
+  pid_t sim;
+  viewer v;
+  bool started = start(&c, dir, "200", &sim, &v);
   int alerts = 0, seen = 0;
   double done = 0;
   char first[512] = "";
@@ -121,10 +137,9 @@ static void run_ahead_raises_no_alert(void) {
  * a stall or hung_op alert for a rank with nothing running. */
 static bool stalled_rank_named(nt_sim_config *c, const char *dir, double seconds) {
   double stall_s = atof(STALL_MS) / 1000;
-  pid_t sim = nt_sim_spawn(c);
-  viewer v = {.fd = -1, .pid = -1};
-  bool started =
-      sim > 0 && wait_endpoints(dir, c->ranks, 30) && viewer_start(&v, dir, "250", STALL_MS);
+  pid_t sim;
+  viewer v;
+  bool started = start(c, dir, "250", &sim, &v);
   char wrong[512] = "", late[512] = "";
   int named = 0;
   double first_age = -1;
@@ -155,18 +170,21 @@ static bool stalled_rank_named(nt_sim_config *c, const char *dir, double seconds
   return started && named >= 2 && !wrong[0] && !late[0];
 }
 
-static void stalled_rank_is_the_only_root_at_8_ranks(void) {
-  char dir[] = "/tmp/nccltop-dia-XXXXXX";
-  CHECK(mkdtemp(dir) != NULL);
+/* A ranks-rank job whose rank `stalled` stalls after `after_s`, snapshots
+ * every interval_ms: stalled_rank_named within `seconds`. */
+static bool stall_job(int ranks, uint32_t interval_ms, int stalled, double after_s,
+                      double seconds) {
+  char dir[24];
   nt_sim_config c;
-  base_config(&c, dir);
-  c.ranks = 8;
-  c.channels = 2;
-  c.interval_ms = 100;
-  c.stall_rank = 5;
-  c.stall_after_s = 2;
-  c.duration_s = 30;
-  CHECK(stalled_rank_named(&c, dir, 20));
+  if (!job(&c, dir, ranks, seconds + 5)) return false;
+  c.interval_ms = interval_ms;
+  c.stall_rank = stalled;
+  c.stall_after_s = after_s;
+  return stalled_rank_named(&c, dir, seconds);
+}
+
+static void stalled_rank_is_the_only_root_at_8_ranks(void) {
+  CHECK(stall_job(8, 100, 5, 2, 20));
 }
 
 /* 256 rank processes, one channel pair each: feasible in a release build
@@ -176,35 +194,20 @@ static void stalled_rank_is_the_only_root_at_256_ranks(void) {
     fprintf(stderr, "    skipped under ASan (256 sanitized rank processes)\n");
     return;
   }
-  char dir[] = "/tmp/nccltop-dia-XXXXXX";
-  CHECK(mkdtemp(dir) != NULL);
-  nt_sim_config c;
-  base_config(&c, dir);
-  c.ranks = 256;
-  c.channels = 2;
-  c.interval_ms = 200;
-  c.stall_rank = 77;
-  c.stall_after_s = 6;
-  c.duration_s = 40;
-  CHECK(stalled_rank_named(&c, dir, 35));
+  CHECK(stall_job(256, 200, 77, 6, 35));
 }
 
 /* ---- a stopped rank ---- */
 
 static void a_stopped_rank_is_the_root_and_no_healthy_rank_is(void) {
-  char dir[] = "/tmp/nccltop-dia-XXXXXX";
-  CHECK(mkdtemp(dir) != NULL);
+  char dir[24];
   nt_sim_config c;
-  base_config(&c, dir);
-  c.ranks = 4;
-  c.channels = 2;
+  CHECK(job(&c, dir, 4, 40));
   c.interval_ms = 100;
-  c.duration_s = 40;
   const int victim = 1;
-  pid_t sim = nt_sim_spawn(&c);
-  viewer v = {.fd = -1, .pid = -1};
-  bool started =
-      sim > 0 && wait_endpoints(dir, c.ranks, 20) && viewer_start(&v, dir, "250", STALL_MS);
+  pid_t sim;
+  viewer v;
+  bool started = start(&c, dir, "250", &sim, &v);
   pid_t stopped = -1;
   int live = 0, named = 0;
   char wrong[512] = "", last[512] = "";
