@@ -156,9 +156,9 @@ static void only_running_operations_without_progress_hang(void) {
 
 /* ---- a stalled rank ---- */
 
-/* An n-rank ring (procs processes, each rank of `comms` communicators of
- * procs ranks; only communicator 0 is frozen, at `stalled`). */
-static nt_model *frozen_job(int procs, int comms, int stalled) {
+/* An n-rank ring, `per` consecutive ranks in each process (one process
+ * per GPU, or one driving several), frozen at `stalled`. */
+static nt_model *frozen_job(int n, int per, int stalled) {
   nt_model *m = nt_model_new();
   nt_snapshot *s = nt_snapshot_new();
   if (!m || !s) {
@@ -167,13 +167,13 @@ static nt_model *frozen_job(int procs, int comms, int stalled) {
     return NULL;
   }
   bool ok = true;
-  for (int r = 0; r < procs && ok; r++) {
-    head(s, 1000 + (uint32_t)r, 1);
-    for (int k = 0; k < comms; k++) {
-      uint16_t ci = comm(s, HASH + (uint64_t)k, r, procs);
-      if (k == 0) ring_frozen(s, ci, r, procs, stalled, 6);
+  for (int p = 0; p < n / per && ok; p++) {
+    head(s, 1000 + (uint32_t)p, 1);
+    for (int k = 0; k < per; k++) {
+      int r = p * per + k;
+      ring_frozen(s, comm(s, HASH, r, n), r, n, stalled, 6);
     }
-    ok = put_via(m, r / 1024, s, 1.0);
+    ok = put_via(m, p / 1024, s, 1.0);
   }
   nt_snapshot_free(s);
   if (!ok) {
@@ -183,8 +183,8 @@ static nt_model *frozen_job(int procs, int comms, int stalled) {
   return m;
 }
 
-static void stalled_rank_is_the_only_root_at(int procs, int comms, int stalled) {
-  nt_model *m = frozen_job(procs, comms, stalled);
+static void stalled_rank_is_the_only_root_at(int ranks, int per, int stalled) {
+  nt_model *m = frozen_job(ranks, per, stalled);
   CHECK(m != NULL);
   if (!m) return;
   nt_alert a[64];
@@ -193,14 +193,13 @@ static void stalled_rank_is_the_only_root_at(int procs, int comms, int stalled) 
   double took = mono() - t0;
   CHECK(n >= 1 && a[0].kind == NT_ALERT_ROOT && a[0].rank == stalled && a[0].comm_hash == HASH);
   CHECK_EQ_U64(count_kind(a, n, NT_ALERT_ROOT), 1);
-  CHECK_EQ_U64(a[0].count, (uint64_t)procs - 1); /* everyone waits on it, directly or not */
+  CHECK_EQ_U64(a[0].count, (uint64_t)ranks - 1); /* everyone waits on it, directly or not */
   CHECK(a[0].wait == NT_WAIT_RECV_GPU);
   /* Stuck: the stalled rank (its GPU) and its predecessor (credit); the
    * queued ranks are not stalls. */
   CHECK_EQ_U64(count_kind(a, n, NT_ALERT_STALL), 2);
   if (took > 2.0 || n < 1 || a[0].rank != stalled)
-    fprintf(stderr, "    %d ranks x %d comms: %.3f s, first: %s\n", procs, comms, took,
-            n ? a[0].text : "none");
+    fprintf(stderr, "    %d ranks: %.3f s, first: %s\n", ranks, took, n ? a[0].text : "none");
   CHECK(took < 2.0); /* under ASan on a loaded machine; ms in a release build */
   nt_model_free(m);
 }
@@ -208,7 +207,7 @@ static void stalled_rank_is_the_only_root_at(int procs, int comms, int stalled) 
 static void stalled_rank_is_the_only_root_at_8_256_and_8192_ranks(void) {
   stalled_rank_is_the_only_root_at(8, 1, 3);
   stalled_rank_is_the_only_root_at(256, 1, 200);
-  stalled_rank_is_the_only_root_at(4096, 2, 77); /* 8192 ranks: 4096 processes x 2 comms */
+  stalled_rank_is_the_only_root_at(8192, 2, 77); /* 4096 processes (the most) x 2 ranks */
 }
 
 /* 160 ranks, all stuck, the alert list capped at 8: the root comes first,
