@@ -37,7 +37,8 @@ static nt_snapshot *ring_rank(uint32_t pid, int r, uint64_t seq, int send_wait, 
                                     .ops_done = 1,
                                     .cur_step = 3,
                                     .cur_wait = (uint8_t)send_wait,
-                                    .progress_age_ns = age};
+                                    .progress_age_ns = age,
+                                    .relay_rank = -1};
   s->channels[1] = (nt_channel_row){.channel = 0,
                                     .dir = NT_DIR_RECV,
                                     .peer = (r + 3) % 4,
@@ -45,7 +46,8 @@ static nt_snapshot *ring_rank(uint32_t pid, int r, uint64_t seq, int send_wait, 
                                     .ops_done = 1,
                                     .cur_step = 3,
                                     .cur_wait = (uint8_t)recv_wait,
-                                    .progress_age_ns = age};
+                                    .progress_age_ns = age,
+                                    .relay_rank = -1};
   return s;
 }
 

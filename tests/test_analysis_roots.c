@@ -341,6 +341,32 @@ static void a_cycle_of_waits_is_one_root(void) {
   nt_model_free(m);
 }
 
+/* ---- PXN ---- */
+
+/* Rank 0's GPU stops. Its sends run in rank 1's proxy (PXN, a relay row
+ * for rank 0 there), stuck in send_gpu_wait: rank 0's GPU, not rank 1's.
+ * The root is rank 0 alone. */
+static void a_relay_rows_gpu_wait_is_the_relayed_ranks(void) {
+  nt_model *m = nt_model_new();
+  nt_snapshot *s = nt_snapshot_new();
+  CHECK(m && s);
+  head(s, 700, 1);
+  uint16_t ci = comm(s, HASH, 0, 2);
+  chan(s, ci, NT_DIR_RECV, 1, NT_WAIT_RECV_GPU, NT_RUN_RUNNING, 5);
+  CHECK(put(m, s, 1.0));
+  head(s, 701, 1);
+  ci = comm(s, HASH, 1, 2);
+  chan(s, ci, NT_DIR_SEND, 1, NT_WAIT_SEND_GPU, NT_RUN_RUNNING, 5);
+  s->channels[0].relay_rank = 0;
+  CHECK(put(m, s, 1.0));
+  nt_alert a[16];
+  uint32_t n = nt_model_alerts(m, 2000, a, 16, 1.0);
+  CHECK_EQ_U64(count_kind(a, n, NT_ALERT_ROOT), 1);
+  CHECK(n && a[0].kind == NT_ALERT_ROOT && a[0].rank == 0 && a[0].count == 1);
+  nt_snapshot_free(s);
+  nt_model_free(m);
+}
+
 /* ---- communicators with hash 0 ---- */
 
 /* NCCL 2.26: hash 0 until the first operation. Two processes' unrelated
@@ -383,6 +409,7 @@ int main(void) {
   TEST_RUN(a_stopped_rank_is_the_root_and_no_healthy_rank_is);
   TEST_RUN(a_stopped_rank_that_others_queue_behind_is_the_root);
   TEST_RUN(a_cycle_of_waits_is_one_root);
+  TEST_RUN(a_relay_rows_gpu_wait_is_the_relayed_ranks);
   TEST_RUN(hash_zero_communicators_are_never_compared);
   return TEST_DONE();
 }

@@ -15,7 +15,9 @@
  * at the same instant, and one whose wait is younger than the stall time
  * must not end the walk there.
  * send_gpu_wait, recv_flush_wait and recv_gpu_wait wait on the rank's own
- * GPU: no edge. A publisher that stopped sending (stale) or ended has no
+ * GPU: no edge; but a PXN row (relay_rank >= 0: this process's proxy runs
+ * another rank's operations) waiting on a GPU waits on that rank's GPU: an
+ * edge to it. A publisher that stopped sending (stale) or ended has no
  * edges: its last snapshot is not what it does now.
  *
  * Roots: from the stuck ranks, follow the edges; the sink strongly
@@ -225,10 +227,10 @@ static double since(const ctx *c, const nt_model_process *p) {
 
 /* ---- one pass over every process's rows ---- */
 
-static void add_edge(ctx *c, rank_info *ri, const nt_channel_row *ch) {
-  rank_info *to = find_rank(c, ri->r.comm_hash, ch->peer, ri->r.proc);
+static void add_edge(ctx *c, rank_info *ri, int peer) {
+  rank_info *to = find_rank(c, ri->r.comm_hash, peer, ri->r.proc);
   if (!to) {
-    ri->missing_peer = ch->peer;
+    ri->missing_peer = peer;
     return;
   }
   if (to == ri) return;
@@ -237,6 +239,11 @@ static void add_edge(ctx *c, rank_info *ri, const nt_channel_row *ch) {
     if (c->edges[e] == t) return;
   c->edges[c->nedges++] = t;
   ri->ne++;
+}
+
+/* A PXN row: this process's proxy ran another rank's operations. */
+static bool relayed(const rank_info *ri, const nt_channel_row *ch) {
+  return ch->relay_rank >= 0 && ch->relay_rank != ri->r.rank;
 }
 
 static void note_stuck(ctx *c, rank_info *ri, const nt_channel_row *ch, double age) {
@@ -256,7 +263,9 @@ static void note_stuck(ctx *c, rank_info *ri, const nt_channel_row *ch, double a
   if (!ri->stuck || age > ri->stuck_age) ri->first_wait = ch->cur_wait;
   ri->stuck = true;
   if (age > ri->stuck_age) ri->stuck_age = age;
-  if (!waits_on_peer(ch->cur_wait) && ch->cur_wait != NT_WAIT_NONE) ri->gpu_wait = ch->cur_wait;
+  /* A PXN row's GPU wait is the relayed rank's GPU, not this one's. */
+  if (!waits_on_peer(ch->cur_wait) && ch->cur_wait != NT_WAIT_NONE && !relayed(ri, ch))
+    ri->gpu_wait = ch->cur_wait;
 }
 
 /* A rank's channel rows (one communicator's run of a snapshot). */
@@ -273,7 +282,9 @@ static void scan_channels(ctx *c, rank_info *ri, const nt_channel_row *rows, uin
     else
       ri->running++;
     if (waits_on_peer(ch->cur_wait) || (!queued && ch->cur_wait == NT_WAIT_NONE))
-      add_edge(c, ri, ch);
+      add_edge(c, ri, ch->peer);
+    else if (relayed(ri, ch)) /* PXN: this proxy waits on the relayed rank's GPU */
+      add_edge(c, ri, ch->relay_rank);
     if (ch->progress_age_ns == UINT64_MAX || ch->progress_age_ns < c->stall_ns) continue;
     double age = (double)ch->progress_age_ns / 1e9 + since(c, p);
     if (age > ri->old_age) ri->old_age = age;
