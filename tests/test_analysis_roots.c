@@ -315,6 +315,27 @@ static void a_stopped_rank_that_others_queue_behind_is_the_root(void) {
   nt_model_free(m);
 }
 
+/* Run-ahead (work queued 10 s) while one publisher is merely late (silent
+ * 1.5 s): the work predates its silence, so it is no root, only silent. */
+static void a_late_publisher_during_run_ahead_is_no_root(void) {
+  nt_model *m = nt_model_new();
+  nt_snapshot *s = nt_snapshot_new();
+  CHECK(m && s);
+  for (int r = 0; r < 4; r++) {
+    head(s, 450 + (uint32_t)r, 1);
+    uint16_t ci = comm(s, HASH, r, 4);
+    chan(s, ci, NT_DIR_SEND, (r + 1) % 4, NT_WAIT_SEND_GPU, NT_RUN_QUEUED, 10);
+    op(s, ci, NT_RUN_QUEUED, 0, 10, 10);
+    CHECK(put(m, s, r == 1 ? 8.5 : 10.0));
+  }
+  nt_model_tick(m, 10.0);
+  nt_alert a[16];
+  uint32_t n = nt_model_alerts(m, 2000, a, 16, 10.0);
+  CHECK(n == 1 && a[0].kind == NT_ALERT_SILENT);
+  nt_snapshot_free(s);
+  nt_model_free(m);
+}
+
 /* ---- a cycle ---- */
 
 /* Ranks 0, 1 and 2 each wait for credit from the next: a cycle nobody else
@@ -408,6 +429,7 @@ int main(void) {
   TEST_RUN(with_many_stalled_ranks_the_cap_keeps_the_root_first);
   TEST_RUN(a_stopped_rank_is_the_root_and_no_healthy_rank_is);
   TEST_RUN(a_stopped_rank_that_others_queue_behind_is_the_root);
+  TEST_RUN(a_late_publisher_during_run_ahead_is_no_root);
   TEST_RUN(a_cycle_of_waits_is_one_root);
   TEST_RUN(a_relay_rows_gpu_wait_is_the_relayed_ranks);
   TEST_RUN(hash_zero_communicators_are_never_compared);

@@ -554,6 +554,7 @@ static void say_root(ctx *c, uint32_t k) {
 /* A silent rank of a communicator whose other ranks have old work in
  * flight: they may be merely queued, waiting for it to enqueue. */
 static void silent_roots(ctx *c) {
+  double stall_s = (double)c->stall_ns / 1e9;
   for (uint32_t g = 0; g < c->n;) {
     uint32_t end = g, old = 0;
     while (end < c->n && c->ranks[end].r.comm_hash == c->ranks[g].r.comm_hash) end++;
@@ -565,14 +566,23 @@ static void silent_roots(ctx *c) {
     for (uint32_t i = g; i < end && old; i++) {
       rank_info *ri = &c->ranks[i];
       if (!ri->silent || ri->named_root || ri->r.proc->ended) continue;
-      if (c->nroots == c->n) break;
+      /* Only work that can be waiting on it: not older than its silence
+       * (and the stall time), so that a publisher merely late while the
+       * others run ahead is no root. */
+      double silent_s = since(c, ri->r.proc);
+      uint32_t waiting = 0;
+      for (uint32_t k = g; k < end; k++) {
+        const rank_info *o = &c->ranks[k];
+        waiting += !o->silent && o->old_age > 0 && o->old_age <= silent_s + stall_s;
+      }
+      if (!waiting || c->nroots == c->n) continue;
       root_info *rt = &c->roots[c->nroots++];
       c->members[c->scc_first[c->nscc]] = i; /* a component of its own, past the others */
       rt->first = c->scc_first[c->nscc];
       c->scc_first[c->nscc]++;
       rt->n = 1;
-      rt->waiters = old;
-      rt->age = since(c, ri->r.proc);
+      rt->waiters = waiting;
+      rt->age = silent_s;
       ri->named_root = true;
     }
     g = end;
