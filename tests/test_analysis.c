@@ -4,6 +4,7 @@
  * across a job restart. */
 #include <math.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include "testlib.h"
 #include "../tui/viewer.h"
@@ -36,7 +37,8 @@ static nt_snapshot *ring_rank(uint32_t pid, int r, uint64_t seq, int send_wait, 
                                     .ops_done = 1,
                                     .cur_step = 3,
                                     .cur_wait = (uint8_t)send_wait,
-                                    .progress_age_ns = age};
+                                    .progress_age_ns = age,
+                                    .relay_rank = -1};
   s->channels[1] = (nt_channel_row){.channel = 0,
                                     .dir = NT_DIR_RECV,
                                     .peer = (r + 3) % 4,
@@ -44,7 +46,8 @@ static nt_snapshot *ring_rank(uint32_t pid, int r, uint64_t seq, int send_wait, 
                                     .ops_done = 1,
                                     .cur_step = 3,
                                     .cur_wait = (uint8_t)recv_wait,
-                                    .progress_age_ns = age};
+                                    .progress_age_ns = age,
+                                    .relay_rank = -1};
   return s;
 }
 
@@ -215,36 +218,41 @@ static nt_snapshot *with_launches(uint32_t pid, int rank, uint64_t seq, uint64_t
   return s;
 }
 
-/* A rank behind the others for longer than the stall time is a straggler;
- * one that catches up starts over. */
+/* A rank late by more than the stall time (the others launched its next
+ * operation that long ago) is a straggler; one that keeps pace a few
+ * operations behind is not, and one that catches up starts over. */
 static void a_rank_that_stays_behind_is_a_straggler(void) {
   nt_model *m = nt_model_new();
   CHECK(m);
   nt_alert a[16];
   double t = 1.0;
+  /* Rank 1 stops launching at 50 AllGather and 7 AllReduce; the others go
+   * on; rank 2 keeps pace, always 2 AllGather behind. */
   for (int k = 0; k < 4; k++, t += 1.0) {
     CHECK(apply(m, with_launches(20, 0, (uint64_t)k + 1, 50 + (uint64_t)k, 9), t));
-    CHECK(apply(m, with_launches(21, 1, (uint64_t)k + 1, 47 + (uint64_t)k, 7), t));
-    CHECK(apply(m, with_launches(22, 2, (uint64_t)k + 1, 50 + (uint64_t)k, 9), t));
-    uint32_t n = nt_model_alerts(m, 2500, a, 16, t);
+    CHECK(apply(m, with_launches(21, 1, (uint64_t)k + 1, 50, 7), t));
+    CHECK(apply(m, with_launches(22, 2, (uint64_t)k + 1, 48 + (uint64_t)k, 9), t));
+    uint32_t n = nt_model_alerts(m, 1500, a, 16, t);
     const nt_alert *s = alert_of(a, n, NT_ALERT_STRAGGLER, 1);
-    if (k < 3) {
-      CHECK(s == NULL); /* behind for 0, 1, 2 s: not yet */
+    if (k < 2) {
+      CHECK(s == NULL); /* late 0 or 1 s: not yet */
     } else {
-      CHECK(s != NULL);          /* 3 s > 2.5 s */
-      CHECK_EQ_U64(s->count, 5); /* 3 AllGather + 2 AllReduce */
-      CHECK(s->func == NT_FUNC_ALLGATHER);
-      CHECK(strstr(s->text, "3 AllGather (50 of 53)") != NULL);
-      CHECK(strstr(s->text, "2 AllReduce (7 of 9)") != NULL);
+      CHECK(s != NULL); /* AllReduce: the others launched #8 at t = 1 */
     }
-    CHECK(count_kind(a, n, NT_ALERT_STRAGGLER) == (k < 3 ? 0u : 1u));
+    if (k == 3) {
+      CHECK_EQ_U64(s->count, 5); /* 3 AllGather + 2 AllReduce */
+      CHECK(s->func == NT_FUNC_ALLREDUCE && s->age_s > 2.9 && s->age_s < 3.1);
+      CHECK(strstr(s->text, "3 AllGather (50 of 53, 2.0s late)") != NULL);
+      CHECK(strstr(s->text, "2 AllReduce (7 of 9, 3.0s late)") != NULL);
+    }
+    CHECK(alert_of(a, n, NT_ALERT_STRAGGLER, 2) == NULL); /* it keeps pace */
   }
   /* It catches up, then falls behind again: the clock starts over. */
   CHECK(apply(m, with_launches(21, 1, 5, 53, 9), t));
-  CHECK(nt_model_alerts(m, 2500, a, 16, t) == 0);
-  CHECK(apply(m, with_launches(21, 1, 6, 53, 8), t + 1));
-  CHECK(apply(m, with_launches(20, 0, 5, 53, 9), t + 1));
-  uint32_t n = nt_model_alerts(m, 2500, a, 16, t + 1);
+  CHECK(nt_model_alerts(m, 1500, a, 16, t) == 0 || alert_of(a, 16, NT_ALERT_STRAGGLER, 1) == NULL);
+  CHECK(apply(m, with_launches(21, 1, 6, 53, 9), t + 1));
+  CHECK(apply(m, with_launches(20, 0, 5, 53, 10), t + 1));
+  uint32_t n = nt_model_alerts(m, 1500, a, 16, t + 1);
   CHECK(alert_of(a, n, NT_ALERT_STRAGGLER, 1) == NULL);
   nt_model_free(m);
 }
@@ -324,6 +332,40 @@ static void variables_that_differ_between_ranks_are_found(void) {
   nt_model_free(m);
 }
 
+/* 1024 processes x 20 variables, one of them different on every 100th
+ * process: one table, quickly (it compared every process with every other
+ * for every variable: about 0.8 s in a release build). */
+static void the_environment_table_scales_with_processes(void) {
+  nt_model *m = nt_model_new();
+  CHECK(m);
+  static char kv[20][48];
+  const char *p[20];
+  for (int i = 0; i < 1024; i++) {
+    for (int k = 0; k < 20; k++) {
+      snprintf(kv[k], sizeof kv[k], "NCCL_VAR_%02d=%s", k, k == 7 && i % 100 == 0 ? "odd" : "v");
+      p[k] = kv[k];
+    }
+    hello(m, 5000 + (uint32_t)i, i, 20, p, 1.0);
+  }
+  struct timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  nt_env_row r[32];
+  uint32_t n = nt_model_env(m, r, 32, true);
+  nt_run_summary *cur = malloc(sizeof *cur);
+  CHECK(cur && nt_model_run_summary(m, false, cur));
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  double took = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+  CHECK_EQ_U64(n, 20);
+  CHECK_STR(r[0].name, "NCCL_VAR_07");
+  CHECK(r[0].differs && r[0].nvalues == 2 && r[0].have == 1024 && !strcmp(r[0].value, "v"));
+  CHECK(!r[1].differs && r[1].nvalues == 1);
+  CHECK(cur->nenv == 20);
+  if (took > 0.1) fprintf(stderr, "    environment table: %.3f s\n", took);
+  CHECK(took < 0.1); /* ASan, a loaded machine; about a millisecond in a release build */
+  free(cur);
+  nt_model_free(m);
+}
+
 /* Change one variable, restart, compare: the first run's summary outlives
  * its processes. */
 static void a_restarted_job_is_compared_with_the_previous_run(void) {
@@ -371,6 +413,7 @@ int main(void) {
   TEST_RUN(a_rank_that_stays_behind_is_a_straggler);
   TEST_RUN(operations_in_flight_too_long_are_reported);
   TEST_RUN(variables_that_differ_between_ranks_are_found);
+  TEST_RUN(the_environment_table_scales_with_processes);
   TEST_RUN(a_restarted_job_is_compared_with_the_previous_run);
   return TEST_DONE();
 }

@@ -93,7 +93,7 @@ static bool overview_shows_the_stall(vt_term *t, int stalled, int n, char *why, 
   screen_row(t, head + 1, first, sizeof first);
   /* The top alert: the stalled rank, where the waits end. */
   if (!has_in_order(first, ROW("! root", me, "is where the waits end", "in recv_gpu_wait",
-                               "3 stalled ranks wait on it")))
+                               "3 ranks wait on it")))
     return snprintf(why, cap, "the first alert: %s", first), false;
   for (int r = 0; r < n; r++) {
     char other[32];
@@ -102,14 +102,13 @@ static bool overview_shows_the_stall(vt_term *t, int stalled, int n, char *why, 
       return snprintf(why, cap, "a root line for %s", other), false;
   }
   /* The stalls name the peer they wait on. */
-  char pred[32], succ[32], peer[32];
+  char pred[32], peer[32];
   snprintf(pred, sizeof pred, "rank %d/%d", (stalled - 1 + n) % n, n);
-  snprintf(succ, sizeof succ, "rank %d/%d", (stalled + 1) % n, n);
   snprintf(peer, sizeof peer, "waiting on rank %d ", stalled);
   if (row_with(t, ROW("! stall", pred, "send channel", "in send_peer_wait", peer)) < 0)
     return snprintf(why, cap, "no send_peer_wait stall of %s on rank %d", pred, stalled), false;
-  if (row_with(t, ROW("! stall", succ, "recv channel", "in recv_net_wait", peer)) < 0)
-    return snprintf(why, cap, "no recv_net_wait stall of %s on rank %d", succ, stalled), false;
+  /* The successor's receives wait on it too, but may be queued (its GPU
+   * never reached them): no stall line needed (PROTOCOL 1.2). */
   if (row_with(t, ROW("! stall", me, "in recv_gpu_wait", "its GPU not draining data from")) < 0)
     return snprintf(why, cap, "no recv_gpu_wait stall of the stalled rank"), false;
   if (row_with(t, ROW("! hung_op", me, "in flight")) < 0)

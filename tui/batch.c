@@ -349,8 +349,8 @@ static void print_text(FILE *out, nt_model *m, const nt_options *o, double t, do
     for (uint32_t k = 0; p->cur && k < p->cur->nproxy; k++)
       if (p->cur->proxy[k].comm_index == NT_NO_COMM) proxy_line(out, NULL, p, &p->cur->proxy[k]);
   }
-  fprintf(out, "%-7s %-16s %3s %-4s %5s %-15s %9s %10s %6s %6s\n", "RANK", "COMM", "CH", "DIR",
-          "PEER", "WAIT", "STEPS/s", "MB/s", "FLIGHT", "STEP");
+  fprintf(out, "%-7s %-16s %3s %-4s %5s %-15s %9s %10s %6s %-7s %6s\n", "RANK", "COMM", "CH", "DIR",
+          "PEER", "WAIT", "STEPS/s", "MB/s", "FLIGHT", "RUN", "STEP");
   for (uint32_t i = 0; i < nranks; i++) {
     const nt_model_rank *r = &ranks[i];
     const nt_snapshot *s = r->proc->cur;
@@ -363,11 +363,12 @@ static void print_text(FILE *out, nt_model *m, const nt_options *o, double t, do
       nt_model_channel_rates(r->proc, row, &sps, &bps);
       char relay[32] = "";
       if (row->relay_rank >= 0) snprintf(relay, sizeof relay, "  relay r%d", row->relay_rank);
-      fprintf(out, "%-7s %016llx %3u %-4s %5d %-15s %9.0f %10.1f %6llu %6d%s%s%s\n", rank,
+      fprintf(out, "%-7s %016llx %3u %-4s %5d %-15s %9.0f %10.1f %6llu %-7s %6d%s%s%s\n", rank,
               (unsigned long long)r->comm_hash, row->channel, dir_name(row->dir), row->peer,
               nt_wait_name(nt_model_channel_dominant_wait(r->proc, row)), sps, bps / 1e6,
-              (unsigned long long)(row->ops_started - row->ops_done), row->cur_step,
-              nt_model_channel_stalled(row, o->stall_ms) ? "  STALLED" : "", relay, mark(r->proc));
+              (unsigned long long)(row->ops_started - row->ops_done), nt_run_name(row->run_state),
+              row->cur_step, nt_model_channel_stalled(row, o->stall_ms) ? "  STALLED" : "", relay,
+              mark(r->proc));
     }
   }
   nt_batch_ops_text(out, m);

@@ -45,6 +45,7 @@ static void proc_free(proc_slot *p) {
 void nt_model_free(nt_model *m) {
   if (!m) return;
   nt_runs_free(m);
+  nt_alerts_free(m);
   nt_model_topologies_free(m);
   nt_sources_free(m);
   for (uint32_t i = 0; i < m->nprocs; i++) proc_free(m->procs[i]);
@@ -478,6 +479,7 @@ int nt_model_apply_hello(nt_model *m, const char *endpoint, uint32_t endpoint_pi
                 sizeof d->env[i].value);
   }
   p->pub.have_hello = true;
+  m->hellos++;
   return 0;
 }
 
@@ -684,6 +686,7 @@ int nt_model_channel_dominant_wait(const nt_model_process *p, const nt_channel_r
 }
 
 bool nt_model_channel_stalled(const nt_channel_row *row, uint32_t stall_ms) {
-  return row->ops_started > row->ops_done && row->progress_age_ns != UINT64_MAX &&
+  return row->ops_started > row->ops_done && row->run_state != NT_RUN_QUEUED &&
+         row->progress_age_ns != UINT64_MAX &&
          row->progress_age_ns >= (uint64_t)stall_ms * 1000000ull;
 }

@@ -195,9 +195,12 @@ void nt_model_channel_rates(const nt_model_process *p, const nt_channel_row *row
 /* The wait state holding the most time over the last interval (since start if
  * nothing moved), as enum nt_wait, NT_WAIT_NONE when none. */
 int nt_model_channel_dominant_wait(const nt_model_process *p, const nt_channel_row *row);
-/* A row is stalled when ops are in flight and its step has not changed for
- * stall_ms. A row that never progressed (progress_age_ns UINT64_MAX) is not:
- * its age is unknown. */
+/* A row is stalled (stuck) when ops are in flight, they are running (run
+ * state running, or unknown from a 1.1 publisher: anything but queued) and
+ * its step has not changed for stall_ms. Queued work (the GPU has not
+ * reached it: CPU run-ahead) is never stalled, however old. A row that
+ * never progressed (progress_age_ns UINT64_MAX) is not: its age is
+ * unknown. */
 bool nt_model_channel_stalled(const nt_channel_row *row, uint32_t stall_ms);
 
 /* ---- operations (ops.c) ---- */

@@ -6,14 +6,20 @@
 
 #include "model.h"
 
-/* How long a rank has been behind the others on one function. */
+/* When the most advanced rank of a communicator reached each recent launch
+ * count of one function (alerts.c): a rank's lateness is the time since
+ * the others first launched more than it has. Samples are kept while some
+ * rank is behind them; when full, every other one is dropped (the oldest
+ * kept), so the history spans long lags coarsely. */
+#define NT_TOP_SAMPLES 32
 typedef struct {
   uint64_t comm_hash;
   uint8_t func;
-  double since_s;
-  bool seen; /* still behind at the last nt_model_alerts */
-} nt_behind;
-#define NT_BEHIND_MAX 32
+  bool seen; /* the communicator was in the last nt_model_alerts */
+  uint32_t n;
+  double t[NT_TOP_SAMPLES];
+  uint64_t top[NT_TOP_SAMPLES]; /* increasing */
+} nt_top_hist;
 
 /* One distinct topology file received (or given with --topology). */
 typedef struct {
@@ -43,8 +49,10 @@ typedef struct {
   int32_t *match;     /* per cur channel row: the same key's index in prev, or -1 */
   uint32_t match_cap;
   uint32_t nmatch; /* entries of match that describe cur (0 when unknown) */
-  nt_behind behind[NT_BEHIND_MAX];
-  uint32_t nbehind;
+  /* alerts.c, during one nt_model_alerts: where its ranks start in the
+   * analysis' rank table, and whether a root alert names it. */
+  uint32_t rank_base;
+  bool is_root;
 } proc_slot;
 
 struct nt_model {
@@ -71,6 +79,13 @@ struct nt_model {
   nt_run_summary *prev_run;  /* the run before the current one, NULL none */
   nt_run_summary *ended_run; /* the current run, summarized when it ended */
   bool ended;                /* ended_run is current */
+  /* the current run's environment table (runs.c), rebuilt only when a
+   * hello arrives or a process is added or dropped */
+  uint64_t hellos;
+  struct nt_env_cache *env_cache;
+  /* launch-count history per (communicator, function) (alerts.c) */
+  nt_top_hist *tops;
+  uint32_t ntops, tops_cap;
 };
 
 /* model_source.c: the source of a message, found or remembered; NULL when
@@ -101,6 +116,8 @@ int nt_buf_fit(nt_snapshot *s, const nt_snapshot *src);
 void nt_runs_process_added(nt_model *m, proc_slot *p);
 void nt_runs_tick(nt_model *m);
 void nt_runs_free(nt_model *m);
+/* alerts.c: frees the launch-count history. */
+void nt_alerts_free(nt_model *m);
 /* model_topo.c: frees every topology held. */
 void nt_model_topologies_free(nt_model *m);
 

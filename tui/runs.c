@@ -2,6 +2,7 @@
  * processes (which differ between ranks), and the previous run's summary
  * kept across a restart, for the "change one variable, re-run, compare"
  * loop. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -14,46 +15,97 @@ const char *nt_model_env_of(const nt_model_process *p, const char *name) {
   return NULL;
 }
 
-static bool in_run(const nt_model *m, const nt_model_process *p, uint32_t run) {
-  (void)m;
-  return p->run == run;
+/* ---- the run's variables: one table, hashed ----
+ *
+ * Every (name, value) of the run's processes goes once through two open
+ * addressing tables (names; values per name), so the table costs O(P x V)
+ * for P processes of V variables, not a comparison of every process with
+ * every other for every variable. */
+
+typedef struct {
+  const char *name;
+  const char *best; /* most common value (first seen among equals) */
+  uint32_t have, nvalues, best_n;
+  uint32_t last; /* 1 + the last process counted */
+} env_name;
+
+typedef struct {
+  const char *value;
+  uint32_t name, count; /* name: index into the names */
+} env_value;
+
+static uint64_t fnv(const char *s, uint64_t h) {
+  for (; *s; s++) h = (h ^ (uint8_t)*s) * 0x100000001b3ull;
+  return h;
 }
 
-/* The most common value of `name` over the run's processes (NULL: unset
- * wins); how many set it and how many distinct values there are. */
-static const char *common_value(nt_model *m, uint32_t run, const char *name, uint32_t *have,
-                                uint32_t *nvalues, uint32_t *nprocs) {
-  const char *best = NULL;
-  uint32_t best_n = 0, unset = 0;
-  *have = *nvalues = *nprocs = 0;
+/* The run's variables into *out (malloc'd, the caller frees); how many,
+ * and the processes of the run with a hello in *nprocs. -1: no memory. */
+static int env_table(nt_model *m, uint32_t run, env_name **out, uint32_t *nprocs) {
+  size_t total = 0;
+  *out = NULL;
+  *nprocs = 0;
   for (uint32_t i = 0; i < m->nprocs; i++) {
     const nt_model_process *p = &m->procs[i]->pub;
-    if (!in_run(m, p, run) || !p->have_hello) continue;
-    (*nprocs)++;
-    const char *v = nt_model_env_of(p, name);
-    if (!v) {
-      unset++;
-      continue;
-    }
-    (*have)++;
-    /* Count v once: at its first holder. */
-    bool first = true;
-    uint32_t same = 0;
-    for (uint32_t j = 0; j < m->nprocs; j++) {
-      const nt_model_process *q = &m->procs[j]->pub;
-      if (!in_run(m, q, run) || !q->have_hello) continue;
-      const char *w = nt_model_env_of(q, name);
-      if (!w || strcmp(v, w) != 0) continue;
-      if (j < i) first = false;
-      same++;
-    }
-    if (!first) continue;
-    (*nvalues)++;
-    if (same > best_n) best = v, best_n = same;
+    if (p->run == run && p->have_hello) total += p->hello.nenv, (*nprocs)++;
   }
-  if (unset) (*nvalues)++;
-  if (unset > best_n) best = NULL;
-  return best;
+  size_t cap = 16;
+  while (cap < 2 * total) cap *= 2;
+  env_name *names = malloc((total + 1) * sizeof *names);
+  env_value *values = malloc((total + 1) * sizeof *values);
+  uint32_t *nslot = malloc(cap * sizeof *nslot), *vslot = malloc(cap * sizeof *vslot);
+  int n = -1;
+  if (!names || !values || !nslot || !vslot) goto out;
+  memset(nslot, 0xff, cap * sizeof *nslot);
+  memset(vslot, 0xff, cap * sizeof *vslot);
+  uint32_t nn = 0, nv = 0;
+  for (uint32_t i = 0; i < m->nprocs; i++) {
+    const nt_model_process *p = &m->procs[i]->pub;
+    if (p->run != run || !p->have_hello) continue;
+    for (uint32_t k = 0; k < p->hello.nenv; k++) {
+      const char *name = p->hello.env[k].name, *value = p->hello.env[k].value;
+      uint64_t hn = fnv(name, 0xcbf29ce484222325ull);
+      size_t j = hn & (cap - 1);
+      while (nslot[j] != UINT32_MAX && strcmp(names[nslot[j]].name, name)) j = (j + 1) & (cap - 1);
+      if (nslot[j] == UINT32_MAX) {
+        nslot[j] = nn;
+        names[nn++] = (env_name){.name = name};
+      }
+      uint32_t ni = nslot[j];
+      if (names[ni].last == i + 1) continue; /* set twice in one process: the first counts */
+      names[ni].last = i + 1;
+      names[ni].have++;
+      size_t v = fnv(value, hn ^ 0x9e3779b97f4a7c15ull) & (cap - 1);
+      while (vslot[v] != UINT32_MAX &&
+             (values[vslot[v]].name != ni || strcmp(values[vslot[v]].value, value)))
+        v = (v + 1) & (cap - 1);
+      if (vslot[v] == UINT32_MAX) {
+        vslot[v] = nv;
+        values[nv++] = (env_value){.value = value, .name = ni};
+        names[ni].nvalues++;
+      }
+      values[vslot[v]].count++;
+    }
+  }
+  /* In order of first appearance: the first of equally common values. */
+  for (uint32_t v = 0; v < nv; v++) {
+    env_name *e = &names[values[v].name];
+    if (values[v].count > e->best_n) e->best = values[v].value, e->best_n = values[v].count;
+  }
+  for (uint32_t k = 0; k < nn; k++) {
+    uint32_t unset = *nprocs - names[k].have;
+    if (unset) names[k].nvalues++;
+    if (unset > names[k].best_n) names[k].best = NULL;
+  }
+  *out = names;
+  names = NULL;
+  n = (int)nn;
+out:
+  free(names);
+  free(values);
+  free(nslot);
+  free(vslot);
+  return n;
 }
 
 typedef struct {
@@ -70,25 +122,43 @@ static int env_cmp_differs(const void *a, const void *b) {
   return strcmp(x->name, y->name);
 }
 
-uint32_t nt_model_env(nt_model *m, nt_env_row *out, uint32_t cap, bool differs_first) {
-  uint32_t n = 0;
-  for (uint32_t i = 0; i < m->nprocs; i++) {
-    const nt_model_process *p = &m->procs[i]->pub;
-    if (p->run != m->run || !p->have_hello) continue;
-    for (uint32_t k = 0; k < p->hello.nenv && n < cap; k++) {
-      const char *name = p->hello.env[k].name;
-      bool known = false;
-      for (uint32_t j = 0; j < n && !known; j++) known = strcmp(out[j].name, name) == 0;
-      if (known) continue;
-      nt_env_row *r = &out[n++];
-      uint32_t nprocs;
-      r->name = name;
-      const char *v = common_value(m, m->run, name, &r->have, &r->nvalues, &nprocs);
-      r->value = v ? v : "";
-      r->differs = r->nvalues > 1;
-    }
+/* The current run's table, kept while no hello arrives and no process is
+ * added or dropped (its pointers into the hellos stay valid so long). */
+struct nt_env_cache {
+  env_name *names;
+  int n;
+  uint32_t nprocs, generation, run;
+  uint64_t hellos;
+};
+
+static int current_env(nt_model *m, env_name **names) {
+  struct nt_env_cache *c = m->env_cache;
+  if (!c && !(c = m->env_cache = calloc(1, sizeof *c))) return -1;
+  if (!c->names || c->generation != m->generation || c->run != m->run || c->hellos != m->hellos) {
+    free(c->names);
+    c->names = NULL;
+    c->n = env_table(m, m->run, &c->names, &c->nprocs);
+    c->generation = m->generation;
+    c->run = m->run;
+    c->hellos = m->hellos;
   }
-  qsort(out, n, sizeof *out, differs_first ? env_cmp_differs : env_cmp_name);
+  *names = c->names;
+  return c->n;
+}
+
+uint32_t nt_model_env(nt_model *m, nt_env_row *out, uint32_t cap, bool differs_first) {
+  env_name *names;
+  uint32_t n = 0;
+  int nn = current_env(m, &names);
+  for (int k = 0; k < nn && n < cap; k++) {
+    nt_env_row *r = &out[n++];
+    r->name = names[k].name;
+    r->value = names[k].best ? names[k].best : "";
+    r->have = names[k].have;
+    r->nvalues = names[k].nvalues;
+    r->differs = r->nvalues > 1;
+  }
+  if (n) qsort(out, n, sizeof *out, differs_first ? env_cmp_differs : env_cmp_name);
   return n;
 }
 
@@ -97,6 +167,17 @@ uint32_t nt_model_env(nt_model *m, nt_env_row *out, uint32_t cap, bool differs_f
 static void summarize(nt_model *m, uint32_t run, nt_run_summary *s) {
   memset(s, 0, sizeof *s);
   s->id = run;
+  env_name *names = NULL;
+  uint32_t nprocs;
+  bool cached = run == m->run;
+  int nn = cached ? current_env(m, &names) : env_table(m, run, &names, &nprocs);
+  for (int k = 0; k < nn && s->nenv < NT_MAX_ENV; k++) {
+    nt_run_env *e = &s->env[s->nenv++];
+    snprintf(e->name, sizeof e->name, "%s", names[k].name);
+    snprintf(e->value, sizeof e->value, "%s", names[k].best ? names[k].best : "");
+    e->differs = names[k].nvalues > 1;
+  }
+  if (!cached) free(names);
   for (uint32_t i = 0; i < m->nprocs; i++) {
     const nt_model_process *p = &m->procs[i]->pub;
     if (p->run != run) continue;
@@ -106,19 +187,6 @@ static void summarize(nt_model *m, uint32_t run, nt_run_summary *s) {
       if (!s->start_s || p->first_time_s < s->start_s) s->start_s = p->first_time_s;
       if (p->cur_time_s > s->end_s) s->end_s = p->cur_time_s;
     }
-    if (p->have_hello)
-      for (uint32_t k = 0; k < p->hello.nenv && s->nenv < NT_MAX_ENV; k++) {
-        const char *name = p->hello.env[k].name;
-        bool known = false;
-        for (uint32_t j = 0; j < s->nenv && !known; j++) known = !strcmp(s->env[j].name, name);
-        if (known) continue;
-        nt_run_env *e = &s->env[s->nenv++];
-        uint32_t have, nvalues, nprocs;
-        const char *v = common_value(m, run, name, &have, &nvalues, &nprocs);
-        snprintf(e->name, sizeof e->name, "%s", name);
-        snprintf(e->value, sizeof e->value, "%s", v ? v : "");
-        e->differs = nvalues > 1;
-      }
     const nt_snapshot *c = p->cur;
     for (uint32_t k = 0; c && k < c->nops; k++) {
       const nt_op_row *r = &c->ops[k];
@@ -197,6 +265,9 @@ void nt_runs_tick(nt_model *m) {
 }
 
 void nt_runs_free(nt_model *m) {
+  if (m->env_cache) free(m->env_cache->names);
+  free(m->env_cache);
+  m->env_cache = NULL;
   free(m->prev_run);
   free(m->ended_run);
   m->prev_run = m->ended_run = NULL;

@@ -254,9 +254,11 @@ static void detail_panel(nt_screen *s, const nt_model_rank *r, int channel, int 
     else
       snprintf(step, sizeof step, "no step in progress");
     snprintf(line, sizeof line,
-             "%s %s peer %d: %s, last progress %s, %.0f steps/s, %.1f MB/s, %llu ops in flight%s",
+             "%s %s peer %d: %s, last progress %s, %.0f steps/s, %.1f MB/s, %llu ops in flight "
+             "(%s)%s",
              dir ? "recv" : "send", dir ? "from" : "to", row->peer, step, age, sps, bps / 1e6,
-             (unsigned long long)(row->ops_started - row->ops_done), stalled ? "  STALLED" : "");
+             (unsigned long long)(row->ops_started - row->ops_done), nt_run_name(row->run_state),
+             stalled ? "  STALLED" : "");
     if (stalled) attron(nt_stall_attr(s));
     mvaddnstr(y++, x, line, s->cols - x);
     if (stalled) attroff(nt_stall_attr(s));
@@ -297,7 +299,13 @@ void nt_view_channels(nt_screen *s, int y) {
       const nt_channel_row *sr = cell_row(r, c, NT_DIR_SEND), *rr = cell_row(r, c, NT_DIR_RECV);
       bool stalled = (sr && nt_model_channel_stalled(sr, s->o->stall_ms)) ||
                      (rr && nt_model_channel_stalled(rr, s->o->stall_ms));
-      snprintf(line, sizeof line, "%s%s/%s", stalled ? "!" : "",
+      /* Work in flight the GPU has not reached (run-ahead): shown, not an alarm. */
+      bool queued = (sr && sr->ops_started > sr->ops_done && sr->run_state == NT_RUN_QUEUED) ||
+                    (rr && rr->ops_started > rr->ops_done && rr->run_state == NT_RUN_QUEUED);
+      snprintf(line, sizeof line, "%s%s/%s",
+               stalled  ? "!"
+               : queued ? "~"
+                        : "",
                sr ? wait_tag(nt_model_channel_dominant_wait(r->proc, sr)) : "-",
                rr ? wait_tag(nt_model_channel_dominant_wait(r->proc, rr)) : "-");
       int attr = (i == s->row && c == s->col) ? A_REVERSE : 0;
@@ -313,8 +321,8 @@ void nt_view_channels(nt_screen *s, int y) {
   } else {
     mvaddnstr(s->rows - 1, 0,
               "cell = dominant wait send/recv: GPU = waiting for the GPU, PEER = receiver has not "
-              "granted credit, NET = on the wire, FLSH = GPUDirect flush; ! = stalled; Enter = "
-              "details",
+              "granted credit, NET = on the wire, FLSH = GPUDirect flush; ! = stalled; ~ = "
+              "queued (the GPU has not reached it yet); Enter = details",
               s->cols);
   }
 }
