@@ -48,7 +48,7 @@ TESTS := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRC))
 FIXTURES := $(patsubst tests/fixtures/%.c,$(BUILD)/tests/lib%.so,$(wildcard tests/fixtures/*.c))
 BENCHES := $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRC))
 
-.PHONY: all deps test check demo bench install clean format format-check tsan gpu-test gpu-build \
+.PHONY: scale-test all deps test check demo bench install clean format format-check tsan gpu-test gpu-build \
   fuzz fuzz-smoke
 all: deps $(PLUGIN_SO) $(NCCLTOP)
 
@@ -114,10 +114,15 @@ $(BUILD)/bench/libnccl-profiler-clockonly.so: bench/clockonly/clockonly_plugin.c
 	$(CC) $(CPPFLAGS) $(CFLAGS) -shared -o $@ $<
 
 # The test suite runs the sanitized build (build/san) so every test is also an
-# ASan + UBSan run.
+# ASan + UBSan run; then the one test too heavy for 256 sanitized processes
+# (the diagnosis of a 256-rank job) again in the release build, where it runs.
 test: deps format-check
 	$(MAKE) fuzz-smoke
 	$(MAKE) BUILD=build/san SAN=1 check
+	$(MAKE) scale-test
+
+scale-test: $(PLUGIN_SO) $(TEST_SO) $(NCCLTOP) $(BUILD)/tests/test_diagnosis_e2e
+	BUILD=$(BUILD) sh tests/run.sh $(BUILD)/tests/test_diagnosis_e2e
 
 check: $(PLUGIN_SO) $(TEST_SO) $(STUCK_SO) $(NCCLTOP) $(TESTS) $(FIXTURES) gpu-build
 	BUILD=$(BUILD) sh tests/run.sh $(TESTS)
