@@ -221,15 +221,11 @@ static void case_ce_coll_counted_with_its_bytes(void) {
   CHECK_EQ_U64(all, 2);
 }
 
-#define CHILD(name)                                                                                \
-  static void name(void) {                                                                         \
-    CHECK(ph_in_child(case_##name) == 0);                                                          \
-  }
-CHILD(v6_broadcast_counted_from_its_coll_api)
-CHILD(v6_broadcast_with_a_coll_counts_once)
-CHILD(v5_broadcast_coll_api_never_counts)
-CHILD(graph_replays_advance_launched)
-CHILD(ce_coll_counted_with_its_bytes)
+PH_CHILD(v6_broadcast_counted_from_its_coll_api)
+PH_CHILD(v6_broadcast_with_a_coll_counts_once)
+PH_CHILD(v5_broadcast_coll_api_never_counts)
+PH_CHILD(graph_replays_advance_launched)
+PH_CHILD(ce_coll_counted_with_its_bytes)
 
 int main(void) {
   TEST_RUN(v6_broadcast_counted_from_its_coll_api);

@@ -13,11 +13,8 @@
 static ph_t H;
 
 static void *setup(void) {
-  memset(&H, 0, sizeof H);
+  void *ctx = ph_setup(&H, HASH, 1, 4);
   ph_now = 1000;
-  if (ph_setup_dir(&H) != 0 || ph_load(&H) != 0) return NULL;
-  void *ctx = ph_init(&H, HASH, 1, 4);
-  if (!ctx || ph_subscribe(&H) != 0 || ph_next_snapshot(&H, 5000) != 0) return NULL;
   return ctx;
 }
 
@@ -196,14 +193,10 @@ static void case_a_foreign_op_without_a_proxy_context_is_only_counted(void) {
   CHECK(H.snap->nchannels == 0);
 }
 
-#define CHILD(name)                                                                                \
-  static void name(void) {                                                                         \
-    CHECK(ph_in_child(case_##name) == 0);                                                          \
-  }
-CHILD(a_send_is_queued_until_its_gpu_fills_a_step)
-CHILD(a_receive_runs_once_data_arrives)
-CHILD(pxn_ops_are_counted_where_they_run)
-CHILD(a_foreign_op_without_a_proxy_context_is_only_counted)
+PH_CHILD(a_send_is_queued_until_its_gpu_fills_a_step)
+PH_CHILD(a_receive_runs_once_data_arrives)
+PH_CHILD(pxn_ops_are_counted_where_they_run)
+PH_CHILD(a_foreign_op_without_a_proxy_context_is_only_counted)
 
 int main(void) {
   TEST_RUN(a_send_is_queued_until_its_gpu_fills_a_step);
