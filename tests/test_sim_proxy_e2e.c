@@ -193,9 +193,10 @@ static const char *collnet_frame(const nt_sim_config *c, const cJSON *f, char *w
   }
   const char *w = settled("collnet", f, ok, why, cap);
   if (w) return w;
-  cJSON_ArrayForEach(x, get(f, "alerts")) {
-    FAIL_IF(!strcmp(str(x, "kind"), "hung_op"), "collnet: hung_op alert: %s", str(x, "text"));
-  }
+  /* A healthy job: no alert of any kind (a hung_op for the CollNet ones
+   * before the plugin knew they are never stopped). */
+  const cJSON *a = cJSON_GetArrayItem(get(f, "alerts"), 0);
+  FAIL_IF(a, "collnet: %s alert: %s", str(a, "kind"), str(a, "text"));
   return NULL;
 }
 
