@@ -404,6 +404,31 @@ static void a_restarted_job_is_compared_with_the_previous_run(void) {
   nt_model_free(m);
 }
 
+/* A killed job never sends its last snapshot: its processes go silent. A
+ * job started after that is a new run at once, and the old processes'
+ * ranks leave the rank list and the alerts (no "silent" line for a job
+ * that is gone), while the process list keeps them until they are dropped. */
+static void a_killed_job_is_replaced_at_once_by_its_restart(void) {
+  nt_model *m = nt_model_new();
+  CHECK(m);
+  CHECK(apply(m, with_ops(100, 0, 10, 4000000000ull), 1.0));
+  CHECK(apply(m, with_ops(101, 1, 10, 4000000000ull), 1.0));
+  nt_model_tick(m, 10.0); /* both silent: killed */
+  CHECK(apply(m, with_ops(200, 0, 3, 1000000000ull), 10.5));
+  nt_model_tick(m, 10.5);
+  nt_run_summary *cur = malloc(sizeof *cur);
+  CHECK(cur && nt_model_run_summary(m, false, cur) && cur->id == 2 && cur->processes == 1);
+  free(cur);
+  nt_model_rank r[8];
+  uint32_t n = nt_model_ranks(m, r, 8);
+  CHECK(n == 1 && r[0].proc->pid == 200);
+  CHECK_EQ_U64(nt_model_nprocesses(m), 3);
+  nt_alert a[16];
+  uint32_t na = nt_model_alerts(m, 2000, a, 16, 10.5);
+  for (uint32_t i = 0; i < na; i++) CHECK(a[i].kind != NT_ALERT_SILENT);
+  nt_model_free(m);
+}
+
 int main(void) {
   TEST_RUN(bus_bandwidth_matches_nccl_tests_for_every_function);
   TEST_RUN(sizes_and_buckets_read_like_people_write_them);
@@ -415,5 +440,6 @@ int main(void) {
   TEST_RUN(variables_that_differ_between_ranks_are_found);
   TEST_RUN(the_environment_table_scales_with_processes);
   TEST_RUN(a_restarted_job_is_compared_with_the_previous_run);
+  TEST_RUN(a_killed_job_is_replaced_at_once_by_its_restart);
   return TEST_DONE();
 }

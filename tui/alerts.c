@@ -950,7 +950,7 @@ static void publishers(ctx *c) {
   for (uint32_t i = 0; i < c->m->nprocs; i++) {
     proc_slot *slot = c->m->procs[i];
     nt_model_process *p = &slot->pub;
-    if (!p->cur) continue;
+    if (!p->cur || nt_model_process_replaced(c->m, p)) continue;
     char me[160];
     if (p->stale && !p->ended && !slot->is_root) {
       nt_alert *a = add(c, NT_ALERT_SILENT, P_SILENT, 0, NULL);

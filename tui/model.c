@@ -585,11 +585,15 @@ static int rank_cmp(const void *a, const void *b) {
   return (x->proc->pid > y->proc->pid) - (x->proc->pid < y->proc->pid);
 }
 
+bool nt_model_process_replaced(const nt_model *m, const nt_model_process *p) {
+  return p->run != m->run && (p->ended || p->stale);
+}
+
 uint32_t nt_model_ranks(nt_model *m, nt_model_rank *out, uint32_t cap) {
   uint32_t n = 0;
   for (uint32_t i = 0; i < m->nprocs; i++) {
     nt_model_process *p = &m->procs[i]->pub;
-    if (!p->cur) continue;
+    if (!p->cur || nt_model_process_replaced(m, p)) continue;
     for (uint32_t k = 0; k < p->cur->ncomms && n < cap; k++) {
       const nt_comm_row *c = &p->cur->comms[k];
       nt_model_rank *r = &out[n++];

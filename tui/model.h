@@ -170,7 +170,12 @@ int nt_model_topology_pick(nt_model *m, int delta);
 uint32_t nt_model_generation(const nt_model *m);
 uint32_t nt_model_nprocesses(const nt_model *m);
 nt_model_process *nt_model_process_at(nt_model *m, uint32_t i);
-/* Ranks sorted by (comm hash, rank); returns how many were written. */
+/* A process of an earlier run (job) that ended or went silent: once a new
+ * run has started, its ranks are the new run's business no longer. The
+ * process list still shows it (marked) until it is dropped. */
+bool nt_model_process_replaced(const nt_model *m, const nt_model_process *p);
+/* Ranks sorted by (comm hash, rank), those of replaced processes left out;
+ * returns how many were written. */
 uint32_t nt_model_ranks(nt_model *m, nt_model_rank *out, uint32_t cap);
 uint32_t nt_model_nerrors(const nt_model *m);
 const nt_model_error *nt_model_error_at(const nt_model *m, uint32_t i); /* 0 = newest */

@@ -215,10 +215,14 @@ static void summarize(nt_model *m, uint32_t run, nt_run_summary *s) {
   }
 }
 
+/* A run is alive while one of its processes still publishes: one that
+ * ended, or went silent (a killed job's processes never send their last
+ * snapshot), does not keep it going, so a restarted job is a new run at
+ * once, not after its predecessor's processes are dropped a minute later. */
 static bool run_alive(const nt_model *m, const proc_slot *except) {
   for (uint32_t i = 0; i < m->nprocs; i++) {
     const proc_slot *p = m->procs[i];
-    if (p != except && p->pub.run == m->run && !p->pub.ended) return true;
+    if (p != except && p->pub.run == m->run && !p->pub.ended && !p->pub.stale) return true;
   }
   return false;
 }
