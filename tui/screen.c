@@ -204,7 +204,7 @@ int nt_screen_run(nt_model *m, nt_source *src, const nt_options *o) {
   int updates = 0;
   double next_draw = 0;
   bool running = true;
-  while (running) {
+  while (running && !nt_quit_requested()) { /* a signal quits as q does */
     nt_source_poll(src, m, 50);
     bool input = false;
     for (int key; running && (key = getch()) != ERR; input = true) {

@@ -53,6 +53,10 @@ int nt_quit_requested(void);
 typedef struct nt_source nt_source;
 /* Opens the ZeroMQ context; NULL with the reason in err. */
 nt_source *nt_source_open(const nt_options *o, char *err, size_t errlen);
+/* The options' mistakes batch mode refuses (the screen lists them as the
+ * source meets them): a --dir (or $NCCLTOP_DIR) that is not a directory, a
+ * --connect that is not a ZeroMQ endpoint. -1 with one line in err. */
+int nt_source_check(const nt_options *o, char *err, size_t errlen);
 /* Rescans the endpoint directory (at most once a second), connects to new
  * publishers, drops dead ones, then receives and applies every pending
  * message (at most NT_SOURCE_MAX_PER_POLL). Returns within timeout_ms (plus
@@ -73,6 +77,7 @@ int nt_batch_print(FILE *out, nt_model *m, const nt_options *o, double now_s);
 /* The command line (cli.c). */
 #include "../sim/sim.h"
 void nt_usage(FILE *f);
+void nt_sim_usage(FILE *f); /* `nccltop sim --help` */
 /* Defaults: delay 500 ms, stall 2000 ms, colour unless NO_COLOR is set,
  * ASCII when the locale (set it first) is not UTF-8. */
 void nt_options_defaults(nt_options *o);
