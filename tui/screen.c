@@ -33,6 +33,7 @@ static void clamp_cursor(nt_screen *s) {
 
 static void start_prompt(nt_screen *s, int which) {
   s->prompt = which;
+  snprintf(s->filter_was, sizeof s->filter_was, "%s", s->filter);
   snprintf(s->input, sizeof s->input, "%s", which == NT_ACT_FILTER ? s->filter : "");
 }
 
@@ -54,7 +55,8 @@ static void search_next(nt_screen *s, int from) {
  * cancels. The filter applies as it is typed. */
 static void prompt_key(nt_screen *s, int key) {
   size_t n = strlen(s->input);
-  if (key == 27) {
+  if (key == 27) { /* the filter goes back to what it was */
+    if (s->prompt == NT_ACT_FILTER) snprintf(s->filter, sizeof s->filter, "%s", s->filter_was);
     s->prompt = 0;
     return;
   }
@@ -75,7 +77,9 @@ static void prompt_key(nt_screen *s, int key) {
 
 /* Scroll keys of the line views. */
 static bool scroll_action(nt_screen *s, int action, int page) {
-  if (s->view != NT_VIEW_OVERVIEW && s->view != NT_VIEW_OPS && s->view != NT_VIEW_ENV) return false;
+  if (s->view != NT_VIEW_OVERVIEW && s->view != NT_VIEW_OPS && s->view != NT_VIEW_ENV &&
+      s->view != NT_VIEW_HELP)
+    return false;
   int *top = &s->scroll[s->view];
   switch (action) {
   case NT_ACT_UP: (*top)--; break;
@@ -129,11 +133,14 @@ static bool act(nt_screen *s, int action) {
       s->detail = false;
     else if (s->view == NT_VIEW_HELP)
       s->view = s->prev_view;
+    else
+      s->filter[0] = '\0';
     break;
   case NT_ACT_PAUSE: s->paused = !s->paused; break;
   case NT_ACT_REDRAW: clear(); break;
-  case NT_ACT_SEARCH:
-    if (action == NT_ACT_SEARCH && s->search[0] && s->last_key == KEY_F(3))
+  case NT_ACT_SEARCH: start_prompt(s, NT_ACT_SEARCH); break;
+  case NT_ACT_SEARCH_NEXT:
+    if (s->search[0])
       search_next(s, 1);
     else
       start_prompt(s, NT_ACT_SEARCH);
@@ -212,7 +219,7 @@ int nt_screen_run(nt_model *m, nt_source *src, const nt_options *o) {
       if (s.prompt)
         prompt_key(&s, key);
       else
-        running = act(&s, nt_key_action(key));
+        running = act(&s, nt_key_action(key, s.view));
       s.last_key = key;
     }
     s.now = nt_now_s();
