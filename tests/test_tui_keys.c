@@ -1,7 +1,8 @@
 /* Keys of the interactive nccltop, in a pseudo-terminal read through
  * libvterm: the help screen scrolls to its last line, F3 and n go to the
  * next match of the last search, Esc cancels a filter being typed and
- * clears the one in force. The job is `nccltop demo` (two ranks). */
+ * clears the one in force (the job: `nccltop demo`, two ranks). And the
+ * header says what is watched. */
 #include <libgen.h>
 #include <limits.h>
 
@@ -140,6 +141,34 @@ static void search_next_and_filter_cancel(void) {
   CHECK(ok);
 }
 
+/* The header says what is watched: the endpoint directory, and the
+ * --connect endpoint, or how many when several. */
+static void header_shows_what_is_watched(void) {
+  char dir[] = "/tmp/nccltop-watch-XXXXXX", env_dir[64], want[3][128];
+  CHECK(mkdtemp(dir) != NULL);
+  snprintf(env_dir, sizeof env_dir, "NCCLTOP_DIR=%s", dir);
+  snprintf(want[0], sizeof want[0], "watching %s  waiting for NCCL processes", dir);
+  snprintf(want[1], sizeof want[1], "watching %s + tcp://127.0.0.1:9", dir);
+  snprintf(want[2], sizeof want[2], "watching %s + 3 --connect endpoints", dir);
+  char *argvs[3][10] = {
+      {nccltop, "-d", "100", NULL},
+      {nccltop, "-d", "100", "--connect", "tcp://127.0.0.1:9", NULL},
+      {nccltop, "-d", "100", "--connect", "tcp://127.0.0.1:9", "--connect", "tcp://127.0.0.1:10",
+       "--connect", "tcp://127.0.0.1:11"},
+  };
+  bool ok = true;
+  for (int i = 0; ok && i < 3; i++) {
+    vt_term t;
+    char *env[] = {env_dir, NULL};
+    ok = vt_start(&t, 24, 160, argvs[i], env) == 0 && vt_wait_for(&t, want[i], 10);
+    vt_send(&t, "q");
+    if (ok) ok = vt_wait_exit(&t, 10) == 0;
+    vt_stop(&t);
+  }
+  rmdir(dir);
+  CHECK(ok);
+}
+
 int main(void) {
   char exe[PATH_MAX];
   ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
@@ -148,5 +177,6 @@ int main(void) {
   (void)vt_resize; /* the harness's, not needed here */
   TEST_RUN(help_scrolls_to_its_last_line);
   TEST_RUN(search_next_and_filter_cancel);
+  TEST_RUN(header_shows_what_is_watched);
   return TEST_DONE();
 }

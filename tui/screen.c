@@ -200,6 +200,7 @@ int nt_screen_run(nt_model *m, nt_source *src, const nt_options *o) {
   s.m = m;
   s.o = o;
   s.view = s.prev_view = o->initial_view;
+  nt_source_watching(src, s.watching, sizeof s.watching);
   if (!initscr()) return 1;
   cbreak();
   noecho();

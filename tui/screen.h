@@ -104,6 +104,7 @@ typedef struct {
   char input[64];      /* the line being typed */
   char filter[64];     /* rows must contain this text */
   char filter_was[64]; /* the filter before the line was opened (Esc goes back to it) */
+  char watching[320];  /* what the header says is watched (nt_source_watching) */
   char search[64];     /* last search */
   nt_proxy_history hist[NT_SCREEN_MAX_HISTORY];
   /* topology view */

@@ -202,6 +202,15 @@ void nt_source_close(nt_source *s) {
   free(s);
 }
 
+void nt_source_watching(const nt_source *s, char *buf, size_t cap) {
+  if (s->nconnect == 1)
+    snprintf(buf, cap, "%s + %s", s->dir, s->connect[0]);
+  else if (s->nconnect > 1)
+    snprintf(buf, cap, "%s + %d --connect endpoints", s->dir, s->nconnect);
+  else
+    snprintf(buf, cap, "%s", s->dir);
+}
+
 uint32_t nt_source_nendpoints(const nt_source *s) {
   return s->neps;
 }

@@ -69,6 +69,9 @@ uint32_t nt_source_nendpoints(const nt_source *s);
 /* Also subscribe to `addr` (a relay's tcp:// endpoint); failures become model errors. */
 int nt_source_connect(nt_source *s, nt_model *m, const char *addr);
 void nt_source_close(nt_source *s);
+/* What the source watches, for people: the endpoint directory, and the
+ * --connect endpoint (or how many, when several). */
+void nt_source_watching(const nt_source *s, char *buf, size_t cap);
 
 /* Batch output: one frame of the model as text or one JSON line to `out`. */
 #include <stdio.h>
