@@ -74,6 +74,31 @@ static void monitor_quits_on_the_first_signal(void) {
   CHECK(ok);
 }
 
+/* Two signals at once: the second ends the process the default way before
+ * the loop could quit, and the terminal is given back all the same. */
+static void a_second_signal_still_restores_the_terminal(void) {
+  char dir[] = "/tmp/nccltop-quit2-XXXXXX", env_dir[64];
+  CHECK(mkdtemp(dir) != NULL);
+  snprintf(env_dir, sizeof env_dir, "NCCLTOP_DIR=%s", dir);
+  vt_term t;
+  char *argv[] = {nccltop, "-d", "100", NULL};
+  char *env[] = {env_dir, NULL};
+  bool ok = start(&t, argv, env) == 0 && vt_wait_for(&t, "nccltop", 10);
+  if (ok && (!alt_screen || cursor_visible)) ok = false;
+  kill(t.pid, SIGTERM); /* two kinds: the same signal twice would be one */
+  kill(t.pid, SIGINT);
+  int st = vt_wait_exit(&t, 5);
+  vt_pump(&t, 50);
+  if (!ok || st == -1 || alt_screen || !cursor_visible) {
+    fprintf(stderr, "    status %d, alternate screen %d, cursor visible %d\n", st, alt_screen,
+            cursor_visible);
+    ok = false;
+  }
+  vt_stop(&t);
+  rmdir(dir);
+  CHECK(ok);
+}
+
 /* The processes of the demo: its ranks (from their socket files' names in
  * the demo's directory under tmp) and their parent, the simulator. */
 static int demo_processes(const char *tmp, pid_t *pids, int cap) {
@@ -175,7 +200,7 @@ static void demo_with_a_job_that_cannot_run_ends_at_once(void) {
       {"demo --nccl-version 2.25", "--nccl-version needs 2.26"},
       {"demo --stall-rank 8 -b", "nccltop sim: bad configuration: stall and straggler ranks"},
       /* Refused by its ranks, not by the option parser: batch and screen. */
-      {"demo --ranks 2 --plugin /nonexistent.so -b", "rank 0: cannot load /nonexistent.so"},
+      {"demo --ranks 2 --plugin /nonexistent.so -b", "nccltop sim: rank"},
       {"demo --ranks 2 --plugin /nonexistent.so", "cannot load /nonexistent.so"},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -266,6 +291,7 @@ int main(void) {
   snprintf(nccltop, sizeof nccltop, "%s/../nccltop", dirname(exe));
   (void)vt_resize; /* the harness's, not needed here */
   TEST_RUN(monitor_quits_on_the_first_signal);
+  TEST_RUN(a_second_signal_still_restores_the_terminal);
   TEST_RUN(demo_cleans_up_on_a_signal);
   TEST_RUN(demo_with_a_job_that_cannot_run_ends_at_once);
   TEST_RUN(demo_in_batch_ends_with_its_job);

@@ -28,6 +28,7 @@ static volatile sig_atomic_t demo_batch;           /* batch: the demo ends with 
 static void on_quit(int sig) {
   if (nt_quit_requested()) {
     if (demo_sim > 0) kill(-demo_sim, SIGKILL);
+    nt_term_restore_now();
     signal(sig, SIG_DFL);
     raise(sig);
     return;

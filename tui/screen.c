@@ -6,6 +6,8 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <termios.h>
+#include <unistd.h>
 
 #include "screen.h"
 
@@ -21,6 +23,17 @@ static void colors(const nt_options *o) {
   init_pair(NT_C_STALL, COLOR_WHITE, COLOR_RED);
   init_pair(NT_C_HEAD, COLOR_BLACK, COLOR_CYAN);
   init_pair(NT_C_WARN, COLOR_YELLOW, -1);
+}
+
+/* What endwin would send, kept for a signal handler (nt_term_restore_now). */
+static void save_leave_sequence(const struct termios *shell) {
+  static const char *const caps[] = {"rmkx", "cnorm", "rmcup"};
+  char seq[256] = "";
+  for (size_t i = 0; i < sizeof caps / sizeof caps[0]; i++) {
+    const char *v = tigetstr(caps[i]);
+    if (v && v != (char *)-1 && strlen(seq) + strlen(v) < sizeof seq) strcat(seq, v);
+  }
+  nt_term_restore_set(shell, seq);
 }
 
 static void clamp_cursor(nt_screen *s) {
@@ -201,7 +214,10 @@ int nt_screen_run(nt_model *m, nt_source *src, const nt_options *o) {
   s.o = o;
   s.view = s.prev_view = o->initial_view;
   nt_source_watching(src, s.watching, sizeof s.watching);
+  struct termios shell;
+  bool have_shell = tcgetattr(STDOUT_FILENO, &shell) == 0;
   if (!initscr()) return 1;
+  if (have_shell) save_leave_sequence(&shell);
   cbreak();
   noecho();
   keypad(stdscr, TRUE);
@@ -242,5 +258,6 @@ int nt_screen_run(nt_model *m, nt_source *src, const nt_options *o) {
     }
   }
   endwin();
+  nt_term_restore_clear(); /* after: a signal meanwhile still restores it */
   return 0;
 }

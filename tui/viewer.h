@@ -49,6 +49,14 @@ double nt_now_s(void); /* CLOCK_MONOTONIC in seconds */
  * the screen's loop end when it is non-zero. Returns the signal number. */
 void nt_request_quit(int sig);
 int nt_quit_requested(void);
+/* While the screen is on: the shell's terminal modes and the terminfo
+ * strings that leave the screen (keypad off, cursor on, alternate screen
+ * off); nt_term_restore_now (async-signal-safe) puts them back when a
+ * second signal ends the process the default way. */
+struct termios;
+void nt_term_restore_set(const struct termios *shell, const char *seq);
+void nt_term_restore_clear(void);
+void nt_term_restore_now(void);
 
 typedef struct nt_source nt_source;
 /* Opens the ZeroMQ context; NULL with the reason in err. */
