@@ -10,6 +10,27 @@
 #include "../sim/sim.h"
 #include "viewer.h"
 
+/* The simulator's options: `nccltop --help` and `nccltop sim --help`. */
+static void sim_options(FILE *f) {
+  fprintf(f, "sim options: --ranks N --comms N --channels N --steps N --iterations N --duration S\n"
+             "             --linger S --deterministic --abi 3..6 --plugin PATH --interval-ms N\n"
+             "             --dir DIR --quiet\n"
+             "             --nccl-version 2.26|2.27|2.28|2.29|2.30|2.31  the NCCL release played\n"
+             "               (default 2.28): the profiler ABI it loads (v3, v4, v5, v6, v6, v6:\n"
+             "               2.31 through its v6 shim) and its version-specific behaviour;\n"
+             "               --abi N is an expert override of the ABI (alone, it plays the\n"
+             "               release that loads vN: 3 2.26, 4 2.27, 5 2.28, 6 2.30)\n"
+             "             --run-ahead MS (GPU computes MS per step while the CPU enqueues ahead)\n"
+             "             --graph (CUDA graph replays) --alltoall --broadcast (NCCL 2.28+/2.29+\n"
+             "             report them as Send/Recv, as a CollApi only)\n"
+             "sim scenarios: --pxn (odd ranks' sends run in the proxy of rank - 1), --collnet\n"
+             "             (CollNet AllReduces), --ce (copy-engine AllGathers, NCCL 2.29+)\n"
+             "             --stall-rank R --stall-after S (rank R's GPU stops after S s)\n"
+             "             --straggler R --straggle-ms MS (rank R enqueues every op MS late)\n"
+             "             --net ib|socket (the network plugin the ranks report)\n"
+             "             --env NAME=VALUE (every rank) --rank-env R:NAME=VALUE (rank R)\n");
+}
+
 void nt_usage(FILE *f) {
   fprintf(f,
           "usage: nccltop [options]                      watch this node's NCCL jobs\n"
@@ -35,35 +56,16 @@ void nt_usage(FILE *f) {
           "      --max-memory MIB   what publishers' data may take, 16.. (default 1024)\n"
           "  -V, --version          print the version\n"
           "  -h, --help             this text\n"
-          "\n"
-          "sim options (nccltop sim --help lists them all):\n"
-          "             --ranks N --comms N --channels N --steps N --iterations N --duration S\n"
-          "             --nccl-version 2.26..2.31 --plugin PATH; scenarios: --stall-rank R\n"
-          "             --straggler R --net ib|socket --pxn --collnet --ce ...\n"
-          "With demo, --iterations is the simulator's; use -n for the number of frames.\n");
+          "\n");
+  sim_options(f);
+  fprintf(f, "With demo, --iterations is the simulator's; use -n for the number of frames.\n");
 }
 
 void nt_sim_usage(FILE *f) {
   fprintf(f, "usage: nccltop sim [sim options]    run a simulated job (one process per rank)\n"
              "       nccltop demo [sim options] [monitor options]\n"
-             "\n"
-             "sim options: --ranks N --comms N --channels N --steps N --iterations N --duration S\n"
-             "             --linger S --deterministic --abi 3..6 --plugin PATH --interval-ms N\n"
-             "             --dir DIR --quiet\n"
-             "             --nccl-version 2.26|2.27|2.28|2.29|2.30|2.31  the NCCL release played\n"
-             "               (default 2.28): the profiler ABI it loads (v3, v4, v5, v6, v6, v6:\n"
-             "               2.31 through its v6 shim) and its version-specific behaviour;\n"
-             "               --abi N is an expert override of the ABI (alone, it plays the\n"
-             "               release that loads vN: 3 2.26, 4 2.27, 5 2.28, 6 2.30)\n"
-             "             --run-ahead MS (GPU computes MS per step while the CPU enqueues ahead)\n"
-             "             --graph (CUDA graph replays) --alltoall --broadcast (NCCL 2.28+/2.29+\n"
-             "             report them as Send/Recv, as a CollApi only)\n"
-             "sim scenarios: --pxn (odd ranks' sends run in the proxy of rank - 1), --collnet\n"
-             "             (CollNet AllReduces), --ce (copy-engine AllGathers, NCCL 2.29+)\n"
-             "             --stall-rank R --stall-after S (rank R's GPU stops after S s)\n"
-             "             --straggler R --straggle-ms MS (rank R enqueues every op MS late)\n"
-             "             --net ib|socket (the network plugin the ranks report)\n"
-             "             --env NAME=VALUE (every rank) --rank-env R:NAME=VALUE (rank R)\n");
+             "\n");
+  sim_options(f);
 }
 
 enum { OPT_JSON = 256, OPT_STALL, OPT_DIR, OPT_CONNECT, OPT_TOPOLOGY, OPT_MAX_MEMORY };
