@@ -10,6 +10,27 @@
 #include "../sim/sim.h"
 #include "viewer.h"
 
+/* The simulator's options: `nccltop --help` and `nccltop sim --help`. */
+static void sim_options(FILE *f) {
+  fprintf(f, "sim options: --ranks N --comms N --channels N --steps N --iterations N --duration S\n"
+             "             --linger S --deterministic --abi 3..6 --plugin PATH --interval-ms N\n"
+             "             --dir DIR --quiet\n"
+             "             --nccl-version 2.26|2.27|2.28|2.29|2.30|2.31  the NCCL release played\n"
+             "               (default 2.28): the profiler ABI it loads (v3, v4, v5, v6, v6, v6:\n"
+             "               2.31 through its v6 shim) and its version-specific behaviour;\n"
+             "               --abi N is an expert override of the ABI (alone, it plays the\n"
+             "               release that loads vN: 3 2.26, 4 2.27, 5 2.28, 6 2.30)\n"
+             "             --run-ahead MS (GPU computes MS per step while the CPU enqueues ahead)\n"
+             "             --graph (CUDA graph replays) --alltoall --broadcast (NCCL 2.28+/2.29+\n"
+             "             report them as Send/Recv, as a CollApi only)\n"
+             "sim scenarios: --pxn (odd ranks' sends run in the proxy of rank - 1), --collnet\n"
+             "             (CollNet AllReduces), --ce (copy-engine AllGathers, NCCL 2.29+)\n"
+             "             --stall-rank R --stall-after S (rank R's GPU stops after S s)\n"
+             "             --straggler R --straggle-ms MS (rank R enqueues every op MS late)\n"
+             "             --net ib|socket (the network plugin the ranks report)\n"
+             "             --env NAME=VALUE (every rank) --rank-env R:NAME=VALUE (rank R)\n");
+}
+
 void nt_usage(FILE *f) {
   fprintf(f,
           "usage: nccltop [options]                      watch this node's NCCL jobs\n"
@@ -22,7 +43,8 @@ void nt_usage(FILE *f) {
           "  -b, --batch            print frames instead of the interactive screen\n"
           "  -n, --iterations N     stop after N frames (default: until interrupted)\n"
           "      --json             batch frames as JSON lines (with -b)\n"
-          "  -d, --delay MS         time between frames, 50..60000 (default 500)\n"
+          "  -d, --delay TIME       time between frames, 50ms..60s (default 500ms): 500ms,\n"
+          "                         0.5s, 2s; a bare number is milliseconds (not htop's tenths)\n"
           "      --stall-ms MS      ops in flight and no step progress for MS = stalled,\n"
           "                         10..86400000 (default 2000)\n"
           "  -C, --no-color         no colours (also when NO_COLOR is set)\n"
@@ -34,26 +56,21 @@ void nt_usage(FILE *f) {
           "      --max-memory MIB   what publishers' data may take, 16.. (default 1024)\n"
           "  -V, --version          print the version\n"
           "  -h, --help             this text\n"
-          "\n"
-          "sim options: --ranks N --comms N --channels N --steps N --iterations N --duration S\n"
-          "             --linger S --deterministic --abi 3..6 --plugin PATH --interval-ms N\n"
-          "             --dir DIR --quiet\n"
-          "             --nccl-version 2.26|2.27|2.28|2.29|2.30|2.31  the NCCL release played\n"
-          "               (default 2.28): the profiler ABI it loads (v3, v4, v5, v6, v6, v6:\n"
-          "               2.31 through its v6 shim) and its version-specific behaviour;\n"
-          "               --abi N is an expert override of the ABI (alone, it plays the\n"
-          "               release that loads vN: 3 2.26, 4 2.27, 5 2.28, 6 2.30)\n"
-          "             --run-ahead MS (GPU computes MS per step while the CPU enqueues ahead)\n"
-          "             --graph (CUDA graph replays) --alltoall --broadcast (NCCL 2.28+/2.29+\n"
-          "             report them as Send/Recv, as a CollApi only)\n"
-          "sim scenarios: --pxn (odd ranks' sends run in the proxy of rank - 1), --collnet\n"
-          "             (CollNet AllReduces), --ce (copy-engine AllGathers, NCCL 2.29+)\n"
-          "With demo, --iterations is the simulator's; use -n for the number of frames.\n");
+          "\n");
+  sim_options(f);
+  fprintf(f, "With demo, --iterations is the simulator's; use -n for the number of frames.\n");
+}
+
+void nt_sim_usage(FILE *f) {
+  fprintf(f, "usage: nccltop sim [sim options]    run a simulated job (one process per rank)\n"
+             "       nccltop demo [sim options] [monitor options]\n"
+             "\n");
+  sim_options(f);
 }
 
 enum { OPT_JSON = 256, OPT_STALL, OPT_DIR, OPT_CONNECT, OPT_TOPOLOGY, OPT_MAX_MEMORY };
 
-static const char short_opts[] = "bn:d:CAVh";
+static const char short_opts[] = ":bn:d:CAVh"; /* leading colon: a missing value is told apart */
 static const struct option long_opts[] = {
     {"batch", no_argument, NULL, 'b'},
     {"iterations", required_argument, NULL, 'n'},
@@ -96,9 +113,46 @@ static int parse_u32(const char *opt, const char *v, unsigned long lo, unsigned 
   return 0;
 }
 
+/* -d/--delay: "500ms", "0.5s", "2s"; a bare number is milliseconds. */
+static int parse_delay(const char *v, uint32_t *out) {
+  char *end = NULL;
+  errno = 0;
+  double x = (v[0] >= '0' && v[0] <= '9') || v[0] == '.' ? strtod(v, &end) : -1;
+  if (x >= 0 && !errno && end != v) {
+    if (!strcmp(end, "s"))
+      x *= 1000;
+    else if (*end && strcmp(end, "ms"))
+      x = -1;
+  }
+  if (x < 0 || errno || end == v || x < 50 || x > 60000) {
+    fprintf(stderr,
+            "nccltop: -d/--delay must be a time from 50ms to 60s (500ms, 0.5s; a bare number is "
+            "milliseconds), not '%s'\n",
+            v);
+    return -1;
+  }
+  *out = (uint32_t)(x + 0.5);
+  return 0;
+}
+
+/* What getopt found wrong, in one line (argv[optind - 1] is the argument). */
+static void bad_option(const char *prog, int ch, char **argv) {
+  char name[64];
+  const char *arg = argv[optind - 1];
+  if (!strncmp(arg, "--", 2) || !optopt || optopt >= 256)
+    snprintf(name, sizeof name, "%.*s", (int)strcspn(arg, "="), arg);
+  else
+    snprintf(name, sizeof name, "-%c", optopt);
+  if (ch == ':')
+    fprintf(stderr, "%s: option '%s' needs a value; try 'nccltop --help'\n", prog, name);
+  else
+    fprintf(stderr, "%s: unknown option '%s'; try 'nccltop --help'\n", prog, name);
+}
+
 int nt_options_parse(nt_options *o, int argc, char **argv) {
   optind = 0; /* GNU: start over (tests and `demo` parse more than once) */
-  opterr = 1;
+  opterr = 0; /* bad_option says it, in one line */
+  const char *prog = argv[0] && !strcmp(argv[0], "nccltop demo") ? argv[0] : "nccltop";
   int ch;
   uint32_t v;
   while ((ch = getopt_long(argc, argv, short_opts, long_opts, NULL)) != -1) {
@@ -110,7 +164,7 @@ int nt_options_parse(nt_options *o, int argc, char **argv) {
       break;
     case OPT_JSON: o->json = true; break;
     case 'd':
-      if (parse_u32("-d/--delay", optarg, 50, 60000, &o->delay_ms)) return 2;
+      if (parse_delay(optarg, &o->delay_ms)) return 2;
       break;
     case OPT_STALL:
       if (parse_u32("--stall-ms", optarg, 10, 86400000, &o->stall_ms)) return 2;
@@ -131,12 +185,11 @@ int nt_options_parse(nt_options *o, int argc, char **argv) {
       break;
     case 'V': printf("nccltop %s\n", NT_VERSION); return 1;
     case 'h': nt_usage(stdout); return 1;
-    default: nt_usage(stderr); return 2; /* getopt said what was wrong */
+    default: bad_option(prog, ch, argv); return 2;
     }
   }
   if (optind < argc) {
-    fprintf(stderr, "nccltop: unexpected argument '%s'\n", argv[optind]);
-    nt_usage(stderr);
+    fprintf(stderr, "%s: unexpected argument '%s'; try 'nccltop --help'\n", prog, argv[optind]);
     return 2;
   }
   if (o->json && !o->batch) {

@@ -31,13 +31,15 @@ const nt_key_binding nt_keys[] = {
     {KEY_END, NULL, NULL, NT_ACT_END},
     {'\n', "Enter", "details of the channel under the cursor", NT_ACT_ENTER},
     {KEY_ENTER, NULL, NULL, NT_ACT_ENTER},
-    {27, "Esc", "close details / back", NT_ACT_BACK},
+    {27, "Esc", "close details / leave help / clear the filter; cancel a search or filter line",
+     NT_ACT_BACK},
     {' ', "Space Z", "pause / resume (data keeps arriving)", NT_ACT_PAUSE},
     {'z', NULL, NULL, NT_ACT_PAUSE},
     {'Z', NULL, NULL, NT_ACT_PAUSE},
     {12, "Ctrl-L", "redraw the screen", NT_ACT_REDRAW},
-    {'/', "F3 /", "search rows (rank, comm, host, pid); F3 again: next match", NT_ACT_SEARCH},
-    {KEY_F(3), NULL, NULL, NT_ACT_SEARCH},
+    {'/', "/", "search rows (rank, comm, host, pid)", NT_ACT_SEARCH},
+    {KEY_F(3), "F3 n", "next match of the last search", NT_ACT_SEARCH_NEXT},
+    {'n', NULL, NULL, NT_ACT_SEARCH_NEXT},
     {'\\', "F4 \\", "filter rows by text (empty: show all)", NT_ACT_FILTER},
     {KEY_F(4), NULL, NULL, NT_ACT_FILTER},
     {KEY_F(6), "F6 > <", "next / previous sort: rank, stalled first, host", NT_ACT_SORT_NEXT},
@@ -55,8 +57,13 @@ const nt_key_binding nt_keys[] = {
     {0, NULL, NULL, NT_ACT_NONE},
 };
 
-int nt_key_action(int key) {
-  for (const nt_key_binding *b = nt_keys; b->key; b++)
-    if (b->key == key) return b->action;
-  return NT_ACT_NONE;
+int nt_key_action(int key, int view) {
+  int any = NT_ACT_NONE;
+  for (const nt_key_binding *b = nt_keys; b->key; b++) {
+    if (b->key != key) continue;
+    bool what_if = b->action >= NT_ACT_WHATIF_P2P;
+    if (what_if == (view == NT_VIEW_TOPO)) return b->action;
+    if (!what_if && !any) any = b->action;
+  }
+  return any;
 }

@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <locale.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,19 +17,36 @@
 #include "../topo/topo.h"
 #include "viewer.h"
 
-static volatile pid_t demo_sim; /* the demo's simulator (its process group) */
+static volatile pid_t demo_sim;                    /* the demo's simulator (its process group) */
+static volatile sig_atomic_t demo_sim_status = -1; /* its wait status, once it exited */
+static volatile sig_atomic_t demo_batch;           /* batch: the demo ends with its job */
 
-/* The first SIGINT/SIGTERM asks the running loop to stop (so the demo's
- * job is stopped and its directory removed); a second one, if the loop has
- * not stopped, ends the process the default way, the job's group with it. */
+/* The first SIGINT/SIGTERM/SIGHUP asks the running loop to stop (the screen
+ * restores the terminal, the demo stops its job and removes its directory);
+ * a second one, if the loop has not stopped, ends the process the default
+ * way, the job's group with it. Only async-signal-safe calls here. */
 static void on_quit(int sig) {
   if (nt_quit_requested()) {
     if (demo_sim > 0) kill(-demo_sim, SIGKILL);
+    nt_term_restore_now();
     signal(sig, SIG_DFL);
     raise(sig);
     return;
   }
   nt_request_quit(sig);
+}
+
+/* The demo's simulator exited: reaped here, and the viewer stops when the
+ * job failed (a configuration its ranks refused) or, in batch mode, ended. */
+static void on_child(int sig) {
+  int saved = errno, st;
+  pid_t pid = demo_sim;
+  if (pid > 0 && waitpid(pid, &st, WNOHANG) == pid) {
+    demo_sim_status = st;
+    demo_sim = 0;
+    if (st != 0 || demo_batch) nt_request_quit(sig);
+  }
+  errno = saved;
 }
 
 static void install_signals(void) {
@@ -38,6 +56,10 @@ static void install_signals(void) {
   sigemptyset(&sa.sa_mask);
   sigaction(SIGINT, &sa, NULL);
   sigaction(SIGTERM, &sa, NULL);
+  sigaction(SIGHUP, &sa, NULL);
+  sa.sa_handler = on_child;
+  sa.sa_flags = SA_NOCLDSTOP | SA_RESTART;
+  sigaction(SIGCHLD, &sa, NULL);
   signal(SIGPIPE, SIG_IGN); /* a closed pipe is a write error: batch mode stops */
 }
 
@@ -99,6 +121,10 @@ static int run_viewer(nt_options *o) {
   raise_fd_limit();
   char err[256];
   install_signals();
+  if (o->batch && nt_source_check(o, err, sizeof err) != 0) {
+    fprintf(stderr, "nccltop: %s\n", err);
+    return 2;
+  }
   o->start_s = nt_now_s();
   nt_model *m = nt_model_new();
   if (m && o->max_memory_mib) nt_model_set_budget(m, (size_t)o->max_memory_mib << 20);
@@ -117,16 +143,53 @@ static int run_viewer(nt_options *o) {
   return rc;
 }
 
-/* SIGTERM to the simulator's process group, then SIGKILL after 2 s. */
+/* Stops the demo's job: SIGTERM to the simulator's process group, SIGKILL
+ * to whatever is left of it after 2 s. SIGCHLD is held meanwhile, so
+ * on_child cannot reap the simulator under our feet. */
 static void stop_sim(pid_t pid) {
+  sigset_t chld, old;
+  sigemptyset(&chld);
+  sigaddset(&chld, SIGCHLD);
+  sigprocmask(SIG_BLOCK, &chld, &old);
+  bool running = demo_sim > 0;
+  demo_sim = 0;
   kill(-pid, SIGTERM);
-  for (int i = 0; i < 200; i++) {
-    if (waitpid(pid, NULL, WNOHANG) == pid) return;
+  for (int i = 0; running && i < 200; i++) {
+    if (waitpid(pid, NULL, WNOHANG) == pid) running = false;
     struct timespec ts = {0, 10000000};
-    nanosleep(&ts, NULL);
+    if (running) nanosleep(&ts, NULL);
   }
-  kill(-pid, SIGKILL);
-  waitpid(pid, NULL, 0);
+  kill(-pid, SIGKILL); /* ranks that outlived it; none: ESRCH */
+  if (running) waitpid(pid, NULL, 0);
+  sigprocmask(SIG_SETMASK, &old, NULL);
+}
+
+/* The simulator's stderr goes to an unnamed file in the demo's directory
+ * (under the screen its messages would be lost); returns that file, or -1
+ * (then stderr stays as it is), and the real stderr in *saved. */
+static int capture_stderr(const char *dir, int *saved) {
+  int fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+  if (fd < 0) return -1;
+  *saved = fcntl(2, F_DUPFD_CLOEXEC, 3);
+  if (*saved < 0 || dup2(fd, 2) < 0) {
+    if (*saved >= 0) close(*saved);
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+static void restore_stderr(int saved) {
+  fflush(stderr);
+  if (dup2(saved, 2) < 0) _exit(3); /* nowhere left to say it */
+  close(saved);
+}
+
+/* The first line the simulator wrote (its one-line reason), or "". */
+static void first_line(int fd, char *buf, size_t cap) {
+  ssize_t n = fd >= 0 ? pread(fd, buf, cap - 1, 0) : -1;
+  buf[n > 0 ? n : 0] = '\0';
+  buf[strcspn(buf, "\n")] = '\0';
 }
 
 /* Removes the demo's directory: socket files the ranks left, then itself. */
@@ -176,18 +239,34 @@ static int cmd_demo(int argc, char **argv) {
   sim.dir = dir;
   o.dir = dir;
   o.wait_first_s = 15; /* frames of the demo start once its ranks publish */
-  install_signals();   /* from here on a signal must not skip the clean-up */
+  demo_batch = o.batch;
+  install_signals(); /* from here on a signal must not skip the clean-up */
   /* Fork the ranks before any ZeroMQ context or thread exists here. */
+  int saved = -1, errfd = capture_stderr(dir, &saved);
+  sigset_t chld, old;
+  sigemptyset(&chld);
+  sigaddset(&chld, SIGCHLD);
+  sigprocmask(SIG_BLOCK, &chld, &old); /* on_child must know the pid */
   pid_t pid = nt_sim_spawn(&sim);
+  if (errfd >= 0) restore_stderr(saved);
+  if (pid > 0) demo_sim = pid;
+  sigprocmask(SIG_SETMASK, &old, NULL);
+  char why[256];
   if (pid < 0) {
-    fprintf(stderr, "nccltop demo: cannot start the simulator\n");
-    rc = 1;
+    first_line(errfd, why, sizeof why);
+    fprintf(stderr, "%s\n", why[0] ? why : "nccltop demo: cannot start the simulator");
+    rc = 2; /* a configuration the simulator refused */
   } else {
-    demo_sim = pid;
     rc = run_viewer(&o);
+    int early = demo_sim_status; /* the job ended before we stopped it */
     stop_sim(pid);
-    demo_sim = 0;
+    if (early != -1 && early != 0) {
+      first_line(errfd, why, sizeof why);
+      fprintf(stderr, "%s\n", why[0] ? why : "nccltop demo: the simulated job failed");
+      rc = 1;
+    }
   }
+  if (errfd >= 0) close(errfd);
   remove_dir(dir);
   free(vargv);
   return rc;
@@ -198,14 +277,13 @@ static int cmd_sim(int argc, char **argv) {
   nt_sim_defaults(&sim);
   for (int i = 1; i < argc; i++)
     if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-      nt_usage(stdout);
+      nt_sim_usage(stdout);
       return 0;
     }
   int used = nt_sim_parse_args(&sim, argc - 1, argv + 1);
   if (used < 0) return 2;
   if (used != argc - 1) {
-    fprintf(stderr, "nccltop sim: unknown option '%s'\n", argv[1 + used]);
-    nt_usage(stderr);
+    fprintf(stderr, "nccltop sim: unknown option '%s'; try 'nccltop sim --help'\n", argv[1 + used]);
     return 2;
   }
   return nt_sim_run(&sim);
@@ -218,8 +296,7 @@ int main(int argc, char **argv) {
     if (!strcmp(cmd, "sim")) return cmd_sim(argc - 1, argv + 1);
     if (!strcmp(cmd, "demo")) return cmd_demo(argc - 1, argv + 1);
     if (!strcmp(cmd, "topo")) return nt_topo_main(argc - 1, argv + 1);
-    fprintf(stderr, "nccltop: unknown command '%s'\n", cmd);
-    nt_usage(stderr);
+    fprintf(stderr, "nccltop: unknown command '%s'; try 'nccltop --help'\n", cmd);
     return 2;
   }
   nt_options o;

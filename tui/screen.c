@@ -6,6 +6,8 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <termios.h>
+#include <unistd.h>
 
 #include "screen.h"
 
@@ -23,6 +25,17 @@ static void colors(const nt_options *o) {
   init_pair(NT_C_WARN, COLOR_YELLOW, -1);
 }
 
+/* What endwin would send, kept for a signal handler (nt_term_restore_now). */
+static void save_leave_sequence(const struct termios *shell) {
+  static const char *const caps[] = {"rmkx", "cnorm", "rmcup"};
+  char seq[256] = "";
+  for (size_t i = 0; i < sizeof caps / sizeof caps[0]; i++) {
+    const char *v = tigetstr(caps[i]);
+    if (v && v != (char *)-1 && strlen(seq) + strlen(v) < sizeof seq) strcat(seq, v);
+  }
+  nt_term_restore_set(shell, seq);
+}
+
 static void clamp_cursor(nt_screen *s) {
   int nrows = (int)s->nranks, ncols = nt_channel_count(s);
   if (s->row >= nrows) s->row = nrows - 1;
@@ -33,6 +46,7 @@ static void clamp_cursor(nt_screen *s) {
 
 static void start_prompt(nt_screen *s, int which) {
   s->prompt = which;
+  snprintf(s->filter_was, sizeof s->filter_was, "%s", s->filter);
   snprintf(s->input, sizeof s->input, "%s", which == NT_ACT_FILTER ? s->filter : "");
 }
 
@@ -54,7 +68,8 @@ static void search_next(nt_screen *s, int from) {
  * cancels. The filter applies as it is typed. */
 static void prompt_key(nt_screen *s, int key) {
   size_t n = strlen(s->input);
-  if (key == 27) {
+  if (key == 27) { /* the filter goes back to what it was */
+    if (s->prompt == NT_ACT_FILTER) snprintf(s->filter, sizeof s->filter, "%s", s->filter_was);
     s->prompt = 0;
     return;
   }
@@ -75,7 +90,9 @@ static void prompt_key(nt_screen *s, int key) {
 
 /* Scroll keys of the line views. */
 static bool scroll_action(nt_screen *s, int action, int page) {
-  if (s->view != NT_VIEW_OVERVIEW && s->view != NT_VIEW_OPS && s->view != NT_VIEW_ENV) return false;
+  if (s->view != NT_VIEW_OVERVIEW && s->view != NT_VIEW_OPS && s->view != NT_VIEW_ENV &&
+      s->view != NT_VIEW_HELP)
+    return false;
   int *top = &s->scroll[s->view];
   switch (action) {
   case NT_ACT_UP: (*top)--; break;
@@ -129,11 +146,14 @@ static bool act(nt_screen *s, int action) {
       s->detail = false;
     else if (s->view == NT_VIEW_HELP)
       s->view = s->prev_view;
+    else
+      s->filter[0] = '\0';
     break;
   case NT_ACT_PAUSE: s->paused = !s->paused; break;
   case NT_ACT_REDRAW: clear(); break;
-  case NT_ACT_SEARCH:
-    if (action == NT_ACT_SEARCH && s->search[0] && s->last_key == KEY_F(3))
+  case NT_ACT_SEARCH: start_prompt(s, NT_ACT_SEARCH); break;
+  case NT_ACT_SEARCH_NEXT:
+    if (s->search[0])
       search_next(s, 1);
     else
       start_prompt(s, NT_ACT_SEARCH);
@@ -193,7 +213,11 @@ int nt_screen_run(nt_model *m, nt_source *src, const nt_options *o) {
   s.m = m;
   s.o = o;
   s.view = s.prev_view = o->initial_view;
+  nt_source_watching(src, s.watching, sizeof s.watching);
+  struct termios shell;
+  bool have_shell = tcgetattr(STDOUT_FILENO, &shell) == 0;
   if (!initscr()) return 1;
+  if (have_shell) save_leave_sequence(&shell);
   cbreak();
   noecho();
   keypad(stdscr, TRUE);
@@ -204,7 +228,7 @@ int nt_screen_run(nt_model *m, nt_source *src, const nt_options *o) {
   int updates = 0;
   double next_draw = 0;
   bool running = true;
-  while (running) {
+  while (running && !nt_quit_requested()) { /* a signal quits as q does */
     nt_source_poll(src, m, 50);
     bool input = false;
     for (int key; running && (key = getch()) != ERR; input = true) {
@@ -212,7 +236,7 @@ int nt_screen_run(nt_model *m, nt_source *src, const nt_options *o) {
       if (s.prompt)
         prompt_key(&s, key);
       else
-        running = act(&s, nt_key_action(key));
+        running = act(&s, nt_key_action(key, s.view));
       s.last_key = key;
     }
     s.now = nt_now_s();
@@ -234,5 +258,6 @@ int nt_screen_run(nt_model *m, nt_source *src, const nt_options *o) {
     }
   }
   endwin();
+  nt_term_restore_clear(); /* after: a signal meanwhile still restores it */
   return 0;
 }

@@ -35,6 +35,7 @@ enum nt_action {
   NT_ACT_VIEW_5,
   NT_ACT_VIEW_6,
   NT_ACT_VIEW_7,
+  NT_ACT_SEARCH_NEXT,
   NT_ACT_TOPO_NEXT,
   /* topology view what-ifs (keep these last: >= NT_ACT_WHATIF_P2P recompute) */
   NT_ACT_WHATIF_P2P,
@@ -63,7 +64,10 @@ typedef struct {
 } nt_key_binding;
 
 extern const nt_key_binding nt_keys[]; /* ends with key 0 */
-int nt_key_action(int key);
+/* The action of a key in a view: the topology what-ifs only in the
+ * topology view (where their letters mean nothing else), so `n` is the
+ * next search match elsewhere. */
+int nt_key_action(int key, int view);
 
 /* Colour pairs (attributes fall back to bold/reverse without colour). */
 enum {
@@ -96,10 +100,12 @@ typedef struct {
   bool paused, detail;
   int sort;
   int last_key;
-  int prompt;      /* 0, NT_ACT_SEARCH or NT_ACT_FILTER while typing */
-  char input[64];  /* the line being typed */
-  char filter[64]; /* rows must contain this text */
-  char search[64]; /* last search */
+  int prompt;          /* 0, NT_ACT_SEARCH or NT_ACT_FILTER while typing */
+  char input[64];      /* the line being typed */
+  char filter[64];     /* rows must contain this text */
+  char filter_was[64]; /* the filter before the line was opened (Esc goes back to it) */
+  char watching[320];  /* what the header says is watched (nt_source_watching) */
+  char search[64];     /* last search */
   nt_proxy_history hist[NT_SCREEN_MAX_HISTORY];
   /* topology view */
   nt_topo_env topo_env;

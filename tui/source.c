@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 #include <zmq.h>
@@ -161,6 +162,34 @@ nt_source *nt_source_open(const nt_options *o, char *err, size_t errlen) {
   return s;
 }
 
+int nt_source_check(const nt_options *o, char *err, size_t errlen) {
+  char dir[256];
+  struct stat st;
+  const char *d = o->dir;
+  if (!d && nt_endpoint_dir(dir, sizeof dir) == 0) d = dir;
+  if (d && stat(d, &st) == 0 && !S_ISDIR(st.st_mode)) {
+    snprintf(err, errlen, "%s %s is not a directory", o->dir ? "--dir" : "the endpoint directory",
+             d);
+    return -1;
+  }
+  if (!o->nconnect) return 0;
+  /* ZeroMQ itself says what it takes for an endpoint (a name it cannot
+   * resolve is another matter: it keeps trying, as the source does). */
+  void *z = zmq_ctx_new(), *sock = z ? zmq_socket(z, ZMQ_SUB) : NULL;
+  int rc = sock ? 0 : -1;
+  if (!sock) snprintf(err, errlen, "cannot create a ZeroMQ socket: %s", zmq_strerror(zmq_errno()));
+  if (sock && set_int(sock, ZMQ_LINGER, 0) != 0) rc = -1;
+  for (int i = 0; rc == 0 && i < o->nconnect; i++) {
+    if (zmq_connect(sock, o->connect[i]) == 0) continue;
+    snprintf(err, errlen, "--connect %s: not a ZeroMQ endpoint (%s); e.g. tcp://node1:5555",
+             o->connect[i], zmq_strerror(zmq_errno()));
+    rc = -1;
+  }
+  if (sock) zmq_close(sock);
+  if (z) zmq_ctx_term(z);
+  return rc;
+}
+
 void nt_source_close(nt_source *s) {
   if (!s) return;
   for (uint32_t i = 0; i < s->neps; i++) zmq_close(s->eps[i].sock);
@@ -171,6 +200,15 @@ void nt_source_close(nt_source *s) {
   free(s->eps);
   free(s->items);
   free(s);
+}
+
+void nt_source_watching(const nt_source *s, char *buf, size_t cap) {
+  if (s->nconnect == 1)
+    snprintf(buf, cap, "%s + %s", s->dir, s->connect[0]);
+  else if (s->nconnect > 1)
+    snprintf(buf, cap, "%s + %d --connect endpoints", s->dir, s->nconnect);
+  else
+    snprintf(buf, cap, "%s", s->dir);
 }
 
 uint32_t nt_source_nendpoints(const nt_source *s) {

@@ -49,10 +49,22 @@ double nt_now_s(void); /* CLOCK_MONOTONIC in seconds */
  * the screen's loop end when it is non-zero. Returns the signal number. */
 void nt_request_quit(int sig);
 int nt_quit_requested(void);
+/* While the screen is on: the shell's terminal modes and the terminfo
+ * strings that leave the screen (keypad off, cursor on, alternate screen
+ * off); nt_term_restore_now (async-signal-safe) puts them back when a
+ * second signal ends the process the default way. */
+struct termios;
+void nt_term_restore_set(const struct termios *shell, const char *seq);
+void nt_term_restore_clear(void);
+void nt_term_restore_now(void);
 
 typedef struct nt_source nt_source;
 /* Opens the ZeroMQ context; NULL with the reason in err. */
 nt_source *nt_source_open(const nt_options *o, char *err, size_t errlen);
+/* The options' mistakes batch mode refuses (the screen lists them as the
+ * source meets them): a --dir (or $NCCLTOP_DIR) that is not a directory, a
+ * --connect that is not a ZeroMQ endpoint. -1 with one line in err. */
+int nt_source_check(const nt_options *o, char *err, size_t errlen);
 /* Rescans the endpoint directory (at most once a second), connects to new
  * publishers, drops dead ones, then receives and applies every pending
  * message (at most NT_SOURCE_MAX_PER_POLL). Returns within timeout_ms (plus
@@ -65,6 +77,9 @@ uint32_t nt_source_nendpoints(const nt_source *s);
 /* Also subscribe to `addr` (a relay's tcp:// endpoint); failures become model errors. */
 int nt_source_connect(nt_source *s, nt_model *m, const char *addr);
 void nt_source_close(nt_source *s);
+/* What the source watches, for people: the endpoint directory, and the
+ * --connect endpoint (or how many, when several). */
+void nt_source_watching(const nt_source *s, char *buf, size_t cap);
 
 /* Batch output: one frame of the model as text or one JSON line to `out`. */
 #include <stdio.h>
@@ -73,6 +88,7 @@ int nt_batch_print(FILE *out, nt_model *m, const nt_options *o, double now_s);
 /* The command line (cli.c). */
 #include "../sim/sim.h"
 void nt_usage(FILE *f);
+void nt_sim_usage(FILE *f); /* `nccltop sim --help` */
 /* Defaults: delay 500 ms, stall 2000 ms, colour unless NO_COLOR is set,
  * ASCII when the locale (set it first) is not UTF-8. */
 void nt_options_defaults(nt_options *o);

@@ -70,14 +70,17 @@ void nt_draw_header(nt_screen *s) {
   mvhline(0, 0, ' ', s->cols);
   mvaddnstr(0, 0, line, s->cols);
   attroff(s->o->color && has_colors() ? COLOR_PAIR(NT_C_HEAD) : A_REVERSE);
+  /* What is watched first: the first thing to check when a job is missing. */
+  n = snprintf(line, sizeof line, " watching %s  ", s->watching);
+  if (n < 0 || (size_t)n >= sizeof line) n = 0;
   if (nt_model_nerrors(s->m)) {
     const nt_model_error *e = nt_model_error_at(s->m, 0);
-    snprintf(line, sizeof line, " last error: %s: %s", e->source, e->text);
-    mvaddnstr(1, 0, line, s->cols);
+    snprintf(line + n, sizeof line - (size_t)n, "last error: %s: %s", e->source, e->text);
   } else if (!s->nranks) {
-    mvaddnstr(1, 0, " waiting for NCCL processes with the nccltop plugin (NCCL_PROFILER_PLUGIN)...",
-              s->cols);
+    snprintf(line + n, sizeof line - (size_t)n,
+             "waiting for NCCL processes with the nccltop plugin (NCCL_PROFILER_PLUGIN)...");
   }
+  mvaddnstr(1, 0, line, s->cols);
 }
 
 /* A bar of `width` cells split by share per proxy state. */
