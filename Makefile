@@ -184,10 +184,20 @@ $(BUILD)/gpu/check_json: tests/gpu/check_json.c | deps
 gpu-test: all gpu-build
 	sh tests/gpu/run.sh $(BUILD)
 
+# The binary, the plugin, the man page, bash completion and the example
+# topologies, under $(DESTDIR)$(PREFIX) (tests/test_install.c runs it).
+MANDIR ?= $(PREFIX)/share/man
+BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
+DATADIR ?= $(PREFIX)/share/nccltop
+EXAMPLE_TOPOLOGIES := $(wildcard examples/topologies/*.xml)
 install: all
-	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(MANDIR)/man1 \
+	  $(DESTDIR)$(BASHCOMPDIR) $(DESTDIR)$(DATADIR)/examples/topologies
 	install -m 755 $(NCCLTOP) $(DESTDIR)$(PREFIX)/bin/nccltop
 	install -m 755 $(PLUGIN_SO) $(DESTDIR)$(PREFIX)/lib/
+	install -m 644 docs/nccltop.1 $(DESTDIR)$(MANDIR)/man1/nccltop.1
+	install -m 644 scripts/nccltop-completion.bash $(DESTDIR)$(BASHCOMPDIR)/nccltop
+	install -m 644 $(EXAMPLE_TOPOLOGIES) $(DESTDIR)$(DATADIR)/examples/topologies/
 
 format:
 	clang-format -i $$(git ls-files '*.c' '*.h')

@@ -1,0 +1,111 @@
+# bash completion for nccltop; `make install` puts it in
+# PREFIX/share/bash-completion/completions/nccltop. Self-contained: it needs
+# no bash-completion helper. tests/test_install.c checks that every long
+# option of `nccltop --help` and `nccltop topo --help` is offered here.
+
+_nccltop() {
+  local cur prev cmd i
+  COMPREPLY=()
+  cur=${COMP_WORDS[COMP_CWORD]}
+  prev=${COMP_WORDS[COMP_CWORD - 1]}
+
+  local viewer_opts="-b --batch -n --iterations --json -d --delay --stall-ms -C --no-color
+    -A --ascii --dir --connect --topology --max-memory -V --version -h --help"
+  local sim_opts="--ranks --comms --channels --steps --iterations --duration --linger
+    --deterministic --nccl-version --abi --plugin --interval-ms --dir --quiet --stall-rank
+    --stall-after --straggler --straggle-ms --net --env --rank-env --run-ahead --graph
+    --alltoall --broadcast --pxn --collnet --ce --help"
+  local topo_opts="--env --from-env --nccl-version --json --help"
+  local topo_vars="NCCL_P2P_DISABLE= NCCL_P2P_LEVEL= NCCL_NET_GDR_LEVEL= NCCL_NET_GDR_READ=
+    NCCL_NET_GDR_C2C= NCCL_PXN_DISABLE= NCCL_PXN_C2C= NCCL_NVB_DISABLE= NCCL_NETDEVS_POLICY=
+    NCCL_P2P_READ_ENABLE= NCCL_P2P_USE_CUDA_MEMCPY= NCCL_NET_DISABLE_INTRA=
+    NCCL_NET_GDR_MLOPART= NCCL_TOPO_SPLIT_MLOPART= NCCL_IGNORE_DISABLED_P2P="
+
+  # The command: the first word after nccltop that is not an option.
+  cmd=""
+  for ((i = 1; i < COMP_CWORD; i++)); do
+    case ${COMP_WORDS[i]} in
+    sim | demo | topo)
+      cmd=${COMP_WORDS[i]}
+      break
+      ;;
+    -*) ;;
+    *) break ;;
+    esac
+  done
+
+  # Values of the options that take one.
+  case $prev in
+  --topology | --plugin)
+    compopt -o filenames 2>/dev/null
+    COMPREPLY=($(compgen -f -- "$cur"))
+    return 0
+    ;;
+  --dir)
+    compopt -o filenames 2>/dev/null
+    COMPREPLY=($(compgen -d -- "$cur"))
+    return 0
+    ;;
+  --nccl-version)
+    if [ "$cmd" = topo ]; then
+      COMPREPLY=($(compgen -W "2.28 2.30" -- "$cur"))
+    else
+      COMPREPLY=($(compgen -W "2.26 2.27 2.28 2.29 2.30 2.31" -- "$cur"))
+    fi
+    return 0
+    ;;
+  --abi)
+    COMPREPLY=($(compgen -W "3 4 5 6" -- "$cur"))
+    return 0
+    ;;
+  --net)
+    COMPREPLY=($(compgen -W "ib socket" -- "$cur"))
+    return 0
+    ;;
+  --env)
+    if [ "$cmd" = topo ]; then
+      compopt -o nospace 2>/dev/null
+      COMPREPLY=($(compgen -W "$topo_vars" -- "$cur"))
+    fi
+    return 0
+    ;;
+  --connect)
+    compopt -o nospace 2>/dev/null
+    COMPREPLY=($(compgen -W "tcp:// ipc://" -- "$cur"))
+    return 0
+    ;;
+  -n | --iterations | -d | --delay | --stall-ms | --max-memory | --ranks | --comms | \
+    --channels | --steps | --duration | --linger | --interval-ms | --stall-rank | \
+    --stall-after | --straggler | --straggle-ms | --rank-env | --run-ahead)
+    return 0
+    ;;
+  esac
+
+  case $cmd in
+  "")
+    if [[ $cur == -* ]]; then
+      COMPREPLY=($(compgen -W "$viewer_opts" -- "$cur"))
+    else
+      COMPREPLY=($(compgen -W "sim demo topo" -- "$cur"))
+    fi
+    ;;
+  sim)
+    COMPREPLY=($(compgen -W "$sim_opts" -- "$cur"))
+    ;;
+  demo)
+    # Simulator options first, then the monitor's (-n for frames), -- for the rest.
+    COMPREPLY=($(compgen -W "$sim_opts -b --batch -n --json -d --delay --stall-ms -C --no-color
+      -A --ascii --connect --topology --max-memory -V --version --" -- "$cur"))
+    ;;
+  topo)
+    if [[ $cur == -* ]]; then
+      COMPREPLY=($(compgen -W "$topo_opts" -- "$cur"))
+    else
+      compopt -o filenames 2>/dev/null
+      COMPREPLY=($(compgen -f -X '!*.xml' -- "$cur") $(compgen -d -- "$cur"))
+    fi
+    ;;
+  esac
+  return 0
+}
+complete -F _nccltop nccltop
