@@ -730,7 +730,7 @@ static void hung_line(ctx *c, const rank_info *ri) {
   if (ri->nhung > 1) snprintf(more, sizeof more, "; %u operations not completing", ri->nhung);
   say(a, "rank %d/%d %s: %s%s (%s, %s/%s) in flight %.1fs, %u of %u child events open%s",
       ri->r.rank, ri->r.nranks, rank_who(c, ri, me), nt_func_name(op->func), seq,
-      nt_fmt_bytes((double)op->bytes, size, sizeof size), nt_algo_name(op->algo),
+      nt_fmt_size((double)op->bytes, size, sizeof size), nt_algo_name(op->algo),
       nt_proto_name(op->proto), a->age_s, op->children_open, op->children, more);
 }
 

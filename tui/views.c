@@ -43,9 +43,9 @@ void nt_draw_header(nt_screen *s) {
   double last = nt_model_last_data_s(s->m);
   bool stale = !last || s->now - last > 3 * 1.0;
   const char *mode = s->paused ? "PAUSED" : stale ? "STALE" : "LIVE";
-  char age[32], line[512];
+  char age[NT_UNIT_LEN + 16], line[512], t[NT_UNIT_LEN];
   if (last)
-    snprintf(age, sizeof age, "data %.1fs ago", s->now - last);
+    snprintf(age, sizeof age, "data %s ago", nt_fmt_ns((s->now - last) * 1e9, t, sizeof t));
   else
     snprintf(age, sizeof age, "no data yet");
   char extra[160] = "", mem[32]; /* mem: what the publishers cost, last (--max-memory) */
@@ -53,19 +53,19 @@ void nt_draw_header(nt_screen *s) {
   for (uint32_t i = 0; i < nt_model_nprocesses(s->m); i++)
     lost += nt_model_process_at(s->m, i)->lost_messages;
   int n = 0;
-  if (lost) n = snprintf(extra, sizeof extra, "  lost %llu", (unsigned long long)lost);
+  uint64_t bad = nt_model_total_bad(s->m); /* counts shown only when not zero */
+  if (bad) n = snprintf(extra, sizeof extra, "  bad msgs %llu", (unsigned long long)bad);
+  if (lost)
+    n += snprintf(extra + n, sizeof extra - (size_t)n, "  lost %llu", (unsigned long long)lost);
   uint64_t refused = nt_model_total_refused(s->m);
   if (refused)
     n += snprintf(extra + n, sizeof extra - (size_t)n, "  refused %llu",
                   (unsigned long long)refused);
   if (s->filter[0]) snprintf(extra + n, sizeof extra - (size_t)n, "  filter \"%s\"", s->filter);
-  snprintf(
-      line, sizeof line,
-      " nccltop %s  %-6s %s  publishers %u  ranks %u  alerts %u  bad msgs %llu  sort %s%s  [%s]"
-      "  mem %s",
-      NT_VERSION, mode, age, nt_model_nprocesses(s->m), s->nranks, s->nalerts,
-      (unsigned long long)nt_model_total_bad(s->m), nt_sort_name(s->sort), extra,
-      view_names[s->view], nt_fmt_bytes((double)nt_model_bytes(s->m), mem, sizeof mem));
+  snprintf(line, sizeof line,
+           " nccltop [%s]  %-6s %s  publishers %u  ranks %u  alerts %u%s  sort %s  mem %s",
+           view_names[s->view], mode, age, nt_model_nprocesses(s->m), s->nranks, s->nalerts, extra,
+           nt_sort_name(s->sort), nt_fmt_size((double)nt_model_bytes(s->m), mem, sizeof mem));
   attron(s->o->color && has_colors() ? COLOR_PAIR(NT_C_HEAD) : A_REVERSE);
   mvhline(0, 0, ' ', s->cols);
   mvaddnstr(0, 0, line, s->cols);
@@ -191,21 +191,21 @@ static const char *wait_tag(int wait) {
  * reports them. */
 static void net_lines(nt_screen *s, const nt_model_rank *r, int *y, int x) {
   const nt_snapshot *snap = r->proc->cur;
-  char line[256], bytes[32];
+  char line[256], bytes[NT_UNIT_LEN], busy[NT_UNIT_LEN];
   for (uint32_t i = 0; i < snap->nnet && *y < s->rows - 1; i++) {
     const nt_net_row *n = &snap->net[i];
     if (n->comm_index != r->comm_index) continue;
     if (n->type == NT_NET_IB_QP)
       snprintf(line, sizeof line,
-               "net plugin: IB device %d QP %u: %llu requests, %s, busy %.1f ms, %llu open",
-               n->device, n->id, (unsigned long long)n->count,
-               nt_fmt_bytes((double)n->bytes, bytes, sizeof bytes), n->busy_ns / 1e6,
-               (unsigned long long)n->in_flight);
+               "net plugin: IB device %d QP %u: %llu requests, %s, busy %s, %llu open", n->device,
+               n->id, (unsigned long long)n->count,
+               nt_fmt_size((double)n->bytes, bytes, sizeof bytes),
+               nt_fmt_ns((double)n->busy_ns, busy, sizeof busy), (unsigned long long)n->in_flight);
     else
-      snprintf(line, sizeof line,
-               "net plugin: socket fd %u: %llu tasks, %s, busy %.1f ms, %llu open", n->id,
-               (unsigned long long)n->count, nt_fmt_bytes((double)n->bytes, bytes, sizeof bytes),
-               n->busy_ns / 1e6, (unsigned long long)n->in_flight);
+      snprintf(line, sizeof line, "net plugin: socket fd %u: %llu tasks, %s, busy %s, %llu open",
+               n->id, (unsigned long long)n->count,
+               nt_fmt_size((double)n->bytes, bytes, sizeof bytes),
+               nt_fmt_ns((double)n->busy_ns, busy, sizeof busy), (unsigned long long)n->in_flight);
     mvaddnstr((*y)++, x, line, s->cols - x);
   }
 }
@@ -221,7 +221,7 @@ static void relay_lines(nt_screen *s, const nt_model_rank *r, int channel, int *
       continue;
     snprintf(line, sizeof line, "relayed for rank %d (PXN): %s %s peer %d: %llu steps, %s, %s",
              row->relay_rank, row->dir ? "recv" : "send", row->dir ? "from" : "to", row->peer,
-             (unsigned long long)row->steps, nt_fmt_bytes((double)row->bytes, bytes, sizeof bytes),
+             (unsigned long long)row->steps, nt_fmt_size((double)row->bytes, bytes, sizeof bytes),
              nt_run_name(row->run_state));
     mvaddnstr((*y)++, x, line, s->cols - x);
   }
@@ -242,11 +242,12 @@ static void detail_panel(nt_screen *s, const nt_model_rank *r, int channel, int 
     double sps, bps;
     nt_model_channel_rates(r->proc, row, &sps, &bps);
     uint64_t sum = row->wait_ns[0] + row->wait_ns[1] + row->wait_ns[2];
-    char age[32];
+    char age[NT_UNIT_LEN + 8], rate[NT_UNIT_LEN];
     if (row->progress_age_ns == UINT64_MAX)
       snprintf(age, sizeof age, "never");
     else
-      snprintf(age, sizeof age, "%.2fs ago", row->progress_age_ns / 1e9);
+      snprintf(age, sizeof age, "%s ago",
+               nt_fmt_ns((double)row->progress_age_ns, rate, sizeof rate));
     bool stalled = nt_model_channel_stalled(row, s->o->stall_ms);
     char step[48];
     if (row->cur_wait != NT_WAIT_NONE)
@@ -254,9 +255,10 @@ static void detail_panel(nt_screen *s, const nt_model_rank *r, int channel, int 
     else
       snprintf(step, sizeof step, "no step in progress");
     snprintf(line, sizeof line,
-             "%s %s peer %d: %s, last progress %s, %.0f steps/s, %.1f MB/s, %llu ops in flight "
+             "%s %s peer %d: %s, last progress %s, %.0f steps/s, %s, %llu ops in flight "
              "(%s)%s",
-             dir ? "recv" : "send", dir ? "from" : "to", row->peer, step, age, sps, bps / 1e6,
+             dir ? "recv" : "send", dir ? "from" : "to", row->peer, step, age, sps,
+             nt_fmt_rate(bps, rate, sizeof rate),
              (unsigned long long)(row->ops_started - row->ops_done), nt_run_name(row->run_state),
              stalled ? "  STALLED" : "");
     if (stalled) attron(nt_stall_attr(s));
@@ -264,8 +266,9 @@ static void detail_panel(nt_screen *s, const nt_model_rank *r, int channel, int 
     if (stalled) attroff(nt_stall_attr(s));
     for (int k = 0; k < 3 && y < s->rows - 1; k++) {
       double pct = sum ? 100.0 * (double)row->wait_ns[k] / (double)sum : 0;
-      snprintf(line, sizeof line, "    %-16s %12.3f ms  %5.1f%%", nt_wait_name(nt_dir_wait(dir, k)),
-               row->wait_ns[k] / 1e6, pct);
+      char t[NT_UNIT_LEN];
+      snprintf(line, sizeof line, "    %-16s %8s  %5.1f%%", nt_wait_name(nt_dir_wait(dir, k)),
+               nt_fmt_ns((double)row->wait_ns[k], t, sizeof t), pct);
       mvaddnstr(y++, x, line, s->cols - x);
     }
   }
