@@ -144,12 +144,12 @@ void nt_view_ops(nt_screen *s, int y) {
   recent_section(s, &y, &n);
   if (s->scroll[s->view] > n - 1) s->scroll[s->view] = n > 0 ? n - 1 : 0;
   if (have_prev)
-    mvaddnstr(s->rows - 1, 0,
+    mvaddnstr(s->bottom - 1, 0,
               "PREVIOUS RUN: its choice and busbw for the same function and size (* changed); "
               "environment differences: view 6",
               s->cols);
   else
-    mvaddnstr(s->rows - 1, 0,
+    mvaddnstr(s->bottom - 1, 0,
               "ALGBW/BUSBW as nccl-tests computes them; AVG TIME per operation; arrows scroll",
               s->cols);
 }

@@ -31,7 +31,7 @@ int nt_warn_attr(const nt_screen *s) {
 }
 
 bool nt_scroll_line(nt_screen *s, int *y, int *n, int attr, const char *text) {
-  if (*y >= s->rows - 1) return false;
+  if (*y >= s->bottom - 1) return false;
   if ((*n)++ < s->scroll[s->view]) return true;
   if (attr) attron(attr);
   mvaddnstr((*y)++, 0, text, s->cols);
@@ -80,83 +80,6 @@ void nt_draw_header(nt_screen *s) {
   }
 }
 
-/* A bar of `width` cells split by share per proxy state. */
-static void state_bar(nt_screen *s, int y, int x, int width, const double *share) {
-  static const char glyph_utf8[NT_PROXY_NSTATES][4] = {"·", "█", "z", "!", "+"};
-  static const char glyph_ascii[NT_PROXY_NSTATES] = {'.', '#', 'z', '!', '+'};
-  int used = 0;
-  for (int st = 0; st < NT_PROXY_NSTATES; st++) {
-    int n = (int)(share[st] * width + 0.5);
-    if (used + n > width) n = width - used;
-    attron(nt_state_attr(s, st));
-    for (int i = 0; i < n; i++) {
-      if (s->o->ascii)
-        mvaddch(y, x + used + i, (chtype)glyph_ascii[st]);
-      else
-        mvaddstr(y, x + used + i, glyph_utf8[st]);
-    }
-    attroff(nt_state_attr(s, st));
-    used += n;
-  }
-}
-
-/* The dominant state of each recent update, oldest on the left. */
-static void history(nt_screen *s, int y, int x, const nt_proxy_history *h) {
-  static const char glyph[NT_PROXY_NSTATES] = {'.', '#', 'z', '!', '+'};
-  for (int i = 0; h && i < h->n && x + i < s->cols; i++) {
-    attron(nt_state_attr(s, h->state[i]));
-    mvaddch(y, x + i, (chtype)glyph[h->state[i]]);
-    attroff(nt_state_attr(s, h->state[i]));
-  }
-}
-
-void nt_view_proxy(nt_screen *s, int y) {
-  char line[256];
-  snprintf(line, sizeof line, "%-8s %-18s %-20s %-7s %-22s %5s %5s %5s %5s %5s %8s %8s  %s", "RANK",
-           "COMM", "HOST:PID", "STATE", "LAST INTERVAL", "IDLE%", "ACTV%", "SLEP%", "WAKE%",
-           "APND%", "APPENDS", "OPS", "HISTORY");
-  attron(A_BOLD);
-  mvaddnstr(y++, 0, line, s->cols);
-  attroff(A_BOLD);
-  int lines = 0;
-  for (uint32_t i = 0; i < s->nranks; i++) {
-    const nt_model_rank *r = &s->ranks[i];
-    const nt_snapshot *snap = r->proc->cur;
-    for (uint32_t t = 0; t < snap->nproxy; t++) {
-      const nt_proxy_row *p = &snap->proxy[t];
-      if (p->comm_index != r->comm_index) continue;
-      if (lines++ < s->top) continue;
-      if (y >= s->rows - 1) return;
-      double last[NT_PROXY_NSTATES], total[NT_PROXY_NSTATES];
-      nt_model_proxy_shares(r->proc, p, last, total);
-      char rank[16], comm[24], who[40];
-      snprintf(rank, sizeof rank, "%d/%d", r->rank, r->nranks);
-      if (r->comm_name[0])
-        snprintf(comm, sizeof comm, "%.18s", r->comm_name);
-      else
-        snprintf(comm, sizeof comm, "%016llx", (unsigned long long)r->comm_hash);
-      snprintf(who, sizeof who, "%.12s:%u", r->proc->host, r->proc->pid);
-      snprintf(line, sizeof line, "%-8s %-18s %-20s", rank, comm, who);
-      if ((int)i == s->row) attron(A_REVERSE);
-      mvaddnstr(y, 0, line, s->cols);
-      if ((int)i == s->row) attroff(A_REVERSE);
-      attron(nt_state_attr(s, p->state));
-      mvaddnstr(y, 49, r->proc->stale ? "stale" : nt_proxy_state_name(p->state), s->cols - 49);
-      attroff(nt_state_attr(s, p->state));
-      if (s->cols > 80) state_bar(s, y, 57, 22, last);
-      snprintf(line, sizeof line, "%5.1f %5.1f %5.1f %5.1f %5.1f %8llu %8llu", 100 * total[0],
-               100 * total[1], 100 * total[2], 100 * total[3], 100 * total[4],
-               (unsigned long long)p->appends, (unsigned long long)p->appended_ops);
-      if (s->cols > 81) mvaddnstr(y, 81, line, s->cols - 81);
-      history(s, y, 131, nt_history_of(s, r->proc->pid, p->tid));
-      y++;
-    }
-  }
-  if (lines == 0)
-    mvaddnstr(y, 0, "no proxy threads reported (NCCL starts them only for network transports)",
-              s->cols);
-}
-
 int nt_channel_count(const nt_screen *s) {
   int n = 0;
   for (uint32_t i = 0; i < s->nranks; i++) {
@@ -189,10 +112,10 @@ static const char *wait_tag(int wait) {
 
 /* Network plugin rows of a rank (IB QPs or sockets), when its net plugin
  * reports them. */
-static void net_lines(nt_screen *s, const nt_model_rank *r, int *y, int x) {
+static void net_lines(nt_screen *s, const nt_model_rank *r, int *y, int end, int x) {
   const nt_snapshot *snap = r->proc->cur;
   char line[256], bytes[NT_UNIT_LEN], busy[NT_UNIT_LEN];
-  for (uint32_t i = 0; i < snap->nnet && *y < s->rows - 1; i++) {
+  for (uint32_t i = 0; i < snap->nnet && *y < end; i++) {
     const nt_net_row *n = &snap->net[i];
     if (n->comm_index != r->comm_index) continue;
     if (n->type == NT_NET_IB_QP)
@@ -212,10 +135,10 @@ static void net_lines(nt_screen *s, const nt_model_rank *r, int *y, int x) {
 
 /* PXN: what this process's proxy thread ran on the channel for other ranks
  * of the node, whose own rows show none of it. */
-static void relay_lines(nt_screen *s, const nt_model_rank *r, int channel, int *y, int x) {
+static void relay_lines(nt_screen *s, const nt_model_rank *r, int channel, int *y, int end, int x) {
   const nt_snapshot *snap = r->proc->cur;
   char line[256], bytes[32];
-  for (uint32_t c = 0; c < snap->nchannels && *y < s->rows - 1; c++) {
+  for (uint32_t c = 0; c < snap->nchannels && *y < end; c++) {
     const nt_channel_row *row = &snap->channels[c];
     if (row->comm_index != r->comm_index || row->channel != channel || row->relay_rank < 0)
       continue;
@@ -227,16 +150,17 @@ static void relay_lines(nt_screen *s, const nt_model_rank *r, int channel, int *
   }
 }
 
-static void detail_panel(nt_screen *s, const nt_model_rank *r, int channel, int y) {
+static void detail_panel(nt_screen *s, const nt_model_rank *r, int channel, nt_rect area) {
   char line[256];
-  int x = 2;
+  int x = 2, y = area.y, end = area.y + area.h;
+  if (area.h <= 0) return;
   mvhline(y++, 0, ACS_HLINE, s->cols);
   snprintf(line, sizeof line, "rank %d/%d  channel %d  host %s  pid %u   (Esc closes)", r->rank,
            r->nranks, channel, r->proc->host, r->proc->pid);
   attron(A_BOLD);
-  mvaddnstr(y++, x, line, s->cols - x);
+  if (y < end) mvaddnstr(y++, x, line, s->cols - x);
   attroff(A_BOLD);
-  for (int dir = 0; dir < 2 && y < s->rows - 1; dir++) {
+  for (int dir = 0; dir < 2 && y < end; dir++) {
     const nt_channel_row *row = cell_row(r, channel, dir);
     if (!row) continue;
     double sps, bps;
@@ -264,7 +188,7 @@ static void detail_panel(nt_screen *s, const nt_model_rank *r, int channel, int 
     if (stalled) attron(nt_stall_attr(s));
     mvaddnstr(y++, x, line, s->cols - x);
     if (stalled) attroff(nt_stall_attr(s));
-    for (int k = 0; k < 3 && y < s->rows - 1; k++) {
+    for (int k = 0; k < 3 && y < end; k++) {
       double pct = sum ? 100.0 * (double)row->wait_ns[k] / (double)sum : 0;
       char t[NT_UNIT_LEN];
       snprintf(line, sizeof line, "    %-16s %8s  %5.1f%%", nt_wait_name(nt_dir_wait(dir, k)),
@@ -272,62 +196,104 @@ static void detail_panel(nt_screen *s, const nt_model_rank *r, int channel, int 
       mvaddnstr(y++, x, line, s->cols - x);
     }
   }
-  relay_lines(s, r, channel, &y, x);
-  net_lines(s, r, &y, x);
+  relay_lines(s, r, channel, &y, end, x);
+  net_lines(s, r, &y, end, x);
 }
 
-void nt_view_channels(nt_screen *s, int y) {
-  int nch = nt_channel_count(s);
-  const int cellw = 11, left = 16;
-  char line[256];
-  attron(A_BOLD);
-  mvaddnstr(y, 0, "RANK", s->cols);
-  for (int c = 0; c < nch && left + (c + 1) * cellw <= s->cols; c++) {
-    snprintf(line, sizeof line, "ch%-2d S/R", c);
-    mvaddnstr(y, left + c * cellw, line, cellw - 1);
-  }
-  attroff(A_BOLD);
-  y++;
-  int detail_h = s->detail ? 14 : 0;
-  int avail = s->rows - 1 - y - detail_h - 1;
-  if (s->row < s->top) s->top = s->row;
-  if (avail > 0 && s->row >= s->top + avail) s->top = s->row - avail + 1;
-  for (int i = s->top; i < (int)s->nranks && y < s->rows - 2 - detail_h; i++, y++) {
-    const nt_model_rank *r = &s->ranks[i];
+/* The channel grid: a list panel of ranks, one column per channel; the
+ * cursor is a cell (s->row, s->col), the scroll the view's own. */
+static nt_list_col chan_cols[NT_LIST_MAX_COLS];
+static char chan_titles[NT_LIST_MAX_COLS][16];
+
+static void chan_cell(void *ctx, int i, int col, int y, int x, int w, bool cursor) {
+  nt_screen *s = ctx;
+  const nt_model_rank *r = &s->ranks[i];
+  char line[64];
+  if (col == 0) {
     /* rank/nranks and a short communicator id: ranks of several comms alternate */
     snprintf(line, sizeof line, "%d/%d %04llx%s", r->rank, r->nranks,
              (unsigned long long)(r->comm_hash & 0xffff), r->proc->stale ? "?" : "");
-    mvaddnstr(y, 0, line, left - 1);
-    for (int c = 0; c < nch && left + (c + 1) * cellw <= s->cols; c++) {
-      const nt_channel_row *sr = cell_row(r, c, NT_DIR_SEND), *rr = cell_row(r, c, NT_DIR_RECV);
-      bool stalled = (sr && nt_model_channel_stalled(sr, s->o->stall_ms)) ||
-                     (rr && nt_model_channel_stalled(rr, s->o->stall_ms));
-      /* Work in flight the GPU has not reached (run-ahead): shown, not an alarm. */
-      bool queued = (sr && sr->ops_started > sr->ops_done && sr->run_state == NT_RUN_QUEUED) ||
-                    (rr && rr->ops_started > rr->ops_done && rr->run_state == NT_RUN_QUEUED);
-      snprintf(line, sizeof line, "%s%s/%s",
-               stalled  ? "!"
-               : queued ? "~"
-                        : "",
-               sr ? wait_tag(nt_model_channel_dominant_wait(r->proc, sr)) : "-",
-               rr ? wait_tag(nt_model_channel_dominant_wait(r->proc, rr)) : "-");
-      int attr = (i == s->row && c == s->col) ? A_REVERSE : 0;
-      if (stalled) attr |= nt_stall_attr(s);
-      attron(attr);
-      mvaddnstr(y, left + c * cellw, line, cellw - 1);
-      attroff(attr);
-    }
+    mvaddnstr(y, x, line, w);
+    return;
   }
+  int c = col - 1;
+  const nt_channel_row *sr = cell_row(r, c, NT_DIR_SEND), *rr = cell_row(r, c, NT_DIR_RECV);
+  bool stalled = (sr && nt_model_channel_stalled(sr, s->o->stall_ms)) ||
+                 (rr && nt_model_channel_stalled(rr, s->o->stall_ms));
+  /* Work in flight the GPU has not reached (run-ahead): shown, not an alarm. */
+  bool queued = (sr && sr->ops_started > sr->ops_done && sr->run_state == NT_RUN_QUEUED) ||
+                (rr && rr->ops_started > rr->ops_done && rr->run_state == NT_RUN_QUEUED);
+  snprintf(line, sizeof line, "%s%s/%s",
+           stalled  ? "!"
+           : queued ? "~"
+                    : "",
+           sr ? wait_tag(nt_model_channel_dominant_wait(r->proc, sr)) : "-",
+           rr ? wait_tag(nt_model_channel_dominant_wait(r->proc, rr)) : "-");
+  int attr = cursor ? A_REVERSE : 0;
+  if (stalled) attr |= nt_stall_attr(s);
+  if (attr) attron(attr);
+  mvaddnstr(y, x, line, w);
+  if (attr) attroff(attr);
+}
+
+static void chan_spec(nt_screen *s, nt_list *l) {
+  int nch = nt_channel_count(s);
+  if (nch > NT_LIST_MAX_COLS - 1) nch = NT_LIST_MAX_COLS - 1;
+  chan_cols[0] = (nt_list_col){"RANK", 15, 0, false};
+  for (int c = 0; c < nch; c++) {
+    snprintf(chan_titles[c + 1], sizeof chan_titles[c + 1], "ch%-2d S/R", c);
+    chan_cols[c + 1] = (nt_list_col){chan_titles[c + 1], 10, 0, false};
+  }
+  int end = s->bottom - (s->detail ? 0 : 1); /* the legend's line when no detail */
+  *l = (nt_list){.area = {.y = s->lay.list.y, .x = 0, .h = end - s->lay.list.y, .w = s->cols},
+                 .cols = chan_cols,
+                 .ncols = nch + 1,
+                 .fixed = 1,
+                 .nrows = (int)s->nranks,
+                 .sort_col = s->sort == NT_SORT_RANK ? 0 : -1,
+                 .cell_cursor = true,
+                 .cell = chan_cell,
+                 .ctx = s};
+  if (l->area.h < 0) l->area.h = 0;
+  nt_list_state *st = &s->lists[NT_VIEW_CHANNELS];
+  st->row = s->row;
+  st->col = s->col + 1;
+}
+
+/* Back from the list's cursor to the screen's (search and details read it). */
+static void chan_sync(nt_screen *s) {
+  const nt_list_state *st = &s->lists[NT_VIEW_CHANNELS];
+  s->row = st->row;
+  s->col = st->col > 0 ? st->col - 1 : 0;
+}
+
+void nt_view_channels(nt_screen *s, int y) {
+  (void)y; /* the layout's list */
+  nt_list l;
+  chan_spec(s, &l);
+  nt_list_draw(&l, &s->lists[NT_VIEW_CHANNELS], A_BOLD);
+  chan_sync(s);
   if (!s->nranks) return;
   if (s->detail && s->row < (int)s->nranks) {
-    detail_panel(s, &s->ranks[s->row], s->col, s->rows - 1 - detail_h);
+    detail_panel(s, &s->ranks[s->row], s->col, s->lay.detail);
   } else {
-    mvaddnstr(s->rows - 1, 0,
+    mvaddnstr(s->bottom - 1, 0,
               "cell = dominant wait send/recv: GPU = waiting for the GPU, PEER = receiver has not "
               "granted credit, NET = on the wire, FLSH = GPUDirect flush; ! = stalled; ~ = "
               "queued (the GPU has not reached it yet); Enter = details",
               s->cols);
   }
+}
+
+bool nt_list_view_action(nt_screen *s, int action) {
+  if (s->view == NT_VIEW_PROXY) return nt_proxy_list_action(s, action);
+  if (s->view != NT_VIEW_CHANNELS) return false;
+  nt_list l;
+  chan_spec(s, &l);
+  if (action == NT_ACT_LEFT && s->lists[NT_VIEW_CHANNELS].col <= 1) return true; /* not RANK */
+  if (!nt_list_action(&l, &s->lists[NT_VIEW_CHANNELS], action)) return false;
+  chan_sync(s);
+  return true;
 }
 
 /* The classes the job reports: the plugin sets NCCL's mask from
