@@ -134,6 +134,19 @@ static void proxy_view_at_80x24_keeps_its_key_numbers(void) {
   CHECK(ok);
 }
 
+static void overview_at_80x24_keeps_its_key_numbers(void) {
+  vt_term t;
+  bool ok = start(&t, 24, 80) && vt_wait_for(&t, "[overview]", 5);
+  /* Hash, nodes, phase and the process's ABI and unsent count give way. */
+  ok = ok && vt_wait_for(&t, "RANKS", 5) && vt_wait_for(&t, "STALLED", 1) &&
+       vt_wait_for(&t, "DONE/s", 1);
+  vt_send(&t, "\033OF"); /* End: the process table, below the 30 communicators */
+  ok = ok && vt_wait_for(&t, "DROPPED", 5) && vt_wait_for(&t, "STATE", 1) &&
+       vt_wait_for(&t, "live", 5);
+  ok = quit(&t) && ok;
+  CHECK(ok);
+}
+
 static bool key_bar_shown(vt_term *t) {
   double end = vt_now() + 5;
   while (vt_now() < end && !(strstr(last_line(t), "F1Help") && strstr(last_line(t), "F10Quit")))
@@ -167,6 +180,7 @@ int main(void) {
   TEST_RUN(proxy_view_scrolls_to_its_last_row);
   TEST_RUN(channel_grid_reaches_its_last_channel);
   TEST_RUN(proxy_view_at_80x24_keeps_its_key_numbers);
+  TEST_RUN(overview_at_80x24_keeps_its_key_numbers);
   TEST_RUN(key_bar_on_the_last_line);
   kill(pub, SIGKILL);
   waitpid(pub, NULL, 0);

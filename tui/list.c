@@ -11,30 +11,48 @@ int nt_list_page(const nt_list *l) {
 }
 
 /* Width of the columns that a mask keeps (separators included). */
-static int width_of(const nt_list *l, const bool *keep) {
+static int width_of(const nt_list_col *cols, int ncols, const bool *keep) {
   int w = 0;
-  for (int i = 0; i < l->ncols; i++)
-    if (keep[i]) w += l->cols[i].width + 1;
+  for (int i = 0; i < ncols; i++)
+    if (keep[i]) w += cols[i].width + 1;
   return w;
+}
+
+void nt_list_fit(const nt_list_col *cols, int ncols, int fixed, int width, bool *keep) {
+  for (int i = 0; i < ncols; i++) keep[i] = true;
+  /* Drop the least important first, the last of equals first. */
+  while (width_of(cols, ncols, keep) > width + 1) {
+    int worst = -1;
+    for (int i = fixed; i < ncols; i++)
+      if (keep[i] && cols[i].priority > 0 &&
+          (worst < 0 || cols[i].priority >= cols[worst].priority))
+        worst = i;
+    if (worst < 0) break;
+    keep[worst] = false;
+  }
+}
+
+const char *nt_list_line(char *out, size_t cap, const nt_list_col *cols, int ncols,
+                         const bool *keep, const char *const *cells) {
+  size_t used = 0;
+  if (cap) out[0] = '\0';
+  for (int i = 0; i < ncols && used < cap; i++) {
+    if (!keep[i]) continue;
+    int n = snprintf(out + used, cap - used, cols[i].right ? "%s%*.*s" : "%s%-*.*s",
+                     used ? " " : "", cols[i].width, cols[i].width, cells[i]);
+    if (n < 0) break;
+    used += (size_t)n;
+  }
+  return out;
 }
 
 int nt_list_columns(const nt_list *l, const nt_list_state *st, int *x) {
   bool keep[NT_LIST_MAX_COLS];
   int n = l->ncols < NT_LIST_MAX_COLS ? l->ncols : NT_LIST_MAX_COLS;
-  for (int i = 0; i < n; i++) keep[i] = true;
   if (st->left == 0) {
-    /* Drop the least important first, the last of equals first. */
-    while (width_of(l, keep) > l->area.w + 1) {
-      int worst = -1;
-      for (int i = l->fixed; i < n; i++)
-        if (keep[i] && l->cols[i].priority > 0 &&
-            (worst < 0 || l->cols[i].priority >= l->cols[worst].priority))
-          worst = i;
-      if (worst < 0) break;
-      keep[worst] = false;
-    }
+    nt_list_fit(l->cols, n, l->fixed, l->area.w, keep);
   } else {
-    for (int i = l->fixed; i < n && i < l->fixed + st->left; i++) keep[i] = false;
+    for (int i = 0; i < n; i++) keep[i] = i < l->fixed || i >= l->fixed + st->left;
   }
   int pos = l->area.x, shown = 0;
   for (int i = 0; i < n; i++) {

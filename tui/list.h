@@ -8,6 +8,7 @@
 #define NCCLTOP_LIST_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 #include "layout.h"
 
@@ -43,6 +44,12 @@ typedef struct {
   void *ctx;
 } nt_list;
 
+/* Columns of a table drawn as text lines (the line views): keep[i] says
+ * which fit in width once the least important are dropped; nt_list_line
+ * joins the cells kept, each padded to its column. */
+void nt_list_fit(const nt_list_col *cols, int ncols, int fixed, int width, bool *keep);
+const char *nt_list_line(char *out, size_t cap, const nt_list_col *cols, int ncols,
+                         const bool *keep, const char *const *cells);
 /* The columns drawn and where: fills x[] (column i's left edge, -1 when not
  * shown) for a list's width and state; returns how many are shown. */
 int nt_list_columns(const nt_list *l, const nt_list_state *st, int *x);

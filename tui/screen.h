@@ -152,6 +152,8 @@ int nt_warn_attr(const nt_screen *s);
  * within the window of the view's scroll, then *n advances; returns false
  * once the screen is full. attr 0: plain. */
 bool nt_scroll_line(nt_screen *s, int *y, int *n, int attr, const char *text);
+/* After a line view drew its n lines: its scroll stops at the last page. */
+void nt_scroll_clamp(nt_screen *s, int n);
 void nt_view_topo(nt_screen *s, int y);
 /* Cursor and what-if keys of the topology view; false if not handled. */
 bool nt_topo_view_action(nt_screen *s, int action);

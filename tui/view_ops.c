@@ -142,7 +142,7 @@ void nt_view_ops(nt_screen *s, int y) {
   stats_section(s, &y, &n, have_prev ? &prev : NULL);
   phases_section(s, &y, &n);
   recent_section(s, &y, &n);
-  if (s->scroll[s->view] > n - 1) s->scroll[s->view] = n > 0 ? n - 1 : 0;
+  nt_scroll_clamp(s, n);
   if (have_prev)
     mvaddnstr(s->bottom - 1, 0,
               "PREVIOUS RUN: its choice and busbw for the same function and size (* changed); "

@@ -39,6 +39,11 @@ bool nt_scroll_line(nt_screen *s, int *y, int *n, int attr, const char *text) {
   return true;
 }
 
+void nt_scroll_clamp(nt_screen *s, int n) {
+  int page = s->bottom - 1 - s->lay.list.y, max = n - (page > 0 ? page : 1);
+  if (s->scroll[s->view] > max) s->scroll[s->view] = max > 0 ? max : 0;
+}
+
 void nt_draw_header(nt_screen *s) {
   double last = nt_model_last_data_s(s->m);
   bool stale = !last || s->now - last > 3 * 1.0;
