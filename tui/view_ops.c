@@ -26,10 +26,19 @@ static void stats_section(nt_screen *s, int *y, int *n, const nt_run_summary *pr
   static nt_op_stat st[MAX_STATS];
   char line[512], size[32], avg[32];
   uint32_t ns = nt_model_op_stats(s->m, st, MAX_STATS);
-  snprintf(line, sizeof line, "%-14s %-13s %-9s %-14s %-6s %7s %7s %10s %8s %8s%s", "COMMUNICATOR",
-           "FUNCTION", "SIZE", "ALGORITHM", "PROTO", "COUNT", "DONE", "AVG TIME", "ALGBW", "BUSBW",
-           prev ? "   PREVIOUS RUN" : "");
-  nt_scroll_line(s, y, n, A_BOLD, line);
+  /* At 80 columns: what ran, at what size, how often, how long, how fast. */
+  static const nt_list_col cols[] = {
+      {"COMMUNICATOR", 14, 3, false}, {"FUNCTION", 13, 0, false},       {"SIZE", 9, 0, false},
+      {"ALGORITHM", 14, 1, false},    {"PROTO", 6, 1, false},           {"COUNT", 7, 0, true},
+      {"DONE", 7, 3, true},           {"AVG TIME", 10, 0, true},        {"ALGBW", 8, 2, true},
+      {"BUSBW", 8, 0, true},          {"  PREVIOUS RUN", 26, 4, false},
+  };
+  int nc = prev ? 11 : 10;
+  bool keep[11];
+  nt_list_fit(cols, nc, 1, s->cols, keep);
+  const char *titles[11];
+  for (int k = 0; k < nc; k++) titles[k] = cols[k].title;
+  nt_scroll_line(s, y, n, A_BOLD, nt_list_line(line, sizeof line, cols, nc, keep, titles));
   if (!ns) {
     nt_scroll_line(s, y, n, 0,
                    "  no operations yet (the plugin's coll/p2p event classes report them)");
@@ -64,14 +73,23 @@ static void stats_section(nt_screen *s, int *y, int *n, const nt_run_summary *pr
     } else {
       snprintf(avg, sizeof avg, "unknown");
     }
-    snprintf(line, sizeof line, "%-14.14s %-13s %-9s %-14s %-6s %7llu %7llu %10s %8s %8s%s", comm,
-             nt_func_name(r->func), nt_fmt_bucket(r->bucket, size, sizeof size),
-             r->kind == NT_OP_P2P ? "-"
-             : plain              ? nt_algo_name(r->algo)
-                                  : src,
-             r->kind == NT_OP_P2P || !plain ? "-" : nt_proto_name(r->proto),
-             (unsigned long long)r->count, (unsigned long long)r->done, avg, alg, bus, was);
-    if (!nt_scroll_line(s, y, n, 0, line)) return;
+    char count[24], done[24];
+    snprintf(count, sizeof count, "%llu", (unsigned long long)r->count);
+    snprintf(done, sizeof done, "%llu", (unsigned long long)r->done);
+    const char *cells[11] = {comm,
+                             nt_func_name(r->func),
+                             nt_fmt_bucket(r->bucket, size, sizeof size),
+                             r->kind == NT_OP_P2P ? "-"
+                             : plain              ? nt_algo_name(r->algo)
+                                                  : src,
+                             r->kind == NT_OP_P2P || !plain ? "-" : nt_proto_name(r->proto),
+                             count,
+                             done,
+                             avg,
+                             alg,
+                             bus,
+                             was[0] ? was + 1 : was};
+    if (!nt_scroll_line(s, y, n, 0, nt_list_line(line, sizeof line, cols, nc, keep, cells))) return;
   }
 }
 
