@@ -7,56 +7,72 @@
 #include "testlib.h"
 #include "../tui/units.h"
 
-static char b[NT_UNIT_LEN];
+typedef struct {
+  double v;
+  const char *want;
+} want;
+
+/* Every case of a table; the first that differs fails the test. */
+#define CHECK_TABLE(fn, table)                                                                     \
+  do {                                                                                             \
+    char b[NT_UNIT_LEN];                                                                           \
+    for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)                                    \
+      CHECK_STR(fn(table[i].v, b, sizeof b), table[i].want);                                       \
+  } while (0)
 
 static void durations(void) {
-  CHECK_STR(nt_fmt_ns(0, b, sizeof b), "0ns");
-  CHECK_STR(nt_fmt_ns(850, b, sizeof b), "850ns");
-  CHECK_STR(nt_fmt_ns(12400, b, sizeof b), "12.4us");
-  CHECK_STR(nt_fmt_ns(3.05e6, b, sizeof b), "3.05ms");
-  CHECK_STR(nt_fmt_ns(1.2e9, b, sizeof b), "1.20s");
-  CHECK_STR(nt_fmt_ns(999, b, sizeof b), "999ns");
-  CHECK_STR(nt_fmt_ns(999.4, b, sizeof b), "999ns");
-  CHECK_STR(nt_fmt_ns(999.5, b, sizeof b), "1.00us"); /* rounds into the next unit */
-  CHECK_STR(nt_fmt_ns(999.5e3, b, sizeof b), "1.00ms");
-  CHECK_STR(nt_fmt_ns(999.5e6, b, sizeof b), "1.00s");
-  CHECK_STR(nt_fmt_ns(9.995e3, b, sizeof b), "10.0us");
-  CHECK_STR(nt_fmt_ns(99.95e3, b, sizeof b), "100us");
-  CHECK_STR(nt_fmt_ns(1000, b, sizeof b), "1.00us");
-  CHECK_STR(nt_fmt_ns(3600e9, b, sizeof b), "3600s");
-  CHECK_STR(nt_fmt_ns((double)UINT64_MAX, b, sizeof b), "18446744074s");
-  CHECK_STR(nt_fmt_ns(0.25, b, sizeof b), "0.250ns"); /* small, not zero */
-  CHECK_STR(nt_fmt_ns(1e-9, b, sizeof b), "<0.001ns");
-  CHECK_STR(nt_fmt_ns(-1, b, sizeof b), "-");
-  CHECK_STR(nt_fmt_ns(NAN, b, sizeof b), "-");
-  CHECK_STR(nt_fmt_ns(INFINITY, b, sizeof b), ">1e15s");
+  static const want t[] = {
+      {0, "0ns"},
+      {850, "850ns"},
+      {12400, "12.4us"},
+      {3.05e6, "3.05ms"},
+      {1.2e9, "1.20s"},
+      {999, "999ns"},
+      {999.4, "999ns"},
+      {999.5, "1.00us"}, /* rounds into the next unit */
+      {999.5e3, "1.00ms"},
+      {999.5e6, "1.00s"},
+      {9.995e3, "10.0us"},
+      {99.95e3, "100us"},
+      {1000, "1.00us"},
+      {3600e9, "3600s"},
+      {(double)UINT64_MAX, "18446744074s"},
+      {0.25, "0.250ns"}, /* small, not zero */
+      {1e-9, "<0.001ns"},
+      {-1, "-"},
+      {NAN, "-"},
+      {INFINITY, ">1e15s"},
+  };
+  CHECK_TABLE(nt_fmt_ns, t);
 }
 
 static void sizes(void) {
-  CHECK_STR(nt_fmt_size(0, b, sizeof b), "0B");
-  CHECK_STR(nt_fmt_size(1, b, sizeof b), "1B");
-  CHECK_STR(nt_fmt_size(512, b, sizeof b), "512B");
-  CHECK_STR(nt_fmt_size(1023, b, sizeof b), "1023B");
-  CHECK_STR(nt_fmt_size(1023.5, b, sizeof b), "1.00KiB");
-  CHECK_STR(nt_fmt_size(1024, b, sizeof b), "1.00KiB");
-  CHECK_STR(nt_fmt_size(1536, b, sizeof b), "1.50KiB");
-  CHECK_STR(nt_fmt_size(1048576.0 * 12.34, b, sizeof b), "12.3MiB");
-  CHECK_STR(nt_fmt_size(1073741824.0 * 3, b, sizeof b), "3.00GiB");
-  CHECK_STR(nt_fmt_size((double)UINT64_MAX, b, sizeof b), "16.0EiB");
-  CHECK_STR(nt_fmt_size(-5, b, sizeof b), "-");
-  CHECK_STR(nt_fmt_size(NAN, b, sizeof b), "-");
+  static const want t[] = {
+      {0, "0B"},
+      {1, "1B"},
+      {512, "512B"},
+      {1023, "1023B"},
+      {1023.5, "1.00KiB"},
+      {1024, "1.00KiB"},
+      {1536, "1.50KiB"},
+      {1048576.0 * 12.34, "12.3MiB"},
+      {1073741824.0 * 3, "3.00GiB"},
+      {(double)UINT64_MAX, "16.0EiB"},
+      {-5, "-"},
+      {NAN, "-"},
+  };
+  CHECK_TABLE(nt_fmt_size, t);
 }
 
 static void rates(void) {
-  CHECK_STR(nt_fmt_rate(0, b, sizeof b), "0B/s");
-  CHECK_STR(nt_fmt_rate(850, b, sizeof b), "850B/s");
-  CHECK_STR(nt_fmt_rate(999.5, b, sizeof b), "1.00KB/s");
-  CHECK_STR(nt_fmt_rate(12.4e3, b, sizeof b), "12.4KB/s");
-  CHECK_STR(nt_fmt_rate(1.2e9, b, sizeof b), "1.20GB/s");
-  CHECK_STR(nt_fmt_rate(245.6e9, b, sizeof b), "246GB/s");
-  CHECK_STR(nt_fmt_rate(0.004, b, sizeof b), "0.004B/s"); /* never "0.00" */
-  CHECK_STR(nt_fmt_rate((double)UINT64_MAX, b, sizeof b), "18.4EB/s");
-  CHECK_STR(nt_fmt_rate(-1, b, sizeof b), "-");
+  static const want t[] = {
+      {0, "0B/s"},         {850, "850B/s"},
+      {999.5, "1.00KB/s"}, {12.4e3, "12.4KB/s"},
+      {1.2e9, "1.20GB/s"}, {245.6e9, "246GB/s"},
+      {0.004, "0.004B/s"}, /* never "0.00" */ {(double)UINT64_MAX, "18.4EB/s"},
+      {-1, "-"},
+  };
+  CHECK_TABLE(nt_fmt_rate, t);
 }
 
 static void small_buffers_are_not_overrun(void) {

@@ -38,8 +38,9 @@ const char *nt_list_line(char *out, size_t cap, const nt_list_col *cols, int nco
   if (cap) out[0] = '\0';
   for (int i = 0; i < ncols && used < cap; i++) {
     if (!keep[i]) continue;
-    int n = snprintf(out + used, cap - used, cols[i].right ? "%s%*.*s" : "%s%-*.*s",
-                     used ? " " : "", cols[i].width, cols[i].width, cells[i]);
+    int n =
+        snprintf(out + used, cap - used, cols[i].right ? "%s%*.*s" : "%s%-*.*s", used ? " " : "",
+                 cols[i].width, cols[i].width, cells ? cells[i] : cols[i].title);
     if (n < 0) break;
     used += (size_t)n;
   }

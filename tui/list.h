@@ -46,7 +46,8 @@ typedef struct {
 
 /* Columns of a table drawn as text lines (the line views): keep[i] says
  * which fit in width once the least important are dropped; nt_list_line
- * joins the cells kept, each padded to its column. */
+ * joins the cells kept, each padded to its column (cells NULL: the
+ * titles, the table's header line). */
 void nt_list_fit(const nt_list_col *cols, int ncols, int fixed, int width, bool *keep);
 const char *nt_list_line(char *out, size_t cap, const nt_list_col *cols, int ncols,
                          const bool *keep, const char *const *cells);

@@ -36,9 +36,7 @@ static void stats_section(nt_screen *s, int *y, int *n, const nt_run_summary *pr
   int nc = prev ? 11 : 10;
   bool keep[11];
   nt_list_fit(cols, nc, 1, s->cols, keep);
-  const char *titles[11];
-  for (int k = 0; k < nc; k++) titles[k] = cols[k].title;
-  nt_scroll_line(s, y, n, A_BOLD, nt_list_line(line, sizeof line, cols, nc, keep, titles));
+  nt_scroll_line(s, y, n, A_BOLD, nt_list_line(line, sizeof line, cols, nc, keep, NULL));
   if (!ns) {
     nt_scroll_line(s, y, n, 0,
                    "  no operations yet (the plugin's coll/p2p event classes report them)");

@@ -115,9 +115,7 @@ void nt_view_overview(nt_screen *s, int y) {
   enum { NC = sizeof ccols / sizeof ccols[0] };
   bool keep[NC];
   nt_list_fit(ccols, NC, 1, s->cols, keep);
-  const char *titles[NC];
-  for (int k = 0; k < NC; k++) titles[k] = ccols[k].title;
-  nt_scroll_line(s, &y, &n, A_BOLD, nt_list_line(line, sizeof line, ccols, NC, keep, titles));
+  nt_scroll_line(s, &y, &n, A_BOLD, nt_list_line(line, sizeof line, ccols, NC, keep, NULL));
   for (uint32_t i = 0; i < nc; i++) {
     const comm_line *c = &comms[i];
     char hash[24], ranks[24], nodes[16], launched[48], done[24], stalled[16];
@@ -149,9 +147,7 @@ void nt_view_overview(nt_screen *s, int y) {
   enum { NP = sizeof pcols / sizeof pcols[0] };
   bool pkeep[NP];
   nt_list_fit(pcols, NP, 1, s->cols, pkeep);
-  const char *ptitles[NP];
-  for (int k = 0; k < NP; k++) ptitles[k] = pcols[k].title;
-  nt_scroll_line(s, &y, &n, A_BOLD, nt_list_line(line, sizeof line, pcols, NP, pkeep, ptitles));
+  nt_scroll_line(s, &y, &n, A_BOLD, nt_list_line(line, sizeof line, pcols, NP, pkeep, NULL));
   for (uint32_t i = 0; i < nt_model_nprocesses(s->m); i++) {
     const nt_model_process *p = nt_model_process_at(s->m, i);
     if (!p->cur) continue;
