@@ -242,8 +242,8 @@ static void a_rank_that_stays_behind_is_a_straggler(void) {
     if (k == 3) {
       CHECK_EQ_U64(s->count, 5); /* 3 AllGather + 2 AllReduce */
       CHECK(s->func == NT_FUNC_ALLREDUCE && s->age_s > 2.9 && s->age_s < 3.1);
-      CHECK(strstr(s->text, "3 AllGather (50 of 53, 2.0s late)") != NULL);
-      CHECK(strstr(s->text, "2 AllReduce (7 of 9, 3.0s late)") != NULL);
+      CHECK(strstr(s->text, "3 AllGather (50 of 53, 2.00s late)") != NULL);
+      CHECK(strstr(s->text, "2 AllReduce (7 of 9, 3.00s late)") != NULL);
     }
     CHECK(alert_of(a, n, NT_ALERT_STRAGGLER, 2) == NULL); /* it keeps pace */
   }
