@@ -26,16 +26,17 @@ static void stats_section(nt_screen *s, int *y, int *n, const nt_run_summary *pr
   static nt_op_stat st[MAX_STATS];
   char line[512], size[32], avg[32];
   uint32_t ns = nt_model_op_stats(s->m, st, MAX_STATS);
-  /* At 80 columns: what ran, at what size, how often, how long, how fast. */
+  /* At 80 columns: what ran, at what size, with which algorithm and
+   * protocol, how often, how long, how fast. */
   static const nt_list_col cols[] = {
       {"COMMUNICATOR", 14, 3, false}, {"FUNCTION", 13, 0, false},       {"SIZE", 9, 0, false},
-      {"ALGORITHM", 14, 1, false},    {"PROTO", 6, 1, false},           {"COUNT", 7, 0, true},
+      {"ALGORITHM", 14, 0, false},    {"PROTO", 6, 0, false},           {"COUNT", 7, 1, true},
       {"DONE", 7, 3, true},           {"AVG TIME", 10, 0, true},        {"ALGBW", 8, 2, true},
       {"BUSBW", 8, 0, true},          {"  PREVIOUS RUN", 26, 4, false},
   };
   int nc = prev ? 11 : 10;
   bool keep[11];
-  nt_list_fit(cols, nc, 1, s->cols, keep);
+  nt_list_fit(cols, nc, 0, s->cols, keep);
   nt_scroll_line(s, y, n, A_BOLD, nt_list_line(line, sizeof line, cols, nc, keep, NULL));
   if (!ns) {
     nt_scroll_line(s, y, n, 0,
@@ -117,10 +118,17 @@ static void recent_section(nt_screen *s, int *y, int *n) {
   char line[512], size[32], seq[24], dur[24];
   uint32_t nr = nt_model_recent_ops(s->m, rec, MAX_RECENT, 8, s->now);
   nt_scroll_line(s, y, n, 0, "");
-  snprintf(line, sizeof line, "%-7s %-22s %-13s %7s %10s %-17s %4s %-12s %-9s %9s %10s", "RANK",
-           "HOST:PID", "FUNCTION", "SEQ", "SIZE", "ALGO/PROTO", "CH", "PHASE", "STATE", "AGE",
-           "DURATION");
-  nt_scroll_line(s, y, n, A_BOLD, line);
+  /* At 80 columns: which rank, what, how big, in what state, how old. */
+  static const nt_list_col cols[] = {
+      {"RANK", 7, 0, false}, {"HOST:PID", 22, 2, false}, {"FUNCTION", 13, 0, false},
+      {"SEQ", 7, 3, true},   {"SIZE", 10, 1, true},      {"ALGO/PROTO", 17, 3, false},
+      {"CH", 4, 4, true},    {"PHASE", 12, 3, false},    {"STATE", 9, 0, false},
+      {"AGE", 9, 0, true},   {"DURATION", 10, 1, true},
+  };
+  enum { NC = sizeof cols / sizeof cols[0] };
+  bool keep[NC];
+  nt_list_fit(cols, NC, 1, s->cols, keep);
+  nt_scroll_line(s, y, n, A_BOLD, nt_list_line(line, sizeof line, cols, NC, keep, NULL));
   if (!nr) nt_scroll_line(s, y, n, 0, "  none yet");
   for (uint32_t i = 0; i < nr; i++) {
     const nt_recent_op *r = &rec[i];
@@ -142,12 +150,22 @@ static void recent_section(nt_screen *s, int *y, int *n) {
     else
       snprintf(dur, sizeof dur, "-");
     bool late = op->state == NT_OPS_IN_FLIGHT && r->age_s * 1000 >= s->o->stall_ms;
-    snprintf(line, sizeof line, "%-7s %-22.22s %-13s %7s %10s %-17s %4u %-12.12s %-9s %9s %10s",
-             rank, who, nt_func_name(op->func), seq,
-             nt_fmt_size((double)op->bytes, size, sizeof size), ap, op->nchannels,
-             r->phase[0] ? r->phase : "-", nt_op_state_name(op->state),
-             nt_fmt_ns(r->age_s * 1e9, age, sizeof age), dur);
-    if (!nt_scroll_line(s, y, n, late ? nt_stall_attr(s) : 0, line)) return;
+    char ch[16];
+    snprintf(ch, sizeof ch, "%u", op->nchannels);
+    const char *cells[NC] = {rank,
+                             who,
+                             nt_func_name(op->func),
+                             seq,
+                             nt_fmt_size((double)op->bytes, size, sizeof size),
+                             ap,
+                             ch,
+                             r->phase[0] ? r->phase : "-",
+                             nt_op_state_name(op->state),
+                             nt_fmt_ns(r->age_s * 1e9, age, sizeof age),
+                             dur};
+    if (!nt_scroll_line(s, y, n, late ? nt_stall_attr(s) : 0,
+                        nt_list_line(line, sizeof line, cols, NC, keep, cells)))
+      return;
   }
 }
 
