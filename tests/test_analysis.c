@@ -111,9 +111,9 @@ static void sizes_and_buckets_read_like_people_write_them(void) {
   CHECK_STR(nt_fmt_bucket(9, b, sizeof b), "512-1K");
   CHECK_STR(nt_fmt_bucket(29, b, sizeof b), "512M-1G");
   CHECK_STR(nt_fmt_bucket(63, b, sizeof b), "8E-16E");
-  CHECK_STR(nt_fmt_bytes(512, b, sizeof b), "512 B");
-  CHECK_STR(nt_fmt_bytes(4 << 20, b, sizeof b), "4 MiB");
-  CHECK_STR(nt_fmt_bytes(1536, b, sizeof b), "1.5 KiB");
+  CHECK_STR(nt_fmt_size(512, b, sizeof b), "512B");
+  CHECK_STR(nt_fmt_size(4 << 20, b, sizeof b), "4.00MiB");
+  CHECK_STR(nt_fmt_size(1536, b, sizeof b), "1.50KiB");
 }
 
 /* ---- statistics over ranks ---- */
@@ -242,8 +242,8 @@ static void a_rank_that_stays_behind_is_a_straggler(void) {
     if (k == 3) {
       CHECK_EQ_U64(s->count, 5); /* 3 AllGather + 2 AllReduce */
       CHECK(s->func == NT_FUNC_ALLREDUCE && s->age_s > 2.9 && s->age_s < 3.1);
-      CHECK(strstr(s->text, "3 AllGather (50 of 53, 2.0s late)") != NULL);
-      CHECK(strstr(s->text, "2 AllReduce (7 of 9, 3.0s late)") != NULL);
+      CHECK(strstr(s->text, "3 AllGather (50 of 53, 2.00s late)") != NULL);
+      CHECK(strstr(s->text, "2 AllReduce (7 of 9, 3.00s late)") != NULL);
     }
     CHECK(alert_of(a, n, NT_ALERT_STRAGGLER, 2) == NULL); /* it keeps pace */
   }
@@ -282,7 +282,7 @@ static void operations_in_flight_too_long_are_reported(void) {
   const nt_alert *h = alert_of(a, n, NT_ALERT_HUNG_OP, 0);
   CHECK(h && h->count == 1 && h->func == NT_FUNC_ALLREDUCE);
   CHECK(h->age_s > 12.4 && h->age_s < 12.6);
-  CHECK(strstr(h->text, "AllReduce #41 (4 MiB, RING/SIMPLE) in flight 12.5s, 8 of 8") != NULL);
+  CHECK(strstr(h->text, "AllReduce #41 (4.00MiB, RING/SIMPLE) in flight 12.5s, 8 of 8") != NULL);
   nt_model_free(m);
 }
 

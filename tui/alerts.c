@@ -127,6 +127,11 @@ typedef struct {
   bool multi_comm; /* ranks of more than one communicator */
 } ctx;
 
+/* An age in seconds, written as the screen writes durations (units.h):
+ * 850ms, 4.60s, 12.5s. The buffer lives until the end of the enclosing
+ * block. */
+#define AGE(sec) nt_fmt_ns((sec)*1e9, (char[NT_UNIT_LEN]){0}, NT_UNIT_LEN)
+
 static bool waits_on_peer(int wait) {
   return wait == NT_WAIT_SEND_PEER || wait == NT_WAIT_RECV_NET || wait == NT_WAIT_SEND_NET;
 }
@@ -493,8 +498,8 @@ static void say_root(ctx *c, uint32_t k) {
     a->age_s = rt->age;
     say(a,
         "ranks %s%s of comm %s wait on each other (a cycle of %u ranks, nobody else holds them "
-        "up): stalled %.1fs; %s",
-        list, used >= sizeof list - 16 ? "..." : "", comm_label(&ri->r, cl), rt->n, rt->age,
+        "up): stalled %s; %s",
+        list, used >= sizeof list - 16 ? "..." : "", comm_label(&ri->r, cl), rt->n, AGE(rt->age),
         waiters);
     return;
   }
@@ -508,36 +513,37 @@ static void say_root(ctx *c, uint32_t k) {
           ri->r.nranks, rank_who(c, ri, me), waiters);
     else
       say(a,
-          "rank %d/%d %s stopped publishing %.1fs ago and %s: look at this process (stopped, "
+          "rank %d/%d %s stopped publishing %s ago and %s: look at this process (stopped, "
           "hung or overloaded)",
-          ri->r.rank, ri->r.nranks, rank_who(c, ri, me), a->age_s, waiters);
+          ri->r.rank, ri->r.nranks, rank_who(c, ri, me), AGE(a->age_s), waiters);
   } else if (ri->stuck && ri->gpu_wait != NT_WAIT_NONE) {
     a->wait = ri->gpu_wait;
     a->age_s = ri->stuck_age;
     say(a,
-        "rank %d/%d %s is where the waits end: stalled %.1fs in %s, waiting on no other rank (its "
+        "rank %d/%d %s is where the waits end: stalled %s in %s, waiting on no other rank (its "
         "GPU or kernel is not progressing); %s",
-        ri->r.rank, ri->r.nranks, rank_who(c, ri, me), ri->stuck_age, nt_wait_name(ri->gpu_wait),
-        waiters);
+        ri->r.rank, ri->r.nranks, rank_who(c, ri, me), AGE(ri->stuck_age),
+        nt_wait_name(ri->gpu_wait), waiters);
   } else if (ri->stuck && ri->missing_peer < 0) {
     a->age_s = ri->stuck_age;
     say(a,
-        "rank %d/%d %s is where the waits end: stalled %.1fs with no step in progress, waiting on "
+        "rank %d/%d %s is where the waits end: stalled %s with no step in progress, waiting on "
         "no other rank nccltop sees; %s",
-        ri->r.rank, ri->r.nranks, rank_who(c, ri, me), ri->stuck_age, waiters);
+        ri->r.rank, ri->r.nranks, rank_who(c, ri, me), AGE(ri->stuck_age), waiters);
   } else if (ri->stuck) {
     a->age_s = ri->stuck_age;
     say(a,
-        "rank %d/%d %s is where the waits end: stalled %.1fs waiting on rank %d, which nccltop "
+        "rank %d/%d %s is where the waits end: stalled %s waiting on rank %d, which nccltop "
         "does "
         "not see (not publishing?); %s",
-        ri->r.rank, ri->r.nranks, rank_who(c, ri, me), ri->stuck_age, ri->missing_peer, waiters);
+        ri->r.rank, ri->r.nranks, rank_who(c, ri, me), AGE(ri->stuck_age), ri->missing_peer,
+        waiters);
   } else if (ri->queued && !ri->running) {
     a->age_s = ri->old_age;
     say(a,
         "rank %d/%d %s is where the waits end: its GPU has not reached the work in flight (queued "
-        "%.1fs): busy with other kernels, or blocked before them; %s",
-        ri->r.rank, ri->r.nranks, rank_who(c, ri, me), ri->old_age, waiters);
+        "%s): busy with other kernels, or blocked before them; %s",
+        ri->r.rank, ri->r.nranks, rank_who(c, ri, me), AGE(ri->old_age), waiters);
   } else if (!ri->queued && !ri->running) {
     say(a,
         "rank %d/%d %s is where the waits end: nothing in flight, it has not launched what the "
@@ -638,9 +644,9 @@ static void stall_lines(ctx *c, rank_info *ri, int prio) {
                        : waits_on_peer(g->wait)      ? "waiting on"
                        : g->wait == NT_WAIT_RECV_GPU ? "its GPU not draining data from"
                                                      : "its GPU not feeding";
-    say(a, "rank %d/%d %s: %u %s channel%s stalled %.1fs %s%s, %s rank %d%s", ri->r.rank,
-        ri->r.nranks, rank_who(c, ri, me), g->count, g->dir == NT_DIR_RECV ? "recv" : "send",
-        g->count == 1 ? "" : "s", g->age,
+    say(a, "rank %d/%d %s: %u %s channel%s stalled %s %s%s, %s rank %d%s", ri->r.rank, ri->r.nranks,
+        rank_who(c, ri, me), g->count, g->dir == NT_DIR_RECV ? "recv" : "send",
+        g->count == 1 ? "" : "s", AGE(g->age),
         g->wait == NT_WAIT_NONE ? "with no step in progress" : "in ",
         g->wait == NT_WAIT_NONE ? "" : nt_wait_name(g->wait), what, g->peer, them);
   }
@@ -694,7 +700,7 @@ static void stall_summary(ctx *c, uint32_t g, uint32_t end, uint32_t nstuck) {
     snprintf(tail, sizeof tail, "waiting on several roots");
   }
   (void)nstuck;
-  say(a, "comm %s: %u ranks stalled up to %.1fs: %s; %s", comm_label(&first->r, cl), shown, age,
+  say(a, "comm %s: %u ranks stalled up to %s: %s; %s", comm_label(&first->r, cl), shown, AGE(age),
       parts, tail);
 }
 
@@ -728,10 +734,10 @@ static void hung_line(ctx *c, const rank_info *ri) {
   a->age_s = (double)op->age_ns / 1e9 + since(c, ri->r.proc);
   if (op->kind == NT_OP_COLL) snprintf(seq, sizeof seq, " #%llu", (unsigned long long)op->seq);
   if (ri->nhung > 1) snprintf(more, sizeof more, "; %u operations not completing", ri->nhung);
-  say(a, "rank %d/%d %s: %s%s (%s, %s/%s) in flight %.1fs, %u of %u child events open%s",
-      ri->r.rank, ri->r.nranks, rank_who(c, ri, me), nt_func_name(op->func), seq,
-      nt_fmt_bytes((double)op->bytes, size, sizeof size), nt_algo_name(op->algo),
-      nt_proto_name(op->proto), a->age_s, op->children_open, op->children, more);
+  say(a, "rank %d/%d %s: %s%s (%s, %s/%s) in flight %s, %u of %u child events open%s", ri->r.rank,
+      ri->r.nranks, rank_who(c, ri, me), nt_func_name(op->func), seq,
+      nt_fmt_size((double)op->bytes, size, sizeof size), nt_algo_name(op->algo),
+      nt_proto_name(op->proto), AGE(a->age_s), op->children_open, op->children, more);
 }
 
 static void hung_ops(ctx *c) {
@@ -762,9 +768,9 @@ static void hung_ops(ctx *c) {
       if (op->kind == NT_OP_COLL) snprintf(seq, sizeof seq, " #%llu", (unsigned long long)op->seq);
       say(a,
           "comm %s: %u ranks have operations running without progress (%u operations); the oldest "
-          "%s%s on rank %d (%s), in flight %.1fs",
+          "%s%s on rank %d (%s), in flight %s",
           comm_label(&oldest->r, cl), nh, ops, nt_func_name(op->func), seq, oldest->r.rank,
-          rank_who(c, oldest, me), a->age_s);
+          rank_who(c, oldest, me), AGE(a->age_s));
     }
     g = end;
   }
@@ -858,9 +864,9 @@ static void straggler(ctx *c, rank_info *ri, nt_top_hist *const hist[NT_FUNC_COU
     double late = lateness(h, q->launched, c->now_s, &next);
     if (late * 1e9 < (double)c->stall_ns) continue;
     uint32_t lag = (uint32_t)(top - q->launched);
-    int k2 = snprintf(parts + used, sizeof parts - used, "%s%u %s (%llu of %llu, %.1fs late)",
+    int k2 = snprintf(parts + used, sizeof parts - used, "%s%u %s (%llu of %llu, %s late)",
                       total ? ", " : "", lag, nt_func_name(q->func),
-                      (unsigned long long)q->launched, (unsigned long long)top, late);
+                      (unsigned long long)q->launched, (unsigned long long)top, AGE(late));
     if (k2 > 0 && (size_t)k2 < sizeof parts - used) used += (size_t)k2;
     total += lag;
     if (late > longest) longest = late, worst_func = q->func;
@@ -876,8 +882,8 @@ static void straggler(ctx *c, rank_info *ri, nt_top_hist *const hist[NT_FUNC_COU
   a->age_s = longest;
   say(a,
       "rank %d/%d %s is a straggler: behind the other ranks by %s; the others launched its next "
-      "%s %.1fs ago",
-      ri->r.rank, ri->r.nranks, rank_who(c, ri, me), parts, nt_func_name(worst_func), longest);
+      "%s %s ago",
+      ri->r.rank, ri->r.nranks, rank_who(c, ri, me), parts, nt_func_name(worst_func), AGE(longest));
 }
 
 /* The most and least any live rank of [g, end) launched of each function;
@@ -957,8 +963,8 @@ static void publishers(ctx *c) {
       if (!a) return;
       a->proc = p;
       a->age_s = since(c, p);
-      say(a, "%s sent nothing for %.1fs: the process is hung, stopped or overloaded",
-          who(p, me, sizeof me), a->age_s);
+      say(a, "%s sent nothing for %s: the process is hung, stopped or overloaded",
+          who(p, me, sizeof me), AGE(a->age_s));
     }
     const nt_process_counters *pc = &p->cur->process;
     /* What the plugin could not keep, and what this viewer did not get (a

@@ -330,7 +330,7 @@ static void print_text(FILE *out, nt_model *m, const nt_options *o, double t, do
           t, nt_model_nprocesses(m), nranks, (unsigned long long)nt_model_total_messages(m),
           (unsigned long long)nt_model_total_bad(m), (unsigned long long)nt_model_total_errors(m),
           (unsigned long long)nt_model_total_refused(m),
-          nt_fmt_bytes((double)nt_model_bytes(m), mem, sizeof mem));
+          nt_fmt_size((double)nt_model_bytes(m), mem, sizeof mem));
   for (uint32_t i = 0; i < nt_model_nerrors(m) && i < 3; i++) {
     const nt_model_error *e = nt_model_error_at(m, i);
     fprintf(out, "error: %s: %s\n", e->source, e->text);
@@ -350,7 +350,7 @@ static void print_text(FILE *out, nt_model *m, const nt_options *o, double t, do
       if (p->cur->proxy[k].comm_index == NT_NO_COMM) proxy_line(out, NULL, p, &p->cur->proxy[k]);
   }
   fprintf(out, "%-7s %-16s %3s %-4s %5s %-15s %9s %10s %6s %-7s %6s\n", "RANK", "COMM", "CH", "DIR",
-          "PEER", "WAIT", "STEPS/s", "MB/s", "FLIGHT", "RUN", "STEP");
+          "PEER", "WAIT", "STEPS/s", "RATE", "FLIGHT", "RUN", "STEP");
   for (uint32_t i = 0; i < nranks; i++) {
     const nt_model_rank *r = &ranks[i];
     const nt_snapshot *s = r->proc->cur;
@@ -361,11 +361,12 @@ static void print_text(FILE *out, nt_model *m, const nt_options *o, double t, do
       if (row->comm_index != r->comm_index) continue;
       double sps, bps;
       nt_model_channel_rates(r->proc, row, &sps, &bps);
-      char relay[32] = "";
+      char relay[32] = "", rate[NT_UNIT_LEN];
       if (row->relay_rank >= 0) snprintf(relay, sizeof relay, "  relay r%d", row->relay_rank);
-      fprintf(out, "%-7s %016llx %3u %-4s %5d %-15s %9.0f %10.1f %6llu %-7s %6d%s%s%s\n", rank,
+      fprintf(out, "%-7s %016llx %3u %-4s %5d %-15s %9.0f %10s %6llu %-7s %6d%s%s%s\n", rank,
               (unsigned long long)r->comm_hash, row->channel, dir_name(row->dir), row->peer,
-              nt_wait_name(nt_model_channel_dominant_wait(r->proc, row)), sps, bps / 1e6,
+              nt_wait_name(nt_model_channel_dominant_wait(r->proc, row)), sps,
+              nt_fmt_rate(bps, rate, sizeof rate),
               (unsigned long long)(row->ops_started - row->ops_done), nt_run_name(row->run_state),
               row->cur_step, nt_model_channel_stalled(row, o->stall_ms) ? "  STALLED" : "", relay,
               mark(r->proc));

@@ -315,7 +315,7 @@ void nt_batch_ops_text(FILE *out, nt_model *m) {
   uint32_t ns = st ? nt_model_op_stats(m, st, MAX_STATS) : 0;
   if (ns)
     fprintf(out, "%-16s %-13s %-11s %-14s %-7s %8s %8s %10s %9s %9s\n", "COMM", "FUNC", "SIZE",
-            "ALGO", "PROTO", "COUNT", "DONE", "AVG us", "ALGBW", "BUSBW");
+            "ALGO", "PROTO", "COUNT", "DONE", "AVG TIME", "ALGBW", "BUSBW");
   for (uint32_t i = 0; i < ns; i++) {
     const nt_op_stat *r = &st[i];
     char size[32], t[3][24] = {"unknown", "unknown", "unknown"};
@@ -323,9 +323,9 @@ void nt_batch_ops_text(FILE *out, nt_model *m) {
     const char *src = nt_op_source(r);
     bool plain = !strcmp(src, "coll") || !strcmp(src, "p2p");
     if (r->done) {
-      snprintf(t[0], sizeof t[0], "%.1f", r->time_s * 1e6 / (double)r->done);
-      snprintf(t[1], sizeof t[1], "%.2f", nt_stat_algbw(r->alg_bytes, r->time_s));
-      snprintf(t[2], sizeof t[2], "%.2f", nt_stat_algbw(r->bus_bytes, r->time_s));
+      nt_fmt_ns(r->time_s * 1e9 / (double)r->done, t[0], sizeof t[0]);
+      nt_fmt_rate(nt_stat_algbw(r->alg_bytes, r->time_s) * 1e9, t[1], sizeof t[1]);
+      nt_fmt_rate(nt_stat_algbw(r->bus_bytes, r->time_s) * 1e9, t[2], sizeof t[2]);
     }
     fprintf(out, "%016llx %-13s %-11s %-14s %-7s %8llu %8llu %10s %9s %9s\n",
             (unsigned long long)r->comm_hash, nt_func_name(r->func),
@@ -337,12 +337,14 @@ void nt_batch_ops_text(FILE *out, nt_model *m) {
   nt_phase_stat ph[NT_MAX_PHASES + 1];
   uint32_t np = nt_model_phase_stats(m, ph, NT_MAX_PHASES + 1);
   if (np)
-    fprintf(out, "%-20s %8s %8s %12s %9s %9s\n", "PHASE", "COUNT", "DONE", "TIME ms/rank", "ALGBW",
+    fprintf(out, "%-20s %8s %8s %12s %9s %9s\n", "PHASE", "COUNT", "DONE", "TIME/rank", "ALGBW",
             "BUSBW");
-  for (uint32_t i = 0; i < np; i++)
-    fprintf(out, "%-20.20s %8llu %8llu %12.1f %9.2f %9.2f\n", ph[i].name[0] ? ph[i].name : "-",
+  for (uint32_t i = 0; i < np; i++) {
+    char t[3][NT_UNIT_LEN];
+    fprintf(out, "%-20.20s %8llu %8llu %12s %9s %9s\n", ph[i].name[0] ? ph[i].name : "-",
             (unsigned long long)ph[i].count, (unsigned long long)ph[i].done,
-            ph[i].ranks ? ph[i].time_s * 1e3 / ph[i].ranks : 0,
-            nt_stat_algbw(ph[i].alg_bytes, ph[i].time_s),
-            nt_stat_algbw(ph[i].bus_bytes, ph[i].time_s));
+            nt_fmt_ns(ph[i].ranks ? ph[i].time_s * 1e9 / ph[i].ranks : 0, t[0], sizeof t[0]),
+            nt_fmt_rate(nt_stat_algbw(ph[i].alg_bytes, ph[i].time_s) * 1e9, t[1], sizeof t[1]),
+            nt_fmt_rate(nt_stat_algbw(ph[i].bus_bytes, ph[i].time_s) * 1e9, t[2], sizeof t[2]));
+  }
 }

@@ -15,6 +15,7 @@
 
 #include "../proto/nccltop_proto.h"
 #include "../topo/topo.h"
+#include "units.h"
 
 #define NT_MODEL_MAX_PROCESSES 4096
 #define NT_MODEL_ERRORS        64 /* most recent decode errors kept */
@@ -276,8 +277,6 @@ typedef struct {
 } nt_recent_op;
 uint32_t nt_model_recent_ops(nt_model *m, nt_recent_op *out, uint32_t cap, uint32_t per_rank,
                              double now_s);
-/* "4 MiB", "512 B": a human size into buf. */
-const char *nt_fmt_bytes(double bytes, char *buf, size_t cap);
 /* "32K-64K": the range of a size bucket. */
 const char *nt_fmt_bucket(int bucket, char *buf, size_t cap);
 

@@ -46,17 +46,6 @@ double nt_stat_algbw(double alg_bytes, double time_s) {
   return time_s > 0 ? alg_bytes / time_s / 1e9 : 0;
 }
 
-const char *nt_fmt_bytes(double b, char *buf, size_t cap) {
-  static const char *const unit[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
-  int u = 0;
-  while (b >= 1024 && u < 5) b /= 1024, u++;
-  if (u == 0 || b >= 100 || b == (double)(uint64_t)b)
-    snprintf(buf, cap, "%.0f %s", b, unit[u]);
-  else
-    snprintf(buf, cap, "%.1f %s", b, unit[u]);
-  return buf;
-}
-
 const char *nt_fmt_bucket(int bucket, char *buf, size_t cap) {
   static const char unit[] = " KMGTPE";
   int lo = bucket < 0 ? 0 : bucket > 63 ? 63 : bucket, hi = lo + 1;

@@ -112,6 +112,7 @@ static bool act(nt_screen *s, int action) {
   int page = s->rows > 6 ? s->rows - 6 : 1;
   if (s->view == NT_VIEW_TOPO && nt_topo_view_action(s, action)) return true;
   if (scroll_action(s, action, page)) return true;
+  if (nt_list_view_action(s, action)) return true;
   switch (action) {
   case NT_ACT_QUIT: return false;
   case NT_ACT_HELP:
@@ -183,16 +184,22 @@ static void draw(nt_screen *s) {
     s->generation = nt_model_generation(s->m);
     clamp_cursor(s);
   }
+  bool band = s->nalerts && s->view != NT_VIEW_OVERVIEW && s->view != NT_VIEW_HELP;
+  nt_layout(s->rows, s->cols, band ? 1 : 0, s->detail && s->view == NT_VIEW_CHANNELS, &s->lay);
+  s->bottom = s->lay.list.y + s->lay.list.h;
   nt_draw_header(s);
+  nt_draw_alerts_band(s);
+  int y = s->lay.list.y;
   switch (s->view) {
-  case NT_VIEW_OVERVIEW: nt_view_overview(s, 3); break;
-  case NT_VIEW_PROXY: nt_view_proxy(s, 3); break;
-  case NT_VIEW_CHANNELS: nt_view_channels(s, 3); break;
-  case NT_VIEW_OPS: nt_view_ops(s, 3); break;
-  case NT_VIEW_TOPO: nt_view_topo(s, 3); break;
-  case NT_VIEW_ENV: nt_view_env(s, 3); break;
-  default: nt_view_help(s, 3); break;
+  case NT_VIEW_OVERVIEW: nt_view_overview(s, y); break;
+  case NT_VIEW_PROXY: nt_view_proxy(s, y); break;
+  case NT_VIEW_CHANNELS: nt_view_channels(s, y); break;
+  case NT_VIEW_OPS: nt_view_ops(s, y); break;
+  case NT_VIEW_TOPO: nt_view_topo(s, y); break;
+  case NT_VIEW_ENV: nt_view_env(s, y); break;
+  default: nt_view_help(s, y); break;
   }
+  nt_draw_keybar(s);
   if (s->prompt) {
     char line[128];
     snprintf(line, sizeof line, "%s: %s_  (Enter: %s, Esc: cancel)",

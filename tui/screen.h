@@ -4,6 +4,8 @@
 
 #include <stdbool.h>
 
+#include "layout.h"
+#include "list.h"
 #include "viewer.h"
 
 enum nt_action {
@@ -114,7 +116,6 @@ typedef struct {
   unsigned char topo_changed[NT_TOPO_VIEW_MAX * NT_TOPO_VIEW_MAX];
   int nhist;
   int row, col;              /* cursor: rank row, channel column */
-  int top;                   /* first row shown */
   int scroll[NT_VIEW_COUNT]; /* line views (overview, collectives, environment) */
   uint32_t generation;       /* the model's, when the ranks were collected */
   /* Alerts of the last update (texts only: their process pointers are not
@@ -122,6 +123,12 @@ typedef struct {
   nt_alert alerts[NT_SCREEN_MAX_ALERTS];
   uint32_t nalerts;
   int rows, cols;
+  /* Where each part goes this frame (layout.h); views draw in lay.list,
+   * from its first line down to `bottom` (exclusive: the detail panel or
+   * the key bar starts there). */
+  nt_layout_rects lay;
+  int bottom;
+  nt_list_state lists[NT_VIEW_COUNT]; /* the list views' own scroll and cursor */
   nt_model_rank ranks[NT_SCREEN_MAX_RANKS];
   uint32_t nranks;
   double now;
@@ -129,6 +136,16 @@ typedef struct {
 
 /* Drawing (view_*.c); each draws below the header from line `y`. */
 void nt_draw_header(nt_screen *s);
+/* The key bar (keybar.c): the text of the items that fit in cols, and the
+ * drawing on lay.keys; returns the number of items. */
+int nt_keybar_text(char *out, size_t cap, int cols);
+void nt_draw_keybar(nt_screen *s);
+/* The alerts band on lay.alerts (the overview lists them itself). */
+void nt_draw_alerts_band(nt_screen *s);
+/* Cursor and scroll keys of the list views (proxy, channels); false if not
+ * handled. */
+bool nt_list_view_action(nt_screen *s, int action);
+bool nt_proxy_list_action(nt_screen *s, int action);
 void nt_view_proxy(nt_screen *s, int y);
 void nt_view_channels(nt_screen *s, int y);
 void nt_view_help(nt_screen *s, int y);
@@ -141,6 +158,8 @@ int nt_warn_attr(const nt_screen *s);
  * within the window of the view's scroll, then *n advances; returns false
  * once the screen is full. attr 0: plain. */
 bool nt_scroll_line(nt_screen *s, int *y, int *n, int attr, const char *text);
+/* After a line view drew its n lines: its scroll stops at the last page. */
+void nt_scroll_clamp(nt_screen *s, int n);
 void nt_view_topo(nt_screen *s, int y);
 /* Cursor and what-if keys of the topology view; false if not handled. */
 bool nt_topo_view_action(nt_screen *s, int action);

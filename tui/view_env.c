@@ -100,5 +100,5 @@ void nt_view_env(nt_screen *s, int y) {
              r->value[0] ? r->value : "(unset)", on, who);
     if (!nt_scroll_line(s, &y, &n, r->differs ? nt_warn_attr(s) : 0, line)) break;
   }
-  if (s->scroll[s->view] > n - 1) s->scroll[s->view] = n > 0 ? n - 1 : 0;
+  nt_scroll_clamp(s, n);
 }

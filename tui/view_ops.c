@@ -26,10 +26,18 @@ static void stats_section(nt_screen *s, int *y, int *n, const nt_run_summary *pr
   static nt_op_stat st[MAX_STATS];
   char line[512], size[32], avg[32];
   uint32_t ns = nt_model_op_stats(s->m, st, MAX_STATS);
-  snprintf(line, sizeof line, "%-14s %-13s %-9s %-14s %-6s %7s %7s %10s %8s %8s%s", "COMMUNICATOR",
-           "FUNCTION", "SIZE", "ALGORITHM", "PROTO", "COUNT", "DONE", "AVG TIME", "ALGBW", "BUSBW",
-           prev ? "   PREVIOUS RUN" : "");
-  nt_scroll_line(s, y, n, A_BOLD, line);
+  /* At 80 columns: what ran, at what size, with which algorithm and
+   * protocol, how often, how long, how fast. */
+  static const nt_list_col cols[] = {
+      {"COMMUNICATOR", 14, 3, false}, {"FUNCTION", 13, 0, false},       {"SIZE", 9, 0, false},
+      {"ALGORITHM", 14, 0, false},    {"PROTO", 6, 0, false},           {"COUNT", 7, 1, true},
+      {"DONE", 7, 3, true},           {"AVG TIME", 10, 0, true},        {"ALGBW", 8, 2, true},
+      {"BUSBW", 8, 0, true},          {"  PREVIOUS RUN", 26, 4, false},
+  };
+  int nc = prev ? 11 : 10;
+  bool keep[11];
+  nt_list_fit(cols, nc, 0, s->cols, keep);
+  nt_scroll_line(s, y, n, A_BOLD, nt_list_line(line, sizeof line, cols, nc, keep, NULL));
   if (!ns) {
     nt_scroll_line(s, y, n, 0,
                    "  no operations yet (the plugin's coll/p2p event classes report them)");
@@ -37,44 +45,50 @@ static void stats_section(nt_screen *s, int *y, int *n, const nt_run_summary *pr
   }
   for (uint32_t i = 0; i < ns; i++) {
     const nt_op_stat *r = &st[i];
-    char comm[24], was[64] = "";
+    char comm[24], was[64] = "", pb[NT_UNIT_LEN];
     snprintf(comm, sizeof comm, "%s", r->comm_name[0] ? r->comm_name : "");
     if (!comm[0]) snprintf(comm, sizeof comm, "%016llx", (unsigned long long)r->comm_hash);
     double t = r->done ? r->time_s / (double)r->done : 0;
-    if (!r->done)
-      snprintf(avg, sizeof avg, "-");
-    else if (t < 1e-3)
-      snprintf(avg, sizeof avg, "%.1f us", t * 1e6);
-    else
-      snprintf(avg, sizeof avg, "%.2f ms", t * 1e3);
+    nt_fmt_ns(t * 1e9, avg, sizeof avg);
     const nt_run_op *p = previous_choice(prev, r->func, r->bucket);
     if (p) {
       bool changed = p->algo != r->algo || p->proto != r->proto;
       if (r->kind == NT_OP_P2P)
-        snprintf(was, sizeof was, "    %.2f", nt_stat_algbw(p->bus_bytes, p->time_s));
+        snprintf(was, sizeof was, "    %s",
+                 nt_fmt_rate(nt_stat_algbw(p->bus_bytes, p->time_s) * 1e9, pb, sizeof pb));
       else
-        snprintf(was, sizeof was, "   %s%s/%s %.2f", changed ? "*" : " ", nt_algo_name(p->algo),
-                 nt_proto_name(p->proto), nt_stat_algbw(p->bus_bytes, p->time_s));
+        snprintf(was, sizeof was, "   %s%s/%s %s", changed ? "*" : " ", nt_algo_name(p->algo),
+                 nt_proto_name(p->proto),
+                 nt_fmt_rate(nt_stat_algbw(p->bus_bytes, p->time_s) * 1e9, pb, sizeof pb));
     }
     /* Rows no Coll reported (a 2.29+ Broadcast's CollApi, a CE CeColl) name
      * their source instead of an algorithm; untimed rows say "?", not 0. */
     const char *src = nt_op_source(r);
     bool plain = !strcmp(src, "coll") || !strcmp(src, "p2p");
-    char alg[16] = "?", bus[16] = "?";
+    char alg[NT_UNIT_LEN] = "?", bus[NT_UNIT_LEN] = "?";
     if (r->done) {
-      snprintf(alg, sizeof alg, "%.2f", nt_stat_algbw(r->alg_bytes, r->time_s));
-      snprintf(bus, sizeof bus, "%.2f", nt_stat_algbw(r->bus_bytes, r->time_s));
+      nt_fmt_rate(nt_stat_algbw(r->alg_bytes, r->time_s) * 1e9, alg, sizeof alg);
+      nt_fmt_rate(nt_stat_algbw(r->bus_bytes, r->time_s) * 1e9, bus, sizeof bus);
     } else {
       snprintf(avg, sizeof avg, "unknown");
     }
-    snprintf(line, sizeof line, "%-14.14s %-13s %-9s %-14s %-6s %7llu %7llu %10s %8s %8s%s", comm,
-             nt_func_name(r->func), nt_fmt_bucket(r->bucket, size, sizeof size),
-             r->kind == NT_OP_P2P ? "-"
-             : plain              ? nt_algo_name(r->algo)
-                                  : src,
-             r->kind == NT_OP_P2P || !plain ? "-" : nt_proto_name(r->proto),
-             (unsigned long long)r->count, (unsigned long long)r->done, avg, alg, bus, was);
-    if (!nt_scroll_line(s, y, n, 0, line)) return;
+    char count[24], done[24];
+    snprintf(count, sizeof count, "%llu", (unsigned long long)r->count);
+    snprintf(done, sizeof done, "%llu", (unsigned long long)r->done);
+    const char *cells[11] = {comm,
+                             nt_func_name(r->func),
+                             nt_fmt_bucket(r->bucket, size, sizeof size),
+                             r->kind == NT_OP_P2P ? "-"
+                             : plain              ? nt_algo_name(r->algo)
+                                                  : src,
+                             r->kind == NT_OP_P2P || !plain ? "-" : nt_proto_name(r->proto),
+                             count,
+                             done,
+                             avg,
+                             alg,
+                             bus,
+                             was[0] ? was + 1 : was};
+    if (!nt_scroll_line(s, y, n, 0, nt_list_line(line, sizeof line, cols, nc, keep, cells))) return;
   }
 }
 
@@ -89,10 +103,12 @@ static void phases_section(nt_screen *s, int *y, int *n) {
   nt_scroll_line(s, y, n, A_BOLD, line);
   for (uint32_t i = 0; i < np; i++) {
     double t = ph[i].ranks ? ph[i].time_s / ph[i].ranks : 0;
-    snprintf(line, sizeof line, "%-24.24s %8llu %8llu %11.1f ms %10.2f %10.2f",
+    char tm[NT_UNIT_LEN], alg[NT_UNIT_LEN], bus[NT_UNIT_LEN];
+    snprintf(line, sizeof line, "%-24.24s %8llu %8llu %14s %10s %10s",
              ph[i].name[0] ? ph[i].name : "(no phase)", (unsigned long long)ph[i].count,
-             (unsigned long long)ph[i].done, t * 1e3, nt_stat_algbw(ph[i].alg_bytes, ph[i].time_s),
-             nt_stat_algbw(ph[i].bus_bytes, ph[i].time_s));
+             (unsigned long long)ph[i].done, nt_fmt_ns(t * 1e9, tm, sizeof tm),
+             nt_fmt_rate(nt_stat_algbw(ph[i].alg_bytes, ph[i].time_s) * 1e9, alg, sizeof alg),
+             nt_fmt_rate(nt_stat_algbw(ph[i].bus_bytes, ph[i].time_s) * 1e9, bus, sizeof bus));
     if (!nt_scroll_line(s, y, n, 0, line)) return;
   }
 }
@@ -102,15 +118,22 @@ static void recent_section(nt_screen *s, int *y, int *n) {
   char line[512], size[32], seq[24], dur[24];
   uint32_t nr = nt_model_recent_ops(s->m, rec, MAX_RECENT, 8, s->now);
   nt_scroll_line(s, y, n, 0, "");
-  snprintf(line, sizeof line, "%-7s %-22s %-13s %7s %10s %-17s %4s %-12s %-9s %9s %10s", "RANK",
-           "HOST:PID", "FUNCTION", "SEQ", "SIZE", "ALGO/PROTO", "CH", "PHASE", "STATE", "AGE",
-           "DURATION");
-  nt_scroll_line(s, y, n, A_BOLD, line);
+  /* At 80 columns: which rank, what, how big, in what state, how old. */
+  static const nt_list_col cols[] = {
+      {"RANK", 7, 0, false}, {"HOST:PID", 22, 2, false}, {"FUNCTION", 13, 0, false},
+      {"SEQ", 7, 3, true},   {"SIZE", 10, 1, true},      {"ALGO/PROTO", 17, 3, false},
+      {"CH", 4, 4, true},    {"PHASE", 12, 3, false},    {"STATE", 9, 0, false},
+      {"AGE", 9, 0, true},   {"DURATION", 10, 1, true},
+  };
+  enum { NC = sizeof cols / sizeof cols[0] };
+  bool keep[NC];
+  nt_list_fit(cols, NC, 1, s->cols, keep);
+  nt_scroll_line(s, y, n, A_BOLD, nt_list_line(line, sizeof line, cols, NC, keep, NULL));
   if (!nr) nt_scroll_line(s, y, n, 0, "  none yet");
   for (uint32_t i = 0; i < nr; i++) {
     const nt_recent_op *r = &rec[i];
     const nt_oplog_row *op = r->op;
-    char rank[16], who[96], ap[40];
+    char rank[16], who[96], ap[40], t[NT_UNIT_LEN], age[NT_UNIT_LEN];
     snprintf(rank, sizeof rank, "%d/%d", r->rank, r->nranks);
     snprintf(who, sizeof who, "%s:%u", r->proc->host, r->proc->pid);
     if (op->kind == NT_OP_COLL)
@@ -122,16 +145,27 @@ static void recent_section(nt_screen *s, int *y, int *n) {
     else
       snprintf(ap, sizeof ap, "p2p");
     if (op->state == NT_OPS_DONE && op->timing != NT_TIMING_NONE)
-      snprintf(dur, sizeof dur, "%.1f us%s", op->duration_ns / 1e3,
+      snprintf(dur, sizeof dur, "%s%s", nt_fmt_ns((double)op->duration_ns, t, sizeof t),
                op->timing == NT_TIMING_GPU ? " gpu" : "");
     else
       snprintf(dur, sizeof dur, "-");
     bool late = op->state == NT_OPS_IN_FLIGHT && r->age_s * 1000 >= s->o->stall_ms;
-    snprintf(line, sizeof line, "%-7s %-22.22s %-13s %7s %10s %-17s %4u %-12.12s %-9s %8.2fs %10s",
-             rank, who, nt_func_name(op->func), seq,
-             nt_fmt_bytes((double)op->bytes, size, sizeof size), ap, op->nchannels,
-             r->phase[0] ? r->phase : "-", nt_op_state_name(op->state), r->age_s, dur);
-    if (!nt_scroll_line(s, y, n, late ? nt_stall_attr(s) : 0, line)) return;
+    char ch[16];
+    snprintf(ch, sizeof ch, "%u", op->nchannels);
+    const char *cells[NC] = {rank,
+                             who,
+                             nt_func_name(op->func),
+                             seq,
+                             nt_fmt_size((double)op->bytes, size, sizeof size),
+                             ap,
+                             ch,
+                             r->phase[0] ? r->phase : "-",
+                             nt_op_state_name(op->state),
+                             nt_fmt_ns(r->age_s * 1e9, age, sizeof age),
+                             dur};
+    if (!nt_scroll_line(s, y, n, late ? nt_stall_attr(s) : 0,
+                        nt_list_line(line, sizeof line, cols, NC, keep, cells)))
+      return;
   }
 }
 
@@ -142,15 +176,14 @@ void nt_view_ops(nt_screen *s, int y) {
   stats_section(s, &y, &n, have_prev ? &prev : NULL);
   phases_section(s, &y, &n);
   recent_section(s, &y, &n);
-  if (s->scroll[s->view] > n - 1) s->scroll[s->view] = n > 0 ? n - 1 : 0;
+  nt_scroll_clamp(s, n);
   if (have_prev)
-    mvaddnstr(s->rows - 1, 0,
-              "PREVIOUS RUN: its choice and bus GB/s for the same function and size (* changed); "
+    mvaddnstr(s->bottom - 1, 0,
+              "PREVIOUS RUN: its choice and busbw for the same function and size (* changed); "
               "environment differences: view 6",
               s->cols);
   else
-    mvaddnstr(s->rows - 1, 0,
-              "ALGBW/BUSBW in GB/s as nccl-tests computes them; AVG TIME per operation; arrows "
-              "scroll",
+    mvaddnstr(s->bottom - 1, 0,
+              "ALGBW/BUSBW as nccl-tests computes them; AVG TIME per operation; arrows scroll",
               s->cols);
 }

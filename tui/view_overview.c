@@ -100,41 +100,75 @@ void nt_view_overview(nt_screen *s, int y) {
   nt_scroll_line(s, &y, &n, 0, "");
   static comm_line comms[NT_MAX_COMMS * 4];
   uint32_t nc = comm_lines(s, comms, sizeof comms / sizeof comms[0]);
-  snprintf(line, sizeof line, "%-24s %-16s %9s %6s %21s %9s %8s  %s", "COMMUNICATOR", "HASH",
-           "RANKS", "NODES", "LAUNCHED (min-max)", "DONE/s", "STALLED", "PHASE NOW");
-  nt_scroll_line(s, &y, &n, A_BOLD, line);
+  /* Columns drop by priority on narrow screens: the communicator, its
+   * ranks and stalled channels stay. */
+  static const nt_list_col ccols[] = {
+      {"COMMUNICATOR", 24, 0, false},
+      {"HASH", 16, 4, false},
+      {"RANKS", 9, 0, true},
+      {"NODES", 6, 3, true},
+      {"LAUNCHED (min-max)", 21, 2, true},
+      {"DONE/s", 9, 1, true},
+      {"STALLED", 8, 0, true},
+      {"PHASE NOW", 16, 2, false},
+  };
+  enum { NC = sizeof ccols / sizeof ccols[0] };
+  bool keep[NC];
+  nt_list_fit(ccols, NC, 1, s->cols, keep);
+  nt_scroll_line(s, &y, &n, A_BOLD, nt_list_line(line, sizeof line, ccols, NC, keep, NULL));
   for (uint32_t i = 0; i < nc; i++) {
     const comm_line *c = &comms[i];
-    char ranks[24], launched[48];
+    char hash[24], ranks[24], nodes[16], launched[48], done[24], stalled[16];
+    snprintf(hash, sizeof hash, "%016llx", (unsigned long long)c->hash);
     snprintf(ranks, sizeof ranks, "%u/%d", c->ranks, c->nranks);
+    snprintf(nodes, sizeof nodes, "%d", c->nnodes);
     snprintf(launched, sizeof launched, "%llu-%llu", (unsigned long long)c->launched_min,
              (unsigned long long)c->launched_max);
-    snprintf(line, sizeof line, "%-24.24s %016llx %9s %6d %21s %9.1f %8u  %s",
-             c->name[0] ? c->name : "-", (unsigned long long)c->hash, ranks, c->nnodes, launched,
-             c->ranks ? c->done_per_s / c->ranks : 0, c->stalled,
-             phase_name(c->phase_snap, c->phase_id));
-    if (!nt_scroll_line(s, &y, &n, c->stalled ? nt_stall_attr(s) : 0, line)) break;
+    snprintf(done, sizeof done, "%.1f", c->ranks ? c->done_per_s / c->ranks : 0);
+    snprintf(stalled, sizeof stalled, "%u", c->stalled);
+    const char *cells[NC] = {c->name[0] ? c->name : "-",
+                             hash,
+                             ranks,
+                             nodes,
+                             launched,
+                             done,
+                             stalled,
+                             phase_name(c->phase_snap, c->phase_id)};
+    if (!nt_scroll_line(s, &y, &n, c->stalled ? nt_stall_attr(s) : 0,
+                        nt_list_line(line, sizeof line, ccols, NC, keep, cells)))
+      break;
   }
   nt_scroll_line(s, &y, &n, 0, "");
-  snprintf(line, sizeof line, "%-28s %-8s %4s %5s %12s %9s %9s  %s", "PROCESS", "NCCL", "ABI",
-           "COMMS", "EVENTS", "DROPPED", "UNSENT", "STATE");
-  nt_scroll_line(s, &y, &n, A_BOLD, line);
+  static const nt_list_col pcols[] = {
+      {"PROCESS", 28, 0, false}, {"NCCL", 8, 2, false},   {"ABI", 4, 4, true},
+      {"COMMS", 5, 3, true},     {"EVENTS", 12, 3, true}, {"DROPPED", 9, 1, true},
+      {"UNSENT", 9, 3, true},    {"STATE", 14, 0, false},
+  };
+  enum { NP = sizeof pcols / sizeof pcols[0] };
+  bool pkeep[NP];
+  nt_list_fit(pcols, NP, 1, s->cols, pkeep);
+  nt_scroll_line(s, &y, &n, A_BOLD, nt_list_line(line, sizeof line, pcols, NP, pkeep, NULL));
   for (uint32_t i = 0; i < nt_model_nprocesses(s->m); i++) {
     const nt_model_process *p = nt_model_process_at(s->m, i);
     if (!p->cur) continue;
     const nt_process_counters *c = &p->cur->process;
-    char who[96];
+    char who[96], abi[16], comms_n[16], events[24], dropped[24], unsent[24];
     snprintf(who, sizeof who, "%s:%u", p->host, p->pid);
-    snprintf(line, sizeof line, "%-28.28s %-8s %4u %5u %12llu %9llu %9llu  %s", who,
-             p->have_hello && p->hello.nccl_version[0] ? p->hello.nccl_version : "?",
-             c->abi_version, p->cur->ncomms, (unsigned long long)c->events,
-             (unsigned long long)(c->dropped_events + c->dropped_ops),
-             (unsigned long long)c->unsent_messages,
-             p->ended   ? "ended"
-             : p->stale ? "STALE (silent)"
-                        : "live");
-    if (!nt_scroll_line(s, &y, &n, p->stale && !p->ended ? nt_warn_attr(s) : 0, line)) break;
+    snprintf(abi, sizeof abi, "%u", c->abi_version);
+    snprintf(comms_n, sizeof comms_n, "%u", p->cur->ncomms);
+    snprintf(events, sizeof events, "%llu", (unsigned long long)c->events);
+    snprintf(dropped, sizeof dropped, "%llu",
+             (unsigned long long)(c->dropped_events + c->dropped_ops));
+    snprintf(unsent, sizeof unsent, "%llu", (unsigned long long)c->unsent_messages);
+    const char *cells[NP] = {
+        who,    p->have_hello && p->hello.nccl_version[0] ? p->hello.nccl_version : "?",
+        abi,    comms_n,
+        events, dropped,
+        unsent, p->ended ? "ended" : p->stale ? "STALE (silent)" : "live"};
+    if (!nt_scroll_line(s, &y, &n, p->stale && !p->ended ? nt_warn_attr(s) : 0,
+                        nt_list_line(line, sizeof line, pcols, NP, pkeep, cells)))
+      break;
   }
   /* Keep the scroll within what there is. */
-  if (s->scroll[s->view] > n - 1) s->scroll[s->view] = n > 0 ? n - 1 : 0;
+  nt_scroll_clamp(s, n);
 }

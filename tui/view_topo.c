@@ -201,7 +201,7 @@ void nt_view_topo(nt_screen *s, int y) {
               s->cols);
     return;
   }
-  int vis_rows = s->rows - 1 - y - 1 - EXPLAIN_H, vis_cols = (s->cols - LEFT_W) / CELL_W;
+  int vis_rows = s->bottom - 1 - y - 1 - EXPLAIN_H, vis_cols = (s->cols - LEFT_W) / CELL_W;
   if (vis_rows < 1) vis_rows = 1;
   if (vis_cols < 1) vis_cols = 1;
   if (s->trow < s->ttop) s->ttop = s->trow;
@@ -233,5 +233,5 @@ void nt_view_topo(nt_screen *s, int y) {
       attroff(attr);
     }
   }
-  explain(s, t, s->rows - 1 - EXPLAIN_H);
+  explain(s, t, s->bottom - 1 - EXPLAIN_H);
 }

@@ -31,7 +31,7 @@ int nt_warn_attr(const nt_screen *s) {
 }
 
 bool nt_scroll_line(nt_screen *s, int *y, int *n, int attr, const char *text) {
-  if (*y >= s->rows - 1) return false;
+  if (*y >= s->bottom - 1) return false;
   if ((*n)++ < s->scroll[s->view]) return true;
   if (attr) attron(attr);
   mvaddnstr((*y)++, 0, text, s->cols);
@@ -39,13 +39,18 @@ bool nt_scroll_line(nt_screen *s, int *y, int *n, int attr, const char *text) {
   return true;
 }
 
+void nt_scroll_clamp(nt_screen *s, int n) {
+  int page = s->bottom - 1 - s->lay.list.y, max = n - (page > 0 ? page : 1);
+  if (s->scroll[s->view] > max) s->scroll[s->view] = max > 0 ? max : 0;
+}
+
 void nt_draw_header(nt_screen *s) {
   double last = nt_model_last_data_s(s->m);
   bool stale = !last || s->now - last > 3 * 1.0;
   const char *mode = s->paused ? "PAUSED" : stale ? "STALE" : "LIVE";
-  char age[32], line[512];
+  char age[NT_UNIT_LEN + 16], line[512], t[NT_UNIT_LEN];
   if (last)
-    snprintf(age, sizeof age, "data %.1fs ago", s->now - last);
+    snprintf(age, sizeof age, "data %s ago", nt_fmt_ns((s->now - last) * 1e9, t, sizeof t));
   else
     snprintf(age, sizeof age, "no data yet");
   char extra[160] = "", mem[32]; /* mem: what the publishers cost, last (--max-memory) */
@@ -53,19 +58,19 @@ void nt_draw_header(nt_screen *s) {
   for (uint32_t i = 0; i < nt_model_nprocesses(s->m); i++)
     lost += nt_model_process_at(s->m, i)->lost_messages;
   int n = 0;
-  if (lost) n = snprintf(extra, sizeof extra, "  lost %llu", (unsigned long long)lost);
+  uint64_t bad = nt_model_total_bad(s->m); /* counts shown only when not zero */
+  if (bad) n = snprintf(extra, sizeof extra, "  bad msgs %llu", (unsigned long long)bad);
+  if (lost)
+    n += snprintf(extra + n, sizeof extra - (size_t)n, "  lost %llu", (unsigned long long)lost);
   uint64_t refused = nt_model_total_refused(s->m);
   if (refused)
     n += snprintf(extra + n, sizeof extra - (size_t)n, "  refused %llu",
                   (unsigned long long)refused);
   if (s->filter[0]) snprintf(extra + n, sizeof extra - (size_t)n, "  filter \"%s\"", s->filter);
-  snprintf(
-      line, sizeof line,
-      " nccltop %s  %-6s %s  publishers %u  ranks %u  alerts %u  bad msgs %llu  sort %s%s  [%s]"
-      "  mem %s",
-      NT_VERSION, mode, age, nt_model_nprocesses(s->m), s->nranks, s->nalerts,
-      (unsigned long long)nt_model_total_bad(s->m), nt_sort_name(s->sort), extra,
-      view_names[s->view], nt_fmt_bytes((double)nt_model_bytes(s->m), mem, sizeof mem));
+  snprintf(line, sizeof line,
+           " nccltop [%s]  %-6s %s  publishers %u  ranks %u  alerts %u%s  sort %s  mem %s",
+           view_names[s->view], mode, age, nt_model_nprocesses(s->m), s->nranks, s->nalerts, extra,
+           nt_sort_name(s->sort), nt_fmt_size((double)nt_model_bytes(s->m), mem, sizeof mem));
   attron(s->o->color && has_colors() ? COLOR_PAIR(NT_C_HEAD) : A_REVERSE);
   mvhline(0, 0, ' ', s->cols);
   mvaddnstr(0, 0, line, s->cols);
@@ -81,83 +86,6 @@ void nt_draw_header(nt_screen *s) {
              "waiting for NCCL processes with the nccltop plugin (NCCL_PROFILER_PLUGIN)...");
   }
   mvaddnstr(1, 0, line, s->cols);
-}
-
-/* A bar of `width` cells split by share per proxy state. */
-static void state_bar(nt_screen *s, int y, int x, int width, const double *share) {
-  static const char glyph_utf8[NT_PROXY_NSTATES][4] = {"·", "█", "z", "!", "+"};
-  static const char glyph_ascii[NT_PROXY_NSTATES] = {'.', '#', 'z', '!', '+'};
-  int used = 0;
-  for (int st = 0; st < NT_PROXY_NSTATES; st++) {
-    int n = (int)(share[st] * width + 0.5);
-    if (used + n > width) n = width - used;
-    attron(nt_state_attr(s, st));
-    for (int i = 0; i < n; i++) {
-      if (s->o->ascii)
-        mvaddch(y, x + used + i, (chtype)glyph_ascii[st]);
-      else
-        mvaddstr(y, x + used + i, glyph_utf8[st]);
-    }
-    attroff(nt_state_attr(s, st));
-    used += n;
-  }
-}
-
-/* The dominant state of each recent update, oldest on the left. */
-static void history(nt_screen *s, int y, int x, const nt_proxy_history *h) {
-  static const char glyph[NT_PROXY_NSTATES] = {'.', '#', 'z', '!', '+'};
-  for (int i = 0; h && i < h->n && x + i < s->cols; i++) {
-    attron(nt_state_attr(s, h->state[i]));
-    mvaddch(y, x + i, (chtype)glyph[h->state[i]]);
-    attroff(nt_state_attr(s, h->state[i]));
-  }
-}
-
-void nt_view_proxy(nt_screen *s, int y) {
-  char line[256];
-  snprintf(line, sizeof line, "%-8s %-18s %-20s %-7s %-22s %5s %5s %5s %5s %5s %8s %8s  %s", "RANK",
-           "COMM", "HOST:PID", "STATE", "LAST INTERVAL", "IDLE%", "ACTV%", "SLEP%", "WAKE%",
-           "APND%", "APPENDS", "OPS", "HISTORY");
-  attron(A_BOLD);
-  mvaddnstr(y++, 0, line, s->cols);
-  attroff(A_BOLD);
-  int lines = 0;
-  for (uint32_t i = 0; i < s->nranks; i++) {
-    const nt_model_rank *r = &s->ranks[i];
-    const nt_snapshot *snap = r->proc->cur;
-    for (uint32_t t = 0; t < snap->nproxy; t++) {
-      const nt_proxy_row *p = &snap->proxy[t];
-      if (p->comm_index != r->comm_index) continue;
-      if (lines++ < s->top) continue;
-      if (y >= s->rows - 1) return;
-      double last[NT_PROXY_NSTATES], total[NT_PROXY_NSTATES];
-      nt_model_proxy_shares(r->proc, p, last, total);
-      char rank[16], comm[24], who[40];
-      snprintf(rank, sizeof rank, "%d/%d", r->rank, r->nranks);
-      if (r->comm_name[0])
-        snprintf(comm, sizeof comm, "%.18s", r->comm_name);
-      else
-        snprintf(comm, sizeof comm, "%016llx", (unsigned long long)r->comm_hash);
-      snprintf(who, sizeof who, "%.12s:%u", r->proc->host, r->proc->pid);
-      snprintf(line, sizeof line, "%-8s %-18s %-20s", rank, comm, who);
-      if ((int)i == s->row) attron(A_REVERSE);
-      mvaddnstr(y, 0, line, s->cols);
-      if ((int)i == s->row) attroff(A_REVERSE);
-      attron(nt_state_attr(s, p->state));
-      mvaddnstr(y, 49, r->proc->stale ? "stale" : nt_proxy_state_name(p->state), s->cols - 49);
-      attroff(nt_state_attr(s, p->state));
-      if (s->cols > 80) state_bar(s, y, 57, 22, last);
-      snprintf(line, sizeof line, "%5.1f %5.1f %5.1f %5.1f %5.1f %8llu %8llu", 100 * total[0],
-               100 * total[1], 100 * total[2], 100 * total[3], 100 * total[4],
-               (unsigned long long)p->appends, (unsigned long long)p->appended_ops);
-      if (s->cols > 81) mvaddnstr(y, 81, line, s->cols - 81);
-      history(s, y, 131, nt_history_of(s, r->proc->pid, p->tid));
-      y++;
-    }
-  }
-  if (lines == 0)
-    mvaddnstr(y, 0, "no proxy threads reported (NCCL starts them only for network transports)",
-              s->cols);
 }
 
 int nt_channel_count(const nt_screen *s) {
@@ -192,64 +120,66 @@ static const char *wait_tag(int wait) {
 
 /* Network plugin rows of a rank (IB QPs or sockets), when its net plugin
  * reports them. */
-static void net_lines(nt_screen *s, const nt_model_rank *r, int *y, int x) {
+static void net_lines(nt_screen *s, const nt_model_rank *r, int *y, int end, int x) {
   const nt_snapshot *snap = r->proc->cur;
-  char line[256], bytes[32];
-  for (uint32_t i = 0; i < snap->nnet && *y < s->rows - 1; i++) {
+  char line[256], bytes[NT_UNIT_LEN], busy[NT_UNIT_LEN];
+  for (uint32_t i = 0; i < snap->nnet && *y < end; i++) {
     const nt_net_row *n = &snap->net[i];
     if (n->comm_index != r->comm_index) continue;
     if (n->type == NT_NET_IB_QP)
       snprintf(line, sizeof line,
-               "net plugin: IB device %d QP %u: %llu requests, %s, busy %.1f ms, %llu open",
-               n->device, n->id, (unsigned long long)n->count,
-               nt_fmt_bytes((double)n->bytes, bytes, sizeof bytes), n->busy_ns / 1e6,
-               (unsigned long long)n->in_flight);
+               "net plugin: IB device %d QP %u: %llu requests, %s, busy %s, %llu open", n->device,
+               n->id, (unsigned long long)n->count,
+               nt_fmt_size((double)n->bytes, bytes, sizeof bytes),
+               nt_fmt_ns((double)n->busy_ns, busy, sizeof busy), (unsigned long long)n->in_flight);
     else
-      snprintf(line, sizeof line,
-               "net plugin: socket fd %u: %llu tasks, %s, busy %.1f ms, %llu open", n->id,
-               (unsigned long long)n->count, nt_fmt_bytes((double)n->bytes, bytes, sizeof bytes),
-               n->busy_ns / 1e6, (unsigned long long)n->in_flight);
+      snprintf(line, sizeof line, "net plugin: socket fd %u: %llu tasks, %s, busy %s, %llu open",
+               n->id, (unsigned long long)n->count,
+               nt_fmt_size((double)n->bytes, bytes, sizeof bytes),
+               nt_fmt_ns((double)n->busy_ns, busy, sizeof busy), (unsigned long long)n->in_flight);
     mvaddnstr((*y)++, x, line, s->cols - x);
   }
 }
 
 /* PXN: what this process's proxy thread ran on the channel for other ranks
  * of the node, whose own rows show none of it. */
-static void relay_lines(nt_screen *s, const nt_model_rank *r, int channel, int *y, int x) {
+static void relay_lines(nt_screen *s, const nt_model_rank *r, int channel, int *y, int end, int x) {
   const nt_snapshot *snap = r->proc->cur;
   char line[256], bytes[32];
-  for (uint32_t c = 0; c < snap->nchannels && *y < s->rows - 1; c++) {
+  for (uint32_t c = 0; c < snap->nchannels && *y < end; c++) {
     const nt_channel_row *row = &snap->channels[c];
     if (row->comm_index != r->comm_index || row->channel != channel || row->relay_rank < 0)
       continue;
     snprintf(line, sizeof line, "relayed for rank %d (PXN): %s %s peer %d: %llu steps, %s, %s",
              row->relay_rank, row->dir ? "recv" : "send", row->dir ? "from" : "to", row->peer,
-             (unsigned long long)row->steps, nt_fmt_bytes((double)row->bytes, bytes, sizeof bytes),
+             (unsigned long long)row->steps, nt_fmt_size((double)row->bytes, bytes, sizeof bytes),
              nt_run_name(row->run_state));
     mvaddnstr((*y)++, x, line, s->cols - x);
   }
 }
 
-static void detail_panel(nt_screen *s, const nt_model_rank *r, int channel, int y) {
+static void detail_panel(nt_screen *s, const nt_model_rank *r, int channel, nt_rect area) {
   char line[256];
-  int x = 2;
+  int x = 2, y = area.y, end = area.y + area.h;
+  if (area.h <= 0) return;
   mvhline(y++, 0, ACS_HLINE, s->cols);
   snprintf(line, sizeof line, "rank %d/%d  channel %d  host %s  pid %u   (Esc closes)", r->rank,
            r->nranks, channel, r->proc->host, r->proc->pid);
   attron(A_BOLD);
-  mvaddnstr(y++, x, line, s->cols - x);
+  if (y < end) mvaddnstr(y++, x, line, s->cols - x);
   attroff(A_BOLD);
-  for (int dir = 0; dir < 2 && y < s->rows - 1; dir++) {
+  for (int dir = 0; dir < 2 && y < end; dir++) {
     const nt_channel_row *row = cell_row(r, channel, dir);
     if (!row) continue;
     double sps, bps;
     nt_model_channel_rates(r->proc, row, &sps, &bps);
     uint64_t sum = row->wait_ns[0] + row->wait_ns[1] + row->wait_ns[2];
-    char age[32];
+    char age[NT_UNIT_LEN + 8], rate[NT_UNIT_LEN];
     if (row->progress_age_ns == UINT64_MAX)
       snprintf(age, sizeof age, "never");
     else
-      snprintf(age, sizeof age, "%.2fs ago", row->progress_age_ns / 1e9);
+      snprintf(age, sizeof age, "%s ago",
+               nt_fmt_ns((double)row->progress_age_ns, rate, sizeof rate));
     bool stalled = nt_model_channel_stalled(row, s->o->stall_ms);
     char step[48];
     if (row->cur_wait != NT_WAIT_NONE)
@@ -257,77 +187,121 @@ static void detail_panel(nt_screen *s, const nt_model_rank *r, int channel, int 
     else
       snprintf(step, sizeof step, "no step in progress");
     snprintf(line, sizeof line,
-             "%s %s peer %d: %s, last progress %s, %.0f steps/s, %.1f MB/s, %llu ops in flight "
+             "%s %s peer %d: %s, last progress %s, %.0f steps/s, %s, %llu ops in flight "
              "(%s)%s",
-             dir ? "recv" : "send", dir ? "from" : "to", row->peer, step, age, sps, bps / 1e6,
+             dir ? "recv" : "send", dir ? "from" : "to", row->peer, step, age, sps,
+             nt_fmt_rate(bps, rate, sizeof rate),
              (unsigned long long)(row->ops_started - row->ops_done), nt_run_name(row->run_state),
              stalled ? "  STALLED" : "");
     if (stalled) attron(nt_stall_attr(s));
     mvaddnstr(y++, x, line, s->cols - x);
     if (stalled) attroff(nt_stall_attr(s));
-    for (int k = 0; k < 3 && y < s->rows - 1; k++) {
+    for (int k = 0; k < 3 && y < end; k++) {
       double pct = sum ? 100.0 * (double)row->wait_ns[k] / (double)sum : 0;
-      snprintf(line, sizeof line, "    %-16s %12.3f ms  %5.1f%%", nt_wait_name(nt_dir_wait(dir, k)),
-               row->wait_ns[k] / 1e6, pct);
+      char t[NT_UNIT_LEN];
+      snprintf(line, sizeof line, "    %-16s %8s  %5.1f%%", nt_wait_name(nt_dir_wait(dir, k)),
+               nt_fmt_ns((double)row->wait_ns[k], t, sizeof t), pct);
       mvaddnstr(y++, x, line, s->cols - x);
     }
   }
-  relay_lines(s, r, channel, &y, x);
-  net_lines(s, r, &y, x);
+  relay_lines(s, r, channel, &y, end, x);
+  net_lines(s, r, &y, end, x);
 }
 
-void nt_view_channels(nt_screen *s, int y) {
-  int nch = nt_channel_count(s);
-  const int cellw = 11, left = 16;
-  char line[256];
-  attron(A_BOLD);
-  mvaddnstr(y, 0, "RANK", s->cols);
-  for (int c = 0; c < nch && left + (c + 1) * cellw <= s->cols; c++) {
-    snprintf(line, sizeof line, "ch%-2d S/R", c);
-    mvaddnstr(y, left + c * cellw, line, cellw - 1);
-  }
-  attroff(A_BOLD);
-  y++;
-  int detail_h = s->detail ? 14 : 0;
-  int avail = s->rows - 1 - y - detail_h - 1;
-  if (s->row < s->top) s->top = s->row;
-  if (avail > 0 && s->row >= s->top + avail) s->top = s->row - avail + 1;
-  for (int i = s->top; i < (int)s->nranks && y < s->rows - 2 - detail_h; i++, y++) {
-    const nt_model_rank *r = &s->ranks[i];
+/* The channel grid: a list panel of ranks, one column per channel; the
+ * cursor is a cell (s->row, s->col), the scroll the view's own. */
+static nt_list_col chan_cols[NT_LIST_MAX_COLS];
+static char chan_titles[NT_LIST_MAX_COLS][16];
+
+static void chan_cell(void *ctx, int i, int col, int y, int x, int w, bool cursor) {
+  nt_screen *s = ctx;
+  const nt_model_rank *r = &s->ranks[i];
+  char line[64];
+  if (col == 0) {
     /* rank/nranks and a short communicator id: ranks of several comms alternate */
     snprintf(line, sizeof line, "%d/%d %04llx%s", r->rank, r->nranks,
              (unsigned long long)(r->comm_hash & 0xffff), r->proc->stale ? "?" : "");
-    mvaddnstr(y, 0, line, left - 1);
-    for (int c = 0; c < nch && left + (c + 1) * cellw <= s->cols; c++) {
-      const nt_channel_row *sr = cell_row(r, c, NT_DIR_SEND), *rr = cell_row(r, c, NT_DIR_RECV);
-      bool stalled = (sr && nt_model_channel_stalled(sr, s->o->stall_ms)) ||
-                     (rr && nt_model_channel_stalled(rr, s->o->stall_ms));
-      /* Work in flight the GPU has not reached (run-ahead): shown, not an alarm. */
-      bool queued = (sr && sr->ops_started > sr->ops_done && sr->run_state == NT_RUN_QUEUED) ||
-                    (rr && rr->ops_started > rr->ops_done && rr->run_state == NT_RUN_QUEUED);
-      snprintf(line, sizeof line, "%s%s/%s",
-               stalled  ? "!"
-               : queued ? "~"
-                        : "",
-               sr ? wait_tag(nt_model_channel_dominant_wait(r->proc, sr)) : "-",
-               rr ? wait_tag(nt_model_channel_dominant_wait(r->proc, rr)) : "-");
-      int attr = (i == s->row && c == s->col) ? A_REVERSE : 0;
-      if (stalled) attr |= nt_stall_attr(s);
-      attron(attr);
-      mvaddnstr(y, left + c * cellw, line, cellw - 1);
-      attroff(attr);
-    }
+    mvaddnstr(y, x, line, w);
+    return;
   }
+  int c = col - 1;
+  const nt_channel_row *sr = cell_row(r, c, NT_DIR_SEND), *rr = cell_row(r, c, NT_DIR_RECV);
+  bool stalled = (sr && nt_model_channel_stalled(sr, s->o->stall_ms)) ||
+                 (rr && nt_model_channel_stalled(rr, s->o->stall_ms));
+  /* Work in flight the GPU has not reached (run-ahead): shown, not an alarm. */
+  bool queued = (sr && sr->ops_started > sr->ops_done && sr->run_state == NT_RUN_QUEUED) ||
+                (rr && rr->ops_started > rr->ops_done && rr->run_state == NT_RUN_QUEUED);
+  snprintf(line, sizeof line, "%s%s/%s",
+           stalled  ? "!"
+           : queued ? "~"
+                    : "",
+           sr ? wait_tag(nt_model_channel_dominant_wait(r->proc, sr)) : "-",
+           rr ? wait_tag(nt_model_channel_dominant_wait(r->proc, rr)) : "-");
+  int attr = cursor ? A_REVERSE : 0;
+  if (stalled) attr |= nt_stall_attr(s);
+  if (attr) attron(attr);
+  mvaddnstr(y, x, line, w);
+  if (attr) attroff(attr);
+}
+
+static void chan_spec(nt_screen *s, nt_list *l) {
+  int nch = nt_channel_count(s);
+  if (nch > NT_LIST_MAX_COLS - 1) nch = NT_LIST_MAX_COLS - 1;
+  chan_cols[0] = (nt_list_col){"RANK", 15, 0, false};
+  for (int c = 0; c < nch; c++) {
+    snprintf(chan_titles[c + 1], sizeof chan_titles[c + 1], "ch%-2d S/R", c);
+    chan_cols[c + 1] = (nt_list_col){chan_titles[c + 1], 10, 0, false};
+  }
+  int end = s->bottom - (s->detail ? 0 : 1); /* the legend's line when no detail */
+  *l = (nt_list){.area = {.y = s->lay.list.y, .x = 0, .h = end - s->lay.list.y, .w = s->cols},
+                 .cols = chan_cols,
+                 .ncols = nch + 1,
+                 .fixed = 1,
+                 .nrows = (int)s->nranks,
+                 .sort_col = s->sort == NT_SORT_RANK ? 0 : -1,
+                 .cell_cursor = true,
+                 .cell = chan_cell,
+                 .ctx = s};
+  if (l->area.h < 0) l->area.h = 0;
+  nt_list_state *st = &s->lists[NT_VIEW_CHANNELS];
+  st->row = s->row;
+  st->col = s->col + 1;
+}
+
+/* Back from the list's cursor to the screen's (search and details read it). */
+static void chan_sync(nt_screen *s) {
+  const nt_list_state *st = &s->lists[NT_VIEW_CHANNELS];
+  s->row = st->row;
+  s->col = st->col > 0 ? st->col - 1 : 0;
+}
+
+void nt_view_channels(nt_screen *s, int y) {
+  (void)y; /* the layout's list */
+  nt_list l;
+  chan_spec(s, &l);
+  nt_list_draw(&l, &s->lists[NT_VIEW_CHANNELS], A_BOLD);
+  chan_sync(s);
   if (!s->nranks) return;
   if (s->detail && s->row < (int)s->nranks) {
-    detail_panel(s, &s->ranks[s->row], s->col, s->rows - 1 - detail_h);
+    detail_panel(s, &s->ranks[s->row], s->col, s->lay.detail);
   } else {
-    mvaddnstr(s->rows - 1, 0,
+    mvaddnstr(s->bottom - 1, 0,
               "cell = dominant wait send/recv: GPU = waiting for the GPU, PEER = receiver has not "
               "granted credit, NET = on the wire, FLSH = GPUDirect flush; ! = stalled; ~ = "
               "queued (the GPU has not reached it yet); Enter = details",
               s->cols);
   }
+}
+
+bool nt_list_view_action(nt_screen *s, int action) {
+  if (s->view == NT_VIEW_PROXY) return nt_proxy_list_action(s, action);
+  if (s->view != NT_VIEW_CHANNELS) return false;
+  nt_list l;
+  chan_spec(s, &l);
+  if (action == NT_ACT_LEFT && s->lists[NT_VIEW_CHANNELS].col <= 1) return true; /* not RANK */
+  if (!nt_list_action(&l, &s->lists[NT_VIEW_CHANNELS], action)) return false;
+  chan_sync(s);
+  return true;
 }
 
 /* The classes the job reports: the plugin sets NCCL's mask from
@@ -384,7 +358,7 @@ void nt_view_help(nt_screen *s, int y) {
       "Alerts: root = where the waits of stalled ranks end; stall = channels stuck in a wait",
       "  (and the peer waited on); hung_op = in flight past --stall-ms; straggler = launched",
       "  fewer operations than the other ranks; silent = publisher stopped; drops = data lost.",
-      "Bandwidths: algbw and busbw in GB/s, as nccl-tests computes them.",
+      "Bandwidths: algbw and busbw as nccl-tests computes them, in decimal units (GB/s = 1e9 B/s).",
   };
   for (size_t i = 0; i < sizeof text / sizeof text[0]; i++) nt_scroll_line(s, &y, &n, 0, text[i]);
   if (s->scroll[s->view] > n - 1) s->scroll[s->view] = n > 0 ? n - 1 : 0;

@@ -1,0 +1,191 @@
+/* The list views in a pseudo-terminal, on a publisher of many ranks (30
+ * communicators of one process, 32 channels each): the proxy view scrolls
+ * to its last row in a 15-line terminal, the channel grid reaches its last
+ * channel at 80 columns, each view keeps its own scroll, and the key bar is
+ * on the last line at 80x24 and 200x60. */
+#include <libgen.h>
+#include <limits.h>
+
+#include "testlib.h"
+#include "vterm_harness.h"
+#include "../proto/nccltop_proto.h"
+#include <zmq.h>
+
+#define RANKS    30
+#define CHANNELS 32
+
+static char nccltop[PATH_MAX + 16];
+static char dir[] = "/tmp/nccltop-list-XXXXXX";
+static char dir_env[sizeof dir + 16];
+static pid_t pub = -1;
+
+static pid_t wide_publisher(void) {
+  pid_t pid = fork();
+  if (pid != 0) return pid;
+  char ep[256];
+  void *z = zmq_ctx_new(), *s = zmq_socket(z, ZMQ_XPUB);
+  if (nt_endpoint_for_pid(dir, (uint32_t)getpid(), ep, sizeof ep) != 0 || zmq_bind(s, ep) != 0)
+    _exit(1);
+  nt_snapshot *snap = nt_snapshot_new();
+  if (!snap) _exit(1);
+  snprintf(snap->host, sizeof snap->host, "wide");
+  snap->pid = (uint32_t)getpid();
+  snap->ncomms = RANKS;
+  snap->nproxy = RANKS;
+  snap->nchannels = RANKS * CHANNELS;
+  for (int i = 0; i < RANKS; i++) {
+    snap->comms[i] =
+        (nt_comm_row){.comm_hash = 0x1000u + (unsigned)i, .rank = i, .nranks = RANKS, .nnodes = 1};
+    snap->proxy[i] = (nt_proxy_row){.comm_index = (uint16_t)i,
+                                    .tid = 100u + (unsigned)i,
+                                    .state = NT_PROXY_ACTIVE,
+                                    .state_ns = {1, 3, 0, 0, 0}};
+    for (int c = 0; c < CHANNELS; c++)
+      snap->channels[i * CHANNELS + c] = (nt_channel_row){.comm_index = (uint16_t)i,
+                                                          .channel = (uint8_t)c,
+                                                          .dir = NT_DIR_SEND,
+                                                          .peer = (i + 1) % RANKS,
+                                                          .wait_ns = {1, 1, 5},
+                                                          .steps = 10,
+                                                          .cur_step = -1,
+                                                          .cur_wait = NT_WAIT_NONE,
+                                                          .progress_age_ns = 1000,
+                                                          .relay_rank = -1};
+  }
+  static uint8_t buf[1 << 20];
+  for (uint64_t seq = 1; seq < 1200; seq++) {
+    snap->seq = seq;
+    snap->mono_ns = seq * 100000000ull;
+    size_t n = nt_snapshot_encode(snap, buf, sizeof buf);
+    if (!n) _exit(2);
+    zmq_send(s, NT_TOPIC_SNAPSHOT, strlen(NT_TOPIC_SNAPSHOT), ZMQ_SNDMORE);
+    zmq_send(s, buf, n, 0);
+    usleep(100000);
+  }
+  _exit(0);
+}
+
+/* The last line of the screen as text. */
+static const char *last_line(vt_term *t) {
+  const char *text = vt_text(t), *p = text;
+  for (int r = 0; r < t->rows - 1 && p; r++) {
+    p = strchr(p, '\n');
+    if (p) p++;
+  }
+  return p ? p : "";
+}
+
+static bool start(vt_term *t, int rows, int cols) {
+  char *argv[] = {nccltop, "-d", "200", NULL};
+  char *env[] = {dir_env, NULL};
+  return vt_start(t, rows, cols, argv, env) == 0 && vt_wait_for(t, "ranks 30", 20);
+}
+
+static bool quit(vt_term *t) {
+  vt_send(t, "q");
+  bool ok = vt_wait_exit(t, 10) == 0;
+  vt_stop(t);
+  return ok;
+}
+
+static void proxy_view_scrolls_to_its_last_row(void) {
+  vt_term t;
+  bool ok = start(&t, 15, 100);
+  vt_send(&t, "2");
+  ok = ok && vt_wait_for(&t, "[proxy threads]", 5) && vt_wait_for(&t, "0/30", 5);
+  vt_send(&t, "\033OF"); /* End: the last rank, 29/30, comes into view */
+  ok = ok && vt_wait_for(&t, "29/30", 5);
+  vt_send(&t, "\033OH"); /* Home: back up */
+  ok = ok && vt_wait_for(&t, "\n0/30 ", 5);
+  /* Down past the screen's end, one line at a time. */
+  for (int i = 0; i < RANKS - 1; i++) vt_send(&t, "\033OB");
+  ok = ok && vt_wait_for(&t, "29/30", 5);
+  ok = quit(&t) && ok;
+  CHECK(ok);
+}
+
+static void channel_grid_reaches_its_last_channel(void) {
+  vt_term t;
+  bool ok = start(&t, 24, 80);
+  vt_send(&t, "3");
+  ok = ok && vt_wait_for(&t, "[channels]", 5) && vt_wait_for(&t, "ch0 ", 5);
+  for (int i = 0; i < CHANNELS - 1; i++) vt_send(&t, "\033OC"); /* Right to the last channel */
+  ok = ok && vt_wait_for(&t, "ch31", 5);
+  vt_send(&t, "\033OF"); /* End: the last rank, in the same channel */
+  ok = ok && vt_wait_for(&t, "29/30", 5) && vt_wait_for(&t, "ch31", 1);
+  /* Each view its own scroll: the proxy view is not scrolled right, and the
+   * grid still is when it comes back; the cursor's rank follows. */
+  vt_send(&t, "2");
+  ok = ok && vt_wait_for(&t, "[proxy threads]", 5) && vt_wait_for(&t, "COMM", 5) &&
+       vt_wait_for(&t, "29/30", 5);
+  vt_send(&t, "3");
+  ok = ok && vt_wait_for(&t, "[channels]", 5) && vt_wait_for(&t, "ch31", 5);
+  ok = quit(&t) && ok;
+  CHECK(ok);
+}
+
+static void proxy_view_at_80x24_keeps_its_key_numbers(void) {
+  vt_term t;
+  bool ok = start(&t, 24, 80);
+  vt_send(&t, "2");
+  ok = ok && vt_wait_for(&t, "[proxy threads]", 5) && vt_wait_for(&t, "ACTV%", 5) &&
+       vt_wait_for(&t, "STATE", 1) && vt_wait_for(&t, "active", 5) && vt_wait_for(&t, "75.0", 5);
+  ok = quit(&t) && ok;
+  CHECK(ok);
+}
+
+static void overview_at_80x24_keeps_its_key_numbers(void) {
+  vt_term t;
+  bool ok = start(&t, 24, 80) && vt_wait_for(&t, "[overview]", 5);
+  /* Hash, nodes, phase and the process's ABI and unsent count give way. */
+  ok = ok && vt_wait_for(&t, "RANKS", 5) && vt_wait_for(&t, "STALLED", 1) &&
+       vt_wait_for(&t, "DONE/s", 1);
+  vt_send(&t, "\033OF"); /* End: the process table, below the 30 communicators */
+  ok = ok && vt_wait_for(&t, "DROPPED", 5) && vt_wait_for(&t, "STATE", 1) &&
+       vt_wait_for(&t, "live", 5);
+  ok = quit(&t) && ok;
+  CHECK(ok);
+}
+
+static bool key_bar_shown(vt_term *t) {
+  double end = vt_now() + 5;
+  while (vt_now() < end && !(strstr(last_line(t), "F1Help") && strstr(last_line(t), "F10Quit")))
+    vt_pump(t, 50);
+  if (strstr(last_line(t), "F1Help") && strstr(last_line(t), "F10Quit")) return true;
+  fprintf(stderr, "    %dx%d: the last line is \"%s\"\n", t->cols, t->rows, last_line(t));
+  return false;
+}
+
+static void key_bar_on_the_last_line(void) {
+  vt_term t;
+  bool ok = start(&t, 24, 80) && key_bar_shown(&t);
+  if (ok) {
+    vt_resize(&t, 60, 200);
+    ok = vt_wait_for(&t, "ranks 30", 5) && key_bar_shown(&t);
+  }
+  ok = quit(&t) && ok;
+  CHECK(ok);
+}
+
+int main(void) {
+  char exe[PATH_MAX], bindir[PATH_MAX];
+  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  exe[n > 0 ? n : 0] = '\0';
+  snprintf(bindir, sizeof bindir, "%s/..", dirname(exe));
+  snprintf(nccltop, sizeof nccltop, "%s/nccltop", bindir);
+  if (!mkdtemp(dir)) return 1;
+  snprintf(dir_env, sizeof dir_env, "NCCLTOP_DIR=%s", dir);
+  pub = wide_publisher();
+  if (pub < 0) return 1;
+  TEST_RUN(proxy_view_scrolls_to_its_last_row);
+  TEST_RUN(channel_grid_reaches_its_last_channel);
+  TEST_RUN(proxy_view_at_80x24_keeps_its_key_numbers);
+  TEST_RUN(overview_at_80x24_keeps_its_key_numbers);
+  TEST_RUN(key_bar_on_the_last_line);
+  kill(pub, SIGKILL);
+  waitpid(pub, NULL, 0);
+  char cmd[64];
+  snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+  if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
+  return TEST_DONE();
+}

@@ -1,0 +1,156 @@
+/* The list panel (list.h). */
+#include "list.h"
+
+#include <curses.h>
+#include <stdio.h>
+
+#include "screen.h"
+
+int nt_list_page(const nt_list *l) {
+  return l->area.h > 1 ? l->area.h - 1 : 0;
+}
+
+/* Width of the columns that a mask keeps (separators included). */
+static int width_of(const nt_list_col *cols, int ncols, const bool *keep) {
+  int w = 0;
+  for (int i = 0; i < ncols; i++)
+    if (keep[i]) w += cols[i].width + 1;
+  return w;
+}
+
+void nt_list_fit(const nt_list_col *cols, int ncols, int fixed, int width, bool *keep) {
+  for (int i = 0; i < ncols; i++) keep[i] = true;
+  /* Drop the least important first, the last of equals first. */
+  while (width_of(cols, ncols, keep) > width + 1) {
+    int worst = -1;
+    for (int i = fixed; i < ncols; i++)
+      if (keep[i] && cols[i].priority > 0 &&
+          (worst < 0 || cols[i].priority >= cols[worst].priority))
+        worst = i;
+    if (worst < 0) break;
+    keep[worst] = false;
+  }
+}
+
+const char *nt_list_line(char *out, size_t cap, const nt_list_col *cols, int ncols,
+                         const bool *keep, const char *const *cells) {
+  size_t used = 0;
+  if (cap) out[0] = '\0';
+  for (int i = 0; i < ncols && used < cap; i++) {
+    if (!keep[i]) continue;
+    int n =
+        snprintf(out + used, cap - used, cols[i].right ? "%s%*.*s" : "%s%-*.*s", used ? " " : "",
+                 cols[i].width, cols[i].width, cells ? cells[i] : cols[i].title);
+    if (n < 0) break;
+    used += (size_t)n;
+  }
+  return out;
+}
+
+int nt_list_columns(const nt_list *l, const nt_list_state *st, int *x) {
+  bool keep[NT_LIST_MAX_COLS];
+  int n = l->ncols < NT_LIST_MAX_COLS ? l->ncols : NT_LIST_MAX_COLS;
+  if (st->left == 0) {
+    nt_list_fit(l->cols, n, l->fixed, l->area.w, keep);
+  } else {
+    for (int i = 0; i < n; i++) keep[i] = i < l->fixed || i >= l->fixed + st->left;
+  }
+  int pos = l->area.x, shown = 0;
+  for (int i = 0; i < n; i++) {
+    x[i] = -1;
+    if (!keep[i] || pos + l->cols[i].width > l->area.x + l->area.w) continue;
+    x[i] = pos;
+    pos += l->cols[i].width + 1;
+    shown++;
+  }
+  return shown;
+}
+
+/* Scrolls horizontally so the cursor column is drawn. */
+static void keep_col_visible(const nt_list *l, nt_list_state *st) {
+  int x[NT_LIST_MAX_COLS];
+  if (st->col < l->fixed) return;
+  if (st->left > st->col - l->fixed) st->left = st->col - l->fixed;
+  for (int guard = 0; guard < l->ncols; guard++) {
+    nt_list_columns(l, st, x);
+    if (x[st->col] >= 0) return;
+    st->left++;
+  }
+}
+
+static void clamp(const nt_list *l, nt_list_state *st) {
+  int page = nt_list_page(l);
+  if (st->row >= l->nrows) st->row = l->nrows - 1;
+  if (st->row < 0) st->row = 0;
+  if (st->col >= l->ncols) st->col = l->ncols - 1;
+  if (st->col < 0) st->col = 0;
+  int max_left = l->ncols - l->fixed - 1;
+  if (st->left > max_left) st->left = max_left;
+  if (st->left < 0) st->left = 0;
+  if (l->cell_cursor) keep_col_visible(l, st);
+  if (st->row < st->top) st->top = st->row;
+  if (page > 0 && st->row >= st->top + page) st->top = st->row - page + 1;
+  if (st->top > l->nrows - page) st->top = l->nrows - page;
+  if (st->top < 0) st->top = 0;
+}
+
+bool nt_list_action(const nt_list *l, nt_list_state *st, int action) {
+  int page = nt_list_page(l) > 1 ? nt_list_page(l) - 1 : 1;
+  switch (action) {
+  case NT_ACT_UP: st->row--; break;
+  case NT_ACT_DOWN: st->row++; break;
+  case NT_ACT_PAGE_UP: st->row -= page; break;
+  case NT_ACT_PAGE_DOWN: st->row += page; break;
+  case NT_ACT_HOME: st->row = 0; break;
+  case NT_ACT_END: st->row = l->nrows - 1; break;
+  case NT_ACT_LEFT:
+    if (l->cell_cursor)
+      st->col--;
+    else
+      st->left--;
+    break;
+  case NT_ACT_RIGHT:
+    if (l->cell_cursor) {
+      st->col++;
+    } else {
+      /* Only while columns are out of sight. */
+      int x[NT_LIST_MAX_COLS], shown = nt_list_columns(l, st, x);
+      if (shown + st->left < l->ncols) st->left++;
+    }
+    break;
+  default: return false;
+  }
+  clamp(l, st);
+  return true;
+}
+
+void nt_list_draw(const nt_list *l, nt_list_state *st, int header_attr) {
+  if (l->area.h <= 0 || l->area.w <= 0 || l->ncols > NT_LIST_MAX_COLS) return;
+  clamp(l, st);
+  int x[NT_LIST_MAX_COLS];
+  nt_list_columns(l, st, x);
+  attron(header_attr);
+  mvhline(l->area.y, l->area.x, ' ', l->area.w);
+  for (int i = 0; i < l->ncols; i++) {
+    if (x[i] < 0) continue;
+    char t[64];
+    const char *mark = i == l->sort_col ? "^" : "";
+    if (l->cols[i].right)
+      snprintf(t, sizeof t, "%*s%s", l->cols[i].width - (mark[0] ? 1 : 0), l->cols[i].title, mark);
+    else
+      snprintf(t, sizeof t, "%s%s", l->cols[i].title, mark);
+    mvaddnstr(l->area.y, x[i], t, l->cols[i].width);
+  }
+  if (st->left > 0) mvaddnstr(l->area.y, l->area.x + l->area.w - 1, "<", 1);
+  attroff(header_attr);
+  int page = nt_list_page(l);
+  for (int k = 0; k < page && st->top + k < l->nrows; k++) {
+    int row = st->top + k, y = l->area.y + 1 + k;
+    bool on = row == st->row;
+    for (int i = 0; i < l->ncols; i++) {
+      if (x[i] < 0) continue;
+      bool cur = on && (!l->cell_cursor || i == st->col || i < l->fixed);
+      l->cell(l->ctx, row, i, y, x[i], l->cols[i].width, cur);
+    }
+  }
+}

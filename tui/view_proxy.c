@@ -1,0 +1,186 @@
+/* The proxy view: one row per proxy thread of a rank, in a list panel of
+ * its own (its scroll and cursor are no other view's). */
+#include <curses.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "screen.h"
+
+enum {
+  C_RANK,
+  C_COMM,
+  C_WHO,
+  C_STATE,
+  C_BAR,
+  C_IDLE,
+  C_ACTV,
+  C_SLEP,
+  C_WAKE,
+  C_APND,
+  C_APPENDS,
+  C_OPS,
+  C_HISTORY,
+  C_COUNT
+};
+
+/* Least important dropped first at the first horizontal position: at 80
+ * columns the rank, its process, its state and how busy it is stay. */
+static const nt_list_col cols[C_COUNT] = {
+    [C_RANK] = {"RANK", 8, 0, false},          [C_COMM] = {"COMM", 18, 2, false},
+    [C_WHO] = {"HOST:PID", 20, 1, false},      [C_STATE] = {"STATE", 7, 0, false},
+    [C_BAR] = {"LAST INTERVAL", 22, 3, false}, [C_IDLE] = {"IDLE%", 5, 3, true},
+    [C_ACTV] = {"ACTV%", 5, 1, true},          [C_SLEP] = {"SLEP%", 5, 3, true},
+    [C_WAKE] = {"WAKE%", 5, 4, true},          [C_APND] = {"APND%", 5, 4, true},
+    [C_APPENDS] = {"APPENDS", 8, 5, true},     [C_OPS] = {"OPS", 8, 5, true},
+    [C_HISTORY] = {"HISTORY", 24, 4, false},
+};
+
+#define MAX_LINES (NT_SCREEN_MAX_RANKS * 2)
+
+typedef struct {
+  nt_screen *s;
+  uint32_t n;
+  struct {
+    uint32_t rank, thread;
+  } line[MAX_LINES];
+} proxy_rows;
+
+static proxy_rows rows;
+
+static void collect(nt_screen *s) {
+  rows.s = s;
+  rows.n = 0;
+  for (uint32_t i = 0; i < s->nranks; i++) {
+    const nt_snapshot *snap = s->ranks[i].proc->cur;
+    for (uint32_t t = 0; t < snap->nproxy && rows.n < MAX_LINES; t++)
+      if (snap->proxy[t].comm_index == s->ranks[i].comm_index) {
+        rows.line[rows.n].rank = i;
+        rows.line[rows.n++].thread = t;
+      }
+  }
+}
+
+/* A bar of `width` cells split by share per proxy state. */
+static void state_bar(nt_screen *s, int y, int x, int width, const double *share) {
+  static const char glyph_utf8[NT_PROXY_NSTATES][4] = {"·", "█", "z", "!", "+"};
+  static const char glyph_ascii[NT_PROXY_NSTATES] = {'.', '#', 'z', '!', '+'};
+  int used = 0;
+  for (int st = 0; st < NT_PROXY_NSTATES; st++) {
+    int n = (int)(share[st] * width + 0.5);
+    if (used + n > width) n = width - used;
+    attron(nt_state_attr(s, st));
+    for (int i = 0; i < n; i++) {
+      if (s->o->ascii)
+        mvaddch(y, x + used + i, (chtype)glyph_ascii[st]);
+      else
+        mvaddstr(y, x + used + i, glyph_utf8[st]);
+    }
+    attroff(nt_state_attr(s, st));
+    used += n;
+  }
+}
+
+/* The dominant state of each recent update, oldest on the left. */
+static void history(nt_screen *s, int y, int x, int w, const nt_proxy_history *h) {
+  static const char glyph[NT_PROXY_NSTATES] = {'.', '#', 'z', '!', '+'};
+  for (int i = 0; h && i < h->n && i < w; i++) {
+    attron(nt_state_attr(s, h->state[i]));
+    mvaddch(y, x + i, (chtype)glyph[h->state[i]]);
+    attroff(nt_state_attr(s, h->state[i]));
+  }
+}
+
+static void cell(void *ctx, int row, int col, int y, int x, int w, bool cursor) {
+  proxy_rows *pr = ctx;
+  nt_screen *s = pr->s;
+  const nt_model_rank *r = &s->ranks[pr->line[row].rank];
+  const nt_proxy_row *p = &r->proc->cur->proxy[pr->line[row].thread];
+  double last[NT_PROXY_NSTATES], total[NT_PROXY_NSTATES];
+  char t[48] = "";
+  int attr = cursor ? A_REVERSE : 0;
+  switch (col) {
+  case C_RANK: snprintf(t, sizeof t, "%d/%d", r->rank, r->nranks); break;
+  case C_COMM:
+    if (r->comm_name[0])
+      snprintf(t, sizeof t, "%.18s", r->comm_name);
+    else
+      snprintf(t, sizeof t, "%016llx", (unsigned long long)r->comm_hash);
+    break;
+  case C_WHO: snprintf(t, sizeof t, "%.12s:%u", r->proc->host, r->proc->pid); break;
+  case C_STATE:
+    snprintf(t, sizeof t, "%s", r->proc->stale ? "stale" : nt_proxy_state_name(p->state));
+    attr |= nt_state_attr(s, p->state);
+    break;
+  case C_BAR:
+    nt_model_proxy_shares(r->proc, p, last, total);
+    state_bar(s, y, x, w, last);
+    return;
+  case C_HISTORY: history(s, y, x, w, nt_history_of(s, r->proc->pid, p->tid)); return;
+  case C_APPENDS: snprintf(t, sizeof t, "%*llu", w, (unsigned long long)p->appends); break;
+  case C_OPS: snprintf(t, sizeof t, "%*llu", w, (unsigned long long)p->appended_ops); break;
+  default: /* the shares since the thread started */
+    nt_model_proxy_shares(r->proc, p, last, total);
+    snprintf(t, sizeof t, "%*.1f", w, 100 * total[col - C_IDLE]);
+    break;
+  }
+  if (attr) attron(attr);
+  mvaddnstr(y, x, t, w);
+  if (attr) attroff(attr);
+}
+
+static void spec(nt_screen *s, nt_list *l) {
+  collect(s);
+  *l = (nt_list){
+      .area = {.y = s->lay.list.y, .x = 0, .h = s->bottom - 1 - s->lay.list.y, .w = s->cols},
+      .cols = cols,
+      .ncols = C_COUNT,
+      .fixed = 1,
+      .nrows = (int)rows.n,
+      .sort_col = s->sort == NT_SORT_RANK   ? C_RANK
+                  : s->sort == NT_SORT_HOST ? C_WHO
+                                            : -1,
+      .cell = cell,
+      .ctx = &rows};
+  if (l->area.h < 0) l->area.h = 0;
+}
+
+/* The screen's cursor is a rank (search and the channel grid move it); the
+ * list's, a thread line: each follows the other when it moved. */
+static int synced_rank = -1;
+
+static void follow_rank(nt_screen *s) {
+  nt_list_state *st = &s->lists[NT_VIEW_PROXY];
+  if (s->row == synced_rank) return;
+  for (uint32_t k = 0; k < rows.n; k++)
+    if ((int)rows.line[k].rank == s->row) {
+      st->row = (int)k;
+      break;
+    }
+  synced_rank = s->row;
+}
+
+void nt_view_proxy(nt_screen *s, int y) {
+  (void)y; /* the layout's list */
+  nt_list l;
+  spec(s, &l);
+  follow_rank(s);
+  nt_list_draw(&l, &s->lists[NT_VIEW_PROXY], A_BOLD);
+  if (!rows.n)
+    mvaddnstr(l.area.y + 1, 0,
+              "no proxy threads reported (NCCL starts them only for network transports)", s->cols);
+  else
+    mvaddnstr(s->bottom - 1, 0,
+              "STATE now; LAST INTERVAL: the states since the last update; %: since the thread "
+              "started; arrows move, Left/Right show more columns",
+              s->cols);
+}
+
+bool nt_proxy_list_action(nt_screen *s, int action) {
+  nt_list l;
+  spec(s, &l);
+  follow_rank(s);
+  if (!nt_list_action(&l, &s->lists[NT_VIEW_PROXY], action)) return false;
+  int k = s->lists[NT_VIEW_PROXY].row;
+  if (k >= 0 && (uint32_t)k < rows.n) s->row = synced_rank = (int)rows.line[k].rank;
+  return true;
+}
