@@ -3,9 +3,12 @@
  * userTag names its phase ("tag:<n>", source user_tag) in place of the
  * nccltop_tag phase; KernelPhase events (initial_sync, compute,
  * final_sync) give each kernel row its GPU time per phase and each
- * operation its sync and compute time, exactly. */
+ * operation its sync and compute time, exactly. End to end: the
+ * simulator's 2.31 (v7, --user-tag, kernelch) -> the real plugin ->
+ * `nccltop -b --json`. */
 #include "testlib.h"
 #include "plugin_harness.h"
+#include "scenario_harness.h"
 
 #define HASH 0xfeedfacecafe0007ull
 
@@ -235,15 +238,110 @@ static void case_stray_phases_are_ignored(void) {
   CHECK_EQ_U64(H.snap->process.unknown_events, 4);
 }
 
+/* ---- end to end ---- */
+
+#define TAG 4242
+
+/* The frame once the deterministic job is over: communicator 0's
+ * operations all in phase "tag:4242" (user_tag), communicator 1's in the
+ * application's phases (nccltop_tag); every kernel row's busy time split
+ * into its three phases as the simulated kernel spends it (1/8 initial
+ * sync, 1/16 final sync, each rounded down per event), and the
+ * collectives' sync + compute time equal to the kernel rows' phase time. */
+static const char *v7_frame_mismatch(const nt_sim_config *c, const cJSON *f, char *why,
+                                     size_t cap) {
+  char hex[24];
+  double comm_ops[2] = {0, 0}, enq[2] = {0, 0}, sync_ms = 0, compute_ms = 0, kphase_ns = 0;
+  const cJSON *x;
+  cJSON_ArrayForEach(x, get(f, "collectives")) {
+    for (int k = 0; k < 2; k++)
+      if (!strcmp(str(x, "comm"), hex_of(nt_sim_comm_hash(k), hex))) comm_ops[k] += num(x, "count");
+    const cJSON *s = get(x, "sync_ms"), *cp = get(x, "compute_ms");
+    FAIL_IF(!cJSON_IsNumber(s) || !cJSON_IsNumber(cp), "%s row without kernel phase time",
+            str(x, "func"));
+    sync_ms += s->valuedouble;
+    compute_ms += cp->valuedouble;
+  }
+  for (int k = 0; k < 2; k++)
+    for (int r = 0; r < c->ranks; r++) {
+      const cJSON *rank = find_rank(f, nt_sim_comm_hash(k), r);
+      FAIL_IF(!rank, "rank %d comm %d missing", r, k);
+      enq[k] += num(rank, "colls") + num(rank, "p2ps");
+      const cJSON *kr;
+      int rows = 0;
+      cJSON_ArrayForEach(kr, get(rank, "kernels")) {
+        const cJSON *ph = get(kr, "phase_ns");
+        double busy = num(kr, "busy_ns"), n = num(kr, "count");
+        double is = num(ph, "initial_sync"), cpt = num(ph, "compute"), fs = num(ph, "final_sync");
+        FAIL_IF(is + cpt + fs != busy, "rank %d comm %d ch %g: phases %g+%g+%g, busy %g", r, k,
+                num(kr, "channel"), is, cpt, fs, busy);
+        FAIL_IF(is > busy / 8 || is < busy / 8 - n, "rank %d comm %d: initial_sync %g of %g", r, k,
+                is, busy);
+        FAIL_IF(fs > busy / 16 || fs < busy / 16 - n, "rank %d comm %d: final_sync %g of %g", r, k,
+                fs, busy);
+        FAIL_IF(is <= 0 || fs <= 0 || cpt <= is, "rank %d comm %d: phases %g %g %g", r, k, is, cpt,
+                fs);
+        kphase_ns += is + cpt + fs;
+        rows++;
+      }
+      FAIL_IF(rows != c->channels, "rank %d comm %d: %d kernel rows", r, k, rows);
+    }
+  for (int k = 0; k < 2; k++)
+    FAIL_IF(comm_ops[k] != enq[k] || !enq[k], "comm %d: %g operations retired of %g", k,
+            comm_ops[k], enq[k]);
+  FAIL_IF(!close_to(sync_ms + compute_ms, kphase_ns / 1e6), "sync %g + compute %g ms, kernels %g",
+          sync_ms, compute_ms, kphase_ns / 1e6);
+  double tagged = -1, app = 0;
+  cJSON_ArrayForEach(x, get(f, "phases")) {
+    const char *name = str(x, "phase"), *src = str(x, "phase_source");
+    if (!strcmp(name, "tag:4242")) {
+      FAIL_IF(strcmp(src, "user_tag"), "tag:4242 source %s", src);
+      tagged = num(x, "count");
+    } else {
+      FAIL_IF(strcmp(src, *name ? "nccltop_tag" : "none"), "phase '%s' source %s", name, src);
+      app += num(x, "count");
+    }
+  }
+  FAIL_IF(tagged != comm_ops[0], "phase tag:4242 has %g operations, comm 0 %g", tagged,
+          comm_ops[0]);
+  FAIL_IF(app != comm_ops[1], "the application's phases have %g operations, comm 1 %g", app,
+          comm_ops[1]);
+  return NULL;
+}
+
+static void case_v231_user_tags_and_kernel_phases_end_to_end(void) {
+  nt_sim_config c;
+  char dir[] = "/tmp/nccltop-v7-XXXXXX";
+  CHECK(mkdtemp(dir) != NULL);
+  base_config(&c, dir);
+  c.ranks = 2;
+  c.comms = 2;
+  c.channels = 2;
+  c.steps = 3;
+  c.iterations = 4;
+  c.nccl_version = 231;
+  c.user_tag = TAG;
+  c.deterministic = true;
+  c.linger_s = 60;
+  c.env[c.nenv++] = "NCCLTOP_EVENTS=default,kernelch";
+  CHECK(run_until(&c, dir, v7_frame_mismatch, 90, "2.31 v7 end to end"));
+}
+
+static void v231_user_tags_and_kernel_phases_end_to_end(void) {
+  case_v231_user_tags_and_kernel_phases_end_to_end();
+}
+
 PH_CHILD(v7_descriptors_are_read)
 PH_CHILD(user_tag_names_the_phase)
 PH_CHILD(kernel_phases_are_totalled)
 PH_CHILD(stray_phases_are_ignored)
 
 int main(void) {
+  scenario_init();
   TEST_RUN(v7_descriptors_are_read);
   TEST_RUN(user_tag_names_the_phase);
   TEST_RUN(kernel_phases_are_totalled);
   TEST_RUN(stray_phases_are_ignored);
+  TEST_RUN(v231_user_tags_and_kernel_phases_end_to_end);
   return TEST_DONE();
 }
