@@ -190,87 +190,104 @@ typedef union {
   } kernelCh;
 } nt_state_args_v4;
 
-/* ---- v5 (NCCL 2.28) and v6 (2.29, 2.30): same layout for what we read ---- */
+/* ---- v5 (NCCL 2.28) and v6 (2.29, 2.30): same layout for what we read ----
+ * Their members' fields, which v7 repeats before adding its own. */
+#define NT_V5_COLL_API                                                                             \
+  const char *func;                                                                                \
+  size_t count;                                                                                    \
+  const char *datatype;                                                                            \
+  int root;                                                                                        \
+  void *stream;                                                                                    \
+  bool graphCaptured;
+#define NT_V5_P2P_API                                                                              \
+  const char *func;                                                                                \
+  size_t count;                                                                                    \
+  const char *datatype;                                                                            \
+  void *stream;                                                                                    \
+  bool graphCaptured;
+#define NT_V5_COLL                                                                                 \
+  uint64_t seqNumber;                                                                              \
+  const char *func;                                                                                \
+  void const *sendBuff;                                                                            \
+  void *recvBuff;                                                                                  \
+  size_t count;                                                                                    \
+  int root;                                                                                        \
+  const char *datatype;                                                                            \
+  uint8_t nChannels;                                                                               \
+  uint8_t nWarps;                                                                                  \
+  const char *algo;                                                                                \
+  const char *proto;                                                                               \
+  void *parentGroup;
+#define NT_V5_P2P                                                                                  \
+  const char *func;                                                                                \
+  void *buff;                                                                                      \
+  const char *datatype;                                                                            \
+  size_t count;                                                                                    \
+  int peer;                                                                                        \
+  uint8_t nChannels;                                                                               \
+  void *parentGroup;
+/* v6's copy-engine collective (the communicator's CE sequence, not per
+ * function; AllGather's count in bytes, datatype ncclInt8, as a Coll's). */
+#define NT_V6_CE_COLL                                                                              \
+  uint64_t seqNumber;                                                                              \
+  const char *func;                                                                                \
+  void const *sendBuff;                                                                            \
+  void *recvBuff;                                                                                  \
+  size_t count;                                                                                    \
+  int root;                                                                                        \
+  const char *datatype;                                                                            \
+  const char *syncStrategy;                                                                        \
+  bool intraBatchSync;                                                                             \
+  uint32_t batchSize;                                                                              \
+  uint32_t numBatches;                                                                             \
+  uint32_t ceSeqNum;                                                                               \
+  void *stream;
+/* The members v5, v6 and v7 share unchanged. */
+#define NT_V5_SHARED_MEMBERS                                                                       \
+  struct {                                                                                         \
+    bool graphCaptured;                                                                            \
+    int groupDepth;                                                                                \
+  } groupApi;                                                                                      \
+  struct {                                                                                         \
+    void *stream;                                                                                  \
+  } kernelLaunch;                                                                                  \
+  struct nt_abi_proxy_op proxyOp;                                                                  \
+  struct nt_abi_proxy_step proxyStep;                                                              \
+  struct nt_abi_kernel_ch kernelCh;                                                                \
+  struct nt_abi_net_plugin netPlugin;                                                              \
+  struct {                                                                                         \
+    bool isComplete;                                                                               \
+    int nRanks;                                                                                    \
+  } ceCollSync;                                                                                    \
+  struct {                                                                                         \
+    int numOps;                                                                                    \
+    size_t totalBytes;                                                                             \
+    bool useIntraSync;                                                                             \
+  } ceCollBatch;
+
 typedef struct {
   uint64_t type;
   void *parentObj;
   int rank;
   union {
+    NT_V5_SHARED_MEMBERS
     struct {
-      bool graphCaptured;
-      int groupDepth;
-    } groupApi;
-    struct {
-      const char *func;
-      size_t count;
-      const char *datatype;
-      int root;
-      void *stream;
-      bool graphCaptured;
+      NT_V5_COLL_API
     } collApi;
     struct {
-      const char *func;
-      size_t count;
-      const char *datatype;
-      void *stream;
-      bool graphCaptured;
+      NT_V5_P2P_API
     } p2pApi;
     struct {
-      void *stream;
-    } kernelLaunch;
-    struct {
-      uint64_t seqNumber;
-      const char *func;
-      void const *sendBuff;
-      void *recvBuff;
-      size_t count;
-      int root;
-      const char *datatype;
-      uint8_t nChannels;
-      uint8_t nWarps;
-      const char *algo;
-      const char *proto;
-      void *parentGroup;
+      NT_V5_COLL
     } coll;
     struct {
-      const char *func;
-      void *buff;
-      const char *datatype;
-      size_t count;
-      int peer;
-      uint8_t nChannels;
-      void *parentGroup;
+      NT_V5_P2P
     } p2p;
-    struct nt_abi_proxy_op proxyOp;
-    struct nt_abi_proxy_step proxyStep;
-    struct nt_abi_kernel_ch kernelCh;
-    struct nt_abi_net_plugin netPlugin;
     /* v6 only (NCCL 2.29+; the v5 shim drops these types): copy-engine
      * collectives. ceColl is the largest member and ends at 112 bytes. */
     struct {
-      uint64_t seqNumber; /* the communicator's CE sequence, not per function */
-      const char *func;
-      void const *sendBuff;
-      void *recvBuff;
-      size_t count; /* AllGather: bytes, datatype ncclInt8 (as a Coll's) */
-      int root;
-      const char *datatype;
-      const char *syncStrategy;
-      bool intraBatchSync;
-      uint32_t batchSize;
-      uint32_t numBatches;
-      uint32_t ceSeqNum;
-      void *stream;
+      NT_V6_CE_COLL
     } ceColl;
-    struct {
-      bool isComplete;
-      int nRanks;
-    } ceCollSync;
-    struct {
-      int numOps;
-      size_t totalBytes;
-      bool useIntraSync;
-    } ceCollBatch;
     unsigned char v6_ce_space[88];
   };
 } nt_descr_v5;
@@ -286,86 +303,29 @@ typedef struct {
   void *parentObj;
   int rank;
   union {
+    NT_V5_SHARED_MEMBERS
     struct {
-      bool graphCaptured;
-      int groupDepth;
-    } groupApi;
-    struct {
-      const char *func;
-      size_t count;
-      const char *datatype;
-      int root;
-      void *stream;
-      bool graphCaptured;
+      NT_V5_COLL_API
       uint64_t userTag;
     } collApi;
     struct {
-      const char *func;
-      size_t count;
-      const char *datatype;
-      void *stream;
-      bool graphCaptured;
+      NT_V5_P2P_API
       uint64_t userTag;
     } p2pApi;
     struct {
-      void *stream;
-    } kernelLaunch;
-    struct {
-      uint64_t seqNumber;
-      const char *func;
-      void const *sendBuff;
-      void *recvBuff;
-      size_t count;
-      int root;
-      const char *datatype;
-      uint8_t nChannels;
-      uint8_t nWarps;
-      const char *algo;
-      const char *proto;
-      void *parentGroup;
+      NT_V5_COLL
       const char *kernelVariant; /* symmetric kernels only, else NULL */
       bool isSymColl;
       uint64_t userTag;
     } coll;
     struct {
-      const char *func;
-      void *buff;
-      const char *datatype;
-      size_t count;
-      int peer;
-      uint8_t nChannels;
-      void *parentGroup;
+      NT_V5_P2P
       uint64_t userTag;
     } p2p;
-    struct nt_abi_proxy_op proxyOp;
-    struct nt_abi_proxy_step proxyStep;
-    struct nt_abi_kernel_ch kernelCh;
-    struct nt_abi_net_plugin netPlugin;
     struct {
-      uint64_t seqNumber;
-      const char *func;
-      void const *sendBuff;
-      void *recvBuff;
-      size_t count;
-      int root;
-      const char *datatype;
-      const char *syncStrategy;
-      bool intraBatchSync;
-      uint32_t batchSize;
-      uint32_t numBatches;
-      uint32_t ceSeqNum;
-      void *stream;
+      NT_V6_CE_COLL
       uint64_t userTag;
     } ceColl;
-    struct {
-      bool isComplete;
-      int nRanks;
-    } ceCollSync;
-    struct {
-      int numOps;
-      size_t totalBytes;
-      bool useIntraSync;
-    } ceCollBatch;
     /* A phase of one kernel channel's work (its parent is the KernelCh
      * handle): 0 initial_sync, 1 compute, 2 final_sync; pTimer is the GPU
      * globaltimer at its start, its KernelPhaseStop record carries the stop

@@ -360,6 +360,13 @@ static inline size_t record_at(const wbuf *w, const layout *l, int type, uint32_
 static wbuf wb;
 static uint8_t enc[1 << 16];
 
+/* A little-endian field of `bytes` bytes at p. */
+static inline uint64_t rd(const uint8_t *p, int bytes) {
+  uint64_t v = 0;
+  for (int i = 0; i < bytes; i++) v |= (uint64_t)p[i] << (8 * i);
+  return v;
+}
+
 static inline int decode_wb(nt_snapshot *d, char *err, size_t errlen) {
   err[0] = '\0';
   return nt_snapshot_decode(wb.b, wb.n, d, err, errlen);
@@ -387,6 +394,22 @@ static inline int decode_modified(const nt_snapshot *s, nt_snapshot *d, char *er
   if (!n) return -2;
   err[0] = '\0';
   return nt_snapshot_decode(enc, n, d, err, errlen);
+}
+
+/* s written as a message of an older `minor` (into wb, laid out as *l)
+ * decodes into d as what s says less what that minor lacks (`drop`). */
+static inline bool decodes_as_older(const nt_snapshot *s, int minor, void (*drop)(nt_snapshot *),
+                                    nt_snapshot *d, layout *l) {
+  nt_snapshot *want = nt_snapshot_new();
+  char err[256];
+  bool ok = want && decode_modified(s, want, err, sizeof err) == 0;
+  if (ok) drop(want);
+  *l = default_layout();
+  l->minor = (uint16_t)minor;
+  build(&wb, s, l);
+  ok = ok && decode_wb(d, err, sizeof err) == 0 && d->minor == minor && same_snapshot(want, d);
+  nt_snapshot_free(want);
+  return ok;
 }
 
 /* The decoder rejects the encoding of s with exactly this message. */

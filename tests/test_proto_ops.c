@@ -5,12 +5,6 @@
  * (PROTOCOL.md, "What a reader rejects"). */
 #include "proto_fixture.h"
 
-static uint64_t rd(const uint8_t *p, int bytes) {
-  uint64_t v = 0;
-  for (int i = 0; i < bytes; i++) v |= (uint64_t)p[i] << (8 * i);
-  return v;
-}
-
 /* Offsets from PROTOCOL.md's 1.1 tables, spelled out once more against the
  * encoder's output (the fixture's writer checks every byte; this checks the
  * writer's idea of the tables on a few fields per record). */

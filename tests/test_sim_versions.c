@@ -19,15 +19,19 @@ static char bindir[PATH_MAX];
 
 /* Runs release v deterministically (or in real time) under the recorder
  * and loads the trace; the trace file is kept at keep (if not NULL). */
-static int run_version(int v, rec_opts *o, nt_sim_config *c, const char *keep) {
+static int run_tagged(int v, uint64_t user_tag, rec_opts *o, nt_sim_config *c, const char *keep) {
   config_for(o, c);
   c->nccl_version = v;
+  c->user_tag = user_tag;
   env_for(o);
   int rc = nt_sim_run(c);
   if (load(trace_path) != 0) rc = -1;
   if (keep && rename(trace_path, keep) != 0) rc = -1;
   unlink(trace_path);
   return rc;
+}
+static int run_version(int v, rec_opts *o, nt_sim_config *c, const char *keep) {
+  return run_tagged(v, 0, o, c, keep);
 }
 
 static inline int count_type(int type) {
@@ -364,13 +368,7 @@ static void v231_loads_v7_first_with_user_tags_and_kernel_phases(void) {
   for (int m = 0; m < 2; m++) {
     rec_opts o = {.channels = 2, .comms = 2, .iterations = 3, .mask = masks[m]};
     nt_sim_config c;
-    config_for(&o, &c);
-    c.user_tag = 42;
-    c.nccl_version = 231;
-    env_for(&o);
-    CHECK(nt_sim_run(&c) == 0);
-    CHECK(load(trace_path) == 0);
-    unlink(trace_path);
+    CHECK(run_tagged(231, 42, &o, &c, NULL) == 0);
     for (int k = 0; k < tr.nctx; k++) CHECK_EQ_U64(tr.ctx[k].version, 7);
     CHECK_STR(grammar_problem(&c), "none");
     int kch = count_type(NT_EV_KERNEL_CH), phases = count_type(NT_EV_KERNEL_PHASE);
@@ -388,13 +386,7 @@ static void v231_loads_v7_first_with_user_tags_and_kernel_phases(void) {
   /* A bad tag is refused by the grammar. */
   rec_opts o = {.channels = 1, .iterations = 2, .mask = "0x8042"};
   nt_sim_config c;
-  config_for(&o, &c);
-  c.user_tag = 7;
-  c.nccl_version = 231;
-  env_for(&o);
-  CHECK(nt_sim_run(&c) == 0);
-  CHECK(load(trace_path) == 0);
-  unlink(trace_path);
+  CHECK(run_tagged(231, 7, &o, &c, NULL) == 0);
   c.user_tag = 8;
   CHECK(strstr(grammar_problem(&c), "userTag 7, expected 8") != NULL);
   memcpy(recorder, v6_only, sizeof recorder);
