@@ -1,5 +1,5 @@
-/* The exported ncclProfiler_v3 ... _v6 tables. NCCL takes the newest it
- * knows (2.26: v3, 2.27: v4, 2.28: v5, 2.29+: v6). Each version has its own
+/* The exported ncclProfiler_v3 ... _v7 tables. NCCL takes the newest it
+ * knows (2.26: v3, 2.27: v4, 2.28: v5, 2.29 and 2.30: v6, 2.31: v7). Each version has its own
  * init (the argument order differs) and its own descriptor layout; the
  * wrappers read the fields we use into a version-neutral nt_ev. */
 #include "internal.h"
@@ -23,6 +23,11 @@ static nt_nccl_result init_v5(void **ctx, uint64_t id, int *mask, const char *na
 static nt_nccl_result init_v6(void **ctx, uint64_t id, int *mask, const char *name, int nnodes,
                               int nranks, int rank, nt_nccl_logger logfn) {
   return nt_init(ctx, mask, name, id, nnodes, nranks, rank, logfn, 6);
+}
+
+static nt_nccl_result init_v7(void **ctx, uint64_t id, int *mask, const char *name, int nnodes,
+                              int nranks, int rank, nt_nccl_logger logfn) {
+  return nt_init(ctx, mask, name, id, nnodes, nranks, rank, logfn, 7);
 }
 
 /* The union members for proxy ops, steps, kernel channels and net plugin
@@ -100,35 +105,69 @@ static nt_nccl_result start_v4(void *ctx, void **h, nt_descr_v4 *d) {
   return nt_start(ctx, h, &ev);
 }
 
+/* v5, v6 and v7 share the offsets of everything v5 and v6 have (pinned in
+ * nccl_profiler_abi.h): one reader for the three layouts. */
+#define NT_READ_V5(ev, d)                                                                          \
+  do {                                                                                             \
+    NT_READ_COMMON(ev, d);                                                                         \
+    NT_READ_OP(ev, d, (d)->p2p.nChannels);                                                         \
+    if ((ev).type == NT_EV_COLL) (ev).op.nchannels = (d)->coll.nChannels;                          \
+    if ((ev).type == NT_EV_KERNEL_CH) {                                                            \
+      (ev).channel = (d)->kernelCh.channelId;                                                      \
+      (ev).ptimer = (d)->kernelCh.pTimer;                                                          \
+    } else if ((ev).type == NT_EV_COLL_API) {                                                      \
+      /* Read as a byte: a bool holding anything but 0 or 1 would be UB. */                        \
+      (ev).graph_captured = *(const uint8_t *)&(d)->collApi.graphCaptured != 0;                    \
+      /* The call as the user made it (a Broadcast on 2.29+ is only this). */                      \
+      (ev).op.func = (d)->collApi.func;                                                            \
+      (ev).op.count = (d)->collApi.count;                                                          \
+      (ev).op.datatype = (d)->collApi.datatype;                                                    \
+      (ev).op.root_peer = (d)->collApi.root;                                                       \
+    } else if ((ev).type == NT_EV_CE_COLL) {                                                       \
+      /* v6+ only: NCCL's v5 shim drops the CE types. */                                           \
+      (ev).op.func = (d)->ceColl.func;                                                             \
+      (ev).op.count = (d)->ceColl.count;                                                           \
+      (ev).op.datatype = (d)->ceColl.datatype;                                                     \
+      (ev).op.root_peer = (d)->ceColl.root;                                                        \
+    } else if ((ev).type == NT_EV_P2P_API) {                                                       \
+      (ev).graph_captured = *(const uint8_t *)&(d)->p2pApi.graphCaptured != 0;                     \
+    }                                                                                              \
+  } while (0)
+
 static nt_nccl_result start_v5(void *ctx, void **h, nt_descr_v5 *d) {
   if (!d) {
     if (h) *h = NULL;
     return NT_NCCL_SUCCESS;
   }
-  /* v5 widened type to 64 bits; anything above our bits is unknown. */
+  /* v5 widened type to 64 bits; anything above our bits is unknown. A v6
+   * plugin never gets KernelPhase (2.31's v6 shim drops it). */
   struct nt_ev ev = {.type = d->type > UINT32_MAX ? 0 : (uint32_t)d->type};
-  NT_READ_COMMON(ev, d);
-  NT_READ_OP(ev, d, d->p2p.nChannels);
-  if (ev.type == NT_EV_COLL) ev.op.nchannels = d->coll.nChannels;
-  if (ev.type == NT_EV_KERNEL_CH) {
-    ev.channel = d->kernelCh.channelId;
-    ev.ptimer = d->kernelCh.pTimer;
-  } else if (ev.type == NT_EV_COLL_API) {
-    /* Read as a byte: a bool holding anything but 0 or 1 would be UB. */
-    ev.graph_captured = *(const uint8_t *)&d->collApi.graphCaptured != 0;
-    /* The call as the user made it (a Broadcast on 2.29+ is only this). */
-    ev.op.func = d->collApi.func;
-    ev.op.count = d->collApi.count;
-    ev.op.datatype = d->collApi.datatype;
-    ev.op.root_peer = d->collApi.root;
-  } else if (ev.type == NT_EV_CE_COLL) {
-    /* v6 only: NCCL's v5 shim drops the CE types. */
-    ev.op.func = d->ceColl.func;
-    ev.op.count = d->ceColl.count;
-    ev.op.datatype = d->ceColl.datatype;
-    ev.op.root_peer = d->ceColl.root;
-  } else if (ev.type == NT_EV_P2P_API) {
-    ev.graph_captured = *(const uint8_t *)&d->p2pApi.graphCaptured != 0;
+  if (ev.type == NT_EV_KERNEL_PHASE) ev.type = 0;
+  NT_READ_V5(ev, d);
+  return nt_start(ctx, h, &ev);
+}
+
+/* v7 (NCCL 2.31): v6's reader plus the user's tag on operations and the
+ * kernel phases. */
+static nt_nccl_result start_v7(void *ctx, void **h, nt_descr_v7 *d) {
+  if (!d) {
+    if (h) *h = NULL;
+    return NT_NCCL_SUCCESS;
+  }
+  struct nt_ev ev = {.type = d->type > UINT32_MAX ? 0 : (uint32_t)d->type};
+  NT_READ_V5(ev, d);
+  switch (ev.type) {
+  case NT_EV_COLL: ev.user_tag = d->coll.userTag; break;
+  case NT_EV_P2P: ev.user_tag = d->p2p.userTag; break;
+  case NT_EV_COLL_API: ev.user_tag = d->collApi.userTag; break;
+  case NT_EV_P2P_API: ev.user_tag = d->p2pApi.userTag; break;
+  case NT_EV_CE_COLL: ev.user_tag = d->ceColl.userTag; break;
+  case NT_EV_KERNEL_PHASE:
+    ev.channel = d->kernelPhase.channelId;
+    ev.phase_id = d->kernelPhase.phaseId;
+    ev.ptimer = d->kernelPhase.pTimer;
+    break;
+  default: break;
   }
   return nt_start(ctx, h, &ev);
 }
@@ -152,7 +191,8 @@ static nt_nccl_result record_v4(void *h, int state, nt_state_args_v4 *a) {
   if (!a) return nt_record(h, state, 0, false, 0, 0);
   /* The union's members overlap: read each one only for its own states. */
   bool ctrl = state == NT_ST_CTRL_APPEND_END;
-  bool kernel = state == NT_ST_KERNEL_CH_STOP;
+  /* v7's KernelPhaseStop carries its stop time where KernelChStop does. */
+  bool kernel = state == NT_ST_KERNEL_CH_STOP || state == NT_ST_KERNEL_PHASE_STOP;
   bool step = state >= NT_ST_STEP_SEND_GPU_WAIT && state <= NT_ST_STEP_RECV_GPU_WAIT;
   return nt_record(h, state, step ? a->proxyStep.transSize : 0, step,
                    ctrl ? a->proxyCtrl.appendedProxyOps : 0, kernel ? a->kernelCh.pTimer : 0);
@@ -173,4 +213,7 @@ NT_EXPORT const nt_profiler_v5 ncclProfiler_v5 = {
 };
 NT_EXPORT const nt_profiler_v6 ncclProfiler_v6 = {
     "nccltop", init_v6, start_v5, stop_any, record_v4, finalize_any,
+};
+NT_EXPORT const nt_profiler_v7 ncclProfiler_v7 = {
+    "nccltop", init_v7, start_v7, stop_any, record_v4, finalize_any,
 };

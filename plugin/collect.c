@@ -106,6 +106,7 @@ static void add_kernel(nt_snapshot *s, uint16_t ci, const struct nt_kernel_row *
   }
   o->count += NT_GET(r->count);
   o->busy_ns += NT_GET(r->busy_ns);
+  for (int k = 0; k < NT_KPHASE_COUNT; k++) o->phase_ns[k] += NT_GET(r->phase_ns[k]);
   uint64_t last = NT_GET(r->last_ns);
   if (last) o->last_ns = last;
 }

@@ -42,7 +42,7 @@ static bool parse_u32(const char *s, unsigned long lo, unsigned long hi, uint32_
 /* "coll,proxystep,kernelch", or a number (NCCL's bit values). */
 static bool parse_mask(const char *s, int *out) {
   uint32_t v;
-  if (parse_u32(s, 0, 0x7FFF, &v)) {
+  if (parse_u32(s, 0, (1u << NT_EVENT_CLASSES) - 1, &v)) {
     *out = (int)v;
     return true;
   }

@@ -183,6 +183,25 @@ static void *start_kernel_ch(struct nt_thread *t, void *context, const struct nt
   return f;
 }
 
+/* A KernelPhase (v7): a phase of the work of its parent, a live KernelCh
+ * event of ours. */
+static void *start_kernel_phase(struct nt_thread *t, const struct nt_ev *ev) {
+  struct nt_kface *f = nt_handle_kind(ev->parent) == NT_K_KERNEL ? ev->parent : NULL;
+  struct nt_kernel_event *e = f ? nt_kface_event(f) : NULL;
+  if (!e || !atomic_load_explicit(&e->in_use, memory_order_relaxed) ||
+      ev->phase_id >= NT_KPHASE_COUNT) {
+    NT_ADD(t->unknown_events, 1);
+    return NULL;
+  }
+  struct nt_kphase_ev *p = &e->ph;
+  p->kind = NT_K_PHASE;
+  p->self = p;
+  p->phase = ev->phase_id;
+  p->start_ptimer = ev->ptimer;
+  p->stop_ptimer = 0;
+  return p;
+}
+
 nt_nccl_result nt_start(void *context, void **handle, const struct nt_ev *ev) {
   if (handle) *handle = NULL;
   if (inert() || !handle) return NT_NCCL_SUCCESS;
@@ -204,6 +223,7 @@ nt_nccl_result nt_start(void *context, void **handle, const struct nt_ev *ev) {
     break;
   }
   case NT_EV_KERNEL_CH: *handle = start_kernel_ch(t, context, ev); break;
+  case NT_EV_KERNEL_PHASE: *handle = start_kernel_phase(t, ev); break;
   case NT_EV_COLL:
   case NT_EV_P2P: *handle = nt_op_start(t, context, ev); break;
   case NT_EV_GROUP: *handle = &nt_ignored_handle; break;
@@ -377,7 +397,8 @@ static uint64_t busy_add(struct nt_kernel_row *row, uint64_t start, uint64_t sto
 
 static void stop_kernel(struct nt_thread *t, struct nt_kface *f) {
   struct nt_kernel_event *e = nt_kface_event(f);
-  f->self = NULL; /* any later use of this handle is stale (K3) */
+  f->self = NULL;    /* any later use of this handle is stale (K3) */
+  e->ph.self = NULL; /* and so is its phase handle */
   if (!atomic_load_explicit(&e->in_use, memory_order_relaxed)) return;
   struct nt_kernel_row *row = kernel_row(t, e->ctx, e->channel);
   uint64_t d =
@@ -393,6 +414,23 @@ static void stop_kernel(struct nt_thread *t, struct nt_kface *f) {
   if (e->task) nt_task_detach(e->task, nt_clock_ns(), false, d);
   e->task = NULL;
   atomic_store_explicit(&e->in_use, 0, memory_order_release);
+}
+
+/* A phase's GPU time goes to its channel's kernel row and to the
+ * operation the channel's work belongs to. */
+static void stop_kernel_phase(struct nt_thread *t, struct nt_kphase_ev *p) {
+  p->self = NULL; /* stale from now on */
+  struct nt_kernel_event *e =
+      (struct nt_kernel_event *)(void *)((char *)p - offsetof(struct nt_kernel_event, ph));
+  if (!atomic_load_explicit(&e->in_use, memory_order_relaxed)) return;
+  if (!p->start_ptimer || p->stop_ptimer <= p->start_ptimer) return;
+  uint64_t d = p->stop_ptimer - p->start_ptimer;
+  struct nt_kernel_row *row = kernel_row(t, e->ctx, e->channel);
+  if (row) NT_ADD(row->phase_ns[p->phase], d);
+  if (e->task)
+    atomic_fetch_add_explicit(p->phase == NT_KPHASE_COMPUTE ? &e->task->compute_ns
+                                                            : &e->task->sync_ns,
+                              d, memory_order_relaxed);
 }
 
 /* A handle is dereferenced only if it is the ignored handle or lies in our
@@ -423,6 +461,7 @@ nt_nccl_result nt_stop(void *handle) {
   case NT_K_OP: stop_op(handle); break;
   case NT_K_CTRL: stop_ctrl(t); break;
   case NT_K_KERNEL: stop_kernel(t, handle); break;
+  case NT_K_PHASE: stop_kernel_phase(t, handle); break;
   case NT_K_TASK: nt_op_stop(handle); break;
   case NT_K_API: nt_api_stop(handle); break;
   case NT_K_NET: nt_net_stop(handle); break;
@@ -456,6 +495,9 @@ nt_nccl_result nt_record(void *handle, int state, uint64_t trans_size, bool has_
     break;
   case NT_K_KERNEL:
     if (state == NT_ST_KERNEL_CH_STOP) nt_kface_event(handle)->stop_ptimer = ptimer;
+    break;
+  case NT_K_PHASE:
+    if (state == NT_ST_KERNEL_PHASE_STOP) ((struct nt_kphase_ev *)handle)->stop_ptimer = ptimer;
     break;
   case NT_K_OP: {
     /* 2.26: bytes come only as the op's running total (its steps carry no

@@ -73,9 +73,10 @@ enum nt_kind {
   NT_K_STEP,
   NT_K_CTRL,
   NT_K_KERNEL,
-  NT_K_TASK, /* a Coll or P2p operation */
-  NT_K_API,  /* a CollApi / P2pApi call */
-  NT_K_NET,  /* a network plugin event */
+  NT_K_TASK,  /* a Coll or P2p operation */
+  NT_K_API,   /* a CollApi / P2pApi call */
+  NT_K_NET,   /* a network plugin event */
+  NT_K_PHASE, /* a KernelPhase of a kernel channel event (v7) */
 };
 
 /* Identity fields are written under nt_g.contexts_lock by init and read
@@ -137,6 +138,7 @@ struct nt_kernel_row {
   struct nt_context *ctx;
   uint8_t channel;
   nt_counter count, busy_ns, last_ns;
+  nt_counter phase_ns[NT_KPHASE_COUNT]; /* KernelPhase GPU time (v7) */
   /* Owner only: the last interval counted into busy_ns. NCCL gives every
    * work of a batch the batch's times (K2): busy time is the union. */
   uint64_t span_start, span_stop;
@@ -180,7 +182,10 @@ struct nt_task {
   _Atomic uint8_t begun;
   _Atomic uint64_t last_progress_ns;
   _Atomic uint64_t gpu_ns; /* the longest kernel channel (GPU time) */
-  uint64_t seen_stop_ns;   /* publisher only */
+  /* KernelPhase GPU time of its channels (v7): sync (initial + final) and
+   * compute, summed over channels. */
+  _Atomic uint64_t sync_ns, compute_ns;
+  uint64_t seen_stop_ns; /* publisher only */
 };
 
 struct nt_net_row {
@@ -238,8 +243,18 @@ struct nt_kface {
   uint8_t face; /* its index in the event's faces */
   const void *self;
 };
+/* NCCL 2.31 starts, records and stops a channel's KernelPhase events one
+ * after the other (start, KernelPhaseStop, stop), all before the
+ * channel's KernelCh stop: one phase handle per kernel event does. */
+struct nt_kphase_ev {
+  uint8_t kind;  /* NT_K_PHASE */
+  uint8_t phase; /* enum nt_kphase */
+  const void *self;
+  uint64_t start_ptimer, stop_ptimer;
+};
 struct nt_kernel_event {
   struct nt_kface faces[NT_KERNEL_FACES];
+  struct nt_kphase_ev ph;
   _Atomic uint8_t in_use;
   uint8_t channel;
   uint8_t cur_face;
@@ -278,6 +293,7 @@ NT_HANDLE_PIN(struct nt_net_event);
 NT_HANDLE_PIN(struct nt_step);
 NT_HANDLE_PIN(struct nt_op);
 NT_HANDLE_PIN(struct nt_kface);
+NT_HANDLE_PIN(struct nt_kphase_ev);
 NT_HANDLE_PIN(struct nt_ctrl);
 NT_HANDLE_PIN(struct nt_api);
 
@@ -398,6 +414,8 @@ struct nt_ev {
   int channel, peer, is_send, step;
   uint64_t ptimer;
   bool graph_captured;  /* CollApi / P2pApi (v5+) */
+  uint8_t phase_id;     /* KernelPhase (v7): 0 initial_sync, 1 compute, 2 final_sync */
+  uint64_t user_tag;    /* v7: the user's tag of the operation, 0 none */
   int64_t net_id;       /* NetPlugin: plugin type | version */
   const void *net_data; /* NetPlugin: the plugin's own descriptor */
   struct nt_ev_op op;   /* Coll / P2p, CollApi, CeColl */
@@ -464,6 +482,9 @@ void nt_net_stop(struct nt_net_event *e);
 
 /* phase.c: the phase table nccltop_tag fills. */
 uint8_t nt_phase_now(void);
+/* The phase of an operation the user tagged through NCCL (v7 userTag, not
+ * 0): "tag:<tag>", interned on the event path; 0 when the table is full. */
+uint8_t nt_phase_of_tag(uint64_t tag);
 /* Copies the names into rows (publisher); returns how many. */
 uint32_t nt_phase_rows(nt_phase_row *rows, uint32_t cap);
 

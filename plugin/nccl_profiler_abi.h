@@ -1,7 +1,7 @@
-/* The NCCL profiler plugin ABI, versions 3 to 6, as NCCL 2.26 to 2.30 call it.
+/* The NCCL profiler plugin ABI, versions 3 to 7, as NCCL 2.26 to 2.31 call it.
  *
  * Written for nccltop from the layouts NCCL publishes in
- * src/include/plugin/profiler/profiler_v{3,4,5,6}.h; the static assertions at
+ * src/include/plugin/profiler/profiler_v{3,4,5,6,7}.h; the static assertions at
  * the end pin every offset we read, so a mistake here fails the build instead
  * of corrupting a training job. Only the fields nccltop (and its simulator,
  * which plays NCCL) use are spelled out in full; v6's CE members share the
@@ -41,6 +41,7 @@ enum {
   NT_EV_CE_COLL = 1 << 12,       /* v6 */
   NT_EV_CE_SYNC = 1 << 13,       /* v6 */
   NT_EV_CE_BATCH = 1 << 14,      /* v6 */
+  NT_EV_KERNEL_PHASE = 1 << 15,  /* v7: a phase of a kernel channel's work */
 };
 
 /* ncclProfilerEventState_t: one enum for all versions. */
@@ -66,6 +67,7 @@ enum {
   NT_ST_KERNEL_CH_STOP = 22,       /* v4+ */
   NT_ST_GROUP_START_API_STOP = 23, /* v5+ */
   NT_ST_GROUP_END_API_START = 24,  /* v5+ */
+  NT_ST_KERNEL_PHASE_STOP = 31,    /* v7: its argument is kernelCh.pTimer */
 };
 
 /* Union members shared by v4, v5 and v6 (v3's differ where noted below). */
@@ -188,93 +190,156 @@ typedef union {
   } kernelCh;
 } nt_state_args_v4;
 
-/* ---- v5 (NCCL 2.28) and v6 (2.29, 2.30): same layout for what we read ---- */
+/* ---- v5 (NCCL 2.28) and v6 (2.29, 2.30): same layout for what we read ----
+ * Their members' fields, which v7 repeats before adding its own. */
+#define NT_V5_COLL_API                                                                             \
+  const char *func;                                                                                \
+  size_t count;                                                                                    \
+  const char *datatype;                                                                            \
+  int root;                                                                                        \
+  void *stream;                                                                                    \
+  bool graphCaptured;
+#define NT_V5_P2P_API                                                                              \
+  const char *func;                                                                                \
+  size_t count;                                                                                    \
+  const char *datatype;                                                                            \
+  void *stream;                                                                                    \
+  bool graphCaptured;
+#define NT_V5_COLL                                                                                 \
+  uint64_t seqNumber;                                                                              \
+  const char *func;                                                                                \
+  void const *sendBuff;                                                                            \
+  void *recvBuff;                                                                                  \
+  size_t count;                                                                                    \
+  int root;                                                                                        \
+  const char *datatype;                                                                            \
+  uint8_t nChannels;                                                                               \
+  uint8_t nWarps;                                                                                  \
+  const char *algo;                                                                                \
+  const char *proto;                                                                               \
+  void *parentGroup;
+#define NT_V5_P2P                                                                                  \
+  const char *func;                                                                                \
+  void *buff;                                                                                      \
+  const char *datatype;                                                                            \
+  size_t count;                                                                                    \
+  int peer;                                                                                        \
+  uint8_t nChannels;                                                                               \
+  void *parentGroup;
+/* v6's copy-engine collective (the communicator's CE sequence, not per
+ * function; AllGather's count in bytes, datatype ncclInt8, as a Coll's). */
+#define NT_V6_CE_COLL                                                                              \
+  uint64_t seqNumber;                                                                              \
+  const char *func;                                                                                \
+  void const *sendBuff;                                                                            \
+  void *recvBuff;                                                                                  \
+  size_t count;                                                                                    \
+  int root;                                                                                        \
+  const char *datatype;                                                                            \
+  const char *syncStrategy;                                                                        \
+  bool intraBatchSync;                                                                             \
+  uint32_t batchSize;                                                                              \
+  uint32_t numBatches;                                                                             \
+  uint32_t ceSeqNum;                                                                               \
+  void *stream;
+/* The members v5, v6 and v7 share unchanged. */
+#define NT_V5_SHARED_MEMBERS                                                                       \
+  struct {                                                                                         \
+    bool graphCaptured;                                                                            \
+    int groupDepth;                                                                                \
+  } groupApi;                                                                                      \
+  struct {                                                                                         \
+    void *stream;                                                                                  \
+  } kernelLaunch;                                                                                  \
+  struct nt_abi_proxy_op proxyOp;                                                                  \
+  struct nt_abi_proxy_step proxyStep;                                                              \
+  struct nt_abi_kernel_ch kernelCh;                                                                \
+  struct nt_abi_net_plugin netPlugin;                                                              \
+  struct {                                                                                         \
+    bool isComplete;                                                                               \
+    int nRanks;                                                                                    \
+  } ceCollSync;                                                                                    \
+  struct {                                                                                         \
+    int numOps;                                                                                    \
+    size_t totalBytes;                                                                             \
+    bool useIntraSync;                                                                             \
+  } ceCollBatch;
+
 typedef struct {
   uint64_t type;
   void *parentObj;
   int rank;
   union {
+    NT_V5_SHARED_MEMBERS
     struct {
-      bool graphCaptured;
-      int groupDepth;
-    } groupApi;
-    struct {
-      const char *func;
-      size_t count;
-      const char *datatype;
-      int root;
-      void *stream;
-      bool graphCaptured;
+      NT_V5_COLL_API
     } collApi;
     struct {
-      const char *func;
-      size_t count;
-      const char *datatype;
-      void *stream;
-      bool graphCaptured;
+      NT_V5_P2P_API
     } p2pApi;
     struct {
-      void *stream;
-    } kernelLaunch;
-    struct {
-      uint64_t seqNumber;
-      const char *func;
-      void const *sendBuff;
-      void *recvBuff;
-      size_t count;
-      int root;
-      const char *datatype;
-      uint8_t nChannels;
-      uint8_t nWarps;
-      const char *algo;
-      const char *proto;
-      void *parentGroup;
+      NT_V5_COLL
     } coll;
     struct {
-      const char *func;
-      void *buff;
-      const char *datatype;
-      size_t count;
-      int peer;
-      uint8_t nChannels;
-      void *parentGroup;
+      NT_V5_P2P
     } p2p;
-    struct nt_abi_proxy_op proxyOp;
-    struct nt_abi_proxy_step proxyStep;
-    struct nt_abi_kernel_ch kernelCh;
-    struct nt_abi_net_plugin netPlugin;
     /* v6 only (NCCL 2.29+; the v5 shim drops these types): copy-engine
      * collectives. ceColl is the largest member and ends at 112 bytes. */
     struct {
-      uint64_t seqNumber; /* the communicator's CE sequence, not per function */
-      const char *func;
-      void const *sendBuff;
-      void *recvBuff;
-      size_t count; /* AllGather: bytes, datatype ncclInt8 (as a Coll's) */
-      int root;
-      const char *datatype;
-      const char *syncStrategy;
-      bool intraBatchSync;
-      uint32_t batchSize;
-      uint32_t numBatches;
-      uint32_t ceSeqNum;
-      void *stream;
+      NT_V6_CE_COLL
     } ceColl;
-    struct {
-      bool isComplete;
-      int nRanks;
-    } ceCollSync;
-    struct {
-      int numOps;
-      size_t totalBytes;
-      bool useIntraSync;
-    } ceCollBatch;
     unsigned char v6_ce_space[88];
   };
 } nt_descr_v5;
 typedef nt_descr_v5 nt_descr_v6;
 typedef nt_state_args_v4 nt_state_args_v5;
 typedef nt_state_args_v4 nt_state_args_v6;
+
+/* ---- v7 (NCCL 2.31): v6 plus a 64-bit userTag (0: none) at the end of
+ * CollApi, P2pApi, Coll, P2p and CeColl, Coll's kernelVariant and isSymColl,
+ * and the KernelPhase member. Every other member keeps its v6 offset. ---- */
+typedef struct {
+  uint64_t type;
+  void *parentObj;
+  int rank;
+  union {
+    NT_V5_SHARED_MEMBERS
+    struct {
+      NT_V5_COLL_API
+      uint64_t userTag;
+    } collApi;
+    struct {
+      NT_V5_P2P_API
+      uint64_t userTag;
+    } p2pApi;
+    struct {
+      NT_V5_COLL
+      const char *kernelVariant; /* symmetric kernels only, else NULL */
+      bool isSymColl;
+      uint64_t userTag;
+    } coll;
+    struct {
+      NT_V5_P2P
+      uint64_t userTag;
+    } p2p;
+    struct {
+      NT_V6_CE_COLL
+      uint64_t userTag;
+    } ceColl;
+    /* A phase of one kernel channel's work (its parent is the KernelCh
+     * handle): 0 initial_sync, 1 compute, 2 final_sync; pTimer is the GPU
+     * globaltimer at its start, its KernelPhaseStop record carries the stop
+     * in the state arguments' kernelCh.pTimer. */
+    struct {
+      uint8_t channelId;
+      uint8_t phaseId;
+      const char *phaseName;
+      uint64_t pTimer;
+    } kernelPhase;
+  };
+} nt_descr_v7;
+/* v7's state arguments: v6's union; KernelPhaseStop reuses kernelCh.pTimer. */
+typedef nt_state_args_v4 nt_state_args_v7;
 
 /* Function tables: identical shape in every version, only argument types differ. */
 #define NT_PROFILER_TABLE(V, INIT_ARGS)                                                            \
@@ -293,6 +358,8 @@ NT_PROFILER_TABLE(v4, (void **context, int *eActivationMask, const char *commNam
 NT_PROFILER_TABLE(v5, (void **context, uint64_t commId, int *eActivationMask, const char *commName,
                        int nNodes, int nranks, int rank, nt_nccl_logger logfn));
 NT_PROFILER_TABLE(v6, (void **context, uint64_t commId, int *eActivationMask, const char *commName,
+                       int nNodes, int nranks, int rank, nt_nccl_logger logfn));
+NT_PROFILER_TABLE(v7, (void **context, uint64_t commId, int *eActivationMask, const char *commName,
                        int nNodes, int nranks, int rank, nt_nccl_logger logfn));
 
 /* Network plugin sub-ABI carried in netPlugin.data (NCCL's net_ib_v1.h / net_socket_v1.h). */
@@ -443,6 +510,70 @@ NT_PIN(nt_descr_v6, ceCollBatch.numOps, 24);
 NT_PIN(nt_descr_v6, ceCollBatch.totalBytes, 32);
 NT_PIN(nt_descr_v6, ceCollBatch.useIntraSync, 40);
 _Static_assert(sizeof(nt_descr_v5) == 112, "v5/v6 descriptor size");
+
+/* v7: v6's offsets for everything v6 has (read by the same macro as v5's),
+ * then the new members, as profiler_v7.h lays them out. */
+NT_PIN(nt_descr_v7, parentObj, 8);
+NT_PIN(nt_descr_v7, rank, 16);
+NT_PIN(nt_descr_v7, groupApi.groupDepth, 28);
+NT_PIN(nt_descr_v7, collApi.func, 24);
+NT_PIN(nt_descr_v7, collApi.count, 32);
+NT_PIN(nt_descr_v7, collApi.datatype, 40);
+NT_PIN(nt_descr_v7, collApi.root, 48);
+NT_PIN(nt_descr_v7, collApi.stream, 56);
+NT_PIN(nt_descr_v7, collApi.graphCaptured, 64);
+NT_PIN(nt_descr_v7, collApi.userTag, 72);
+NT_PIN(nt_descr_v7, p2pApi.func, 24);
+NT_PIN(nt_descr_v7, p2pApi.stream, 48);
+NT_PIN(nt_descr_v7, p2pApi.graphCaptured, 56);
+NT_PIN(nt_descr_v7, p2pApi.userTag, 64);
+NT_PIN(nt_descr_v7, coll.seqNumber, 24);
+NT_PIN(nt_descr_v7, coll.func, 32);
+NT_PIN(nt_descr_v7, coll.count, 56);
+NT_PIN(nt_descr_v7, coll.root, 64);
+NT_PIN(nt_descr_v7, coll.datatype, 72);
+NT_PIN(nt_descr_v7, coll.nChannels, 80);
+NT_PIN(nt_descr_v7, coll.nWarps, 81);
+NT_PIN(nt_descr_v7, coll.algo, 88);
+NT_PIN(nt_descr_v7, coll.proto, 96);
+NT_PIN(nt_descr_v7, coll.parentGroup, 104);
+NT_PIN(nt_descr_v7, coll.kernelVariant, 112);
+NT_PIN(nt_descr_v7, coll.isSymColl, 120);
+NT_PIN(nt_descr_v7, coll.userTag, 128);
+NT_PIN(nt_descr_v7, p2p.func, 24);
+NT_PIN(nt_descr_v7, p2p.datatype, 40);
+NT_PIN(nt_descr_v7, p2p.count, 48);
+NT_PIN(nt_descr_v7, p2p.peer, 56);
+NT_PIN(nt_descr_v7, p2p.nChannels, 60);
+NT_PIN(nt_descr_v7, p2p.parentGroup, 64);
+NT_PIN(nt_descr_v7, p2p.userTag, 72);
+NT_PIN(nt_descr_v7, proxyOp.pid, 24);
+NT_PIN(nt_descr_v7, proxyOp.channelId, 28);
+NT_PIN(nt_descr_v7, proxyOp.peer, 32);
+NT_PIN(nt_descr_v7, proxyOp.nSteps, 36);
+NT_PIN(nt_descr_v7, proxyOp.chunkSize, 40);
+NT_PIN(nt_descr_v7, proxyOp.isSend, 44);
+NT_PIN(nt_descr_v7, proxyStep.step, 24);
+NT_PIN(nt_descr_v7, kernelCh.channelId, 24);
+NT_PIN(nt_descr_v7, kernelCh.pTimer, 32);
+NT_PIN(nt_descr_v7, netPlugin.id, 24);
+NT_PIN(nt_descr_v7, netPlugin.data, 32);
+NT_PIN(nt_descr_v7, ceColl.func, 32);
+NT_PIN(nt_descr_v7, ceColl.count, 56);
+NT_PIN(nt_descr_v7, ceColl.root, 64);
+NT_PIN(nt_descr_v7, ceColl.datatype, 72);
+NT_PIN(nt_descr_v7, ceColl.stream, 104);
+NT_PIN(nt_descr_v7, ceColl.userTag, 112);
+NT_PIN(nt_descr_v7, ceCollSync.nRanks, 28);
+NT_PIN(nt_descr_v7, ceCollBatch.totalBytes, 32);
+NT_PIN(nt_descr_v7, kernelPhase.channelId, 24);
+NT_PIN(nt_descr_v7, kernelPhase.phaseId, 25);
+NT_PIN(nt_descr_v7, kernelPhase.phaseName, 32);
+NT_PIN(nt_descr_v7, kernelPhase.pTimer, 40);
+_Static_assert(sizeof(nt_descr_v7) == 136, "v7 descriptor size");
+_Static_assert(sizeof(nt_state_args_v7) == 8, "v7 state args size");
+NT_PIN(nt_state_args_v7, kernelCh.pTimer, 0);
+_Static_assert(sizeof(nt_profiler_v7) == 48, "v7 function table size");
 
 NT_PIN(nt_net_ib_v1, qp.device, 8);
 NT_PIN(nt_net_ib_v1, qp.qpNum, 28);

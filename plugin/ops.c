@@ -43,7 +43,9 @@ struct nt_task *nt_task_open(struct nt_thread *t, struct nt_context *c, const st
   k->algo = (uint8_t)(coll ? nt_algo_from_name(ev->op.algo) : NT_ALGO_NONE);
   k->proto = (uint8_t)(coll ? nt_proto_from_name(ev->op.proto) : NT_PR_NONE);
   k->dtype = (uint8_t)nt_dtype_from_name(ev->op.datatype);
-  k->phase = nt_phase_now();
+  /* NCCL 2.31's userTag (the user's own name for the call) wins. */
+  k->phase = ev->user_tag ? nt_phase_of_tag(ev->user_tag) : nt_phase_now();
+  if (!k->phase) k->phase = nt_phase_now();
   k->nchannels = ev->op.nchannels;
   k->nwarps = ev->op.nwarps;
   k->expect_kernel = (mask & NT_EV_KERNEL_CH) != 0;
@@ -64,6 +66,8 @@ struct nt_task *nt_task_open(struct nt_thread *t, struct nt_context *c, const st
   k->kwait = k->seen_kch = 0;
   atomic_store_explicit(&k->last_stop_ns, 0, memory_order_relaxed);
   atomic_store_explicit(&k->gpu_ns, 0, memory_order_relaxed);
+  atomic_store_explicit(&k->sync_ns, 0, memory_order_relaxed);
+  atomic_store_explicit(&k->compute_ns, 0, memory_order_relaxed);
   atomic_store_explicit(&k->begun, 0, memory_order_relaxed);
   atomic_store_explicit(&k->last_progress_ns, 0, memory_order_relaxed);
   atomic_store_explicit(&k->st, NT_TS_LIVE, memory_order_release);

@@ -1,24 +1,51 @@
 /* Phases: the application names what it is doing (nccltop_tag("forward"))
- * and every operation enqueued from then on is attributed to that phase.
+ * and every operation enqueued from then on is attributed to that phase;
+ * from NCCL 2.31 (ABI v7) an operation the user tagged through NCCL
+ * (a non-zero userTag) is attributed to that tag instead, as phase
+ * "tag:<number>".
  *
- * Names are append-only: a writer (an application thread, under the
- * mutex) fills the next slot and then publishes the count with release, so
- * the publisher reads names without ever taking the lock, and the event
- * path reads only the current id. */
+ * Names are append-only. An id is reserved with an atomic increment (never
+ * beyond NT_MAX_PHASES), its slot filled, then marked ready with release:
+ * the publisher reads the ready slots without a lock. nccltop_tag's writers
+ * (application threads) serialise on a mutex among themselves; a userTag is
+ * interned on the event path with no lock, no allocation and no system
+ * call: a scan of at most NT_MAX_PHASES ready slots (two threads meeting a
+ * new tag at once may both intern it; both ids then carry the same name). */
 #include <pthread.h>
 #include <string.h>
 
 #include "internal.h"
 #include "nccltop_plugin.h"
 
+enum { SLOT_EMPTY = 0, SLOT_NAME, SLOT_USER_TAG };
+
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static char names[NT_MAX_PHASES + 1][NT_MAX_PHASE + 1];
-static _Atomic uint32_t nnames; /* ids 1..nnames are in use */
+static _Atomic uint64_t tags[NT_MAX_PHASES + 1]; /* SLOT_USER_TAG: the tag */
+static _Atomic uint8_t ready[NT_MAX_PHASES + 1]; /* SLOT_*, set with release */
+static _Atomic uint32_t reserved;                /* ids 1..reserved are taken */
 static _Atomic uint8_t current;
-static bool warned_full;
+static _Atomic int warned_full;
 
 uint8_t nt_phase_now(void) {
   return atomic_load_explicit(&current, memory_order_relaxed);
+}
+
+/* The next free id, 0 when all are taken (logged once). */
+static uint8_t reserve(void) {
+  uint32_t have = atomic_load_explicit(&reserved, memory_order_relaxed);
+  while (have < NT_MAX_PHASES) {
+    if (atomic_compare_exchange_weak_explicit(&reserved, &have, have + 1, memory_order_relaxed,
+                                              memory_order_relaxed))
+      return (uint8_t)(have + 1);
+  }
+  return 0;
+}
+
+static void warn_full(void) {
+  if (atomic_exchange_explicit(&warned_full, 1, memory_order_relaxed)) return;
+  nt_log(NT_NCCL_LOG_WARN, "more than %d phase names; later ones are not attributed",
+         NT_MAX_PHASES);
 }
 
 NT_EXPORT void nccltop_tag(const char *tag) {
@@ -30,29 +57,60 @@ NT_EXPORT void nccltop_tag(const char *tag) {
   }
   uint8_t id = 0;
   if (pthread_mutex_lock(&lock) != 0) return;
-  uint32_t have = atomic_load_explicit(&nnames, memory_order_relaxed);
+  uint32_t have = atomic_load_explicit(&reserved, memory_order_relaxed);
   for (uint32_t i = 1; i <= have && !id; i++)
-    if (strncmp(names[i], tag, n) == 0 && names[i][n] == '\0') id = (uint8_t)i;
-  if (!id && have < NT_MAX_PHASES) {
-    id = (uint8_t)(have + 1);
+    if (atomic_load_explicit(&ready[i], memory_order_acquire) == SLOT_NAME &&
+        strncmp(names[i], tag, n) == 0 && names[i][n] == '\0')
+      id = (uint8_t)i;
+  if (!id && (id = reserve()) != 0) {
     memcpy(names[id], tag, n);
     names[id][n] = '\0';
-    atomic_store_explicit(&nnames, have + 1, memory_order_release);
-  } else if (!id && !warned_full) {
-    warned_full = true;
-    nt_log(NT_NCCL_LOG_WARN, "more than %d phase names; later ones are not attributed",
-           NT_MAX_PHASES);
+    atomic_store_explicit(&ready[id], SLOT_NAME, memory_order_release);
+  } else if (!id) {
+    warn_full();
   }
   pthread_mutex_unlock(&lock);
   atomic_store(&current, id);
 }
 
+/* "tag:" and the tag in decimal (at most 24 bytes, within NT_MAX_PHASE). */
+static void tag_name(char *out, uint64_t tag) {
+  char digits[20];
+  int n = 0;
+  do {
+    digits[n++] = (char)('0' + tag % 10);
+    tag /= 10;
+  } while (tag);
+  memcpy(out, "tag:", 4);
+  for (int i = 0; i < n; i++) out[4 + i] = digits[n - 1 - i];
+  out[4 + n] = '\0';
+}
+_Static_assert(NT_MAX_PHASE >= 4 + 20, "a tag's name fits a phase name");
+
+uint8_t nt_phase_of_tag(uint64_t tag) {
+  uint32_t have = atomic_load_explicit(&reserved, memory_order_relaxed);
+  for (uint32_t i = 1; i <= have && i <= NT_MAX_PHASES; i++)
+    if (atomic_load_explicit(&ready[i], memory_order_acquire) == SLOT_USER_TAG &&
+        atomic_load_explicit(&tags[i], memory_order_relaxed) == tag)
+      return (uint8_t)i;
+  uint8_t id = reserve();
+  if (!id) return 0; /* full: no log here, on the event path (nccltop_tag logs it) */
+  tag_name(names[id], tag);
+  atomic_store_explicit(&tags[id], tag, memory_order_relaxed);
+  atomic_store_explicit(&ready[id], SLOT_USER_TAG, memory_order_release);
+  return id;
+}
+
 uint32_t nt_phase_rows(nt_phase_row *rows, uint32_t cap) {
-  uint32_t have = atomic_load_explicit(&nnames, memory_order_acquire);
+  uint32_t have = atomic_load_explicit(&reserved, memory_order_relaxed);
   uint32_t n = 0;
-  for (uint32_t i = 1; i <= have && n < cap; i++, n++) {
+  for (uint32_t i = 1; i <= have && i <= NT_MAX_PHASES && n < cap; i++) {
+    uint8_t kind = atomic_load_explicit(&ready[i], memory_order_acquire);
+    if (kind == SLOT_EMPTY) continue; /* reserved, not filled yet: next time */
     rows[n].id = (uint8_t)i;
+    rows[n].source = kind == SLOT_USER_TAG ? NT_PHASE_USER_TAG : NT_PHASE_NCCLTOP_TAG;
     memcpy(rows[n].name, names[i], sizeof rows[n].name);
+    n++;
   }
   return n;
 }

@@ -199,6 +199,8 @@ static void retire(struct nt_task *k) {
       row->done_bytes += k->bytes;
       row->time_ns += duration;
       if (timing == NT_TIMING_GPU) row->gpu_done++;
+      row->sync_ns += atomic_load_explicit(&k->sync_ns, memory_order_relaxed);
+      row->compute_ns += atomic_load_explicit(&k->compute_ns, memory_order_relaxed);
     }
   }
   if (state == NT_OPS_DONE) atomic_fetch_add_explicit(&c->done[k->func], 1, memory_order_relaxed);

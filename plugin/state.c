@@ -220,15 +220,19 @@ nt_nccl_result nt_init(void **context, int *mask, const char *name, uint64_t has
     atomic_store(&c->live, 1);
     pthread_mutex_unlock(&nt_g.contexts_lock);
     atomic_store(&nt_g.abi, abi);
+    /* NCCL 2.31 (v7) splits a kernel channel's work into phases: with
+     * kernelch on, ask for them too (they ride on the same KernelCh work). */
+    int want = nt_g.cfg.event_mask;
+    if (abi >= 7 && (want & NT_EV_KERNEL_CH)) want |= NT_EV_KERNEL_PHASE;
     if (mask) {
       atomic_store(&nt_g.mask_ptr, (_Atomic int *)mask);
-      atomic_store((_Atomic int *)mask, nt_g.cfg.event_mask);
+      atomic_store((_Atomic int *)mask, want);
     }
     if (live_contexts++ == 0 && nt_publisher_start() != 0)
       nt_log(NT_NCCL_LOG_WARN, "publisher did not start; events are counted, not published");
     *context = c;
     nt_log(NT_NCCL_LOG_INFO, "comm %016llx rank %d/%d profiled (ABI v%d, mask 0x%x)",
-           (unsigned long long)hash, rank, nranks, abi, nt_g.cfg.event_mask);
+           (unsigned long long)hash, rank, nranks, abi, want);
   } else if (!atomic_load(&nt_g.inert)) {
     nt_log(NT_NCCL_LOG_WARN, "more than %d communicators; comm %016llx not profiled",
            NT_MAX_CONTEXTS, (unsigned long long)hash);

@@ -84,8 +84,8 @@ int nt_dtype_from_name(const char *s) {
 
 const char *nt_event_class_name(int bit) {
   static const char *const names[NT_EVENT_CLASSES] = {
-      "group",     "coll",         "p2p",       "proxyop",  "proxystep",
-      "proxyctrl", "kernelch",     "netplugin", "groupapi", "collapi",
-      "p2papi",    "kernellaunch", "cecoll",    "cesync",   "cebatch"};
+      "group",    "coll",      "p2p",      "proxyop",    "proxystep", "proxyctrl",
+      "kernelch", "netplugin", "groupapi", "collapi",    "p2papi",    "kernellaunch",
+      "cecoll",   "cesync",    "cebatch",  "kernelphase"};
   return bit >= 0 && bit < NT_EVENT_CLASSES ? names[bit] : NULL;
 }

@@ -16,7 +16,7 @@
 #include <stdint.h>
 
 #define NT_PROTO_MAJOR 1
-#define NT_PROTO_MINOR 2
+#define NT_PROTO_MINOR 3
 
 #define NT_TOPIC_HELLO    "nccltop.hello"
 #define NT_TOPIC_COMM     "nccltop.comm"
@@ -163,12 +163,13 @@ int nt_algo_from_name(const char *s);
 int nt_proto_from_name(const char *s);
 int nt_dtype_from_name(const char *s);
 int nt_dtype_size(int dtype); /* bytes per element, 0 when unknown */
-/* NCCL's event classes by bit (ncclProfileGroup = bit 0 ... ncclProfileCeBatch
- * = bit 14): "group", "coll", "p2p", "proxyop", "proxystep", "proxyctrl",
- * "kernelch", "netplugin", "groupapi", "collapi", "p2papi", "kernellaunch",
- * "cecoll", "cesync", "cebatch"; NULL past the last. The names NCCLTOP_EVENTS
+/* NCCL's event classes by bit (ncclProfileGroup = bit 0 ...
+ * ncclProfileKernelPhase = bit 15, ABI v7): "group", "coll", "p2p",
+ * "proxyop", "proxystep", "proxyctrl", "kernelch", "netplugin", "groupapi",
+ * "collapi", "p2papi", "kernellaunch", "cecoll", "cesync", "cebatch",
+ * "kernelphase"; NULL past the last. The names NCCLTOP_EVENTS
  * takes and the viewer shows. */
-#define NT_EVENT_CLASSES 15
+#define NT_EVENT_CLASSES 16
 const char *nt_event_class_name(int bit);
 /* Size bucket of a message: floor(log2(bytes)), 0 for 0 or 1 byte. */
 static inline uint8_t nt_size_bucket(uint64_t bytes) {
@@ -185,7 +186,7 @@ typedef struct {
   uint64_t dropped_rows;    /* aggregate tables full */
   uint64_t unsent_messages; /* ZeroMQ refused a message (queue full) */
   uint32_t event_mask;      /* NCCL activation mask now */
-  uint8_t abi_version;      /* profiler ABI NCCL loaded: 3..6 */
+  uint8_t abi_version;      /* profiler ABI NCCL loaded: 3..7 */
   /* 1.1 */
   uint64_t dropped_ops;   /* Coll/P2p not tracked: operation pool full */
   uint64_t late_children; /* proxy-op/kernel children whose operation was already retired */
@@ -240,7 +241,17 @@ typedef struct {
   uint64_t count;   /* KernelCh events stopped */
   uint64_t busy_ns; /* sum of GPU stop - start (pTimer pairs) */
   uint64_t last_ns; /* the last one's GPU duration */
+  /* 1.3: GPU time of the row's KernelPhase events (NCCL 2.31, ABI v7) per
+   * phase, enum nt_kphase; 0 when none came. */
+  uint64_t phase_ns[3];
 } nt_kernel_row;
+/* The kernel phases NCCL 2.31 reports (KernelPhase phaseId). */
+enum nt_kphase {
+  NT_KPHASE_INITIAL_SYNC = 0,
+  NT_KPHASE_COMPUTE,
+  NT_KPHASE_FINAL_SYNC,
+  NT_KPHASE_COUNT
+};
 
 /* Operation statistics (1.1), one row per (communicator, kind, function,
  * algorithm, protocol, size bucket, phase). Counts every operation the
@@ -259,13 +270,24 @@ typedef struct {
   uint64_t done_bytes;
   uint64_t time_ns;  /* summed durations of the done ones */
   uint64_t gpu_done; /* of which timed by the GPU (kernelch) */
+  /* 1.3: the done ones' KernelPhase GPU time, summed over their channels:
+   * in the synchronisation phases (initial_sync + final_sync) and in
+   * compute; 0 when NCCL reported no phase. */
+  uint64_t sync_ns, compute_ns;
 } nt_op_row;
 
 /* One phase name (1.1). */
 typedef struct {
-  uint8_t id; /* 1..NT_MAX_PHASES */
+  uint8_t id;     /* 1..NT_MAX_PHASES */
+  uint8_t source; /* 1.3: enum nt_phase_source (0 in older messages) */
   char name[NT_MAX_PHASE + 1];
 } nt_phase_row;
+/* Where a phase name came from (1.3). */
+enum nt_phase_source {
+  NT_PHASE_NCCLTOP_TAG = 0, /* the application's nccltop_tag() */
+  NT_PHASE_USER_TAG = 1,    /* NCCL 2.31's per-call userTag (ABI v7): "tag:<n>" */
+  NT_PHASE_SOURCE_COUNT
+};
 
 /* One operation (1.1): recently retired, or still in flight. */
 typedef struct {

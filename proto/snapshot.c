@@ -25,7 +25,8 @@ const char *const nt_sec_name[NT_SEC_MAX] = {
 #define PROXY_LEN       80
 #define CHANNEL_LEN_1_1 88
 #define CHANNEL_LEN     96
-#define KERNEL_LEN      32
+#define KERNEL_LEN_1_2  32
+#define KERNEL_LEN      56
 
 nt_snapshot *nt_snapshot_new(void) {
   nt_snapshot *s = calloc(1, sizeof *s);
@@ -180,6 +181,7 @@ size_t nt_snapshot_encode(const nt_snapshot *s, uint8_t *buf, size_t cap) {
     p = nt_put64(p, r->count);
     p = nt_put64(p, r->busy_ns);
     p = nt_put64(p, r->last_ns);
+    for (int k = 0; k < NT_KPHASE_COUNT; k++) p = nt_put64(p, r->phase_ns[k]);
   }
   p = nt_ops_encode(s, p);
   return (size_t)(p - buf);
@@ -368,7 +370,9 @@ static int decode_channels(nt_cursor *c, nt_snapshot *s, char *err, size_t errle
 static int decode_kernels(nt_cursor *c, nt_snapshot *s, char *err, size_t errlen) {
   uint32_t n;
   uint16_t rl;
-  if (nt_wire_table(c, NT_SEC_KERNELS, NT_MAX_KERNEL_ROWS, KERNEL_LEN, &n, &rl, err, errlen))
+  bool v1_3 = s->minor >= 3;
+  if (nt_wire_table(c, NT_SEC_KERNELS, NT_MAX_KERNEL_ROWS, v1_3 ? KERNEL_LEN : KERNEL_LEN_1_2, &n,
+                    &rl, err, errlen))
     return -1;
   for (uint32_t i = 0; i < n; i++) {
     const uint8_t *next = c->p + rl;
@@ -379,6 +383,7 @@ static int decode_kernels(nt_cursor *c, nt_snapshot *s, char *err, size_t errlen
     r->count = nt_get64(c);
     r->busy_ns = nt_get64(c);
     r->last_ns = nt_get64(c);
+    for (int k = 0; k < NT_KPHASE_COUNT; k++) r->phase_ns[k] = v1_3 ? nt_get64(c) : 0;
     c->p = next;
     if (!comm_ok(r->comm_index, s, false))
       return nt_wire_fail(err, errlen, "kernel row %u: comm index %u out of range (%u comms)", i,

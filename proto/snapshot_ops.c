@@ -4,7 +4,8 @@
  * (every count and value checked, records may grow in newer minors). */
 #include "wire.h"
 
-#define OPS_LEN       56
+#define OPS_LEN_1_2   56
+#define OPS_LEN       72
 #define PHASE_LEN     36
 #define OPLOG_LEN_1_1 64
 #define OPLOG_LEN     80
@@ -34,6 +35,8 @@ uint8_t *nt_ops_encode(const nt_snapshot *s, uint8_t *p) {
     p = nt_put64(p, r->done_bytes);
     p = nt_put64(p, r->time_ns);
     p = nt_put64(p, r->gpu_done);
+    p = nt_put64(p, r->sync_ns);
+    p = nt_put64(p, r->compute_ns);
   }
   p = nt_table_start(p, NT_SEC_PHASES, s->nphases, PHASE_LEN);
   for (uint32_t i = 0; i < s->nphases; i++) {
@@ -41,7 +44,8 @@ uint8_t *nt_ops_encode(const nt_snapshot *s, uint8_t *p) {
     size_t n = strnlen(r->name, NT_MAX_PHASE);
     p = nt_put8(p, r->id);
     p = nt_put8(p, (uint8_t)n);
-    p = nt_zeros(p, 2);
+    p = nt_put8(p, r->source); /* 1.3; reserved (0) before */
+    p = nt_zeros(p, 1);
     memcpy(p, r->name, n);
     p = nt_zeros(p + n, 32 - n);
   }
@@ -125,7 +129,10 @@ static int check_names(const char *what, uint32_t i, uint8_t kind, uint8_t func,
 static int decode_ops(nt_cursor *c, nt_snapshot *s, char *err, size_t errlen) {
   uint32_t n;
   uint16_t rl;
-  if (nt_wire_table(c, NT_SEC_OPS, NT_MAX_OP_ROWS, OPS_LEN, &n, &rl, err, errlen)) return -1;
+  bool v1_3 = s->minor >= 3;
+  if (nt_wire_table(c, NT_SEC_OPS, NT_MAX_OP_ROWS, v1_3 ? OPS_LEN : OPS_LEN_1_2, &n, &rl, err,
+                    errlen))
+    return -1;
   for (uint32_t i = 0; i < n; i++) {
     const uint8_t *next = c->p + rl;
     nt_op_row *r = &s->ops[i];
@@ -142,6 +149,8 @@ static int decode_ops(nt_cursor *c, nt_snapshot *s, char *err, size_t errlen) {
     r->done_bytes = nt_get64(c);
     r->time_ns = nt_get64(c);
     r->gpu_done = nt_get64(c);
+    r->sync_ns = v1_3 ? nt_get64(c) : 0;
+    r->compute_ns = v1_3 ? nt_get64(c) : 0;
     c->p = next;
     if (!comm_ok(r->comm_index, s, false)) return BAD_COMM("ops", i, r->comm_index);
     if (check_names("ops", i, r->kind, r->func, r->algo, r->proto, r->phase, err, errlen))
@@ -164,8 +173,10 @@ static int decode_phases(nt_cursor *c, nt_snapshot *s, char *err, size_t errlen)
     nt_phase_row *r = &s->phases[i];
     r->id = nt_get8(c);
     uint8_t len = nt_get8(c);
-    c->p += 2;
+    r->source = nt_get8(c); /* 0 (nccltop_tag) in a 1.1 or 1.2 message */
+    c->p += 1;
     if (r->id < 1 || r->id > NT_MAX_PHASES) return BAD("phase", i, "id", r->id);
+    if (r->source >= NT_PHASE_SOURCE_COUNT) return BAD("phase", i, "source", r->source);
     if (seen & (1ull << r->id))
       return nt_wire_fail(err, errlen, "phase row %u: id %u appears twice", i, r->id);
     seen |= 1ull << r->id;

@@ -5,6 +5,7 @@
  * of the coll and p2p members, no pTimer, ProxyStep states with NULL
  * arguments, ProxyOp states 0..7 with their own arguments. */
 #include "abi_driver.h"
+#include "version.h"
 
 #include <dlfcn.h>
 #include <stdarg.h>
@@ -42,7 +43,7 @@ int sim_driver_open(sim_driver *d, const char *path, int abi, int max_abi, int r
     snprintf(err, errlen, "cannot load %s: %s", path, why ? why : "unknown error");
     return -1;
   }
-  for (int v = max_abi >= 3 && max_abi <= 6 ? max_abi : 6; v >= 3; v--) {
+  for (int v = max_abi >= 3 && max_abi <= 7 ? max_abi : 7; v >= 3; v--) {
     if (abi && v != abi) continue;
     char sym[32];
     snprintf(sym, sizeof sym, "ncclProfiler_v%d", v);
@@ -53,6 +54,8 @@ int sim_driver_open(sim_driver *d, const char *path, int abi, int max_abi, int r
       d->v3 = t;
     else if (v == 4)
       d->v4 = t;
+    else if (v == 7)
+      d->v7 = t;
     else
       d->v5 = t;
     return 0;
@@ -61,7 +64,7 @@ int sim_driver_open(sim_driver *d, const char *path, int abi, int max_abi, int r
     snprintf(err, errlen, "%s does not export ncclProfiler_v%d", path, abi);
   else
     snprintf(err, errlen, "%s exports none of ncclProfiler_v%d .. _v3", path,
-             max_abi >= 3 && max_abi <= 6 ? max_abi : 6);
+             max_abi >= 3 && max_abi <= 7 ? max_abi : 7);
   dlclose(d->lib);
   d->lib = NULL;
   return -1;
@@ -91,9 +94,16 @@ int sim_driver_init(sim_driver *d, sim_ctx *c, uint64_t hash, const char *name, 
     rc = d->v3->init(&c->ctx, &d->mask);
   else if (d->abi == 4)
     rc = d->v4->init(&c->ctx, &d->mask, name, hash, nnodes, nranks, rank, sim_logger);
+  else if (d->abi == 7)
+    rc = d->v7->init(&c->ctx, hash, &d->mask, name, nnodes, nranks, rank, sim_logger);
   else
     rc = d->v5->init(&c->ctx, hash, &d->mask, name, nnodes, nranks, rank, sim_logger);
   c->on = rc == 0;
+  c->user_tag = 0;
+  /* 2.31 fixes the mask up after every init (KernelPhase needs KernelCh;
+   * its v6 shim clears KernelPhase). */
+  __atomic_store_n(&d->mask, sim_v_mask_after_init(d->nccl_version, d->abi, d->mask),
+                   __ATOMIC_RELAXED);
   return rc;
 }
 
@@ -104,6 +114,8 @@ void sim_driver_finalize(sim_ctx *c) {
     d->v3->finalize(c->ctx);
   else if (d->abi == 4)
     d->v4->finalize(c->ctx);
+  else if (d->abi == 7)
+    d->v7->finalize(c->ctx);
   else
     d->v5->finalize(c->ctx);
   c->on = false;
@@ -140,6 +152,7 @@ bool sim_mask_wants(int abi, int m, int type) {
   case NT_EV_PROXY_STEP: return m & (NT_EV_PROXY_STEP | net);
   case NT_EV_PROXY_CTRL: return m & NT_EV_PROXY_CTRL;
   case NT_EV_KERNEL_CH: return m & NT_EV_KERNEL_CH;
+  case NT_EV_KERNEL_PHASE: return abi >= 7 && (m & NT_EV_KERNEL_PHASE);
   case NT_EV_NET_PLUGIN: return m & net;
   default: return false;
   }
@@ -204,10 +217,54 @@ static void start_v3(sim_ctx *c, void **h, const nt_descr_v5 *e) {
   c->d->v3->startEvent(c->ctx, h, &v3);
 }
 
+/* v7 (NCCL 2.31): v6's members at v6's offsets, then the userTag of the
+ * communicator's calls on CollApi, P2pApi, Coll, P2p and CeColl. */
+static void start_v7(sim_ctx *c, void **h, const nt_descr_v5 *e) {
+  nt_descr_v7 v7;
+  memset(&v7, 0, sizeof v7);
+  memcpy(&v7, e, sizeof *e);
+  switch (e->type) {
+  case NT_EV_COLL_API: v7.collApi.userTag = c->user_tag; break;
+  case NT_EV_P2P_API: v7.p2pApi.userTag = c->user_tag; break;
+  case NT_EV_COLL:
+    v7.coll.kernelVariant = NULL; /* no symmetric kernels simulated */
+    v7.coll.isSymColl = false;
+    v7.coll.userTag = c->user_tag;
+    break;
+  case NT_EV_P2P: v7.p2p.userTag = c->user_tag; break;
+  case NT_EV_CE_COLL: v7.ceColl.userTag = c->user_tag; break;
+  default: break;
+  }
+  c->d->v7->startEvent(c->ctx, h, &v7);
+}
+
+void sim_kernel_phase(sim_ctx *c, void *parent, int ch, int phase, uint64_t start, uint64_t stop) {
+  static const char *const names[] = {"initial_sync", "compute", "final_sync"};
+  if (!c->on || c->d->abi != 7 || phase < 0 || phase > 2) return;
+  nt_descr_v7 e;
+  memset(&e, 0, sizeof e);
+  e.type = NT_EV_KERNEL_PHASE;
+  e.parentObj = parent;
+  e.kernelPhase.channelId = (uint8_t)ch;
+  e.kernelPhase.phaseId = (uint8_t)phase;
+  e.kernelPhase.phaseName = names[phase];
+  e.kernelPhase.pTimer = start;
+  void *h = NULL;
+  c->d->v7->startEvent(c->ctx, &h, &e);
+  if (!h) return;
+  nt_state_args_v7 a;
+  memset(&a, 0, sizeof a);
+  a.kernelCh.pTimer = stop;
+  c->d->v7->recordEventState(h, NT_ST_KERNEL_PHASE_STOP, &a);
+  c->d->v7->stopEvent(h);
+}
+
 void *sim_start(sim_ctx *c, nt_descr_v5 *e) {
   void *h = NULL;
   if (!c->on) return NULL;
-  if (c->d->abi >= 5)
+  if (c->d->abi == 7)
+    start_v7(c, &h, e);
+  else if (c->d->abi >= 5)
     c->d->v5->startEvent(c->ctx, &h, e);
   else if (c->d->abi == 4)
     start_v4(c, &h, e);
@@ -222,7 +279,9 @@ void sim_record(sim_ctx *c, void *h, int state, const nt_state_args_v5 *args) {
   nt_state_args_v5 a;
   memset(&a, 0, sizeof a);
   if (args) a = *args;
-  if (d->abi >= 5) {
+  if (d->abi == 7) {
+    d->v7->recordEventState(h, state, args ? &a : NULL);
+  } else if (d->abi >= 5) {
     d->v5->recordEventState(h, state, args ? &a : NULL);
   } else if (d->abi == 4) {
     if (state >= NT_ST_GROUP_START_API_STOP) return;
@@ -256,6 +315,8 @@ void sim_stop(sim_ctx *c, void *h) {
     d->v3->stopEvent(h);
   else if (d->abi == 4)
     d->v4->stopEvent(h);
+  else if (d->abi == 7)
+    d->v7->stopEvent(h);
   else
     d->v5->stopEvent(h);
 }

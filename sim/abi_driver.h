@@ -23,12 +23,14 @@ static inline nt_descr_v5 sim_descr(int type, void *parent, int rank) {
 
 typedef struct {
   void *lib;
-  int abi; /* 3..6 */
+  int abi; /* 3..7 */
   const nt_profiler_v3 *v3;
   const nt_profiler_v4 *v4;
   const nt_profiler_v5 *v5; /* v6 has the same shape */
-  int mask;                 /* NCCL's one process-wide activation mask */
-  int rank;                 /* for log lines */
+  const nt_profiler_v7 *v7;
+  int mask;         /* NCCL's one process-wide activation mask */
+  int nccl_version; /* the release played (sim_version_of), 0 unknown */
+  int rank;         /* for log lines */
 } sim_driver;
 
 /* One communicator's profiler context. `on` is false when init failed (the
@@ -39,11 +41,12 @@ typedef struct {
   bool on;
   char name[32]; /* the communicator's, for 2.26's Coll/P2p descriptors */
   uint64_t hash;
+  uint64_t user_tag; /* v7: the userTag of this communicator's calls, 0 none */
 } sim_ctx;
 
 /* dlopens `path` (RTLD_NOW | RTLD_LOCAL) and picks ncclProfiler_v<abi>, or
  * the newest of v<max_abi>..v3 when abi is 0 (as NCCL tries the newest
- * table it knows first; max_abi 0 = 6). */
+ * table it knows first, 2.31 v7 then v6; max_abi 0 = 7). */
 int sim_driver_open(sim_driver *d, const char *path, int abi, int max_abi, int rank, char *err,
                     size_t errlen);
 /* dlcloses the plugin (NCCL does after the last finalize). */
@@ -70,6 +73,12 @@ void *sim_start(sim_ctx *c, nt_descr_v5 *e);
  * `args` NULL passes NULL (GroupApi states do). */
 void sim_record(sim_ctx *c, void *h, int state, const nt_state_args_v5 *args);
 void sim_stop(sim_ctx *c, void *h);
+/* NCCL 2.31's KernelPhase (v7 only; nothing on other ABIs): one phase of
+ * the KernelCh event `parent`, from GPU time `start` to `stop`: started,
+ * KernelPhaseStop recorded with the stop, stopped, as
+ * profilerFireKernelPhaseEvents does before the KernelCh stop. */
+void sim_kernel_phase(sim_ctx *c, void *parent, int ch, int phase, uint64_t start, uint64_t stop);
+
 /* NCCL 2.26's ProxyOp states (v3 only: SendPosted .. RecvDone, 0..7) with
  * the op's cumulative transSize and step count; nothing on other ABIs. */
 void sim_record_op_v3(sim_ctx *c, void *h, int state, size_t trans, int steps);

@@ -21,7 +21,9 @@ typedef struct {
 
 typedef struct {
   bool used;
-  uint64_t key;
+  bool phases; /* 2.31 v7: KernelPhase in the mask at the start */
+  int ch;
+  uint64_t key, start;
   void *h;
 } kt_open;
 
@@ -45,10 +47,25 @@ static kt_open *slot_of(sim_kthread *k, uint64_t key, bool take) {
       o->used = true;
       o->key = key;
       o->h = NULL;
+      o->phases = false;
+      o->start = 0;
       return o;
     }
   }
   return NULL;
+}
+
+/* 2.31's profilerFireKernelPhaseEvents: the kernel's four timestamps
+ * (begin, after the opening barrier, before the closing one, end) make up
+ * to three phases, each started, stopped at the next and ended before the
+ * KernelCh stop; a zero-length phase is skipped. The simulated kernel
+ * spends 1/8 of a work in its initial sync and 1/16 in its final one. */
+static void fire_phases(sim_ctx *x, void *kh, int ch, uint64_t start, uint64_t stop) {
+  if (!start || stop <= start) return;
+  uint64_t d = stop - start;
+  uint64_t ts[4] = {start, start + d / 8, stop - d / 16, stop};
+  for (int i = 0; i < 3; i++)
+    if (ts[i + 1] > ts[i]) sim_kernel_phase(x, kh, ch, i, ts[i], ts[i + 1]);
 }
 
 /* NCCL's ncclProfilerStartKernelChEvent / StopKernelChEvent, on this thread. */
@@ -63,15 +80,19 @@ static void serve(sim_kthread *k, const kt_req *r) {
     e.kernelCh.channelId = (uint8_t)r->ch;
     e.kernelCh.pTimer = r->ptimer;
     void *h = sim_start(x, &e);
-    if (o)
+    if (o) {
       o->h = h;
-    else
+      o->start = r->ptimer;
+      o->ch = r->ch;
+      o->phases = sim_mask_wants(x->d->abi, sim_mask_now(x), NT_EV_KERNEL_PHASE);
+    } else
       sim_stop(x, h); /* no room to remember it: end it at once */
     return;
   }
   kt_open *o = slot_of(k, r->key, false);
   if (!o) return;
   if (o->h) {
+    if (o->phases) fire_phases(x, o->h, o->ch, o->start, r->ptimer);
     nt_state_args_v5 a;
     memset(&a, 0, sizeof a);
     a.kernelCh.pTimer = r->ptimer;
@@ -84,7 +105,7 @@ static void serve(sim_kthread *k, const kt_req *r) {
     kt_open moved = k->open[i];
     k->open[i].used = false;
     kt_open *to = slot_of(k, moved.key, true);
-    if (to) to->h = moved.h;
+    if (to) *to = moved;
   }
 }
 

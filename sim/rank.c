@@ -223,7 +223,8 @@ int sim_rank_main(const nt_sim_config *cfg, int rank, pid_t parent) {
     fprintf(stderr, "nccltop sim: rank %d: %s\n", rank, err);
     return 1;
   }
-  sim_version_note_v7(r.drv.lib, sim_version_of(cfg), rank, cfg->quiet);
+  r.drv.nccl_version = sim_version_of(cfg);
+  sim_version_note_v7(r.drv.abi, r.drv.nccl_version, rank, cfg->quiet);
   if (cfg->deterministic) {
     /* Before the first init: the plugin reads our virtual clock from then on. */
     void (*set_clock)(uint64_t(*)(void)) =
@@ -252,6 +253,7 @@ int sim_rank_main(const nt_sim_config *cfg, int rank, pid_t parent) {
      * (but for --graph's intra-node communicator, graph.h). */
     int nnodes = sim_graph_intra(cfg, k) ? 1 : cfg->ranks;
     int rc = sim_driver_init(&r.drv, &c->px, nt_sim_comm_hash(k), name, nnodes, cfg->ranks, rank);
+    c->px.user_tag = k == 0 ? cfg->user_tag : 0; /* --user-tag: communicator 0's calls */
     if (rc != 0 && !cfg->quiet)
       fprintf(stderr,
               "nccltop sim: rank %d comm %d: the plugin declined (init returned %d); "

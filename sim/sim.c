@@ -1,5 +1,6 @@
 /* The simulated job: options, the plugin's default location, and one
  * process per rank. */
+#include <ctype.h>
 #include <errno.h>
 #include <libgen.h>
 #include <limits.h>
@@ -95,6 +96,20 @@ static int parse_seconds(const char *opt, const char *v, double *out) {
       fprintf(stderr, "nccltop: %s needs seconds from 0 to 31536000, not '%s'\n", opt, v);
     else
       fprintf(stderr, "nccltop: %s needs seconds from 0 to 31536000\n", opt);
+    return -1;
+  }
+  *out = x;
+  return 0;
+}
+
+/* --user-tag N: a decimal 1 .. 2^64-1 (0 is "untagged" to NCCL). */
+static int parse_tag(const char *opt, const char *v, uint64_t *out) {
+  char *end = NULL;
+  errno = 0;
+  unsigned long long x = v && isdigit((unsigned char)*v) ? strtoull(v, &end, 10) : 0;
+  if (!v || !end || *end || errno || x == 0) {
+    fprintf(stderr, "nccltop: %s needs a tag from 1 to 18446744073709551615, not '%s'\n", opt,
+            v ? v : "");
     return -1;
   }
   *out = x;
@@ -226,7 +241,9 @@ static int parse_one(nt_sim_config *c, const char *arg, const char *next) {
   else if (!strcmp(name, "--linger"))
     rc = parse_seconds(name, v, &c->linger_s);
   else if (!strcmp(name, "--abi"))
-    rc = parse_int(name, v, 3, 6, &c->abi);
+    rc = parse_int(name, v, 3, 7, &c->abi);
+  else if (!strcmp(name, "--user-tag"))
+    rc = parse_tag(name, v, &c->user_tag);
   else if (!strcmp(name, "--nccl-version"))
     rc = parse_nccl_version(name, v, &c->nccl_version);
   else if (!strcmp(name, "--interval-ms")) {

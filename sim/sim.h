@@ -25,8 +25,8 @@ typedef struct {
   bool deterministic;   /* virtual clock, fixed schedule: `iterations`
                            collectives (10 if 0), duration_s unused */
   int abi;              /* 0 = the newest the plugin exports that NCCL
-                           nccl_version looks for, else 3..6 (an expert
-                           override; 3 plays NCCL 2.26) */
+                           nccl_version looks for, else 3..7 (an expert
+                           override; 3 plays NCCL 2.26, 7 NCCL 2.31) */
   const char *plugin;   /* plugin path; NULL = nt_sim_default_plugin() */
   const char *dir;      /* NCCLTOP_DIR for the ranks, NULL = inherit */
   uint32_t interval_ms; /* NCCLTOP_INTERVAL_MS for the ranks, 0 = inherit */
@@ -59,6 +59,8 @@ typedef struct {
   bool graph;            /* --graph: CUDA graph replays */
   bool alltoall;         /* --alltoall */
   bool broadcast;        /* --broadcast */
+  uint64_t user_tag;     /* --user-tag N: communicator 0's calls carry NCCL 2.31's
+                            userTag N (ABI v7); 0 none */
 } nt_sim_config;
 
 void nt_sim_defaults(nt_sim_config *c);

@@ -2,7 +2,6 @@
 #include "version.h"
 
 #include <ctype.h>
-#include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -31,14 +30,15 @@ int sim_version_max_abi(int v) {
   if (v <= 226) return 3;
   if (v == 227) return 4;
   if (v == 228) return 5;
-  return 6;
+  if (v <= 230) return 6;
+  return 7;
 }
 
 int sim_version_of(const nt_sim_config *c) {
-  static const int native[7] = {0, 0, 0, 226, 227, 228, 230};
+  static const int native[8] = {0, 0, 0, 226, 227, 228, 230, 231};
   int v = c->nccl_version ? c->nccl_version : SIM_NCCL_DEFAULT;
   /* --abi N with the default release: the release that loads vN itself. */
-  if (c->abi >= 3 && c->abi <= 6 && v == SIM_NCCL_DEFAULT) return native[c->abi];
+  if (c->abi >= 3 && c->abi <= 7 && v == SIM_NCCL_DEFAULT) return native[c->abi];
   return v;
 }
 
@@ -47,14 +47,20 @@ const char *sim_version_check(const nt_sim_config *c) {
   if (v < SIM_NCCL_MIN || v > SIM_NCCL_MAX) return "nccl_version (226..231)";
   /* A release only looks for the tables it knows. */
   if (c->abi > sim_version_max_abi(v))
-    return "abi newer than the NCCL release knows (2.26: 3, 2.27: 4, 2.28: 5, 2.29+: 6)";
+    return "abi newer than the NCCL release knows (2.26: 3, 2.27: 4, 2.28: 5, 2.29 and 2.30: 6, "
+           "2.31: 7)";
   /* Later releases' v3 shims are not played: 2.26 is the v3 release. */
   if (c->abi == 3 && v != 226) return "abi 3 (played as NCCL 2.26 only)";
+  /* userTag exists from ABI v7 (2.31) on. */
+  if (c->user_tag && (v < 231 || (c->abi && c->abi < 7)))
+    return "user_tag (NCCL 2.31's ABI v7 only: --nccl-version 2.31)";
   return NULL;
 }
 
-void sim_version_note_v7(void *lib, int v, int rank, bool quiet) {
-  if (v < 231 || !lib || quiet || rank != 0 || !dlsym(lib, "ncclProfiler_v7")) return;
-  fprintf(stderr, "nccltop sim: the plugin exports ncclProfiler_v7, which NCCL 2.31 would load; "
-                  "the simulator drives its newest table up to v6\n");
+void sim_version_note_v7(int abi, int v, int rank, bool quiet) {
+  if (v < 231 || abi >= 7 || quiet || rank != 0) return;
+  fprintf(stderr,
+          "nccltop sim: the plugin exports no ncclProfiler_v7; NCCL 2.31 loads its v%d "
+          "table through its shim (no userTag, no KernelPhase)\n",
+          abi);
 }

@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "../plugin/nccl_profiler_abi.h"
 #include "sim.h"
 
 #define SIM_NCCL_MIN     226
@@ -20,23 +21,23 @@
 int sim_version_parse(const char *s);
 
 /* The newest profiler ABI release v looks for (2.26: v3, 2.27: v4, 2.28: v5,
- * 2.29 and 2.30: v6; 2.31: v7, but the simulator drives at most v6, which
- * 2.31 loads through its v6 shim when the plugin has no v7). */
+ * 2.29 and 2.30: v6; 2.31: v7, then v6 through its v6 shim when the plugin
+ * has no v7). */
 int sim_version_max_abi(int v);
 
 /* The release a configuration plays: c->nccl_version, except that --abi N
  * with the default release (2.28) plays the release that loads vN natively
- * (3: 2.26, 4: 2.27, 5: 2.28, 6: 2.30). With both set, an older ABI than the
+ * (3: 2.26, 4: 2.27, 5: 2.28, 6: 2.30, 7: 2.31). With both set, an older ABI than the
  * release's newest is that release loading the older table (its shim). */
 int sim_version_of(const nt_sim_config *c);
 
 /* NULL when c->nccl_version and c->abi fit together, else why not. */
 const char *sim_version_check(const nt_sim_config *c);
 
-/* 2.31 loads ncclProfiler_v7 when a plugin exports it; the simulator drives
- * only up to v6 (what 2.31 uses for nccltop, which has no v7). Says so
- * once, from rank 0, when the loaded plugin has a v7 table. */
-void sim_version_note_v7(void *lib, int v, int rank, bool quiet);
+/* 2.31 loads ncclProfiler_v7 when a plugin exports it, else falls back to
+ * v6 through its shim (no userTag, no KernelPhase). Says so once, from
+ * rank 0, when 2.31 found no v7 table (abi: the table loaded). */
+void sim_version_note_v7(int abi, int v, int rank, bool quiet);
 
 /* ---- behaviours (v is what sim_version_of returns) ---- */
 
@@ -67,6 +68,14 @@ static inline bool sim_v_steps_need_op(int v) {
  * and stopped on a per-communicator profiler thread, not the proxy. */
 static inline bool sim_v_kernel_thread(int v) {
   return v >= 231;
+}
+/* 2.31 (profiler.cc ncclProfilerPluginInit, ncclProfilerEnforceMaskDeps):
+ * after init, a mask with KernelPhase gets KernelCh too; the v6 shim
+ * (profiler_v6.cc) clears KernelPhase, which a v6 plugin never gets. */
+static inline int sim_v_mask_after_init(int v, int abi, int mask) {
+  if (v < 231) return mask;
+  if (abi < 7) return mask & ~NT_EV_KERNEL_PHASE;
+  return mask & NT_EV_KERNEL_PHASE ? mask | NT_EV_KERNEL_CH : mask;
 }
 
 /* ---- the credit model: how often a send finds no receiver credit ----

@@ -162,7 +162,7 @@ static inline void write_section_1_0(wbuf *w, const layout *l, const nt_snapshot
     }
     break;
   case SEC_KERNEL:
-    table_begin(w, l, s->nkernels, 32);
+    table_begin(w, l, s->nkernels, l->minor >= 3 ? 56 : 32);
     for (uint32_t i = 0; i < s->nkernels; i++) {
       const nt_kernel_row *r = &s->kernels[i];
       wle(w, r->comm_index, 2);
@@ -171,6 +171,8 @@ static inline void write_section_1_0(wbuf *w, const layout *l, const nt_snapshot
       wle(w, r->count, 8);
       wle(w, r->busy_ns, 8);
       wle(w, r->last_ns, 8);
+      if (l->minor >= 3)
+        for (int k = 0; k < 3; k++) wle(w, r->phase_ns[k], 8);
       wfill(w, 0xEE, l->extra_record);
     }
     break;
@@ -181,7 +183,7 @@ static inline void write_section_1_0(wbuf *w, const layout *l, const nt_snapshot
 static inline void write_section_1_1(wbuf *w, const layout *l, const nt_snapshot *s, int type) {
   switch (type) {
   case SEC_OPS:
-    table_begin(w, l, s->nops, 56);
+    table_begin(w, l, s->nops, l->minor >= 3 ? 72 : 56);
     for (uint32_t i = 0; i < s->nops; i++) {
       const nt_op_row *r = &s->ops[i];
       wle(w, r->comm_index, 2);
@@ -197,6 +199,10 @@ static inline void write_section_1_1(wbuf *w, const layout *l, const nt_snapshot
       wle(w, r->done_bytes, 8);
       wle(w, r->time_ns, 8);
       wle(w, r->gpu_done, 8);
+      if (l->minor >= 3) {
+        wle(w, r->sync_ns, 8);
+        wle(w, r->compute_ns, 8);
+      }
       wfill(w, 0xEE, l->extra_record);
     }
     break;
@@ -207,7 +213,8 @@ static inline void write_section_1_1(wbuf *w, const layout *l, const nt_snapshot
       size_t n = strlen(r->name);
       wle(w, r->id, 1);
       wle(w, n, 1);
-      wle(w, 0, 2);
+      wle(w, l->minor >= 3 ? r->source : 0, 1);
+      wle(w, 0, 1);
       memcpy(w->b + w->n, r->name, n);
       w->n += n;
       wfill(w, 0, 32 - n);
@@ -353,6 +360,13 @@ static inline size_t record_at(const wbuf *w, const layout *l, int type, uint32_
 static wbuf wb;
 static uint8_t enc[1 << 16];
 
+/* A little-endian field of `bytes` bytes at p. */
+static inline uint64_t rd(const uint8_t *p, int bytes) {
+  uint64_t v = 0;
+  for (int i = 0; i < bytes; i++) v |= (uint64_t)p[i] << (8 * i);
+  return v;
+}
+
 static inline int decode_wb(nt_snapshot *d, char *err, size_t errlen) {
   err[0] = '\0';
   return nt_snapshot_decode(wb.b, wb.n, d, err, errlen);
@@ -380,6 +394,22 @@ static inline int decode_modified(const nt_snapshot *s, nt_snapshot *d, char *er
   if (!n) return -2;
   err[0] = '\0';
   return nt_snapshot_decode(enc, n, d, err, errlen);
+}
+
+/* s written as a message of an older `minor` (into wb, laid out as *l)
+ * decodes into d as what s says less what that minor lacks (`drop`). */
+static inline bool decodes_as_older(const nt_snapshot *s, int minor, void (*drop)(nt_snapshot *),
+                                    nt_snapshot *d, layout *l) {
+  nt_snapshot *want = nt_snapshot_new();
+  char err[256];
+  bool ok = want && decode_modified(s, want, err, sizeof err) == 0;
+  if (ok) drop(want);
+  *l = default_layout();
+  l->minor = (uint16_t)minor;
+  build(&wb, s, l);
+  ok = ok && decode_wb(d, err, sizeof err) == 0 && d->minor == minor && same_snapshot(want, d);
+  nt_snapshot_free(want);
+  return ok;
 }
 
 /* The decoder rejects the encoding of s with exactly this message. */

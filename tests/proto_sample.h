@@ -91,6 +91,7 @@ static inline void sample_1_0(nt_snapshot *s) {
     r->count = next_value();
     r->busy_ns = next_value();
     r->last_ns = next_value();
+    for (int k = 0; k < NT_KPHASE_COUNT; k++) r->phase_ns[k] = i == 1 ? 0 : next_value();
   }
 }
 
@@ -127,6 +128,8 @@ static inline void sample_1_1(nt_snapshot *s) {
     r->done_bytes = next_value();
     r->time_ns = next_value();
     r->gpu_done = i == 2 ? r->done : r->done / 3;
+    r->sync_ns = i == 3 ? 0 : next_value();
+    r->compute_ns = i == 3 ? 0 : next_value();
   }
   static const char *const names[] = {"forward", "backward \x1b[1m\xc3\xa9",
                                       "0123456789abcdef0123456789abcde", ""};
@@ -135,6 +138,7 @@ static inline void sample_1_1(nt_snapshot *s) {
   for (uint32_t i = 0; i < s->nphases; i++) {
     s->phases[i].id = ids[i];
     snprintf(s->phases[i].name, sizeof s->phases[i].name, "%s", names[i]);
+    s->phases[i].source = i == 3 ? NT_PHASE_USER_TAG : NT_PHASE_NCCLTOP_TAG;
   }
   s->noplog = NT_DT_COUNT;
   for (uint32_t i = 0; i < s->noplog; i++) {
@@ -196,8 +200,17 @@ static inline nt_snapshot *sample(void) {
 }
 
 /* What a 1.0 message of s carries: s without its 1.1 fields and tables. */
+/* What a reader makes of the 1.3 fields of a 1.2 (or older) message. */
+static inline void drop_1_3(nt_snapshot *s) {
+  for (uint32_t i = 0; i < s->nkernels; i++)
+    for (int k = 0; k < NT_KPHASE_COUNT; k++) s->kernels[i].phase_ns[k] = 0;
+  for (uint32_t i = 0; i < s->nops; i++) s->ops[i].sync_ns = s->ops[i].compute_ns = 0;
+  for (uint32_t i = 0; i < s->nphases; i++) s->phases[i].source = NT_PHASE_NCCLTOP_TAG;
+}
+
 /* What a reader makes of the 1.2 fields of a 1.1 (or 1.0) message. */
 static inline void drop_1_2(nt_snapshot *s) {
+  drop_1_3(s);
   for (uint32_t i = 0; i < s->nchannels; i++) {
     s->channels[i].run_state = NT_RUN_UNKNOWN;
     s->channels[i].relay_rank = -1;
@@ -247,10 +260,11 @@ static inline bool same_snapshot_1_1(const nt_snapshot *x, const nt_snapshot *y)
     const nt_op_row *a = &x->ops[i], *b = &y->ops[i];
     SAME(comm_index) SAME(kind) SAME(func) SAME(algo) SAME(proto) SAME(bucket) SAME(phase);
     SAME(count) SAME(bytes) SAME(done) SAME(done_bytes) SAME(time_ns) SAME(gpu_done);
+    SAME(sync_ns) SAME(compute_ns);
   }
   for (i = 0; i < x->nphases; i++) {
     const nt_phase_row *a = &x->phases[i], *b = &y->phases[i];
-    SAME(id);
+    SAME(id) SAME(source);
     if (strcmp(a->name, b->name) != 0) {
       fprintf(stderr, "    phase name differs (row %u)\n", i);
       return false;
@@ -310,6 +324,7 @@ static inline bool same_snapshot(const nt_snapshot *x, const nt_snapshot *y) {
   for (i = 0; i < x->nkernels; i++) {
     const nt_kernel_row *a = &x->kernels[i], *b = &y->kernels[i];
     SAME(comm_index) SAME(channel) SAME(count) SAME(busy_ns) SAME(last_ns);
+    for (int k = 0; k < NT_KPHASE_COUNT; k++) SAME(phase_ns[k]);
   }
   return same_snapshot_1_1(x, y);
 }

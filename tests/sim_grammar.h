@@ -247,6 +247,48 @@ static inline const char *v3_op_problem(const ev_t *e) {
   return NULL;
 }
 
+/* 2.31's KernelPhase (v7 only, profilerFireKernelPhaseEvents): a child of
+ * a live KernelCh, on its thread, started, given one KernelPhaseStop with
+ * a later pTimer and stopped before the KernelCh's own KernelChStop, inside
+ * the KernelCh's [start, stop] GPU interval; phases 0..2 in order. */
+static inline const char *kernel_phase_problem(const ev_t *e, const ev_t *p, int abi) {
+  if (abi < 7) return BAD("v%d got KernelPhase (line %d)", abi, e->line);
+  if (!p || p->type != NT_EV_KERNEL_CH || p->line > e->line)
+    return BAD("KernelPhase line %d: parent not an earlier KernelCh", e->line);
+  if (e->tid != p->tid) return BAD("KernelPhase line %d: not on its KernelCh's thread", e->line);
+  if (e->phase < 0 || e->phase > 2) return BAD("KernelPhase line %d: phase %d", e->line, e->phase);
+  if (!(e->nrec == 1 && e->states[0] == NT_ST_KERNEL_PHASE_STOP && e->args[0] &&
+        e->ptimer_stop > e->ptimer && e->ptimer))
+    return BAD("KernelPhase line %d: no KernelPhaseStop with a later pTimer", e->line);
+  if (!e->stops || (p->nrec && e->stop_line > p->rec_line[0]) ||
+      (p->stops && e->stop_line > p->stop_line))
+    return BAD("KernelPhase line %d: not ended before its KernelCh's stop", e->line);
+  if (e->ptimer < p->ptimer || (p->nrec && e->ptimer_stop > p->ptimer_stop))
+    return BAD("KernelPhase line %d: outside its KernelCh's GPU time", e->line);
+  for (int j = (int)(e - tr.ev) - 1; j >= 0 && tr.ev[j].line > p->line; j--) {
+    const ev_t *q = &tr.ev[j];
+    if (q->type == NT_EV_KERNEL_PHASE && q->pid == e->pid && q->parent == e->parent &&
+        (q->phase >= e->phase || q->ptimer_stop > e->ptimer))
+      return BAD("KernelPhase line %d: phase %d after phase %d", e->line, e->phase, q->phase);
+  }
+  return NULL;
+}
+
+/* v7: every CollApi, P2pApi, Coll, P2p and CeColl carries the userTag of
+ * its call: --user-tag's on communicator 0, none (0) elsewhere; older ABIs
+ * have no userTag. */
+static inline const char *user_tag_problem(const nt_sim_config *c, const ev_t *e, int abi) {
+  bool call = e->type == NT_EV_COLL || e->type == NT_EV_P2P || e->type == NT_EV_COLL_API ||
+              e->type == NT_EV_P2P_API || e->type == NT_EV_CE_COLL;
+  if (!call) return NULL;
+  if (abi < 7) return e->has_utag ? BAD("v%d event with a userTag (line %d)", abi, e->line) : NULL;
+  const ctx_t *x = ctx_of(e->pid, e->ctx);
+  unsigned long long want = x && x->comm == 0 ? c->user_tag : 0;
+  if (!e->has_utag || e->utag != want)
+    return BAD("line %d: userTag %llu, expected %llu", e->line, e->utag, want);
+  return NULL;
+}
+
 /* Everything NCCL guarantees about the calls of one run. */
 static inline const char *grammar_problem(const nt_sim_config *c) {
   static const int send3[] = {NT_ST_STEP_SEND_GPU_WAIT, NT_ST_STEP_SEND_WAIT};
@@ -383,8 +425,12 @@ static inline const char *grammar_problem(const nt_sim_config *c) {
     case NT_EV_CE_BATCH:
       if (ce_problem(e, p, abi)) return why;
       break;
+    case NT_EV_KERNEL_PHASE:
+      if (kernel_phase_problem(e, p, abi)) return why;
+      break;
     default: break;
     }
+    if (user_tag_problem(c, e, abi)) return why;
   }
   if (foreign_problem()) return why;
   /* Threads: the API events on the application thread; Group, Coll and P2p
@@ -402,7 +448,8 @@ static inline const char *grammar_problem(const nt_sim_config *c) {
       if (f->pid != x->pid || f->ctx != x->ctx) continue;
       bool plan = f->type == NT_EV_GROUP || f->type == NT_EV_COLL || f->type == NT_EV_P2P;
       int role =
-          f->type == NT_EV_KERNEL_CH ? (sim_v_kernel_thread(ver) ? 2 : 1)
+          f->type == NT_EV_KERNEL_CH || f->type == NT_EV_KERNEL_PHASE
+              ? (sim_v_kernel_thread(ver) ? 2 : 1)
           : f->type == NT_EV_PROXY_OP || f->type == NT_EV_PROXY_STEP || f->type == NT_EV_PROXY_CTRL
               ? 1
               : 0;

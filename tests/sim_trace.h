@@ -48,6 +48,9 @@ typedef struct {
   /* CE: count / totalBytes, CeSync isComplete, CeBatch numOps */
   unsigned long long bytes;
   int complete, numops, ceranks, intra;
+  bool has_utag;           /* v7 logs the userTag of calls */
+  unsigned long long utag; /* that tag */
+  int phase;               /* KernelPhase: its phaseId */
 } ev_t;
 
 typedef struct {
@@ -222,6 +225,10 @@ static inline void parse_line(const char *l, int n) {
     e->count = num(rest, "count=");
     e->root = (int)num(rest, "root=");
     e->captured = (int)num(rest, "cap=");
+    const char *ut = field(rest, " utag=");
+    e->has_utag = ut != NULL;
+    e->utag = ut ? strtoull(ut, NULL, 10) : 0;
+    e->phase = (int)num(rest, " phase=");
     if (e->h) remember(e);
     return;
   }
@@ -250,7 +257,7 @@ static inline void parse_line(const char *l, int n) {
     e->rec_line[i] = n;
     e->rec_t[i] = t;
     e->opsteps[i] = (int)num(rest, "opsteps=");
-    if (e->states[i] == NT_ST_KERNEL_CH_STOP) {
+    if (e->states[i] == NT_ST_KERNEL_CH_STOP || e->states[i] == NT_ST_KERNEL_PHASE_STOP) {
       const char *pt = field(rest, "ptimer=");
       e->ptimer_stop = pt ? strtoull(pt, NULL, 10) : 0;
     }

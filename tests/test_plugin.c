@@ -53,9 +53,9 @@ static void case_exports_every_abi_version(void) {
   ph_plugin_path(path, sizeof path, "libnccl-profiler-nccltop.so");
   void *lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
   CHECK(lib != NULL);
-  const char *names[] = {"ncclProfiler_v3", "ncclProfiler_v4", "ncclProfiler_v5",
-                         "ncclProfiler_v6"};
-  for (int i = 0; i < 4; i++) {
+  const char *names[] = {"ncclProfiler_v3", "ncclProfiler_v4", "ncclProfiler_v5", "ncclProfiler_v6",
+                         "ncclProfiler_v7"};
+  for (int i = 0; i < 5; i++) {
     const nt_profiler_v5 *t = dlsym(lib, names[i]);
     CHECK(t != NULL);
     CHECK_STR(t->name, "nccltop");

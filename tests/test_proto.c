@@ -22,7 +22,7 @@ static void encoder_writes_the_documented_layout(void) {
   /* A few fixed offsets, spelled out. */
   CHECK(memcmp(enc, "NCTS", 4) == 0);
   CHECK(enc[4] == NT_PROTO_MAJOR && enc[5] == 0 && enc[6] == NT_PROTO_MINOR && enc[7] == 0);
-  CHECK(enc[4] == 1 && enc[6] == 2);         /* this file describes 1.2 */
+  CHECK(enc[4] == 1 && enc[6] == 3);         /* this file describes 1.3 */
   CHECK(enc[10] == 1);                       /* final flag */
   CHECK(enc[12] == 0x08 && enc[19] == 0x01); /* seq, little-endian */
   CHECK(enc[44] == strlen(s->host));
@@ -94,10 +94,10 @@ static void largest_snapshot_fits_the_message_limit(void) {
   CHECK(big != NULL);
   size_t n = nt_snapshot_encode(s, big, max);
   CHECK(n == max);          /* the bound is exact for a 64-byte host */
-  CHECK_EQ_U64(n, 1277751); /* as PROTOCOL.md says */
+  CHECK_EQ_U64(n, 1441591); /* as PROTOCOL.md says */
   /* Its parts, as PROTOCOL.md adds them up. */
   CHECK_EQ_U64(n, 45 + 64 + (8 + 86) + 4 * 16 + 5 * 16 + 64 * 84 + 256 * 80 + 8192 * 96 +
-                      4096 * 32 + 4096 * 56 + 63 * 36 + 256 * 80 + 1024 * 32 + 1024 * 48);
+                      4096 * 56 + 4096 * 72 + 63 * 36 + 256 * 80 + 1024 * 32 + 1024 * 48);
   char err[256] = "";
   int rc = nt_snapshot_decode(big, n, d, err, sizeof err);
   free(big);
@@ -283,7 +283,7 @@ static void counts_over_limits_are_rejected(void) {
   CHECK_DECODE_ERR(d, "channel section: record length 0 is shorter than 96");
   build(&wb, s, &l);
   patch(&wb, reclen_at(&l, 5), 31, 2);
-  CHECK_DECODE_ERR(d, "kernel section: record length 31 is shorter than 32");
+  CHECK_DECODE_ERR(d, "kernel section: record length 31 is shorter than 56");
   /* A table header cut short. */
   build(&wb, s, &l);
   patch(&wb, l.at[5] + 4, 7, 4);

@@ -5,12 +5,6 @@
  * its exact message ("What a reader rejects"). */
 #include "proto_fixture.h"
 
-static uint64_t rd(const uint8_t *p, int bytes) {
-  uint64_t v = 0;
-  for (int i = 0; i < bytes; i++) v |= (uint64_t)p[i] << (8 * i);
-  return v;
-}
-
 static void the_new_fields_sit_at_their_documented_offsets(void) {
   nt_snapshot *s = sample();
   CHECK(s != NULL);
@@ -41,17 +35,11 @@ static void the_new_fields_sit_at_their_documented_offsets(void) {
 /* A 1.1 publisher does not say whether work has started: its rows read
  * "unknown" (and "never" for the progress age), not "idle" or "queued". */
 static void a_1_1_message_reads_as_unknown(void) {
-  nt_snapshot *s = sample(), *d = nt_snapshot_new(), *want = nt_snapshot_new();
-  CHECK(s && d && want);
-  char err[256];
-  CHECK(decode_modified(s, want, err, sizeof err) == 0);
-  drop_1_2(want);
-  layout l = default_layout();
-  l.minor = 1;
-  build(&wb, s, &l);
+  nt_snapshot *s = sample(), *d = nt_snapshot_new();
+  CHECK(s && d);
+  layout l;
+  CHECK(decodes_as_older(s, 1, drop_1_2, d, &l));
   CHECK(rd(wb.b + l.at[SEC_CHANNEL] + 12, 2) == 88 && rd(wb.b + l.at[SEC_OPLOG] + 12, 2) == 64);
-  CHECK_DECODE_OK(d);
-  CHECK(d->minor == 1 && same_snapshot(want, d));
   for (uint32_t i = 0; i < d->nchannels; i++)
     CHECK(d->channels[i].run_state == NT_RUN_UNKNOWN && d->channels[i].relay_rank == -1);
   for (uint32_t i = 0; i < d->noplog; i++)
@@ -68,7 +56,6 @@ static void a_1_1_message_reads_as_unknown(void) {
   CHECK_DECODE_ERR(d, "oplog section: record length 79 is shorter than 80");
   nt_snapshot_free(s);
   nt_snapshot_free(d);
-  nt_snapshot_free(want);
 }
 
 static void run_states_must_agree_with_the_counts(void) {

@@ -5,12 +5,6 @@
  * (PROTOCOL.md, "What a reader rejects"). */
 #include "proto_fixture.h"
 
-static uint64_t rd(const uint8_t *p, int bytes) {
-  uint64_t v = 0;
-  for (int i = 0; i < bytes; i++) v |= (uint64_t)p[i] << (8 * i);
-  return v;
-}
-
 /* Offsets from PROTOCOL.md's 1.1 tables, spelled out once more against the
  * encoder's output (the fixture's writer checks every byte; this checks the
  * writer's idea of the tables on a few fields per record). */
@@ -39,7 +33,7 @@ static void new_fields_sit_at_their_documented_offsets(void) {
   static const struct {
     int type;
     uint32_t reclen;
-  } sizes[] = {{SEC_OPS, 56}, {SEC_PHASE, 36}, {SEC_OPLOG, 80}, {SEC_SEQ, 32}, {SEC_NET, 48}};
+  } sizes[] = {{SEC_OPS, 72}, {SEC_PHASE, 36}, {SEC_OPLOG, 80}, {SEC_SEQ, 32}, {SEC_NET, 48}};
   const uint32_t counts[] = {s->nops, s->nphases, s->noplog, s->nseq, s->nnet};
   for (int i = 0; i < 5; i++) {
     p = enc + l.at[sizes[i].type];
@@ -47,7 +41,7 @@ static void new_fields_sit_at_their_documented_offsets(void) {
     CHECK(rd(p + 4, 4) == 8 + counts[i] * sizes[i].reclen);
     CHECK(rd(p + 8, 4) == counts[i] && rd(p + 12, 2) == sizes[i].reclen && rd(p + 14, 2) == 0);
   }
-  r = enc + l.at[SEC_OPS] + 16 + 2 * 56; /* ops row 2 */
+  r = enc + l.at[SEC_OPS] + 16 + 2 * 72; /* ops row 2 */
   CHECK(rd(r, 2) == s->ops[2].comm_index && r[3] == NT_FUNC_ALLGATHER && r[6] == s->ops[2].bucket);
   CHECK(rd(r + 24, 8) == s->ops[2].done && rd(r + 48, 8) == s->ops[2].gpu_done);
   r = enc + l.at[SEC_PHASE] + 16 + 1 * 36; /* phase row 1 */
@@ -193,7 +187,7 @@ static void new_counts_and_record_lengths_are_checked(void) {
       {SEC_SEQ, NT_MAX_SEQ_ROWS + 1, "seq section: count 1025 exceeds limit 1024"},
       {SEC_NET, NT_MAX_NET_ROWS + 1, "net section: count 1025 exceeds limit 1024"},
       {SEC_NET, 0xFFFFFFFFu, "net section: count 4294967295 exceeds limit 1024"},
-      {SEC_OPS, NT_FUNC_COUNT + 1, "ops section: 13 records of 56 bytes exceed its 672 bytes"},
+      {SEC_OPS, NT_FUNC_COUNT + 1, "ops section: 13 records of 72 bytes exceed its 864 bytes"},
       {SEC_PHASE, 5, "phase section: 5 records of 36 bytes exceed its 144 bytes"},
       {SEC_OPLOG, 14, "oplog section: 14 records of 80 bytes exceed its 1040 bytes"},
       {SEC_SEQ, 6, "seq section: 6 records of 32 bytes exceed its 160 bytes"},
@@ -209,7 +203,7 @@ static void new_counts_and_record_lengths_are_checked(void) {
     uint16_t reclen;
     const char *err;
   } lens[] = {
-      {SEC_OPS, 55, "ops section: record length 55 is shorter than 56"},
+      {SEC_OPS, 71, "ops section: record length 71 is shorter than 72"},
       {SEC_PHASE, 35, "phase section: record length 35 is shorter than 36"},
       {SEC_OPLOG, 79, "oplog section: record length 79 is shorter than 80"},
       {SEC_SEQ, 31, "seq section: record length 31 is shorter than 32"},
@@ -344,7 +338,7 @@ static void phase_rows_are_checked(void) {
   /* Bytes after the name's length are padding, whatever they hold. */
   build(&wb, s, &l);
   wb.b[record_at(&wb, &l, SEC_PHASE, 0, 4 + 7)] = 'X';
-  wb.b[record_at(&wb, &l, SEC_PHASE, 0, 2)] = 0xFF; /* reserved */
+  wb.b[record_at(&wb, &l, SEC_PHASE, 0, 3)] = 0xFF; /* reserved */
   CHECK_DECODE_OK(d);
   CHECK_STR(d->phases[0].name, "forward");
   /* A name of exactly 31 bytes, and an empty one. */

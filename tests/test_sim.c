@@ -21,11 +21,24 @@ static void options_are_parsed_with_ranges(void) {
   CHECK(c.ranks == 1024 && c.comms == 8 && c.steps == 1 && c.linger_s == 0.5 && c.quiet);
   CHECK_STR(c.plugin, "/x.so");
   CHECK(c.interval_ms == 50);
-  static const char *const bad[][2] = {
-      {"--ranks", "0"},     {"--ranks", "1025"},   {"--comms", "9"},       {"--channels", "65"},
-      {"--steps", "1025"},  {"--steps", "12x"},    {"--abi", "7"},         {"--abi", "2"},
-      {"--duration", "-1"}, {"--linger", "nan"},   {"--iterations", "-3"}, {"--plugin", ""},
-      {"--ranks", ""},      {"--interval-ms", "5"}};
+  static const char *const bad[][2] = {{"--ranks", "0"},
+                                       {"--ranks", "1025"},
+                                       {"--comms", "9"},
+                                       {"--channels", "65"},
+                                       {"--steps", "1025"},
+                                       {"--steps", "12x"},
+                                       {"--abi", "8"},
+                                       {"--abi", "2"},
+                                       {"--duration", "-1"},
+                                       {"--linger", "nan"},
+                                       {"--iterations", "-3"},
+                                       {"--plugin", ""},
+                                       {"--ranks", ""},
+                                       {"--interval-ms", "5"},
+                                       {"--user-tag", "0"},
+                                       {"--user-tag", "-1"},
+                                       {"--user-tag", "18446744073709551616"},
+                                       {"--user-tag", "7x"}};
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     char *argv[2] = {(char *)bad[i][0], (char *)bad[i][1]};
     CHECK(nt_sim_parse_args(&c, 2, argv) == -1);

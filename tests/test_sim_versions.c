@@ -19,15 +19,19 @@ static char bindir[PATH_MAX];
 
 /* Runs release v deterministically (or in real time) under the recorder
  * and loads the trace; the trace file is kept at keep (if not NULL). */
-static int run_version(int v, rec_opts *o, nt_sim_config *c, const char *keep) {
+static int run_tagged(int v, uint64_t user_tag, rec_opts *o, nt_sim_config *c, const char *keep) {
   config_for(o, c);
   c->nccl_version = v;
+  c->user_tag = user_tag;
   env_for(o);
   int rc = nt_sim_run(c);
   if (load(trace_path) != 0) rc = -1;
   if (keep && rename(trace_path, keep) != 0) rc = -1;
   unlink(trace_path);
   return rc;
+}
+static int run_version(int v, rec_opts *o, nt_sim_config *c, const char *keep) {
+  return run_tagged(v, 0, o, c, keep);
 }
 
 static inline int count_type(int type) {
@@ -350,6 +354,57 @@ static void v231_kernel_events_come_from_the_profiler_thread(void) {
   }
 }
 
+/* profiler.cc@2.31 ncclProfilerPluginLoad: ncclProfiler_v7 first, then v6.
+ * With v7 every call carries its userTag (--user-tag: communicator 0's)
+ * and, with KernelPhase in the mask, each KernelCh its three phases from
+ * the profiler thread before its stop; KernelPhase alone turns KernelCh
+ * on (ncclProfilerEnforceMaskDeps). Through the v6 shim (librecorder.so
+ * has no v7): no userTag, KernelPhase cleared from the mask. */
+static void v231_loads_v7_first_with_user_tags_and_kernel_phases(void) {
+  char v6_only[sizeof recorder];
+  memcpy(v6_only, recorder, sizeof recorder);
+  snprintf(recorder, sizeof recorder, "%s/tests/librecorder7.so", bindir);
+  static const char *const masks[] = {"0x8042", "0x8002"}; /* Coll + KernelPhase (+ KernelCh) */
+  for (int m = 0; m < 2; m++) {
+    rec_opts o = {.channels = 2, .comms = 2, .iterations = 3, .mask = masks[m]};
+    nt_sim_config c;
+    CHECK(run_tagged(231, 42, &o, &c, NULL) == 0);
+    for (int k = 0; k < tr.nctx; k++) CHECK_EQ_U64(tr.ctx[k].version, 7);
+    CHECK_STR(grammar_problem(&c), "none");
+    int kch = count_type(NT_EV_KERNEL_CH), phases = count_type(NT_EV_KERNEL_PHASE);
+    CHECK(kch > 0);
+    CHECK_EQ_U64(phases, 3 * kch);
+    int tagged = 0, untagged = 0;
+    for (int i = 0; i < tr.nev; i++) {
+      const ev_t *e = &tr.ev[i];
+      if (e->type != NT_EV_COLL && e->type != NT_EV_P2P) continue;
+      tagged += e->has_utag && e->utag == 42;
+      untagged += e->has_utag && e->utag == 0;
+    }
+    CHECK(tagged > 0 && untagged > 0);
+  }
+  /* A bad tag is refused by the grammar. */
+  rec_opts o = {.channels = 1, .iterations = 2, .mask = "0x8042"};
+  nt_sim_config c;
+  CHECK(run_tagged(231, 7, &o, &c, NULL) == 0);
+  c.user_tag = 8;
+  CHECK(strstr(grammar_problem(&c), "userTag 7, expected 8") != NULL);
+  memcpy(recorder, v6_only, sizeof recorder);
+  /* the v6 fallback */
+  rec_opts o6 = {.channels = 2, .iterations = 2, .mask = "0x8042"};
+  CHECK(run_version(231, &o6, &c, NULL) == 0);
+  for (int k = 0; k < tr.nctx; k++) CHECK_EQ_U64(tr.ctx[k].version, 6);
+  CHECK_STR(grammar_problem(&c), "none");
+  CHECK(count_type(NT_EV_KERNEL_CH) > 0);
+  CHECK_EQ_U64(count_type(NT_EV_KERNEL_PHASE), 0);
+  /* --user-tag needs 2.31's v7 */
+  c.user_tag = 1;
+  c.nccl_version = 230;
+  CHECK(sim_version_check(&c) != NULL);
+  c.nccl_version = 231;
+  CHECK(sim_version_check(&c) == NULL);
+}
+
 /* ---- real time ---- */
 
 static void real_time_follows_each_release(void) {
@@ -593,7 +648,7 @@ static void the_plugin_counts_the_expectations_of_every_release(void) {
 }
 
 /* `nccltop demo --nccl-version V -b -n 6 --json`: every process's hello
- * reports the ABI release V loads (2.31: v6, as nccltop has no v7). */
+ * reports the ABI release V loads from nccltop (2.31: v7). */
 static void demo_reports_the_abi_each_release_loads(void) {
   for (int i = 0; i < 6; i++) {
     char cmd[PATH_MAX + 128];
@@ -611,7 +666,7 @@ static void demo_reports_the_abi_each_release_loads(void) {
       const cJSON *r;
       cJSON_ArrayForEach(r, cJSON_GetObjectItemCaseSensitive(f, "processes")) {
         procs++;
-        wrong += jnum(r, "abi") != (uint64_t)abi_of[i];
+        wrong += jnum(r, "abi") != (uint64_t)(versions[i] == 231 ? 7 : abi_of[i]);
       }
       cJSON_Delete(f);
     }
@@ -641,6 +696,7 @@ int main(void) {
   TEST_RUN(v226_recv_stop_bug_leaves_one_step_per_op_open);
   TEST_RUN(v227_has_no_api_events_and_no_steps_of_dropped_ops);
   TEST_RUN(v231_kernel_events_come_from_the_profiler_thread);
+  TEST_RUN(v231_loads_v7_first_with_user_tags_and_kernel_phases);
   TEST_RUN(real_time_follows_each_release);
   TEST_RUN(hand_made_bad_traces_are_rejected);
   TEST_RUN(the_plugin_counts_the_expectations_of_every_release);

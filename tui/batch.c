@@ -34,7 +34,8 @@
  *                   "run_state": idle|queued|running|unknown (1.1 publishers),
  *                   "relay_rank" (PXN rows only: the rank whose ops this
  *                   process's proxy ran), "stalled": bool}],
- *     "kernels": [{"channel", "count", "busy_ns"}],
+ *     "kernels": [{"channel", "count", "busy_ns", "phase_ns": {"initial_sync",
+ *       "compute", "final_sync"} (GPU ns per KernelPhase, NCCL 2.31; 0 none)}],
  *     and "api", "seq", "in_flight", "net" (batch_ops.c)}],
  *  and "alerts", "collectives", "phases", "recent", "runs" (batch_ops.c)}
  * Ranks are sorted by (comm, rank). Every counter is a JSON number: exact up
@@ -161,6 +162,10 @@ static cJSON *rank_json(const nt_model_rank *r, uint32_t stall_ms, double now_s)
     put_num(x, "channel", k->channel);
     put_num(x, "count", (double)k->count);
     put_num(x, "busy_ns", (double)k->busy_ns);
+    /* Protocol 1.3 (NCCL 2.31, kernelphase): GPU ns per kernel phase. */
+    cJSON *ph = put_obj(x, "phase_ns", cJSON_CreateObject());
+    static const char *const kphase[NT_KPHASE_COUNT] = {"initial_sync", "compute", "final_sync"};
+    for (int q = 0; q < NT_KPHASE_COUNT; q++) put_num(ph, kphase[q], (double)k->phase_ns[q]);
     append(kern, x);
   }
   nt_batch_rank_ops(j, r, now_s);

@@ -9,9 +9,11 @@
  *          "count", "done", "gpu_done", "bytes", "source": coll|p2p|collapi|ce
  *          (nt_op_source), "timing": measured|partial|unknown, "time_ms",
  *          "avg_us", "algbw_gbs", "busbw_gbs" (null when no operation of the
- *          row was timed)}];
- *        "phases": [{"phase" ("" none), "ranks", "count", "done", "bytes",
- *          "time_ms" (per rank), "algbw_gbs", "busbw_gbs"}];
+ *          row was timed), "sync_ms", "compute_ms" (KernelPhase GPU time of
+ *          the done ones over their channels, NCCL 2.31; null when none)}];
+ *        "phases": [{"phase" ("" none), "phase_source": nccltop_tag|user_tag
+ *          (NCCL 2.31's userTag; "none" for ""), "ranks", "count", "done",
+ *          "bytes", "time_ms" (per rank), "algbw_gbs", "busbw_gbs"}];
  *        "recent": [operation as in "in_flight" plus "host", "pid", "rank",
  *          "comm"], in flight first, at most 64;
  *        "runs": {"current": run, "previous": run or null, "env_diff":
@@ -267,6 +269,13 @@ void nt_batch_job_json(cJSON *root, nt_model *m, const nt_options *o, double now
       put_obj(x, "algbw_gbs", cJSON_CreateNull());
       put_obj(x, "busbw_gbs", cJSON_CreateNull());
     }
+    if (r->sync_ns || r->compute_ns) {
+      put_num(x, "sync_ms", (double)r->sync_ns / 1e6);
+      put_num(x, "compute_ms", (double)r->compute_ns / 1e6);
+    } else { /* NCCL reported no kernel phase (before 2.31, or kernelphase off) */
+      put_obj(x, "sync_ms", cJSON_CreateNull());
+      put_obj(x, "compute_ms", cJSON_CreateNull());
+    }
     append(cs, x);
   }
   free(st);
@@ -276,6 +285,10 @@ void nt_batch_job_json(cJSON *root, nt_model *m, const nt_options *o, double now
   for (uint32_t i = 0; i < np; i++) {
     cJSON *x = cJSON_CreateObject();
     put_obj(x, "phase", cJSON_CreateString(ph[i].name));
+    put_str(x, "phase_source",
+            !ph[i].name[0]                      ? "none"
+            : ph[i].source == NT_PHASE_USER_TAG ? "user_tag"
+                                                : "nccltop_tag");
     put_num(x, "ranks", ph[i].ranks);
     put_num(x, "count", (double)ph[i].count);
     put_num(x, "done", (double)ph[i].done);

@@ -233,13 +233,14 @@ typedef struct {
   const char *comm_name; /* sanitized, "" unknown */
   int32_t nranks;
   uint8_t kind, func, algo, proto, bucket;
-  uint32_t ranks;              /* ranks that reported the row */
-  uint64_t count, done;        /* operations; done ones have a duration */
-  uint64_t bytes;              /* of all of them */
-  uint64_t gpu_done;           /* done ones timed by the GPU */
-  double time_s;               /* summed durations (over ranks) */
-  double alg_bytes, bus_bytes; /* of the done ones, see nt_alg_bytes */
-  uint32_t last_proc_;         /* internal: the last process counted in `ranks` */
+  uint32_t ranks;               /* ranks that reported the row */
+  uint64_t count, done;         /* operations; done ones have a duration */
+  uint64_t bytes;               /* of all of them */
+  uint64_t gpu_done;            /* done ones timed by the GPU */
+  uint64_t sync_ns, compute_ns; /* protocol 1.3: their KernelPhase GPU time (NCCL 2.31) */
+  double time_s;                /* summed durations (over ranks) */
+  double alg_bytes, bus_bytes;  /* of the done ones, see nt_alg_bytes */
+  uint32_t last_proc_;          /* internal: the last process counted in `ranks` */
 } nt_op_stat;
 uint32_t nt_model_op_stats(nt_model *m, nt_op_stat *out, uint32_t cap);
 /* What reported a row's operations: "coll" or "p2p" (NCCL's Coll and P2p
@@ -257,6 +258,7 @@ double nt_stat_algbw(double alg_bytes, double time_s);
  * time outside any phase. Sorted by name. */
 typedef struct {
   char name[4 * NT_MAX_PHASE + 1];
+  uint8_t source; /* enum nt_phase_source: NT_PHASE_USER_TAG if a rank says so */
   uint32_t ranks;
   uint64_t count, done, bytes;
   double time_s, alg_bytes, bus_bytes;

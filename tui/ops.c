@@ -148,6 +148,8 @@ uint32_t nt_model_op_stats(nt_model *m, nt_op_stat *out, uint32_t cap) {
     o->done += r->done;
     o->bytes += r->bytes;
     o->gpu_done += r->gpu_done;
+    o->sync_ns += r->sync_ns;
+    o->compute_ns += r->compute_ns;
     o->time_s += (double)r->time_ns / 1e9;
     double alg = nt_alg_bytes(r->func, (double)r->done_bytes, o->nranks);
     o->alg_bytes += alg;
@@ -182,6 +184,9 @@ uint32_t nt_model_phase_stats(nt_model *m, nt_phase_stat *out, uint32_t cap) {
         memset(o, 0, sizeof *o);
         snprintf(o->name, sizeof o->name, "%s", name);
       }
+      for (uint32_t j = 0; r->phase && j < s->nphases; j++)
+        if (s->phases[j].id == r->phase && s->phases[j].source == NT_PHASE_USER_TAG)
+          o->source = NT_PHASE_USER_TAG;
       if (!(seen & (1ull << (r->phase & 63)))) o->ranks++;
       seen |= 1ull << (r->phase & 63);
       int nranks = s->comms[r->comm_index].nranks;

@@ -13,6 +13,7 @@
 
 #include "../../plugin/nccl_profiler_abi.h"
 
+extern const nt_profiler_v7 ncclProfiler_v7;
 extern const nt_profiler_v5 ncclProfiler_v5;
 extern const nt_profiler_v4 ncclProfiler_v4;
 
@@ -25,7 +26,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     ncclProfiler_v5.init(&ctx[0], 1, &mask, "fuzz", 1, 2, 0, NULL);
     ncclProfiler_v4.init(&ctx[1], &mask, "fuzz4", 2, 1, 2, 1, NULL);
   }
-  static const uint64_t types[] = {1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 1u << 20};
+  static const uint64_t types[] = {1,   2,    4,    8,  16, 32, 64,      128,     256,
+                                   512, 1024, 2048, 64, 64, 64, 1 << 15, 1 << 15, 1u << 20};
   static const char *const names[] = {NULL,    "AllReduce", "Send",     "Recv",        "RING",
                                       "LL128", "SIMPLE",    "TREE",     "ncclFloat32", "bogus",
                                       "",      "AllGather", "ncclInt8", "NVLS_TREE"};
@@ -78,7 +80,23 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         d.netPlugin.data = op[3] & 128 ? NULL : (op[2] % 4) == 2 ? (void *)&so : (void *)&ib;
       }
       void *c = op[3] & 16 ? ctx[1] : op[3] & 32 ? (void *)&mask : ctx[0];
-      ncclProfiler_v5.startEvent(c, &handles[op[1] % 64], op[3] & 64 ? NULL : &d);
+      if (op[0] & 8) {
+        /* NCCL 2.31's v7: userTags (a few values, and the phase table
+         * filling up) and KernelPhase under any parent. */
+        nt_descr_v7 d7;
+        memset(&d7, 0, sizeof d7);
+        memcpy(&d7, &d, sizeof d);
+        if (d.type == 2) d7.coll.userTag = op[2] & 7 ? op[2] : 0;
+        if (d.type == 4) d7.p2p.userTag = (uint64_t)op[2] * op[3];
+        if (d.type == 1 << 15) {
+          d7.kernelPhase.channelId = op[3];
+          d7.kernelPhase.phaseId = op[2] % 5;
+          d7.kernelPhase.pTimer = (uint64_t)op[3] * 1000;
+        }
+        ncclProfiler_v7.startEvent(c, &handles[op[1] % 64], op[3] & 64 ? NULL : &d7);
+      } else {
+        ncclProfiler_v5.startEvent(c, &handles[op[1] % 64], op[3] & 64 ? NULL : &d);
+      }
       break;
     }
     case 2:
