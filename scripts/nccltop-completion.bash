@@ -14,7 +14,7 @@ _nccltop() {
   local sim_opts="--ranks --comms --channels --steps --iterations --duration --linger
     --deterministic --nccl-version --abi --plugin --interval-ms --dir --quiet --stall-rank
     --stall-after --straggler --straggle-ms --net --env --rank-env --run-ahead --graph
-    --alltoall --broadcast --pxn --collnet --ce --help"
+    --alltoall --broadcast --pxn --collnet --ce --user-tag --help"
   local topo_opts="--env --from-env --nccl-version --json --help"
   local topo_vars="NCCL_P2P_DISABLE= NCCL_P2P_LEVEL= NCCL_NET_GDR_LEVEL= NCCL_NET_GDR_READ=
     NCCL_NET_GDR_C2C= NCCL_PXN_DISABLE= NCCL_PXN_C2C= NCCL_NVB_DISABLE= NCCL_NETDEVS_POLICY=
@@ -55,7 +55,7 @@ _nccltop() {
     return 0
     ;;
   --abi)
-    COMPREPLY=($(compgen -W "3 4 5 6" -- "$cur"))
+    COMPREPLY=($(compgen -W "3 4 5 6 7" -- "$cur"))
     return 0
     ;;
   --net)

@@ -302,8 +302,8 @@ static int check_config(const nt_sim_config *c) {
     bad = "steps (1..1024)";
   else if (c->iterations < 0)
     bad = "iterations (0 or more)";
-  else if (c->abi != 0 && (c->abi < 3 || c->abi > 6))
-    bad = "abi (0, or 3..6)";
+  else if (c->abi != 0 && (c->abi < 3 || c->abi > 7))
+    bad = "abi (0, or 3..7)";
   else if (sim_version_check(c))
     bad = sim_version_check(c);
   else if (!(c->duration_s >= 0) || !(c->linger_s >= 0) || !(c->stall_after_s >= 0))
