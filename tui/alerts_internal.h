@@ -1,0 +1,116 @@
+/* The diagnosis' internal contract between its files: alerts.c (the
+ * report: stalls, operations that do not progress, publishers, ranking
+ * and the cap), alerts_graph.c (one pass over every process's rows, the
+ * waits-on graph and its roots) and alerts_straggler.c (lateness). See
+ * alerts.c for how each alert is decided. Viewer-internal: only the
+ * alerts*.c files include it. */
+#ifndef NCCLTOP_TUI_ALERTS_INTERNAL_H
+#define NCCLTOP_TUI_ALERTS_INTERNAL_H
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model_internal.h"
+
+#define COLLAPSE_AT 4 /* more ranks of a communicator than this: one line for them */
+#define MAX_GROUPS  16
+
+/* A rank's stuck channels of one (direction, wait, peer). */
+typedef struct {
+  int dir, wait, peer;
+  uint32_t count;
+  double age;
+} stall_group;
+
+typedef struct {
+  nt_model_rank r;
+  proc_slot *slot;
+  bool silent;    /* stale or ended: its last snapshot is not now */
+  bool stuck;     /* a running channel without progress for the stall time */
+  int gpu_wait;   /* a stuck wait on its own GPU, NT_WAIT_NONE */
+  int first_wait; /* the wait of its oldest stuck channel */
+  double stuck_age;
+  uint32_t queued, running; /* channels with ops in flight, by run state */
+  double old_age;           /* oldest in-flight work older than the stall time; 0 none */
+  int missing_peer;         /* a peer waited on that nccltop does not see, -1 */
+  uint32_t e0, ne;          /* edges: c->edges[e0 .. e0 + ne) */
+  uint32_t g0, ng;          /* stuck groups: c->groups[g0 .. g0 + ng) */
+  const nt_oplog_row *hung; /* its oldest operation that does not progress */
+  uint32_t nhung;
+  /* the graph */
+  bool reach, onstack;
+  int32_t index, low, scc;
+  uint32_t stamp;  /* the reverse walk that last visited it */
+  int32_t root;    /* the root its waits lead to: -1 none, -2 several */
+  bool direct;     /* waits on a root's rank directly */
+  bool named_root; /* a root alert names it */
+} rank_info;
+
+/* An alert and where it goes in the report. */
+typedef struct {
+  nt_alert a;
+  int prio;
+  double key; /* larger first within a priority */
+} item;
+
+enum { P_ROOT, P_EXPLAIN, P_STALL, P_HUNG, P_STRAGGLER, P_SILENT, P_DROPS };
+
+typedef struct {
+  uint32_t first, n; /* members: c->members[first .. first + n) */
+  uint32_t waiters;
+  double age;
+} root_info;
+
+typedef struct {
+  nt_model *m;
+  rank_info *ranks;
+  uint32_t n;
+  uint32_t *edges, nedges;
+  stall_group *groups;
+  uint32_t ngroups;
+  uint32_t *rev_off, *rev; /* reverse edges, CSR */
+  uint32_t *members;       /* ranks of each SCC, SCC after SCC */
+  uint32_t *scc_first, nscc;
+  bool *scc_sink;
+  root_info *roots;
+  uint32_t nroots;
+  item *items;
+  uint32_t nitems, items_cap;
+  bool oom;
+  uint64_t stall_ns;
+  double now_s;
+  bool multi_comm; /* ranks of more than one communicator */
+} ctx;
+
+/* An age in seconds, written as the screen writes durations (units.h):
+ * 850ms, 4.60s, 12.5s. The buffer lives until the end of the enclosing
+ * block. */
+#define AGE(sec) nt_fmt_ns((sec)*1e9, (char[NT_UNIT_LEN]){0}, NT_UNIT_LEN)
+
+/* alerts.c: the helpers every part uses. */
+bool al_waits_on_peer(int wait);
+/* "host:pid" of a process; of a rank, with its communicator when the job
+ * has several (a rank number means something only within one). */
+const char *al_who(const nt_model_process *p, char *buf, size_t cap);
+const char *al_comm_label(const nt_model_rank *r, char buf[48]);
+const char *al_rank_who(const ctx *c, const rank_info *ri, char buf[160]);
+/* The rank (hash, rank) as seen from process `from` (hash 0 matches only
+ * within it); NULL if nccltop does not see it. */
+rank_info *al_find_rank(ctx *c, uint64_t hash, int rank, const nt_model_process *from);
+/* A new alert of `kind` at priority `prio` (larger `key` first within it);
+ * NULL when out of memory. */
+nt_alert *al_add(ctx *c, int kind, int prio, double key, const rank_info *ri);
+/* Time a process's snapshot has aged since it arrived (0 once ended). */
+double al_since(const ctx *c, const nt_model_process *p);
+__attribute__((format(printf, 2, 3))) void al_say(nt_alert *a, const char *fmt, ...);
+
+/* alerts_graph.c */
+void al_scan(ctx *c, const uint32_t *pos); /* rows into states, edges, stuck groups */
+bool al_find_roots(ctx *c);                /* false: out of memory */
+
+/* alerts_straggler.c */
+void al_stragglers(ctx *c);
+
+#endif
