@@ -255,10 +255,7 @@ static void hostile_strings_are_shown_escaped(void) {
 }
 
 int main(void) {
-  char exe[PATH_MAX];
-  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-  exe[n > 0 ? n : 0] = '\0';
-  snprintf(bindir, sizeof bindir, "%s/..", dirname(exe));
+  vt_build_dir(bindir, sizeof bindir);
   snprintf(nccltop, sizeof nccltop, "%s/nccltop", bindir);
   snprintf(plugin, sizeof plugin, "%s/tests/libnccl-profiler-nccltop-test.so", bindir);
   if (!start_job()) {

@@ -168,10 +168,8 @@ static void key_bar_on_the_last_line(void) {
 }
 
 int main(void) {
-  char exe[PATH_MAX], bindir[PATH_MAX];
-  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-  exe[n > 0 ? n : 0] = '\0';
-  snprintf(bindir, sizeof bindir, "%s/..", dirname(exe));
+  char bindir[PATH_MAX];
+  vt_build_dir(bindir, sizeof bindir);
   snprintf(nccltop, sizeof nccltop, "%s/nccltop", bindir);
   if (!mkdtemp(dir)) return 1;
   snprintf(dir_env, sizeof dir_env, "NCCLTOP_DIR=%s", dir);

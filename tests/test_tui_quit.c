@@ -285,11 +285,9 @@ static void sim_help_lists_the_simulator_options(void) {
 }
 
 int main(void) {
-  char exe[PATH_MAX];
-  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-  exe[n > 0 ? n : 0] = '\0';
-  snprintf(nccltop, sizeof nccltop, "%s/../nccltop", dirname(exe));
-  (void)vt_resize; /* the harness's, not needed here */
+  char dir[PATH_MAX];
+  vt_build_dir(dir, sizeof dir);
+  snprintf(nccltop, sizeof nccltop, "%s/nccltop", dir);
   TEST_RUN(monitor_quits_on_the_first_signal);
   TEST_RUN(a_second_signal_still_restores_the_terminal);
   TEST_RUN(demo_cleans_up_on_a_signal);

@@ -7,6 +7,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <libgen.h>
+#include <limits.h>
 #include <pty.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -115,11 +117,20 @@ static bool vt_wait_for(vt_term *t, const char *what, double seconds) {
   return false;
 }
 
+/* The build directory this test binary lives in (build/<cfg>/tests/x ->
+ * build/<cfg>), where nccltop and the plugin are. */
+__attribute__((unused)) static void vt_build_dir(char *buf, size_t cap) {
+  char exe[PATH_MAX];
+  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  exe[n > 0 ? n : 0] = '\0';
+  snprintf(buf, cap, "%s/..", dirname(exe));
+}
+
 static void vt_send(vt_term *t, const char *keys) {
   if (write(t->fd, keys, strlen(keys)) < 0) perror("write pty");
 }
 
-static void vt_resize(vt_term *t, int rows, int cols) {
+__attribute__((unused)) static void vt_resize(vt_term *t, int rows, int cols) {
   struct winsize ws = {.ws_row = (unsigned short)rows, .ws_col = (unsigned short)cols};
   ioctl(t->fd, TIOCSWINSZ, &ws);
   vterm_set_size(t->vt, rows, cols);
