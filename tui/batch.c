@@ -50,7 +50,6 @@
 
 #include "batch_json.h"
 
-#define MAX_RANKS       65536
 #define ERRORS_IN_FRAME 8
 /* A JSON frame stays under this many bytes: a reader (jq, a script) should
  * not meet a line of hundreds of megabytes because a publisher sent
@@ -87,26 +86,25 @@ static cJSON *per_state(const double *v) {
   return o;
 }
 
-static cJSON *proxy_json(const nt_model_process *p, const nt_proxy_row *t) {
-  double last[NT_PROXY_NSTATES], total[NT_PROXY_NSTATES], ns[NT_PROXY_NSTATES];
-  nt_model_proxy_shares(p, t, last, total);
+static cJSON *proxy_json(const nt_frame_proxy *p) {
+  const nt_proxy_row *t = &p->row;
+  double ns[NT_PROXY_NSTATES];
   for (int i = 0; i < NT_PROXY_NSTATES; i++) ns[i] = (double)t->state_ns[i];
   cJSON *x = cJSON_CreateObject();
   put_num(x, "tid", t->tid);
   put_str(x, "state", nt_proxy_state_name(t->state));
   put_num(x, "state_age_ms", age_ms(t->state_age_ns));
   put_obj(x, "state_ns", per_state(ns));
-  put_obj(x, "share_last", per_state(last));
-  put_obj(x, "share_total", per_state(total));
+  put_obj(x, "share_last", per_state(p->share_last));
+  put_obj(x, "share_total", per_state(p->share_total));
   put_num(x, "appends", (double)t->appends);
   put_num(x, "appended_ops", (double)t->appended_ops);
   put_num(x, "wakeups", (double)t->wakeups);
   return x;
 }
 
-static cJSON *channel_json(const nt_model_process *p, const nt_channel_row *c, uint32_t stall_ms) {
-  double sps, bps;
-  nt_model_channel_rates(p, c, &sps, &bps);
+static cJSON *channel_json(const nt_frame_channel *fc) {
+  const nt_channel_row *c = &fc->row;
   cJSON *x = cJSON_CreateObject();
   put_num(x, "channel", c->channel);
   put_str(x, "dir", dir_name(c->dir));
@@ -116,23 +114,21 @@ static cJSON *channel_json(const nt_model_process *p, const nt_channel_row *c, u
   cJSON *w = put_obj(x, "wait_ns", cJSON_CreateObject());
   for (int k = 0; k < 3; k++)
     put_num(w, nt_wait_name(nt_dir_wait(c->dir, k)), (double)c->wait_ns[k]);
-  put_str(x, "dominant_wait", nt_wait_name(nt_model_channel_dominant_wait(p, c)));
-  put_num(x, "steps_per_s", sps);
-  put_num(x, "bytes_per_s", bps);
+  put_str(x, "dominant_wait", nt_wait_name(fc->dominant_wait));
+  put_num(x, "steps_per_s", fc->steps_per_s);
+  put_num(x, "bytes_per_s", fc->bytes_per_s);
   put_num(x, "ops_in_flight", (double)(c->ops_started - c->ops_done));
   put_num(x, "cur_step", c->cur_step);
   put_str(x, "cur_wait", nt_wait_name(c->cur_wait));
   put_num(x, "progress_age_ms", age_ms(c->progress_age_ns));
   put_str(x, "run_state", nt_run_name(c->run_state));
   if (c->relay_rank >= 0) put_num(x, "relay_rank", c->relay_rank);
-  put_bool(x, "stalled", nt_model_channel_stalled(c, stall_ms));
+  put_bool(x, "stalled", fc->stalled);
   return x;
 }
 
-static cJSON *rank_json(const nt_model_rank *r, uint32_t stall_ms, double now_s) {
-  const nt_model_process *p = r->proc;
-  const nt_snapshot *s = p->cur;
-  const nt_comm_row *comm = &s->comms[r->comm_index];
+static cJSON *rank_json(const nt_frame *f, const nt_frame_rank *r) {
+  const nt_frame_proc *p = nt_frame_proc_of(f, r);
   char hex[17];
   snprintf(hex, sizeof hex, "%016llx", (unsigned long long)r->comm_hash);
   cJSON *j = cJSON_CreateObject();
@@ -145,19 +141,17 @@ static cJSON *rank_json(const nt_model_rank *r, uint32_t stall_ms, double now_s)
   put_num(j, "pid", p->pid);
   put_bool(j, "stale", p->stale);
   put_bool(j, "ended", p->ended);
-  put_num(j, "colls", (double)comm->colls_enqueued);
-  put_num(j, "p2ps", (double)comm->p2ps_enqueued);
+  put_num(j, "colls", (double)r->comm.colls_enqueued);
+  put_num(j, "p2ps", (double)r->comm.p2ps_enqueued);
   cJSON *proxy = put_obj(j, "proxy", cJSON_CreateArray());
-  for (uint32_t i = 0; i < s->nproxy; i++)
-    if (s->proxy[i].comm_index == r->comm_index) append(proxy, proxy_json(p, &s->proxy[i]));
+  for (uint32_t i = r->proxy0; i < r->proxy0 + r->nproxy; i++)
+    append(proxy, proxy_json(&f->proxy[i]));
   cJSON *chans = put_obj(j, "channels", cJSON_CreateArray());
-  for (uint32_t i = 0; i < s->nchannels; i++)
-    if (s->channels[i].comm_index == r->comm_index)
-      append(chans, channel_json(p, &s->channels[i], stall_ms));
+  for (uint32_t i = r->chan0; i < r->chan0 + r->nchan; i++)
+    append(chans, channel_json(&f->channels[i]));
   cJSON *kern = put_obj(j, "kernels", cJSON_CreateArray());
-  for (uint32_t i = 0; i < s->nkernels; i++) {
-    const nt_kernel_row *k = &s->kernels[i];
-    if (k->comm_index != r->comm_index) continue;
+  for (uint32_t i = r->kern0; i < r->kern0 + r->nkern; i++) {
+    const nt_kernel_row *k = &f->kernels[i];
     cJSON *x = cJSON_CreateObject();
     put_num(x, "channel", k->channel);
     put_num(x, "count", (double)k->count);
@@ -168,22 +162,21 @@ static cJSON *rank_json(const nt_model_rank *r, uint32_t stall_ms, double now_s)
     for (int q = 0; q < NT_KPHASE_COUNT; q++) put_num(ph, kphase[q], (double)k->phase_ns[q]);
     append(kern, x);
   }
-  nt_batch_rank_ops(j, r, now_s);
+  nt_batch_rank_ops(j, f, r);
   return j;
 }
 
-static cJSON *process_json(const nt_model_process *p) {
-  const nt_snapshot *s = p->cur;
-  const nt_process_counters *c = &s->process;
+static cJSON *process_json(const nt_frame *f, const nt_frame_proc *p) {
+  const nt_process_counters *c = &p->counters;
   cJSON *j = cJSON_CreateObject();
   put_str(j, "host", p->host);
   put_num(j, "pid", p->pid);
   put_bool(j, "stale", p->stale);
   put_bool(j, "ended", p->ended);
-  put_str(j, "nccl_version", p->have_hello ? p->hello.nccl_version : "");
-  put_str(j, "plugin_version", p->have_hello ? p->hello.plugin_version : "");
+  put_str(j, "nccl_version", p->nccl_version);
+  put_str(j, "plugin_version", p->plugin_version);
   put_num(j, "abi", c->abi_version);
-  put_num(j, "seq", (double)s->seq);
+  put_num(j, "seq", (double)p->seq);
   put_num(j, "lost_messages", (double)p->lost_messages);
   put_num(j, "restarts", (double)p->restarts);
   put_num(j, "event_mask", c->event_mask);
@@ -196,30 +189,24 @@ static cJSON *process_json(const nt_model_process *p) {
   put_num(k, "dropped_rows", (double)c->dropped_rows);
   put_num(k, "unsent_messages", (double)c->unsent_messages);
   cJSON *proxy = put_obj(j, "proxy", cJSON_CreateArray());
-  for (uint32_t i = 0; i < s->nproxy; i++)
-    if (s->proxy[i].comm_index == NT_NO_COMM) append(proxy, proxy_json(p, &s->proxy[i]));
-  nt_batch_process_ops(j, p);
+  for (uint32_t i = p->proxy0; i < p->proxy0 + p->nproxy; i++)
+    append(proxy, proxy_json(&f->proxy[i]));
+  nt_batch_process_ops(j, f, p);
   return j;
 }
 
-static size_t rows_of(const nt_model_process *p) {
-  const nt_snapshot *s = p->cur;
-  size_t env = p->have_hello ? p->hello.nenv : 0;
-  return !s ? 0
-            : (size_t)s->ncomms + s->nproxy + s->nchannels + s->nkernels + s->nops + s->nphases +
-                  s->noplog + s->nseq + s->nnet + env;
+/* Rows of a process (its own and its ranks'), at most: a bound for the
+ * frame's size. */
+static size_t rows_bound(const nt_frame *f) {
+  return (size_t)f->nranks + f->nproxy + f->nchannels + f->nkernels + f->nseq + f->nops + f->nnet +
+         f->nvars + (size_t)f->nprocs * (NT_MAX_PHASES + 1);
 }
 
 /* Whether the frame may exceed the cap: then every item is measured. */
-static frame_room frame_bound(nt_model *m) {
+static frame_room frame_bound(const nt_frame *f) {
   frame_room r = {false, NT_JSON_FRAME_CAP - FRAME_REST_BYTES, 0, 0};
-  size_t bound = 0;
-  for (uint32_t i = 0; i < nt_model_nprocesses(m); i++) {
-    const nt_model_process *p = nt_model_process_at(m, i);
-    /* A process object and its ranks' objects: each row is in one of them. */
-    size_t comms = p->cur ? p->cur->ncomms : 0;
-    bound += (1 + comms) * ITEM_JSON_MAX + rows_of(p) * ROW_JSON_MAX;
-  }
+  /* A process object and its ranks' objects: each row is in one of them. */
+  size_t bound = ((size_t)f->nprocs + f->nranks) * ITEM_JSON_MAX + rows_bound(f) * ROW_JSON_MAX;
   r.measure = bound > r.left;
   return r;
 }
@@ -243,75 +230,71 @@ static void append_within(cJSON *array, cJSON *item, frame_room *room, uint32_t 
   append(array, item);
 }
 
-static void put_refusals(cJSON *root, const nt_model *m) {
-  put_num(root, "refused", (double)nt_model_total_refused(m));
+static void put_refusals(cJSON *root, const nt_frame *f) {
+  put_num(root, "refused", (double)f->refused);
   cJSON *by = put_obj(root, "refused_by", cJSON_CreateObject());
   for (int i = 0; by && i < NT_REFUSE_COUNT; i++)
-    put_num(by, nt_refusal_name(i), (double)nt_model_refused(m, i));
-  put_num(root, "memory_bytes", (double)nt_model_bytes(m));
-  put_num(root, "memory_budget", (double)nt_model_budget(m));
+    put_num(by, nt_refusal_name(i), (double)f->refused_by[i]);
+  put_num(root, "memory_bytes", (double)f->memory_bytes);
+  put_num(root, "memory_budget", (double)f->memory_budget);
 }
 
-static int print_json(FILE *out, nt_model *m, const nt_options *o, double t, double now_s,
-                      const nt_model_rank *ranks, uint32_t nranks) {
+char *nt_frame_json(const nt_frame *f) {
   cJSON *root = cJSON_CreateObject();
-  put_num(root, "time", t);
-  put_num(root, "publishers", nt_model_nprocesses(m));
-  put_num(root, "messages", (double)nt_model_total_messages(m));
-  put_num(root, "bad_messages", (double)nt_model_total_bad(m));
-  put_num(root, "errors_total", (double)nt_model_total_errors(m));
-  put_refusals(root, m);
+  if (!root) return NULL;
+  put_num(root, "time", f->time);
+  put_num(root, "publishers", f->publishers);
+  put_num(root, "messages", (double)f->messages);
+  put_num(root, "bad_messages", (double)f->bad_messages);
+  put_num(root, "errors_total", (double)f->errors_total);
+  put_refusals(root, f);
   cJSON *errs = put_obj(root, "errors", cJSON_CreateArray());
-  for (uint32_t i = 0; i < nt_model_nerrors(m) && i < ERRORS_IN_FRAME; i++) {
-    const nt_model_error *e = nt_model_error_at(m, i);
+  for (uint32_t i = 0; i < f->nerrors && i < ERRORS_IN_FRAME; i++) {
+    const nt_model_error *e = &f->errors[i];
     char line[sizeof e->source + sizeof e->text + 4];
     snprintf(line, sizeof line, "%s: %s", e->source, e->text);
     append(errs, cJSON_CreateString(line));
   }
-  frame_room room = frame_bound(m);
+  frame_room room = frame_bound(f);
   cJSON *procs = put_obj(root, "processes", cJSON_CreateArray());
-  for (uint32_t i = 0; procs && i < nt_model_nprocesses(m); i++) {
-    const nt_model_process *p = nt_model_process_at(m, i);
-    if (!p->cur) continue;
+  for (uint32_t i = 0; procs && i < f->nprocs; i++) {
     if (room.measure && !room.left)
       room.left_out_procs++;
     else
-      append_within(procs, process_json(p), &room, &room.left_out_procs);
+      append_within(procs, process_json(f, &f->procs[i]), &room, &room.left_out_procs);
   }
   cJSON *rs = put_obj(root, "ranks", cJSON_CreateArray());
-  for (uint32_t i = 0; rs && i < nranks; i++) {
+  for (uint32_t i = 0; rs && i < f->nranks; i++) {
     if (room.measure && !room.left)
       room.left_out_ranks++;
     else
-      append_within(rs, rank_json(&ranks[i], o->stall_ms, now_s), &room, &room.left_out_ranks);
+      append_within(rs, rank_json(f, &f->ranks[i]), &room, &room.left_out_ranks);
   }
   cJSON *left = put_obj(root, "left_out", cJSON_CreateObject());
   if (left) {
     put_num(left, "processes", room.left_out_procs);
     put_num(left, "ranks", room.left_out_ranks);
   }
-  nt_batch_job_json(root, m, o, now_s);
+  nt_batch_job_json(root, f);
   /* Start the print buffer at the last frame's size: one allocation, no
    * growing copies of a frame that can be tens of megabytes. */
   static int last_len = 4096;
   char *text = cJSON_PrintBuffered(root, last_len + last_len / 8, false);
   cJSON_Delete(root);
-  if (!text) return -1;
+  if (!text) return NULL;
   size_t len = strlen(text);
   last_len = len < (1u << 30) ? (int)len : 1 << 30;
-  int rc = fputs(text, out) < 0 || fputc('\n', out) == EOF ? -1 : 0;
-  free(text);
-  return rc;
+  return text;
 }
 
-static const char *mark(const nt_model_process *p) {
+static const char *mark(const nt_frame_proc *p) {
   return p->ended ? "  ENDED" : p->stale ? "  STALE" : "";
 }
 
-static void proxy_line(FILE *out, const nt_model_rank *r, const nt_model_process *p,
-                       const nt_proxy_row *row) {
-  double last[NT_PROXY_NSTATES], total[NT_PROXY_NSTATES];
-  nt_model_proxy_shares(p, row, last, total);
+static void proxy_line(FILE *out, const nt_frame *f, const nt_frame_proxy *x) {
+  const nt_frame_proc *p = &f->procs[x->proc];
+  const nt_frame_rank *r = x->rank >= 0 ? &f->ranks[x->rank] : NULL;
+  const nt_proxy_row *row = &x->row;
   char who[48], rank[24], comm[20];
   snprintf(who, sizeof who, "%.24s:%u", p->host, p->pid);
   if (r) {
@@ -321,78 +304,68 @@ static void proxy_line(FILE *out, const nt_model_rank *r, const nt_model_process
     snprintf(rank, sizeof rank, "-");
     snprintf(comm, sizeof comm, "-");
   }
+  const double *last = x->share_last;
   fprintf(out, "%-7s %-16s %-30s %8u %-7s %6.1f %6.1f %6.1f %6.1f %6.1f %9llu%s\n", rank, comm, who,
           row->tid, nt_proxy_state_name(row->state), 100 * last[0], 100 * last[1], 100 * last[2],
           100 * last[3], 100 * last[4], (unsigned long long)row->appends, mark(p));
 }
 
-static void print_text(FILE *out, nt_model *m, const nt_options *o, double t, double now_s,
-                       const nt_model_rank *ranks, uint32_t nranks) {
+void nt_frame_text(FILE *out, const nt_frame *f) {
   char mem[32];
   fprintf(out,
           "nccltop %.1fs  publishers %u  ranks %u  messages %llu  bad %llu  errors %llu  refused "
           "%llu  mem %s\n",
-          t, nt_model_nprocesses(m), nranks, (unsigned long long)nt_model_total_messages(m),
-          (unsigned long long)nt_model_total_bad(m), (unsigned long long)nt_model_total_errors(m),
-          (unsigned long long)nt_model_total_refused(m),
-          nt_fmt_size((double)nt_model_bytes(m), mem, sizeof mem));
-  for (uint32_t i = 0; i < nt_model_nerrors(m) && i < 3; i++) {
-    const nt_model_error *e = nt_model_error_at(m, i);
-    fprintf(out, "error: %s: %s\n", e->source, e->text);
-  }
-  nt_batch_alerts_text(out, m, o, now_s);
+          f->time, f->publishers, f->nranks, (unsigned long long)f->messages,
+          (unsigned long long)f->bad_messages, (unsigned long long)f->errors_total,
+          (unsigned long long)f->refused, nt_fmt_size((double)f->memory_bytes, mem, sizeof mem));
+  for (uint32_t i = 0; i < f->nerrors && i < 3; i++)
+    fprintf(out, "error: %s: %s\n", f->errors[i].source, f->errors[i].text);
+  nt_batch_alerts_text(out, f);
   fprintf(out, "%-7s %-16s %-30s %8s %-7s %6s %6s %6s %6s %6s %9s\n", "RANK", "COMM", "HOST:PID",
           "TID", "STATE", "IDLE%", "ACTV%", "SLEEP%", "WAKE%", "APND%", "APPENDS");
-  for (uint32_t i = 0; i < nranks; i++) {
-    const nt_snapshot *s = ranks[i].proc->cur;
-    for (uint32_t k = 0; k < s->nproxy; k++)
-      if (s->proxy[k].comm_index == ranks[i].comm_index)
-        proxy_line(out, &ranks[i], ranks[i].proc, &s->proxy[k]);
-  }
-  for (uint32_t i = 0; i < nt_model_nprocesses(m); i++) { /* threads of no communicator */
-    const nt_model_process *p = nt_model_process_at(m, i);
-    for (uint32_t k = 0; p->cur && k < p->cur->nproxy; k++)
-      if (p->cur->proxy[k].comm_index == NT_NO_COMM) proxy_line(out, NULL, p, &p->cur->proxy[k]);
-  }
+  /* Ranks' threads, in rank order, then threads of no communicator. */
+  for (uint32_t i = 0; i < f->nranks; i++)
+    for (uint32_t k = f->ranks[i].proxy0; k < f->ranks[i].proxy0 + f->ranks[i].nproxy; k++)
+      proxy_line(out, f, &f->proxy[k]);
+  for (uint32_t i = 0; i < f->nprocs; i++)
+    for (uint32_t k = f->procs[i].proxy0; k < f->procs[i].proxy0 + f->procs[i].nproxy; k++)
+      proxy_line(out, f, &f->proxy[k]);
   fprintf(out, "%-7s %-16s %3s %-4s %5s %-15s %9s %10s %6s %-7s %6s\n", "RANK", "COMM", "CH", "DIR",
           "PEER", "WAIT", "STEPS/s", "RATE", "FLIGHT", "RUN", "STEP");
-  for (uint32_t i = 0; i < nranks; i++) {
-    const nt_model_rank *r = &ranks[i];
-    const nt_snapshot *s = r->proc->cur;
+  for (uint32_t i = 0; i < f->nranks; i++) {
+    const nt_frame_rank *r = &f->ranks[i];
     char rank[24];
     snprintf(rank, sizeof rank, "%d/%d", r->rank, r->nranks);
-    for (uint32_t c = 0; c < s->nchannels; c++) {
-      const nt_channel_row *row = &s->channels[c];
-      if (row->comm_index != r->comm_index) continue;
-      double sps, bps;
-      nt_model_channel_rates(r->proc, row, &sps, &bps);
+    for (uint32_t c = r->chan0; c < r->chan0 + r->nchan; c++) {
+      const nt_frame_channel *fc = &f->channels[c];
+      const nt_channel_row *row = &fc->row;
       char relay[32] = "", rate[NT_UNIT_LEN];
       if (row->relay_rank >= 0) snprintf(relay, sizeof relay, "  relay r%d", row->relay_rank);
       fprintf(out, "%-7s %016llx %3u %-4s %5d %-15s %9.0f %10s %6llu %-7s %6d%s%s%s\n", rank,
               (unsigned long long)r->comm_hash, row->channel, dir_name(row->dir), row->peer,
-              nt_wait_name(nt_model_channel_dominant_wait(r->proc, row)), sps,
-              nt_fmt_rate(bps, rate, sizeof rate),
+              nt_wait_name(fc->dominant_wait), fc->steps_per_s,
+              nt_fmt_rate(fc->bytes_per_s, rate, sizeof rate),
               (unsigned long long)(row->ops_started - row->ops_done), nt_run_name(row->run_state),
-              row->cur_step, nt_model_channel_stalled(row, o->stall_ms) ? "  STALLED" : "", relay,
-              mark(r->proc));
+              row->cur_step, fc->stalled ? "  STALLED" : "", relay, mark(nt_frame_proc_of(f, r)));
     }
   }
-  nt_batch_ops_text(out, m);
+  nt_batch_ops_text(out, f);
   fputc('\n', out);
 }
 
 int nt_batch_print(FILE *out, nt_model *m, const nt_options *o, double now_s) {
-  static double first_s = -1;
-  static nt_model_rank *ranks;
-  if (first_s < 0) first_s = now_s;
-  if (!ranks && !(ranks = calloc(MAX_RANKS, sizeof *ranks))) return -1;
-  double t = now_s - (o->start_s > 0 ? o->start_s : first_s);
-  uint32_t n = nt_model_ranks(m, ranks, MAX_RANKS);
+  static nt_frame *f;
+  if (!f && !(f = nt_frame_new())) return -1;
+  nt_frame_opts fo = {.stall_ms = o->stall_ms, .process_env = o->json, .start_s = o->start_s};
+  if (nt_frame_build(f, m, &fo, now_s) != 0) return -1;
   int rc = 0;
-  if (o->json)
-    rc = print_json(out, m, o, t, now_s, ranks, n);
-  else
-    print_text(out, m, o, t, now_s, ranks, n);
+  if (o->json) {
+    char *text = nt_frame_json(f);
+    rc = !text || fputs(text, out) < 0 || fputc('\n', out) == EOF ? -1 : 0;
+    free(text);
+  } else {
+    nt_frame_text(out, f);
+  }
   if (fflush(out) != 0 || ferror(out)) rc = -1;
   return rc;
 }

@@ -31,13 +31,13 @@ static inline void append(cJSON *array, cJSON *item) {
 }
 
 /* Adds "api", "seq", "in_flight" and "net" to a rank's object. */
-void nt_batch_rank_ops(cJSON *j, const nt_model_rank *r, double now_s);
+void nt_batch_rank_ops(cJSON *j, const nt_frame *f, const nt_frame_rank *r);
 /* Adds "phase", "event_classes", "env" and the 1.1 counters to a process's. */
-void nt_batch_process_ops(cJSON *j, const nt_model_process *p);
+void nt_batch_process_ops(cJSON *j, const nt_frame *f, const nt_frame_proc *p);
 /* Adds "alerts", "collectives", "phases", "recent" and "runs" to a frame. */
-void nt_batch_job_json(cJSON *root, nt_model *m, const nt_options *o, double now_s);
+void nt_batch_job_json(cJSON *root, const nt_frame *f);
 /* The text frame's alerts (first) and operation tables (after the rest). */
-void nt_batch_alerts_text(FILE *out, nt_model *m, const nt_options *o, double now_s);
-void nt_batch_ops_text(FILE *out, nt_model *m);
+void nt_batch_alerts_text(FILE *out, const nt_frame *f);
+void nt_batch_ops_text(FILE *out, const nt_frame *f);
 
 #endif

@@ -40,21 +40,14 @@
 #include "batch_json.h"
 
 #define RECENT_IN_FRAME 64
-#define MAX_ALERTS      256
-#define MAX_STATS       4096
 
 static const char *hex16(uint64_t v, char *buf) {
   snprintf(buf, 17, "%016llx", (unsigned long long)v);
   return buf;
 }
 
-static const char *phase_of(const nt_snapshot *s, uint8_t id) {
-  for (uint32_t i = 0; id && i < s->nphases; i++)
-    if (s->phases[i].id == id) return s->phases[i].name;
-  return "";
-}
-
-static cJSON *op_json(const nt_snapshot *s, const nt_oplog_row *op, double age_s) {
+static cJSON *op_json(const nt_frame_op *o) {
+  const nt_oplog_row *op = &o->op;
   cJSON *x = cJSON_CreateObject();
   put_str(x, "func", nt_func_name(op->func));
   put_str(x, "kind", op->kind == NT_OP_P2P ? "p2p" : "coll");
@@ -67,10 +60,10 @@ static cJSON *op_json(const nt_snapshot *s, const nt_oplog_row *op, double age_s
   put_str(x, "proto", nt_proto_name(op->proto));
   put_num(x, "nchannels", op->nchannels);
   put_num(x, "nwarps", op->nwarps);
-  put_str(x, "phase", phase_of(s, op->phase));
+  put_str(x, "phase", o->phase);
   put_str(x, "state", nt_op_state_name(op->state));
   put_str(x, "timing", nt_timing_name(op->timing));
-  put_num(x, "age_ms", age_s * 1e3);
+  put_num(x, "age_ms", o->age_s * 1e3);
   put_num(x, "duration_us", (double)op->duration_ns / 1e3);
   put_num(x, "children", op->children);
   put_num(x, "children_open", op->children_open);
@@ -82,11 +75,8 @@ static cJSON *op_json(const nt_snapshot *s, const nt_oplog_row *op, double age_s
   return x;
 }
 
-void nt_batch_rank_ops(cJSON *j, const nt_model_rank *r, double now_s) {
-  const nt_model_process *p = r->proc;
-  const nt_snapshot *s = p->cur;
-  const nt_comm_row *c = &s->comms[r->comm_index];
-  double since = p->ended || now_s < p->cur_time_s ? 0 : now_s - p->cur_time_s;
+void nt_batch_rank_ops(cJSON *j, const nt_frame *f, const nt_frame_rank *r) {
+  const nt_comm_row *c = &r->comm;
   cJSON *api = put_obj(j, "api", cJSON_CreateObject());
   put_num(api, "group_api", (double)c->group_api);
   put_num(api, "coll_api", (double)c->coll_api);
@@ -95,26 +85,20 @@ void nt_batch_rank_ops(cJSON *j, const nt_model_rank *r, double now_s) {
   put_num(api, "graph_captured", (double)c->graph_captured);
   put_num(api, "api_ms", (double)c->api_ns / 1e6);
   cJSON *seq = put_obj(j, "seq", cJSON_CreateArray());
-  for (uint32_t i = 0; i < s->nseq; i++) {
-    const nt_seq_row *q = &s->seq_rows[i];
-    if (q->comm_index != r->comm_index) continue;
+  for (uint32_t i = r->seq0; i < r->seq0 + r->nseq; i++) {
+    const nt_frame_seq *q = &f->seq[i];
     cJSON *x = cJSON_CreateObject();
-    put_str(x, "func", nt_func_name(q->func));
-    put_num(x, "launched", (double)q->launched);
-    put_num(x, "done", (double)q->done);
-    put_num(x, "last_launch_ms", (double)q->last_launch_age_ns / 1e6 + since * 1e3);
+    put_str(x, "func", nt_func_name(q->row.func));
+    put_num(x, "launched", (double)q->row.launched);
+    put_num(x, "done", (double)q->row.done);
+    put_num(x, "last_launch_ms", q->last_launch_s * 1e3);
     append(seq, x);
   }
   cJSON *fl = put_obj(j, "in_flight", cJSON_CreateArray());
-  for (uint32_t i = 0; i < s->noplog; i++) {
-    const nt_oplog_row *op = &s->oplog[i];
-    if (op->comm_index == r->comm_index && op->state == NT_OPS_IN_FLIGHT)
-      append(fl, op_json(s, op, (double)op->age_ns / 1e9 + since));
-  }
+  for (uint32_t i = r->op0; i < r->op0 + r->nops; i++) append(fl, op_json(&f->ops[i]));
   cJSON *net = put_obj(j, "net", cJSON_CreateArray());
-  for (uint32_t i = 0; i < s->nnet; i++) {
-    const nt_net_row *n = &s->net[i];
-    if (n->comm_index != r->comm_index) continue;
+  for (uint32_t i = r->net0; i < r->net0 + r->nnet; i++) {
+    const nt_net_row *n = &f->net[i];
     cJSON *x = cJSON_CreateObject();
     put_str(x, "type", n->type == NT_NET_IB_QP ? "ib_qp" : "socket");
     put_num(x, "device", n->device);
@@ -127,17 +111,16 @@ void nt_batch_rank_ops(cJSON *j, const nt_model_rank *r, double now_s) {
   }
 }
 
-void nt_batch_process_ops(cJSON *j, const nt_model_process *p) {
-  const nt_snapshot *s = p->cur;
-  const nt_process_counters *c = &s->process;
-  put_str(j, "phase", phase_of(s, c->phase));
+void nt_batch_process_ops(cJSON *j, const nt_frame *f, const nt_frame_proc *p) {
+  const nt_process_counters *c = &p->counters;
+  put_str(j, "phase", p->phase);
   cJSON *cls = put_obj(j, "event_classes", cJSON_CreateArray());
   for (int b = 0; b < NT_EVENT_CLASSES; b++)
     if (c->event_mask & (1u << b)) append(cls, cJSON_CreateString(nt_event_class_name(b)));
   cJSON *env = put_obj(j, "env", cJSON_CreateObject());
-  for (uint32_t i = 0; env && p->have_hello && i < p->hello.nenv; i++) {
-    cJSON *v = cJSON_CreateString(p->hello.env[i].value);
-    if (v && !cJSON_AddItemToObject(env, p->hello.env[i].name, v)) cJSON_Delete(v);
+  for (uint32_t i = p->var0; env && i < p->var0 + p->nvars; i++) {
+    cJSON *v = cJSON_CreateString(f->vars[i].value);
+    if (v && !cJSON_AddItemToObject(env, f->vars[i].name, v)) cJSON_Delete(v);
   }
   cJSON *k = cJSON_GetObjectItemCaseSensitive(j, "counters");
   if (k) {
@@ -183,11 +166,10 @@ static const nt_run_env *env_in(const nt_run_summary *r, const char *name) {
   return NULL;
 }
 
-static void runs_json(cJSON *root, nt_model *m) {
-  nt_run_summary *cur = malloc(sizeof *cur), *prev = malloc(sizeof *prev);
+static void runs_json(cJSON *root, const nt_frame *f) {
+  const nt_run_summary *cur = f->run_cur, *prev = f->run_prev;
   cJSON *runs = put_obj(root, "runs", cJSON_CreateObject());
-  bool have_cur = cur && nt_model_run_summary(m, false, cur);
-  bool have_prev = prev && nt_model_run_summary(m, true, prev);
+  bool have_cur = f->have_run_cur, have_prev = f->have_run_prev;
   put_obj(runs, "current", have_cur ? run_json(cur) : cJSON_CreateNull());
   put_obj(runs, "previous", have_prev ? run_json(prev) : cJSON_CreateNull());
   cJSON *diff = put_obj(runs, "env_diff", cJSON_CreateArray());
@@ -209,24 +191,20 @@ static void runs_json(cJSON *root, nt_model *m) {
       append(diff, x);
     }
   }
-  free(cur);
-  free(prev);
 }
 
-void nt_batch_job_json(cJSON *root, nt_model *m, const nt_options *o, double now_s) {
+void nt_batch_job_json(cJSON *root, const nt_frame *f) {
   char hex[17];
-  nt_alert *alerts = calloc(MAX_ALERTS, sizeof *alerts);
-  uint32_t na = alerts ? nt_model_alerts(m, o->stall_ms, alerts, MAX_ALERTS, now_s) : 0;
   cJSON *al = put_obj(root, "alerts", cJSON_CreateArray());
-  for (uint32_t i = 0; i < na; i++) {
-    const nt_alert *a = &alerts[i];
+  for (uint32_t i = 0; i < f->nalerts; i++) {
+    const nt_frame_alert *a = &f->alerts[i];
     cJSON *x = cJSON_CreateObject();
     put_str(x, "kind", nt_alert_kind_name(a->kind));
     put_obj(x, "text", cJSON_CreateString(a->text));
-    put_str(x, "host", a->proc ? a->proc->host : "");
-    put_num(x, "pid", a->proc ? a->proc->pid : 0);
+    put_str(x, "host", a->host);
+    put_num(x, "pid", a->pid);
     put_obj(x, "comm", cJSON_CreateString(hex16(a->comm_hash, hex)));
-    put_num(x, "rank", a->proc && a->comm_hash ? a->rank : -1);
+    put_num(x, "rank", a->has_rank ? a->rank : -1);
     put_num(x, "peer", a->peer);
     put_str(x, "wait", nt_wait_name(a->wait));
     put_str(x, "func", nt_func_name(a->func));
@@ -234,12 +212,9 @@ void nt_batch_job_json(cJSON *root, nt_model *m, const nt_options *o, double now
     put_num(x, "age_s", a->age_s);
     append(al, x);
   }
-  free(alerts);
-  nt_op_stat *st = calloc(MAX_STATS, sizeof *st);
-  uint32_t ns = st ? nt_model_op_stats(m, st, MAX_STATS) : 0;
   cJSON *cs = put_obj(root, "collectives", cJSON_CreateArray());
-  for (uint32_t i = 0; i < ns; i++) {
-    const nt_op_stat *r = &st[i];
+  for (uint32_t i = 0; i < f->nstats; i++) {
+    const nt_op_stat *r = &f->stats[i].st;
     char size[32];
     cJSON *x = cJSON_CreateObject();
     put_obj(x, "comm", cJSON_CreateString(hex16(r->comm_hash, hex)));
@@ -278,9 +253,8 @@ void nt_batch_job_json(cJSON *root, nt_model *m, const nt_options *o, double now
     }
     append(cs, x);
   }
-  free(st);
-  nt_phase_stat ph[NT_MAX_PHASES + 1];
-  uint32_t np = nt_model_phase_stats(m, ph, NT_MAX_PHASES + 1);
+  const nt_phase_stat *ph = f->phases;
+  uint32_t np = f->nphases;
   cJSON *pj = put_obj(root, "phases", cJSON_CreateArray());
   for (uint32_t i = 0; i < np; i++) {
     cJSON *x = cJSON_CreateObject();
@@ -298,39 +272,34 @@ void nt_batch_job_json(cJSON *root, nt_model *m, const nt_options *o, double now
     put_num(x, "busbw_gbs", nt_stat_algbw(ph[i].bus_bytes, ph[i].time_s));
     append(pj, x);
   }
-  nt_recent_op *rec = calloc(RECENT_IN_FRAME * 4, sizeof *rec);
-  uint32_t nr = rec ? nt_model_recent_ops(m, rec, RECENT_IN_FRAME * 4, 4, now_s) : 0;
   cJSON *rj = put_obj(root, "recent", cJSON_CreateArray());
-  for (uint32_t i = 0; i < nr && i < RECENT_IN_FRAME; i++) {
-    cJSON *x = op_json(rec[i].proc->cur, rec[i].op, rec[i].age_s);
-    put_str(x, "host", rec[i].proc->host);
-    put_num(x, "pid", rec[i].proc->pid);
-    put_num(x, "rank", rec[i].rank);
-    put_obj(x, "comm", cJSON_CreateString(hex16(rec[i].comm_hash, hex)));
+  for (uint32_t i = 0; i < f->nrecent && i < RECENT_IN_FRAME; i++) {
+    const nt_frame_rank *r = &f->ranks[f->recent[i].rank];
+    const nt_frame_proc *p = nt_frame_proc_of(f, r);
+    cJSON *x = op_json(&f->recent[i]);
+    put_str(x, "host", p->host);
+    put_num(x, "pid", p->pid);
+    put_num(x, "rank", r->rank);
+    put_obj(x, "comm", cJSON_CreateString(hex16(r->comm_hash, hex)));
     append(rj, x);
   }
-  free(rec);
-  runs_json(root, m);
+  runs_json(root, f);
 }
 
 /* ---- text ---- */
 
-void nt_batch_alerts_text(FILE *out, nt_model *m, const nt_options *o, double now_s) {
-  nt_alert *alerts = calloc(MAX_ALERTS, sizeof *alerts);
-  uint32_t na = alerts ? nt_model_alerts(m, o->stall_ms, alerts, MAX_ALERTS, now_s) : 0;
-  for (uint32_t i = 0; i < na; i++)
-    fprintf(out, "ALERT %-9s %s\n", nt_alert_kind_name(alerts[i].kind), alerts[i].text);
-  free(alerts);
+void nt_batch_alerts_text(FILE *out, const nt_frame *f) {
+  for (uint32_t i = 0; i < f->nalerts; i++)
+    fprintf(out, "ALERT %-9s %s\n", nt_alert_kind_name(f->alerts[i].kind), f->alerts[i].text);
 }
 
-void nt_batch_ops_text(FILE *out, nt_model *m) {
-  nt_op_stat *st = calloc(MAX_STATS, sizeof *st);
-  uint32_t ns = st ? nt_model_op_stats(m, st, MAX_STATS) : 0;
+void nt_batch_ops_text(FILE *out, const nt_frame *f) {
+  uint32_t ns = f->nstats;
   if (ns)
     fprintf(out, "%-16s %-13s %-11s %-14s %-7s %8s %8s %10s %9s %9s\n", "COMM", "FUNC", "SIZE",
             "ALGO", "PROTO", "COUNT", "DONE", "AVG TIME", "ALGBW", "BUSBW");
   for (uint32_t i = 0; i < ns; i++) {
-    const nt_op_stat *r = &st[i];
+    const nt_op_stat *r = &f->stats[i].st;
     char size[32], t[3][24] = {"unknown", "unknown", "unknown"};
     /* Rows no Coll reported name their source in the algorithm column. */
     const char *src = nt_op_source(r);
@@ -346,9 +315,8 @@ void nt_batch_ops_text(FILE *out, nt_model *m) {
             plain ? nt_proto_name(r->proto) : "-", (unsigned long long)r->count,
             (unsigned long long)r->done, t[0], t[1], t[2]);
   }
-  free(st);
-  nt_phase_stat ph[NT_MAX_PHASES + 1];
-  uint32_t np = nt_model_phase_stats(m, ph, NT_MAX_PHASES + 1);
+  const nt_phase_stat *ph = f->phases;
+  uint32_t np = f->nphases;
   if (np)
     fprintf(out, "%-20s %8s %8s %12s %9s %9s\n", "PHASE", "COUNT", "DONE", "TIME/rank", "ALGBW",
             "BUSBW");

@@ -37,7 +37,7 @@ static void save_leave_sequence(const struct termios *shell) {
 }
 
 static void clamp_cursor(nt_screen *s) {
-  int nrows = (int)s->nranks, ncols = nt_channel_count(s);
+  int nrows = (int)s->nranks, ncols = s->nchannels;
   if (s->row >= nrows) s->row = nrows - 1;
   if (s->row < 0) s->row = 0;
   if (s->col >= ncols) s->col = ncols - 1;
@@ -56,7 +56,7 @@ static void search_next(nt_screen *s, int from) {
   for (uint32_t k = 0; k < s->nranks; k++) {
     int i = (int)((s->row + from + (int)k) % (int)s->nranks);
     char text[256];
-    nt_rank_text(&s->ranks[i], text, sizeof text);
+    nt_frame_rank_text(s->f, nt_screen_rank(s, i), text, sizeof text);
     if (strstr(text, s->search)) {
       s->row = i;
       return;
@@ -177,14 +177,11 @@ static void draw(nt_screen *s) {
     refresh();
     return;
   }
-  /* Paused, the rows stay as they were, unless a process came or went:
-   * then the ones held may point at a process the model dropped. */
-  if (!s->paused || s->generation != nt_model_generation(s->m)) {
-    nt_screen_collect(s);
-    s->generation = nt_model_generation(s->m);
-    clamp_cursor(s);
-  }
-  bool band = s->nalerts && s->view != NT_VIEW_OVERVIEW && s->view != NT_VIEW_HELP;
+  /* The frame's rows as the filter and sort say (paused, the frame is the
+   * one that was shown: it owns what it shows). */
+  nt_screen_collect(s);
+  clamp_cursor(s);
+  bool band = s->f->nalerts && s->view != NT_VIEW_OVERVIEW && s->view != NT_VIEW_HELP;
   nt_layout(s->rows, s->cols, band ? 1 : 0, s->detail && s->view == NT_VIEW_CHANNELS, &s->lay);
   s->bottom = s->lay.list.y + s->lay.list.h;
   nt_draw_header(s);
@@ -217,13 +214,21 @@ static void draw(nt_screen *s) {
 int nt_screen_run(nt_model *m, nt_source *src, const nt_options *o) {
   static nt_screen s;
   memset(&s, 0, sizeof s);
+  if (!(s.f = nt_frame_new())) {
+    fprintf(stderr, "nccltop: out of memory\n");
+    return 1;
+  }
+  nt_frame_opts fo = {.stall_ms = o->stall_ms, .start_s = o->start_s};
   s.m = m;
   s.o = o;
   s.view = s.prev_view = o->initial_view;
   nt_source_watching(src, s.watching, sizeof s.watching);
   struct termios shell;
   bool have_shell = tcgetattr(STDOUT_FILENO, &shell) == 0;
-  if (!initscr()) return 1;
+  if (!initscr()) {
+    nt_frame_free(s.f);
+    return 1;
+  }
   if (have_shell) save_leave_sequence(&shell);
   cbreak();
   noecho();
@@ -234,7 +239,7 @@ int nt_screen_run(nt_model *m, nt_source *src, const nt_options *o) {
   colors(o);
   int updates = 0;
   double next_draw = 0;
-  bool running = true;
+  bool running = true, built = false;
   while (running && !nt_quit_requested()) { /* a signal quits as q does */
     nt_source_poll(src, m, 50);
     bool input = false;
@@ -251,10 +256,12 @@ int nt_screen_run(nt_model *m, nt_source *src, const nt_options *o) {
     if (input || s.now >= next_draw) {
       nt_model_tick(m, s.now);
       bool update = s.now >= next_draw;
-      if (update && !s.paused) {
+      /* Every update, whatever the view: the diagnosis tracks how long
+       * ranks lag. Paused, the frame shown stays. */
+      if ((update && !s.paused) || !built) {
+        nt_frame_build(s.f, m, &fo, s.now);
         nt_screen_sample(&s);
-        /* Every update, whatever the view: they track how long ranks lag. */
-        s.nalerts = nt_model_alerts(m, o->stall_ms, s.alerts, NT_SCREEN_MAX_ALERTS, s.now);
+        built = true;
       }
       /* Paused, the screen holds still: redrawn only for a key. */
       if (input || !s.paused) draw(&s);
@@ -266,5 +273,6 @@ int nt_screen_run(nt_model *m, nt_source *src, const nt_options *o) {
   }
   endwin();
   nt_term_restore_clear(); /* after: a signal meanwhile still restores it */
+  nt_frame_free(s.f);
   return 0;
 }

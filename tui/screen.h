@@ -83,8 +83,7 @@ enum {
   NT_C_WARN
 };
 
-#define NT_SCREEN_MAX_RANKS  4096
-#define NT_SCREEN_MAX_ALERTS 256
+#define NT_SCREEN_MAX_RANKS NT_FRAME_MAX_RANKS
 
 typedef struct {
   uint32_t pid, tid;
@@ -117,11 +116,9 @@ typedef struct {
   int nhist;
   int row, col;              /* cursor: rank row, channel column */
   int scroll[NT_VIEW_COUNT]; /* line views (overview, collectives, environment) */
-  uint32_t generation;       /* the model's, when the ranks were collected */
-  /* Alerts of the last update (texts only: their process pointers are not
-   * kept past the update). */
-  nt_alert alerts[NT_SCREEN_MAX_ALERTS];
-  uint32_t nalerts;
+  /* The frame shown (frame.h): built at each update, kept as it is while
+   * paused (it owns its copies: the model may drop what it showed). */
+  nt_frame *f;
   int rows, cols;
   /* Where each part goes this frame (layout.h); views draw in lay.list,
    * from its first line down to `bottom` (exclusive: the detail panel or
@@ -129,10 +126,17 @@ typedef struct {
   nt_layout_rects lay;
   int bottom;
   nt_list_state lists[NT_VIEW_COUNT]; /* the list views' own scroll and cursor */
-  nt_model_rank ranks[NT_SCREEN_MAX_RANKS];
+  /* The frame's ranks as shown: filtered and sorted (indices into f->ranks). */
+  uint32_t order[NT_SCREEN_MAX_RANKS];
   uint32_t nranks;
+  int nchannels; /* channel columns: highest channel id + 1 of the ranks shown */
   double now;
 } nt_screen;
+
+/* The i-th rank shown. */
+static inline const nt_frame_rank *nt_screen_rank(const nt_screen *s, int i) {
+  return &s->f->ranks[s->order[i]];
+}
 
 /* Drawing (view_*.c); each draws below the header from line `y`. */
 void nt_draw_header(nt_screen *s);
@@ -164,15 +168,12 @@ void nt_view_topo(nt_screen *s, int y);
 /* Cursor and what-if keys of the topology view; false if not handled. */
 bool nt_topo_view_action(nt_screen *s, int action);
 int nt_state_attr(const nt_screen *s, int proxy_state);
-/* Number of channels shown as columns: the highest channel id + 1 among ranks. */
-int nt_channel_count(const nt_screen *s);
-/* The text a rank row is searched and filtered by. */
-void nt_rank_text(const nt_model_rank *r, char *buf, size_t cap);
 /* The history of a proxy thread (NULL if none yet). */
 const nt_proxy_history *nt_history_of(const nt_screen *s, uint32_t pid, uint32_t tid);
-/* Ranks from the model, filtered and sorted as the screen shows them. */
+/* The frame's ranks, filtered and sorted as the screen shows them (order,
+ * nranks, nchannels). */
 void nt_screen_collect(nt_screen *s);
-/* Appends the current dominant states to the histories (once per update). */
+/* Appends the frame's dominant states to the histories (once per update). */
 void nt_screen_sample(nt_screen *s);
 
 #endif

@@ -81,9 +81,16 @@ void nt_source_close(nt_source *s);
  * --connect endpoint (or how many, when several). */
 void nt_source_watching(const nt_source *s, char *buf, size_t cap);
 
-/* Batch output: one frame of the model as text or one JSON line to `out`. */
+/* Batch output: one frame of the model as text or one JSON line to `out`
+ * (builds a frame: once per tick, it runs the diagnosis). */
 #include <stdio.h>
+
+#include "frame.h"
 int nt_batch_print(FILE *out, nt_model *m, const nt_options *o, double now_s);
+/* A built frame as one JSON object (malloc'd text, NULL out of memory; the
+ * keys are in batch.c) or as the text batch frame. */
+char *nt_frame_json(const nt_frame *f);
+void nt_frame_text(FILE *out, const nt_frame *f);
 
 /* The command line (cli.c). */
 #include "../sim/sim.h"
