@@ -19,7 +19,9 @@
  *                  "reclaimed_ops", "dropped_rows", "unsent_messages"},
  *     "proxy": [proxy threads not attributed to any communicator, as below]}],
  *  "ranks": [{"comm": "<16 hex digits>", "comm_name", "rank", "nranks", "nnodes",
- *     "host", "pid", "stale": bool, "ended": bool, "colls", "p2ps",
+ *     "host", "pid", "stale": bool, "ended": bool, "colls", "p2ps", "launched"
+ *     (operations launched, over its functions), "done_per_s" (operations done
+ *     per second, the publisher's last interval), "stalled_channels",
  *     "proxy": [{"tid", "state": "idle|active|sleep|wakeup|append|unknown",
  *                "state_age_ms", "state_ns": {"idle", "active", "sleep", "wakeup",
  *                "append"}, "share_last": {same keys, 0..1}, "share_total": {same},
@@ -37,6 +39,9 @@
  *     "kernels": [{"channel", "count", "busy_ns", "phase_ns": {"initial_sync",
  *       "compute", "final_sync"} (GPU ns per KernelPhase, NCCL 2.31; 0 none)}],
  *     and "api", "seq", "in_flight", "net" (batch_ops.c)}],
+ *  "comms": [{"comm", "comm_name", "nranks", "nnodes", "ranks" (in this frame),
+ *     "stalled_channels", "launched_min", "launched_max", "done_per_s" (per
+ *     rank), "phase" (the first of its ranks' phase now)}]: the overview's lines,
  *  and "alerts", "collectives", "phases", "recent", "runs" (batch_ops.c)}
  * Ranks are sorted by (comm, rank). Every counter is a JSON number: exact up
  * to 2^53, which cumulative nanoseconds reach after 104 days (beyond, the
@@ -143,6 +148,9 @@ static cJSON *rank_json(const nt_frame *f, const nt_frame_rank *r) {
   put_bool(j, "ended", p->ended);
   put_num(j, "colls", (double)r->comm.colls_enqueued);
   put_num(j, "p2ps", (double)r->comm.p2ps_enqueued);
+  put_num(j, "launched", (double)r->launched);
+  put_num(j, "done_per_s", r->done_per_s);
+  put_num(j, "stalled_channels", r->stalled);
   cJSON *proxy = put_obj(j, "proxy", cJSON_CreateArray());
   for (uint32_t i = r->proxy0; i < r->proxy0 + r->nproxy; i++)
     append(proxy, proxy_json(&f->proxy[i]));
@@ -269,6 +277,24 @@ char *nt_frame_json(const nt_frame *f) {
       room.left_out_ranks++;
     else
       append_within(rs, rank_json(f, &f->ranks[i]), &room, &room.left_out_ranks);
+  }
+  cJSON *cm = put_obj(root, "comms", cJSON_CreateArray());
+  for (uint32_t i = 0; cm && i < f->ncomms; i++) {
+    const nt_frame_comm *c = &f->comms[i];
+    char hex[17];
+    snprintf(hex, sizeof hex, "%016llx", (unsigned long long)c->hash);
+    cJSON *x = cJSON_CreateObject();
+    put_str(x, "comm", hex);
+    put_str(x, "comm_name", c->name);
+    put_num(x, "nranks", c->nranks);
+    put_num(x, "nnodes", c->nnodes);
+    put_num(x, "ranks", c->ranks);
+    put_num(x, "stalled_channels", c->stalled);
+    put_num(x, "launched_min", (double)c->launched_min);
+    put_num(x, "launched_max", (double)c->launched_max);
+    put_num(x, "done_per_s", c->done_per_s);
+    put_str(x, "phase", c->phase);
+    append(cm, x);
   }
   cJSON *left = put_obj(root, "left_out", cJSON_CreateObject());
   if (left) {

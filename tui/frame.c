@@ -59,8 +59,11 @@ void nt_frame_free(nt_frame *f) {
   free(f);
 }
 
+/* Bounded, truncating copy (the model's strings fit their fields). */
 static void copy_str(char *dst, size_t cap, const char *src) {
-  snprintf(dst, cap, "%s", src ? src : "");
+  size_t n = src ? strnlen(src, cap - 1) : 0;
+  memcpy(dst, src ? src : "", n);
+  dst[n] = '\0';
 }
 
 static const char *phase_name(const nt_snapshot *s, uint8_t id) {
@@ -161,8 +164,8 @@ static bool add_proc(nt_frame *f, const nt_model_process *p, bool with_env) {
     if (!RESERVE(f, vars, nvars, p->hello.nenv)) return false;
     for (uint32_t i = 0; i < p->hello.nenv; i++) {
       nt_frame_var *v = &f->vars[f->nvars++];
-      memcpy(v->name, p->hello.env[i].name, sizeof v->name);
-      memcpy(v->value, p->hello.env[i].value, sizeof v->value);
+      copy_str(v->name, sizeof v->name, p->hello.env[i].name);
+      copy_str(v->value, sizeof v->value, p->hello.env[i].value);
     }
   }
   f->procs[pi].nvars = f->nvars - f->procs[pi].var0;

@@ -169,7 +169,7 @@ static bool act(nt_screen *s, int action) {
   return true;
 }
 
-static void draw(nt_screen *s) {
+void nt_screen_draw(nt_screen *s) {
   getmaxyx(stdscr, s->rows, s->cols);
   erase();
   if (s->rows < 5 || s->cols < 30) {
@@ -264,7 +264,7 @@ int nt_screen_run(nt_model *m, nt_source *src, const nt_options *o) {
         built = true;
       }
       /* Paused, the screen holds still: redrawn only for a key. */
-      if (input || !s.paused) draw(&s);
+      if (input || !s.paused) nt_screen_draw(&s);
       if (update) {
         next_draw = s.now + o->delay_ms / 1000.0;
         if (o->iterations && ++updates >= o->iterations) break;

@@ -138,6 +138,9 @@ static inline const nt_frame_rank *nt_screen_rank(const nt_screen *s, int i) {
   return &s->f->ranks[s->order[i]];
 }
 
+/* Draws the whole screen (header, view, key bar) from s->f on stdscr, at
+ * the terminal's size now. */
+void nt_screen_draw(nt_screen *s);
 /* Drawing (view_*.c); each draws below the header from line `y`. */
 void nt_draw_header(nt_screen *s);
 /* The key bar (keybar.c): the text of the items that fit in cols, and the
