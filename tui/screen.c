@@ -90,9 +90,7 @@ static void prompt_key(nt_screen *s, int key) {
 
 /* Scroll keys of the line views. */
 static bool scroll_action(nt_screen *s, int action, int page) {
-  if (s->view != NT_VIEW_OVERVIEW && s->view != NT_VIEW_OPS && s->view != NT_VIEW_ENV &&
-      s->view != NT_VIEW_HELP)
-    return false;
+  if (!nt_views[s->view].lines) return false;
   int *top = &s->scroll[s->view];
   switch (action) {
   case NT_ACT_UP: (*top)--; break;
@@ -110,9 +108,8 @@ static bool scroll_action(nt_screen *s, int action, int page) {
 /* Applies one action; returns false to quit. */
 static bool act(nt_screen *s, int action) {
   int page = s->rows > 6 ? s->rows - 6 : 1;
-  if (s->view == NT_VIEW_TOPO && nt_topo_view_action(s, action)) return true;
+  if (nt_views[s->view].action && nt_views[s->view].action(s, action)) return true;
   if (scroll_action(s, action, page)) return true;
-  if (nt_list_view_action(s, action)) return true;
   switch (action) {
   case NT_ACT_QUIT: return false;
   case NT_ACT_HELP:
@@ -186,16 +183,7 @@ void nt_screen_draw(nt_screen *s) {
   s->bottom = s->lay.list.y + s->lay.list.h;
   nt_draw_header(s);
   nt_draw_alerts_band(s);
-  int y = s->lay.list.y;
-  switch (s->view) {
-  case NT_VIEW_OVERVIEW: nt_view_overview(s, y); break;
-  case NT_VIEW_PROXY: nt_view_proxy(s, y); break;
-  case NT_VIEW_CHANNELS: nt_view_channels(s, y); break;
-  case NT_VIEW_OPS: nt_view_ops(s, y); break;
-  case NT_VIEW_TOPO: nt_view_topo(s, y); break;
-  case NT_VIEW_ENV: nt_view_env(s, y); break;
-  default: nt_view_help(s, y); break;
-  }
+  nt_views[s->view].draw(s, s->lay.list.y);
   nt_draw_keybar(s);
   if (s->prompt) {
     char line[128];

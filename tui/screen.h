@@ -149,9 +149,19 @@ int nt_keybar_text(char *out, size_t cap, int cols);
 void nt_draw_keybar(nt_screen *s);
 /* The alerts band on lay.alerts (the overview lists them itself). */
 void nt_draw_alerts_band(nt_screen *s);
-/* Cursor and scroll keys of the list views (proxy, channels); false if not
- * handled. */
-bool nt_list_view_action(nt_screen *s, int action);
+/* The views (view_table.c), indexed by enum nt_view_id, in Tab order; the
+ * digit keys select them in this order. A view draws below the header from
+ * line y; its action handler (NULL: none) takes the keys it understands
+ * (cursor, what-ifs) before the screen's; a line view scrolls by lines. */
+typedef struct {
+  const char *name; /* in the header: "[name]" */
+  void (*draw)(nt_screen *s, int y);
+  bool (*action)(nt_screen *s, int action);
+  bool lines;
+} nt_view_def;
+extern const nt_view_def nt_views[NT_VIEW_COUNT];
+/* Cursor and scroll keys of the list views; false if not handled. */
+bool nt_channels_action(nt_screen *s, int action);
 bool nt_proxy_list_action(nt_screen *s, int action);
 void nt_view_proxy(nt_screen *s, int y);
 void nt_view_channels(nt_screen *s, int y);

@@ -7,9 +7,6 @@
 
 #include "screen.h"
 
-static const char *view_names[NT_VIEW_COUNT] = {
-    "overview", "proxy threads", "channels", "collectives", "topology", "environment", "help"};
-
 int nt_state_attr(const nt_screen *s, int state) {
   bool color = s->o->color && has_colors();
   switch (state) {
@@ -68,7 +65,7 @@ void nt_draw_header(nt_screen *s) {
   if (s->filter[0]) snprintf(extra + n, sizeof extra - (size_t)n, "  filter \"%s\"", s->filter);
   snprintf(line, sizeof line,
            " nccltop [%s]  %-6s %s  publishers %u  ranks %u  alerts %u%s  sort %s  mem %s",
-           view_names[s->view], mode, age, f->publishers, s->nranks, f->nalerts, extra,
+           nt_views[s->view].name, mode, age, f->publishers, s->nranks, f->nalerts, extra,
            nt_sort_name(s->sort), nt_fmt_size((double)f->memory_bytes, mem, sizeof mem));
   attron(s->o->color && has_colors() ? COLOR_PAIR(NT_C_HEAD) : A_REVERSE);
   mvhline(0, 0, ' ', s->cols);
@@ -263,9 +260,7 @@ void nt_view_channels(nt_screen *s, int y) {
   }
 }
 
-bool nt_list_view_action(nt_screen *s, int action) {
-  if (s->view == NT_VIEW_PROXY) return nt_proxy_list_action(s, action);
-  if (s->view != NT_VIEW_CHANNELS) return false;
+bool nt_channels_action(nt_screen *s, int action) {
   nt_list l;
   chan_spec(s, &l);
   if (action == NT_ACT_LEFT && s->lists[NT_VIEW_CHANNELS].col <= 1) return true; /* not RANK */
