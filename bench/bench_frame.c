@@ -3,10 +3,13 @@
  * variables, a stalled ring): building the frame from the model (rows,
  * rates, the diagnosis, statistics, environment), drawing each view from it
  * on a 200x60 ncurses screen (output to /dev/null), and printing it as a
- * JSON frame. DESIGN budget: model + analysis + draw under 5 ms.
+ * JSON frame. DESIGN budget: model + analysis + draw under 5 ms; a JSON
+ * frame under 50 ms.
  *
  * Prints `frame ranks=1024 channels=32 env=40 build_ms= draw_ms= json_ms=`:
- * medians over the frames; draw_ms is the slowest view's.
+ * medians over the frames; build_ms is the screen's frame, draw_ms the
+ * slowest view's, json_ms the writing of a JSON frame (whose own build,
+ * with every process's variables, is on the line before).
  *
  * usage: bench_frame [frames]      (default 15)
  */
@@ -28,16 +31,20 @@ int main(int argc, char **argv) {
   nt_snapshot *s = nt_snapshot_new(), *out = nt_snapshot_new();
   nt_hello *h = malloc(sizeof *h), *hout = malloc(sizeof *hout);
   nt_model *m = nt_model_new();
-  nt_frame *f = nt_frame_new();
+  nt_frame *f = nt_frame_new(), *jf = nt_frame_new();
   static nt_screen scr;
+  nt_jo jw; /* kept across frames, as nccltop -b --json keeps it */
+  nt_jo_init(&jw);
   double *build = calloc((size_t)frames, sizeof *build),
          *json = calloc((size_t)frames, sizeof *json);
+  double *jbuild = calloc((size_t)frames, sizeof *jbuild);
   double *draw = calloc((size_t)frames * NVIEWS, sizeof *draw);
   FILE *tty_out = fopen("/dev/null", "w"), *tty_in = fopen("/dev/null", "r");
   SCREEN *term = NULL;
   int rc = 1;
   size_t json_bytes = 0;
-  if (!s || !out || !h || !hout || !m || !f || !build || !json || !draw || !tty_out || !tty_in)
+  if (!s || !out || !h || !hout || !m || !f || !jf || !build || !json || !jbuild || !draw ||
+      !tty_out || !tty_in)
     goto done;
   if (feed(m, s, out, h, hout) != 0) goto done;
   nt_options o;
@@ -52,7 +59,8 @@ int main(int argc, char **argv) {
   scr.o = &o;
   scr.f = f;
   snprintf(scr.watching, sizeof scr.watching, "%s", SOURCE);
-  nt_frame_opts fo = {.stall_ms = 2000, .process_env = getenv("NOENV") == NULL};
+  /* The screen's frame; batch --json's also copies every process's variables. */
+  nt_frame_opts fo = {.stall_ms = 2000}, jo = {.stall_ms = 2000, .process_env = true};
   for (int k = 0; k < frames; k++) {
     double now = 1.0 + 0.1 * k, t0 = now_s();
     if (nt_frame_build(f, m, &fo, now) != 0) goto done;
@@ -66,11 +74,13 @@ int main(int argc, char **argv) {
       draw[v * frames + k] = (now_s() - d0) * 1e3;
     }
     double j0 = now_s();
-    char *text = nt_frame_json(f);
-    json[k] = (now_s() - j0) * 1e3;
+    if (nt_frame_build(jf, m, &jo, now) != 0) goto done;
+    double j1 = now_s();
+    const char *text = nt_frame_json(jf, &jw);
+    json[k] = (now_s() - j1) * 1e3;
+    jbuild[k] = (j1 - j0) * 1e3;
     if (!text) goto done;
     json_bytes = strlen(text);
-    free(text);
   }
   if (f->nranks != RANKS || !f->nalerts || f->alerts[0].kind != NT_ALERT_ROOT ||
       f->alerts[0].rank != STALLED || f->nenv != ENV) {
@@ -80,6 +90,7 @@ int main(int argc, char **argv) {
   }
   qsort(build, (size_t)frames, sizeof *build, cmp_double);
   qsort(json, (size_t)frames, sizeof *json, cmp_double);
+  qsort(jbuild, (size_t)frames, sizeof *jbuild, cmp_double);
   double worst = 0;
   int worst_view = 0;
   for (int v = 0; v < NVIEWS; v++) {
@@ -88,9 +99,11 @@ int main(int argc, char **argv) {
     printf("view %d drawn in %.3f ms\n", views[v] + 1, med);
     if (med > worst) worst = med, worst_view = views[v];
   }
-  printf("%d frames of %u ranks, %u channel rows, %u alerts; JSON frame %zu bytes; slowest view "
-         "%d; budget for the whole frame (model + analysis + draw): 5 ms\n",
-         frames, f->nranks, f->nchannels, f->nalerts, json_bytes, worst_view + 1);
+  printf("%d frames of %u ranks, %u channel rows, %u alerts; slowest view %d; budget for the "
+         "screen's frame (model + analysis + draw): 5 ms. JSON frame %zu bytes (its frame, with "
+         "every process's variables, built in %.3f ms); budget 50 ms\n",
+         frames, f->nranks, f->nchannels, f->nalerts, worst_view + 1, json_bytes,
+         jbuild[frames / 2]);
   printf("frame ranks=%d channels=%d env=%d build_ms=%.3f draw_ms=%.3f json_ms=%.3f\n", RANKS,
          CHANNELS, ENV, build[frames / 2], worst, json[frames / 2]);
   rc = 0;
@@ -101,7 +114,9 @@ done:
   }
   if (tty_out) fclose(tty_out);
   if (tty_in) fclose(tty_in);
+  nt_jo_free(&jw);
   nt_frame_free(f);
+  nt_frame_free(jf);
   nt_model_free(m);
   nt_snapshot_free(s);
   nt_snapshot_free(out);
@@ -109,6 +124,7 @@ done:
   free(hout);
   free(build);
   free(json);
+  free(jbuild);
   free(draw);
   return rc;
 }

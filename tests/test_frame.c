@@ -116,9 +116,11 @@ static void the_json_carries_the_frames_numbers(void) {
   nt_model *m = job();
   nt_frame *f = nt_frame_new();
   CHECK(m && f && nt_frame_build(f, m, &opts, 2.0) == 0);
-  char *text = nt_frame_json(f);
+  nt_jo w;
+  nt_jo_init(&w);
+  const char *text = nt_frame_json(f, &w);
   cJSON *root = text ? cJSON_Parse(text) : NULL;
-  free(text);
+  nt_jo_free(&w);
   CHECK(root);
   const cJSON *comms = cJSON_GetObjectItemCaseSensitive(root, "comms");
   CHECK(cJSON_GetArraySize(comms) == 1);
@@ -237,9 +239,12 @@ static void a_frame_outlives_its_model(void) {
   bool shown = ok && strstr(screen_line("node0:100"), "node0:100") != NULL;
   screen_close(out, in, term);
   CHECK(ok && shown);
-  char *text = nt_frame_json(f);
-  CHECK(text && strstr(text, "\"host\":\"node1\""));
-  free(text);
+  nt_jo w;
+  nt_jo_init(&w);
+  const char *text = nt_frame_json(f, &w);
+  bool has = text && strstr(text, "\"host\":\"node1\"");
+  nt_jo_free(&w);
+  CHECK(has);
   nt_frame_free(f);
 }
 

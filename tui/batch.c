@@ -1,7 +1,7 @@
 /* Batch output (-b): one frame of the model as text, or as exactly one JSON
  * line, flushed at once so a pipe reader sees every frame as it happens.
  *
- * JSON frame, built with cJSON (keys in this order; scripts and tests rely on
+ * JSON frame, written in one pass (json_out.h; keys in this order; scripts and tests rely on
  * the names, never on the order):
  * {"time": seconds since the viewer started (float),
  *  "publishers": processes known, "messages": messages taken,
@@ -43,12 +43,13 @@
  *     "stalled_channels", "launched_min", "launched_max", "done_per_s" (per
  *     rank), "phase" (the first of its ranks' phase now)}]: the overview's lines,
  *  and "alerts", "collectives", "phases", "recent", "runs" (batch_ops.c)}
- * Ranks are sorted by (comm, rank). Every counter is a JSON number: exact up
- * to 2^53, which cumulative nanoseconds reach after 104 days (beyond, the
- * nearest double). Shares and rates are over the publisher's last interval.
- * State and wait names are those of nt_proxy_state_name / nt_wait_name.
- * Strings from publishers were sanitized when they arrived (model.c);
- * cJSON adds JSON escaping only.
+ * Ranks are sorted by (comm, rank). Every counter is an exact JSON integer
+ * (a reader that parses numbers as doubles, as jq does, rounds those past
+ * 2^53: cumulative nanoseconds after 104 days); other numbers have at most
+ * six decimals (json_out.h). Shares and rates are over the publisher's last
+ * interval. State and wait names are those of nt_proxy_state_name /
+ * nt_wait_name. Strings from publishers were sanitized when they arrived
+ * (model.c); the writer adds JSON escaping only.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -64,18 +65,6 @@
 /* ...of which this much is kept for everything but processes and ranks
  * (counters, errors, alerts, operation tables: all bounded). */
 #define FRAME_REST_BYTES (4u << 20)
-/* Bytes one row of a snapshot (or one environment variable) can take in a
- * frame, at most: a bound that spares measuring small frames. */
-#define ROW_JSON_MAX  2048
-#define ITEM_JSON_MAX 16384
-
-/* Room left in a frame. Items are measured (printed alone) only when the
- * bound on the whole frame is over the cap: normal frames print once. */
-typedef struct {
-  bool measure;
-  size_t left;
-  uint32_t left_out_procs, left_out_ranks;
-} frame_room;
 
 static double age_ms(uint64_t ns) {
   return ns == UINT64_MAX ? -1 : (double)ns / 1e6;
@@ -85,232 +74,214 @@ static const char *dir_name(int dir) {
   return dir == NT_DIR_RECV ? "recv" : "send";
 }
 
-static cJSON *per_state(const double *v) {
-  cJSON *o = cJSON_CreateObject();
-  for (int i = 0; i < NT_PROXY_NSTATES; i++) put_num(o, nt_proxy_state_name(i), v[i]);
-  return o;
+static void per_state(nt_jo *w, const char *key, const double *v) {
+  nt_jo_obj(w, key);
+  for (int i = 0; i < NT_PROXY_NSTATES; i++) nt_jo_num(w, nt_proxy_state_name(i), v[i]);
+  nt_jo_end(w);
 }
 
-static cJSON *proxy_json(const nt_frame_proxy *p) {
+static void proxy_json(nt_jo *w, const nt_frame_proxy *p) {
   const nt_proxy_row *t = &p->row;
-  double ns[NT_PROXY_NSTATES];
-  for (int i = 0; i < NT_PROXY_NSTATES; i++) ns[i] = (double)t->state_ns[i];
-  cJSON *x = cJSON_CreateObject();
-  put_num(x, "tid", t->tid);
-  put_str(x, "state", nt_proxy_state_name(t->state));
-  put_num(x, "state_age_ms", age_ms(t->state_age_ns));
-  put_obj(x, "state_ns", per_state(ns));
-  put_obj(x, "share_last", per_state(p->share_last));
-  put_obj(x, "share_total", per_state(p->share_total));
-  put_num(x, "appends", (double)t->appends);
-  put_num(x, "appended_ops", (double)t->appended_ops);
-  put_num(x, "wakeups", (double)t->wakeups);
-  return x;
+  nt_jo_obj(w, NULL);
+  nt_jo_u64(w, "tid", t->tid);
+  nt_jo_str(w, "state", nt_proxy_state_name(t->state));
+  nt_jo_num(w, "state_age_ms", age_ms(t->state_age_ns));
+  nt_jo_obj(w, "state_ns");
+  for (int i = 0; i < NT_PROXY_NSTATES; i++) nt_jo_u64(w, nt_proxy_state_name(i), t->state_ns[i]);
+  nt_jo_end(w);
+  per_state(w, "share_last", p->share_last);
+  per_state(w, "share_total", p->share_total);
+  nt_jo_u64(w, "appends", t->appends);
+  nt_jo_u64(w, "appended_ops", t->appended_ops);
+  nt_jo_u64(w, "wakeups", t->wakeups);
+  nt_jo_end(w);
 }
 
-static cJSON *channel_json(const nt_frame_channel *fc) {
+static void channel_json(nt_jo *w, const nt_frame_channel *fc) {
   const nt_channel_row *c = &fc->row;
-  cJSON *x = cJSON_CreateObject();
-  put_num(x, "channel", c->channel);
-  put_str(x, "dir", dir_name(c->dir));
-  put_num(x, "peer", c->peer);
-  put_num(x, "steps", (double)c->steps);
-  put_num(x, "bytes", (double)c->bytes);
-  cJSON *w = put_obj(x, "wait_ns", cJSON_CreateObject());
-  for (int k = 0; k < 3; k++)
-    put_num(w, nt_wait_name(nt_dir_wait(c->dir, k)), (double)c->wait_ns[k]);
-  put_str(x, "dominant_wait", nt_wait_name(fc->dominant_wait));
-  put_num(x, "steps_per_s", fc->steps_per_s);
-  put_num(x, "bytes_per_s", fc->bytes_per_s);
-  put_num(x, "ops_in_flight", (double)(c->ops_started - c->ops_done));
-  put_num(x, "cur_step", c->cur_step);
-  put_str(x, "cur_wait", nt_wait_name(c->cur_wait));
-  put_num(x, "progress_age_ms", age_ms(c->progress_age_ns));
-  put_str(x, "run_state", nt_run_name(c->run_state));
-  if (c->relay_rank >= 0) put_num(x, "relay_rank", c->relay_rank);
-  put_bool(x, "stalled", fc->stalled);
-  return x;
+  nt_jo_obj(w, NULL);
+  nt_jo_u64(w, "channel", c->channel);
+  nt_jo_str(w, "dir", dir_name(c->dir));
+  nt_jo_i64(w, "peer", c->peer);
+  nt_jo_u64(w, "steps", c->steps);
+  nt_jo_u64(w, "bytes", c->bytes);
+  nt_jo_obj(w, "wait_ns");
+  for (int k = 0; k < 3; k++) nt_jo_u64(w, nt_wait_name(nt_dir_wait(c->dir, k)), c->wait_ns[k]);
+  nt_jo_end(w);
+  nt_jo_str(w, "dominant_wait", nt_wait_name(fc->dominant_wait));
+  nt_jo_num(w, "steps_per_s", fc->steps_per_s);
+  nt_jo_num(w, "bytes_per_s", fc->bytes_per_s);
+  nt_jo_u64(w, "ops_in_flight", c->ops_started - c->ops_done);
+  nt_jo_i64(w, "cur_step", c->cur_step);
+  nt_jo_str(w, "cur_wait", nt_wait_name(c->cur_wait));
+  nt_jo_num(w, "progress_age_ms", age_ms(c->progress_age_ns));
+  nt_jo_str(w, "run_state", nt_run_name(c->run_state));
+  if (c->relay_rank >= 0) nt_jo_i64(w, "relay_rank", c->relay_rank);
+  nt_jo_bool(w, "stalled", fc->stalled);
+  nt_jo_end(w);
 }
 
-static cJSON *rank_json(const nt_frame *f, const nt_frame_rank *r) {
+static void rank_json(nt_jo *w, const nt_frame *f, const nt_frame_rank *r) {
   const nt_frame_proc *p = nt_frame_proc_of(f, r);
   char hex[17];
   snprintf(hex, sizeof hex, "%016llx", (unsigned long long)r->comm_hash);
-  cJSON *j = cJSON_CreateObject();
-  put_str(j, "comm", hex);
-  put_str(j, "comm_name", r->comm_name);
-  put_num(j, "rank", r->rank);
-  put_num(j, "nranks", r->nranks);
-  put_num(j, "nnodes", r->nnodes);
-  put_str(j, "host", p->host);
-  put_num(j, "pid", p->pid);
-  put_bool(j, "stale", p->stale);
-  put_bool(j, "ended", p->ended);
-  put_num(j, "colls", (double)r->comm.colls_enqueued);
-  put_num(j, "p2ps", (double)r->comm.p2ps_enqueued);
-  put_num(j, "launched", (double)r->launched);
-  put_num(j, "done_per_s", r->done_per_s);
-  put_num(j, "stalled_channels", r->stalled);
-  cJSON *proxy = put_obj(j, "proxy", cJSON_CreateArray());
-  for (uint32_t i = r->proxy0; i < r->proxy0 + r->nproxy; i++)
-    append(proxy, proxy_json(&f->proxy[i]));
-  cJSON *chans = put_obj(j, "channels", cJSON_CreateArray());
-  for (uint32_t i = r->chan0; i < r->chan0 + r->nchan; i++)
-    append(chans, channel_json(&f->channels[i]));
-  cJSON *kern = put_obj(j, "kernels", cJSON_CreateArray());
+  nt_jo_obj(w, NULL);
+  nt_jo_str(w, "comm", hex);
+  nt_jo_str(w, "comm_name", r->comm_name);
+  nt_jo_i64(w, "rank", r->rank);
+  nt_jo_i64(w, "nranks", r->nranks);
+  nt_jo_i64(w, "nnodes", r->nnodes);
+  nt_jo_str(w, "host", p->host);
+  nt_jo_u64(w, "pid", p->pid);
+  nt_jo_bool(w, "stale", p->stale);
+  nt_jo_bool(w, "ended", p->ended);
+  nt_jo_u64(w, "colls", r->comm.colls_enqueued);
+  nt_jo_u64(w, "p2ps", r->comm.p2ps_enqueued);
+  nt_jo_u64(w, "launched", r->launched);
+  nt_jo_num(w, "done_per_s", r->done_per_s);
+  nt_jo_u64(w, "stalled_channels", r->stalled);
+  nt_jo_arr(w, "proxy");
+  for (uint32_t i = r->proxy0; i < r->proxy0 + r->nproxy; i++) proxy_json(w, &f->proxy[i]);
+  nt_jo_end(w);
+  nt_jo_arr(w, "channels");
+  for (uint32_t i = r->chan0; i < r->chan0 + r->nchan; i++) channel_json(w, &f->channels[i]);
+  nt_jo_end(w);
+  nt_jo_arr(w, "kernels");
   for (uint32_t i = r->kern0; i < r->kern0 + r->nkern; i++) {
     const nt_kernel_row *k = &f->kernels[i];
-    cJSON *x = cJSON_CreateObject();
-    put_num(x, "channel", k->channel);
-    put_num(x, "count", (double)k->count);
-    put_num(x, "busy_ns", (double)k->busy_ns);
+    nt_jo_obj(w, NULL);
+    nt_jo_u64(w, "channel", k->channel);
+    nt_jo_u64(w, "count", k->count);
+    nt_jo_u64(w, "busy_ns", k->busy_ns);
     /* Protocol 1.3 (NCCL 2.31, kernelphase): GPU ns per kernel phase. */
-    cJSON *ph = put_obj(x, "phase_ns", cJSON_CreateObject());
     static const char *const kphase[NT_KPHASE_COUNT] = {"initial_sync", "compute", "final_sync"};
-    for (int q = 0; q < NT_KPHASE_COUNT; q++) put_num(ph, kphase[q], (double)k->phase_ns[q]);
-    append(kern, x);
+    nt_jo_obj(w, "phase_ns");
+    for (int q = 0; q < NT_KPHASE_COUNT; q++) nt_jo_u64(w, kphase[q], k->phase_ns[q]);
+    nt_jo_end(w);
+    nt_jo_end(w);
   }
-  nt_batch_rank_ops(j, f, r);
-  return j;
+  nt_jo_end(w);
+  nt_batch_rank_ops(w, f, r);
+  nt_jo_end(w);
 }
 
-static cJSON *process_json(const nt_frame *f, const nt_frame_proc *p) {
+static void process_json(nt_jo *w, const nt_frame *f, const nt_frame_proc *p) {
   const nt_process_counters *c = &p->counters;
-  cJSON *j = cJSON_CreateObject();
-  put_str(j, "host", p->host);
-  put_num(j, "pid", p->pid);
-  put_bool(j, "stale", p->stale);
-  put_bool(j, "ended", p->ended);
-  put_str(j, "nccl_version", p->nccl_version);
-  put_str(j, "plugin_version", p->plugin_version);
-  put_num(j, "abi", c->abi_version);
-  put_num(j, "seq", (double)p->seq);
-  put_num(j, "lost_messages", (double)p->lost_messages);
-  put_num(j, "restarts", (double)p->restarts);
-  put_num(j, "event_mask", c->event_mask);
-  cJSON *k = put_obj(j, "counters", cJSON_CreateObject());
-  put_num(k, "events", (double)c->events);
-  put_num(k, "dropped_events", (double)c->dropped_events);
-  put_num(k, "unknown_events", (double)c->unknown_events);
-  put_num(k, "foreign_ops", (double)c->foreign_ops);
-  put_num(k, "reclaimed_ops", (double)c->reclaimed_ops);
-  put_num(k, "dropped_rows", (double)c->dropped_rows);
-  put_num(k, "unsent_messages", (double)c->unsent_messages);
-  cJSON *proxy = put_obj(j, "proxy", cJSON_CreateArray());
-  for (uint32_t i = p->proxy0; i < p->proxy0 + p->nproxy; i++)
-    append(proxy, proxy_json(&f->proxy[i]));
-  nt_batch_process_ops(j, f, p);
-  return j;
+  nt_jo_obj(w, NULL);
+  nt_jo_str(w, "host", p->host);
+  nt_jo_u64(w, "pid", p->pid);
+  nt_jo_bool(w, "stale", p->stale);
+  nt_jo_bool(w, "ended", p->ended);
+  nt_jo_str(w, "nccl_version", p->nccl_version);
+  nt_jo_str(w, "plugin_version", p->plugin_version);
+  nt_jo_u64(w, "abi", c->abi_version);
+  nt_jo_u64(w, "seq", p->seq);
+  nt_jo_u64(w, "lost_messages", p->lost_messages);
+  nt_jo_u64(w, "restarts", p->restarts);
+  nt_jo_u64(w, "event_mask", c->event_mask);
+  nt_jo_obj(w, "counters");
+  nt_jo_u64(w, "events", c->events);
+  nt_jo_u64(w, "dropped_events", c->dropped_events);
+  nt_jo_u64(w, "unknown_events", c->unknown_events);
+  nt_jo_u64(w, "foreign_ops", c->foreign_ops);
+  nt_jo_u64(w, "reclaimed_ops", c->reclaimed_ops);
+  nt_jo_u64(w, "dropped_rows", c->dropped_rows);
+  nt_jo_u64(w, "unsent_messages", c->unsent_messages);
+  nt_jo_u64(w, "dropped_ops", c->dropped_ops);
+  nt_jo_u64(w, "late_children", c->late_children);
+  nt_jo_u64(w, "net_events", c->net_events);
+  nt_jo_end(w);
+  nt_jo_arr(w, "proxy");
+  for (uint32_t i = p->proxy0; i < p->proxy0 + p->nproxy; i++) proxy_json(w, &f->proxy[i]);
+  nt_jo_end(w);
+  nt_batch_process_ops(w, f, p);
+  nt_jo_end(w);
 }
 
-/* Rows of a process (its own and its ranks'), at most: a bound for the
- * frame's size. */
-static size_t rows_bound(const nt_frame *f) {
-  return (size_t)f->nranks + f->nproxy + f->nchannels + f->nkernels + f->nseq + f->nops + f->nnet +
-         f->nvars + (size_t)f->nprocs * (NT_MAX_PHASES + 1);
+/* Writes an item (a process or a rank) if the frame has room for it; when
+ * not, undoes it and counts it left out, and every item after it too: a
+ * frame is a prefix, not a sample. */
+typedef struct {
+  size_t limit; /* where the processes and ranks must end */
+  bool full;
+  uint32_t left_out_procs, left_out_ranks;
+} frame_room;
+
+static bool item_fits(nt_jo *w, frame_room *room, nt_jo_mark start, uint32_t *left_out) {
+  if (!room->full && w->len <= room->limit) return true;
+  nt_jo_undo(w, start);
+  room->full = true;
+  (*left_out)++;
+  return false;
 }
 
-/* Whether the frame may exceed the cap: then every item is measured. */
-static frame_room frame_bound(const nt_frame *f) {
-  frame_room r = {false, NT_JSON_FRAME_CAP - FRAME_REST_BYTES, 0, 0};
-  /* A process object and its ranks' objects: each row is in one of them. */
-  size_t bound = ((size_t)f->nprocs + f->nranks) * ITEM_JSON_MAX + rows_bound(f) * ROW_JSON_MAX;
-  r.measure = bound > r.left;
-  return r;
-}
-
-/* Appends item to array if the frame has room for it; counts it left out
- * (and frees it) when not. */
-static void append_within(cJSON *array, cJSON *item, frame_room *room, uint32_t *left_out) {
-  if (!item) return;
-  if (room->measure) {
-    char *text = cJSON_PrintUnformatted(item);
-    size_t len = text ? strlen(text) + 1 : SIZE_MAX; /* + the comma */
-    free(text);
-    if (len > room->left) {
-      cJSON_Delete(item);
-      (*left_out)++;
-      room->left = 0; /* the rest goes too: a frame is a prefix, not a sample */
-      return;
-    }
-    room->left -= len;
+static void comms_json(nt_jo *w, const nt_frame *f) {
+  nt_jo_arr(w, "comms");
+  for (uint32_t i = 0; i < f->ncomms; i++) {
+    const nt_frame_comm *c = &f->comms[i];
+    char hex[17];
+    snprintf(hex, sizeof hex, "%016llx", (unsigned long long)c->hash);
+    nt_jo_obj(w, NULL);
+    nt_jo_str(w, "comm", hex);
+    nt_jo_str(w, "comm_name", c->name);
+    nt_jo_i64(w, "nranks", c->nranks);
+    nt_jo_i64(w, "nnodes", c->nnodes);
+    nt_jo_u64(w, "ranks", c->ranks);
+    nt_jo_u64(w, "stalled_channels", c->stalled);
+    nt_jo_u64(w, "launched_min", c->launched_min);
+    nt_jo_u64(w, "launched_max", c->launched_max);
+    nt_jo_num(w, "done_per_s", c->done_per_s);
+    nt_jo_str(w, "phase", c->phase);
+    nt_jo_end(w);
   }
-  append(array, item);
+  nt_jo_end(w);
 }
 
-static void put_refusals(cJSON *root, const nt_frame *f) {
-  put_num(root, "refused", (double)f->refused);
-  cJSON *by = put_obj(root, "refused_by", cJSON_CreateObject());
-  for (int i = 0; by && i < NT_REFUSE_COUNT; i++)
-    put_num(by, nt_refusal_name(i), (double)f->refused_by[i]);
-  put_num(root, "memory_bytes", (double)f->memory_bytes);
-  put_num(root, "memory_budget", (double)f->memory_budget);
-}
-
-char *nt_frame_json(const nt_frame *f) {
-  cJSON *root = cJSON_CreateObject();
-  if (!root) return NULL;
-  put_num(root, "time", f->time);
-  put_num(root, "publishers", f->publishers);
-  put_num(root, "messages", (double)f->messages);
-  put_num(root, "bad_messages", (double)f->bad_messages);
-  put_num(root, "errors_total", (double)f->errors_total);
-  put_refusals(root, f);
-  cJSON *errs = put_obj(root, "errors", cJSON_CreateArray());
+const char *nt_frame_json(const nt_frame *f, nt_jo *w) {
+  nt_jo_reset(w);
+  nt_jo_obj(w, NULL);
+  nt_jo_num(w, "time", f->time);
+  nt_jo_u64(w, "publishers", f->publishers);
+  nt_jo_u64(w, "messages", f->messages);
+  nt_jo_u64(w, "bad_messages", f->bad_messages);
+  nt_jo_u64(w, "errors_total", f->errors_total);
+  nt_jo_u64(w, "refused", f->refused);
+  nt_jo_obj(w, "refused_by");
+  for (int i = 0; i < NT_REFUSE_COUNT; i++) nt_jo_u64(w, nt_refusal_name(i), f->refused_by[i]);
+  nt_jo_end(w);
+  nt_jo_u64(w, "memory_bytes", f->memory_bytes);
+  nt_jo_u64(w, "memory_budget", f->memory_budget);
+  nt_jo_arr(w, "errors");
   for (uint32_t i = 0; i < f->nerrors && i < ERRORS_IN_FRAME; i++) {
     const nt_model_error *e = &f->errors[i];
     char line[sizeof e->source + sizeof e->text + 4];
     snprintf(line, sizeof line, "%s: %s", e->source, e->text);
-    append(errs, cJSON_CreateString(line));
+    nt_jo_str(w, NULL, line);
   }
-  frame_room room = frame_bound(f);
-  cJSON *procs = put_obj(root, "processes", cJSON_CreateArray());
-  for (uint32_t i = 0; procs && i < f->nprocs; i++) {
-    if (room.measure && !room.left)
-      room.left_out_procs++;
-    else
-      append_within(procs, process_json(f, &f->procs[i]), &room, &room.left_out_procs);
+  nt_jo_end(w);
+  frame_room room = {.limit = NT_JSON_FRAME_CAP - FRAME_REST_BYTES};
+  nt_jo_arr(w, "processes");
+  for (uint32_t i = 0; i < f->nprocs; i++) {
+    nt_jo_mark at = nt_jo_here(w);
+    if (!room.full) process_json(w, f, &f->procs[i]);
+    item_fits(w, &room, at, &room.left_out_procs);
   }
-  cJSON *rs = put_obj(root, "ranks", cJSON_CreateArray());
-  for (uint32_t i = 0; rs && i < f->nranks; i++) {
-    if (room.measure && !room.left)
-      room.left_out_ranks++;
-    else
-      append_within(rs, rank_json(f, &f->ranks[i]), &room, &room.left_out_ranks);
+  nt_jo_end(w);
+  nt_jo_arr(w, "ranks");
+  for (uint32_t i = 0; i < f->nranks; i++) {
+    nt_jo_mark at = nt_jo_here(w);
+    if (!room.full) rank_json(w, f, &f->ranks[i]);
+    item_fits(w, &room, at, &room.left_out_ranks);
   }
-  cJSON *cm = put_obj(root, "comms", cJSON_CreateArray());
-  for (uint32_t i = 0; cm && i < f->ncomms; i++) {
-    const nt_frame_comm *c = &f->comms[i];
-    char hex[17];
-    snprintf(hex, sizeof hex, "%016llx", (unsigned long long)c->hash);
-    cJSON *x = cJSON_CreateObject();
-    put_str(x, "comm", hex);
-    put_str(x, "comm_name", c->name);
-    put_num(x, "nranks", c->nranks);
-    put_num(x, "nnodes", c->nnodes);
-    put_num(x, "ranks", c->ranks);
-    put_num(x, "stalled_channels", c->stalled);
-    put_num(x, "launched_min", (double)c->launched_min);
-    put_num(x, "launched_max", (double)c->launched_max);
-    put_num(x, "done_per_s", c->done_per_s);
-    put_str(x, "phase", c->phase);
-    append(cm, x);
-  }
-  cJSON *left = put_obj(root, "left_out", cJSON_CreateObject());
-  if (left) {
-    put_num(left, "processes", room.left_out_procs);
-    put_num(left, "ranks", room.left_out_ranks);
-  }
-  nt_batch_job_json(root, f);
-  /* Start the print buffer at the last frame's size: one allocation, no
-   * growing copies of a frame that can be tens of megabytes. */
-  static int last_len = 4096;
-  char *text = cJSON_PrintBuffered(root, last_len + last_len / 8, false);
-  cJSON_Delete(root);
-  if (!text) return NULL;
-  size_t len = strlen(text);
-  last_len = len < (1u << 30) ? (int)len : 1 << 30;
-  return text;
+  nt_jo_end(w);
+  comms_json(w, f);
+  nt_jo_obj(w, "left_out");
+  nt_jo_u64(w, "processes", room.left_out_procs);
+  nt_jo_u64(w, "ranks", room.left_out_ranks);
+  nt_jo_end(w);
+  nt_batch_job_json(w, f);
+  nt_jo_end(w);
+  return nt_jo_text(w);
 }
 
 static const char *mark(const nt_frame_proc *p) {
@@ -386,9 +357,9 @@ int nt_batch_print(FILE *out, nt_model *m, const nt_options *o, double now_s) {
   if (nt_frame_build(f, m, &fo, now_s) != 0) return -1;
   int rc = 0;
   if (o->json) {
-    char *text = nt_frame_json(f);
+    static nt_jo w; /* its buffer is kept: the next frame is about as big */
+    const char *text = nt_frame_json(f, &w);
     rc = !text || fputs(text, out) < 0 || fputc('\n', out) == EOF ? -1 : 0;
-    free(text);
   } else {
     nt_frame_text(out, f);
   }

@@ -222,8 +222,7 @@ static bool add_rank(nt_frame *f, const nt_model_rank *mr, uint32_t proc, double
     if (!RESERVE(f, channels, nchannels, 1)) return false;
     nt_frame_channel *c = &f->channels[f->nchannels++];
     c->row = *row;
-    nt_model_channel_rates(p, row, &c->steps_per_s, &c->bytes_per_s);
-    c->dominant_wait = nt_model_channel_dominant_wait(p, row);
+    nt_model_channel_derive(p, row, &c->steps_per_s, &c->bytes_per_s, &c->dominant_wait);
     c->stalled = nt_model_channel_stalled(row, f->stall_ms);
     c->queued = row->ops_started > row->ops_done && row->run_state == NT_RUN_QUEUED;
     c->rank = ri;

@@ -41,9 +41,11 @@ void nt_screen_collect(nt_screen *s) {
   uint32_t kept = 0;
   int nch = 0;
   for (uint32_t i = 0; i < f->nranks && kept < NT_SCREEN_MAX_RANKS; i++) {
-    char text[256];
-    nt_frame_rank_text(f, &f->ranks[i], text, sizeof text);
-    if (s->filter[0] && !strstr(text, s->filter)) continue;
+    if (s->filter[0]) {
+      char text[256];
+      nt_frame_rank_text(f, &f->ranks[i], text, sizeof text);
+      if (!strstr(text, s->filter)) continue;
+    }
     s->order[kept++] = i;
     if (f->ranks[i].channels > nch) nch = f->ranks[i].channels;
   }

@@ -86,10 +86,12 @@ void nt_source_watching(const nt_source *s, char *buf, size_t cap);
 #include <stdio.h>
 
 #include "frame.h"
+#include "json_out.h"
 int nt_batch_print(FILE *out, nt_model *m, const nt_options *o, double now_s);
-/* A built frame as one JSON object (malloc'd text, NULL out of memory; the
- * keys are in batch.c) or as the text batch frame. */
-char *nt_frame_json(const nt_frame *f);
+/* A built frame as one JSON object, written into `out` (emptied first; its
+ * buffer is reused), the keys in batch.c; NULL out of memory. Or as the
+ * text batch frame. */
+const char *nt_frame_json(const nt_frame *f, nt_jo *out);
 void nt_frame_text(FILE *out, const nt_frame *f);
 
 /* The command line (cli.c). */
