@@ -10,11 +10,15 @@
  * the Inspector's names and units (GB/s, microseconds) so its Grafana
  * dashboards work unchanged; every other family is nccltop_*.
  *
- * Series per rank (default): 5 x proxy threads (state) + 2 x 3 waits + 2 x 2
- * (steps, bytes) + 2 x 2 (rates) per direction + 5 gauges and counters
- * (stalled channels, ops in flight, oldest op, launched and done per
- * function in use); --per-channel multiplies the channel families by the
- * (channel, peer) pairs of the rank.
+ * Series per rank (default): 5 per proxy thread (its states) + 14 channel
+ * series (2 directions x (3 waits + steps + bytes + 2 rates)) + 3 gauges
+ * (stalled channels, operations in flight, the oldest's age) + 2 per
+ * function the rank launched (launched, done): 32 for one proxy thread and
+ * five functions. --per-channel: 7 channel series per (channel, direction,
+ * peer) instead of 14 in all. Per communicator: 5 counters per operation
+ * row (function, algorithm, protocol, size) and 2 Inspector gauges per
+ * timed one; per process 8; per exporter 20, plus 3 per stall root and 2
+ * per straggler.
  */
 #include <math.h>
 #include <stddef.h>
@@ -80,8 +84,12 @@ static void value(sample *s, double v) {
     fputs(" NaN\n", s->f);
   else if (isinf(v))
     fputs(v > 0 ? " +Inf\n" : " -Inf\n", s->f);
-  else
-    fprintf(s->f, " %.17g\n", v);
+  else { /* the shortest of %.15g / %.17g that reads back as v (as cJSON does) */
+    char b[32];
+    snprintf(b, sizeof b, "%.15g", v);
+    if (strtod(b, NULL) != v) snprintf(b, sizeof b, "%.17g", v);
+    fprintf(s->f, " %s\n", b);
+  }
 }
 
 static const char *hex16(uint64_t v, char *buf) {
@@ -449,7 +457,7 @@ static void op_families(FILE *f, nt_model *m, const nt_model_rank *ranks, uint32
   } insp[4] = {
       {"nccl_bus_bandwidth_gbs",
        "NCCL Inspector name: mean bus bandwidth (GB/s) of the done collectives since the run "
-       "started, summed over the communicator's ranks here.",
+       "started, over the communicator's ranks this exporter sees.",
        false, true},
       {"nccl_collective_exec_time_microseconds",
        "NCCL Inspector name: mean duration (microseconds) of the done collectives.", false, false},
