@@ -416,8 +416,23 @@ static int32_t nnodes_of(uint64_t hash, const nt_model_rank *ranks, uint32_t n) 
   return 0;
 }
 
-static void inspector_labels(sample *s, const nt_op_stat *r, int32_t nnodes) {
+/* The host of every rank of the communicator here, "" when they are on
+ * several (the Inspector's `node`, left out then). */
+static const char *node_of(uint64_t hash, const nt_model_rank *ranks, uint32_t n) {
+  const char *host = "";
+  for (uint32_t i = 0; i < n; i++) {
+    if (ranks[i].comm_hash != hash) continue;
+    if (!host[0])
+      host = ranks[i].proc->host;
+    else if (strcmp(host, ranks[i].proc->host) != 0)
+      return "";
+  }
+  return host;
+}
+
+static void inspector_labels(sample *s, const nt_op_stat *r, int32_t nnodes, const char *node) {
   char hex[17], size[32];
+  if (node[0]) lab(s, "node", node);
   lab(s, "comm_hash", hex16(r->comm_hash, hex));
   lab(s, "comm_name", r->comm_name[0] ? r->comm_name : "unknown");
   lab_int(s, "n_nodes", nnodes);
@@ -472,7 +487,7 @@ static void op_families(FILE *f, nt_model *m, const nt_model_rank *ranks, uint32
       const nt_op_stat *r = &st[i];
       if (!r->done || (r->kind == NT_OP_P2P) != insp[k].p2p) continue; /* untimed: unknown */
       sample s = open_sample(f, insp[k].name);
-      inspector_labels(&s, r, nnodes_of(r->comm_hash, ranks, n));
+      inspector_labels(&s, r, nnodes_of(r->comm_hash, ranks, n), node_of(r->comm_hash, ranks, n));
       value(&s, insp[k].bw ? nt_stat_algbw(r->bus_bytes, r->time_s)
                            : r->time_s * 1e6 / (double)r->done);
     }
