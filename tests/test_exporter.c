@@ -292,6 +292,26 @@ static void numbers_equal_the_schedule_and_the_json_frame(void) {
       }
     }
   }
+  /* Proxy thread time per state: the schedule's nanoseconds. */
+  for (int rank = 0; rank < c.ranks; rank++) {
+    nt_sim_proxy_expect px;
+    nt_sim_expect_proxy(&c, rank, 0, &px);
+    for (int k = 0; k < NT_PROXY_NSTATES; k++) {
+      char rl[32], sl[32];
+      snprintf(rl, sizeof rl, "rank=\"%d\"", rank);
+      snprintf(sl, sizeof sl, "state=\"%s\"", nt_proxy_state_name(k));
+      const char *const must[] = {rl, sl, NULL};
+      double got = prom_value(r.body, "nccltop_proxy_state_seconds_total", must);
+      if (!close_to(got, (double)px.state_ns[k] / 1e9)) {
+        fprintf(stderr, "    rank %d %s: %.9f s, the schedule says %.9f\n", rank, sl, got,
+                (double)px.state_ns[k] / 1e9);
+        http_free(&r);
+        cJSON_Delete(f);
+        CHECK(!"proxy state time");
+      }
+      checked++;
+    }
+  }
   /* Bus bandwidth and durations: what the JSON frame's collectives say. */
   const cJSON *x;
   int rows = 0, bad = 0;
@@ -322,7 +342,7 @@ static void numbers_equal_the_schedule_and_the_json_frame(void) {
   (void)hex;
   http_free(&r);
   cJSON_Delete(f);
-  CHECK_EQ_U64(checked, 4 * 2 * 3);
+  CHECK_EQ_U64(checked, 4 * 2 * 3 + 4 * NT_PROXY_NSTATES);
   CHECK(rows > 0);
   CHECK_EQ_U64(bad, 0);
   CHECK(promtool_clean);
