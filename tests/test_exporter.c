@@ -442,15 +442,16 @@ static void http_paths_methods_and_concurrent_scrapes(void) {
   CHECK(r1 - r0 >= (t1 - t0) / 0.1 / 2);
 }
 
-/* The textfile is replaced every 50 ms while it is read: every read is a
- * whole exposition, and no temporary file is left behind. */
+/* The textfile (--per-channel) is replaced every 50 ms while it is read:
+ * every read is a whole exposition that promtool accepts, and no temporary
+ * file is left behind. */
 static void textfile_is_written_atomically(void) {
   nt_sim_config c;
   char dir[24], out[64];
   pid_t sim = det_job(&c, dir);
   snprintf(out, sizeof out, "/tmp/nccltop-tf-XXXXXX");
   bool made = mkdtemp(out) != NULL;
-  const char *const extra[] = {"--textfile", out, NULL};
+  const char *const extra[] = {"--textfile", out, "--per-channel", NULL};
   exporter e = {.pid = -1};
   bool started = made && sim > 0 && exporter_start(&e, dir, "50ms", extra);
   char path[128];
@@ -470,6 +471,10 @@ static void textfile_is_written_atomically(void) {
   exporter_stop(&e);
   stop_group(&sim);
   remove_dir(dir);
+  /* The last file read, of a running job with per-channel series. */
+  const char *const ch[] = {"channel=\"1\"", "peer=\"2\"", "rank=\"3\"", NULL};
+  bool per_channel = prom_value(buf, "nccltop_channel_steps_total", ch) > 0;
+  bool clean = reads && promtool_ok(buf);
   int left = 0;
   DIR *d = made ? opendir(out) : NULL;
   for (struct dirent *x; d && (x = readdir(d));) left += !strncmp(x->d_name, ".nccltop.prom.", 14);
@@ -482,6 +487,8 @@ static void textfile_is_written_atomically(void) {
   CHECK_EQ_U64(whole, reads);
   CHECK_EQ_U64(left, 0);
   CHECK(readable);
+  CHECK(per_channel);
+  CHECK(clean);
 }
 
 static int run_status(const char *const *args) {
