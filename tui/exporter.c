@@ -82,9 +82,10 @@ static enum MHD_Result answer(struct MHD_Connection *c, unsigned status, const c
   struct MHD_Response *r =
       MHD_create_response_from_buffer(strlen(body), (void *)body, MHD_RESPMEM_PERSISTENT);
   if (!r) return MHD_NO;
-  MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "text/plain; charset=utf-8");
-  if (allow) MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, allow);
-  enum MHD_Result rc = MHD_queue_response(c, status, r);
+  enum MHD_Result rc =
+      MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "text/plain; charset=utf-8");
+  if (rc == MHD_YES && allow) rc = MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, allow);
+  if (rc == MHD_YES) rc = MHD_queue_response(c, status, r);
   MHD_destroy_response(r);
   return rc;
 }
@@ -115,8 +116,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     expo_unref(e);
     return MHD_NO;
   }
-  MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, CONTENT_TYPE);
-  enum MHD_Result rc = MHD_queue_response(c, MHD_HTTP_OK, r);
+  enum MHD_Result rc = MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, CONTENT_TYPE);
+  if (rc == MHD_YES) rc = MHD_queue_response(c, MHD_HTTP_OK, r);
   MHD_destroy_response(r);
   return rc;
 }
