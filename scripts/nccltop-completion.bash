@@ -1,7 +1,8 @@
 # bash completion for nccltop; `make install` puts it in
 # PREFIX/share/bash-completion/completions/nccltop. Self-contained: it needs
 # no bash-completion helper. tests/test_install.c checks that every long
-# option of `nccltop --help` and `nccltop topo --help` is offered here.
+# option of `nccltop --help`, `nccltop topo --help` and `nccltop exporter --help`
+# is offered here.
 
 _nccltop() {
   local cur prev cmd i
@@ -16,6 +17,8 @@ _nccltop() {
     --stall-after --straggler --straggle-ms --net --env --rank-env --run-ahead --graph
     --alltoall --broadcast --pxn --collnet --ce --user-tag --help"
   local topo_opts="--env --from-env --nccl-version --json --help"
+  local exporter_opts="--listen --textfile --per-channel --no-inspector -d --delay -n --stall-ms
+    --dir --connect --max-memory -h --help"
   local topo_vars="NCCL_P2P_DISABLE= NCCL_P2P_LEVEL= NCCL_NET_GDR_LEVEL= NCCL_NET_GDR_READ=
     NCCL_NET_GDR_C2C= NCCL_PXN_DISABLE= NCCL_PXN_C2C= NCCL_NVB_DISABLE= NCCL_NETDEVS_POLICY=
     NCCL_P2P_READ_ENABLE= NCCL_P2P_USE_CUDA_MEMCPY= NCCL_NET_DISABLE_INTRA=
@@ -25,7 +28,7 @@ _nccltop() {
   cmd=""
   for ((i = 1; i < COMP_CWORD; i++)); do
     case ${COMP_WORDS[i]} in
-    sim | demo | topo)
+    sim | demo | topo | exporter)
       cmd=${COMP_WORDS[i]}
       break
       ;;
@@ -41,7 +44,7 @@ _nccltop() {
     COMPREPLY=($(compgen -f -- "$cur"))
     return 0
     ;;
-  --dir)
+  --dir | --textfile)
     compopt -o filenames 2>/dev/null
     COMPREPLY=($(compgen -d -- "$cur"))
     return 0
@@ -74,7 +77,7 @@ _nccltop() {
     COMPREPLY=($(compgen -W "tcp:// ipc://" -- "$cur"))
     return 0
     ;;
-  -n | --iterations | -d | --delay | --stall-ms | --max-memory | --ranks | --comms | \
+  -n | --iterations | -d | --delay | --stall-ms | --max-memory | --ranks | --comms | --listen | \
     --channels | --steps | --duration | --linger | --interval-ms | --stall-rank | \
     --stall-after | --straggler | --straggle-ms | --rank-env | --run-ahead)
     return 0
@@ -86,7 +89,7 @@ _nccltop() {
     if [[ $cur == -* ]]; then
       COMPREPLY=($(compgen -W "$viewer_opts" -- "$cur"))
     else
-      COMPREPLY=($(compgen -W "sim demo topo" -- "$cur"))
+      COMPREPLY=($(compgen -W "sim demo topo exporter" -- "$cur"))
     fi
     ;;
   sim)
@@ -96,6 +99,9 @@ _nccltop() {
     # Simulator options first, then the monitor's (-n for frames), -- for the rest.
     COMPREPLY=($(compgen -W "$sim_opts -b --batch -n --json -d --delay --stall-ms -C --no-color
       -A --ascii --connect --topology --max-memory -V --version --" -- "$cur"))
+    ;;
+  exporter)
+    COMPREPLY=($(compgen -W "$exporter_opts" -- "$cur"))
     ;;
   topo)
     if [[ $cur == -* ]]; then

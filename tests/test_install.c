@@ -184,6 +184,7 @@ static void make_install_puts_every_file_in_place(void) {
       {"usr/lib/libnccl-profiler-nccltop.so", "@libnccl-profiler-nccltop.so", 0755},
       {"usr/share/man/man1/nccltop.1", "docs/nccltop.1", 0644},
       {"usr/share/bash-completion/completions/nccltop", "scripts/nccltop-completion.bash", 0644},
+      {"usr/share/nccltop/examples/grafana/nccltop.json", "examples/grafana/nccltop.json", 0644},
   };
   for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
     char path[PATH_MAX * 2], src[PATH_MAX * 2];
@@ -287,6 +288,11 @@ static bool all_options(strset *opts) {
     if (p[4] && p[4] != '-' && p[5] == ',') set_add(opts, p + 3, 2);
   free(help);
   snprintf(cmd, sizeof cmd, "%s/nccltop topo --help", bindir);
+  help = run(cmd, &st);
+  if (!help || st != 0) return free(help), false;
+  long_options(help, opts);
+  free(help);
+  snprintf(cmd, sizeof cmd, "%s/nccltop exporter --help", bindir);
   help = run(cmd, &st);
   if (!help || st != 0) return free(help), false;
   long_options(help, opts);
@@ -425,11 +431,14 @@ static void completion_parses_defines_and_offers_every_option(void) {
            "bash -c '. %s/scripts/nccltop-completion.bash && complete -p nccltop && "
            "COMP_WORDS=(nccltop si); COMP_CWORD=1; _nccltop; echo \"[${COMPREPLY[*]}]\"; "
            "COMP_WORDS=(nccltop topo --nccl-version \"\"); COMP_CWORD=3; _nccltop; "
+           "echo \"[${COMPREPLY[*]}]\"; "
+           "COMP_WORDS=(nccltop exporter --per); COMP_CWORD=2; _nccltop; "
            "echo \"[${COMPREPLY[*]}]\"'",
            root);
   out = run(cmd, &st);
   bool ok = out && st == 0 && strstr(out, "complete -F _nccltop nccltop\n") &&
-            strstr(out, "\n[sim]\n") && strstr(out, "\n[2.28 2.30]\n");
+            strstr(out, "\n[sim]\n") && strstr(out, "\n[2.28 2.30]\n") &&
+            strstr(out, "\n[--per-channel]\n");
   if (!ok) fprintf(stderr, "    %s\n", out ? out : "");
   free(out);
   CHECK(ok);

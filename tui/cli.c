@@ -40,6 +40,7 @@ void nt_usage(FILE *f) {
           "       nccltop sim [sim options]              run a simulated job\n"
           "       nccltop demo [sim options] [options]   a simulated 8-rank job with the monitor\n"
           "       nccltop topo FILE.xml [--env NAME=VALUE ...] [--json]  NCCL's path matrix\n"
+          "       nccltop exporter [options]             Prometheus metrics (nccltop exporter -h)\n"
           "\n"
           "options:\n"
           "  -b, --batch            print frames instead of the interactive screen\n"
