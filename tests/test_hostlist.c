@@ -108,6 +108,7 @@ static void every_error_names_its_position(void) {
   REFUSES("gpu:80x", "position 7: unexpected 'x' after the port");
   REFUSES("gpu:80:81", "position 7: unexpected ':' after the port");
   REFUSES("gpu:[1-2]", "position 5: port must be a number from 1 to 65535");
+  REFUSES("tcp://gpu1:7460", "position 4: a host name, not an endpoint URL, is expected here");
   REFUSES("n[1234567890123456789]", "position 3: number longer than 18 digits");
   /* The list is left as it was: nothing of a bad list is kept. */
   nt_hostlist *l = nt_hostlist_new();

@@ -181,6 +181,8 @@ static int split_entry(const char *t, size_t s, size_t e, piece *pc, int *npc, u
       return fail(err, errlen, i, "']' without '['");
     } else if (c == ':') {
       if (i == s) return fail(err, errlen, i, "host name missing before ':'");
+      if (i + 2 < e && t[i + 1] == '/' && t[i + 2] == '/')
+        return fail(err, errlen, i, "a host name, not an endpoint URL, is expected here");
       size_t p = i + 1;
       unsigned long v = 0;
       while (p < e && is_digit(t[p]) && v <= 65535) v = v * 10 + (unsigned long)(t[p++] - '0');

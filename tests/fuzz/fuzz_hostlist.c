@@ -16,10 +16,9 @@ static void check_names(const nt_hostlist *l) {
   for (uint32_t i = 0; i < nt_hostlist_count(l); i++) {
     const char *h = nt_hostlist_host(l, i);
     size_t n = strlen(h);
-    if (n == 0 || n > NT_HOSTLIST_MAX_NAME || strspn(h,
-                                                     "abcdefghijklmnopqrstuvwxyz"
-                                                     "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") !=
-                                                  n)
+    if (n == 0 || n > NT_HOSTLIST_MAX_NAME ||
+        strspn(h, "abcdefghijklmnopqrstuvwxyz"
+                  "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") != n)
       abort();
   }
 }
@@ -39,9 +38,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     }
     char path[64];
     snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
-    rc = write(fd, data, size) == (ssize_t)size
-             ? nt_hostlist_add_file(l, path, err, sizeof err)
-             : -2;
+    rc = write(fd, data, size) == (ssize_t)size ? nt_hostlist_add_file(l, path, err, sizeof err)
+                                                : -2;
     close(fd);
   } else {
     rc = nt_hostlist_add(l, (const char *)data, size, err, sizeof err);
