@@ -263,13 +263,13 @@ static bool cursor_step(const char *t, const piece *g, cursor *c) {
 /* Expands the entry t[s..e) into the list. */
 static int add_entry(nt_hostlist *l, const char *t, size_t s, size_t e, char *err, size_t errlen) {
   piece pc[2 * NT_HOSTLIST_MAX_GROUPS + 2];
-  int npc;
-  uint16_t port;
+  int npc = 0;
+  uint16_t port = 0;
   if (split_entry(t, s, e, pc, &npc, &port, err, errlen)) return -1;
   uint64_t room = NT_HOSTLIST_MAX_HOSTS - l->count, total = 1;
   for (int k = 0; k < npc; k++) {
     if (!pc[k].group) continue;
-    uint64_t n;
+    uint64_t n = 0;
     if (count_group(t, &pc[k], NT_HOSTLIST_MAX_HOSTS, &n, err, errlen)) return -1;
     if (n > room / total) return fail(err, errlen, s, "more than %d hosts", NT_HOSTLIST_MAX_HOSTS);
     total *= n;
