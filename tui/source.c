@@ -30,6 +30,10 @@
 /* A publisher answers a new subscriber with a full snapshot at once, so a
  * --connect endpoint silent this long has nobody (reachable) behind it. */
 #define CONNECT_SILENT_S 3.0
+/* A remote endpoint (--connect, --hosts) that refuses is tried again after
+ * 100 ms, doubling up to this: thousands of hosts whose relays are down
+ * would otherwise cost the viewer a core in reconnects. */
+#define RECONNECT_MAX_MS 4000
 /* After the endpoint directory was removed or replaced, a publisher binds
  * again within its check period (2 s); until then its endpoint is kept. */
 #define REBIND_GRACE_S 5.0
@@ -104,7 +108,9 @@ static endpoint *add_endpoint(nt_source *s, nt_model *m, const char *addr, const
   int64_t maxmsg = (int64_t)NT_MAX_MESSAGE_BYTES + 4096;
   if (!sock || set_int(sock, ZMQ_LINGER, 0) || set_int(sock, ZMQ_RCVHWM, RCVHWM) ||
       zmq_setsockopt(sock, ZMQ_MAXMSGSIZE, &maxmsg, sizeof maxmsg) ||
-      zmq_setsockopt(sock, ZMQ_SUBSCRIBE, "", 0) || zmq_connect(sock, addr)) {
+      zmq_setsockopt(sock, ZMQ_SUBSCRIBE, "", 0) ||
+      (pid == 0 && set_int(sock, ZMQ_RECONNECT_IVL_MAX, RECONNECT_MAX_MS)) ||
+      zmq_connect(sock, addr)) {
     note(m, shown, false, "cannot connect: %s", zmq_strerror(zmq_errno()));
     if (sock) zmq_close(sock);
     return NULL;
