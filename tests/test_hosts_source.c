@@ -6,6 +6,7 @@
  * here are ZeroMQ XPUB sockets of this test on 127.0.0.1, on ports the
  * kernel picked. */
 #include <stdlib.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 #include <zmq.h>
@@ -158,6 +159,31 @@ static void a_host_without_port_is_reached_on_7460(void) {
   CHECK(noted);
 }
 
+/* Thousands of hosts: each gets its endpoint, past the 2048 local
+ * publishers the table always has room for. Every socket costs file
+ * descriptors (two or so while it connects), so the limit is raised as the
+ * viewer raises it; without room for that the case is skipped. */
+static void four_thousand_hosts_each_get_an_endpoint(void) {
+  nt_options o;
+  nt_options_defaults(&o);
+  o.dir = "/nonexistent-nccltop-dir";
+  o.hosts = "127.0.[0-15].[1-250]";
+  char err[256], watching[512];
+  nt_model *m = nt_model_new();
+  nt_source *src = m ? nt_source_open(&o, err, sizeof err) : NULL;
+  CHECK(src != NULL);
+  nt_source_poll(src, m, 10);
+  uint32_t neps = nt_source_nendpoints(src);
+  nt_source_watching(src, watching, sizeof watching);
+  nt_source_close(src);
+  nt_model_free(m);
+  /* The compact list, cut with "..." where the header has no more room. */
+  const char *want = "/nonexistent-nccltop-dir + 4000 hosts 127.0.0.[1-250],127.0.1.[1-250],";
+  CHECK(strncmp(watching, want, strlen(want)) == 0);
+  CHECK(strlen(watching) > 200 && !strcmp(watching + strlen(watching) - 3, "..."));
+  CHECK_EQ_U64(neps, 4000);
+}
+
 static int parse(const char *a, const char *b, const char *c, const char *d, nt_options *o) {
   char *argv[] = {(char *)"nccltop", (char *)a, (char *)b, (char *)c, (char *)d, NULL};
   int argc = 1;
@@ -198,5 +224,15 @@ int main(void) {
   TEST_RUN(hosts_and_hostfile_reach_every_relay);
   TEST_RUN(a_host_without_port_is_reached_on_7460);
   TEST_RUN(wrong_lists_are_usage_errors);
+  struct rlimit r;
+  if (getrlimit(RLIMIT_NOFILE, &r) == 0 && r.rlim_cur < 16384 &&
+      (r.rlim_max == RLIM_INFINITY || r.rlim_max >= 16384)) {
+    r.rlim_cur = 16384;
+    setrlimit(RLIMIT_NOFILE, &r);
+  }
+  if (getrlimit(RLIMIT_NOFILE, &r) == 0 && r.rlim_cur >= 16384)
+    TEST_RUN(four_thousand_hosts_each_get_an_endpoint);
+  else
+    TEST_SKIP(four_thousand_hosts_each_get_an_endpoint, "fewer than 16384 file descriptors");
   return TEST_DONE();
 }
