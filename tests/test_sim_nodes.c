@@ -201,6 +201,58 @@ static void four_nodes_show_every_rank_once(void) {
   CHECK(ok);
 }
 
+/* NCCLTOP_HOSTNAME on its own (no --nodes): the name a rank reports; one
+ * longer than 64 bytes is ignored (the plugin logs it) for gethostname's. */
+static void the_host_name_override_and_its_limit(void) {
+  char dir[] = "/tmp/nccltop-hostname-XXXXXX";
+  CHECK(mkdtemp(dir) != NULL);
+  char plugin[PATH_MAX + 64], long_name[128], real[256] = "";
+  snprintf(plugin, sizeof plugin, "%s/tests/libnccl-profiler-nccltop-test.so", bindir);
+  memset(long_name, 0, sizeof long_name);
+  strcpy(long_name, "1:NCCLTOP_HOSTNAME=");
+  memset(long_name + strlen(long_name), 'x', 65);
+  CHECK(gethostname(real, sizeof real - 1) == 0);
+  nt_sim_config cfg;
+  nt_sim_defaults(&cfg);
+  cfg.ranks = 2;
+  cfg.comms = 1;
+  cfg.channels = 1;
+  cfg.steps = 1;
+  cfg.iterations = 1;
+  cfg.deterministic = true;
+  cfg.linger_s = 30;
+  cfg.plugin = plugin;
+  cfg.dir = dir;
+  cfg.interval_ms = 50;
+  cfg.quiet = true;
+  cfg.rank_env[0].rank = 0;
+  cfg.rank_env[0].kv = "NCCLTOP_HOSTNAME=trainer-a";
+  cfg.rank_env[1].rank = 1;
+  cfg.rank_env[1].kv = long_name + 2;
+  cfg.nrank_env = 2;
+  pid_t sim = nt_sim_spawn(&cfg), viewer = -1;
+  FILE *p = sim > 0 ? start_viewer(dir, &viewer) : NULL;
+  static char line[1 << 20];
+  char host0[80] = "", host1[80] = "";
+  while (p && (!host0[0] || !host1[0]) && fgets(line, sizeof line, p)) {
+    cJSON *frame = cJSON_Parse(line);
+    const cJSON *r, *ranks = cJSON_GetObjectItemCaseSensitive(frame, "ranks");
+    cJSON_ArrayForEach(r, ranks) {
+      snprintf(num(r, "rank") == 0 ? host0 : host1, sizeof host0, "%s", str(r, "host"));
+    }
+    cJSON_Delete(frame);
+  }
+  if (p) {
+    kill(viewer, SIGTERM);
+    fclose(p);
+    waitpid(viewer, NULL, 0);
+  }
+  stop_group(sim);
+  rmdir(dir);
+  CHECK_STR(host0, "trainer-a");
+  CHECK_STR(host1, real);
+}
+
 static void nodes_must_divide_the_ranks(void) {
   nt_sim_config cfg;
   nt_sim_defaults(&cfg);
@@ -226,6 +278,7 @@ int main(void) {
   find_bindir();
   TEST_RUN(two_nodes_each_show_their_own_ranks);
   TEST_RUN(four_nodes_show_every_rank_once);
+  TEST_RUN(the_host_name_override_and_its_limit);
   TEST_RUN(nodes_must_divide_the_ranks);
   return TEST_DONE();
 }
