@@ -38,36 +38,35 @@ static void sim_options(FILE *f) {
 }
 
 void nt_usage(FILE *f) {
-  fprintf(
-      f,
-      "usage: nccltop [options]                      watch this node's NCCL jobs\n"
-      "       nccltop -b [-n N] [--json] [options]   print frames (text, or JSON lines)\n"
-      "       nccltop sim [sim options]              run a simulated job\n"
-      "       nccltop demo [sim options] [options]   a simulated 8-rank job with the monitor\n"
-      "       nccltop topo FILE.xml [--env NAME=VALUE ...] [--json]  NCCL's path matrix\n"
-      "\n"
-      "options:\n"
-      "  -b, --batch            print frames instead of the interactive screen\n"
-      "  -n, --iterations N     stop after N frames (default: until interrupted)\n"
-      "      --json             batch frames as JSON lines (with -b)\n"
-      "  -d, --delay TIME       time between frames, 50ms..60s (default 500ms): 500ms,\n"
-      "                         0.5s, 2s; a bare number is milliseconds (not htop's tenths)\n"
-      "      --stall-ms MS      ops in flight and no step progress for MS = stalled,\n"
-      "                         10..86400000 (default 2000)\n"
-      "  -C, --no-color         no colours (also when NO_COLOR is set)\n"
-      "  -A, --ascii            ASCII only (also when the locale is not UTF-8)\n"
-      "      --dir DIR          endpoint directory (default $NCCLTOP_DIR or /tmp/nccltop-UID)\n"
-      "      --connect EP       also subscribe to ZeroMQ endpoint EP, e.g. tcp://node1:5555\n"
-      "                         (repeatable, at most 8)\n"
-      "      --hosts LIST       also subscribe to the relay of every host of LIST, in Slurm's\n"
-      "                         hostlist syntax: gpu[001-064,070], rack[1-2]-gpu[01-08],\n"
-      "                         host:port (default port 7460); at most 4096 hosts\n"
-      "      --hostfile FILE    the same, from a file: one host or host:port per line, # comments\n"
-      "      --topology FILE    NCCL topology XML for the topology view\n"
-      "      --max-memory MIB   what publishers' data may take, 16.. (default 1024)\n"
-      "  -V, --version          print the version\n"
-      "  -h, --help             this text\n"
-      "\n");
+  fprintf(f,
+          "usage: nccltop [options]                      watch this node's NCCL jobs\n"
+          "       nccltop -b [-n N] [--json] [options]   print frames (text, or JSON lines)\n"
+          "       nccltop sim [sim options]              run a simulated job\n"
+          "       nccltop demo [sim options] [options]   a simulated 8-rank job with the monitor\n"
+          "       nccltop topo FILE.xml [--env NAME=VALUE ...] [--json]  NCCL's path matrix\n"
+          "\n"
+          "options:\n"
+          "  -b, --batch            print frames instead of the interactive screen\n"
+          "  -n, --iterations N     stop after N frames (default: until interrupted)\n"
+          "      --json             batch frames as JSON lines (with -b)\n"
+          "  -d, --delay TIME       time between frames, 50ms..60s (default 500ms): 500ms,\n"
+          "                         0.5s, 2s; a bare number is milliseconds (not htop's tenths)\n"
+          "      --stall-ms MS      ops in flight and no step progress for MS = stalled,\n"
+          "                         10..86400000 (default 2000)\n"
+          "  -C, --no-color         no colours (also when NO_COLOR is set)\n"
+          "  -A, --ascii            ASCII only (also when the locale is not UTF-8)\n"
+          "      --dir DIR          endpoint directory (default $NCCLTOP_DIR or /tmp/nccltop-UID)\n"
+          "      --connect EP       also subscribe to ZeroMQ endpoint EP, e.g. tcp://node1:5555\n"
+          "                         (repeatable, at most 8)\n"
+          "      --hosts LIST       also subscribe to the relay on each host of LIST, in Slurm's\n"
+          "                         hostlist syntax: gpu[001-064,070], rack[1-2]-gpu[01-08],\n"
+          "                         host:port (default port 7460); at most 4096 hosts\n"
+          "      --hostfile FILE    the same from a file: host or host:port per line, # comments\n"
+          "      --topology FILE    NCCL topology XML for the topology view\n"
+          "      --max-memory MIB   what publishers' data may take, 16.. (default 1024)\n"
+          "  -V, --version          print the version\n"
+          "  -h, --help             this text\n"
+          "\n");
   sim_options(f);
   fprintf(f, "With demo, --iterations is the simulator's; use -n for the number of frames.\n");
 }
@@ -79,16 +78,8 @@ void nt_sim_usage(FILE *f) {
   sim_options(f);
 }
 
-enum {
-  OPT_JSON = 256,
-  OPT_STALL,
-  OPT_DIR,
-  OPT_CONNECT,
-  OPT_TOPOLOGY,
-  OPT_MAX_MEMORY,
-  OPT_HOSTS,
-  OPT_HOSTFILE
-};
+enum { OPT_JSON = 256, OPT_STALL, OPT_DIR, OPT_CONNECT, OPT_TOPOLOGY, OPT_MAX_MEMORY };
+enum { OPT_HOSTS = 320, OPT_HOSTFILE }; /* --hosts, --hostfile */
 
 static const char short_opts[] = ":bn:d:CAVh"; /* leading colon: a missing value is told apart */
 static const struct option long_opts[] = {
