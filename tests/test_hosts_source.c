@@ -163,6 +163,41 @@ static void a_host_without_port_is_reached_on_7460(void) {
   CHECK(noted);
 }
 
+/* Twenty relays that never answer are one line in the error list, not
+ * twenty: it keeps room for the rest. */
+static void many_silent_hosts_are_one_line(void) {
+  nt_options o;
+  nt_options_defaults(&o);
+  o.dir = "/nonexistent-nccltop-dir";
+  o.hosts = "127.1.3.[1-20]:9";
+  char err[256];
+  nt_model *m = nt_model_new();
+  nt_source *src = m ? nt_source_open(&o, err, sizeof err) : NULL;
+  CHECK(src != NULL);
+  uint32_t lines = 0, per_endpoint = 0;
+  char text[256] = "";
+  for (double end = now() + 6; !lines && now() < end;) {
+    nt_source_poll(src, m, 50);
+    for (uint32_t i = 0; i < nt_model_nerrors(m); i++) {
+      const nt_model_error *e = nt_model_error_at(m, i);
+      if (!strcmp(e->source, "connect")) {
+        lines++;
+        snprintf(text, sizeof text, "%s", e->text);
+      }
+      per_endpoint += !strncmp(e->source, "tcp://", 6);
+    }
+  }
+  for (double end = now() + 1.5; now() < end;) nt_source_poll(src, m, 50); /* and no more */
+  uint32_t nerrors = nt_model_nerrors(m);
+  nt_source_close(src);
+  nt_model_free(m);
+  CHECK_EQ_U64(lines, 1);
+  CHECK_EQ_U64(per_endpoint, 0);
+  CHECK_EQ_U64(nerrors, 2); /* and the missing directory */
+  CHECK_STR(text, "nothing received yet from 20 endpoints (tcp://127.1.3.1:9, ...): no relay "
+                  "there, or not reachable (still trying)");
+}
+
 /* Thousands of hosts: each gets its endpoint, past the 2048 local
  * publishers the table always has room for. Every socket costs file
  * descriptors (two or so while it connects), so the limit is raised as the
@@ -228,6 +263,7 @@ int main(void) {
   TEST_RUN(hosts_and_hostfile_reach_every_relay);
   TEST_RUN(a_host_without_port_is_reached_on_7460);
   TEST_RUN(wrong_lists_are_usage_errors);
+  TEST_RUN(many_silent_hosts_are_one_line);
   struct rlimit r;
   if (getrlimit(RLIMIT_NOFILE, &r) == 0 && r.rlim_cur < 16384 &&
       (r.rlim_max == RLIM_INFINITY || r.rlim_max >= 16384)) {

@@ -34,6 +34,8 @@
  * 100 ms, doubling up to this: thousands of hosts whose relays are down
  * would otherwise cost the viewer a core in reconnects. */
 #define RECONNECT_MAX_MS 4000
+/* More silent endpoints than this at one scan are said in one line. */
+#define SILENT_ONE_LINE 8
 /* After the endpoint directory was removed or replaced, a publisher binds
  * again within its check period (2 s); until then its endpoint is kept. */
 #define REBIND_GRACE_S 5.0
@@ -381,14 +383,35 @@ static void scan(nt_source *s, nt_model *m) {
 
 /* Says once of each --connect endpoint that nothing came from it; ZeroMQ
  * keeps reconnecting, and its data shows as soon as a publisher answers. */
+static bool silent_for(const endpoint *e, double now, double secs) {
+  return !e->pid && !e->heard && !e->silence_noted && now - e->since_s >= secs;
+}
+
 static void note_silent_connects(nt_source *s, nt_model *m, double now) {
+  /* Many at once (the relays of a --hosts list): one line for them all, so
+   * the error list keeps room for the rest; it takes in those that would be
+   * due at the next scan, which the connecting of thousands spreads over. */
+  uint32_t due = 0, silent = 0, first = 0;
   for (uint32_t i = 0; i < s->neps; i++) {
+    due += silent_for(&s->eps[i], now, CONNECT_SILENT_S);
+    if (silent_for(&s->eps[i], now, CONNECT_SILENT_S - SCAN_PERIOD_S) && !silent++) first = i;
+  }
+  if (!due) return;
+  bool one_line = silent > SILENT_ONE_LINE;
+  if (one_line)
+    note(m, "connect", false,
+         "nothing received yet from %u endpoints (%s, ...): no relay there, or not reachable "
+         "(still trying)",
+         silent, s->eps[first].endpoint);
+  for (uint32_t i = first; i < s->neps; i++) {
     endpoint *e = &s->eps[i];
-    if (e->pid || e->heard || e->silence_noted || now - e->since_s < CONNECT_SILENT_S) continue;
+    if (!silent_for(e, now, one_line ? CONNECT_SILENT_S - SCAN_PERIOD_S : CONNECT_SILENT_S))
+      continue;
     e->silence_noted = true;
-    note(m, e->endpoint, false,
-         "nothing received in %.0f s: no publisher there, or not reachable (still trying)",
-         CONNECT_SILENT_S);
+    if (!one_line)
+      note(m, e->endpoint, false,
+           "nothing received in %.0f s: no publisher there, or not reachable (still trying)",
+           CONNECT_SILENT_S);
   }
 }
 
