@@ -347,6 +347,8 @@ struct nt_config {
   char topo_path[4096]; /* NCCL_TOPO_DUMP_FILE; empty if unset or too long */
   uint32_t nenv;        /* NCCL_* and NCCLTOP_* variables, for the hello */
   nt_env_var env[NT_MAX_ENV];
+  /* NCCLTOP_HOSTNAME: the host name to report; empty: gethostname()'s */
+  char host[NT_MAX_HOST + 1];
 };
 
 /* Process-wide state (state.c). */

@@ -11,9 +11,9 @@ _nccltop() {
   prev=${COMP_WORDS[COMP_CWORD - 1]}
 
   local viewer_opts="-b --batch -n --iterations --json -d --delay --stall-ms -C --no-color
-    -A --ascii --dir --connect --topology --max-memory -V --version -h --help"
+    -A --ascii --dir --connect --hosts --hostfile --topology --max-memory -V --version -h --help"
   local sim_opts="--ranks --comms --channels --steps --iterations --duration --linger
-    --deterministic --nccl-version --abi --plugin --interval-ms --dir --quiet --stall-rank
+    --deterministic --nccl-version --abi --plugin --interval-ms --dir --nodes --quiet --stall-rank
     --stall-after --straggler --straggle-ms --net --env --rank-env --run-ahead --graph
     --alltoall --broadcast --pxn --collnet --ce --user-tag --help"
   local topo_opts="--env --from-env --nccl-version --json --help"
@@ -39,7 +39,7 @@ _nccltop() {
 
   # Values of the options that take one.
   case $prev in
-  --topology | --plugin)
+  --topology | --plugin | --hostfile)
     compopt -o filenames 2>/dev/null
     COMPREPLY=($(compgen -f -- "$cur"))
     return 0
@@ -77,7 +77,15 @@ _nccltop() {
     COMPREPLY=($(compgen -W "tcp:// ipc://" -- "$cur"))
     return 0
     ;;
-  -n | --iterations | -d | --delay | --stall-ms | --max-memory | --ranks | --comms | --listen | \
+  --hosts)
+    # The job's nodes when inside a Slurm allocation (quoted: a hostlist is a glob too).
+    if [ -n "$SLURM_JOB_NODELIST" ] && [[ $SLURM_JOB_NODELIST == "$cur"* ]]; then
+      COMPREPLY=("$SLURM_JOB_NODELIST")
+    fi
+    return 0
+    ;;
+  -n | --iterations | -d | --delay | --stall-ms | --max-memory | --ranks | --comms | --nodes | \
+    --listen | \
     --channels | --steps | --duration | --linger | --interval-ms | --stall-rank | \
     --stall-after | --straggler | --straggle-ms | --rank-env | --run-ahead)
     return 0
@@ -98,7 +106,7 @@ _nccltop() {
   demo)
     # Simulator options first, then the monitor's (-n for frames), -- for the rest.
     COMPREPLY=($(compgen -W "$sim_opts -b --batch -n --json -d --delay --stall-ms -C --no-color
-      -A --ascii --connect --topology --max-memory -V --version --" -- "$cur"))
+      -A --ascii --connect --hosts --hostfile --topology --max-memory -V --version --" -- "$cur"))
     ;;
   exporter)
     COMPREPLY=($(compgen -W "$exporter_opts" -- "$cur"))

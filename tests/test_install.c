@@ -433,12 +433,15 @@ static void completion_parses_defines_and_offers_every_option(void) {
            "COMP_WORDS=(nccltop topo --nccl-version \"\"); COMP_CWORD=3; _nccltop; "
            "echo \"[${COMPREPLY[*]}]\"; "
            "COMP_WORDS=(nccltop exporter --per); COMP_CWORD=2; _nccltop; "
-           "echo \"[${COMPREPLY[*]}]\"'",
+           "echo \"[${COMPREPLY[*]}]\"; cd /; "
+           "SLURM_JOB_NODELIST=\"gpu[001-002],b\"; COMP_WORDS=(nccltop --hosts g); COMP_CWORD=2; "
+           "_nccltop; echo \"[${COMPREPLY[*]}]\"'",
            root);
   out = run(cmd, &st);
+  /* --hosts offers the Slurm job's node list, as written. */
   bool ok = out && st == 0 && strstr(out, "complete -F _nccltop nccltop\n") &&
             strstr(out, "\n[sim]\n") && strstr(out, "\n[2.28 2.30]\n") &&
-            strstr(out, "\n[--per-channel]\n");
+            strstr(out, "\n[--per-channel]\n") && strstr(out, "\n[gpu[001-002],b]\n");
   if (!ok) fprintf(stderr, "    %s\n", out ? out : "");
   free(out);
   CHECK(ok);

@@ -219,6 +219,12 @@ static int cmd_demo(int argc, char **argv) {
     free(vargv);
     return 2;
   }
+  if (sim.nodes) { /* one viewer watches one endpoint directory until relays join the nodes */
+    fprintf(stderr, "nccltop demo: --nodes is not in the demo yet; run 'nccltop sim --nodes N "
+                    "--dir DIR' and watch DIR/node0 .. DIR/node<N-1>\n");
+    free(vargv);
+    return 2;
+  }
   nt_options o;
   nt_options_defaults(&o);
   vargv[0] = (char *)"nccltop demo"; /* how getopt names us in its messages */

@@ -35,7 +35,9 @@
  * introduced, in a namespace of its own: processes are keyed by (source,
  * host, pid), so no endpoint can reach another's processes. */
 #define NT_MODEL_MAX_PER_CONNECT 2048 /* processes one --connect endpoint may introduce */
-#define NT_MODEL_MAX_SOURCES     4096 /* endpoints remembered (with their refusals) */
+#define NT_MODEL_MAX_SOURCES                                                                       \
+  8192 /* endpoints remembered (with their refusals): local                                        \
+          publishers and up to 4096 --hosts relays */
 /* An entry that never produced a snapshot (made by a hello or a comm message
  * only) is dropped this long after its last message: a real plugin sends a
  * snapshot to every new subscriber at once. */

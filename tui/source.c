@@ -16,8 +16,11 @@
 #include <unistd.h>
 #include <zmq.h>
 
+#include "hostlist.h"
 #include "viewer.h"
 
+/* Local publishers connected at most; the table also has room for every
+ * --connect endpoint and --hosts relay (nt_source's cap). */
 #define MAX_ENDPOINTS 2048
 /* Messages queued per publisher before ZeroMQ drops (the viewer sees the
  * gap in sequence numbers): ten seconds at the default interval, which
@@ -27,6 +30,12 @@
 /* A publisher answers a new subscriber with a full snapshot at once, so a
  * --connect endpoint silent this long has nobody (reachable) behind it. */
 #define CONNECT_SILENT_S 3.0
+/* A remote endpoint (--connect, --hosts) that refuses is tried again after
+ * 100 ms, doubling up to this: thousands of hosts whose relays are down
+ * would otherwise cost the viewer a core in reconnects. */
+#define RECONNECT_MAX_MS 4000
+/* More silent endpoints than this at one scan are said in one line. */
+#define SILENT_ONE_LINE 8
 /* After the endpoint directory was removed or replaced, a publisher binds
  * again within its check period (2 s); until then its endpoint is kept. */
 #define REBIND_GRACE_S 5.0
@@ -47,11 +56,14 @@ typedef struct {
 struct nt_source {
   void *zctx;
   char dir[256];
-  int dirfd;      /* the endpoint directory, checked; -1 while none is usable */
-  uint64_t pidns; /* our PID namespace (nt_endpoint_pidns) */
-  char connect[8][160];
+  int dirfd;            /* the endpoint directory, checked; -1 while none is usable */
+  uint64_t pidns;       /* our PID namespace (nt_endpoint_pidns) */
+  char (*connect)[160]; /* --connect endpoints, then tcp://HOST:PORT of --hosts */
   int nconnect;
-  bool connected; /* the --connect endpoints were tried */
+  uint32_t nhosts; /* of which from --hosts / --hostfile */
+  char hosts[200]; /* them, compactly (nt_hostlist_ranged) */
+  uint32_t cap;    /* endpoints the table holds: MAX_ENDPOINTS + nconnect */
+  bool connected;  /* the --connect endpoints were tried */
   endpoint *eps;
   zmq_pollitem_t *items;
   uint32_t neps;
@@ -83,9 +95,8 @@ static void note(nt_model *m, const char *source, bool bad, const char *fmt, ...
 /* Connects a SUB socket to addr; `shown` names it in the model. */
 static endpoint *add_endpoint(nt_source *s, nt_model *m, const char *addr, const char *shown,
                               uint32_t pid) {
-  if (s->neps >= MAX_ENDPOINTS) {
-    if (!s->full_noted)
-      note(m, shown, false, "more than %d endpoints; not connected", MAX_ENDPOINTS);
+  if (s->neps >= s->cap) {
+    if (!s->full_noted) note(m, shown, false, "more than %u endpoints; not connected", s->cap);
     s->full_noted = true;
     return NULL;
   }
@@ -99,7 +110,9 @@ static endpoint *add_endpoint(nt_source *s, nt_model *m, const char *addr, const
   int64_t maxmsg = (int64_t)NT_MAX_MESSAGE_BYTES + 4096;
   if (!sock || set_int(sock, ZMQ_LINGER, 0) || set_int(sock, ZMQ_RCVHWM, RCVHWM) ||
       zmq_setsockopt(sock, ZMQ_MAXMSGSIZE, &maxmsg, sizeof maxmsg) ||
-      zmq_setsockopt(sock, ZMQ_SUBSCRIBE, "", 0) || zmq_connect(sock, addr)) {
+      zmq_setsockopt(sock, ZMQ_SUBSCRIBE, "", 0) ||
+      (pid == 0 && set_int(sock, ZMQ_RECONNECT_IVL_MAX, RECONNECT_MAX_MS)) ||
+      zmq_connect(sock, addr)) {
     note(m, shown, false, "cannot connect: %s", zmq_strerror(zmq_errno()));
     if (sock) zmq_close(sock);
     return NULL;
@@ -123,12 +136,21 @@ static void remove_endpoint(nt_source *s, uint32_t i) {
 nt_source *nt_source_open(const nt_options *o, char *err, size_t errlen) {
   nt_source *s = calloc(1, sizeof *s);
   if (!s) return snprintf(err, errlen, "out of memory"), NULL;
-  s->eps = calloc(MAX_ENDPOINTS, sizeof *s->eps);
-  s->items = calloc(MAX_ENDPOINTS, sizeof *s->items);
+  nt_hostlist *hosts = nt_options_hosts(o, err, errlen);
+  if (!hosts && err[0]) {
+    free(s);
+    return NULL;
+  }
+  uint32_t nhosts = hosts ? nt_hostlist_count(hosts) : 0;
+  s->cap = MAX_ENDPOINTS + 8 + nhosts;
+  s->connect = calloc(8 + nhosts, sizeof *s->connect);
+  s->eps = calloc(s->cap, sizeof *s->eps);
+  s->items = calloc(s->cap, sizeof *s->items);
   s->scratch = nt_snapshot_new();
   s->hello = calloc(1, sizeof *s->hello);
-  if (!s->eps || !s->items || !s->scratch || !s->hello) {
+  if (!s->connect || !s->eps || !s->items || !s->scratch || !s->hello) {
     snprintf(err, errlen, "out of memory");
+    nt_hostlist_free(hosts);
     nt_source_close(s);
     return NULL;
   }
@@ -139,6 +161,7 @@ nt_source *nt_source_open(const nt_options *o, char *err, size_t errlen) {
                                                         : -1;
   if (n < 0 || (size_t)n >= sizeof s->dir) {
     snprintf(err, errlen, "endpoint directory name too long");
+    nt_hostlist_free(hosts);
     nt_source_close(s);
     return NULL;
   }
@@ -146,11 +169,21 @@ nt_source *nt_source_open(const nt_options *o, char *err, size_t errlen) {
     if (!o->connect[i]) continue;
     if (strlen(o->connect[i]) >= sizeof s->connect[0]) {
       snprintf(err, errlen, "--connect endpoint longer than %zu bytes", sizeof s->connect[0] - 1);
+      nt_hostlist_free(hosts);
       nt_source_close(s);
       return NULL;
     }
     snprintf(s->connect[s->nconnect++], sizeof s->connect[0], "%s", o->connect[i]);
   }
+  /* Each host's relay (nt_options_hosts checked that the names fit). */
+  for (uint32_t i = 0; i < nhosts; i++) {
+    uint16_t port = nt_hostlist_port(hosts, i);
+    snprintf(s->connect[s->nconnect++], sizeof s->connect[0], "tcp://%s:%u",
+             nt_hostlist_host(hosts, i), port ? (unsigned)port : NT_HOSTS_DEFAULT_PORT);
+  }
+  s->nhosts = nhosts;
+  if (hosts) nt_hostlist_ranged(hosts, s->hosts, sizeof s->hosts);
+  nt_hostlist_free(hosts);
   /* Last: ZeroMQ starts its threads with the first socket, and nothing can
    * fail after this point. */
   if (!(s->zctx = zmq_ctx_new())) {
@@ -158,7 +191,7 @@ nt_source *nt_source_open(const nt_options *o, char *err, size_t errlen) {
     nt_source_close(s);
     return NULL;
   }
-  zmq_ctx_set(s->zctx, ZMQ_MAX_SOCKETS, MAX_ENDPOINTS + 16); /* ZeroMQ's default is 1023 */
+  zmq_ctx_set(s->zctx, ZMQ_MAX_SOCKETS, (int)s->cap + 16); /* ZeroMQ's default is 1023 */
   return s;
 }
 
@@ -196,6 +229,7 @@ void nt_source_close(nt_source *s) {
   if (s->zctx) zmq_ctx_term(s->zctx);
   if (s->dirfd >= 0) close(s->dirfd); /* only now: ZeroMQ connected through it */
   nt_snapshot_free(s->scratch);
+  free(s->connect);
   free(s->hello);
   free(s->eps);
   free(s->items);
@@ -203,12 +237,17 @@ void nt_source_close(nt_source *s) {
 }
 
 void nt_source_watching(const nt_source *s, char *buf, size_t cap) {
-  if (s->nconnect == 1)
-    snprintf(buf, cap, "%s + %s", s->dir, s->connect[0]);
-  else if (s->nconnect > 1)
-    snprintf(buf, cap, "%s + %d --connect endpoints", s->dir, s->nconnect);
+  int nconnect = s->nconnect - (int)s->nhosts; /* --connect's come first */
+  char hosts[sizeof s->hosts + 32] = "";
+  if (s->nhosts)
+    snprintf(hosts, sizeof hosts, " + %u host%s %s", s->nhosts, s->nhosts == 1 ? "" : "s",
+             s->hosts);
+  if (nconnect == 1)
+    snprintf(buf, cap, "%s%s + %s", s->dir, hosts, s->connect[0]);
+  else if (nconnect > 1)
+    snprintf(buf, cap, "%s%s + %d --connect endpoints", s->dir, hosts, nconnect);
   else
-    snprintf(buf, cap, "%s", s->dir);
+    snprintf(buf, cap, "%s%s", s->dir, hosts);
 }
 
 uint32_t nt_source_nendpoints(const nt_source *s) {
@@ -344,14 +383,35 @@ static void scan(nt_source *s, nt_model *m) {
 
 /* Says once of each --connect endpoint that nothing came from it; ZeroMQ
  * keeps reconnecting, and its data shows as soon as a publisher answers. */
+static bool silent_for(const endpoint *e, double now, double secs) {
+  return !e->pid && !e->heard && !e->silence_noted && now - e->since_s >= secs;
+}
+
 static void note_silent_connects(nt_source *s, nt_model *m, double now) {
+  /* Many at once (the relays of a --hosts list): one line for them all, so
+   * the error list keeps room for the rest; it takes in those that would be
+   * due at the next scan, which the connecting of thousands spreads over. */
+  uint32_t due = 0, silent = 0, first = 0;
   for (uint32_t i = 0; i < s->neps; i++) {
+    due += silent_for(&s->eps[i], now, CONNECT_SILENT_S);
+    if (silent_for(&s->eps[i], now, CONNECT_SILENT_S - SCAN_PERIOD_S) && !silent++) first = i;
+  }
+  if (!due) return;
+  bool one_line = silent > SILENT_ONE_LINE;
+  if (one_line)
+    note(m, "connect", false,
+         "nothing received yet from %u endpoints (%s, ...): no relay there, or not reachable "
+         "(still trying)",
+         silent, s->eps[first].endpoint);
+  for (uint32_t i = first; i < s->neps; i++) {
     endpoint *e = &s->eps[i];
-    if (e->pid || e->heard || e->silence_noted || now - e->since_s < CONNECT_SILENT_S) continue;
+    if (!silent_for(e, now, one_line ? CONNECT_SILENT_S - SCAN_PERIOD_S : CONNECT_SILENT_S))
+      continue;
     e->silence_noted = true;
-    note(m, e->endpoint, false,
-         "nothing received in %.0f s: no publisher there, or not reachable (still trying)",
-         CONNECT_SILENT_S);
+    if (!one_line)
+      note(m, e->endpoint, false,
+           "nothing received in %.0f s: no publisher there, or not reachable (still trying)",
+           CONNECT_SILENT_S);
   }
 }
 

@@ -15,6 +15,8 @@ typedef struct {
   const char *dir;        /* endpoint directory; NULL = nt_endpoint_dir() */
   const char *connect[8]; /* extra endpoints (tcp://host:port of a relay) */
   int nconnect;
+  const char *hosts;    /* --hosts LIST: relays on these hosts (Slurm hostlist syntax) */
+  const char *hostfile; /* --hostfile FILE: the same, one list per line */
   uint32_t delay_ms;    /* screen refresh / batch interval, default 500 */
   uint32_t stall_ms;    /* --stall-ms, default 2000 */
   int iterations;       /* -n: frames (batch) or screen updates, 0 = forever */
@@ -93,6 +95,16 @@ int nt_batch_print(FILE *out, nt_model *m, const nt_options *o, double now_s);
  * text batch frame. */
 const char *nt_frame_json(const nt_frame *f, nt_jo *out);
 void nt_frame_text(FILE *out, const nt_frame *f);
+
+/* --hosts and --hostfile (cli.c): every host's relay, tcp://HOST:PORT
+ * (port NT_HOSTS_DEFAULT_PORT unless the list gives one), at most
+ * NT_VIEWER_MAX_HOSTS for one viewer (relays can feed relays). */
+#define NT_VIEWER_MAX_HOSTS 4096
+struct nt_hostlist;
+/* The options' hosts, repeats dropped: NULL with err "" when there are
+ * none; NULL with one line in err ("--hosts: position 7: ...") when the
+ * list or the file is wrong. The caller frees (nt_hostlist_free). */
+struct nt_hostlist *nt_options_hosts(const nt_options *o, char *err, size_t errlen);
 
 /* The command line (cli.c). */
 #include "../sim/sim.h"
