@@ -16,7 +16,7 @@ _nccltop() {
     --deterministic --nccl-version --abi --plugin --interval-ms --dir --nodes --quiet --stall-rank
     --stall-after --straggler --straggle-ms --net --env --rank-env --run-ahead --graph
     --alltoall --broadcast --pxn --collnet --ce --user-tag --help"
-  local topo_opts="--env --from-env --nccl-version --json --help"
+  local topo_opts="--env --from-env --nccl-version --json --compact --full --help"
   local exporter_opts="--listen --textfile --per-channel --no-inspector -d --delay -n --stall-ms
     --dir --connect --max-memory -h --help"
   local topo_vars="NCCL_P2P_DISABLE= NCCL_P2P_LEVEL= NCCL_NET_GDR_LEVEL= NCCL_NET_GDR_READ=
