@@ -79,15 +79,35 @@ static bool line_shows(vt_term *t, int row, const char *what) {
   return false;
 }
 
+/* A view, what it shows first, and after End (and Right to the last
+ * channel in the grid): its last row and column ("-TEXT": TEXT, at the
+ * top, scrolled away). */
+/* Waits until the screen no longer shows `what`. */
+static bool gone(vt_term *t, const char *what) {
+  double end = vt_now() + 10;
+  do {
+    vt_pump(t, 50);
+    if (!strstr(vt_text(t), what)) return true;
+  } while (vt_now() < end);
+  fprintf(stderr, "    %dx%d: \"%s\" never went away:\n%s\n", t->cols, t->rows, what, t->text);
+  return false;
+}
+
 typedef struct {
-  const char *keys, *title, *content;
+  const char *keys, *title, *content, *end_keys, *end;
 } view_check;
 
+#define END   "\033OF"
+#define RIGHT "\033OC"
+#define R8    RIGHT RIGHT RIGHT RIGHT RIGHT RIGHT RIGHT RIGHT
 static const view_check views[] = {
-    {"1", "[overview]", "77/1024"},     {"2", "[proxy threads]", "0/1024"},
-    {"3", "[channels]", "ch0"},         {"4", "[collectives]", "AllReduce"},
-    {"5", "[topology]", "no topology"}, {"6", "[environment]", "NCCL_SETTING_11"},
-    {"\033OP", "[help]", "Keys"},
+    {"1", "[overview]", "77/1024", END, "gpu-node-127:11023"},
+    {"2", "[proxy threads]", "0/1024", END, "1023/1024"},
+    {"3", "[channels]", "ch0", END R8 R8 R8 R8, "ch31"},
+    {"4", "[collectives]", "AllReduce", END, "-COMMUNICATOR"},
+    {"5", "[topology]", "no topology", NULL, NULL},
+    {"6", "[environment]", "NCCL_SETTING_11", END, "NCCL_SETTING_39"},
+    {"\033OP", "[help]", "Keys", END, "Bandwidths:"},
 };
 
 static bool every_view(int rows, int cols) {
@@ -99,6 +119,14 @@ static bool every_view(int rows, int cols) {
     ok = line_shows(&t, 0, views[i].title) && vt_wait_for(&t, views[i].content, 10) &&
          line_shows(&t, 0, " nccltop [") && line_shows(&t, rows - 1, "F1Help") &&
          line_shows(&t, rows - 1, "Quit");
+    if (ok && views[i].end_keys) {
+      vt_send(&t, views[i].end_keys);
+      ok = (views[i].end[0] == '-' ? gone(&t, views[i].end + 1)
+                                   : vt_wait_for(&t, views[i].end, 10)) &&
+           line_shows(&t, rows - 1, "F1Help");
+      /* the grid: the last rank too, in the last channel */
+      if (ok && !strcmp(views[i].title, "[channels]")) ok = vt_wait_for(&t, "1023/1024", 10);
+    }
     if (!ok) fprintf(stderr, "    %dx%d: view %s\n", cols, rows, views[i].title);
   }
   vt_send(&t, "q");

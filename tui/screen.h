@@ -173,7 +173,9 @@ int nt_stall_attr(const nt_screen *s);
 int nt_warn_attr(const nt_screen *s);
 /* A line of a scrolling view: drawn when line `*n` (counted from 0) is
  * within the window of the view's scroll, then *n advances; returns false
- * once the screen is full. attr 0: plain. */
+ * once the screen is full (the line still counted). A loop that stops
+ * there adds the lines it did not format to *n, so that the scroll can
+ * reach the last line. attr 0: plain. */
 bool nt_scroll_line(nt_screen *s, int *y, int *n, int attr, const char *text);
 /* After a line view drew its n lines: its scroll stops at the last page. */
 void nt_scroll_clamp(nt_screen *s, int n);

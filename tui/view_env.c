@@ -69,7 +69,10 @@ void nt_view_env(nt_screen *s, int y) {
     snprintf(on, sizeof on, "%u", r->have);
     snprintf(line, sizeof line, "%-32.32s %-30.30s %6s  %s", r->name,
              r->value[0] ? r->value : "(unset)", on, r->outliers);
-    if (!nt_scroll_line(s, &y, &n, r->differs ? nt_warn_attr(s) : 0, line)) break;
+    if (!nt_scroll_line(s, &y, &n, r->differs ? nt_warn_attr(s) : 0, line)) {
+      n += (int)(nv - i - 1);
+      break;
+    }
   }
   nt_scroll_clamp(s, n);
 }

@@ -76,7 +76,10 @@ static void stats_section(nt_screen *s, int *y, int *n) {
                              alg,
                              bus,
                              was[0] ? was + 1 : was};
-    if (!nt_scroll_line(s, y, n, 0, nt_list_line(line, sizeof line, cols, nc, keep, cells))) return;
+    if (!nt_scroll_line(s, y, n, 0, nt_list_line(line, sizeof line, cols, nc, keep, cells))) {
+      *n += (int)(ns - i - 1);
+      return;
+    }
   }
 }
 
@@ -97,7 +100,10 @@ static void phases_section(nt_screen *s, int *y, int *n) {
              (unsigned long long)ph[i].done, nt_fmt_ns(t * 1e9, tm, sizeof tm),
              nt_fmt_rate(nt_stat_algbw(ph[i].alg_bytes, ph[i].time_s) * 1e9, alg, sizeof alg),
              nt_fmt_rate(nt_stat_algbw(ph[i].bus_bytes, ph[i].time_s) * 1e9, bus, sizeof bus));
-    if (!nt_scroll_line(s, y, n, 0, line)) return;
+    if (!nt_scroll_line(s, y, n, 0, line)) {
+      *n += (int)(np - i - 1);
+      return;
+    }
   }
 }
 
@@ -108,10 +114,10 @@ static void recent_section(nt_screen *s, int *y, int *n) {
   nt_scroll_line(s, y, n, 0, "");
   /* At 80 columns: which rank, what, how big, in what state, how old. */
   static const nt_list_col cols[] = {
-      {"RANK", 7, 0, false}, {"HOST:PID", 22, 2, false}, {"FUNCTION", 13, 0, false},
-      {"SEQ", 7, 3, true},   {"SIZE", 10, 1, true},      {"ALGO/PROTO", 17, 3, false},
-      {"CH", 4, 4, true},    {"PHASE", 12, 3, false},    {"STATE", 9, 0, false},
-      {"AGE", 9, 0, true},   {"DURATION", 10, 1, true},
+      {"RANK", 11, 0, false}, {"HOST:PID", 22, 2, false}, {"FUNCTION", 13, 0, false},
+      {"SEQ", 7, 3, true},    {"SIZE", 10, 1, true},      {"ALGO/PROTO", 17, 3, false},
+      {"CH", 4, 4, true},     {"PHASE", 12, 3, false},    {"STATE", 9, 0, false},
+      {"AGE", 9, 0, true},    {"DURATION", 10, 1, true},
   };
   enum { NC = sizeof cols / sizeof cols[0] };
   bool keep[NC];
@@ -154,8 +160,10 @@ static void recent_section(nt_screen *s, int *y, int *n) {
                              nt_fmt_ns(r->age_s * 1e9, age, sizeof age),
                              dur};
     if (!nt_scroll_line(s, y, n, late ? nt_stall_attr(s) : 0,
-                        nt_list_line(line, sizeof line, cols, NC, keep, cells)))
+                        nt_list_line(line, sizeof line, cols, NC, keep, cells))) {
+      *n += (int)(nr - i - 1);
       return;
+    }
   }
 }
 

@@ -22,7 +22,10 @@ void nt_view_overview(nt_screen *s, int y) {
       bool bad = a->kind <= NT_ALERT_HUNG_OP;
       snprintf(line, sizeof line, "%s %-9s %s", bad ? "!" : "-", nt_alert_kind_name(a->kind),
                a->text);
-      if (!nt_scroll_line(s, &y, &n, bad ? nt_stall_attr(s) : nt_warn_attr(s), line)) break;
+      if (!nt_scroll_line(s, &y, &n, bad ? nt_stall_attr(s) : nt_warn_attr(s), line)) {
+        n += (int)(f->nalerts - i - 1);
+        break;
+      }
     }
   }
   nt_scroll_line(s, &y, &n, 0, "");
@@ -56,8 +59,10 @@ void nt_view_overview(nt_screen *s, int y) {
         c->name[0] ? c->name : "-",  hash, ranks, nodes, launched, done, stalled,
         c->phase[0] ? c->phase : "-"};
     if (!nt_scroll_line(s, &y, &n, c->stalled ? nt_stall_attr(s) : 0,
-                        nt_list_line(line, sizeof line, ccols, NC, keep, cells)))
+                        nt_list_line(line, sizeof line, ccols, NC, keep, cells))) {
+      n += (int)(f->ncomms - i - 1);
       break;
+    }
   }
   nt_scroll_line(s, &y, &n, 0, "");
   static const nt_list_col pcols[] = {
@@ -85,8 +90,10 @@ void nt_view_overview(nt_screen *s, int y) {
                              events, dropped,
                              unsent, p->ended ? "ended" : p->stale ? "STALE (silent)" : "live"};
     if (!nt_scroll_line(s, &y, &n, p->stale && !p->ended ? nt_warn_attr(s) : 0,
-                        nt_list_line(line, sizeof line, pcols, NP, pkeep, cells)))
+                        nt_list_line(line, sizeof line, pcols, NP, pkeep, cells))) {
+      n += (int)(f->nprocs - i - 1);
       break;
+    }
   }
   /* Keep the scroll within what there is. */
   nt_scroll_clamp(s, n);

@@ -26,7 +26,7 @@ enum {
 /* Least important dropped first at the first horizontal position: at 80
  * columns the rank, its process, its state and how busy it is stay. */
 static const nt_list_col cols[C_COUNT] = {
-    [C_RANK] = {"RANK", 8, 0, false},          [C_COMM] = {"COMM", 18, 2, false},
+    [C_RANK] = {"RANK", 11, 0, false},         [C_COMM] = {"COMM", 18, 2, false},
     [C_WHO] = {"HOST:PID", 20, 1, false},      [C_STATE] = {"STATE", 7, 0, false},
     [C_BAR] = {"LAST INTERVAL", 22, 3, false}, [C_IDLE] = {"IDLE%", 5, 3, true},
     [C_ACTV] = {"ACTV%", 5, 1, true},          [C_SLEP] = {"SLEP%", 5, 3, true},

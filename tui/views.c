@@ -28,7 +28,10 @@ int nt_warn_attr(const nt_screen *s) {
 }
 
 bool nt_scroll_line(nt_screen *s, int *y, int *n, int attr, const char *text) {
-  if (*y >= s->bottom - 1) return false;
+  if (*y >= s->bottom - 1) { /* counted (End scrolls to the last line), not drawn */
+    (*n)++;
+    return false;
+  }
   if ((*n)++ < s->scroll[s->view]) return true;
   if (attr) attron(attr);
   mvaddnstr((*y)++, 0, text, s->cols);
