@@ -40,6 +40,9 @@ void nt_usage(FILE *f) {
           "       nccltop sim [sim options]              run a simulated job\n"
           "       nccltop demo [sim options] [options]   a simulated 8-rank job with the monitor\n"
           "       nccltop topo FILE.xml [--env NAME=VALUE ...] [--json]  NCCL's path matrix\n"
+          "       nccltop record FILE [--duration T] [--max-size S] [--last T --until-alert KIND]\n"
+          "       nccltop replay FILE [-b [--json]] [--speed X|max]  a recording, as it was seen\n"
+          "       nccltop export FILE --chrome-trace OUT.json  for ui.perfetto.dev\n"
           "\n"
           "options:\n"
           "  -b, --batch            print frames instead of the interactive screen\n"
@@ -56,6 +59,7 @@ void nt_usage(FILE *f) {
           "                         (repeatable, at most 8)\n"
           "      --topology FILE    NCCL topology XML for the topology view\n"
           "      --max-memory MIB   what publishers' data may take, 16.. (default 1024)\n"
+          "      --record FILE      also record what is received to FILE (see nccltop record)\n"
           "  -V, --version          print the version\n"
           "  -h, --help             this text\n"
           "\n");
@@ -70,7 +74,7 @@ void nt_sim_usage(FILE *f) {
   sim_options(f);
 }
 
-enum { OPT_JSON = 256, OPT_STALL, OPT_DIR, OPT_CONNECT, OPT_TOPOLOGY, OPT_MAX_MEMORY };
+enum { OPT_JSON = 256, OPT_STALL, OPT_DIR, OPT_CONNECT, OPT_TOPOLOGY, OPT_MAX_MEMORY, OPT_RECORD };
 
 static const char short_opts[] = ":bn:d:CAVh"; /* leading colon: a missing value is told apart */
 static const struct option long_opts[] = {
@@ -85,6 +89,7 @@ static const struct option long_opts[] = {
     {"connect", required_argument, NULL, OPT_CONNECT},
     {"topology", required_argument, NULL, OPT_TOPOLOGY},
     {"max-memory", required_argument, NULL, OPT_MAX_MEMORY},
+    {"record", required_argument, NULL, OPT_RECORD},
     {"version", no_argument, NULL, 'V'},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
@@ -175,6 +180,7 @@ int nt_options_parse(nt_options *o, int argc, char **argv) {
     case 'A': o->ascii = true; break;
     case OPT_DIR: o->dir = optarg; break;
     case OPT_TOPOLOGY: o->topology = optarg; break;
+    case OPT_RECORD: o->record = optarg; break;
     case OPT_MAX_MEMORY:
       if (parse_u32("--max-memory", optarg, 16, 1048576, &o->max_memory_mib)) return 2;
       break;

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "../topo/topo.h"
+#include "recording.h"
 #include "viewer.h"
 
 static volatile pid_t demo_sim;                    /* the demo's simulator (its process group) */
@@ -135,9 +136,13 @@ static int run_viewer(nt_options *o) {
     return 1;
   }
   int rc = 1;
-  if (!o->topology || load_topology(m, o->topology) == 0) {
+  nt_recorder *rec = NULL;
+  if (o->record && !(rec = nt_recorder_attach(src, o->record, o->start_s, err, sizeof err))) {
+    fprintf(stderr, "nccltop: --record: %s\n", err);
+  } else if (!o->topology || load_topology(m, o->topology) == 0) {
     rc = o->batch ? run_batch(m, src, o) : nt_screen_run(m, src, o);
   }
+  if (nt_recorder_detach(src, rec) != 0) rc = 1;
   nt_source_close(src);
   nt_model_free(m);
   return rc;
@@ -296,6 +301,9 @@ int main(int argc, char **argv) {
     if (!strcmp(cmd, "sim")) return cmd_sim(argc - 1, argv + 1);
     if (!strcmp(cmd, "demo")) return cmd_demo(argc - 1, argv + 1);
     if (!strcmp(cmd, "topo")) return nt_topo_main(argc - 1, argv + 1);
+    if (!strcmp(cmd, "record")) return nt_record_main(argc - 1, argv + 1);
+    if (!strcmp(cmd, "replay")) return nt_replay_main(argc - 1, argv + 1);
+    if (!strcmp(cmd, "export")) return nt_export_main(argc - 1, argv + 1);
     fprintf(stderr, "nccltop: unknown command '%s'; try 'nccltop --help'\n", cmd);
     return 2;
   }

@@ -1,0 +1,116 @@
+/* Recordings: the messages a viewer received, with their receive times and
+ * sources, in a zstd-compressed file (format: proto/RECORDING.md).
+ *
+ * The writer (record_file.c) appends records and flushes the compressor after
+ * each, so a recorder killed at any moment leaves a file that replays up to
+ * its last whole message. The reader validates everything it reads: a file
+ * is untrusted input; every error is one line that names the file offset.
+ *
+ * record.c is `nccltop record` and the viewer's --record; replay.c is
+ * `nccltop replay`; export.c is `nccltop export`. */
+#ifndef NCCLTOP_RECORDING_H
+#define NCCLTOP_RECORDING_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "model.h"
+
+#define NT_REC_MAGIC          "NTRECORD"
+#define NT_REC_VERSION        1
+#define NT_REC_CHUNK_MAGIC    "NTCK"
+#define NT_REC_FILE_HEADER    40 /* fixed part; the host name follows */
+#define NT_REC_CHUNK_HEADER   32
+#define NT_REC_MAX_HOST       255
+#define NT_REC_MAX_ENDPOINT   159
+#define NT_REC_MAX_TOPIC      64
+#define NT_REC_CHUNK_SECONDS  2.0        /* a new chunk (seek point) this often */
+#define NT_REC_CHUNK_RAW      (8u << 20) /* ...or after this many uncompressed bytes */
+#define NT_REC_MAX_RECORD_LEN (NT_MAX_MESSAGE_BYTES + 512)
+
+enum nt_rec_type { NT_REC_MESSAGE = 1, NT_REC_GONE = 2 };
+
+/* One record as read back; pointers stay valid until the next read. */
+typedef struct {
+  int type;             /* enum nt_rec_type */
+  uint64_t t_ns;        /* receive time, ns after the recording's start */
+  uint32_t pid;         /* the pid the endpoint speaks for, 0: a --connect one */
+  const char *endpoint; /* NUL-terminated, as the source named it (not sanitized) */
+  const char *topic;    /* NT_REC_MESSAGE: the topic frame (not NUL-terminated) */
+  size_t topic_len;
+  const uint8_t *body; /* the body frame */
+  size_t body_len;
+  uint64_t offset; /* file offset of the chunk it came from */
+} nt_rec_record;
+
+typedef struct {
+  uint16_t version;
+  uint64_t start_wall_ns; /* the recorder's CLOCK_REALTIME at the start */
+  uint64_t start_mono_ns; /* the recorder's CLOCK_MONOTONIC at the start */
+  char host[NT_REC_MAX_HOST + 1];
+} nt_rec_header;
+
+/* ---- writer ---- */
+typedef struct nt_rec_writer nt_rec_writer;
+/* Creates (truncates) path and writes the header; start_mono_s is the
+ * monotonic time receive times count from. NULL with one line in err. */
+nt_rec_writer *nt_rec_create(const char *path, double start_mono_s, char *err, size_t errlen);
+/* Appends one record (time in the viewer's monotonic seconds); -1 with one
+ * line in err on a write error (the file stays readable up to the last
+ * record written). */
+int nt_rec_write(nt_rec_writer *w, const nt_rec_record *r, double t_mono_s, char *err,
+                 size_t errlen);
+uint64_t nt_rec_size(const nt_rec_writer *w); /* bytes written so far */
+double nt_rec_start_s(const nt_rec_writer *w);
+/* Ends the last chunk and closes; -1 with err on a write error. NULL is fine. */
+int nt_rec_close(nt_rec_writer *w, char *err, size_t errlen);
+
+/* ---- reader ---- */
+typedef struct nt_rec_reader nt_rec_reader;
+/* Opens and checks the header: not a recording, a newer version, a bad
+ * header are refused with one line in err. */
+nt_rec_reader *nt_rec_open(const char *path, char *err, size_t errlen);
+const nt_rec_header *nt_rec_header_of(const nt_rec_reader *r);
+/* The next record: 1, 0 at the end (a truncated end is not an error: a
+ * note is left in err, "" otherwise), -1 on corruption (err names the
+ * offset; what was returned before stays good). */
+int nt_rec_next(nt_rec_reader *r, nt_rec_record *out, char *err, size_t errlen);
+/* The seek points: the chunks' offsets and first receive times, read from
+ * the chunk headers without decompressing. Returns the count (<= cap). */
+typedef struct {
+  uint64_t offset;
+  uint64_t first_ns;
+} nt_rec_seek_point;
+uint32_t nt_rec_index(nt_rec_reader *r, nt_rec_seek_point *out, uint32_t cap);
+/* Continues reading at a seek point's offset (one from nt_rec_index). */
+int nt_rec_seek(nt_rec_reader *r, uint64_t offset, char *err, size_t errlen);
+void nt_rec_close_reader(nt_rec_reader *r);
+
+/* ---- applying records to a model, as the live source does ---- */
+typedef struct nt_rec_applier nt_rec_applier;
+nt_rec_applier *nt_rec_applier_new(void);
+void nt_rec_applier_free(nt_rec_applier *a);
+/* Decodes a message record and applies it to m at now_s (or marks its
+ * endpoint gone); decode failures become model errors, as live. */
+void nt_rec_apply(nt_rec_applier *a, nt_model *m, const nt_rec_record *r, double now_s);
+/* The last snapshot nt_rec_apply decoded (valid after a snapshot record was
+ * applied successfully; export reads its operation log). NULL otherwise. */
+const nt_snapshot *nt_rec_last_snapshot(const nt_rec_applier *a);
+
+/* ---- the live source's tap (record.c) ---- */
+typedef struct nt_recorder nt_recorder;
+struct nt_source;
+/* The viewer's --record FILE: every message the source receives goes to
+ * FILE. NULL with err. */
+nt_recorder *nt_recorder_attach(struct nt_source *src, const char *path, double start_s, char *err,
+                                size_t errlen);
+/* Detaches and closes; returns 0, or -1 after printing a write error. */
+int nt_recorder_detach(struct nt_source *src, nt_recorder *rec);
+
+/* Subcommands. */
+int nt_record_main(int argc, char **argv);
+int nt_replay_main(int argc, char **argv);
+int nt_export_main(int argc, char **argv);
+
+#endif
