@@ -33,6 +33,23 @@ static uint64_t get64(const uint8_t *p) {
   return (uint64_t)get32(p) | (uint64_t)get32(p + 4) << 32;
 }
 
+/* CRC-32 (IEEE, as zlib's crc32) of each record, so a corrupted record is
+ * refused before its bytes reach a decoder. */
+static uint32_t crc_table[256];
+static void crc_init(void) {
+  if (crc_table[1]) return;
+  for (uint32_t i = 0; i < 256; i++) {
+    uint32_t c = i;
+    for (int k = 0; k < 8; k++) c = c & 1 ? 0xedb88320u ^ (c >> 1) : c >> 1;
+    crc_table[i] = c;
+  }
+}
+static uint32_t crc32_of(const uint8_t *p, size_t n) {
+  uint32_t c = 0xffffffffu;
+  while (n--) c = crc_table[(c ^ *p++) & 0xff] ^ (c >> 8);
+  return c ^ 0xffffffffu;
+}
+
 static int write_all(int fd, const void *buf, size_t n) {
   const uint8_t *p = buf;
   while (n) {
@@ -193,23 +210,23 @@ int nt_rec_write(nt_rec_writer *w, const nt_rec_record *r, double t_mono_s, char
   if (tl > NT_REC_MAX_TOPIC || bl > NT_MAX_MESSAGE_BYTES)
     return snprintf(err, errlen, "message too large to record"), -1;
   size_t len = 1 + 8 + 4 + 1 + el + (msg ? 1 + tl + 4 + bl : 0);
-  if (4 + len > w->rec_cap) {
-    uint8_t *p = realloc(w->rec, 4 + len);
+  if (8 + len > w->rec_cap) {
+    uint8_t *p = realloc(w->rec, 8 + len);
     if (!p) return snprintf(err, errlen, "out of memory"), -1;
     w->rec = p;
-    w->rec_cap = 4 + len;
+    w->rec_cap = 8 + len;
   }
   double rel = t_mono_s - w->start_s;
   uint64_t t_ns = rel > 0 ? (uint64_t)(rel * 1e9 + 0.5) : 0;
   if (w->chunk_open && t_ns < w->chunk_last_ns) t_ns = w->chunk_last_ns; /* never backwards */
-  uint8_t *p = w->rec;
-  put32(p, (uint32_t)len);
-  p[4] = (uint8_t)r->type;
-  put64(p + 5, t_ns);
-  put32(p + 13, r->pid);
-  p[17] = (uint8_t)el;
-  memcpy(p + 18, r->endpoint, el);
-  p += 18 + el;
+  uint8_t *p = w->rec + 8;
+  put32(w->rec, (uint32_t)len);
+  p[0] = (uint8_t)r->type;
+  put64(p + 1, t_ns);
+  put32(p + 9, r->pid);
+  p[13] = (uint8_t)el;
+  memcpy(p + 14, r->endpoint, el);
+  p += 14 + el;
   if (msg) {
     *p++ = (uint8_t)tl;
     memcpy(p, r->topic, tl);
@@ -217,16 +234,18 @@ int nt_rec_write(nt_rec_writer *w, const nt_rec_record *r, double t_mono_s, char
     put32(p, (uint32_t)bl);
     if (bl) memcpy(p + 4, r->body, bl);
   }
+  crc_init();
+  put32(w->rec + 4, crc32_of(w->rec + 8, len));
   int rc = 0;
   if (w->chunk_open && (t_ns - w->chunk_first_ns >= (uint64_t)(NT_REC_CHUNK_SECONDS * 1e9) ||
                         w->chunk_raw >= NT_REC_CHUNK_RAW))
     rc = end_chunk(w);
   if (rc == 0 && !w->chunk_open) rc = start_chunk(w, t_ns);
   /* Flushed after each record: a killed recorder loses nothing written. */
-  if (rc == 0) rc = compress_write(w, w->rec, 4 + len, ZSTD_e_flush);
+  if (rc == 0) rc = compress_write(w, w->rec, 8 + len, ZSTD_e_flush);
   if (rc != 0) return snprintf(err, errlen, "cannot write %s: %s", w->path, strerror(errno)), -1;
   w->chunk_last_ns = t_ns;
-  w->chunk_raw += 4 + len;
+  w->chunk_raw += 8 + len;
   w->chunk_records++;
   return 0;
 }
@@ -405,7 +424,7 @@ static int inflate_more(nt_rec_reader *r, char *err, size_t errlen) {
   }
   if (r->buf_cap - r->buf_len < ZSTD_DStreamOutSize()) {
     size_t cap = r->buf_len + ZSTD_DStreamOutSize() * 2;
-    if (cap > NT_REC_MAX_RECORD_LEN + 4 + ZSTD_DStreamOutSize() * 2)
+    if (cap > NT_REC_MAX_RECORD_LEN + 8 + ZSTD_DStreamOutSize() * 2)
       return fail(r, err, errlen, r->pos, "record larger than the limit");
     uint8_t *p = realloc(r->buf, cap);
     if (!p) return fail(r, err, errlen, r->pos, "out of memory");
@@ -458,14 +477,17 @@ int nt_rec_next(nt_rec_reader *r, nt_rec_record *out, char *err, size_t errlen) 
       int rc = open_chunk(r, err, errlen);
       if (rc <= 0) return rc;
     }
-    if (r->buf_len >= 4) {
+    if (r->buf_len >= 8) {
       const uint8_t *p = r->buf + r->buf_start;
       uint32_t len = get32(p);
       uint64_t at = r->chunk_offset;
       if (len < 14 || len > NT_REC_MAX_RECORD_LEN)
         return fail(r, err, errlen, at, "bad record length in the chunk at this offset");
-      if (r->buf_len >= 4 + (size_t)len) {
-        const uint8_t *q = p + 4, *end = q + len;
+      if (r->buf_len >= 8 + (size_t)len) {
+        const uint8_t *q = p + 8, *end = q + len;
+        crc_init();
+        if (crc32_of(q, len) != get32(p + 4))
+          return fail(r, err, errlen, at, "record checksum mismatch in the chunk at this offset");
         out->type = q[0];
         out->t_ns = get64(q + 1);
         out->pid = get32(q + 9);
@@ -499,8 +521,8 @@ int nt_rec_next(nt_rec_reader *r, nt_rec_record *out, char *err, size_t errlen) 
           return fail(r, err, errlen, at, "bad record length in the chunk at this offset");
         }
         out->offset = at;
-        r->buf_start += 4 + (size_t)len;
-        r->buf_len -= 4 + (size_t)len;
+        r->buf_start += 8 + (size_t)len;
+        r->buf_len -= 8 + (size_t)len;
         return 1;
       }
     }
