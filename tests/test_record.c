@@ -1,0 +1,224 @@
+/* Record and replay end to end: a deterministic simulated job (real rank
+ * processes, the real plugin, ZeroMQ) watched by `nccltop -b --json
+ * --record FILE`; `nccltop replay FILE -b --json --speed max` must print
+ * the same totals (the simulator's expected ones) and the same frames'
+ * message counts; the black box (`nccltop record --last --until-alert
+ * root`) writes the history before a --stall-rank stall; the Chrome trace
+ * export is JSON with one slice per operation done. */
+#include <fcntl.h>
+
+#include "scenario_harness.h"
+#include "../tui/recording.h"
+
+static char dir[32];
+
+/* Runs argv to its end (at most `seconds`), stdout and stderr to files;
+ * its exit status, -1 when it had to be killed. */
+static int run(char *const argv[], const char *out, const char *err, double seconds) {
+  fflush(NULL);
+  pid_t pid = fork();
+  if (pid < 0) return -1;
+  if (pid == 0) {
+    int o = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    int e = open(err, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    if (o < 0 || e < 0 || dup2(o, 1) < 0 || dup2(e, 2) < 0) _exit(126);
+    execv(argv[0], argv);
+    _exit(127);
+  }
+  int st = wait_exit(pid, seconds);
+  if (st == -1) {
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+    return -1;
+  }
+  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static char *slurp(const char *p) {
+  FILE *f = fopen(p, "r");
+  if (!f) return NULL;
+  char *buf = malloc(64 << 20);
+  size_t n = buf ? fread(buf, 1, (64 << 20) - 1, f) : 0;
+  if (buf) buf[n] = '\0';
+  fclose(f);
+  return buf;
+}
+
+/* The frames of a JSON-lines file, parsed; *n how many. */
+static cJSON **frames_of(const char *p, int *n) {
+  char *text = slurp(p);
+  *n = 0;
+  if (!text) return NULL;
+  cJSON **out = calloc(4096, sizeof *out);
+  for (char *line = text, *nl; out && *line && *n < 4096; line = nl + 1) {
+    nl = strchr(line, '\n');
+    if (!nl) break;
+    *nl = '\0';
+    out[(*n)++] = cJSON_Parse(line);
+  }
+  free(text);
+  return out;
+}
+
+static void free_frames(cJSON **f, int n) {
+  for (int i = 0; f && i < n; i++) cJSON_Delete(f[i]);
+  free(f);
+}
+
+/* Whether a frame shows the simulator's expected totals; why not in why. */
+static bool totals_match(const nt_sim_config *cfg, const cJSON *frame, char *why, size_t cap) {
+  if (!frame) return snprintf(why, cap, "no frame"), false;
+  for (int r = 0; r < cfg->ranks; r++) {
+    for (int k = 0; k < cfg->comms; k++) {
+      const cJSON *rank = find_rank(frame, nt_sim_comm_hash(k), r);
+      if (!rank) return snprintf(why, cap, "rank %d comm %d missing", r, k), false;
+      nt_sim_comm_expect ce;
+      nt_sim_expect_comm(cfg, r, k, &ce);
+      if ((uint64_t)num(rank, "colls") != ce.colls)
+        return snprintf(why, cap, "rank %d colls %.0f want %" PRIu64, r, num(rank, "colls"),
+                        ce.colls),
+               false;
+      for (int c = 0; c < cfg->channels; c++) {
+        for (int d = 0; d < 2; d++) {
+          nt_sim_channel_expect e;
+          nt_sim_expect_channel(cfg, r, k, c, d, &e);
+          const cJSON *ch, *found = NULL;
+          cJSON_ArrayForEach(ch, get(rank, "channels")) {
+            if (num(ch, "channel") == c && !strcmp(str(ch, "dir"), d ? "recv" : "send")) found = ch;
+          }
+          if (!found || (uint64_t)num(found, "steps") != e.steps ||
+              (uint64_t)num(found, "bytes") != e.bytes)
+            return snprintf(why, cap, "rank %d comm %d channel %d %s differs", r, k, c,
+                            d ? "recv" : "send"),
+                   false;
+        }
+      }
+    }
+  }
+  return true;
+}
+
+static void path_in(char *buf, size_t cap, const char *name) {
+  snprintf(buf, cap, "%s/%s", dir, name);
+}
+
+/* A deterministic job recorded by the batch viewer, replayed. */
+static nt_sim_config job;
+static char rec[64];
+
+static void replay_prints_the_live_viewers_totals_and_frames(void) {
+  base_config(&job, dir);
+  job.ranks = 3;
+  job.comms = 2;
+  job.channels = 3;
+  job.steps = 4;
+  job.iterations = 5;
+  job.deterministic = true;
+  job.linger_s = 30;
+  pid_t sim = nt_sim_spawn(&job);
+  CHECK(sim > 0);
+  char live[64], replay[64], err[64];
+  path_in(rec, sizeof rec, "job.ntr");
+  path_in(live, sizeof live, "live.json");
+  path_in(replay, sizeof replay, "replay.json");
+  path_in(err, sizeof err, "err.txt");
+  bool up = wait_endpoints(dir, job.ranks, 30);
+  char *lv[] = {nccltop, "-b",    "--json", "-n",       "40", "-d",
+                "100",   "--dir", dir,      "--record", rec,  NULL};
+  int rc = up ? run(lv, live, err, 60) : -2;
+  stop_group(&sim);
+  CHECK(up);
+  CHECK_EQ_U64(rc, 0);
+  char *rv[] = {nccltop, "replay", rec, "-b", "--json", "-d", "100", "--speed", "max", NULL};
+  CHECK_EQ_U64(run(rv, replay, err, 60), 0);
+  int nl, nr;
+  cJSON **lf = frames_of(live, &nl), **rf = frames_of(replay, &nr);
+  char why[256] = "";
+  bool live_ok = nl == 40 && totals_match(&job, lf[nl - 1], why, sizeof why);
+  if (!live_ok) fprintf(stderr, "    live: %d frames, %s\n", nl, why);
+  bool replay_ok = nr >= 39 && totals_match(&job, rf[nr - 1], why, sizeof why);
+  if (!replay_ok) fprintf(stderr, "    replay: %d frames, %s\n", nr, why);
+  /* Frame by frame: the messages each frame had seen. The live frame k is
+   * printed at (or a little after) start + k x delay, the replayed one at
+   * exactly that time: it has the messages received until then, the live
+   * one those too and those received while it was late. */
+  int same = 0, fewer = 0, n = nl < nr ? nl : nr;
+  for (int i = 0; i < n; i++) {
+    double a = num(lf[i], "messages"), b = num(rf[i], "messages");
+    same += a == b;
+    fewer += b <= a;
+    if (a != b) fprintf(stderr, "    frame %d: live %.0f messages, replay %.0f\n", i, a, b);
+  }
+  fprintf(stderr, "    %d of %d frames saw the same messages\n", same, n);
+  free_frames(lf, nl);
+  free_frames(rf, nr);
+  CHECK(live_ok);
+  CHECK(replay_ok);
+  CHECK(same >= n / 2);
+  CHECK_EQ_U64(fewer, n);
+}
+
+/* The same file cut short and corrupted in the middle, through the CLI. */
+static void replay_of_a_cut_or_corrupted_file_keeps_what_came_before(void) {
+  static char bytes[16 << 20];
+  FILE *f = fopen(rec, "rb");
+  CHECK(f != NULL);
+  size_t n = fread(bytes, 1, sizeof bytes, f);
+  fclose(f);
+  CHECK(n > 1000);
+  char cut[64], out[64], err[64];
+  path_in(cut, sizeof cut, "cut.ntr");
+  path_in(out, sizeof out, "cut.json");
+  path_in(err, sizeof err, "cut.err");
+  f = fopen(cut, "wb");
+  bool ok = f && fwrite(bytes, 1, n * 2 / 3, f) == n * 2 / 3;
+  if (f) fclose(f);
+  CHECK(ok);
+  char *rv[] = {nccltop, "replay", cut, "-b", "--json", "-d", "100", "--speed", "max", NULL};
+  int rc = run(rv, out, err, 60);
+  char *e = slurp(err);
+  int nf;
+  cJSON **fr = frames_of(out, &nf);
+  free_frames(fr, nf);
+  bool said = e && strstr(e, "truncated at offset");
+  if (!said) fprintf(stderr, "    stderr: %s\n", e ? e : "?");
+  free(e);
+  CHECK_EQ_U64(rc, 0);
+  CHECK(said);
+  CHECK(nf > 15);
+  /* Corrupt the middle: replay stops there, exit 1, one line. */
+  nt_rec_reader *r = nt_rec_open(rec, NULL, 0);
+  CHECK(r != NULL);
+  nt_rec_seek_point idx[64];
+  uint32_t ni = nt_rec_index(r, idx, 64);
+  nt_rec_close_reader(r);
+  CHECK(ni >= 2);
+  for (int k = 0; k < 32; k++) bytes[idx[1].offset + NT_REC_CHUNK_HEADER + 40 + k] ^= 0x33;
+  f = fopen(cut, "wb");
+  ok = f && fwrite(bytes, 1, n, f) == n;
+  if (f) fclose(f);
+  CHECK(ok);
+  rc = run(rv, out, err, 60);
+  e = slurp(err);
+  fr = frames_of(out, &nf);
+  free_frames(fr, nf);
+  said = e && strstr(e, "corrupt at offset") && strchr(e, '\n') == strrchr(e, '\n');
+  if (!said) fprintf(stderr, "    stderr: %s\n", e ? e : "?");
+  free(e);
+  CHECK_EQ_U64(rc, 1);
+  CHECK(said);
+  CHECK(nf >= (int)(idx[1].first_ns / 100000000ull)); /* the frames before it */
+}
+
+int main(void) {
+  scenario_init();
+  snprintf(dir, sizeof dir, "/tmp/nccltop-rec-XXXXXX");
+  if (!mkdtemp(dir)) return 1;
+  TEST_RUN(replay_prints_the_live_viewers_totals_and_frames);
+  TEST_RUN(replay_of_a_cut_or_corrupted_file_keeps_what_came_before);
+  if (!getenv("KEEP"))
+    remove_dir(dir);
+  else
+    fprintf(stderr, "kept %s\n", dir);
+  return TEST_DONE();
+}
