@@ -210,12 +210,90 @@ static void replay_of_a_cut_or_corrupted_file_keeps_what_came_before(void) {
   CHECK(nf >= (int)(idx[1].first_ns / 100000000ull)); /* the frames before it */
 }
 
+/* The black box: a job whose rank 1 stalls 5 s in; `nccltop record --last
+ * 4s --until-alert root` writes the 4 s before the alert (the stall and the
+ * healthy seconds before it) with the ranks' introductions, and a replay
+ * of that file names the same root. */
+static void the_black_box_writes_the_history_before_a_stall(void) {
+  char bdir[32];
+  snprintf(bdir, sizeof bdir, "/tmp/nccltop-bb-XXXXXX");
+  CHECK(mkdtemp(bdir) != NULL);
+  nt_sim_config c;
+  base_config(&c, bdir);
+  c.ranks = 4;
+  c.channels = 2;
+  c.duration_s = 40;
+  c.stall_rank = 1;
+  c.stall_after_s = 5;
+  pid_t sim = nt_sim_spawn(&c);
+  bool up = sim > 0 && wait_endpoints(bdir, c.ranks, 30);
+  char box[64], out[64], err[64];
+  path_in(box, sizeof box, "box.ntr");
+  path_in(out, sizeof out, "box.out");
+  path_in(err, sizeof err, "box.err");
+  double t0 = now_s();
+  char *av[] = {nccltop,         "record", box,       "--dir", bdir,         "--last", "4s",
+                "--until-alert", "root",   "--after", "1s",    "--stall-ms", "1000",   NULL};
+  int rc = up ? run(av, out, err, 30) : -2;
+  double took = now_s() - t0;
+  stop_group(&sim);
+  remove_dir(bdir);
+  char *e = slurp(err);
+  fprintf(stderr, "    after %.1f s: %s", took, e ? e : "?\n");
+  bool said = e && strstr(e, "alert root") && strstr(e, "of history");
+  free(e);
+  CHECK(up);
+  CHECK_EQ_U64(rc, 0);
+  CHECK(said);
+  /* What the file holds: every rank's hello, snapshots of the last 4 s
+   * before the alert (not the first seconds), then 1 s more. */
+  char why[700] = "";
+  nt_rec_reader *r = nt_rec_open(box, why, sizeof why);
+  CHECK(r != NULL);
+  nt_rec_record x;
+  int hellos = 0, snaps = 0;
+  double first_snap = -1, last = 0;
+  while ((rc = nt_rec_next(r, &x, why, sizeof why)) == 1) {
+    double t = x.t_ns / 1e9;
+    bool snap = x.topic_len == strlen(NT_TOPIC_SNAPSHOT) && !memcmp(x.topic, NT_TOPIC_SNAPSHOT, 11);
+    hellos += x.topic_len == strlen(NT_TOPIC_HELLO) && !memcmp(x.topic, NT_TOPIC_HELLO, 13);
+    if (snap && first_snap < 0) first_snap = t;
+    snaps += snap;
+    last = t;
+  }
+  nt_rec_close_reader(r);
+  fprintf(stderr, "    %d hellos, %d snapshots from %.2f s to %.2f s\n", hellos, snaps, first_snap,
+          last);
+  CHECK_EQ_U64(rc, 0);
+  CHECK(hellos >= c.ranks);
+  CHECK(first_snap >= 1.0);        /* older history was dropped */
+  CHECK(last - first_snap >= 4.0); /* the window, and the second after */
+  CHECK(last - first_snap <= 4.0 + 1.0 + 1.5);
+  CHECK(snaps >= c.ranks * 4 * 10); /* 20 snapshots a second per rank, most of them */
+  /* Replayed, it names rank 1 root. */
+  char *rv[] = {nccltop,      "replay", box,       "-b",  "--json",
+                "--stall-ms", "1000",   "--speed", "max", NULL};
+  CHECK_EQ_U64(run(rv, out, err, 60), 0);
+  int nf;
+  cJSON **fr = frames_of(out, &nf);
+  bool root = false;
+  for (int i = 0; i < nf; i++) {
+    const cJSON *a;
+    cJSON_ArrayForEach(a, get(fr[i], "alerts")) {
+      root |= !strcmp(str(a, "kind"), "root") && num(a, "rank") == 1;
+    }
+  }
+  free_frames(fr, nf);
+  CHECK(root);
+}
+
 int main(void) {
   scenario_init();
   snprintf(dir, sizeof dir, "/tmp/nccltop-rec-XXXXXX");
   if (!mkdtemp(dir)) return 1;
   TEST_RUN(replay_prints_the_live_viewers_totals_and_frames);
   TEST_RUN(replay_of_a_cut_or_corrupted_file_keeps_what_came_before);
+  TEST_RUN(the_black_box_writes_the_history_before_a_stall);
   if (!getenv("KEEP"))
     remove_dir(dir);
   else
