@@ -287,12 +287,65 @@ static void the_black_box_writes_the_history_before_a_stall(void) {
   CHECK(root);
 }
 
+/* The deterministic job's recording as a Chrome trace: JSON a parser
+ * takes, a named process per rank, one slice per operation done (the
+ * replay's count), each with its function, size, algorithm, protocol and
+ * phase. */
+static void the_chrome_trace_has_a_slice_per_operation_done(void) {
+  char trace[64], out[64], err[64];
+  path_in(trace, sizeof trace, "trace.json");
+  path_in(out, sizeof out, "export.out");
+  path_in(err, sizeof err, "export.err");
+  char *av[] = {nccltop, "export", rec, "--chrome-trace", trace, NULL};
+  CHECK_EQ_U64(run(av, out, err, 60), 0);
+  char *text = slurp(trace);
+  cJSON *t = text ? cJSON_Parse(text) : NULL;
+  free(text);
+  CHECK(t != NULL);
+  int slices = 0, named = 0, bad = 0, coll = 0;
+  const cJSON *e;
+  cJSON_ArrayForEach(e, get(t, "traceEvents")) {
+    const char *ph = str(e, "ph");
+    if (!strcmp(ph, "X")) {
+      slices++;
+      const cJSON *a = get(e, "args");
+      coll += !strcmp(str(e, "cat"), "collective");
+      if (!*str(a, "function") || num(a, "bytes") <= 0 || !*str(a, "algorithm") ||
+          !*str(a, "protocol") || !cJSON_IsString(get(a, "phase")) || num(e, "dur") < 0)
+        bad++;
+    } else if (!strcmp(ph, "M") && !strcmp(str(e, "name"), "process_name")) {
+      char host[64];
+      unsigned pid;
+      int r, n;
+      named +=
+          sscanf(str(get(e, "args"), "name"), "%63[^:]:%u rank %d/%d", host, &pid, &r, &n) == 4 &&
+          n == job.ranks;
+    }
+  }
+  cJSON_Delete(t);
+  /* Operations done, as the replay's last frame counts them. */
+  char replay[64];
+  path_in(replay, sizeof replay, "replay.json");
+  int nf;
+  cJSON **fr = frames_of(replay, &nf);
+  double done = 0;
+  cJSON_ArrayForEach(e, get(fr[nf - 1], "collectives")) done += num(e, "done");
+  free_frames(fr, nf);
+  fprintf(stderr, "    %d slices (%d collectives), %.0f operations done, %d ranks named\n", slices,
+          coll, done, named);
+  CHECK_EQ_U64(bad, 0);
+  CHECK_EQ_U64(named, job.ranks * job.comms);
+  CHECK_EQ_U64(slices, (uint64_t)done);
+  CHECK_EQ_U64(slices, job.ranks * job.comms * job.iterations * 1);
+}
+
 int main(void) {
   scenario_init();
   snprintf(dir, sizeof dir, "/tmp/nccltop-rec-XXXXXX");
   if (!mkdtemp(dir)) return 1;
   TEST_RUN(replay_prints_the_live_viewers_totals_and_frames);
   TEST_RUN(replay_of_a_cut_or_corrupted_file_keeps_what_came_before);
+  TEST_RUN(the_chrome_trace_has_a_slice_per_operation_done);
   TEST_RUN(the_black_box_writes_the_history_before_a_stall);
   if (!getenv("KEEP"))
     remove_dir(dir);
