@@ -4,6 +4,7 @@
  * (batch), at the recording's pace or as fast as possible (--speed max). */
 #include <errno.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,8 +13,22 @@
 #include "recording.h"
 #include "viewer.h"
 
+/* The first signal stops the replay (the screen gives the terminal back);
+ * a second one, if it has not stopped, ends the process the default way. */
+static void on_quit(int sig) {
+  if (nt_quit_requested()) {
+    nt_term_restore_now();
+    signal(sig, SIG_DFL);
+    raise(sig);
+    return;
+  }
+  nt_request_quit(sig);
+}
+
 static void replay_usage(FILE *f) {
   fprintf(f, "usage: nccltop replay FILE [options]   show a recording as the monitor saw it\n"
+             "  the monitor's screen on the recording's clock: Space pauses, Left Right seek\n"
+             "  10 s, Home End go to the start / end, [ ] halve / double the speed\n"
              "  -b, --batch          print frames (with --json: JSON lines), as the live -b did\n"
              "  --speed X            X times the recorded pace, 0.1..1000, or max (default 1)\n"
              "  -n N, -d TIME, --json, --stall-ms MS, -C, -A, --max-memory MIB: as the monitor's\n"
@@ -131,11 +146,27 @@ int nt_replay_main(int argc, char **argv) {
     fprintf(stderr, "nccltop replay: --dir, --connect and --record are for live sources\n");
     return 2;
   }
-  if (!o.batch) {
-    fprintf(stderr, "nccltop replay: the interactive replay is not built yet; use -b\n");
-    return 2;
-  }
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_quit;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, NULL);
+  sigaction(SIGTERM, &sa, NULL);
+  sigaction(SIGHUP, &sa, NULL);
+  signal(SIGPIPE, SIG_IGN);
   char err[700];
+  if (!o.batch) {
+    nt_replay *rp = nt_replay_open(path, &o, err, sizeof err);
+    if (!rp) {
+      fprintf(stderr, "nccltop replay: %s\n", err);
+      return 1;
+    }
+    o.replay = rp;
+    nt_replay_set_speed(rp, speed);
+    int rc = nt_screen_run(nt_replay_model(rp), NULL, &o);
+    nt_replay_close(rp);
+    return rc;
+  }
   feed f = {0};
   if (!(f.rd = nt_rec_open(path, err, sizeof err))) {
     fprintf(stderr, "nccltop replay: %s\n", err);

@@ -30,6 +30,9 @@ typedef struct {
   /* --max-memory: the model's byte budget (nt_model_set_budget), in MiB */
   uint32_t max_memory_mib;
   const char *record; /* --record FILE: what the source receives goes there too */
+  /* `nccltop replay` on the screen: the recording replaces the source
+   * (recording.h); NULL live. */
+  struct nt_replay *replay;
 } nt_options;
 
 /* Views, in Tab order; digits 1.. select them. */
