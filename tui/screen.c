@@ -258,7 +258,6 @@ int nt_screen_run(nt_model *m, nt_source *src, const nt_options *o) {
     if (o->replay) { /* the recording instead of the source; its model may be new */
       nt_replay_poll(o->replay, 50);
       s.m = m = nt_replay_model(o->replay);
-      nt_replay_status(o->replay, s.watching, sizeof s.watching);
     } else {
       nt_source_poll(src, m, 50);
     }
@@ -272,11 +271,14 @@ int nt_screen_run(nt_model *m, nt_source *src, const nt_options *o) {
       s.last_key = key;
     }
     m = s.m;
-    s.now = o->replay ? nt_replay_clock(o->replay) : nt_now_s();
+    /* The model's clock (a replay's own); redraws go by the wall clock. */
+    double wall = nt_now_s();
+    s.now = o->replay ? nt_replay_clock(o->replay) : wall;
+    if (o->replay) nt_replay_status(o->replay, s.watching, sizeof s.watching);
     if (!running) break;
-    if (input || s.now >= next_draw) {
+    if (input || wall >= next_draw) {
       nt_model_tick(m, s.now);
-      bool update = s.now >= next_draw;
+      bool update = wall >= next_draw;
       if (update && !s.paused) {
         nt_screen_sample(&s);
         /* Every update, whatever the view: they track how long ranks lag. */
@@ -285,7 +287,7 @@ int nt_screen_run(nt_model *m, nt_source *src, const nt_options *o) {
       /* Paused, the screen holds still: redrawn only for a key. */
       if (input || !s.paused) draw(&s);
       if (update) {
-        next_draw = s.now + o->delay_ms / 1000.0;
+        next_draw = wall + o->delay_ms / 1000.0;
         if (o->iterations && ++updates >= o->iterations) break;
       }
     }
