@@ -141,18 +141,19 @@ tsan: deps
 # Fuzzing (libFuzzer, clang): `make fuzz FUZZ_SECONDS=N` runs each target N
 # seconds on the seed corpus in tests/fuzz/corpus/; new inputs go to build/fuzz/.
 FUZZ_SECONDS ?= 60
-FUZZ_TARGETS := fuzz_snapshot fuzz_meta fuzz_topo fuzz_plugin
+FUZZ_TARGETS := fuzz_snapshot fuzz_meta fuzz_topo fuzz_plugin fuzz_recording
 FUZZ_CFLAGS := -std=c11 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer,address,undefined \
   -fno-sanitize-recover=all $(PKG_CFLAGS)
 FUZZ_SRC_fuzz_snapshot := $(PROTO_SRC)
 FUZZ_SRC_fuzz_meta := $(PROTO_SRC)
 FUZZ_SRC_fuzz_topo := $(TOPO_SRC) $(PROTO_SRC)
 FUZZ_SRC_fuzz_plugin := $(PLUGIN_SRC) $(filter-out %_decode.c,$(PROTO_SRC))
+FUZZ_SRC_fuzz_recording := tui/record_file.c
 FUZZ_BINS := $(addprefix build/fuzz/,$(FUZZ_TARGETS))
 
-build/fuzz/%: tests/fuzz/%.c $(PROTO_SRC) $(TOPO_SRC) $(PLUGIN_SRC) | deps
+build/fuzz/%: tests/fuzz/%.c $(PROTO_SRC) $(TOPO_SRC) $(PLUGIN_SRC) tui/record_file.c | deps
 	@mkdir -p $(dir $@)
-	clang $(FUZZ_CFLAGS) -o $@ $< $(FUZZ_SRC_$*) -lcjson -lexpat -lzmq -lpthread -lm
+	clang $(FUZZ_CFLAGS) -o $@ $< $(FUZZ_SRC_$*) -lcjson -lexpat -lzmq -lzstd -lpthread -lm
 
 fuzz: $(FUZZ_BINS)
 	FUZZ_SECONDS=$(FUZZ_SECONDS) sh tests/fuzz/run.sh $(FUZZ_TARGETS)
