@@ -6,6 +6,7 @@
  * root`) writes the history before a --stall-rank stall; the Chrome trace
  * export is JSON with one slice per operation done. */
 #include <fcntl.h>
+#include <sys/stat.h>
 
 #include "scenario_harness.h"
 #include "../tui/recording.h"
@@ -339,6 +340,63 @@ static void the_chrome_trace_has_a_slice_per_operation_done(void) {
   CHECK_EQ_U64(slices, job.ranks * job.comms * job.iterations * 1);
 }
 
+/* Counts a recording's records: hellos, and all; -1 on a read error. */
+static int count_records(const char *p, int *hellos) {
+  char why[700];
+  nt_rec_reader *r = nt_rec_open(p, why, sizeof why);
+  if (!r) return fprintf(stderr, "    %s\n", why), -1;
+  nt_rec_record x;
+  int n = 0, rc;
+  *hellos = 0;
+  while ((rc = nt_rec_next(r, &x, why, sizeof why)) == 1) {
+    n++;
+    *hellos += x.topic_len == strlen(NT_TOPIC_HELLO) && !memcmp(x.topic, NT_TOPIC_HELLO, 13);
+  }
+  nt_rec_close_reader(r);
+  return rc == 0 ? n : -1;
+}
+
+/* --max-size: the file moves to FILE.1 at the size, and the new FILE
+ * starts with every publisher's hello, so it replays alone. */
+static void max_size_rotates_and_each_file_replays_alone(void) {
+  char rdir[32];
+  snprintf(rdir, sizeof rdir, "/tmp/nccltop-rot-XXXXXX");
+  CHECK(mkdtemp(rdir) != NULL);
+  nt_sim_config c;
+  base_config(&c, rdir);
+  c.ranks = 3;
+  c.duration_s = 30;
+  pid_t sim = nt_sim_spawn(&c);
+  bool up = sim > 0 && wait_endpoints(rdir, c.ranks, 30);
+  char f[64], f1[80], out[64], err[64];
+  path_in(f, sizeof f, "rot.ntr");
+  snprintf(f1, sizeof f1, "%s.1", f);
+  path_in(out, sizeof out, "rot.out");
+  path_in(err, sizeof err, "rot.err");
+  char *av[] = {nccltop, "record", f, "--dir", rdir, "--max-size", "64K", "--duration", "4s", NULL};
+  int rc = up ? run(av, out, err, 30) : -2;
+  stop_group(&sim);
+  remove_dir(rdir);
+  CHECK(up);
+  CHECK_EQ_U64(rc, 0);
+  struct stat a, b;
+  CHECK(stat(f, &a) == 0 && stat(f1, &b) == 0);
+  int h0, h1, n0 = count_records(f, &h0), n1 = count_records(f1, &h1);
+  fprintf(stderr, "    FILE %lld bytes %d records %d hellos; FILE.1 %lld bytes %d records\n",
+          (long long)a.st_size, n0, h0, (long long)b.st_size, n1);
+  CHECK(b.st_size >= 65536 && b.st_size < 65536 + 256 * 1024);
+  CHECK(n0 > 0 && n1 > 0);
+  CHECK(h0 >= c.ranks);
+  char *rv[] = {nccltop, "replay", f, "-b", "--json", "--speed", "max", NULL};
+  CHECK_EQ_U64(run(rv, out, err, 60), 0);
+  int nf;
+  cJSON **fr = frames_of(out, &nf);
+  bool named = nf > 0 && cJSON_GetArraySize(get(fr[nf - 1], "processes")) == c.ranks &&
+               *str(cJSON_GetArrayItem(get(fr[nf - 1], "processes"), 0), "plugin_version");
+  free_frames(fr, nf);
+  CHECK(named);
+}
+
 int main(void) {
   scenario_init();
   snprintf(dir, sizeof dir, "/tmp/nccltop-rec-XXXXXX");
@@ -346,6 +404,7 @@ int main(void) {
   TEST_RUN(replay_prints_the_live_viewers_totals_and_frames);
   TEST_RUN(replay_of_a_cut_or_corrupted_file_keeps_what_came_before);
   TEST_RUN(the_chrome_trace_has_a_slice_per_operation_done);
+  TEST_RUN(max_size_rotates_and_each_file_replays_alone);
   TEST_RUN(the_black_box_writes_the_history_before_a_stall);
   if (!getenv("KEEP"))
     remove_dir(dir);

@@ -15,6 +15,7 @@
 #include "viewer.h"
 
 #define STICKY_MAX      4096         /* hello, comm and topology messages kept for a new file */
+#define STICKY_BYTES    (64u << 20)  /* ...and the bytes they may take */
 #define BLACKBOX_MAX    (256u << 20) /* bytes the --last window may hold at most */
 #define ALERT_PERIOD_S  0.5
 #define DEFAULT_AFTER_S 30.0
@@ -40,6 +41,7 @@ struct nt_recorder {
   /* Rotation (--max-size) and the black box need the introductions. */
   kept **sticky;
   uint32_t nsticky;
+  size_t sticky_bytes;
   bool keep_sticky;
   /* Black box: a ring of kept messages. */
   bool blackbox;
@@ -97,12 +99,14 @@ static void remember_sticky(nt_recorder *r, const char *endpoint, uint32_t pid, 
   }
   kept *k = keep(endpoint, pid, topic, tl, body, bl, t);
   if (!k) return;
-  if (r->nsticky == STICKY_MAX) {
+  while (r->nsticky && (r->nsticky == STICKY_MAX || r->sticky_bytes + bl > STICKY_BYTES)) {
+    r->sticky_bytes -= r->sticky[0]->body_len;
     free(r->sticky[0]);
-    memmove(r->sticky, r->sticky + 1, (STICKY_MAX - 1) * sizeof *r->sticky);
+    memmove(r->sticky, r->sticky + 1, (r->nsticky - 1) * sizeof *r->sticky);
     r->nsticky--;
   }
   r->sticky[r->nsticky++] = k; /* in time order: the newest last */
+  r->sticky_bytes += bl;
 }
 
 static void write_record(nt_recorder *r, const nt_rec_record *rec, double t) {

@@ -497,7 +497,10 @@ int nt_rec_next(nt_rec_reader *r, nt_rec_record *out, char *err, size_t errlen) 
           return fail(r, err, errlen, at, "unknown record type in the chunk at this offset");
         if (el > NT_REC_MAX_ENDPOINT || (size_t)(end - q) < el)
           return fail(r, err, errlen, at, "bad endpoint length in the chunk at this offset");
-        memcpy(r->endpoint, q, el);
+        /* An endpoint name is shown: printable ASCII only (a recorder writes
+         * socket paths and tcp:// addresses). */
+        for (size_t k = 0; k < el; k++)
+          r->endpoint[k] = q[k] >= 0x20 && q[k] < 0x7f ? (char)q[k] : '?';
         r->endpoint[el] = '\0';
         q += el;
         out->endpoint = r->endpoint;
