@@ -286,6 +286,34 @@ static void the_black_box_writes_the_history_before_a_stall(void) {
   }
   free_frames(fr, nf);
   CHECK(root);
+  /* Its trace: the counter tracks of every rank, and the root alert as an
+   * instant on rank 1's process. */
+  char trace[64];
+  path_in(trace, sizeof trace, "box.json");
+  char *ev[] = {nccltop, "export", box, "--chrome-trace", trace, "--stall-ms", "1000", NULL};
+  CHECK_EQ_U64(run(ev, out, err, 60), 0);
+  char *text = slurp(trace);
+  cJSON *t = text ? cJSON_Parse(text) : NULL;
+  free(text);
+  CHECK(t != NULL);
+  int waits = 0, rates = 0, states = 0, roots = 0, rank1 = -1;
+  const cJSON *ev2;
+  cJSON_ArrayForEach(ev2, get(t, "traceEvents")) {
+    const char *ph = str(ev2, "ph"), *name = str(ev2, "name");
+    if (!strcmp(ph, "M") && !strcmp(name, "process_name") &&
+        strstr(str(get(ev2, "args"), "name"), " rank 1/4 "))
+      rank1 = (int)num(ev2, "pid");
+    waits += !strcmp(ph, "C") && !strcmp(name, "channel waits (ms/s)") &&
+             num(get(ev2, "args"), "recv_gpu_wait") >= 0;
+    rates += !strcmp(ph, "C") && !strcmp(name, "bytes/s");
+    states += !strcmp(ph, "C") && !strcmp(name, "proxy thread states (share)");
+    roots += !strcmp(ph, "i") && !strcmp(name, "alert: root") && num(ev2, "pid") == rank1;
+  }
+  cJSON_Delete(t);
+  fprintf(stderr, "    trace: %d wait, %d bytes/s, %d proxy samples, %d root alerts on rank 1\n",
+          waits, rates, states, roots);
+  CHECK(waits >= 4 * 30 && rates == waits && states == waits);
+  CHECK(roots >= 1);
 }
 
 /* The deterministic job's recording as a Chrome trace: JSON a parser
