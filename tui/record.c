@@ -35,7 +35,7 @@ struct nt_recorder {
   nt_rec_writer *w;
   char path[512];
   double start_s;
-  bool failed;
+  bool failed, quit_on_error;
   char err[600];
   uint64_t messages;
   /* Rotation (--max-size) and the black box need the introductions. */
@@ -112,8 +112,8 @@ static void remember_sticky(nt_recorder *r, const char *endpoint, uint32_t pid, 
 static void write_record(nt_recorder *r, const nt_rec_record *rec, double t) {
   if (r->failed || !r->w) return;
   if (nt_rec_write(r->w, rec, t, r->err, sizeof r->err) != 0) {
-    r->failed = true;
-    nt_request_quit(SIGTERM);
+    r->failed = true; /* `record` stops; the monitor stops recording, says so at exit */
+    if (r->quit_on_error) nt_request_quit(SIGTERM);
     return;
   }
   r->messages++;
@@ -439,6 +439,7 @@ int nt_record_main(int argc, char **argv) {
   }
   nt_model_set_budget(m, (size_t)o.max_memory_mib << 20);
   r->keep_sticky = max_size > 0 || until >= 0;
+  r->quit_on_error = true;
   r->blackbox = until >= 0;
   r->window_s = last;
   int rc = 0;

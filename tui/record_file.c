@@ -207,8 +207,10 @@ int nt_rec_write(nt_rec_writer *w, const nt_rec_record *r, double t_mono_s, char
   if (el > NT_REC_MAX_ENDPOINT) el = NT_REC_MAX_ENDPOINT;
   bool msg = r->type == NT_REC_MESSAGE;
   size_t tl = msg ? r->topic_len : 0, bl = msg ? r->body_len : 0;
-  if (tl > NT_REC_MAX_TOPIC || bl > NT_MAX_MESSAGE_BYTES)
-    return snprintf(err, errlen, "message too large to record"), -1;
+  /* No topic is that long: what is kept is enough for replay to say it is
+   * unknown, as live. */
+  if (tl > NT_REC_MAX_TOPIC) tl = NT_REC_MAX_TOPIC;
+  if (bl > NT_MAX_MESSAGE_BYTES) return snprintf(err, errlen, "message too large to record"), -1;
   size_t len = 1 + 8 + 4 + 1 + el + (msg ? 1 + tl + 4 + bl : 0);
   if (8 + len > w->rec_cap) {
     uint8_t *p = realloc(w->rec, 8 + len);
