@@ -390,9 +390,11 @@ int nt_export_main(int argc, char **argv) {
   nt_rec_applier *ap = nt_rec_applier_new();
   x.out = fopen(out_path, "w");
   int rc = 0;
-  if (!x.ranks || !m || !ap || !x.out) {
-    fprintf(stderr, "nccltop export: %s\n",
-            !x.out ? "cannot create the output file" : "out of memory");
+  if (!x.out) {
+    fprintf(stderr, "nccltop export: cannot create %s: %s\n", out_path, strerror(errno));
+    rc = 1;
+  } else if (!x.ranks || !m || !ap) {
+    fprintf(stderr, "nccltop export: out of memory\n");
     rc = 1;
   }
   static uint64_t prev[256];
