@@ -399,7 +399,7 @@ int nt_export_main(int argc, char **argv) {
   }
   static uint64_t prev[256];
   uint32_t nprev = 0;
-  double start_s = (double)nt_rec_header_of(rd)->start_mono_ns / 1e9, next_alert = 0;
+  double next_alert = 0;
   if (rc == 0 &&
       fprintf(x.out, "{\"displayTimeUnit\":\"ms\",\"otherData\":{\"source\":\"nccltop\"},"
                      "\"traceEvents\":[") < 0)
@@ -407,7 +407,7 @@ int nt_export_main(int argc, char **argv) {
   nt_rec_record r;
   int got = 0;
   while (rc == 0 && !x.failed && (got = nt_rec_next(rd, &r, err, sizeof err)) == 1) {
-    double rel = (double)r.t_ns / 1e9, now = start_s + rel;
+    double rel = (double)r.t_ns / 1e9, now = nt_rec_time_s(nt_rec_header_of(rd), r.t_ns);
     nt_rec_apply(ap, m, &r, now);
     const nt_snapshot *s = nt_rec_last_snapshot(ap);
     if (s) add_snapshot(&x, m, r.endpoint, s);

@@ -65,7 +65,7 @@ static void install_signals(void) {
 }
 
 /* Prints a frame every delay_ms; polls the source in between. */
-static int run_batch(nt_model *m, nt_source *src, const nt_options *o) {
+static int run_batch(nt_model *m, nt_source *src, const nt_options *o, nt_recorder *rec) {
   double until = nt_now_s() + o->wait_first_s;
   while (!nt_model_last_data_s(m) && nt_now_s() < until && !nt_quit_requested())
     nt_source_poll(src, m, 50);
@@ -75,6 +75,7 @@ static int run_batch(nt_model *m, nt_source *src, const nt_options *o) {
     if (now >= next) {
       nt_model_tick(m, now);
       if (nt_batch_print(stdout, m, o, now) != 0) return 1;
+      nt_recorder_frame(rec, now); /* --record: replay prints its frames at these times */
       frame++;
       next += delay;
       if (next < now) next = now + delay; /* fell behind: do not print a burst */
@@ -140,7 +141,7 @@ static int run_viewer(nt_options *o) {
   if (o->record && !(rec = nt_recorder_attach(src, o->record, o->start_s, err, sizeof err))) {
     fprintf(stderr, "nccltop: --record: %s\n", err);
   } else if (!o->topology || load_topology(m, o->topology) == 0) {
-    rc = o->batch ? run_batch(m, src, o) : nt_screen_run(m, src, o);
+    rc = o->batch ? run_batch(m, src, o, rec) : nt_screen_run(m, src, o);
   }
   if (nt_recorder_detach(src, rec) != 0) rc = 1;
   nt_source_close(src);

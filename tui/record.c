@@ -35,7 +35,7 @@ struct nt_recorder {
   nt_rec_writer *w;
   char path[512];
   double start_s;
-  bool failed, quit_on_error;
+  bool failed, quit_on_error, frames_flagged;
   char err[600];
   uint64_t messages;
   /* Rotation (--max-size) and the black box need the introductions. */
@@ -215,6 +215,18 @@ nt_recorder *nt_recorder_attach(nt_source *src, const char *path, double start_s
   }
   nt_source_set_tap(src, tap, r);
   return r;
+}
+
+void nt_recorder_frame(nt_recorder *r, double now_s) {
+  if (!r || r->failed) return;
+  if (!r->frames_flagged &&
+      nt_rec_set_flags(r->w, NT_REC_FLAG_FRAMES, r->err, sizeof r->err) != 0) {
+    r->failed = true;
+    return;
+  }
+  r->frames_flagged = true;
+  nt_rec_record rec = {.type = NT_REC_FRAME, .endpoint = ""};
+  write_record(r, &rec, now_s);
 }
 
 int nt_recorder_detach(nt_source *src, nt_recorder *r) {

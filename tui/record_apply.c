@@ -43,6 +43,7 @@ static bool topic_is(const nt_rec_record *r, const char *name) {
 void nt_rec_apply(nt_rec_applier *a, nt_model *m, const nt_rec_record *r, double now_s) {
   char err[256];
   a->have_snap = false;
+  if (r->type == NT_REC_FRAME) return; /* a mark, not a message */
   if (r->type == NT_REC_GONE) {
     nt_model_endpoint_gone(m, r->endpoint);
     return;

@@ -3,6 +3,7 @@
  * against what is left before it is used. */
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -75,6 +76,15 @@ static int pwrite_all(int fd, const void *buf, size_t n, off_t at) {
   return 0;
 }
 
+uint64_t nt_rec_ns_of(double mono_s) {
+  return mono_s > 0 ? (uint64_t)llround(mono_s * 1e9) : 0;
+}
+
+double nt_rec_time_s(const nt_rec_header *h, uint64_t t_ns) {
+  uint64_t ns = h->start_mono_ns + t_ns;
+  return (double)(ns / 1000000000u) + (double)(ns % 1000000000u) / 1e9; /* as nt_now_s */
+}
+
 /* ---- writer ---- */
 
 struct nt_rec_writer {
@@ -141,7 +151,7 @@ nt_rec_writer *nt_rec_create(const char *path, double start_mono_s, char *err, s
   put16(h + 10, (uint16_t)(NT_REC_FILE_HEADER + hl));
   put32(h + 12, 0); /* flags */
   put64(h + 16, wall_ns);
-  put64(h + 24, (uint64_t)(start_mono_s * 1e9));
+  put64(h + 24, nt_rec_ns_of(start_mono_s));
   put16(h + 32, (uint16_t)hl);
   memcpy(h + NT_REC_FILE_HEADER, host, hl);
   if (write_all(w->fd, h, NT_REC_FILE_HEADER + hl) != 0) {
@@ -151,6 +161,14 @@ nt_rec_writer *nt_rec_create(const char *path, double start_mono_s, char *err, s
   }
   w->size = NT_REC_FILE_HEADER + hl;
   return w;
+}
+
+int nt_rec_set_flags(nt_rec_writer *w, uint32_t flags, char *err, size_t errlen) {
+  uint8_t b[4];
+  put32(b, flags);
+  if (pwrite_all(w->fd, b, sizeof b, 12) != 0)
+    return snprintf(err, errlen, "cannot write %s: %s", w->path, strerror(errno)), -1;
+  return 0;
 }
 
 uint64_t nt_rec_size(const nt_rec_writer *w) {
@@ -218,8 +236,10 @@ int nt_rec_write(nt_rec_writer *w, const nt_rec_record *r, double t_mono_s, char
     w->rec = p;
     w->rec_cap = 8 + len;
   }
-  double rel = t_mono_s - w->start_s;
-  uint64_t t_ns = rel > 0 ? (uint64_t)(rel * 1e9 + 0.5) : 0;
+  /* Whole nanoseconds of the monotonic clock, as clock_gettime gave them
+   * (nt_now_s's double holds them exactly enough to round back). */
+  uint64_t at = nt_rec_ns_of(t_mono_s), from = nt_rec_ns_of(w->start_s);
+  uint64_t t_ns = at > from ? at - from : 0;
   if (w->chunk_open && t_ns < w->chunk_last_ns) t_ns = w->chunk_last_ns; /* never backwards */
   uint8_t *p = w->rec + 8;
   put32(w->rec, (uint32_t)len);
@@ -349,6 +369,7 @@ nt_rec_reader *nt_rec_open(const char *path, char *err, size_t errlen) {
     nt_rec_close_reader(r);
     return NULL;
   }
+  r->header.flags = get32(h + 12);
   r->header.start_wall_ns = get64(h + 16);
   r->header.start_mono_ns = get64(h + 24);
   memcpy(r->header.host, h + NT_REC_FILE_HEADER, hl);
@@ -495,7 +516,7 @@ int nt_rec_next(nt_rec_reader *r, nt_rec_record *out, char *err, size_t errlen) 
         out->pid = get32(q + 9);
         size_t el = q[13];
         q += 14;
-        if (out->type != NT_REC_MESSAGE && out->type != NT_REC_GONE)
+        if (out->type != NT_REC_MESSAGE && out->type != NT_REC_GONE && out->type != NT_REC_FRAME)
           return fail(r, err, errlen, at, "unknown record type in the chunk at this offset");
         if (el > NT_REC_MAX_ENDPOINT || (size_t)(end - q) < el)
           return fail(r, err, errlen, at, "bad endpoint length in the chunk at this offset");

@@ -29,7 +29,8 @@
 #define NT_REC_CHUNK_RAW      (8u << 20) /* ...or after this many uncompressed bytes */
 #define NT_REC_MAX_RECORD_LEN (NT_MAX_MESSAGE_BYTES + 512)
 
-enum nt_rec_type { NT_REC_MESSAGE = 1, NT_REC_GONE = 2 };
+/* FRAME: the monitor (-b --record) printed a frame at this time. */
+enum nt_rec_type { NT_REC_MESSAGE = 1, NT_REC_GONE = 2, NT_REC_FRAME = 3 };
 
 /* One record as read back; pointers stay valid until the next read. */
 typedef struct {
@@ -46,10 +47,21 @@ typedef struct {
 
 typedef struct {
   uint16_t version;
+  uint32_t flags;         /* NT_REC_FLAG_* */
   uint64_t start_wall_ns; /* the recorder's CLOCK_REALTIME at the start */
   uint64_t start_mono_ns; /* the recorder's CLOCK_MONOTONIC at the start */
   char host[NT_REC_MAX_HOST + 1];
 } nt_rec_header;
+
+/* Header flags. FRAMES: the batch monitor recorded when it printed its
+ * frames (FRAME records); replay prints its frames at those times. */
+#define NT_REC_FLAG_FRAMES 1u
+
+/* Receive times: whole nanoseconds of the monotonic clock. nt_rec_ns_of
+ * turns the viewer's seconds (nt_now_s) into them; nt_rec_time_s gives a
+ * record's time back in the viewer's seconds, the very double the live
+ * viewer had. */
+uint64_t nt_rec_ns_of(double mono_s);
 
 /* ---- writer ---- */
 typedef struct nt_rec_writer nt_rec_writer;
@@ -62,11 +74,14 @@ nt_rec_writer *nt_rec_create(const char *path, double start_mono_s, char *err, s
 int nt_rec_write(nt_rec_writer *w, const nt_rec_record *r, double t_mono_s, char *err,
                  size_t errlen);
 uint64_t nt_rec_size(const nt_rec_writer *w); /* bytes written so far */
+/* Sets the header's flags (NT_REC_FLAG_*); -1 with err on a write error. */
+int nt_rec_set_flags(nt_rec_writer *w, uint32_t flags, char *err, size_t errlen);
 double nt_rec_start_s(const nt_rec_writer *w);
 /* Ends the last chunk and closes; -1 with err on a write error. NULL is fine. */
 int nt_rec_close(nt_rec_writer *w, char *err, size_t errlen);
 
 /* ---- reader ---- */
+double nt_rec_time_s(const nt_rec_header *h, uint64_t t_ns);
 typedef struct nt_rec_reader nt_rec_reader;
 /* Opens and checks the header: not a recording, a newer version, a bad
  * header are refused with one line in err. */
@@ -104,6 +119,8 @@ typedef struct nt_recorder nt_recorder;
  * FILE. NULL with err. */
 nt_recorder *nt_recorder_attach(nt_source *src, const char *path, double start_s, char *err,
                                 size_t errlen);
+/* The batch monitor printed a frame at now_s (a FRAME record); NULL: no-op. */
+void nt_recorder_frame(nt_recorder *rec, double now_s);
 /* Detaches and closes; returns 0, or -1 after printing a write error. */
 int nt_recorder_detach(nt_source *src, nt_recorder *rec);
 

@@ -55,7 +55,7 @@ typedef struct {
 } feed;
 
 static double rec_time(const feed *f) {
-  return f->start_s + (double)f->rec.t_ns / 1e9;
+  return nt_rec_time_s(nt_rec_header_of(f->rd), f->rec.t_ns);
 }
 
 static void advance(feed *f) {
@@ -74,6 +74,33 @@ static void apply_until(feed *f, nt_model *m, double until) {
     nt_rec_apply(f->ap, m, &f->rec, rec_time(f));
     advance(f);
   }
+}
+
+/* A recording of the batch monitor (-b --record) holds the times it
+ * printed its frames: the same frames, printed at the same times, after
+ * the same messages. */
+static int run_recorded_frames(feed *f, nt_model *m, const nt_options *o, double speed) {
+  double wall0 = nt_now_s(), first = -1;
+  int frame = 0;
+  while (f->have && !nt_quit_requested() && (!o->iterations || frame < o->iterations)) {
+    double t = rec_time(f);
+    if (f->rec.type != NT_REC_FRAME) {
+      nt_rec_apply(f->ap, m, &f->rec, t);
+      advance(f);
+      continue;
+    }
+    if (first < 0) first = t;
+    if (speed > 0) {
+      double at = wall0 + (t - first) / speed;
+      while (!nt_quit_requested() && nt_now_s() < at) sleep_until(at);
+      if (nt_quit_requested()) break;
+    }
+    nt_model_tick(m, t);
+    if (nt_batch_print(stdout, m, o, t) != 0) return 1;
+    frame++;
+    advance(f);
+  }
+  return f->rc;
 }
 
 static int run_batch(feed *f, nt_model *m, const nt_options *o, double speed) {
@@ -172,7 +199,7 @@ int nt_replay_main(int argc, char **argv) {
     fprintf(stderr, "nccltop replay: %s\n", err);
     return 1;
   }
-  f.start_s = (double)nt_rec_header_of(f.rd)->start_mono_ns / 1e9;
+  f.start_s = nt_rec_time_s(nt_rec_header_of(f.rd), 0);
   o.start_s = f.start_s;
   nt_model *m = nt_model_new();
   f.ap = nt_rec_applier_new();
@@ -185,7 +212,9 @@ int nt_replay_main(int argc, char **argv) {
   }
   nt_model_set_budget(m, (size_t)o.max_memory_mib << 20);
   advance(&f);
-  int rc = run_batch(&f, m, &o, speed);
+  int rc = nt_rec_header_of(f.rd)->flags & NT_REC_FLAG_FRAMES
+               ? run_recorded_frames(&f, m, &o, speed)
+               : run_batch(&f, m, &o, speed);
   nt_model_free(m);
   nt_rec_applier_free(f.ap);
   nt_rec_close_reader(f.rd);

@@ -69,7 +69,7 @@ static void apply_until(nt_replay *r, double rel) {
       nt_model_tick(r->m, r->start_s + t);
       r->last_tick_rel = t;
     }
-    nt_rec_apply(r->ap, r->m, &r->rec, r->start_s + t);
+    nt_rec_apply(r->ap, r->m, &r->rec, nt_rec_time_s(nt_rec_header_of(r->rd), r->rec.t_ns));
     advance(r);
   }
 }
@@ -122,7 +122,7 @@ nt_replay *nt_replay_open(const char *path, const nt_options *o, char *err, size
     nt_replay_close(r);
     return NULL;
   }
-  r->start_s = (double)nt_rec_header_of(r->rd)->start_mono_ns / 1e9;
+  r->start_s = nt_rec_time_s(nt_rec_header_of(r->rd), 0);
   r->nidx = nt_rec_index(r->rd, r->idx, MAX_SEEK_POINTS);
   /* The end as far as the chunk headers say (a closed last chunk gives its
    * last time); reading moves it on. */
