@@ -95,6 +95,7 @@ struct nt_rec_writer {
   uint64_t size; /* bytes in the file */
   bool chunk_open;
   uint64_t chunk_offset, chunk_first_ns, chunk_last_ns, chunk_raw;
+  uint64_t last_ns; /* the last record's time */
   uint32_t chunk_records;
   uint8_t *out; /* compressor output */
   size_t out_cap;
@@ -240,7 +241,8 @@ int nt_rec_write(nt_rec_writer *w, const nt_rec_record *r, double t_mono_s, char
    * (nt_now_s's double holds them exactly enough to round back). */
   uint64_t at = nt_rec_ns_of(t_mono_s), from = nt_rec_ns_of(w->start_s);
   uint64_t t_ns = at > from ? at - from : 0;
-  if (w->chunk_open && t_ns < w->chunk_last_ns) t_ns = w->chunk_last_ns; /* never backwards */
+  if (t_ns < w->last_ns) t_ns = w->last_ns; /* never backwards, across chunks too */
+  w->last_ns = t_ns;
   uint8_t *p = w->rec + 8;
   put32(w->rec, (uint32_t)len);
   p[0] = (uint8_t)r->type;
@@ -308,6 +310,7 @@ struct nt_rec_reader {
   uint8_t *buf;
   size_t buf_cap, buf_start, buf_len;
   char endpoint[NT_REC_MAX_ENDPOINT + 1];
+  uint64_t last_ns; /* the last record's time */
   bool failed;
 };
 
@@ -513,6 +516,10 @@ int nt_rec_next(nt_rec_reader *r, nt_rec_record *out, char *err, size_t errlen) 
           return fail(r, err, errlen, at, "record checksum mismatch in the chunk at this offset");
         out->type = q[0];
         out->t_ns = get64(q + 1);
+        /* Times never go back (the model's clock is monotonic): a file that
+         * says otherwise is taken as if they stood still. */
+        if (out->t_ns < r->last_ns) out->t_ns = r->last_ns;
+        r->last_ns = out->t_ns;
         out->pid = get32(q + 9);
         size_t el = q[13];
         q += 14;
@@ -586,6 +593,7 @@ int nt_rec_seek(nt_rec_reader *r, uint64_t offset, char *err, size_t errlen) {
                     (unsigned long long)offset),
            -1;
   r->failed = false;
+  r->last_ns = 0;
   r->in_chunk = false;
   r->pos = offset;
   r->buf_start = r->buf_len = 0;
