@@ -1,8 +1,8 @@
 /* The interactive replay in a pseudo-terminal (libvterm): a 60 s recording
  * of one publisher (a snapshot every 0.5 s) shows REPLAY with its clock;
  * Space pauses it (the clock stands still), Right and Left seek 10 s, End
- * goes to the last message, Home to the first, ] and [ double and halve the
- * speed, q quits. */
+ * goes to the last message, Home to the first (the model shown follows), ]
+ * and [ double and halve the speed, q quits. */
 #include <libgen.h>
 #include <limits.h>
 #include <unistd.h>
@@ -37,6 +37,8 @@ static bool write_recording(void) {
                                 .nranks = 1,
                                 .nnodes = 1,
                                 .colls_enqueued = (uint64_t)k * 3};
+    s->nseq = 1; /* the overview's LAUNCHED column: 3 a snapshot */
+    s->seq_rows[0] = (nt_seq_row){.func = 2, .launched = (uint64_t)k * 3, .done = (uint64_t)k * 3};
     s->nproxy = 1;
     s->proxy[0] =
         (nt_proxy_row){.tid = 77,
@@ -110,13 +112,13 @@ static void replay_keys_pause_seek_and_change_speed(void) {
     vt_send(&t, "\033OD");
     ok = clock_near(&t, a, 5) && strstr(t.text, "publishers 1");
   }
-  if (ok) { /* End: the last message, 59.5 s */
+  if (ok) { /* End: the last message, 59.5 s, and the model shows it */
     vt_send(&t, "\033OF");
-    ok = clock_near(&t, 59.5, 5);
+    ok = clock_near(&t, 59.5, 5) && vt_wait_for(&t, "357-357", 5);
   }
   if (ok) { /* Home: the first; Space resumes and the clock moves */
     vt_send(&t, "\033OH");
-    ok = clock_near(&t, 0, 5);
+    ok = clock_near(&t, 0, 5) && vt_wait_for(&t, " 0-0 ", 5);
     vt_send(&t, " ");
     pump_for(&t, 1.5);
     double b = shown_clock(&t, NULL);
