@@ -24,9 +24,10 @@ struct nt_replay {
   uint32_t nidx;
   nt_rec_record rec;
   bool have, done;
-  char error[700]; /* a read error or truncation note, shown in the status */
-  double start_s;  /* the recording's start (monotonic seconds) */
-  double end_rel;  /* the last record's time, relative; grows as records are read */
+  char error[700];  /* a read error or truncation note, shown in the status */
+  double start_s;   /* the recording's start (monotonic seconds) */
+  double end_rel;   /* the last record's time, relative; grows as records are read */
+  double first_rel; /* the first record's time */
   /* The clock: rel = base_rel + (now - base_wall) x speed, unless paused. */
   double base_rel, base_wall, speed;
   bool paused;
@@ -130,7 +131,8 @@ nt_replay *nt_replay_open(const char *path, const nt_options *o, char *err, size
   r->last_tick_rel = -1e9;
   advance(r);
   /* Start at the first message, not at the recorder's start. */
-  set_clock(r, r->have ? rec_rel(r) : 0);
+  r->first_rel = r->have ? rec_rel(r) : 0;
+  set_clock(r, r->first_rel);
   return r;
 }
 
@@ -186,7 +188,7 @@ bool nt_replay_paused(const nt_replay *r) {
 
 void nt_replay_seek(nt_replay *r, double delta_s) {
   double now = clock_rel(r), to = now + delta_s;
-  if (to < 0) to = 0;
+  if (to < r->first_rel) to = r->first_rel;
   if (r->done && to > r->end_rel) to = r->end_rel;
   if (to < now || to - now > 2 * NT_REPLAY_WARMUP_S)
     rebuild(r, to);
@@ -197,8 +199,8 @@ void nt_replay_seek(nt_replay *r, double delta_s) {
 
 void nt_replay_seek_end(nt_replay *r, bool to_end) {
   if (!to_end) {
-    rebuild(r, 0);
-    set_clock(r, 0);
+    rebuild(r, r->first_rel);
+    set_clock(r, r->first_rel);
     return;
   }
   /* The last chunk's start, then everything after it. */
