@@ -297,7 +297,7 @@ static void the_black_box_writes_the_history_before_a_stall(void) {
   cJSON *t = text ? cJSON_Parse(text) : NULL;
   free(text);
   CHECK(t != NULL);
-  int waits = 0, rates = 0, states = 0, roots = 0, rank1 = -1;
+  int waits = 0, rates = 0, states = 0, roots = 0, rank1 = -1, p2p = 0;
   const cJSON *ev2;
   cJSON_ArrayForEach(ev2, get(t, "traceEvents")) {
     const char *ph = str(ev2, "ph"), *name = str(ev2, "name");
@@ -307,14 +307,19 @@ static void the_black_box_writes_the_history_before_a_stall(void) {
     waits += !strcmp(ph, "C") && !strcmp(name, "channel waits (ms/s)") &&
              num(get(ev2, "args"), "recv_gpu_wait") >= 0;
     rates += !strcmp(ph, "C") && !strcmp(name, "bytes/s");
+    p2p += !strcmp(ph, "X") && !strcmp(str(ev2, "cat"), "p2p") && num(ev2, "tid") == 2 &&
+           (!strcmp(name, "Send") || !strcmp(name, "Recv"));
     states += !strcmp(ph, "C") && !strcmp(name, "proxy thread states (share)");
     roots += !strcmp(ph, "i") && !strcmp(name, "alert: root") && num(ev2, "pid") == rank1;
   }
   cJSON_Delete(t);
-  fprintf(stderr, "    trace: %d wait, %d bytes/s, %d proxy samples, %d root alerts on rank 1\n",
-          waits, rates, states, roots);
+  fprintf(stderr,
+          "    trace: %d wait, %d bytes/s, %d proxy samples, %d p2p slices, %d root alerts on "
+          "rank 1\n",
+          waits, rates, states, p2p, roots);
   CHECK(waits >= 4 * 30 && rates == waits && states == waits);
   CHECK(roots >= 1);
+  CHECK(p2p > 0);
 }
 
 /* The deterministic job's recording as a Chrome trace: JSON a parser
