@@ -125,8 +125,8 @@ static void replay_prints_the_live_viewers_totals_and_frames(void) {
   path_in(replay, sizeof replay, "replay.json");
   path_in(err, sizeof err, "err.txt");
   bool up = wait_endpoints(dir, job.ranks, 30);
-  char *lv[] = {nccltop, "-b",    "--json", "-n",       "40", "-d",
-                "100",   "--dir", dir,      "--record", rec,  NULL};
+  char *lv[] = {nccltop, "-b",    "--json", "-n",       "100", "-d",
+                "100",   "--dir", dir,      "--record", rec,   NULL};
   int rc = up ? run(lv, live, err, 60) : -2;
   stop_group(&sim);
   CHECK(up);
@@ -136,9 +136,9 @@ static void replay_prints_the_live_viewers_totals_and_frames(void) {
   int nl, nr;
   cJSON **lf = frames_of(live, &nl), **rf = frames_of(replay, &nr);
   char why[256] = "";
-  bool live_ok = nl == 40 && totals_match(&job, lf[nl - 1], why, sizeof why);
+  bool live_ok = nl == 100 && totals_match(&job, lf[nl - 1], why, sizeof why);
   if (!live_ok) fprintf(stderr, "    live: %d frames, %s\n", nl, why);
-  bool replay_ok = nr >= 39 && totals_match(&job, rf[nr - 1], why, sizeof why);
+  bool replay_ok = nr == 100 && totals_match(&job, rf[nr - 1], why, sizeof why);
   if (!replay_ok) fprintf(stderr, "    replay: %d frames, %s\n", nr, why);
   /* Frame by frame: the batch monitor recorded when it printed each frame
    * (FRAME records), so the replay prints the same frames, byte for byte. */
