@@ -5,7 +5,7 @@ BUILD ?= build
 CC ?= cc
 SAN ?=
 # Packages the build needs (pkg-config names); scripts/install-deps.sh installs them.
-PKGS := libzmq ncursesw libcjson vterm expat libmicrohttpd
+PKGS := libzmq ncursesw libcjson vterm expat libmicrohttpd libzstd
 
 CFLAGS_COMMON := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -g -O2 -fPIC \
   -fvisibility=hidden -fno-omit-frame-pointer -MMD -MP
@@ -21,7 +21,7 @@ CFLAGS += $(CFLAGS_COMMON)
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 CPPFLAGS += $(PKG_CFLAGS)
 LIBS_PLUGIN := -lzmq -lpthread
-LIBS_VIEWER := -lzmq -lncursesw -lcjson -lexpat -lmicrohttpd -ldl -lpthread -lm
+LIBS_VIEWER := -lzmq -lncursesw -lcjson -lexpat -lmicrohttpd -lzstd -ldl -lpthread -lm
 
 PROTO_SRC := $(wildcard proto/*.c)
 PLUGIN_SRC := $(wildcard plugin/*.c)
@@ -142,7 +142,7 @@ tsan: deps
 # Fuzzing (libFuzzer, clang): `make fuzz FUZZ_SECONDS=N` runs each target N
 # seconds on the seed corpus in tests/fuzz/corpus/; new inputs go to build/fuzz/.
 FUZZ_SECONDS ?= 60
-FUZZ_TARGETS := fuzz_snapshot fuzz_meta fuzz_topo fuzz_plugin fuzz_hostlist
+FUZZ_TARGETS := fuzz_snapshot fuzz_meta fuzz_topo fuzz_plugin fuzz_hostlist fuzz_recording
 FUZZ_CFLAGS := -std=c11 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer,address,undefined \
   -fno-sanitize-recover=all $(PKG_CFLAGS)
 FUZZ_SRC_fuzz_snapshot := $(PROTO_SRC)
@@ -150,11 +150,13 @@ FUZZ_SRC_fuzz_meta := $(PROTO_SRC)
 FUZZ_SRC_fuzz_topo := $(TOPO_SRC) $(PROTO_SRC)
 FUZZ_SRC_fuzz_plugin := $(PLUGIN_SRC) $(filter-out %_decode.c,$(PROTO_SRC))
 FUZZ_SRC_fuzz_hostlist := tui/hostlist.c
+FUZZ_SRC_fuzz_recording := tui/record_file.c
 FUZZ_BINS := $(addprefix build/fuzz/,$(FUZZ_TARGETS))
 
-build/fuzz/%: tests/fuzz/%.c $(PROTO_SRC) $(TOPO_SRC) $(PLUGIN_SRC) tui/hostlist.c tui/hostlist.h | deps
+build/fuzz/%: tests/fuzz/%.c $(PROTO_SRC) $(TOPO_SRC) $(PLUGIN_SRC) tui/hostlist.c tui/hostlist.h \
+    tui/record_file.c | deps
 	@mkdir -p $(dir $@)
-	clang $(FUZZ_CFLAGS) -o $@ $< $(FUZZ_SRC_$*) -lcjson -lexpat -lzmq -lpthread -lm
+	clang $(FUZZ_CFLAGS) -o $@ $< $(FUZZ_SRC_$*) -lcjson -lexpat -lzmq -lzstd -lpthread -lm
 
 fuzz: $(FUZZ_BINS)
 	FUZZ_SECONDS=$(FUZZ_SECONDS) sh tests/fuzz/run.sh $(FUZZ_TARGETS)

@@ -1,8 +1,8 @@
 # bash completion for nccltop; `make install` puts it in
 # PREFIX/share/bash-completion/completions/nccltop. Self-contained: it needs
 # no bash-completion helper. tests/test_install.c checks that every long
-# option of `nccltop --help`, `nccltop topo --help` and `nccltop exporter --help`
-# is offered here.
+# option of `nccltop --help`, `nccltop topo --help`, `nccltop exporter --help`
+# and of record, replay and export is offered here.
 
 _nccltop() {
   local cur prev cmd i
@@ -11,7 +11,13 @@ _nccltop() {
   prev=${COMP_WORDS[COMP_CWORD - 1]}
 
   local viewer_opts="-b --batch -n --iterations --json -d --delay --stall-ms -C --no-color
-    -A --ascii --dir --connect --hosts --hostfile --topology --max-memory -V --version -h --help"
+    -A --ascii --dir --connect --hosts --hostfile --topology --max-memory --record -V --version
+    -h --help"
+  local record_opts="--dir --connect --duration --max-size --last --until-alert --after
+    --stall-ms --max-memory --help"
+  local replay_opts="-b --batch -n --iterations --json -d --delay --speed --stall-ms -C
+    --no-color -A --ascii --max-memory --help"
+  local export_opts="--chrome-trace --stall-ms --help"
   local sim_opts="--ranks --comms --channels --steps --iterations --duration --linger
     --deterministic --nccl-version --abi --plugin --interval-ms --dir --nodes --quiet --stall-rank
     --stall-after --straggler --straggle-ms --net --env --rank-env --run-ahead --graph
@@ -28,7 +34,7 @@ _nccltop() {
   cmd=""
   for ((i = 1; i < COMP_CWORD; i++)); do
     case ${COMP_WORDS[i]} in
-    sim | demo | topo | exporter)
+    sim | demo | topo | exporter | record | replay | export)
       cmd=${COMP_WORDS[i]}
       break
       ;;
@@ -39,7 +45,7 @@ _nccltop() {
 
   # Values of the options that take one.
   case $prev in
-  --topology | --plugin | --hostfile)
+  --topology | --plugin | --hostfile | --record | --chrome-trace)
     compopt -o filenames 2>/dev/null
     COMPREPLY=($(compgen -f -- "$cur"))
     return 0
@@ -55,6 +61,14 @@ _nccltop() {
     else
       COMPREPLY=($(compgen -W "2.26 2.27 2.28 2.29 2.30 2.31" -- "$cur"))
     fi
+    return 0
+    ;;
+  --until-alert)
+    COMPREPLY=($(compgen -W "root stall hung_op straggler silent drops any" -- "$cur"))
+    return 0
+    ;;
+  --speed)
+    COMPREPLY=($(compgen -W "0.5 1 2 10 max" -- "$cur"))
     return 0
     ;;
   --abi)
@@ -87,7 +101,8 @@ _nccltop() {
   -n | --iterations | -d | --delay | --stall-ms | --max-memory | --ranks | --comms | --nodes | \
     --listen | \
     --channels | --steps | --duration | --linger | --interval-ms | --stall-rank | \
-    --stall-after | --straggler | --straggle-ms | --rank-env | --run-ahead)
+    --stall-after | --straggler | --straggle-ms | --rank-env | --run-ahead | --max-size | \
+    --last | --after)
     return 0
     ;;
   esac
@@ -97,7 +112,7 @@ _nccltop() {
     if [[ $cur == -* ]]; then
       COMPREPLY=($(compgen -W "$viewer_opts" -- "$cur"))
     else
-      COMPREPLY=($(compgen -W "sim demo topo exporter" -- "$cur"))
+      COMPREPLY=($(compgen -W "sim demo topo exporter record replay export" -- "$cur"))
     fi
     ;;
   sim)
@@ -110,6 +125,15 @@ _nccltop() {
     ;;
   exporter)
     COMPREPLY=($(compgen -W "$exporter_opts" -- "$cur"))
+    ;;
+  record | replay | export)
+    if [[ $cur == -* ]]; then
+      local o=${cmd}_opts
+      COMPREPLY=($(compgen -W "${!o}" -- "$cur"))
+    else
+      compopt -o filenames 2>/dev/null
+      COMPREPLY=($(compgen -f -- "$cur"))
+    fi
     ;;
   topo)
     if [[ $cur == -* ]]; then

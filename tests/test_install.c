@@ -1,7 +1,8 @@
 /* `make install` and what it installs: the binary, the plugin, the man page,
  * bash completion and the example topologies, with their modes; the man page
  * renders without a groff warning and names every option `nccltop --help`,
- * `nccltop topo --help` and README's Commands section give, every variable
+ * `nccltop topo --help` (and record, replay, export --help) and README's
+ * Commands section give, every variable
  * README names or the code reads with getenv, and every key of README's key
  * table and of tui/keys.c's (the help screen's); the completion script
  * parses, defines its completion and offers every long option.
@@ -274,7 +275,8 @@ static void man_page_renders_without_warnings(void) {
   CHECK(ok);
 }
 
-/* Every long option: the usage of nccltop and of topo, and README's
+/* Every long option: the usage of nccltop, of topo, record, replay and
+ * export, and README's
  * Commands section (its tables of options and simulator options). */
 static bool all_options(strset *opts) {
   char cmd[PATH_MAX + 64];
@@ -292,11 +294,14 @@ static bool all_options(strset *opts) {
   if (!help || st != 0) return free(help), false;
   long_options(help, opts);
   free(help);
-  snprintf(cmd, sizeof cmd, "%s/nccltop exporter --help", bindir);
-  help = run(cmd, &st);
-  if (!help || st != 0) return free(help), false;
-  long_options(help, opts);
-  free(help);
+  static const char *const more[] = {"exporter", "record", "replay", "export"};
+  for (int i = 0; i < 4; i++) {
+    snprintf(cmd, sizeof cmd, "%s/nccltop %s --help", bindir, more[i]);
+    help = run(cmd, &st);
+    if (!help || st != 0) return free(help), false;
+    long_options(help, opts);
+    free(help);
+  }
   char *readme = slurp(root, "README.md");
   char *cmds = readme ? section(readme, "## Commands", "## ") : NULL;
   if (cmds) long_options(cmds, opts);

@@ -45,6 +45,9 @@ void nt_usage(FILE *f) {
           "       nccltop demo [sim options] [options]   a simulated 8-rank job with the monitor\n"
           "       nccltop topo FILE.xml [--env NAME=VALUE ...] [--json]  NCCL's path matrix\n"
           "       nccltop exporter [options]             Prometheus metrics (nccltop exporter -h)\n"
+          "       nccltop record FILE [--duration T] [--max-size S] [--last T --until-alert KIND]\n"
+          "       nccltop replay FILE [-b [--json]] [--speed X|max]  a recording, as it was seen\n"
+          "       nccltop export FILE --chrome-trace OUT.json  for ui.perfetto.dev\n"
           "\n"
           "options:\n"
           "  -b, --batch            print frames instead of the interactive screen\n"
@@ -65,6 +68,7 @@ void nt_usage(FILE *f) {
           "      --hostfile FILE    the same from a file: host or host:port per line, # comments\n"
           "      --topology FILE    NCCL topology XML for the topology view\n"
           "      --max-memory MIB   what publishers' data may take, 16.. (default 1024)\n"
+          "      --record FILE      also record what is received to FILE (see nccltop record)\n"
           "  -V, --version          print the version\n"
           "  -h, --help             this text\n"
           "\n");
@@ -79,7 +83,7 @@ void nt_sim_usage(FILE *f) {
   sim_options(f);
 }
 
-enum { OPT_JSON = 256, OPT_STALL, OPT_DIR, OPT_CONNECT, OPT_TOPOLOGY, OPT_MAX_MEMORY };
+enum { OPT_JSON = 256, OPT_STALL, OPT_DIR, OPT_CONNECT, OPT_TOPOLOGY, OPT_MAX_MEMORY, OPT_RECORD };
 enum { OPT_HOSTS = 320, OPT_HOSTFILE }; /* --hosts, --hostfile */
 
 static const char short_opts[] = ":bn:d:CAVh"; /* leading colon: a missing value is told apart */
@@ -97,6 +101,7 @@ static const struct option long_opts[] = {
     {"hostfile", required_argument, NULL, OPT_HOSTFILE},
     {"topology", required_argument, NULL, OPT_TOPOLOGY},
     {"max-memory", required_argument, NULL, OPT_MAX_MEMORY},
+    {"record", required_argument, NULL, OPT_RECORD},
     {"version", no_argument, NULL, 'V'},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
@@ -187,6 +192,7 @@ int nt_options_parse(nt_options *o, int argc, char **argv) {
     case 'A': o->ascii = true; break;
     case OPT_DIR: o->dir = optarg; break;
     case OPT_TOPOLOGY: o->topology = optarg; break;
+    case OPT_RECORD: o->record = optarg; break;
     case OPT_MAX_MEMORY:
       if (parse_u32("--max-memory", optarg, 16, 1048576, &o->max_memory_mib)) return 2;
       break;

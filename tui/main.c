@@ -16,6 +16,7 @@
 
 #include "../topo/topo.h"
 #include "exporter.h"
+#include "recording.h"
 #include "viewer.h"
 
 static volatile pid_t demo_sim;                    /* the demo's simulator (its process group) */
@@ -65,7 +66,7 @@ static void install_signals(void) {
 }
 
 /* Prints a frame every delay_ms; polls the source in between. */
-static int run_batch(nt_model *m, nt_source *src, const nt_options *o) {
+static int run_batch(nt_model *m, nt_source *src, const nt_options *o, nt_recorder *rec) {
   double until = nt_now_s() + o->wait_first_s;
   while (!nt_model_last_data_s(m) && nt_now_s() < until && !nt_quit_requested())
     nt_source_poll(src, m, 50);
@@ -75,6 +76,7 @@ static int run_batch(nt_model *m, nt_source *src, const nt_options *o) {
     if (now >= next) {
       nt_model_tick(m, now);
       if (nt_batch_print(stdout, m, o, now) != 0) return 1;
+      nt_recorder_frame(rec, now); /* --record: replay prints its frames at these times */
       frame++;
       next += delay;
       if (next < now) next = now + delay; /* fell behind: do not print a burst */
@@ -136,9 +138,13 @@ static int run_viewer(nt_options *o) {
     return 1;
   }
   int rc = 1;
-  if (!o->topology || load_topology(m, o->topology) == 0) {
-    rc = o->batch ? run_batch(m, src, o) : nt_screen_run(m, src, o);
+  nt_recorder *rec = NULL;
+  if (o->record && !(rec = nt_recorder_attach(src, o->record, o->start_s, err, sizeof err))) {
+    fprintf(stderr, "nccltop: --record: %s\n", err);
+  } else if (!o->topology || load_topology(m, o->topology) == 0) {
+    rc = o->batch ? run_batch(m, src, o, rec) : nt_screen_run(m, src, o);
   }
+  if (nt_recorder_detach(src, rec) != 0) rc = 1;
   nt_source_close(src);
   nt_model_free(m);
   return rc;
@@ -304,6 +310,9 @@ int main(int argc, char **argv) {
     if (!strcmp(cmd, "demo")) return cmd_demo(argc - 1, argv + 1);
     if (!strcmp(cmd, "topo")) return nt_topo_main(argc - 1, argv + 1);
     if (!strcmp(cmd, "exporter")) return nt_exporter_main(argc - 1, argv + 1);
+    if (!strcmp(cmd, "record")) return nt_record_main(argc - 1, argv + 1);
+    if (!strcmp(cmd, "replay")) return nt_replay_main(argc - 1, argv + 1);
+    if (!strcmp(cmd, "export")) return nt_export_main(argc - 1, argv + 1);
     fprintf(stderr, "nccltop: unknown command '%s'; try 'nccltop --help'\n", cmd);
     return 2;
   }

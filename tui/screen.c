@@ -9,6 +9,7 @@
 #include <termios.h>
 #include <unistd.h>
 
+#include "recording.h"
 #include "screen.h"
 
 static void colors(const nt_options *o) {
@@ -105,9 +106,27 @@ static bool scroll_action(nt_screen *s, int action, int page) {
   return true;
 }
 
+/* In a replay, Space, Left, Right, Home, End, [ and ] move its clock. */
+static bool replay_action(nt_replay *r, int action) {
+  switch (action) {
+  case NT_ACT_PAUSE: nt_replay_toggle_pause(r); return true;
+  case NT_ACT_LEFT: nt_replay_seek(r, -10); return true;
+  case NT_ACT_RIGHT: nt_replay_seek(r, 10); return true;
+  case NT_ACT_HOME: nt_replay_seek_end(r, false); return true;
+  case NT_ACT_END: nt_replay_seek_end(r, true); return true;
+  case NT_ACT_SLOWER: nt_replay_speed(r, false); return true;
+  case NT_ACT_FASTER: nt_replay_speed(r, true); return true;
+  default: return false;
+  }
+}
+
 /* Applies one action; returns false to quit. */
 static bool act(nt_screen *s, int action) {
   int page = s->rows > 6 ? s->rows - 6 : 1;
+  if (s->o->replay && replay_action(s->o->replay, action)) {
+    s->m = nt_replay_model(s->o->replay); /* a seek may have made a new one */
+    return true;
+  }
   if (nt_views[s->view].action && nt_views[s->view].action(s, action)) return true;
   if (scroll_action(s, action, page)) return true;
   switch (action) {
@@ -210,7 +229,7 @@ int nt_screen_run(nt_model *m, nt_source *src, const nt_options *o) {
   s.m = m;
   s.o = o;
   s.view = s.prev_view = o->initial_view;
-  nt_source_watching(src, s.watching, sizeof s.watching);
+  if (src) nt_source_watching(src, s.watching, sizeof s.watching);
   struct termios shell;
   bool have_shell = tcgetattr(STDOUT_FILENO, &shell) == 0;
   if (!initscr()) {
@@ -229,7 +248,12 @@ int nt_screen_run(nt_model *m, nt_source *src, const nt_options *o) {
   double next_draw = 0;
   bool running = true, built = false;
   while (running && !nt_quit_requested()) { /* a signal quits as q does */
-    nt_source_poll(src, m, 50);
+    if (o->replay) { /* the recording instead of the source; its model may be new */
+      nt_replay_poll(o->replay, 50);
+      s.m = m = nt_replay_model(o->replay);
+    } else {
+      nt_source_poll(src, m, 50);
+    }
     bool input = false;
     for (int key; running && (key = getch()) != ERR; input = true) {
       if (key == KEY_RESIZE) continue;
@@ -239,11 +263,15 @@ int nt_screen_run(nt_model *m, nt_source *src, const nt_options *o) {
         running = act(&s, nt_key_action(key, s.view));
       s.last_key = key;
     }
-    s.now = nt_now_s();
+    m = s.m;
+    /* The model's clock (a replay's own); redraws go by the wall clock. */
+    double wall = nt_now_s();
+    s.now = o->replay ? nt_replay_clock(o->replay) : wall;
+    if (o->replay) nt_replay_status(o->replay, s.watching, sizeof s.watching);
     if (!running) break;
-    if (input || s.now >= next_draw) {
+    if (input || wall >= next_draw) {
       nt_model_tick(m, s.now);
-      bool update = s.now >= next_draw;
+      bool update = wall >= next_draw;
       /* Every update, whatever the view: the diagnosis tracks how long
        * ranks lag. Paused, the frame shown stays. */
       if ((update && !s.paused) || !built) {
@@ -254,7 +282,7 @@ int nt_screen_run(nt_model *m, nt_source *src, const nt_options *o) {
       /* Paused, the screen holds still: redrawn only for a key. */
       if (input || !s.paused) nt_screen_draw(&s);
       if (update) {
-        next_draw = s.now + o->delay_ms / 1000.0;
+        next_draw = wall + o->delay_ms / 1000.0;
         if (o->iterations && ++updates >= o->iterations) break;
       }
     }

@@ -39,6 +39,8 @@ enum nt_action {
   NT_ACT_VIEW_7,
   NT_ACT_SEARCH_NEXT,
   NT_ACT_TOPO_NEXT,
+  NT_ACT_SLOWER, /* replay: half the speed */
+  NT_ACT_FASTER, /* replay: twice the speed */
   /* topology view what-ifs (keep these last: >= NT_ACT_WHATIF_P2P recompute) */
   NT_ACT_WHATIF_P2P,
   NT_ACT_WHATIF_P2P_LEVEL,

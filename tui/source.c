@@ -72,6 +72,8 @@ struct nt_source {
   uint64_t topology_messages;
   nt_snapshot *scratch;
   nt_hello *hello;
+  nt_source_tap tap; /* sees every message received (a recorder), or NULL */
+  void *tap_arg;
 };
 
 static int set_int(void *s, int opt, int v) {
@@ -250,6 +252,11 @@ void nt_source_watching(const nt_source *s, char *buf, size_t cap) {
     snprintf(buf, cap, "%s%s", s->dir, hosts);
 }
 
+void nt_source_set_tap(nt_source *s, nt_source_tap tap, void *arg) {
+  s->tap = tap;
+  s->tap_arg = arg;
+}
+
 uint32_t nt_source_nendpoints(const nt_source *s) {
   return s->neps;
 }
@@ -278,6 +285,7 @@ static void drop_gone(nt_source *s, nt_model *m) {
   for (uint32_t i = 0; i < s->neps;) {
     endpoint *e = &s->eps[i];
     if (e->name[0] && ((!e->seen && now >= e->keep_until_s) || !publisher_alive(s, e))) {
+      if (s->tap) s->tap(s->tap_arg, e->endpoint, e->pid, NULL, 0, NULL, 0, now);
       nt_model_endpoint_gone(m, e->endpoint);
       remove_endpoint(s, i);
     } else {
@@ -427,6 +435,9 @@ static void dispatch(nt_source *s, endpoint *e, nt_model *m, zmq_msg_t *topic, z
   size_t len = zmq_msg_size(body);
   char err[256];
   double now = nt_now_s();
+  if (s->tap)
+    s->tap(s->tap_arg, e->endpoint, e->pid, zmq_msg_data(topic), zmq_msg_size(topic), data, len,
+           now);
   if (topic_is(topic, NT_TOPIC_SNAPSHOT)) {
     if (nt_snapshot_decode((const uint8_t *)data, len, s->scratch, err, sizeof err) == 0)
       nt_model_apply_snapshot(m, e->endpoint, e->pid, s->scratch, now);

@@ -31,6 +31,10 @@ typedef struct {
                            first frame (demo: its ranks are starting), 0 = do not wait */
   /* --max-memory: the model's byte budget (nt_model_set_budget), in MiB */
   uint32_t max_memory_mib;
+  const char *record; /* --record FILE: what the source receives goes there too */
+  /* `nccltop replay` on the screen: the recording replaces the source
+   * (recording.h); NULL live. */
+  struct nt_replay *replay;
 } nt_options;
 
 /* Views, in Tab order; digits 1.. select them. */
@@ -79,6 +83,14 @@ uint32_t nt_source_nendpoints(const nt_source *s);
 /* Also subscribe to `addr` (a relay's tcp:// endpoint); failures become model errors. */
 int nt_source_connect(nt_source *s, nt_model *m, const char *addr);
 void nt_source_close(nt_source *s);
+/* A tap sees every whole two-frame message before it is decoded (topic and
+ * body as received, the time the model is given), and, with topic NULL, an
+ * endpoint the source dropped (nt_model_endpoint_gone). For a recorder;
+ * NULL removes it. */
+typedef void (*nt_source_tap)(void *arg, const char *endpoint, uint32_t endpoint_pid,
+                              const void *topic, size_t topic_len, const void *body,
+                              size_t body_len, double now_s);
+void nt_source_set_tap(nt_source *s, nt_source_tap tap, void *arg);
 /* What the source watches, for people: the endpoint directory, and the
  * --connect endpoint (or how many, when several). */
 void nt_source_watching(const nt_source *s, char *buf, size_t cap);
