@@ -42,6 +42,7 @@ static pid_t job_publisher(void) {
       fill_hello(h, r);
       size_t hl = nt_hello_encode(h, json, 1 << 18);
       fill(snap, r);
+      snap->interval_ms = 1000; /* as it publishes: silent (stale) only after 3 s */
       snap->seq = round;
       snap->mono_ns += round * 1000000000ull;
       size_t n = nt_snapshot_encode(snap, buf, cap);

@@ -453,6 +453,15 @@ static void build_viewer(nt_frame *f, nt_model *m) {
     f->lost_messages += nt_model_process_at(m, i)->lost_messages;
 }
 
+static int cmp_proc(const void *a, const void *b) {
+  const nt_model_process *p = *(const nt_model_process *const *)a;
+  const nt_model_process *q = *(const nt_model_process *const *)b;
+  int c = strcmp(p->host, q->host);
+  if (c) return c;
+  if (p->pid != q->pid) return p->pid < q->pid ? -1 : 1;
+  return strcmp(p->endpoint, q->endpoint);
+}
+
 static void clear_rows(nt_frame *f) {
   f->nprocs = f->nranks = f->nproxy = f->nchannels = f->nkernels = 0;
   f->nseq = f->nops = f->nnet = f->nvars = f->ncomms = 0;
@@ -470,12 +479,20 @@ int nt_frame_build(nt_frame *f, nt_model *m, const nt_frame_opts *o, double now_
   proc_map map = {0};
   nt_model_rank *mr = f->model_ranks;
   bool ok = map_init(&map, np);
+  /* Processes by (host, pid): the order people look for them in. */
+  const nt_model_process **order = ok ? malloc(((size_t)np + 1) * sizeof *order) : NULL;
+  uint32_t nordered = 0;
+  ok = ok && order;
   for (uint32_t i = 0; ok && i < np; i++) {
     const nt_model_process *p = nt_model_process_at(m, i);
-    if (!p->cur) continue;
-    map_put(&map, p, f->nprocs);
-    ok = add_proc(f, p, o->process_env);
+    if (p->cur) order[nordered++] = p;
   }
+  if (ok) qsort(order, nordered, sizeof *order, cmp_proc);
+  for (uint32_t i = 0; ok && i < nordered; i++) {
+    map_put(&map, order[i], f->nprocs);
+    ok = add_proc(f, order[i], o->process_env);
+  }
+  free(order);
   uint32_t n = ok ? nt_model_ranks(m, mr, NT_FRAME_MAX_RANKS) : 0;
   for (uint32_t i = 0; ok && i < n; i++) {
     uint32_t pi;

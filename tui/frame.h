@@ -153,7 +153,7 @@ typedef struct {
   nt_model_error errors[NT_FRAME_ERRORS];
   uint32_t nerrors; /* kept, newest first */
   /* rows */
-  nt_frame_proc *procs;
+  nt_frame_proc *procs; /* sorted by (host, pid) */
   nt_frame_rank *ranks; /* sorted by (comm hash, rank) */
   nt_frame_proxy *proxy;
   nt_frame_channel *channels;
