@@ -99,16 +99,28 @@ static int known_mask(int k) {
   return (NT_EV_NET_PLUGIN << 1) - 1;
 }
 
+/* The classes NCCL would serve the chained plugin alone: its mask less what
+ * its version cannot get, plus KernelCh when it asks for KernelPhase (2.31's
+ * ncclProfilerEnforceMaskDeps adds it after every init). */
 static int their_mask_now(void) {
-  return __atomic_load_n(&their_mask, __ATOMIC_RELAXED) & known_mask(ch.k);
+  int m = __atomic_load_n(&their_mask, __ATOMIC_RELAXED) & known_mask(ch.k);
+  return m & NT_EV_KERNEL_PHASE ? m | NT_EV_KERNEL_CH : m;
 }
 
-void nt_chain_mask_sync(void) {
+/* NCCL's mask is written only when ours or its changed since the last
+ * write: an override NCCL makes itself (2.31's RAS mask) stays until then. */
+static _Atomic int last_union = -1;
+static void mask_write(bool force) {
   _Atomic int *n = atomic_load_explicit(&nccl_mask, memory_order_relaxed);
   if (!n) return;
   int u = atomic_load_explicit(&own_mask, memory_order_relaxed) | their_mask_now();
-  if (atomic_load_explicit(n, memory_order_relaxed) != u)
-    atomic_store_explicit(n, u, memory_order_relaxed);
+  if (!force && atomic_load_explicit(&last_union, memory_order_relaxed) == u) return;
+  atomic_store_explicit(&last_union, u, memory_order_relaxed);
+  atomic_store_explicit(n, u, memory_order_relaxed);
+}
+
+void nt_chain_mask_sync(void) {
+  mask_write(false);
 }
 
 _Atomic int *nt_chain_mask_target(_Atomic int *nccl) {
@@ -221,7 +233,7 @@ void nt_chain_comm_init(int ctx_index, int *nccl, const char *name, uint64_t has
     void *old = atomic_exchange(&chain_ctx[ctx_index], cctx);
     if (!old) chain_live++;
   }
-  nt_chain_mask_sync();
+  mask_write(true); /* init wrote NCCL's mask: the union again */
   pthread_mutex_unlock(&init_lock);
 }
 

@@ -306,6 +306,19 @@ static void case_v7_to_v7_keeps_user_tag_and_phases(void) {
                  rec_hex(p, "h=0x")));
 }
 
+/* 2.31 turns KernelCh on for a plugin asking KernelPhase only
+ * (ncclProfilerEnforceMaskDeps): the chained one gets KernelCh as alone. */
+static void case_v7_kernel_phase_brings_kernel_ch(void) {
+  void *ctx = setup(7, "recorder7", "0x8002");
+  CHECK(ctx != NULL);
+  CHECK(H.mask == (OWN_DEFAULT | NT_EV_COLL | NT_EV_KERNEL_CH | NT_EV_KERNEL_PHASE));
+  collective(ctx, 3);
+  rec_read();
+  const char *k = rec_start(NT_EV_KERNEL_CH, 0), *p = rec_start(NT_EV_KERNEL_PHASE, 0);
+  CHECK(k && p && rec_hex(p, "parent=0x") == rec_hex(k, "h=0x"));
+  CHECK_EQ_U64(H.snap->nkernels, 0);
+}
+
 /* v7 NCCL, a recorder with v6 at most (librecorder.so): v6's descriptors,
  * no KernelPhase (NCCL 2.31's v6 shim drops it), even if it asks. */
 static void case_v7_to_v6_drops_phases(void) {
@@ -485,6 +498,17 @@ static void case_live_mask_changes_keep_the_union(void) {
   collective(ctx, 5); /* switches at this Coll's start */
   CHECK(H.mask == (NT_EV_COLL | NT_EV_KERNEL_CH));
   collective(ctx, 6);
+  /* NCCL overriding the mask itself (2.31's RAS): kept until a plugin
+   * changes its own. */
+  H.mask = NT_EV_PROXY_CTRL;
+  nt_descr_v7 d = descr(NT_EV_GROUP, NULL);
+  stop(start(ctx, &d));
+  CHECK(H.mask == NT_EV_PROXY_CTRL);
+  CHECK(H.set_mask(0) == 0);
+  CHECK(H.mask == NT_EV_PROXY_CTRL);
+  CHECK(H.set_mask(NT_EV_P2P) == 0);
+  CHECK(H.mask == (NT_EV_P2P | NT_EV_COLL | NT_EV_KERNEL_CH));
+  CHECK(H.set_mask(0) == NT_EV_P2P);
   CHECK(ph_latest(&H) == 0);
   CHECK_EQ_U64(ops_counted(), 0);
   rec_read();
@@ -626,6 +650,7 @@ static void case_simulator_chained_gives_the_recorder_the_same_events(void) {
 
 PH_CHILD(recorder_gets_its_classes_with_its_handles)
 PH_CHILD(v7_to_v7_keeps_user_tag_and_phases)
+PH_CHILD(v7_kernel_phase_brings_kernel_ch)
 PH_CHILD(v7_to_v6_drops_phases)
 PH_CHILD(v7_to_v4_converts_hierarchy)
 PH_CHILD(v5_to_v3_as_the_v3_shim)
@@ -642,6 +667,7 @@ PH_CHILD(simulator_chained_gives_the_recorder_the_same_events)
 int main(void) {
   TEST_RUN(recorder_gets_its_classes_with_its_handles);
   TEST_RUN(v7_to_v7_keeps_user_tag_and_phases);
+  TEST_RUN(v7_kernel_phase_brings_kernel_ch);
   TEST_RUN(v7_to_v6_drops_phases);
   TEST_RUN(v7_to_v4_converts_hierarchy);
   TEST_RUN(v5_to_v3_as_the_v3_shim);
