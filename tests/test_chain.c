@@ -57,7 +57,7 @@ static int log_count(const char *what) {
 
 /* ---- the recorder's file ---- */
 
-#define MAXL 256
+#define MAXL 16384
 static char lines[MAXL][320];
 static int nlines;
 
@@ -648,6 +648,47 @@ static void case_simulator_chained_gives_the_recorder_the_same_events(void) {
   free(chained);
 }
 
+/* `nccltop sim` as a user runs it: NCCLTOP_CHAIN=<bare name> found as
+ * libnccl-profiler-<name>.so on the library path, as NCCL finds a plugin;
+ * NCCL 2.31 (v7): the recorder sees the job's collectives through v7. */
+static void case_nccltop_sim_chains_a_plugin_by_name(void) {
+  char exe[PATH_MAX], bindir[PATH_MAX], nccltop[PATH_MAX + 64], plugin[PATH_MAX + 64],
+      rec7[PATH_MAX + 64], link[PATH_MAX + 64];
+  ssize_t k = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  exe[k > 0 ? k : 0] = '\0';
+  snprintf(bindir, sizeof bindir, "%s", dirname(exe));
+  snprintf(nccltop, sizeof nccltop, "%s/../nccltop", bindir);
+  snprintf(plugin, sizeof plugin, "%s/libnccl-profiler-nccltop-test.so", bindir);
+  snprintf(rec7, sizeof rec7, "%s/librecorder7.so", bindir);
+  char dir[] = "/tmp/nccltop-chain-name-XXXXXX";
+  CHECK(mkdtemp(dir) != NULL);
+  snprintf(link, sizeof link, "%s/libnccl-profiler-chained.so", dir);
+  CHECK(symlink(rec7, link) == 0);
+  snprintf(rec_path, sizeof rec_path, "%s/rec.log", dir);
+  pid_t pid = fork();
+  CHECK(pid >= 0);
+  if (pid == 0) {
+    setenv("LD_LIBRARY_PATH", dir, 1);
+    setenv("NCCLTOP_CHAIN", "chained", 1);
+    setenv("NT_RECORDER_FILE", rec_path, 1);
+    setenv("NT_RECORDER_MASK", "0x8FFF", 1);
+    execl(nccltop, nccltop, "sim", "--nccl-version", "2.31", "--ranks", "2", "--iterations", "3",
+          "--deterministic", "--quiet", "--plugin", plugin, "--dir", dir, (char *)NULL);
+    _exit(127);
+  }
+  int st = 0;
+  CHECK(waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0);
+  rec_read();
+  CHECK(rec_count("init v7 ") == 4);    /* two communicators per rank */
+  CHECK(rec_count("start 2 ") == 12);   /* 3 iterations x 2 communicators x 2 ranks */
+  CHECK(rec_count("start 32768 ") > 0); /* 2.31's KernelPhase, through v7 */
+  CHECK(nlines < MAXL);
+  CHECK(rec_count("finalize ") == 4);
+  unlink(rec_path);
+  unlink(link);
+}
+
+PH_CHILD(nccltop_sim_chains_a_plugin_by_name)
 PH_CHILD(recorder_gets_its_classes_with_its_handles)
 PH_CHILD(v7_to_v7_keeps_user_tag_and_phases)
 PH_CHILD(v7_kernel_phase_brings_kernel_ch)
@@ -680,5 +721,6 @@ int main(void) {
   TEST_RUN(live_mask_changes_keep_the_union);
   TEST_RUN(threads_share_nothing_but_the_ring);
   TEST_RUN(simulator_chained_gives_the_recorder_the_same_events);
+  TEST_RUN(nccltop_sim_chains_a_plugin_by_name);
   return TEST_DONE();
 }
