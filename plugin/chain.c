@@ -417,15 +417,16 @@ nt_nccl_result nt_chain_start(int abi, void *ctx, void **h, void *descr, nt_star
   int om = atomic_load_explicit(&own_mask, memory_order_relaxed);
   struct nt_context *c = nt_context_check(ctx);
   void *cctx = c ? atomic_load_explicit(&chain_ctx[c->index], memory_order_acquire) : NULL;
-  /* A proxy op of another process (PXN) comes with that process's context
-   * and parent: passed as they are, as NCCL would. */
-  bool foreign = !c && ctx && type == NT_EV_PROXY_OP;
+  /* PXN: a proxy op of another process, and its steps, come with that
+   * process's context (and the op with its parent): passed as they are, as
+   * NCCL passes them. */
+  bool foreign = !c && ctx;
   if (foreign) cctx = ctx;
   bool to_theirs = cctx && nccl_starts(abi, their_mask_now(), type);
   bool to_ours = nccl_starts(abi, om, type);
   void *parent = ((nt_descr_v4 *)descr)->parentObj, *po, *pt, *go = NULL, *gt = NULL;
   split(parent, &po, &pt);
-  if (foreign) pt = parent;
+  if (foreign && type == NT_EV_PROXY_OP) pt = parent;
   bool op = abi >= 5 && (type == NT_EV_COLL || type == NT_EV_P2P);
   if (op) {
     nt_descr_v5 *d5 = descr;

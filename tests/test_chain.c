@@ -51,7 +51,9 @@ static void logger(int level, unsigned long flags, const char *file, int line, c
 
 static int log_count(const char *what) {
   int n = 0;
+  pthread_mutex_lock(&log_mu); /* the publisher thread logs too */
   for (const char *p = logbuf; (p = strstr(p, what)) != NULL; p++) n++;
+  pthread_mutex_unlock(&log_mu);
   return n;
 }
 
@@ -120,8 +122,10 @@ static void *setup(int n, const char *chain, const char *rmask) {
   memset(&H, 0, sizeof H);
   ph_now = 1;
   N = n;
+  pthread_mutex_lock(&log_mu);
   loglen = 0;
   logbuf[0] = '\0';
+  pthread_mutex_unlock(&log_mu);
   snprintf(rec_path, sizeof rec_path, "/tmp/nccltop-chain-%d.log", (int)getpid());
   unlink(rec_path);
   setenv("NT_RECORDER_FILE", rec_path, 1);
