@@ -417,16 +417,20 @@ nt_nccl_result nt_chain_start(int abi, void *ctx, void **h, void *descr, nt_star
   int om = atomic_load_explicit(&own_mask, memory_order_relaxed);
   struct nt_context *c = nt_context_check(ctx);
   void *cctx = c ? atomic_load_explicit(&chain_ctx[c->index], memory_order_acquire) : NULL;
-  /* PXN: a proxy op of another process, and its steps, come with that
-   * process's context (and the op with its parent): passed as they are, as
-   * NCCL passes them. */
-  bool foreign = !c && ctx;
-  if (foreign) cctx = ctx;
+  /* PXN: a proxy op of another process comes with that process's context
+   * and parent, pointers into it that may even look like ours (forked
+   * ranks share a layout): passed as they are, never looked into, as NCCL
+   * passes them. */
+  bool foreign = type == NT_EV_PROXY_OP && ((const nt_descr_v4 *)descr)->proxyOp.pid != nt_g.pid;
+  if (foreign || (!c && ctx)) cctx = ctx;
   bool to_theirs = cctx && nccl_starts(abi, their_mask_now(), type);
   bool to_ours = nccl_starts(abi, om, type);
   void *parent = ((nt_descr_v4 *)descr)->parentObj, *po, *pt, *go = NULL, *gt = NULL;
-  split(parent, &po, &pt);
-  if (foreign && type == NT_EV_PROXY_OP) pt = parent;
+  if (foreign) {
+    po = pt = parent;
+  } else {
+    split(parent, &po, &pt);
+  }
   bool op = abi >= 5 && (type == NT_EV_COLL || type == NT_EV_P2P);
   if (op) {
     nt_descr_v5 *d5 = descr;

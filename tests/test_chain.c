@@ -591,11 +591,18 @@ static char **signature(int *n) {
   char **s = calloc((size_t)tr.nev + 1, sizeof *s);
   for (int i = 0; i < tr.nev; i++) {
     const ev_t *e = &tr.ev[i];
-    const ev_t *p = parent_of(e);
+    /* A PXN op's parent is a handle of the process it came from: NCCL
+     * gives the recorder there its own, nccltop passes what NCCL gave it
+     * (nccltop's, there). Not compared. */
+    bool pxn = e->type == NT_EV_PROXY_OP && e->oppid > 0 && e->oppid != e->pid;
+    const ev_t *p = pxn ? NULL : parent_of(e);
     char buf[160];
     snprintf(buf, sizeof buf, "%d %s %d %lld ch%d step%d parent%d stops%d recs%d", e->type, e->func,
-             e->seq, e->count, e->ch, e->step, p ? p->type : (e->parent ? -1 : 0), e->stops,
-             e->nrec);
+             e->seq, e->count, e->ch, e->step,
+             pxn ? -2
+             : p ? p->type
+                 : (e->parent ? -1 : 0),
+             e->stops, e->nrec);
     s[i] = strdup(buf);
   }
   *n = tr.nev;
@@ -606,7 +613,22 @@ static int cmp_str(const void *a, const void *b) {
   return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
+/* The recorder's events in a simulated job (abi, its mask, --pxn, --ce),
+ * loaded by "NCCL" alone and then chained behind nccltop: the same
+ * multiset of (type, function, sequence, count, channel, step, parent's
+ * type, stops, records). */
+static void same_events(int abi, const char *mask, bool pxn, bool ce);
 static void case_simulator_chained_gives_the_recorder_the_same_events(void) {
+  same_events(6, NULL, false, false);
+}
+static void case_simulator_chained_coll_only_recorder(void) {
+  same_events(5, "0x2", false, false); /* nccltop's proxy classes filtered out */
+}
+static void case_simulator_chained_pxn_and_ce(void) {
+  same_events(6, "0x4A", true, true); /* PXN ops, CE collectives (CeColl only nccltop's) */
+}
+
+static void same_events(int abi, const char *mask, bool pxn, bool ce) {
   char exe[PATH_MAX], bindir[PATH_MAX], nccltop[PATH_MAX + 64];
   ssize_t k = readlink("/proc/self/exe", exe, sizeof exe - 1);
   exe[k > 0 ? k : 0] = '\0';
@@ -616,18 +638,38 @@ static void case_simulator_chained_gives_the_recorder_the_same_events(void) {
   char dir[] = "/tmp/nccltop-chain-sim-XXXXXX";
   CHECK(mkdtemp(dir) != NULL);
   setenv("NCCLTOP_DIR", dir, 1);
-  rec_opts o = {.abi = 6, .ranks = 2, .comms = 1, .channels = 2, .steps = 3, .iterations = 3};
+  rec_opts o = {
+      .abi = abi, .ranks = 4, .comms = 1, .channels = 2, .steps = 3, .iterations = 3, .mask = mask};
   nt_sim_config c;
   unsetenv("NCCLTOP_CHAIN");
-  CHECK(run_recorded(&o, &c) == 0);
+  config_for(&o, &c);
+  c.pxn = pxn;
+  c.ce = ce;
+  if (ce) c.nccl_version = 230;
+  env_for(&o);
+  CHECK(nt_sim_run(&c) == 0);
+  CHECK(load(trace_path) == 0);
+  unlink(trace_path);
   int n1 = 0;
   char **alone = signature(&n1);
-  int colls_alone = 0;
-  for (int i = 0; i < tr.nev; i++) colls_alone += tr.ev[i].type == NT_EV_COLL;
+  int colls_alone = 0, ops_alone = 0;
+  for (int i = 0; i < tr.nev; i++) {
+    colls_alone += tr.ev[i].type == NT_EV_COLL;
+    ops_alone += tr.ev[i].type == NT_EV_PROXY_OP;
+  }
+  if (mask && !strcmp(mask, "0x2")) CHECK(ops_alone == 0);
+  int pxn_ops = 0;
+  for (int i = 0; i < tr.nev; i++)
+    pxn_ops +=
+        tr.ev[i].type == NT_EV_PROXY_OP && tr.ev[i].oppid > 0 && tr.ev[i].oppid != tr.ev[i].pid;
+  if (pxn) CHECK(pxn_ops > 0);
   /* The same run, NCCL loading nccltop, nccltop chaining the recorder. */
   setenv("NCCLTOP_CHAIN", recorder, 1);
   config_for(&o, &c);
   c.plugin = nccltop;
+  c.pxn = pxn;
+  c.ce = ce;
+  if (ce) c.nccl_version = 230;
   env_for(&o);
   int rc = nt_sim_run(&c);
   CHECK(rc == 0);
@@ -708,6 +750,8 @@ PH_CHILD(production_copy_is_refused)
 PH_CHILD(live_mask_changes_keep_the_union)
 PH_CHILD(threads_share_nothing_but_the_ring)
 PH_CHILD(simulator_chained_gives_the_recorder_the_same_events)
+PH_CHILD(simulator_chained_coll_only_recorder)
+PH_CHILD(simulator_chained_pxn_and_ce)
 
 int main(void) {
   TEST_RUN(recorder_gets_its_classes_with_its_handles);
@@ -725,6 +769,8 @@ int main(void) {
   TEST_RUN(live_mask_changes_keep_the_union);
   TEST_RUN(threads_share_nothing_but_the_ring);
   TEST_RUN(simulator_chained_gives_the_recorder_the_same_events);
+  TEST_RUN(simulator_chained_coll_only_recorder);
+  TEST_RUN(simulator_chained_pxn_and_ce);
   TEST_RUN(nccltop_sim_chains_a_plugin_by_name);
   return TEST_DONE();
 }
