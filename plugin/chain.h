@@ -29,7 +29,7 @@
 
 /* True once a chained plugin is loaded (never turns false: a handle pair may
  * still be in NCCL's hands). */
-extern _Atomic bool nt_chain_on;
+extern _Atomic bool nt_chain_on __attribute__((visibility("hidden")));
 
 static inline bool nt_chain_active(void) {
   return __builtin_expect(atomic_load_explicit(&nt_chain_on, memory_order_relaxed), 0);
