@@ -30,8 +30,11 @@ static struct {
   char spec[256];
 } ch;
 
-/* Its context per nccltop context slot (NULL: not chained for that comm). */
+/* Its context per nccltop context slot (NULL: not chained for that comm;
+ * &null_ctx: it accepted the comm with a NULL context, which NCCL would
+ * pass it as it is). */
 static _Atomic(void *) chain_ctx[NT_MAX_CONTEXTS];
+static char null_ctx;
 static int chain_live; /* communicators it accepted, under init_lock */
 static pthread_mutex_t init_lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -230,7 +233,7 @@ void nt_chain_comm_init(int ctx_index, int *nccl, const char *name, uint64_t has
       empty_noted = true;
       nt_log(NT_NCCL_LOG_INFO, "chained plugin %s asked for no events", ch.spec);
     }
-    void *old = atomic_exchange(&chain_ctx[ctx_index], cctx);
+    void *old = atomic_exchange(&chain_ctx[ctx_index], cctx ? cctx : &null_ctx);
     if (!old) chain_live++;
   }
   mask_write(true); /* init wrote NCCL's mask: the union again */
@@ -241,8 +244,9 @@ void nt_chain_finalize_ctx(void *ctx) {
   struct nt_context *c = nt_context_check(ctx);
   if (!c || pthread_mutex_lock(&init_lock) != 0) return;
   void *cctx = atomic_exchange(&chain_ctx[c->index], NULL);
-  if (cctx) {
-    chain_live--;
+  if (cctx) chain_live--;
+  /* NCCL finalizes a plugin's context only when it is not NULL. */
+  if (cctx && cctx != &null_ctx) {
     switch (ch.k) {
     case 3: (void)ch.t3->finalize(cctx); break;
     case 4: (void)ch.t4->finalize(cctx); break;
@@ -424,6 +428,7 @@ nt_nccl_result nt_chain_start(int abi, void *ctx, void **h, void *descr, nt_star
   bool foreign = type == NT_EV_PROXY_OP && ((const nt_descr_v4 *)descr)->proxyOp.pid != nt_g.pid;
   if (foreign || (!c && ctx)) cctx = ctx;
   bool to_theirs = cctx && nccl_starts(abi, their_mask_now(), type);
+  if (cctx == &null_ctx) cctx = NULL;
   bool to_ours = nccl_starts(abi, om, type);
   void *parent = ((nt_descr_v4 *)descr)->parentObj, *po, *pt, *go = NULL, *gt = NULL;
   if (foreign) {

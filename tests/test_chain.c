@@ -454,6 +454,28 @@ static void case_plugin_asking_nothing_gets_nothing(void) {
   CHECK(rec_count("finalize ") == 1);
 }
 
+/* A plugin may accept a communicator with a NULL context: NCCL passes it
+ * NULL with every event and never finalizes it; so does nccltop. */
+static void case_null_context_is_passed_as_null(void) {
+  setenv("NT_NOOP_NULL_CTX", "1", 1);
+  setenv("NT_NOOP_MASK", "0x2", 1);
+  void *ctx = setup(5, "chain_noop", NULL);
+  CHECK(ctx != NULL);
+  char lib[PATH_MAX];
+  plugin_lib(lib, sizeof lib, "chain_noop");
+  void *noop = dlopen(lib, RTLD_NOW | RTLD_NOLOAD);
+  unsigned long *calls = noop ? dlsym(noop, "chain_noop_calls") : NULL;
+  unsigned long *nulls = noop ? dlsym(noop, "chain_noop_null_starts") : NULL;
+  CHECK(calls && nulls);
+  if (!calls || !nulls) return;
+  collective(ctx, 1); /* GroupApi, CollApi, Group, Coll: its classes */
+  CHECK(calls[0] == 1 && calls[1] == 4 && calls[2] == 4 && *nulls == 4);
+  CHECK(H.v5->finalize(ctx) == 0);
+  CHECK(calls[4] == 0);
+  unsetenv("NT_NOOP_NULL_CTX");
+  unsetenv("NT_NOOP_MASK");
+}
+
 static void case_missing_plugin_is_logged_once(void) {
   void *ctx = setup(5, "/nonexistent/libnccl-profiler-nothing.so", NULL);
   CHECK(ctx != NULL);
@@ -744,6 +766,7 @@ PH_CHILD(v5_to_v3_as_the_v3_shim)
 PH_CHILD(v4_to_v4)
 PH_CHILD(refusing_plugin_leaves_nccltop_working)
 PH_CHILD(plugin_asking_nothing_gets_nothing)
+PH_CHILD(null_context_is_passed_as_null)
 PH_CHILD(missing_plugin_is_logged_once)
 PH_CHILD(chaining_nccltop_itself_is_refused)
 PH_CHILD(production_copy_is_refused)
@@ -763,6 +786,7 @@ int main(void) {
   TEST_RUN(v4_to_v4);
   TEST_RUN(refusing_plugin_leaves_nccltop_working);
   TEST_RUN(plugin_asking_nothing_gets_nothing);
+  TEST_RUN(null_context_is_passed_as_null);
   TEST_RUN(missing_plugin_is_logged_once);
   TEST_RUN(chaining_nccltop_itself_is_refused);
   TEST_RUN(production_copy_is_refused);
