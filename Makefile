@@ -133,7 +133,7 @@ tsan: deps
 	  build/tsan/tests/libnccl-profiler-nccltop-test.so build/tsan/tests/test_plugin \
 	  build/tsan/tests/test_plugin_v3 build/tsan/tests/test_plugin_neverstop \
 	  build/tsan/tests/test_plugin_runstate build/tsan/tests/test_chain build/tsan/nccltop \
-	  $(patsubst %,build/tsan/tests/lib%.so,recorder recorder7 recorder_v3 recorder_v4 chain_refuser)
+	  $(patsubst %,build/tsan/tests/lib%.so,recorder recorder7 recorder_v3 recorder_v4 chain_refuser chain_noop)
 	TSAN_OPTIONS="halt_on_error=1 suppressions=tests/tsan.supp" build/tsan/tests/test_plugin
 	TSAN_OPTIONS="halt_on_error=1 suppressions=tests/tsan.supp" build/tsan/tests/test_plugin_v3
 	TSAN_OPTIONS="halt_on_error=1 suppressions=tests/tsan.supp" build/tsan/tests/test_plugin_neverstop
