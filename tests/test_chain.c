@@ -420,6 +420,62 @@ static void case_v4_to_v4(void) {
   CHECK(rec_count("stop ") == 2);
 }
 
+/* NCCL 2.26 (v3) and the v3 recorder: v3's descriptors as they are (the
+ * communicator's name and hash on the Coll), parents mapped, v3's op
+ * states with their running size. */
+static void case_v3_to_v3(void) {
+  memset(&H, 0, sizeof H);
+  snprintf(rec_path, sizeof rec_path, "/tmp/nccltop-chain-%d.log", (int)getpid());
+  unlink(rec_path);
+  setenv("NT_RECORDER_FILE", rec_path, 1);
+  unsetenv("NT_RECORDER_MASK");
+  char lib[PATH_MAX];
+  plugin_lib(lib, sizeof lib, "recorder_v3");
+  setenv("NCCLTOP_CHAIN", lib, 1);
+  CHECK(ph_setup_dir(&H) == 0 && ph_load(&H) == 0);
+  const nt_profiler_v3 *v3 = dlsym(H.lib, "ncclProfiler_v3");
+  void *ctx = NULL;
+  CHECK(v3 && v3->init(&ctx, &H.mask) == 0 && ctx);
+  if (!v3 || !ctx) return;
+  nt_descr_v3 d;
+  memset(&d, 0, sizeof d);
+  d.type = NT_EV_GROUP;
+  void *g = NULL, *co = NULL, *op = NULL;
+  v3->startEvent(ctx, &g, &d);
+  d.type = NT_EV_COLL;
+  d.parentObj = g;
+  d.coll.name = "old-comm";
+  d.coll.commHash = 0xabc;
+  d.coll.seqNumber = 1;
+  d.coll.func = "AllGather";
+  d.coll.count = 16;
+  d.coll.datatype = "ncclInt8";
+  d.coll.nMaxChannels = 2;
+  v3->startEvent(ctx, &co, &d);
+  memset(&d, 0, sizeof d);
+  d.type = NT_EV_PROXY_OP;
+  d.parentObj = co;
+  d.proxyOp.pid = getpid();
+  d.proxyOp.isSend = 1;
+  v3->startEvent(ctx, &op, &d);
+  nt_state_args_v3 a = {.proxyOp = {.transSize = 512, .steps = 1}};
+  v3->recordEventState(op, NT_ST_V3_OP_SEND_TRANSMITTED, &a);
+  v3->stopEvent(op);
+  v3->stopEvent(co);
+  v3->stopEvent(g);
+  rec_read();
+  const char *lg = rec_start(NT_EV_GROUP, 0), *lc = rec_start(NT_EV_COLL, 0),
+             *lo = rec_start(NT_EV_PROXY_OP, 0);
+  CHECK(lg && lc && lo);
+  CHECK(rec_hex(lc, "parent=0x") == rec_hex(lg, "h=0x"));
+  CHECK(rec_hex(lo, "parent=0x") == rec_hex(lc, "h=0x"));
+  CHECK(lc && strstr(lc, "seq=1 func=AllGather count=16 dtype=ncclInt8 root=0 nch=2") &&
+        strstr(lc, "cname=old-comm chash=abc"));
+  CHECK(has_line("record h=0x%llx state=2 args=1 size=512 appended=512 ptimer=0 opsteps=1",
+                 rec_hex(lo, "h=0x")));
+  CHECK(rec_count("stop ") == 3);
+}
+
 /* A plugin that declines init: nccltop publishes as alone, NCCL's mask is
  * ours, nothing reaches it (it would abort), said once in NCCL's log. */
 static void case_refusing_plugin_leaves_nccltop_working(void) {
@@ -764,6 +820,7 @@ PH_CHILD(v7_to_v6_drops_phases)
 PH_CHILD(v7_to_v4_converts_hierarchy)
 PH_CHILD(v5_to_v3_as_the_v3_shim)
 PH_CHILD(v4_to_v4)
+PH_CHILD(v3_to_v3)
 PH_CHILD(refusing_plugin_leaves_nccltop_working)
 PH_CHILD(plugin_asking_nothing_gets_nothing)
 PH_CHILD(null_context_is_passed_as_null)
@@ -784,6 +841,7 @@ int main(void) {
   TEST_RUN(v7_to_v4_converts_hierarchy);
   TEST_RUN(v5_to_v3_as_the_v3_shim);
   TEST_RUN(v4_to_v4);
+  TEST_RUN(v3_to_v3);
   TEST_RUN(refusing_plugin_leaves_nccltop_working);
   TEST_RUN(plugin_asking_nothing_gets_nothing);
   TEST_RUN(null_context_is_passed_as_null);
