@@ -54,8 +54,12 @@ struct nt_pair {
   _Atomic uint32_t in_use;
   uint32_t seq; /* owner only: the allocation number */
   void *ours, *theirs;
+  /* The chained plugin's mask as NCCL would have copied it for this event's
+   * operation (M2): what its task-driven children are gated by. */
+  int their_mask;
+  char pad[64 - 36]; /* one cache line */
 };
-_Static_assert(sizeof(struct nt_pair) == 32, "pair size");
+_Static_assert(sizeof(struct nt_pair) == 64, "pair size");
 static struct nt_pair *pairs;                /* NT_MAX_THREADS * NT_CHAIN_PAIRS */
 static uint32_t cursors[NT_MAX_THREADS][16]; /* [i][0], padded against false sharing */
 #define PAIRS_BYTES ((size_t)NT_MAX_THREADS * NT_CHAIN_PAIRS * sizeof(struct nt_pair))
@@ -290,7 +294,8 @@ static struct nt_pair *pair_alloc(void) {
   return NULL;
 }
 
-static void split(void *h, void **ours, void **theirs) {
+/* The pair h is, or NULL (h is then ours, or nobody's). */
+static struct nt_pair *split(void *h, void **ours, void **theirs) {
   struct nt_pair *w = h ? pair_of(h) : NULL;
   if (w) {
     *ours = w->ours;
@@ -299,7 +304,16 @@ static void split(void *h, void **ours, void **theirs) {
     *ours = in_pairs(h) ? NULL : h; /* a pair reused under a stale handle: neither's */
     *theirs = NULL;
   }
+  return w;
 }
+
+/* Classes NCCL gates by the mask it copied for the operation (at its
+ * GroupApi from 2.28, at the task's append before), not by the live one:
+ * for these the parent's copy decides. ProxyCtrl, the CE classes and
+ * KernelPhase read the live mask. */
+#define NT_TASK_GATED                                                                              \
+  (NT_EV_GROUP | NT_EV_COLL | NT_EV_P2P | NT_EV_COLL_API | NT_EV_P2P_API | NT_EV_KERNEL_LAUNCH |   \
+   NT_EV_PROXY_OP | NT_EV_PROXY_STEP | NT_EV_KERNEL_CH | NT_EV_NET_PLUGIN)
 
 /* ---- descriptors: NCCL's version down to the chained plugin's ---- */
 
@@ -427,15 +441,17 @@ nt_nccl_result nt_chain_start(int abi, void *ctx, void **h, void *descr, nt_star
    * passes them. */
   bool foreign = type == NT_EV_PROXY_OP && ((const nt_descr_v4 *)descr)->proxyOp.pid != nt_g.pid;
   if (foreign || (!c && ctx)) cctx = ctx;
-  bool to_theirs = cctx && nccl_starts(abi, their_mask_now(), type);
-  if (cctx == &null_ctx) cctx = NULL;
-  bool to_ours = nccl_starts(abi, om, type);
   void *parent = ((nt_descr_v4 *)descr)->parentObj, *po, *pt, *go = NULL, *gt = NULL;
+  struct nt_pair *pp = NULL;
   if (foreign) {
     po = pt = parent;
   } else {
-    split(parent, &po, &pt);
+    pp = split(parent, &po, &pt);
   }
+  int tm = pp && pt && (type & NT_TASK_GATED) ? pp->their_mask : their_mask_now();
+  bool to_theirs = cctx && nccl_starts(abi, tm, type);
+  if (cctx == &null_ctx) cctx = NULL;
+  bool to_ours = nccl_starts(abi, om, type);
   bool op = abi >= 5 && (type == NT_EV_COLL || type == NT_EV_P2P);
   if (op) {
     nt_descr_v5 *d5 = descr;
@@ -446,6 +462,9 @@ nt_nccl_result nt_chain_start(int abi, void *ctx, void **h, void *descr, nt_star
   if (to_theirs) {
     their_descr(abi, descr, type, pt, gt, &d);
     (void)their_start(cctx, &theirs, &d);
+    /* It may have changed its mask (a plugin that narrows after its first
+     * operations): NCCL's at once, before another thread copies it. */
+    nt_chain_mask_sync();
   }
   if (to_ours) {
     memcpy(&d, descr, descr_size(abi));
@@ -468,6 +487,7 @@ nt_nccl_result nt_chain_start(int abi, void *ctx, void **h, void *descr, nt_star
   }
   w->ours = ours;
   w->theirs = theirs;
+  w->their_mask = tm;
   atomic_store_explicit(&w->in_use, 1, memory_order_relaxed);
   atomic_store_explicit(&w->self, w, memory_order_release);
   *h = w;
@@ -480,7 +500,10 @@ nt_nccl_result nt_chain_stop(void *h, nt_nccl_result (*ours_stop)(void *)) {
   void *ours = w->ours, *theirs = w->theirs;
   atomic_store_explicit(&w->in_use, 0, memory_order_release);
   if (ours) (void)ours_stop(ours);
-  if (theirs) their_stop(theirs);
+  if (theirs) {
+    their_stop(theirs);
+    nt_chain_mask_sync();
+  }
   return NT_NCCL_SUCCESS;
 }
 
@@ -499,6 +522,7 @@ nt_nccl_result nt_chain_record(int abi, void *h, int state, void *args, nt_recor
     case 6: (void)ch.t6->recordEventState(w->theirs, state, args); break;
     default: (void)ch.t7->recordEventState(w->theirs, state, args); break;
     }
+    nt_chain_mask_sync();
     return NT_NCCL_SUCCESS;
   }
   /* A v3 plugin under a v4+ NCCL, as NCCL's v3 shim: proxy-control states
@@ -512,5 +536,6 @@ nt_nccl_result nt_chain_record(int abi, void *h, int state, void *args, nt_recor
     return NT_NCCL_SUCCESS;
   }
   (void)ch.t3->recordEventState(w->theirs, state, &a3);
+  nt_chain_mask_sync();
   return NT_NCCL_SUCCESS;
 }
