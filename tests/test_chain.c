@@ -126,7 +126,9 @@ static void *setup(int n, const char *chain, const char *rmask) {
   loglen = 0;
   logbuf[0] = '\0';
   pthread_mutex_unlock(&log_mu);
-  snprintf(rec_path, sizeof rec_path, "/tmp/nccltop-chain-%d.log", (int)getpid());
+  /* Named after the test process (cases run in its children): one file,
+   * emptied by each case, removed at the end. */
+  snprintf(rec_path, sizeof rec_path, "/tmp/nccltop-chain-%d.log", (int)getppid());
   unlink(rec_path);
   setenv("NT_RECORDER_FILE", rec_path, 1);
   set_env("NT_RECORDER_MASK", rmask);
@@ -425,7 +427,9 @@ static void case_v4_to_v4(void) {
  * states with their running size. */
 static void case_v3_to_v3(void) {
   memset(&H, 0, sizeof H);
-  snprintf(rec_path, sizeof rec_path, "/tmp/nccltop-chain-%d.log", (int)getpid());
+  /* Named after the test process (cases run in its children): one file,
+   * emptied by each case, removed at the end. */
+  snprintf(rec_path, sizeof rec_path, "/tmp/nccltop-chain-%d.log", (int)getppid());
   unlink(rec_path);
   setenv("NT_RECORDER_FILE", rec_path, 1);
   unsetenv("NT_RECORDER_MASK");
@@ -789,6 +793,7 @@ static void same_events(int abi, const char *mask, bool pxn, bool ce, const char
   }
   CHECK(diffs == 0);
   CHECK(tr.unknown_handles == 0);
+  (void)rmdir(dir); /* empty once the job's publishers have gone */
   for (int i = 0; i < n1; i++) free(alone[i]);
   for (int i = 0; i < n2; i++) free(chained[i]);
   free(alone);
@@ -833,6 +838,7 @@ static void case_nccltop_sim_chains_a_plugin_by_name(void) {
   CHECK(rec_count("finalize ") == 4);
   unlink(rec_path);
   unlink(link);
+  (void)rmdir(dir);
 }
 
 PH_CHILD(nccltop_sim_chains_a_plugin_by_name)
@@ -879,5 +885,8 @@ int main(void) {
   TEST_RUN(simulator_chained_pxn_and_ce);
   TEST_RUN(simulator_chained_mask_switch);
   TEST_RUN(nccltop_sim_chains_a_plugin_by_name);
+  char left[64];
+  snprintf(left, sizeof left, "/tmp/nccltop-chain-%d.log", (int)getpid());
+  unlink(left);
   return TEST_DONE();
 }
