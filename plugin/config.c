@@ -120,6 +120,12 @@ void nt_config_load(struct nt_config *c) {
     else
       nt_log(NT_NCCL_LOG_WARN, "NCCLTOP_HOSTNAME is longer than %d bytes; ignored", NT_MAX_HOST);
   }
+  if ((v = getenv("NCCLTOP_CHAIN")) && *v) {
+    if (strlen(v) < sizeof c->chain)
+      strcpy(c->chain, v);
+    else
+      nt_log(NT_NCCL_LOG_WARN, "NCCLTOP_CHAIN is too long; nothing chained");
+  }
   load_dir(c);
   load_topo_path(c);
   load_env(c);

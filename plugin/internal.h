@@ -343,6 +343,7 @@ struct nt_config {
   uint32_t interval_ms;
   uint32_t reclaim_ms;
   char connect[256];
+  char chain[256];      /* NCCLTOP_CHAIN: another profiler plugin to load (chain.c) */
   char dir[200];        /* the endpoint directory; empty if NCCLTOP_DIR is too long */
   char topo_path[4096]; /* NCCL_TOPO_DUMP_FILE; empty if unset or too long */
   uint32_t nenv;        /* NCCL_* and NCCLTOP_* variables, for the hello */
