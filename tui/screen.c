@@ -24,6 +24,9 @@ static void colors(const nt_options *o) {
   init_pair(NT_C_STALL, COLOR_WHITE, COLOR_RED);
   init_pair(NT_C_HEAD, COLOR_BLACK, COLOR_CYAN);
   init_pair(NT_C_WARN, COLOR_YELLOW, -1);
+  init_pair(NT_C_WAIT_SELF, COLOR_YELLOW, -1);
+  init_pair(NT_C_WAIT_PEER, COLOR_MAGENTA, -1);
+  init_pair(NT_C_WAIT_NET, COLOR_CYAN, -1);
 }
 
 /* What endwin would send, kept for a signal handler (nt_term_restore_now). */

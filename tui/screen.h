@@ -82,7 +82,10 @@ enum {
   NT_C_APPEND,
   NT_C_STALL,
   NT_C_HEAD,
-  NT_C_WARN
+  NT_C_WARN,
+  NT_C_WAIT_SELF, /* a wait on the rank's own GPU */
+  NT_C_WAIT_PEER, /* a wait on a peer (credit) */
+  NT_C_WAIT_NET,  /* data on the wire */
 };
 
 #define NT_SCREEN_MAX_RANKS NT_FRAME_MAX_RANKS
@@ -172,6 +175,12 @@ void nt_view_overview(nt_screen *s, int y);
 void nt_view_ops(nt_screen *s, int y);
 void nt_view_env(nt_screen *s, int y);
 int nt_stall_attr(const nt_screen *s);
+/* The attribute of a wait state by what it waits on: its own GPU, a peer,
+ * the network (enum nt_wait). */
+int nt_wait_attr(const nt_screen *s, int wait);
+/* An htop meter: [|||||     ] of width w (brackets included), the filled
+ * part share (0..1) of it, in attr. */
+void nt_meter(const nt_screen *s, int y, int x, int w, double share, int attr);
 int nt_warn_attr(const nt_screen *s);
 /* A line of a scrolling view: drawn when line `*n` (counted from 0) is
  * within the window of the view's scroll, then *n advances; returns false

@@ -19,6 +19,35 @@ int nt_state_attr(const nt_screen *s, int state) {
   }
 }
 
+int nt_wait_attr(const nt_screen *s, int wait) {
+  bool color = s->o->color && has_colors();
+  switch (wait) {
+  case NT_WAIT_SEND_GPU:
+  case NT_WAIT_RECV_GPU:
+  case NT_WAIT_RECV_FLUSH: /* its own GPU (or its flush) */
+    return color ? COLOR_PAIR(NT_C_WAIT_SELF) : A_BOLD;
+  case NT_WAIT_SEND_PEER: /* the peer has not granted credit */
+    return color ? COLOR_PAIR(NT_C_WAIT_PEER) | A_BOLD : A_UNDERLINE;
+  case NT_WAIT_SEND_NET:
+  case NT_WAIT_RECV_NET: /* the data is on the wire */
+    return color ? COLOR_PAIR(NT_C_WAIT_NET) : A_NORMAL;
+  default: return A_NORMAL;
+  }
+}
+
+void nt_meter(const nt_screen *s, int y, int x, int w, double share, int attr) {
+  if (w < 3) return;
+  int inner = w - 2, full = (int)(share * inner + 0.5);
+  if (full > inner) full = inner;
+  if (full < 0) full = 0;
+  mvaddch(y, x, '[');
+  attron(attr);
+  for (int i = 0; i < full; i++) mvaddch(y, x + 1 + i, s->o->ascii ? '#' : '|');
+  attroff(attr);
+  for (int i = full; i < inner; i++) mvaddch(y, x + 1 + i, ' ');
+  mvaddch(y, x + w - 1, ']');
+}
+
 int nt_stall_attr(const nt_screen *s) {
   return s->o->color && has_colors() ? COLOR_PAIR(NT_C_STALL) | A_BOLD : A_REVERSE | A_BOLD;
 }
@@ -168,11 +197,14 @@ static void detail_panel(nt_screen *s, const nt_frame_rank *r, int channel, nt_r
     mvaddnstr(y++, x, line, s->cols - x);
     if (stalled) attroff(nt_stall_attr(s));
     for (int k = 0; k < 3 && y < end; k++) {
-      double pct = sum ? 100.0 * (double)row->wait_ns[k] / (double)sum : 0;
+      double share = sum ? (double)row->wait_ns[k] / (double)sum : 0;
+      int wait = nt_dir_wait(dir, k);
       char t[NT_UNIT_LEN];
-      snprintf(line, sizeof line, "    %-16s %8s  %5.1f%%", nt_wait_name(nt_dir_wait(dir, k)),
-               nt_fmt_ns((double)row->wait_ns[k], t, sizeof t), pct);
-      mvaddnstr(y++, x, line, s->cols - x);
+      snprintf(line, sizeof line, "    %-16s %8s %5.1f%% ", nt_wait_name(wait),
+               nt_fmt_ns((double)row->wait_ns[k], t, sizeof t), 100 * share);
+      mvaddnstr(y, x, line, s->cols - x);
+      int mx = x + (int)strlen(line), mw = s->cols - mx - 1 < 30 ? s->cols - mx - 1 : 30;
+      nt_meter(s, y++, mx, mw, share, nt_wait_attr(s, wait));
     }
   }
   relay_lines(s, r, channel, &y, end, x);
@@ -202,16 +234,25 @@ static void chan_cell(void *ctx, int i, int col, int y, int x, int w, bool curso
   bool stalled = (sr && sr->stalled) || (rr && rr->stalled);
   /* Work in flight the GPU has not reached (run-ahead): shown, not an alarm. */
   bool queued = (sr && sr->queued) || (rr && rr->queued);
-  snprintf(line, sizeof line, "%s%s/%s",
-           stalled  ? "!"
-           : queued ? "~"
-                    : "",
-           sr ? wait_tag(sr->dominant_wait) : "-", rr ? wait_tag(rr->dominant_wait) : "-");
-  int attr = cursor ? A_REVERSE : 0;
-  if (stalled) attr |= nt_stall_attr(s);
-  if (attr) attron(attr);
-  mvaddnstr(y, x, line, w);
-  if (attr) attroff(attr);
+  /* "!GPU/NET": each half coloured by what it waits on (its own GPU, a
+   * peer's credit, the network), the whole cell red when stalled. */
+  const char *mark = stalled ? "!" : queued ? "~" : "";
+  const char *parts[3] = {sr ? wait_tag(sr->dominant_wait) : "-", "/",
+                          rr ? wait_tag(rr->dominant_wait) : "-"};
+  int waits[3] = {sr ? sr->dominant_wait : NT_WAIT_NONE, NT_WAIT_NONE,
+                  rr ? rr->dominant_wait : NT_WAIT_NONE};
+  int base = (cursor ? A_REVERSE : 0) | (stalled ? nt_stall_attr(s) : 0);
+  attron(base);
+  mvaddnstr(y, x, mark, w);
+  int used = (int)strlen(mark);
+  for (int k = 0; k < 3 && used < w; k++) {
+    int attr = stalled ? 0 : nt_wait_attr(s, waits[k]);
+    if (attr) attron(attr);
+    mvaddnstr(y, x + used, parts[k], w - used);
+    if (attr) attroff(attr);
+    used += (int)strlen(parts[k]);
+  }
+  attroff(base);
 }
 
 static void chan_spec(nt_screen *s, nt_list *l) {
@@ -256,9 +297,9 @@ void nt_view_channels(nt_screen *s, int y) {
     detail_panel(s, nt_screen_rank(s, s->row), s->col, s->lay.detail);
   } else {
     mvaddnstr(s->bottom - 1, 0,
-              "cell = dominant wait send/recv: GPU = waiting for the GPU, PEER = receiver has not "
-              "granted credit, NET = on the wire, FLSH = GPUDirect flush; ! = stalled; ~ = "
-              "queued (the GPU has not reached it yet); Enter = details",
+              "cell = dominant wait send/recv: GPU = its own GPU (yellow), PEER = the receiver has "
+              "not granted credit (magenta), NET = on the wire (cyan), FLSH = GPUDirect flush; "
+              "! = stalled; ~ = queued (the GPU has not reached it yet); Enter = details",
               s->cols);
   }
 }
