@@ -48,7 +48,7 @@ TESTS := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRC))
 FIXTURES := $(patsubst tests/fixtures/%.c,$(BUILD)/tests/lib%.so,$(wildcard tests/fixtures/*.c))
 BENCHES := $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRC))
 
-.PHONY: scale-test all deps test check demo bench install clean format format-check tsan gpu-test gpu-build \
+.PHONY: scale-test all deps test check demo bench install clean format format-check tsan gpu-test gpu-build screenshots \
   fuzz fuzz-smoke
 all: deps $(PLUGIN_SO) $(NCCLTOP)
 
@@ -197,6 +197,10 @@ MANDIR ?= $(PREFIX)/share/man
 BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
 DATADIR ?= $(PREFIX)/share/nccltop
 EXAMPLE_TOPOLOGIES := $(wildcard examples/topologies/*.xml)
+# README screenshots, regenerated from the real program (scripts/readme-screens.sh).
+screenshots: all $(BUILD)/tests/screenshot
+	sh scripts/readme-screens.sh $(BUILD)
+
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(MANDIR)/man1 \
 	  $(DESTDIR)$(BASHCOMPDIR) $(DESTDIR)$(DATADIR)/examples/topologies \

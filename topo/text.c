@@ -180,8 +180,8 @@ void nt_topo_print_compact(FILE *out, const nt_topo *t) {
       fprintf(out, " %4s\n", "?");
   }
   if (ne > 0) {
-    fputs("\nEach cell is the number of NCCL's path from the row to the column (type, bottleneck "
-          "GB/s,\nmarks), X the device itself:\n",
+    fputs("\nEach cell is the number of NCCL's path from the row to the column, listed here\n"
+          "(type, bottleneck GB/s, marks); X is the device itself:\n",
           out);
     /* As many kinds per line as fit 80 columns. */
     int kw = 0;

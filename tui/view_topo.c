@@ -172,8 +172,10 @@ void nt_view_topo(nt_screen *s, int y) {
   whatif_line(s, wi, sizeof wi);
   uint32_t shown, n = nt_model_topology_count(s->m, &shown);
   if (n > 1) snprintf(which, sizeof which, " (%u of %u, t: next)", shown + 1, n);
-  snprintf(line, sizeof line, "topology %s%s  %d GPUs, %d NICs  %s", source, which,
-           nt_topo_ngpus(t), nt_topo_nnets(t), wi);
+  /* The file's name, not its directory: the what-ifs must fit 80 columns. */
+  const char *base = strrchr(source, '/');
+  snprintf(line, sizeof line, "topology %s%s  %d GPUs, %d NICs  %s", base ? base + 1 : source,
+           which, nt_topo_ngpus(t), nt_topo_nnets(t), wi);
   mvaddnstr(y++, 0, line, s->cols);
   int ne = nendpoints(t);
   if (ne > NT_TOPO_VIEW_MAX) ne = NT_TOPO_VIEW_MAX;
