@@ -39,7 +39,7 @@ static pid_t wide_publisher(void) {
     snap->proxy[i] = (nt_proxy_row){.comm_index = (uint16_t)i,
                                     .tid = 100u + (unsigned)i,
                                     .state = NT_PROXY_ACTIVE,
-                                    .state_ns = {1, 3, 0, 0, 0}};
+                                    .state_ns = {1 + (uint64_t)i, 3, 0, 0, 0}};
     for (int c = 0; c < CHANNELS; c++)
       snap->channels[i * CHANNELS + c] = (nt_channel_row){.comm_index = (uint16_t)i,
                                                           .channel = (uint8_t)c,
@@ -226,6 +226,34 @@ static void look_by_meaning(void) {
   CHECK(ok);
 }
 
+/* Any column sorts: F6 goes from the rank orders to the proxy view's
+ * columns; by IDLE% the idlest thread (rank 29's, 30 of 33) comes first,
+ * and the header and the column title say so. */
+static void proxy_view_sorts_by_any_column(void) {
+  vt_term t;
+  bool ok = start(&t, 20, 120);
+  vt_send(&t, "2");
+  ok = ok && vt_wait_for(&t, "[proxy threads]", 5) && vt_wait_for(&t, "sort rank", 5);
+  for (int i = 0; ok && i < 5; i++) vt_send(&t, "\033[17~"); /* F6 */
+  ok = ok && vt_wait_for(&t, "sort IDLE%", 5) && vt_wait_for(&t, "\n29/30 ", 5) &&
+       vt_wait_for(&t, "90.9", 5);
+  if (ok) {
+    int row, col, hrow, hcol, fg;
+    bool rev = false;
+    ok = find_on_screen(&t, "IDLE% ACTV%", &hrow, &hcol) &&
+         find_on_screen(&t, "\n29/30 ", &row, &col) &&
+         row == hrow;                                /* the first row under the column titles */
+    if (ok) vt_cell_attr(&t, hrow, hcol, &rev, &fg); /* the sorted title, highlighted */
+    if (!ok || !rev)
+      fprintf(stderr, "    29/30 first, IDLE%% marked? (%d)\n%s\n", rev, vt_text(&t));
+    ok = ok && rev;
+  }
+  vt_send(&t, "<"); /* back: by STATE */
+  ok = ok && vt_wait_for(&t, "sort STATE", 5);
+  ok = quit(&t) && ok;
+  CHECK(ok);
+}
+
 int main(void) {
   char bindir[PATH_MAX];
   vt_build_dir(bindir, sizeof bindir);
@@ -240,6 +268,7 @@ int main(void) {
   TEST_RUN(overview_at_80x24_keeps_its_key_numbers);
   TEST_RUN(key_bar_on_the_last_line);
   TEST_RUN(look_by_meaning);
+  TEST_RUN(proxy_view_sorts_by_any_column);
   kill(pub, SIGKILL);
   waitpid(pub, NULL, 0);
   char cmd[64];

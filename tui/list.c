@@ -3,6 +3,7 @@
 
 #include <curses.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "screen.h"
 
@@ -134,12 +135,18 @@ void nt_list_draw(const nt_list *l, nt_list_state *st, int header_attr) {
   for (int i = 0; i < l->ncols; i++) {
     if (x[i] < 0) continue;
     char t[64];
-    const char *mark = i == l->sort_col ? "^" : "";
+    bool sorted = i == l->sort_col;
+    /* The sort column: marked ^, and in reverse video when the mark does
+     * not fit its width (IDLE% in 5 cells). */
+    bool fits = (int)strlen(l->cols[i].title) < l->cols[i].width;
+    const char *mark = sorted && fits ? "^" : "";
     if (l->cols[i].right)
       snprintf(t, sizeof t, "%*s%s", l->cols[i].width - (mark[0] ? 1 : 0), l->cols[i].title, mark);
     else
       snprintf(t, sizeof t, "%s%s", l->cols[i].title, mark);
+    if (sorted && !fits) attron(A_REVERSE);
     mvaddnstr(l->area.y, x[i], t, l->cols[i].width);
+    if (sorted && !fits) attroff(A_REVERSE);
   }
   if (st->left > 0) mvaddnstr(l->area.y, l->area.x + l->area.w - 1, "<", 1);
   attroff(header_attr);

@@ -105,6 +105,7 @@ typedef struct {
   int view, prev_view;
   bool paused, detail;
   int sort;
+  int proxy_sort; /* the proxy view's sort column; 0 (its RANK): the rank order */
   int last_key;
   int prompt;          /* 0, NT_ACT_SEARCH or NT_ACT_FILTER while typing */
   char input[64];      /* the line being typed */
@@ -168,6 +169,8 @@ extern const nt_view_def nt_views[NT_VIEW_COUNT];
 /* Cursor and scroll keys of the list views; false if not handled. */
 bool nt_channels_action(nt_screen *s, int action);
 bool nt_proxy_list_action(nt_screen *s, int action);
+/* What the proxy view is sorted by, for the header. */
+const char *nt_proxy_sort_name(const nt_screen *s);
 void nt_view_proxy(nt_screen *s, int y);
 void nt_view_channels(nt_screen *s, int y);
 void nt_view_help(nt_screen *s, int y);

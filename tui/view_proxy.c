@@ -2,6 +2,7 @@
  * its own (its scroll and cursor are no other view's). */
 #include <curses.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "screen.h"
@@ -47,6 +48,43 @@ typedef struct {
 
 static proxy_rows rows;
 
+/* Sorting by any column (F6 > <): the order the columns are offered in;
+ * C_RANK is the screen's rank order (rank, stalled first or host). */
+static const int sortable[] = {C_RANK, C_WHO,  C_STATE, C_IDLE,    C_ACTV,
+                               C_SLEP, C_WAKE, C_APND,  C_APPENDS, C_OPS};
+enum { NSORTABLE = sizeof sortable / sizeof sortable[0] };
+
+/* A line's value in a numeric column. */
+static double value_of(const nt_frame_proxy *x, int col) {
+  switch (col) {
+  case C_APPENDS: return (double)x->row.appends;
+  case C_OPS: return (double)x->row.appended_ops;
+  default: return x->share_total[col - C_IDLE];
+  }
+}
+
+static int cmp_line(const void *a, const void *b) {
+  const nt_screen *s = rows.s;
+  int col = s->proxy_sort;
+  const nt_frame_proxy *x = &s->f->proxy[((const uint32_t *)a)[1]];
+  const nt_frame_proxy *y = &s->f->proxy[((const uint32_t *)b)[1]];
+  int c = 0;
+  if (col == C_WHO) {
+    const nt_frame_proc *p = &s->f->procs[x->proc], *q = &s->f->procs[y->proc];
+    c = strcmp(p->host, q->host);
+    if (!c && p->pid != q->pid) c = p->pid < q->pid ? -1 : 1;
+  } else if (col == C_STATE) {
+    c = (int)x->row.state - (int)y->row.state;
+  } else { /* numbers: the largest first, as htop */
+    double u = value_of(x, col), v = value_of(y, col);
+    c = u > v ? -1 : u < v;
+  }
+  if (c) return c;
+  /* then the rank order the lines came in */
+  uint32_t i = ((const uint32_t *)a)[0], j = ((const uint32_t *)b)[0];
+  return i < j ? -1 : i > j;
+}
+
 static void collect(nt_screen *s) {
   rows.s = s;
   rows.n = 0;
@@ -57,6 +95,11 @@ static void collect(nt_screen *s) {
       rows.line[rows.n++].thread = t;
     }
   }
+  if (s->proxy_sort != C_RANK) qsort(rows.line, rows.n, sizeof rows.line[0], cmp_line);
+}
+
+const char *nt_proxy_sort_name(const nt_screen *s) {
+  return s->proxy_sort == C_RANK ? nt_sort_name(s->sort) : cols[s->proxy_sort].title;
 }
 
 /* A bar of `width` cells split by share per proxy state. */
@@ -132,7 +175,8 @@ static void spec(nt_screen *s, nt_list *l) {
       .ncols = C_COUNT,
       .fixed = 1,
       .nrows = (int)rows.n,
-      .sort_col = s->sort == NT_SORT_RANK   ? C_RANK
+      .sort_col = s->proxy_sort != C_RANK   ? s->proxy_sort
+                  : s->sort == NT_SORT_RANK ? C_RANK
                   : s->sort == NT_SORT_HOST ? C_WHO
                                             : -1,
       .cell = cell,
@@ -172,6 +216,29 @@ void nt_view_proxy(nt_screen *s, int y) {
 }
 
 bool nt_proxy_list_action(nt_screen *s, int action) {
+  if (action == NT_ACT_SORT_NEXT || action == NT_ACT_SORT_PREV) {
+    /* Any column: from the rank order (and its three kinds) on to the
+     * others, then back. */
+    int k = 0;
+    while (k < NSORTABLE && sortable[k] != s->proxy_sort) k++;
+    if (k == 0 && action == NT_ACT_SORT_NEXT && s->sort + 1 < NT_SORT_COUNT) {
+      s->sort++;
+      return true;
+    }
+    if (k == 1 && action == NT_ACT_SORT_PREV) {
+      s->proxy_sort = C_RANK;
+      s->sort = NT_SORT_COUNT - 1;
+      return true;
+    }
+    if (k == 0 && action == NT_ACT_SORT_PREV && s->sort > 0) {
+      s->sort--;
+      return true;
+    }
+    k = (k + (action == NT_ACT_SORT_NEXT ? 1 : NSORTABLE - 1)) % NSORTABLE;
+    s->proxy_sort = sortable[k];
+    if (s->proxy_sort == C_RANK) s->sort = action == NT_ACT_SORT_NEXT ? 0 : NT_SORT_COUNT - 1;
+    return true;
+  }
   nt_list l;
   spec(s, &l);
   follow_rank(s);
