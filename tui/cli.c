@@ -40,6 +40,8 @@ void nt_usage(FILE *f) {
           "       nccltop sim [sim options]              run a simulated job\n"
           "       nccltop demo [sim options] [options]   a simulated 8-rank job with the monitor\n"
           "       nccltop topo FILE.xml [--env NAME=VALUE ...] [--json]  NCCL's path matrix\n"
+          "       nccltop relay [--listen EP] [relay options]  forward this node's jobs over TCP\n"
+          "       nccltop keygen [--force]               a CURVE keypair for relays and viewers\n"
           "\n"
           "options:\n"
           "  -b, --batch            print frames instead of the interactive screen\n"
@@ -54,6 +56,10 @@ void nt_usage(FILE *f) {
           "      --dir DIR          endpoint directory (default $NCCLTOP_DIR or /tmp/nccltop-UID)\n"
           "      --connect EP       also subscribe to ZeroMQ endpoint EP, e.g. tcp://node1:5555\n"
           "                         (repeatable, at most 8)\n"
+          "      --server-key KEY   a relay's public key (Z85, or a file holding it) that tcp://\n"
+          "                         --connect endpoints must prove (default\n"
+          "                         ~/.config/nccltop/key.pub: our own, as the relay's)\n"
+          "      --insecure         plain TCP to --connect endpoints, no CURVE\n"
           "      --topology FILE    NCCL topology XML for the topology view\n"
           "      --max-memory MIB   what publishers' data may take, 16.. (default 1024)\n"
           "  -V, --version          print the version\n"
@@ -70,7 +76,16 @@ void nt_sim_usage(FILE *f) {
   sim_options(f);
 }
 
-enum { OPT_JSON = 256, OPT_STALL, OPT_DIR, OPT_CONNECT, OPT_TOPOLOGY, OPT_MAX_MEMORY };
+enum {
+  OPT_JSON = 256,
+  OPT_STALL,
+  OPT_DIR,
+  OPT_CONNECT,
+  OPT_TOPOLOGY,
+  OPT_MAX_MEMORY,
+  OPT_SERVER_KEY,
+  OPT_INSECURE
+};
 
 static const char short_opts[] = ":bn:d:CAVh"; /* leading colon: a missing value is told apart */
 static const struct option long_opts[] = {
@@ -85,6 +100,8 @@ static const struct option long_opts[] = {
     {"connect", required_argument, NULL, OPT_CONNECT},
     {"topology", required_argument, NULL, OPT_TOPOLOGY},
     {"max-memory", required_argument, NULL, OPT_MAX_MEMORY},
+    {"server-key", required_argument, NULL, OPT_SERVER_KEY},
+    {"insecure", no_argument, NULL, OPT_INSECURE},
     {"version", no_argument, NULL, 'V'},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
@@ -175,6 +192,8 @@ int nt_options_parse(nt_options *o, int argc, char **argv) {
     case 'A': o->ascii = true; break;
     case OPT_DIR: o->dir = optarg; break;
     case OPT_TOPOLOGY: o->topology = optarg; break;
+    case OPT_SERVER_KEY: o->server_key = optarg; break;
+    case OPT_INSECURE: o->insecure = true; break;
     case OPT_MAX_MEMORY:
       if (parse_u32("--max-memory", optarg, 16, 1048576, &o->max_memory_mib)) return 2;
       break;

@@ -15,6 +15,8 @@
 #include <unistd.h>
 
 #include "../topo/topo.h"
+#include "curve.h"
+#include "relay.h"
 #include "viewer.h"
 
 static volatile pid_t demo_sim;                    /* the demo's simulator (its process group) */
@@ -296,6 +298,8 @@ int main(int argc, char **argv) {
     if (!strcmp(cmd, "sim")) return cmd_sim(argc - 1, argv + 1);
     if (!strcmp(cmd, "demo")) return cmd_demo(argc - 1, argv + 1);
     if (!strcmp(cmd, "topo")) return nt_topo_main(argc - 1, argv + 1);
+    if (!strcmp(cmd, "relay")) return nt_relay_main(argc - 1, argv + 1);
+    if (!strcmp(cmd, "keygen")) return nt_keygen_main(argc - 1, argv + 1);
     fprintf(stderr, "nccltop: unknown command '%s'; try 'nccltop --help'\n", cmd);
     return 2;
   }
