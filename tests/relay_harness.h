@@ -190,7 +190,7 @@ static void rh_viewer_stop(rh_viewer *v) {
   close(v->fd);
 }
 
-static double rh_num(const cJSON *o, const char *key) {
+__attribute__((unused)) static double rh_num(const cJSON *o, const char *key) {
   const cJSON *x = cJSON_GetObjectItemCaseSensitive(o, key);
   return cJSON_IsNumber(x) ? x->valuedouble : -1;
 }
