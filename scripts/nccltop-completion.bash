@@ -10,12 +10,16 @@ _nccltop() {
   prev=${COMP_WORDS[COMP_CWORD - 1]}
 
   local viewer_opts="-b --batch -n --iterations --json -d --delay --stall-ms -C --no-color
-    -A --ascii --dir --connect --topology --max-memory -V --version -h --help"
+    -A --ascii --dir --connect --server-key --insecure --topology --max-memory -V --version -h
+    --help"
   local sim_opts="--ranks --comms --channels --steps --iterations --duration --linger
     --deterministic --nccl-version --abi --plugin --interval-ms --dir --quiet --stall-rank
     --stall-after --straggler --straggle-ms --net --env --rank-env --run-ahead --graph
     --alltoall --broadcast --pxn --collnet --ce --user-tag --help"
   local topo_opts="--env --from-env --nccl-version --json --help"
+  local relay_opts="--listen --dir --connect --authorized-keys --server-key --insecure -q --quiet
+    -h --help"
+  local keygen_opts="--force -h --help"
   local topo_vars="NCCL_P2P_DISABLE= NCCL_P2P_LEVEL= NCCL_NET_GDR_LEVEL= NCCL_NET_GDR_READ=
     NCCL_NET_GDR_C2C= NCCL_PXN_DISABLE= NCCL_PXN_C2C= NCCL_NVB_DISABLE= NCCL_NETDEVS_POLICY=
     NCCL_P2P_READ_ENABLE= NCCL_P2P_USE_CUDA_MEMCPY= NCCL_NET_DISABLE_INTRA=
@@ -25,7 +29,7 @@ _nccltop() {
   cmd=""
   for ((i = 1; i < COMP_CWORD; i++)); do
     case ${COMP_WORDS[i]} in
-    sim | demo | topo)
+    sim | demo | topo | relay | keygen)
       cmd=${COMP_WORDS[i]}
       break
       ;;
@@ -36,7 +40,7 @@ _nccltop() {
 
   # Values of the options that take one.
   case $prev in
-  --topology | --plugin)
+  --topology | --plugin | --authorized-keys | --server-key)
     compopt -o filenames 2>/dev/null
     COMPREPLY=($(compgen -f -- "$cur"))
     return 0
@@ -74,6 +78,11 @@ _nccltop() {
     COMPREPLY=($(compgen -W "tcp:// ipc://" -- "$cur"))
     return 0
     ;;
+  --listen)
+    compopt -o nospace 2>/dev/null
+    COMPREPLY=($(compgen -W "tcp://0.0.0.0:7460 tcp://127.0.0.1:7460" -- "$cur"))
+    return 0
+    ;;
   -n | --iterations | -d | --delay | --stall-ms | --max-memory | --ranks | --comms | \
     --channels | --steps | --duration | --linger | --interval-ms | --stall-rank | \
     --stall-after | --straggler | --straggle-ms | --rank-env | --run-ahead)
@@ -86,7 +95,7 @@ _nccltop() {
     if [[ $cur == -* ]]; then
       COMPREPLY=($(compgen -W "$viewer_opts" -- "$cur"))
     else
-      COMPREPLY=($(compgen -W "sim demo topo" -- "$cur"))
+      COMPREPLY=($(compgen -W "sim demo topo relay keygen" -- "$cur"))
     fi
     ;;
   sim)
@@ -95,7 +104,14 @@ _nccltop() {
   demo)
     # Simulator options first, then the monitor's (-n for frames), -- for the rest.
     COMPREPLY=($(compgen -W "$sim_opts -b --batch -n --json -d --delay --stall-ms -C --no-color
-      -A --ascii --connect --topology --max-memory -V --version --" -- "$cur"))
+      -A --ascii --connect --server-key --insecure --topology --max-memory -V --version --" \
+      -- "$cur"))
+    ;;
+  relay)
+    COMPREPLY=($(compgen -W "$relay_opts" -- "$cur"))
+    ;;
+  keygen)
+    COMPREPLY=($(compgen -W "$keygen_opts" -- "$cur"))
     ;;
   topo)
     if [[ $cur == -* ]]; then

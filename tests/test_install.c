@@ -1,10 +1,10 @@
 /* `make install` and what it installs: the binary, the plugin, the man page,
  * bash completion and the example topologies, with their modes; the man page
  * renders without a groff warning and names every option `nccltop --help`,
- * `nccltop topo --help` and README's Commands section give, every variable
- * README names or the code reads with getenv, and every key of README's key
- * table and of tui/keys.c's (the help screen's); the completion script
- * parses, defines its completion and offers every long option.
+ * `nccltop topo --help`, `relay --help`, `keygen --help` and README's Commands section give, every
+ * variable README names or the code reads with getenv, and every key of README's key table and of
+ * tui/keys.c's (the help screen's); the completion script parses, defines its completion and offers
+ * every long option.
  *
  * The install is that of the build this test belongs to (BUILD is the
  * directory above this binary, SAN what this binary was compiled with), so
@@ -286,11 +286,14 @@ static bool all_options(strset *opts) {
   for (const char *p = help; (p = strstr(p, "\n  -")); p++)
     if (p[4] && p[4] != '-' && p[5] == ',') set_add(opts, p + 3, 2);
   free(help);
-  snprintf(cmd, sizeof cmd, "%s/nccltop topo --help", bindir);
-  help = run(cmd, &st);
-  if (!help || st != 0) return free(help), false;
-  long_options(help, opts);
-  free(help);
+  static const char *const subcommands[] = {"topo", "relay", "keygen"};
+  for (size_t i = 0; i < sizeof subcommands / sizeof *subcommands; i++) {
+    snprintf(cmd, sizeof cmd, "%s/nccltop %s --help", bindir, subcommands[i]);
+    help = run(cmd, &st);
+    if (!help || st != 0) return free(help), false;
+    long_options(help, opts);
+    free(help);
+  }
   char *readme = slurp(root, "README.md");
   char *cmds = readme ? section(readme, "## Commands", "## ") : NULL;
   if (cmds) long_options(cmds, opts);
