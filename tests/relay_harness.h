@@ -185,9 +185,10 @@ static cJSON *rh_viewer_frame(rh_viewer *v, double deadline) {
   }
 }
 
+/* The pipe is closed first: a viewer blocked writing a frame ends on EPIPE. */
 static void rh_viewer_stop(rh_viewer *v) {
-  rh_stop(v->pid);
   close(v->fd);
+  rh_stop(v->pid);
 }
 
 __attribute__((unused)) static double rh_num(const cJSON *o, const char *key) {

@@ -253,6 +253,165 @@ static void a_relay_feeds_a_relay(void) {
   CHECK(up);
 }
 
+/* The relay starts first, on an empty directory; a job comes (its
+ * publishers are connected), ends (dropped), and another comes: the viewer,
+ * connected throughout, sees both jobs' processes. */
+static void publishers_come_and_go(void) {
+  job j;
+  memset(&j, 0, sizeof j);
+  snprintf(j.dir, sizeof j.dir, "/tmp/nccltop-relay-XXXXXX");
+  snprintf(j.empty, sizeof j.empty, "/tmp/nccltop-relayv-XXXXXX");
+  bool made = mkdtemp(j.dir) && mkdtemp(j.empty);
+  snprintf(j.log, sizeof j.log, "%s/relay.log", j.empty);
+  unsigned port = rh_free_port();
+  char ep[64];
+  snprintf(ep, sizeof ep, "tcp://127.0.0.1:%u", port);
+  pid_t relay = made && port ? rh_relay(NULL, j.log, j.dir, port, NULL, NULL, NULL) : -1;
+  static rh_viewer v;
+  bool ok = relay > 0 && rh_wait_file(j.log, "forwarding", 10) &&
+            rh_viewer_start(&v, NULL, 300, 100, "--dir", j.empty, "--connect", ep, NULL, NULL);
+  static char plugin[PATH_MAX + 64];
+  snprintf(plugin, sizeof plugin, "%s/tests/libnccl-profiler-nccltop-test.so", rh_bindir);
+  int seen_max = 0;
+  bool ended_seen = false;
+  for (int round = 0; ok && round < 2; round++) {
+    nt_sim_config cfg;
+    nt_sim_defaults(&cfg);
+    cfg.ranks = 2;
+    cfg.comms = 1;
+    cfg.duration_s = 2;
+    cfg.plugin = plugin;
+    cfg.dir = j.dir;
+    cfg.interval_ms = 50;
+    cfg.quiet = true;
+    pid_t sim = nt_sim_spawn(&cfg);
+    double deadline = rh_now() + 12;
+    cJSON *f;
+    while (sim > 0 && (f = rh_viewer_frame(&v, deadline))) {
+      int n = cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(f, "processes"));
+      if (n > seen_max) seen_max = n;
+      const cJSON *x;
+      int ended = 0;
+      cJSON_ArrayForEach(x, cJSON_GetObjectItemCaseSensitive(f, "processes")) {
+        ended += cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(x, "ended"));
+      }
+      cJSON_Delete(f);
+      if (ended >= 2 * (round + 1) || (round == 1 && n == 2 && ended == 2 && seen_max == 2)) {
+        ended_seen = true;
+        break;
+      }
+    }
+    rh_stop(sim);
+    rh_wait_file(j.log, "- ", 3);
+  }
+  if (ok) rh_viewer_stop(&v);
+  /* Both jobs' publishers came (4 lines "+ ") and went. */
+  int plus = 0, minus = 0;
+  FILE *lf = fopen(j.log, "re");
+  char line[512];
+  while (lf && fgets(line, sizeof line, lf)) {
+    plus += strncmp(line, "nccltop relay: + ", 17) == 0;
+    minus += strncmp(line, "nccltop relay: - ", 17) == 0;
+  }
+  if (lf) fclose(lf);
+  rh_stop(relay);
+  rh_rmdir(j.dir);
+  rh_rmdir(j.empty);
+  fprintf(stderr, "    processes seen at most %d; relay log: %d added, %d dropped\n", seen_max,
+          plus, minus);
+  CHECK(ok);
+  CHECK(ended_seen);
+  CHECK(seen_max >= 2);
+  CHECK(plus == 4);
+  CHECK(minus >= 2);
+}
+
+/* One viewer stops (SIGSTOP) for a while: the other's messages keep coming
+ * at the same pace, the publishers never refuse a send (unsent_messages 0),
+ * and the stopped one, once resumed, shows its loss as lost_messages. */
+static void a_stopped_viewer_costs_only_its_own_messages(void) {
+  job j;
+  memset(&j, 0, sizeof j);
+  snprintf(j.dir, sizeof j.dir, "/tmp/nccltop-relay-XXXXXX");
+  snprintf(j.empty, sizeof j.empty, "/tmp/nccltop-relayv-XXXXXX");
+  bool made = mkdtemp(j.dir) && mkdtemp(j.empty);
+  snprintf(j.log, sizeof j.log, "%s/relay.log", j.empty);
+  static char plugin[PATH_MAX + 64];
+  snprintf(plugin, sizeof plugin, "%s/tests/libnccl-profiler-nccltop-test.so", rh_bindir);
+  nt_sim_config cfg;
+  nt_sim_defaults(&cfg);
+  cfg.ranks = 4;
+  cfg.comms = 2;
+  cfg.channels = 8;
+  cfg.duration_s = 25;
+  cfg.plugin = plugin;
+  cfg.dir = j.dir;
+  cfg.interval_ms = 10;
+  cfg.quiet = true;
+  pid_t sim = made ? nt_sim_spawn(&cfg) : -1;
+  unsigned port = rh_free_port();
+  char ep[64];
+  snprintf(ep, sizeof ep, "tcp://127.0.0.1:%u", port);
+  pid_t relay = sim > 0 && port ? rh_relay(NULL, j.log, j.dir, port, "-q", NULL, NULL) : -1;
+  static rh_viewer a, b;
+  bool ok = relay > 0 &&
+            rh_viewer_start(&a, NULL, 400, 100, "--dir", j.empty, "--connect", ep, NULL, NULL) &&
+            rh_viewer_start(&b, NULL, 400, 100, "--dir", j.empty, "--connect", ep, NULL, NULL);
+  /* Both see the 4 processes. */
+  double deadline = rh_now() + 10;
+  int na = 0, nb = 0;
+  cJSON *f;
+  while (ok && na < 4 && (f = rh_viewer_frame(&a, deadline))) {
+    na = cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(f, "processes"));
+    cJSON_Delete(f);
+  }
+  while (ok && nb < 4 && (f = rh_viewer_frame(&b, deadline))) {
+    nb = cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(f, "processes"));
+    cJSON_Delete(f);
+  }
+  if (ok && nb >= 4) kill(b.pid, SIGSTOP);
+  double m0 = -1, m1 = -1, unsent = 0, stop_s = 6;
+  deadline = rh_now() + stop_s;
+  while (ok && nb >= 4 && (f = rh_viewer_frame(&a, deadline))) {
+    double m = rh_num(f, "messages");
+    if (m0 < 0) m0 = m;
+    m1 = m;
+    const cJSON *x;
+    cJSON_ArrayForEach(x, cJSON_GetObjectItemCaseSensitive(f, "processes")) {
+      unsent += rh_num(cJSON_GetObjectItemCaseSensitive(x, "counters"), "unsent_messages");
+    }
+    cJSON_Delete(f);
+  }
+  if (ok) kill(b.pid, SIGCONT);
+  double lost = 0;
+  deadline = rh_now() + 10;
+  while (ok && nb >= 4 && lost <= 0 && (f = rh_viewer_frame(&b, deadline))) {
+    const cJSON *x;
+    cJSON_ArrayForEach(x, cJSON_GetObjectItemCaseSensitive(f, "processes")) {
+      lost += rh_num(x, "lost_messages");
+    }
+    cJSON_Delete(f);
+  }
+  if (ok) {
+    rh_viewer_stop(&a);
+    rh_viewer_stop(&b);
+  }
+  rh_stop(relay);
+  rh_stop(sim);
+  rh_rmdir(j.dir);
+  rh_rmdir(j.empty);
+  double rate = (m1 - m0) / stop_s;
+  fprintf(stderr,
+          "    while the other viewer was stopped: %.0f messages/s to the running one, %g "
+          "unsent; the stopped one lost %g\n",
+          rate, unsent, lost);
+  CHECK(ok);
+  CHECK(na >= 4 && nb >= 4);
+  CHECK(rate > 100); /* 4 publishers every 10 ms: ~400/s */
+  CHECK(unsent == 0);
+  CHECK(lost > 0);
+}
+
 /* Usage mistakes: one line and status 2. */
 static void relay_usage_errors(void) {
   char *bad_listen[] = {"relay", "--listen", "ipc:///tmp/x", NULL};
@@ -271,5 +430,7 @@ int main(void) {
   TEST_RUN(a_late_viewer_gets_full_snapshots);
   TEST_RUN(a_viewer_recovers_when_the_relay_restarts);
   TEST_RUN(a_relay_feeds_a_relay);
+  TEST_RUN(publishers_come_and_go);
+  TEST_RUN(a_stopped_viewer_costs_only_its_own_messages);
   return TEST_DONE();
 }

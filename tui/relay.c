@@ -86,11 +86,12 @@ typedef struct {
   bool quiet;
 } relay;
 
-static volatile sig_atomic_t quit_sig;
+/* Set by the signal handler, read by the timer thread too (lock-free). */
+static atomic_int quit_sig;
 static atomic_bool threads_stop;
 
 static void on_signal(int sig) {
-  quit_sig = sig;
+  atomic_store(&quit_sig, sig);
 }
 
 static int set_int(void *s, int opt, int v) {
@@ -283,17 +284,17 @@ static void *timer_thread(void *zctx) {
   if (!pair || set_int(pair, ZMQ_LINGER, 0) || zmq_connect(pair, CONTROL_EP) != 0) {
     fprintf(stderr, "nccltop relay: the timer cannot start: %s\n", zmq_strerror(zmq_errno()));
     if (pair) zmq_close(pair);
-    quit_sig = SIGTERM;
+    atomic_store(&quit_sig, SIGTERM);
     return NULL;
   }
   while (!atomic_load(&threads_stop)) {
     for (int i = 0; i < TICK_MS / 50 && !atomic_load(&threads_stop); i++) {
       struct timespec ts = {0, 50 * 1000000L};
       nanosleep(&ts, NULL);
-      if (quit_sig) break; /* end the proxy at once */
+      if (atomic_load(&quit_sig)) break; /* end the proxy at once */
     }
     (void)zmq_send(pair, "TERMINATE", 9, ZMQ_DONTWAIT);
-    if (quit_sig) {
+    if (atomic_load(&quit_sig)) {
       struct timespec ts = {0, 50 * 1000000L};
       nanosleep(&ts, NULL);
     }
@@ -540,21 +541,21 @@ int nt_relay_main(int argc, char **argv) {
     fprintf(stderr, "nccltop relay: listening on %s (no CURVE: plain TCP)\n", bound);
   fprintf(stderr, "nccltop relay: forwarding the publishers in %s\n", r.dir);
 
-  while (!quit_sig) {
+  while (!atomic_load(&quit_sig)) {
     scan(&r);
     /* A TERMINATE that came while we scanned would end the next proxy at
      * once: take what is waiting first. */
     char cmd[16];
     while (zmq_recv(control, cmd, sizeof cmd, ZMQ_DONTWAIT) >= 0) {
     }
-    if (quit_sig) break;
+    if (atomic_load(&quit_sig)) break;
     if (zmq_proxy_steerable(r.xsub, r.xpub, NULL, control) != 0 && zmq_errno() != EINTR) {
       fprintf(stderr, "nccltop relay: forwarding stopped: %s\n", zmq_strerror(zmq_errno()));
       goto out;
     }
   }
   rc = 0;
-  fprintf(stderr, "nccltop relay: stopped (signal %d)\n", (int)quit_sig);
+  fprintf(stderr, "nccltop relay: stopped (signal %d)\n", atomic_load(&quit_sig));
 out:
   atomic_store(&threads_stop, true);
   if (timer_on) pthread_join(timer, NULL);
