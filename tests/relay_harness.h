@@ -98,10 +98,13 @@ static int rh_wait(pid_t pid, double timeout_s) {
   return -1;
 }
 
-static void rh_stop(pid_t pid) {
-  if (pid <= 0) return;
+/* SIGTERM, then SIGKILL after 3 s; its exit status (-1: killed). */
+static int rh_stop(pid_t pid) {
+  if (pid <= 0) return -1;
   kill(-pid, SIGTERM);
-  if (rh_wait(pid, 3) < 0) fprintf(stderr, "    (process %d needed SIGKILL)\n", (int)pid);
+  int rc = rh_wait(pid, 3);
+  if (rc < 0) fprintf(stderr, "    (process %d needed SIGKILL)\n", (int)pid);
+  return rc;
 }
 
 /* A relay with stderr in log (a file it appends to). */

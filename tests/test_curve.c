@@ -194,6 +194,54 @@ static void curve_accepts_the_same_user_and_refuses_others(void) {
   CHECK(plain[0] && ranks_plain == 0);
 }
 
+/* A rack relay with publishers of its own, fed by a node relay over CURVE:
+ * one XSUB socket speaks CURVE to the upstream relay and nothing to the
+ * local ipc publishers (their options are set per connection). The viewer
+ * sees both relays' processes. */
+static void curve_relay_feeds_relay_with_local_publishers(void) {
+  setup s;
+  bool up = start(&s);
+  char dir2[64] = "/tmp/nccltop-curve2-XXXXXX", log2[128], ep2[64];
+  bool made = mkdtemp(dir2) != NULL;
+  static char plugin[PATH_MAX + 64];
+  snprintf(plugin, sizeof plugin, "%s/tests/libnccl-profiler-nccltop-test.so", rh_bindir);
+  nt_sim_config cfg;
+  nt_sim_defaults(&cfg);
+  cfg.ranks = 1;
+  cfg.comms = 1;
+  cfg.duration_s = 30;
+  cfg.plugin = plugin;
+  cfg.dir = dir2;
+  cfg.interval_ms = 100;
+  cfg.quiet = true;
+  pid_t sim2 = up && made ? nt_sim_spawn(&cfg) : -1;
+  unsigned p2 = rh_free_port();
+  snprintf(ep2, sizeof ep2, "tcp://127.0.0.1:%u", p2);
+  snprintf(log2, sizeof log2, "%s/rack.log", root);
+  pid_t rack = sim2 > 0 && p2 ? rh_relay(cfg_a, log2, dir2, p2, "--connect", s.ep, NULL) : -1;
+  static rh_viewer v;
+  char empty[96];
+  snprintf(empty, sizeof empty, "%s/empty", root);
+  int procs = 0;
+  if (rack > 0 &&
+      rh_viewer_start(&v, cfg_a, 100, 200, "--dir", empty, "--connect", ep2, NULL, NULL)) {
+    double deadline = rh_now() + 10;
+    cJSON *f;
+    while (procs < 3 && (f = rh_viewer_frame(&v, deadline))) {
+      procs = cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(f, "processes"));
+      cJSON_Delete(f);
+    }
+    rh_viewer_stop(&v);
+  }
+  rh_stop(rack);
+  rh_stop(sim2);
+  rh_rmdir(dir2);
+  stop(&s);
+  CHECK(up);
+  CHECK(rack > 0);
+  CHECK(procs == 3); /* 2 through the node relay, 1 of the rack relay's own */
+}
+
 /* Without a key: a relay on a non-loopback address is refused (before any
  * socket exists) unless --insecure; --insecure gets past the check (here
  * to a TEST-NET address this machine does not have: the bind fails, nothing
@@ -235,6 +283,7 @@ int main(void) {
   if (rh_wait(rh_spawn(probe, cfg_a, -1, -1), 10) != 0) return 1;
   TEST_RUN(keygen_writes_private_files_and_keeps_them);
   TEST_RUN(curve_accepts_the_same_user_and_refuses_others);
+  TEST_RUN(curve_relay_feeds_relay_with_local_publishers);
   TEST_RUN(without_keys_only_loopback);
   rh_rmdir(root);
   return TEST_DONE();
