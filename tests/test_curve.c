@@ -6,6 +6,8 @@
  * adding the key to authorized_keys lets the viewer in without a restart;
  * without keys the relay refuses a non-loopback --listen unless
  * --insecure, and the viewer refuses a non-loopback --connect. */
+#include <zmq.h>
+
 #include "relay_harness.h"
 #include "testlib.h"
 #include "../sim/sim.h"
@@ -52,6 +54,37 @@ static void keygen_writes_private_files_and_keeps_them(void) {
   CHECK(read_key(cfg_b, "key.pub", pub3, sizeof pub3));
   CHECK(strcmp(pub2, pub3) != 0);
   CHECK(strcmp(pub, pub3) != 0);
+  /* A secret key others can read is refused, by the relay at its start. */
+  snprintf(path, sizeof path, "%s/nccltop/key", cfg_b);
+  CHECK(chmod(path, 0644) == 0);
+  char log[160], listen[64];
+  snprintf(log, sizeof log, "%s/modes.log", root);
+  snprintf(listen, sizeof listen, "tcp://127.0.0.1:%u", rh_free_port());
+  char *relay[] = {"relay", "--listen", listen, "--dir", root, NULL};
+  int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  int rc = rh_wait(rh_spawn(relay, cfg_b, -1, fd), 10);
+  if (fd >= 0) close(fd);
+  CHECK(chmod(path, 0600) == 0);
+  CHECK(rc == 1);
+  CHECK(rh_file_has(log, "is readable by others (mode 644); chmod 600 it"));
+}
+
+/* A keypair whose public key has a '#' in it (a Z85 character; never the
+ * first one: 2^32 / 85^4 stops short of it), written as keygen would. */
+static bool make_hash_key(const char *cfg, char pub[41], char sec[41]) {
+  bool found = false;
+  for (int i = 0; i < 100000 && !found; i++)
+    found = zmq_curve_keypair(pub, sec) == 0 && strchr(pub, '#') != NULL;
+  char path[200];
+  snprintf(path, sizeof path, "%s", cfg);
+  mkdir(path, 0700);
+  snprintf(path, sizeof path, "%s/nccltop", cfg);
+  mkdir(path, 0700);
+  snprintf(path, sizeof path, "%s/nccltop/key", cfg);
+  int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  bool ok = found && fd >= 0 && write(fd, sec, 40) == 40 && write(fd, "\n", 1) == 1;
+  if (fd >= 0) close(fd);
+  return ok;
 }
 
 typedef struct {
@@ -150,6 +183,18 @@ static void curve_accepts_the_same_user_and_refuses_others(void) {
   }
   int ranks_authorized = -1;
   if (up) watch(cfg_b, s.ep, key_a, NULL, &ranks_authorized, err, sizeof err, 10);
+  /* A third user whose key has a '#' in it, listed with a comment after
+   * it (an early version took that '#' for the start of a comment). */
+  char cfg_c[96], pub_c[41], sec_c[41];
+  snprintf(cfg_c, sizeof cfg_c, "%s/c", root);
+  bool hashed = make_hash_key(cfg_c, pub_c, sec_c);
+  f = fopen(auth, "we");
+  if (f) {
+    fprintf(f, "%s\n%s   # the third user\n", pub_b, pub_c);
+    fclose(f);
+  }
+  int ranks_hash = -1;
+  if (up && hashed) watch(cfg_c, s.ep, key_a, NULL, &ranks_hash, err, sizeof err, 10);
   unlink(auth);
 
   /* 4. The relay's own user told a wrong server key (the second user's). */
@@ -180,7 +225,10 @@ static void curve_accepts_the_same_user_and_refuses_others(void) {
     rh_viewer_stop(&v);
   }
   stop(&s);
-  fprintf(stderr, "    refused: %s\n    wrong key: %s\n    plain: %s\n", refused, wrong, plain);
+  fprintf(stderr,
+          "    refused: %s\n    wrong key: %s\n    plain: %s\n    ranks: same user %d, refused %d, "
+          "authorized %d, key with # %d\n",
+          refused, wrong, plain, ranks_same, ranks_refused, ranks_authorized, ranks_hash);
   CHECK(up);
   CHECK(keys);
   CHECK(curve_said);
@@ -189,6 +237,8 @@ static void curve_accepts_the_same_user_and_refuses_others(void) {
   CHECK(ranks_refused == 0);
   CHECK(relay_logged);
   CHECK(ranks_authorized == 2);
+  CHECK(hashed);
+  CHECK(ranks_hash == 2);
   CHECK(wrong[0] && ranks_wrong == 0);
   CHECK(relay_logged_wrong);
   CHECK(plain[0] && ranks_plain == 0);

@@ -60,7 +60,9 @@ static int first_key_line(const char *path, char *out, size_t cap, char *err, si
   for (int i = 0; i < 64 && fgets(line, sizeof line, f); i++) {
     char *s = line + strspn(line, " \t");
     s[strcspn(s, " \t\r\n")] = '\0';
-    if (!*s || *s == '#') continue;
+    /* '#' is a Z85 character: a line is a comment only when its first word
+     * is not a key. */
+    if (!*s || (*s == '#' && !nt_curve_key_valid(s))) continue;
     if (strlen(s) >= cap || !nt_curve_key_valid(s)) {
       snprintf(err, errlen, "%s: not a Z85 CURVE key (40 characters from nccltop keygen)", path);
     } else {
@@ -172,7 +174,7 @@ static bool authorized(const nt_zap *z, const char *key) {
   while (!ok && fgets(line, sizeof line, f) && total < NT_CURVE_AUTH_MAX_BYTES) {
     total += strlen(line);
     char *s = line + strspn(line, " \t");
-    s[strcspn(s, " \t\r\n#")] = '\0';
+    s[strcspn(s, " \t\r\n")] = '\0'; /* the first word; '#' is a Z85 character */
     ok = *s && !strcmp(s, key);
   }
   fclose(f);

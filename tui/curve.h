@@ -7,8 +7,11 @@
  *   key              the secret key, 40 characters of Z85 and a newline, 0600
  *   key.pub          the public key, the same form, 0600
  *   authorized_keys  the viewers' public keys a relay accepts: one Z85 key
- *                    per line, '#' starts a comment, blank lines ignored;
- *                    the relay's own public key is always accepted.
+ *                    per line (its first word; the rest of the line is
+ *                    ignored), other lines (comments starting with '#',
+ *                    blank ones) ignored; '#' is also a Z85 character, so a
+ *                    line whose first word is a key is a key. The relay's
+ *                    own public key is always accepted.
  * The common HPC case, one user with a shared home directory, needs nothing
  * but `nccltop keygen`: the relay's server key and every viewer's client key
  * are the same keypair, and a viewer's default --server-key is key.pub. */

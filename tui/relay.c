@@ -59,6 +59,10 @@
 #define MONITOR_EP     "inproc://nccltop-relay-monitor"
 #define TICK_MS        1000
 #define LOG_EVERY_S    10.0
+/* After the endpoint directory was removed or replaced, a publisher binds
+ * again within its check period (2 s); until then it is kept (as the
+ * viewer does, source.c). */
+#define REBIND_GRACE_S 5.0
 
 typedef struct {
   char name[48];  /* the socket file's name */
@@ -66,6 +70,7 @@ typedef struct {
   uint32_t pid;
   uint64_t pidns;
   bool seen;
+  double keep_until_s; /* kept this long while absent (the directory was re-opened) */
 } publisher;
 
 typedef struct {
@@ -171,6 +176,12 @@ static int parse(relay_options *o, int argc, char **argv) {
   return 0;
 }
 
+static double mono_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
 /* ----- discovery: the viewer's rules (source.c) for the XSUB socket ----- */
 
 static bool publisher_alive(const relay *r, uint32_t pid, uint64_t pidns) {
@@ -204,6 +215,7 @@ static bool hold_dir(relay *r) {
       if (nt_endpoint_fd_address(fd, p->name, addr, sizeof addr) != 0) continue;
       (void)zmq_disconnect(r->xsub, p->addr);
       if (zmq_connect(r->xsub, addr) == 0) snprintf(p->addr, sizeof p->addr, "%s", addr);
+      p->keep_until_s = mono_s() + REBIND_GRACE_S;
     }
     close(r->dirfd);
   }
@@ -262,7 +274,7 @@ static void scan(relay *r) {
   }
   for (uint32_t i = 0; i < r->npubs;) {
     publisher *p = &r->pubs[i];
-    if (!p->seen)
+    if (!p->seen && mono_s() >= p->keep_until_s)
       drop(r, i, "socket file gone");
     else if (!publisher_alive(r, p->pid, p->pidns))
       drop(r, i, "process ended");
@@ -272,12 +284,6 @@ static void scan(relay *r) {
 }
 
 /* ----- threads: the timer and the XPUB's monitor ----- */
-
-static double mono_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
 
 static void *timer_thread(void *zctx) {
   void *pair = zmq_socket(zctx, ZMQ_PAIR);

@@ -116,6 +116,8 @@ static endpoint *add_endpoint(nt_source *s, nt_model *m, const char *addr, const
   }
   bool tcp = !pid && !strncmp(addr, "tcp://", 6);
   bool secure = tcp && !s->insecure && s->keys_rc == 0;
+  if (tcp && !s->insecure && s->keys_rc < 0)
+    note(m, shown, false, "no CURVE: %s", s->keys_err); /* a key we cannot use: say why */
   if (tcp && !s->insecure && s->keys_rc != 0 && !nt_endpoint_is_loopback(addr)) {
     note(m, shown, false, "not connected: %s; CURVE needs a key (or --insecure for plain TCP)",
          s->keys_err);
