@@ -1,6 +1,7 @@
 /* `nccltop relay`: one per node. It finds the node's publishers the way the
  * viewer does (the endpoint directory's <pid>[.<pidns>].sock files, dead
- * processes dropped, publishers coming and going) and forwards their
+ * processes dropped, publishers coming and going: discover.h holds the
+ * rules both use) and forwards their
  * messages to any number of viewers, and to other relays, over TCP.
  *
  * Design. The forwarding is libzmq's own zmq_proxy_steerable between an
@@ -49,6 +50,7 @@
 
 #include "../proto/nccltop_proto.h"
 #include "curve.h"
+#include "discover.h"
 #include "relay.h"
 
 #define MAX_PUBLISHERS 4096
@@ -185,8 +187,7 @@ static double mono_s(void) {
 /* ----- discovery: the viewer's rules (source.c) for the XSUB socket ----- */
 
 static bool publisher_alive(const relay *r, uint32_t pid, uint64_t pidns) {
-  if (pidns && pidns != r->pidns) return true; /* another PID namespace: its file is all we know */
-  return kill((pid_t)pid, 0) == 0 || errno != ESRCH;
+  return nt_discover_alive(pid, pidns, r->pidns);
 }
 
 static void drop(relay *r, uint32_t i, const char *why) {
@@ -250,27 +251,28 @@ static void add(relay *r, const char *name, uint32_t pid, uint64_t pidns) {
   if (!r->quiet) fprintf(stderr, "nccltop relay: + %s/%s\n", r->dir, name);
 }
 
+static void found(void *ctx, const char *name, uint32_t pid, uint64_t pidns) {
+  relay *r = ctx;
+  uint32_t i = 0;
+  while (i < r->npubs && strcmp(r->pubs[i].name, name) != 0) i++;
+  if (i < r->npubs)
+    r->pubs[i].seen = true;
+  else if (publisher_alive(r, pid, pidns))
+    add(r, name, pid, pidns);
+}
+
+/* The viewer's scan (source.c): new live publishers connected, those whose
+ * file is gone (after the grace period) or whose process ended dropped.
+ * When the directory cannot be listed, what is connected stays. */
 static void scan(relay *r) {
-  bool held = hold_dir(r);
-  int lfd = held ? openat(r->dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
-  DIR *d = lfd >= 0 ? fdopendir(lfd) : NULL;
-  if (d) {
+  if (hold_dir(r)) {
     for (uint32_t i = 0; i < r->npubs; i++) r->pubs[i].seen = false;
-    struct dirent *de;
-    while ((de = readdir(d))) {
-      uint64_t pidns = 0;
-      uint32_t pid = nt_endpoint_parse_name(de->d_name, &pidns);
-      if (!pid || strlen(de->d_name) >= sizeof r->pubs[0].name) continue;
-      uint32_t i = 0;
-      while (i < r->npubs && strcmp(r->pubs[i].name, de->d_name) != 0) i++;
-      if (i < r->npubs)
-        r->pubs[i].seen = true;
-      else if (publisher_alive(r, pid, pidns))
-        add(r, de->d_name, pid, pidns);
+    if (nt_discover_list(r->dirfd, sizeof r->pubs[0].name, found, r) != 0) {
+      for (uint32_t i = 0; i < r->npubs; i++) r->pubs[i].seen = true;
+      if (!r->dir_error_noted)
+        fprintf(stderr, "nccltop relay: cannot list %s: %s\n", r->dir, strerror(errno));
+      r->dir_error_noted = true;
     }
-    closedir(d);
-  } else if (lfd >= 0) {
-    close(lfd);
   }
   for (uint32_t i = 0; i < r->npubs;) {
     publisher *p = &r->pubs[i];

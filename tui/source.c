@@ -24,6 +24,7 @@
 #include <zmq.h>
 
 #include "curve.h"
+#include "discover.h"
 #include "viewer.h"
 
 #define MAX_ENDPOINTS 2048
@@ -47,6 +48,7 @@ typedef struct {
   uint32_t pid;   /* from the socket file's name; 0 for --connect endpoints */
   uint64_t pidns; /* from the name too; 0 when it has none */
   bool seen;      /* still in the directory at the last scan */
+  bool listed;    /* in the listing under way */
   bool heard, silence_noted;
   double since_s;      /* connected at */
   double keep_until_s; /* kept this long while absent (the directory was re-opened) */
@@ -317,17 +319,9 @@ int nt_source_connect(nt_source *s, nt_model *m, const char *addr) {
   return add_endpoint(s, m, addr, addr, 0) ? 0 : -1;
 }
 
-static bool pid_alive(uint32_t pid) {
-  return kill((pid_t)pid, 0) == 0 || errno != ESRCH;
-}
-
-/* A publisher in another PID namespace (a container sharing the directory):
- * its pid means nothing here, kill() would ask about an unrelated process or
- * none, so it is taken as alive while its socket file exists (a SIGKILLed
- * one's file stays, and shows as a publisher that stopped sending). */
+/* discover.h says why a publisher in another PID namespace counts as alive. */
 static bool publisher_alive(const nt_source *s, const endpoint *e) {
-  if (e->pidns && e->pidns != s->pidns) return true;
-  return pid_alive(e->pid);
+  return nt_discover_alive(e->pid, e->pidns, s->pidns);
 }
 
 /* Drops directory endpoints not seen (their socket file is gone) or whose
@@ -399,44 +393,44 @@ static void add_local(nt_source *s, nt_model *m, const char *name, uint32_t pid,
   endpoint *e = add_endpoint(s, m, addr, shown, pid);
   if (!e) return;
   e->pidns = pidns;
+  e->listed = true;
   memcpy(e->name, name, len + 1);
+}
+
+struct scan_ctx {
+  nt_source *s;
+  nt_model *m;
+};
+
+/* One socket file of the listing: known (still there), or a new live
+ * publisher to connect to (a stale socket of a killed process is not). */
+static void found_local(void *ctx, const char *name, uint32_t pid, uint64_t pidns) {
+  struct scan_ctx *c = ctx;
+  nt_source *s = c->s;
+  uint32_t i = 0;
+  while (i < s->neps && strcmp(s->eps[i].name, name) != 0) i++;
+  if (i < s->neps)
+    s->eps[i].listed = true;
+  else if (nt_discover_alive(pid, pidns, s->pidns))
+    add_local(s, c->m, name, pid, pidns);
 }
 
 /* Lists the socket files (<pid>.<pidns>.sock, or <pid>.sock) through the
  * descriptor: connects to new live ones, drops dead ones. */
 static void scan(nt_source *s, nt_model *m) {
   for (uint32_t i = 0; i < s->neps; i++) s->eps[i].seen = true;
-  /* A descriptor of its own (openat, not dup: a dup would share the read
-   * position with the one we hold). */
+  for (uint32_t i = 0; i < s->neps; i++) s->eps[i].listed = false;
   bool held = hold_dir(s, m);
-  int lfd = held ? openat(s->dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
-  DIR *d = lfd >= 0 ? fdopendir(lfd) : NULL;
-  if (!d) {
+  struct scan_ctx c = {s, m};
+  if (!held || nt_discover_list(s->dirfd, sizeof s->eps[0].name, found_local, &c) != 0) {
     if (held && !s->dir_error_noted)
       note(m, "endpoints", false, "cannot list %s: %s", s->dir, strerror(errno));
-    if (lfd >= 0) close(lfd);
     s->dir_error_noted = true;
     drop_gone(s, m);
     return;
   }
   s->dir_error_noted = false;
-  for (uint32_t i = 0; i < s->neps; i++) s->eps[i].seen = !s->eps[i].name[0];
-  struct dirent *de;
-  while ((de = readdir(d))) {
-    uint64_t pidns = 0;
-    uint32_t pid = nt_endpoint_parse_name(de->d_name, &pidns);
-    if (!pid || strlen(de->d_name) >= sizeof s->eps[0].name) continue;
-    uint32_t i = 0;
-    while (i < s->neps && strcmp(s->eps[i].name, de->d_name) != 0) i++;
-    if (i < s->neps) {
-      s->eps[i].seen = true;
-      continue;
-    }
-    endpoint probe = {.pid = pid, .pidns = pidns};
-    if (!publisher_alive(s, &probe)) continue; /* a stale socket of a killed process */
-    add_local(s, m, de->d_name, pid, pidns);
-  }
-  closedir(d);
+  for (uint32_t i = 0; i < s->neps; i++) s->eps[i].seen = !s->eps[i].name[0] || s->eps[i].listed;
   drop_gone(s, m);
 }
 
