@@ -5,7 +5,7 @@ BUILD ?= build
 CC ?= cc
 SAN ?=
 # Packages the build needs (pkg-config names); scripts/install-deps.sh installs them.
-PKGS := libzmq ncursesw libcjson vterm expat
+PKGS := libzmq ncursesw libcjson vterm expat libmicrohttpd libzstd
 
 CFLAGS_COMMON := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -g -O2 -fPIC \
   -fvisibility=hidden -fno-omit-frame-pointer -MMD -MP
@@ -21,7 +21,7 @@ CFLAGS += $(CFLAGS_COMMON)
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 CPPFLAGS += $(PKG_CFLAGS)
 LIBS_PLUGIN := -lzmq -lpthread
-LIBS_VIEWER := -lzmq -lncursesw -lcjson -lexpat -ldl -lpthread -lm
+LIBS_VIEWER := -lzmq -lncursesw -lcjson -lexpat -lmicrohttpd -lzstd -ldl -lpthread -lm
 
 PROTO_SRC := $(wildcard proto/*.c)
 PLUGIN_SRC := $(wildcard plugin/*.c)
@@ -55,7 +55,7 @@ all: deps $(PLUGIN_SO) $(NCCLTOP)
 # Installs missing packages when root, otherwise prints the command to run.
 deps:
 	@if ! pkg-config --exists $(PKGS) 2>/dev/null || ! command -v clang-format >/dev/null || \
-	    ! command -v clang >/dev/null; then \
+	    ! command -v clang >/dev/null || ! command -v promtool >/dev/null; then \
 	  if [ "$$(id -u)" = 0 ]; then sh scripts/install-deps.sh; \
 	  else echo "nccltop: missing build packages; run: sudo sh scripts/install-deps.sh" >&2; exit 1; fi; \
 	fi
@@ -132,27 +132,34 @@ tsan: deps
 	$(MAKE) BUILD=build/tsan SAN=thread build/tsan/libnccl-profiler-nccltop.so \
 	  build/tsan/tests/libnccl-profiler-nccltop-test.so build/tsan/tests/test_plugin \
 	  build/tsan/tests/test_plugin_v3 build/tsan/tests/test_plugin_neverstop \
-	  build/tsan/tests/test_plugin_runstate
+	  build/tsan/tests/test_plugin_runstate build/tsan/tests/test_chain build/tsan/nccltop \
+	  build/tsan/tests/test_exporter \
+	  $(patsubst %,build/tsan/tests/lib%.so,recorder recorder7 recorder_v3 recorder_v4 chain_refuser chain_noop)
 	TSAN_OPTIONS="halt_on_error=1 suppressions=tests/tsan.supp" build/tsan/tests/test_plugin
 	TSAN_OPTIONS="halt_on_error=1 suppressions=tests/tsan.supp" build/tsan/tests/test_plugin_v3
 	TSAN_OPTIONS="halt_on_error=1 suppressions=tests/tsan.supp" build/tsan/tests/test_plugin_neverstop
 	TSAN_OPTIONS="halt_on_error=1 suppressions=tests/tsan.supp" build/tsan/tests/test_plugin_runstate
+	TSAN_OPTIONS="halt_on_error=1 suppressions=$(CURDIR)/tests/tsan.supp" build/tsan/tests/test_exporter
+	TSAN_OPTIONS="halt_on_error=1 suppressions=$(CURDIR)/tests/tsan.supp" build/tsan/tests/test_chain
 
 # Fuzzing (libFuzzer, clang): `make fuzz FUZZ_SECONDS=N` runs each target N
 # seconds on the seed corpus in tests/fuzz/corpus/; new inputs go to build/fuzz/.
 FUZZ_SECONDS ?= 60
-FUZZ_TARGETS := fuzz_snapshot fuzz_meta fuzz_topo fuzz_plugin
+FUZZ_TARGETS := fuzz_snapshot fuzz_meta fuzz_topo fuzz_plugin fuzz_hostlist fuzz_recording
 FUZZ_CFLAGS := -std=c11 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer,address,undefined \
   -fno-sanitize-recover=all $(PKG_CFLAGS)
 FUZZ_SRC_fuzz_snapshot := $(PROTO_SRC)
 FUZZ_SRC_fuzz_meta := $(PROTO_SRC)
 FUZZ_SRC_fuzz_topo := $(TOPO_SRC) $(PROTO_SRC)
 FUZZ_SRC_fuzz_plugin := $(PLUGIN_SRC) $(filter-out %_decode.c,$(PROTO_SRC))
+FUZZ_SRC_fuzz_hostlist := tui/hostlist.c
+FUZZ_SRC_fuzz_recording := tui/record_file.c
 FUZZ_BINS := $(addprefix build/fuzz/,$(FUZZ_TARGETS))
 
-build/fuzz/%: tests/fuzz/%.c $(PROTO_SRC) $(TOPO_SRC) $(PLUGIN_SRC) | deps
+build/fuzz/%: tests/fuzz/%.c $(PROTO_SRC) $(TOPO_SRC) $(PLUGIN_SRC) tui/hostlist.c tui/hostlist.h \
+    tui/record_file.c | deps
 	@mkdir -p $(dir $@)
-	clang $(FUZZ_CFLAGS) -o $@ $< $(FUZZ_SRC_$*) -lcjson -lexpat -lzmq -lpthread -lm
+	clang $(FUZZ_CFLAGS) -o $@ $< $(FUZZ_SRC_$*) -lcjson -lexpat -lzmq -lzstd -lpthread -lm
 
 fuzz: $(FUZZ_BINS)
 	FUZZ_SECONDS=$(FUZZ_SECONDS) sh tests/fuzz/run.sh $(FUZZ_TARGETS)
@@ -184,20 +191,22 @@ $(BUILD)/gpu/check_json: tests/gpu/check_json.c | deps
 gpu-test: all gpu-build
 	sh tests/gpu/run.sh $(BUILD)
 
-# The binary, the plugin, the man page, bash completion and the example
-# topologies, under $(DESTDIR)$(PREFIX) (tests/test_install.c runs it).
+# The binary, the plugin, the man page, bash completion, the example
+# topologies and the Grafana dashboard, under $(DESTDIR)$(PREFIX) (tests/test_install.c runs it).
 MANDIR ?= $(PREFIX)/share/man
 BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
 DATADIR ?= $(PREFIX)/share/nccltop
 EXAMPLE_TOPOLOGIES := $(wildcard examples/topologies/*.xml)
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(MANDIR)/man1 \
-	  $(DESTDIR)$(BASHCOMPDIR) $(DESTDIR)$(DATADIR)/examples/topologies
+	  $(DESTDIR)$(BASHCOMPDIR) $(DESTDIR)$(DATADIR)/examples/topologies \
+	  $(DESTDIR)$(DATADIR)/examples/grafana
 	install -m 755 $(NCCLTOP) $(DESTDIR)$(PREFIX)/bin/nccltop
 	install -m 755 $(PLUGIN_SO) $(DESTDIR)$(PREFIX)/lib/
 	install -m 644 docs/nccltop.1 $(DESTDIR)$(MANDIR)/man1/nccltop.1
 	install -m 644 scripts/nccltop-completion.bash $(DESTDIR)$(BASHCOMPDIR)/nccltop
 	install -m 644 $(EXAMPLE_TOPOLOGIES) $(DESTDIR)$(DATADIR)/examples/topologies/
+	install -m 644 examples/grafana/nccltop.json $(DESTDIR)$(DATADIR)/examples/grafana/
 
 format:
 	clang-format -i $$(git ls-files '*.c' '*.h')

@@ -2,6 +2,7 @@
  * knows (2.26: v3, 2.27: v4, 2.28: v5, 2.29 and 2.30: v6, 2.31: v7). Each version has its own
  * init (the argument order differs) and its own descriptor layout; the
  * wrappers read the fields we use into a version-neutral nt_ev. */
+#include "chain.h"
 #include "internal.h"
 
 static nt_nccl_result init_v3(void **ctx, int *mask) {
@@ -72,7 +73,8 @@ static nt_nccl_result init_v7(void **ctx, uint64_t id, int *mask, const char *na
     }                                                                                              \
   } while (0)
 
-static nt_nccl_result start_v3(void *ctx, void **h, nt_descr_v3 *d) {
+static inline nt_nccl_result own_start_v3(void *ctx, void **h, void *dv) {
+  nt_descr_v3 *d = dv;
   if (!d) {
     if (h) *h = NULL;
     return NT_NCCL_SUCCESS;
@@ -88,7 +90,8 @@ static nt_nccl_result start_v3(void *ctx, void **h, nt_descr_v3 *d) {
   return nt_start(ctx, h, &ev);
 }
 
-static nt_nccl_result start_v4(void *ctx, void **h, nt_descr_v4 *d) {
+static inline nt_nccl_result own_start_v4(void *ctx, void **h, void *dv) {
+  nt_descr_v4 *d = dv;
   if (!d) {
     if (h) *h = NULL;
     return NT_NCCL_SUCCESS;
@@ -134,7 +137,8 @@ static nt_nccl_result start_v4(void *ctx, void **h, nt_descr_v4 *d) {
     }                                                                                              \
   } while (0)
 
-static nt_nccl_result start_v5(void *ctx, void **h, nt_descr_v5 *d) {
+static inline nt_nccl_result own_start_v5(void *ctx, void **h, void *dv) {
+  nt_descr_v5 *d = dv;
   if (!d) {
     if (h) *h = NULL;
     return NT_NCCL_SUCCESS;
@@ -149,7 +153,8 @@ static nt_nccl_result start_v5(void *ctx, void **h, nt_descr_v5 *d) {
 
 /* v7 (NCCL 2.31): v6's reader plus the user's tag on operations and the
  * kernel phases. */
-static nt_nccl_result start_v7(void *ctx, void **h, nt_descr_v7 *d) {
+static inline nt_nccl_result own_start_v7(void *ctx, void **h, void *dv) {
+  nt_descr_v7 *d = dv;
   if (!d) {
     if (h) *h = NULL;
     return NT_NCCL_SUCCESS;
@@ -172,11 +177,24 @@ static nt_nccl_result start_v7(void *ctx, void **h, nt_descr_v7 *d) {
   return nt_start(ctx, h, &ev);
 }
 
+/* Chained (NCCLTOP_CHAIN, chain.c): both plugins; else one predictable branch. */
+#define NT_CHAINED_START(V, D)                                                                     \
+  static nt_nccl_result start_v##V(void *ctx, void **h, D *d) {                                    \
+    if (nt_chain_active()) return nt_chain_start(V, ctx, h, d, own_start_v##V);                    \
+    return own_start_v##V(ctx, h, d);                                                              \
+  }
+NT_CHAINED_START(3, nt_descr_v3)
+NT_CHAINED_START(4, nt_descr_v4)
+NT_CHAINED_START(5, nt_descr_v5)
+NT_CHAINED_START(7, nt_descr_v7)
+
 static nt_nccl_result stop_any(void *h) {
+  if (nt_chain_active()) return nt_chain_stop(h, nt_stop);
   return nt_stop(h);
 }
 
-static nt_nccl_result record_v3(void *h, int state, nt_state_args_v3 *a) {
+static inline nt_nccl_result own_record_v3(void *h, int state, void *av) {
+  nt_state_args_v3 *a = av;
   /* v3's ProxyStep records carry no size we can trust (NCCL 2.26 passed
    * NULL; 2.27+'s v3 shim zeroes them); its ProxyOp records do, as the op's
    * running total when data went out or came in. The union's members
@@ -187,7 +205,8 @@ static nt_nccl_result record_v3(void *h, int state, nt_state_args_v3 *a) {
                    ctrl ? a->proxyCtrl.appendedProxyOps : 0, 0);
 }
 
-static nt_nccl_result record_v4(void *h, int state, nt_state_args_v4 *a) {
+static inline nt_nccl_result own_record_v4(void *h, int state, void *av) {
+  nt_state_args_v4 *a = av;
   if (!a) return nt_record(h, state, 0, false, 0, 0);
   /* The union's members overlap: read each one only for its own states. */
   bool ctrl = state == NT_ST_CTRL_APPEND_END;
@@ -198,7 +217,21 @@ static nt_nccl_result record_v4(void *h, int state, nt_state_args_v4 *a) {
                    ctrl ? a->proxyCtrl.appendedProxyOps : 0, kernel ? a->kernelCh.pTimer : 0);
 }
 
+static nt_nccl_result record_v3(void *h, int state, nt_state_args_v3 *a) {
+  if (nt_chain_active()) return nt_chain_record(3, h, state, a, own_record_v3);
+  return own_record_v3(h, state, a);
+}
+
+/* v4 to v7 share it: the version NCCL speaks is the one it initialised. */
+static nt_nccl_result record_v4(void *h, int state, nt_state_args_v4 *a) {
+  if (nt_chain_active())
+    return nt_chain_record(atomic_load_explicit(&nt_g.abi, memory_order_relaxed), h, state, a,
+                           own_record_v4);
+  return own_record_v4(h, state, a);
+}
+
 static nt_nccl_result finalize_any(void *ctx) {
+  if (nt_chain_active()) nt_chain_finalize_ctx(ctx);
   return nt_finalize(ctx);
 }
 

@@ -111,6 +111,21 @@ void nt_config_load(struct nt_config *c) {
     else
       nt_log(NT_NCCL_LOG_WARN, "NCCLTOP_CONNECT is too long; ignored");
   }
+  /* The host name the viewer shows and groups ranks by: the simulator's
+   * nodes (`nccltop sim --nodes`), or a container whose own name means
+   * nothing to the people watching. */
+  if ((v = getenv("NCCLTOP_HOSTNAME")) && *v) {
+    if (strlen(v) < sizeof c->host)
+      strcpy(c->host, v);
+    else
+      nt_log(NT_NCCL_LOG_WARN, "NCCLTOP_HOSTNAME is longer than %d bytes; ignored", NT_MAX_HOST);
+  }
+  if ((v = getenv("NCCLTOP_CHAIN")) && *v) {
+    if (strlen(v) < sizeof c->chain)
+      strcpy(c->chain, v);
+    else
+      nt_log(NT_NCCL_LOG_WARN, "NCCLTOP_CHAIN is too long; nothing chained");
+  }
   load_dir(c);
   load_topo_path(c);
   load_env(c);

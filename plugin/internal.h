@@ -343,10 +343,13 @@ struct nt_config {
   uint32_t interval_ms;
   uint32_t reclaim_ms;
   char connect[256];
+  char chain[256];      /* NCCLTOP_CHAIN: another profiler plugin to load (chain.c) */
   char dir[200];        /* the endpoint directory; empty if NCCLTOP_DIR is too long */
   char topo_path[4096]; /* NCCL_TOPO_DUMP_FILE; empty if unset or too long */
   uint32_t nenv;        /* NCCL_* and NCCLTOP_* variables, for the hello */
   nt_env_var env[NT_MAX_ENV];
+  /* NCCLTOP_HOSTNAME: the host name to report; empty: gethostname()'s */
+  char host[NT_MAX_HOST + 1];
 };
 
 /* Process-wide state (state.c). */

@@ -123,7 +123,10 @@ static void build_hello(struct pub *p) {
   memset(h, 0, sizeof *h);
   h->major = NT_PROTO_MAJOR;
   h->minor = NT_PROTO_MINOR;
-  if (gethostname(h->host, sizeof h->host - 1) != 0) strcpy(h->host, "?");
+  if (nt_g.cfg.host[0]) /* NCCLTOP_HOSTNAME, read at the first init */
+    snprintf(h->host, sizeof h->host, "%s", nt_g.cfg.host);
+  else if (gethostname(h->host, sizeof h->host - 1) != 0)
+    strcpy(h->host, "?");
   h->pid = (uint32_t)nt_g.pid;
   nccl_version(h->nccl_version, sizeof h->nccl_version);
   snprintf(h->plugin_version, sizeof h->plugin_version, "%s", NT_PLUGIN_VERSION);

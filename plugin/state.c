@@ -8,6 +8,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "chain.h"
 #include "internal.h"
 
 struct nt_global nt_g = {.contexts_lock = PTHREAD_MUTEX_INITIALIZER};
@@ -160,7 +161,7 @@ static struct nt_context *context_alloc(void) {
   return NULL;
 }
 
-static bool first_init(void) {
+static bool first_init(int abi) {
   nt_config_load(&nt_g.cfg);
   if (nt_g.cfg.disabled) return true;
   nt_g.pid = getpid();
@@ -170,6 +171,7 @@ static bool first_init(void) {
     return false;
   }
   thread_key_ok = pthread_key_create(&thread_key, release_slot) == 0;
+  nt_chain_open(nt_g.cfg.chain, abi); /* NCCLTOP_CHAIN: a second plugin (chain.c) */
   if (pthread_atfork(NULL, NULL, after_fork_child) != 0)
     nt_log(NT_NCCL_LOG_WARN, "pthread_atfork failed; forked children must not use NCCL");
   return true;
@@ -183,7 +185,7 @@ nt_nccl_result nt_init(void **context, int *mask, const char *name, uint64_t has
   if (pthread_mutex_lock(&init_lock) != 0) return NT_NCCL_SUCCESS;
   if (!once_done) {
     once_done = true;
-    if (!first_init()) atomic_store(&nt_g.inert, 1);
+    if (!first_init(abi)) atomic_store(&nt_g.inert, 1);
   }
   if (nt_g.cfg.disabled) {
     pthread_mutex_unlock(&init_lock);
@@ -225,9 +227,12 @@ nt_nccl_result nt_init(void **context, int *mask, const char *name, uint64_t has
     int want = nt_g.cfg.event_mask;
     if (abi >= 7 && (want & NT_EV_KERNEL_CH)) want |= NT_EV_KERNEL_PHASE;
     if (mask) {
-      atomic_store(&nt_g.mask_ptr, (_Atomic int *)mask);
-      atomic_store((_Atomic int *)mask, want);
+      /* Chained: our own mask; NCCL gets the union (chain.c). */
+      _Atomic int *m = nt_chain_mask_target((_Atomic int *)mask);
+      atomic_store(&nt_g.mask_ptr, m);
+      atomic_store(m, want);
     }
+    nt_chain_comm_init(c->index, mask, name, hash, nnodes, nranks, rank, logfn);
     if (live_contexts++ == 0 && nt_publisher_start() != 0)
       nt_log(NT_NCCL_LOG_WARN, "publisher did not start; events are counted, not published");
     *context = c;

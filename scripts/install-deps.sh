@@ -2,8 +2,9 @@
 # Installs the Debian 12 packages nccltop needs to build and test.
 # Run as root (the Makefile does this for you when it runs as root).
 set -eu
-PACKAGES="build-essential pkg-config libzmq3-dev libncurses-dev libcjson-dev \
-libexpat1-dev libvterm-dev clang-format clang libclang-rt-14-dev groff-base"
+PACKAGES="build-essential pkg-config libzmq3-dev libncurses-dev libcjson-dev libzstd-dev \
+libexpat1-dev libvterm-dev libmicrohttpd-dev prometheus clang-format clang libclang-rt-14-dev \
+groff-base"
 if [ "$(id -u)" != 0 ]; then
   echo "install-deps: run as root: sudo apt-get install -y $PACKAGES" >&2
   exit 1

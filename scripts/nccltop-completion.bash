@@ -1,7 +1,8 @@
 # bash completion for nccltop; `make install` puts it in
 # PREFIX/share/bash-completion/completions/nccltop. Self-contained: it needs
 # no bash-completion helper. tests/test_install.c checks that every long
-# option of `nccltop --help` and `nccltop topo --help` is offered here.
+# option of `nccltop --help`, `nccltop topo --help`, `nccltop exporter --help`
+# and of record, replay, export, relay and keygen is offered here.
 
 _nccltop() {
   local cur prev cmd i
@@ -10,16 +11,23 @@ _nccltop() {
   prev=${COMP_WORDS[COMP_CWORD - 1]}
 
   local viewer_opts="-b --batch -n --iterations --json -d --delay --stall-ms -C --no-color
-    -A --ascii --dir --connect --server-key --insecure --topology --max-memory -V --version -h
-    --help"
+    -A --ascii --dir --connect --hosts --hostfile --server-key --insecure --topology --max-memory
+    --record -V --version -h --help"
+  local record_opts="--dir --connect --duration --max-size --last --until-alert --after
+    --stall-ms --max-memory --help"
+  local replay_opts="-b --batch -n --iterations --json -d --delay --speed --stall-ms -C
+    --no-color -A --ascii --max-memory --help"
+  local export_opts="--chrome-trace --stall-ms --help"
   local sim_opts="--ranks --comms --channels --steps --iterations --duration --linger
-    --deterministic --nccl-version --abi --plugin --interval-ms --dir --quiet --stall-rank
+    --deterministic --nccl-version --abi --plugin --interval-ms --dir --nodes --quiet --stall-rank
     --stall-after --straggler --straggle-ms --net --env --rank-env --run-ahead --graph
     --alltoall --broadcast --pxn --collnet --ce --user-tag --help"
-  local topo_opts="--env --from-env --nccl-version --json --help"
+  local topo_opts="--env --from-env --nccl-version --json --compact --full --help"
   local relay_opts="--listen --dir --connect --authorized-keys --server-key --insecure -q --quiet
     -h --help"
   local keygen_opts="--force -h --help"
+  local exporter_opts="--listen --textfile --per-channel --no-inspector -d --delay -n --stall-ms
+    --dir --connect --max-memory -h --help"
   local topo_vars="NCCL_P2P_DISABLE= NCCL_P2P_LEVEL= NCCL_NET_GDR_LEVEL= NCCL_NET_GDR_READ=
     NCCL_NET_GDR_C2C= NCCL_PXN_DISABLE= NCCL_PXN_C2C= NCCL_NVB_DISABLE= NCCL_NETDEVS_POLICY=
     NCCL_P2P_READ_ENABLE= NCCL_P2P_USE_CUDA_MEMCPY= NCCL_NET_DISABLE_INTRA=
@@ -29,7 +37,7 @@ _nccltop() {
   cmd=""
   for ((i = 1; i < COMP_CWORD; i++)); do
     case ${COMP_WORDS[i]} in
-    sim | demo | topo | relay | keygen)
+    sim | demo | topo | exporter | record | replay | export | relay | keygen)
       cmd=${COMP_WORDS[i]}
       break
       ;;
@@ -40,12 +48,13 @@ _nccltop() {
 
   # Values of the options that take one.
   case $prev in
-  --topology | --plugin | --authorized-keys | --server-key)
+  --topology | --plugin | --hostfile | --record | --chrome-trace | --authorized-keys | \
+    --server-key)
     compopt -o filenames 2>/dev/null
     COMPREPLY=($(compgen -f -- "$cur"))
     return 0
     ;;
-  --dir)
+  --dir | --textfile)
     compopt -o filenames 2>/dev/null
     COMPREPLY=($(compgen -d -- "$cur"))
     return 0
@@ -56,6 +65,14 @@ _nccltop() {
     else
       COMPREPLY=($(compgen -W "2.26 2.27 2.28 2.29 2.30 2.31" -- "$cur"))
     fi
+    return 0
+    ;;
+  --until-alert)
+    COMPREPLY=($(compgen -W "root stall hung_op straggler silent drops any" -- "$cur"))
+    return 0
+    ;;
+  --speed)
+    COMPREPLY=($(compgen -W "0.5 1 2 10 max" -- "$cur"))
     return 0
     ;;
   --abi)
@@ -78,14 +95,18 @@ _nccltop() {
     COMPREPLY=($(compgen -W "tcp:// ipc://" -- "$cur"))
     return 0
     ;;
-  --listen)
-    compopt -o nospace 2>/dev/null
-    COMPREPLY=($(compgen -W "tcp://0.0.0.0:7460 tcp://127.0.0.1:7460" -- "$cur"))
+  --hosts)
+    # The job's nodes when inside a Slurm allocation (quoted: a hostlist is a glob too).
+    if [ -n "$SLURM_JOB_NODELIST" ] && [[ $SLURM_JOB_NODELIST == "$cur"* ]]; then
+      COMPREPLY=("$SLURM_JOB_NODELIST")
+    fi
     return 0
     ;;
-  -n | --iterations | -d | --delay | --stall-ms | --max-memory | --ranks | --comms | \
+  -n | --iterations | -d | --delay | --stall-ms | --max-memory | --ranks | --comms | --nodes | \
+    --listen | \
     --channels | --steps | --duration | --linger | --interval-ms | --stall-rank | \
-    --stall-after | --straggler | --straggle-ms | --rank-env | --run-ahead)
+    --stall-after | --straggler | --straggle-ms | --rank-env | --run-ahead | --max-size | \
+    --last | --after)
     return 0
     ;;
   esac
@@ -95,7 +116,8 @@ _nccltop() {
     if [[ $cur == -* ]]; then
       COMPREPLY=($(compgen -W "$viewer_opts" -- "$cur"))
     else
-      COMPREPLY=($(compgen -W "sim demo topo relay keygen" -- "$cur"))
+      COMPREPLY=($(compgen -W "sim demo topo exporter record replay export relay keygen" \
+        -- "$cur"))
     fi
     ;;
   sim)
@@ -104,14 +126,26 @@ _nccltop() {
   demo)
     # Simulator options first, then the monitor's (-n for frames), -- for the rest.
     COMPREPLY=($(compgen -W "$sim_opts -b --batch -n --json -d --delay --stall-ms -C --no-color
-      -A --ascii --connect --server-key --insecure --topology --max-memory -V --version --" \
-      -- "$cur"))
+      -A --ascii --connect --hosts --hostfile --server-key --insecure --topology --max-memory -V
+      --version --" -- "$cur"))
     ;;
   relay)
     COMPREPLY=($(compgen -W "$relay_opts" -- "$cur"))
     ;;
   keygen)
     COMPREPLY=($(compgen -W "$keygen_opts" -- "$cur"))
+    ;;
+  exporter)
+    COMPREPLY=($(compgen -W "$exporter_opts" -- "$cur"))
+    ;;
+  record | replay | export)
+    if [[ $cur == -* ]]; then
+      local o=${cmd}_opts
+      COMPREPLY=($(compgen -W "${!o}" -- "$cur"))
+    else
+      compopt -o filenames 2>/dev/null
+      COMPREPLY=($(compgen -f -- "$cur"))
+    fi
     ;;
   topo)
     if [[ $cur == -* ]]; then

@@ -181,7 +181,17 @@ static int setup_process(const nt_sim_config *cfg, int rank, pid_t parent) {
   if (pthread_sigmask(SIG_UNBLOCK, &set, NULL) != 0) return -1;
   /* A rank never outlives the job runner (it may be killed outright). */
   if (prctl(PR_SET_PDEATHSIG, SIGTERM) != 0 || getppid() != parent) atomic_store(&stop_flag, 1);
-  if (cfg->dir && setenv("NCCLTOP_DIR", cfg->dir, 1) != 0) return -1;
+  if (cfg->nodes > 0) { /* a node of its own: directory and host name */
+    char dir[4096], host[32];
+    int node = nt_sim_node_of(cfg, rank);
+    snprintf(host, sizeof host, "node%d", node);
+    if (snprintf(dir, sizeof dir, "%s/node%d", cfg->dir ? cfg->dir : ".", node) >=
+            (int)sizeof dir ||
+        setenv("NCCLTOP_DIR", dir, 1) != 0 || setenv("NCCLTOP_HOSTNAME", host, 1) != 0)
+      return -1;
+  } else if (cfg->dir && setenv("NCCLTOP_DIR", cfg->dir, 1) != 0) {
+    return -1;
+  }
   if (cfg->interval_ms) {
     char v[16];
     snprintf(v, sizeof v, "%u", (unsigned)cfg->interval_ms);
@@ -250,8 +260,9 @@ int sim_rank_main(const nt_sim_config *cfg, int rank, pid_t parent) {
     char name[32];
     snprintf(name, sizeof name, "sim-comm-%d", k);
     /* nNodes = ranks: one GPU per node, so every ring hop is a network hop
-     * (but for --graph's intra-node communicator, graph.h). */
-    int nnodes = sim_graph_intra(cfg, k) ? 1 : cfg->ranks;
+     * (but for --graph's intra-node communicator, graph.h); --nodes N: N.
+     * Either way every rank simulates network proxy work. */
+    int nnodes = sim_graph_intra(cfg, k) ? 1 : cfg->nodes > 0 ? cfg->nodes : cfg->ranks;
     int rc = sim_driver_init(&r.drv, &c->px, nt_sim_comm_hash(k), name, nnodes, cfg->ranks, rank);
     c->px.user_tag = k == 0 ? cfg->user_tag : 0; /* --user-tag: communicator 0's calls */
     if (rc != 0 && !cfg->quiet)

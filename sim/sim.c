@@ -228,6 +228,8 @@ static int parse_one(nt_sim_config *c, const char *arg, const char *next) {
   }
   if (!strcmp(name, "--ranks"))
     rc = parse_int(name, v, 1, 1024, &c->ranks);
+  else if (!strcmp(name, "--nodes"))
+    rc = parse_int(name, v, 1, 1024, &c->nodes);
   else if (!strcmp(name, "--comms"))
     rc = parse_int(name, v, 1, 8, &c->comms);
   else if (!strcmp(name, "--channels"))
@@ -308,6 +310,8 @@ static int check_config(const nt_sim_config *c) {
     bad = sim_version_check(c);
   else if (!(c->duration_s >= 0) || !(c->linger_s >= 0) || !(c->stall_after_s >= 0))
     bad = "duration, linger and stall-after (0 or more seconds)";
+  else if (c->nodes < 0 || c->nodes > c->ranks || (c->nodes && c->ranks % c->nodes))
+    bad = "--nodes (1 to --ranks, and a divisor of --ranks: every node has ranks / nodes ranks)";
   else if (c->stall_rank >= c->ranks || c->straggler_rank >= c->ranks)
     bad = "stall and straggler ranks (below --ranks)";
   else if (c->graph && (c->alltoall || c->broadcast))
@@ -319,6 +323,38 @@ static int check_config(const nt_sim_config *c) {
           "totals are worked out one family at a time; combine them in real time";
   if (bad) fprintf(stderr, "nccltop sim: bad configuration: %s\n", bad);
   return bad || sim_scn_check(c) != 0 ? -1 : 0;
+}
+
+int nt_sim_node_of(const nt_sim_config *c, int rank) {
+  return c->nodes > 0 && c->ranks >= c->nodes ? rank / (c->ranks / c->nodes) : 0;
+}
+
+/* --nodes: the directory the nodes' directories go in (--dir, else the
+ * default endpoint directory), created 0700 if missing, with node0 ..
+ * node<N-1> in it; `base` receives its path. The checks are the plugin's:
+ * a directory that is not ours and private is refused here, with the
+ * plugin's reason. */
+static int make_node_dirs(const nt_sim_config *c, char *base, size_t cap) {
+  char err[512];
+  int n = c->dir ? snprintf(base, cap, "%s", c->dir) : nt_endpoint_dir(base, cap) == 0 ? 0 : -1;
+  if (n < 0 || (size_t)n >= cap) {
+    fprintf(stderr, "nccltop sim: the endpoint directory name is too long\n");
+    return -1;
+  }
+  for (int k = -1; k < c->nodes; k++) {
+    char dir[PATH_MAX];
+    if (k < 0)
+      snprintf(dir, sizeof dir, "%s", base);
+    else if (snprintf(dir, sizeof dir, "%s/node%d", base, k) >= (int)sizeof dir)
+      return -1;
+    int fd = nt_endpoint_dir_open(dir, true, err, sizeof err);
+    if (fd < 0) {
+      fprintf(stderr, "nccltop sim: %s\n", err);
+      return -1;
+    }
+    close(fd);
+  }
+  return 0;
 }
 
 /* Reaps the ranks; SIGINT/SIGTERM sent to us are passed on to them as
@@ -368,6 +404,11 @@ int nt_sim_run(const nt_sim_config *cfg) {
     c.plugin = plugin;
   }
   c.nccl_version = sim_version_of(&c); /* what the ranks play (--abi 3 is 2.26) */
+  char base[PATH_MAX];
+  if (c.nodes > 0) {
+    if (make_node_dirs(&c, base, sizeof base) != 0) return 1;
+    c.dir = base; /* the ranks add node<k> */
+  }
   pid_t *pids = calloc((size_t)c.ranks, sizeof *pids);
   if (!pids) return 1;
   /* What the ranks share, as NCCL's ranks share a collective's progress:
@@ -392,6 +433,9 @@ int nt_sim_run(const nt_sim_config *cfg) {
             "nccltop sim: %d ranks x %d comms x %d channels x %d steps, %s, NCCL 2.%d, plugin %s\n",
             c.ranks, c.comms, c.channels, c.steps, c.deterministic ? "deterministic" : "real time",
             c.nccl_version - 200, c.plugin);
+  if (!c.quiet && c.nodes > 0)
+    fprintf(stderr, "nccltop sim: %d nodes of %d ranks: node<k> publishes in %s/node<k>\n", c.nodes,
+            c.ranks / c.nodes, c.dir);
   /* Blocked from before the first fork: a rank installs its handlers and
    * unblocks them itself, and this process takes them with sigtimedwait. */
   sigset_t set, old;

@@ -29,6 +29,11 @@ typedef struct {
                            override; 3 plays NCCL 2.26, 7 NCCL 2.31) */
   const char *plugin;   /* plugin path; NULL = nt_sim_default_plugin() */
   const char *dir;      /* NCCLTOP_DIR for the ranks, NULL = inherit */
+  int nodes;            /* --nodes N: 0 = one GPU per node, every rank in `dir`
+                           (nNodes = ranks, the old default); else ranks / N
+                           ranks per node, node k's in <dir>/node<k> (dir:
+                           `dir`, else nt_endpoint_dir's) with the host name
+                           node<k> (NCCLTOP_HOSTNAME), nNodes = N */
   uint32_t interval_ms; /* NCCLTOP_INTERVAL_MS for the ranks, 0 = inherit */
   bool quiet;           /* no progress lines on stderr */
   /* Scenarios (real-time mode). */
@@ -67,6 +72,9 @@ void nt_sim_defaults(nt_sim_config *c);
 /* <dir of this executable>/libnccl-profiler-nccltop.so, or ../lib/... next to
  * it, or $NCCLTOP_PLUGIN; written into buf, 0 on success. */
 int nt_sim_default_plugin(char *buf, size_t cap);
+
+/* The node of a rank under --nodes (0 without it). */
+int nt_sim_node_of(const nt_sim_config *c, int rank);
 
 /* Forks one process per rank and waits for them; returns 0 when every rank
  * exited 0. SIGINT/SIGTERM stop the ranks cleanly (their plugins finalize). */

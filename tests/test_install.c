@@ -1,10 +1,11 @@
 /* `make install` and what it installs: the binary, the plugin, the man page,
  * bash completion and the example topologies, with their modes; the man page
  * renders without a groff warning and names every option `nccltop --help`,
- * `nccltop topo --help`, `relay --help`, `keygen --help` and README's Commands section give, every
- * variable README names or the code reads with getenv, and every key of README's key table and of
- * tui/keys.c's (the help screen's); the completion script parses, defines its completion and offers
- * every long option.
+ * `nccltop topo --help` (and exporter, record, replay, export, relay, keygen --help) and README's
+ * Commands section give, every variable
+ * README names or the code reads with getenv, and every key of README's key
+ * table and of tui/keys.c's (the help screen's); the completion script
+ * parses, defines its completion and offers every long option.
  *
  * The install is that of the build this test belongs to (BUILD is the
  * directory above this binary, SAN what this binary was compiled with), so
@@ -184,6 +185,7 @@ static void make_install_puts_every_file_in_place(void) {
       {"usr/lib/libnccl-profiler-nccltop.so", "@libnccl-profiler-nccltop.so", 0755},
       {"usr/share/man/man1/nccltop.1", "docs/nccltop.1", 0644},
       {"usr/share/bash-completion/completions/nccltop", "scripts/nccltop-completion.bash", 0644},
+      {"usr/share/nccltop/examples/grafana/nccltop.json", "examples/grafana/nccltop.json", 0644},
   };
   for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
     char path[PATH_MAX * 2], src[PATH_MAX * 2];
@@ -273,7 +275,8 @@ static void man_page_renders_without_warnings(void) {
   CHECK(ok);
 }
 
-/* Every long option: the usage of nccltop and of topo, and README's
+/* Every long option: the usage of nccltop, of topo, record, replay and
+ * export, and README's
  * Commands section (its tables of options and simulator options). */
 static bool all_options(strset *opts) {
   char cmd[PATH_MAX + 64];
@@ -286,9 +289,14 @@ static bool all_options(strset *opts) {
   for (const char *p = help; (p = strstr(p, "\n  -")); p++)
     if (p[4] && p[4] != '-' && p[5] == ',') set_add(opts, p + 3, 2);
   free(help);
-  static const char *const subcommands[] = {"topo", "relay", "keygen"};
-  for (size_t i = 0; i < sizeof subcommands / sizeof *subcommands; i++) {
-    snprintf(cmd, sizeof cmd, "%s/nccltop %s --help", bindir, subcommands[i]);
+  snprintf(cmd, sizeof cmd, "%s/nccltop topo --help", bindir);
+  help = run(cmd, &st);
+  if (!help || st != 0) return free(help), false;
+  long_options(help, opts);
+  free(help);
+  static const char *const more[] = {"exporter", "record", "replay", "export", "relay", "keygen"};
+  for (int i = 0; i < 6; i++) {
+    snprintf(cmd, sizeof cmd, "%s/nccltop %s --help", bindir, more[i]);
     help = run(cmd, &st);
     if (!help || st != 0) return free(help), false;
     long_options(help, opts);
@@ -428,11 +436,17 @@ static void completion_parses_defines_and_offers_every_option(void) {
            "bash -c '. %s/scripts/nccltop-completion.bash && complete -p nccltop && "
            "COMP_WORDS=(nccltop si); COMP_CWORD=1; _nccltop; echo \"[${COMPREPLY[*]}]\"; "
            "COMP_WORDS=(nccltop topo --nccl-version \"\"); COMP_CWORD=3; _nccltop; "
-           "echo \"[${COMPREPLY[*]}]\"'",
+           "echo \"[${COMPREPLY[*]}]\"; "
+           "COMP_WORDS=(nccltop exporter --per); COMP_CWORD=2; _nccltop; "
+           "echo \"[${COMPREPLY[*]}]\"; cd /; "
+           "SLURM_JOB_NODELIST=\"gpu[001-002],b\"; COMP_WORDS=(nccltop --hosts g); COMP_CWORD=2; "
+           "_nccltop; echo \"[${COMPREPLY[*]}]\"'",
            root);
   out = run(cmd, &st);
+  /* --hosts offers the Slurm job's node list, as written. */
   bool ok = out && st == 0 && strstr(out, "complete -F _nccltop nccltop\n") &&
-            strstr(out, "\n[sim]\n") && strstr(out, "\n[2.28 2.30]\n");
+            strstr(out, "\n[sim]\n") && strstr(out, "\n[2.28 2.30]\n") &&
+            strstr(out, "\n[--per-channel]\n") && strstr(out, "\n[gpu[001-002],b]\n");
   if (!ok) fprintf(stderr, "    %s\n", out ? out : "");
   free(out);
   CHECK(ok);

@@ -189,6 +189,32 @@ static void topology_view_and_what_if(void) {
   CHECK(ok);
 }
 
+/* An 8 GPU x 8 NIC box: at 80 columns the compact form (kind numbers, the
+ * kinds listed below), at 200 the full cells; both with the CLI's marks
+ * (grace-c2c's p: GDR through PCIe). */
+static bool topology_at(int rows, int cols, const char *file, const char *const *want) {
+  vt_term t;
+  char *argv[] = {nccltop, "--topology", (char *)file, NULL};
+  char *env[] = {dir_env, NULL};
+  if (vt_start(&t, rows, cols, argv, env) != 0) return false;
+  vt_send(&t, "5");
+  bool ok = vt_wait_for(&t, "[topology]", 10);
+  for (int i = 0; ok && want[i]; i++) ok = vt_wait_for(&t, want[i], 5);
+  vt_send(&t, "q");
+  if (ok) ok = vt_wait_exit(&t, 10) == 0;
+  vt_stop(&t);
+  return ok;
+}
+
+static void topology_view_compact_at_80_full_at_200(void) {
+  static const char *const narrow[] = {"G0 G1", " 1 NVL 370.8*", " 3 PXN 48*rx", "GPU0    X", NULL};
+  static const char *const wide[] = {"NVL 370.8*", "PXN 48*rx", "PHB 48*r", NULL};
+  static const char *const grace[] = {"PXN 48*rpx", "PIX 48*rp", NULL};
+  CHECK(topology_at(24, 80, "examples/topologies/nvswitch-8gpu-8nic.xml", narrow));
+  CHECK(topology_at(60, 200, "examples/topologies/nvswitch-8gpu-8nic.xml", wide));
+  CHECK(topology_at(24, 80, "examples/topologies/grace-c2c.xml", grace));
+}
+
 /* A hostile publisher: its host, communicator name and environment carry
  * terminal escape sequences. They must reach the screen and the batch
  * output as visible text, never as control characters. */
@@ -266,6 +292,7 @@ int main(void) {
   TEST_RUN(ascii_and_no_color_modes_draw_plain_text);
   TEST_RUN(a_tiny_terminal_does_not_crash);
   TEST_RUN(topology_view_and_what_if);
+  TEST_RUN(topology_view_compact_at_80_full_at_200);
   TEST_RUN(hostile_strings_are_shown_escaped);
   stop_job();
   return TEST_DONE();

@@ -167,6 +167,65 @@ static void key_bar_on_the_last_line(void) {
   CHECK(ok);
 }
 
+/* Where `what` is on the screen: row and column (of its first cell), or
+ * false. Columns count cells (the text is ASCII here). */
+static bool find_on_screen(vt_term *t, const char *what, int *row, int *col) {
+  const char *text = vt_text(t), *p = strstr(text, what);
+  if (!p) return false;
+  *row = 0;
+  const char *line = text;
+  for (const char *q = text; q < p; q++)
+    if (*q == '\n') (*row)++, line = q + 1;
+  *col = (int)(p - line);
+  return true;
+}
+
+/* Colour by meaning, meters, a cursor on the whole row: in the grid a
+ * wait on the network is cyan; the channel details draw each wait's share
+ * as a meter; the proxy view's cursor covers the gaps between columns. */
+static void look_by_meaning(void) {
+  vt_term t;
+  bool ok = start(&t, 30, 120);
+  int row = 0, col = 0;
+  bool rev;
+  int fg;
+  vt_send(&t, "3");
+  ok = ok && vt_wait_for(&t, "[channels]", 5) && vt_wait_for(&t, "NET/-", 5) &&
+       find_on_screen(&t, "NET/-", &row, &col);
+  if (ok) {
+    vt_cell_attr(&t, row, col, &rev, &fg);
+    if (fg != 6) fprintf(stderr, "    NET drawn in colour %d, not cyan (6)\n", fg);
+    ok = fg == 6;
+  }
+  vt_send(&t, "\r"); /* details of the cell under the cursor */
+  ok = ok && vt_wait_for(&t, "send_net_wait", 5) && find_on_screen(&t, "send_net_wait", &row, &col);
+  if (ok) {
+    const char *text = vt_text(&t);
+    const char *line = text;
+    for (int r = 0; r < row; r++) line = strchr(line, '\n') + 1;
+    char l[256];
+    snprintf(l, sizeof l, "%.*s", (int)strcspn(line, "\n"), line);
+    ok = strstr(l, "71.4% [|||") != NULL;
+    if (!ok) fprintf(stderr, "    no meter on \"%s\"\n", l);
+  }
+  vt_send(&t, "\0332"); /* Esc, then the proxy view */
+  ok = ok && vt_wait_for(&t, "[proxy threads]", 5) && vt_wait_for(&t, "1/30 ", 5);
+  vt_send(&t, "\033OB"); /* down: the cursor on rank 1 */
+  bool lit = false;
+  for (double end = vt_now() + 5; ok && !lit && vt_now() < end;) {
+    vt_pump(&t, 50);
+    if (find_on_screen(&t, "\n1/30 ", &row, &col)) {
+      vt_cell_attr(&t, row + 1, 11, &rev, &fg); /* the blank after RANK */
+      lit = rev;
+    }
+  }
+  if (ok && !lit)
+    fprintf(stderr, "    the cursor row's gap is not highlighted:\n%s\n", vt_text(&t));
+  ok = ok && lit;
+  ok = quit(&t) && ok;
+  CHECK(ok);
+}
+
 int main(void) {
   char bindir[PATH_MAX];
   vt_build_dir(bindir, sizeof bindir);
@@ -180,6 +239,7 @@ int main(void) {
   TEST_RUN(proxy_view_at_80x24_keeps_its_key_numbers);
   TEST_RUN(overview_at_80x24_keeps_its_key_numbers);
   TEST_RUN(key_bar_on_the_last_line);
+  TEST_RUN(look_by_meaning);
   kill(pub, SIGKILL);
   waitpid(pub, NULL, 0);
   char cmd[64];

@@ -339,6 +339,38 @@ static int run_cli(const char *out, int argc, const char **argv) {
   return rc;
 }
 
+/* The compact form: every matrix line of an 8 GPU x 8 NIC box within 80
+ * columns, kind numbers in the cells, the kinds with the full marks
+ * listed; --compact with --full is a usage error. */
+static void cli_compact_form_fits_80_columns(void) {
+  char out[] = "/tmp/nccltop-topo-compact-XXXXXX";
+  int fd = mkstemp(out);
+  CHECK(fd >= 0);
+  close(fd);
+  const char *ex = "examples/topologies/nvswitch-8gpu-8nic.xml";
+  CHECK(run_cli(out, 4, (const char *[]){"topo", ex, "--compact", "--full"}) == 2);
+  CHECK(run_cli(out, 3, (const char *[]){"topo", ex, "--compact"}) == 0);
+  FILE *f = fopen(out, "r");
+  CHECK(f != NULL);
+  char line[512], all[1 << 14] = "";
+  bool in_matrix = false, fits = true;
+  int rows = 0;
+  while (fgets(line, sizeof line, f)) {
+    if (strlen(all) + strlen(line) < sizeof all) strcat(all, line);
+    if (!strncmp(line, "       G0", 9)) in_matrix = true;
+    if (in_matrix && line[0] == '\n') in_matrix = false;
+    if (in_matrix) {
+      rows++;
+      fits = fits && strlen(line) <= 81; /* 80 and the newline */
+    }
+  }
+  fclose(f);
+  unlink(out);
+  CHECK(rows == 17 && fits);
+  CHECK(strstr(all, "GPU0    X  1  1  1  1  1  1  1  2  3  3  3  3  3  3  3    0\n"));
+  CHECK(strstr(all, "1  NVL 370.8*") && strstr(all, "3  PXN 48*rx") && strstr(all, "x the GPU"));
+}
+
 static void cli_exit_codes_and_output(void) {
   char out[] = "/tmp/nccltop-topo-cli-XXXXXX";
   int fd = mkstemp(out);
@@ -392,6 +424,7 @@ int main(void) {
   TEST_RUN(env_values_read_like_nccl);
   TEST_RUN(pxn_disable_two_keeps_pxn);
   TEST_RUN(cli_exit_codes_and_output);
+  TEST_RUN(cli_compact_form_fits_80_columns);
   return TEST_DONE();
 }
 /* clang-format on */

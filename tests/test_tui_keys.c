@@ -141,23 +141,27 @@ static void search_next_and_filter_cancel(void) {
   CHECK(ok);
 }
 
-/* The header says what is watched: the endpoint directory, and the
- * --connect endpoint, or how many when several. */
+/* The header says what is watched: the endpoint directory, the --hosts
+ * (how many, compactly), and the --connect endpoint, or how many when
+ * several. */
 static void header_shows_what_is_watched(void) {
-  char dir[] = "/tmp/nccltop-watch-XXXXXX", env_dir[64], want[3][128];
+  char dir[] = "/tmp/nccltop-watch-XXXXXX", env_dir[64], want[4][128];
   CHECK(mkdtemp(dir) != NULL);
   snprintf(env_dir, sizeof env_dir, "NCCLTOP_DIR=%s", dir);
   snprintf(want[0], sizeof want[0], "watching %s  waiting for NCCL processes", dir);
   snprintf(want[1], sizeof want[1], "watching %s + tcp://127.0.0.1:9", dir);
   snprintf(want[2], sizeof want[2], "watching %s + 3 --connect endpoints", dir);
-  char *argvs[3][10] = {
+  snprintf(want[3], sizeof want[3], "watching %s + 3 hosts 127.0.0.[1-3]:9 + tcp://127.0.0.1:10",
+           dir);
+  char *argvs[4][10] = {
       {nccltop, "-d", "100", NULL},
       {nccltop, "-d", "100", "--connect", "tcp://127.0.0.1:9", NULL},
       {nccltop, "-d", "100", "--connect", "tcp://127.0.0.1:9", "--connect", "tcp://127.0.0.1:10",
        "--connect", "tcp://127.0.0.1:11"},
+      {nccltop, "-d", "100", "--hosts", "127.0.0.[1-3]:9", "--connect", "tcp://127.0.0.1:10", NULL},
   };
   bool ok = true;
-  for (int i = 0; ok && i < 3; i++) {
+  for (int i = 0; ok && i < 4; i++) {
     vt_term t;
     char *env[] = {env_dir, NULL};
     ok = vt_start(&t, 24, 160, argvs[i], env) == 0 && vt_wait_for(&t, want[i], 10);

@@ -126,6 +126,20 @@ __attribute__((unused)) static void vt_build_dir(char *buf, size_t cap) {
   snprintf(buf, cap, "%s/..", dirname(exe));
 }
 
+/* The attributes of the cell at (row, col): reverse video, and its
+ * foreground colour's palette index (-1: the default or not indexed). */
+__attribute__((unused)) static void vt_cell_attr(vt_term *t, int row, int col, bool *reverse,
+                                                 int *fg) {
+  VTermScreenCell cell;
+  VTermPos pos = {.row = row, .col = col};
+  *reverse = false;
+  *fg = -1;
+  if (!vterm_screen_get_cell(t->screen, pos, &cell)) return;
+  *reverse = cell.attrs.reverse;
+  if (VTERM_COLOR_IS_INDEXED(&cell.fg) && !VTERM_COLOR_IS_DEFAULT_FG(&cell.fg))
+    *fg = cell.fg.indexed.idx;
+}
+
 static void vt_send(vt_term *t, const char *keys) {
   if (write(t->fd, keys, strlen(keys)) < 0) perror("write pty");
 }

@@ -5,17 +5,22 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
 
 #include "topo.h"
 
 static void usage(FILE *f) {
   fprintf(f, "usage: nccltop topo FILE.xml [--env NAME=VALUE ...] [--from-env] [--json]\n"
-             "                    [--nccl-version 2.28|2.30]\n"
+             "                    [--nccl-version 2.28|2.30] [--compact | --full]\n"
              "  FILE.xml        NCCL's topology (NCCL_TOPO_DUMP_FILE output, or an example)\n"
              "  --env N=V       apply an NCCL variable the way NCCL reads it (repeatable)\n"
              "  --from-env      apply those variables from this shell's environment first\n"
              "  --json          one JSON document: settings, nodes, one object per ordered pair\n"
              "  --nccl-version  whose rules: 2.28 (2.28.9, the default) or 2.30 (2.30.7)\n"
+             "  --compact       cells numbered by kind, the kinds listed below (fits 80 columns);\n"
+             "                  the default on a terminal too narrow for the full matrix\n"
+             "  --full          the full matrix, whatever the terminal's width\n"
              "variables:");
   for (int i = 0; nt_topo_env_names[i]; i++)
     fprintf(f, "%s %s", i % 4 == 0 ? "\n " : "", nt_topo_env_names[i]);
@@ -35,9 +40,19 @@ static const char *opt_value(int argc, char **argv, int *i, const char *opt, boo
   return argv[++*i];
 }
 
+/* On a terminal narrower than the full matrix, the compact form reads
+ * better; into a pipe or a file, the full one (scripts keep their format). */
+static bool too_wide(const nt_topo *t) {
+  struct winsize ws;
+  if (!isatty(STDOUT_FILENO) || ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) != 0 || ws.ws_col == 0)
+    return false;
+  return nt_topo_text_width(t) > ws.ws_col;
+}
+
 int nt_topo_main(int argc, char **argv) {
   const char *file = NULL;
   bool json = false, from_env = false;
+  int form = 0; /* 0: by the terminal's width, 1: compact, 2: full */
   const char *envs[64];
   int nenv = 0, version = NT_NCCL_228;
   for (int i = 1; i < argc; i++) {
@@ -45,6 +60,13 @@ int nt_topo_main(int argc, char **argv) {
     const char *v;
     if (!strcmp(argv[i], "--json")) {
       json = true;
+    } else if (!strcmp(argv[i], "--compact") || !strcmp(argv[i], "--full")) {
+      int want = argv[i][2] == 'c' ? 1 : 2;
+      if (form && form != want) {
+        fprintf(stderr, "nccltop topo: --compact and --full exclude each other\n");
+        return 2;
+      }
+      form = want;
     } else if (!strcmp(argv[i], "--from-env")) {
       from_env = true;
     } else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
@@ -108,6 +130,8 @@ int nt_topo_main(int argc, char **argv) {
     else
       fprintf(stderr, "nccltop topo: out of memory\n"), rc = 1;
     free(s);
+  } else if (form == 1 || (form == 0 && too_wide(t))) {
+    nt_topo_print_compact(stdout, t);
   } else {
     nt_topo_print_text(stdout, t);
   }

@@ -216,6 +216,25 @@ void nt_topo_node_label(const nt_topo *t, int node, char *buf, size_t cap);
 /* The matrix in the style of `nvidia-smi topo -m`, with bandwidths,
  * decisions, a legend, the devices and the warnings. */
 void nt_topo_print_text(FILE *out, const nt_topo *t);
+/* Its width in columns (the longest row). */
+int nt_topo_text_width(const nt_topo *t);
+/* The compact form, for narrow terminals: each cell the number of its kind
+ * (a distinct cell text), the kinds listed below; an 8 GPU x 8 NIC box
+ * fits 80 columns. */
+void nt_topo_print_compact(FILE *out, const nt_topo *t);
+/* One cell's text, "NVL 370.8*r": type, bottleneck GB/s and the marks of
+ * the legend (what both forms and the monitor show); "X" on the diagonal. */
+#define NT_TOPO_CELL_LEN 32
+void nt_topo_cell_text(const nt_topo *t, int i, int j, char *buf, size_t cap);
+/* The distinct cell texts off the diagonal, numbered from 1 in row order. */
+#define NT_TOPO_MAX_KINDS 99
+typedef struct {
+  int n;
+  bool more; /* kinds beyond NT_TOPO_MAX_KINDS, shown as ? */
+  char text[NT_TOPO_MAX_KINDS][NT_TOPO_CELL_LEN];
+} nt_topo_kinds;
+void nt_topo_kinds_build(const nt_topo *t, nt_topo_kinds *k);
+int nt_topo_kind_of(const nt_topo_kinds *k, const char *cell); /* 1.., 0 none */
 /* JSON document (cJSON), caller frees; NULL on allocation failure. */
 char *nt_topo_to_json(const nt_topo *t, const nt_topo_env *env);
 

@@ -1,7 +1,7 @@
 /* Batch output (-b): one frame of the model as text, or as exactly one JSON
  * line, flushed at once so a pipe reader sees every frame as it happens.
  *
- * JSON frame, built with cJSON (keys in this order; scripts and tests rely on
+ * JSON frame, written in one pass (json_out.h; keys in this order; scripts and tests rely on
  * the names, never on the order):
  * {"time": seconds since the viewer started (float),
  *  "publishers": processes known, "messages": messages taken,
@@ -19,7 +19,9 @@
  *                  "reclaimed_ops", "dropped_rows", "unsent_messages"},
  *     "proxy": [proxy threads not attributed to any communicator, as below]}],
  *  "ranks": [{"comm": "<16 hex digits>", "comm_name", "rank", "nranks", "nnodes",
- *     "host", "pid", "stale": bool, "ended": bool, "colls", "p2ps",
+ *     "host", "pid", "stale": bool, "ended": bool, "colls", "p2ps", "launched"
+ *     (operations launched, over its functions), "done_per_s" (operations done
+ *     per second, the publisher's last interval), "stalled_channels",
  *     "proxy": [{"tid", "state": "idle|active|sleep|wakeup|append|unknown",
  *                "state_age_ms", "state_ns": {"idle", "active", "sleep", "wakeup",
  *                "append"}, "share_last": {same keys, 0..1}, "share_total": {same},
@@ -37,20 +39,23 @@
  *     "kernels": [{"channel", "count", "busy_ns", "phase_ns": {"initial_sync",
  *       "compute", "final_sync"} (GPU ns per KernelPhase, NCCL 2.31; 0 none)}],
  *     and "api", "seq", "in_flight", "net" (batch_ops.c)}],
+ *  "comms": [{"comm", "comm_name", "nranks", "nnodes", "ranks" (in this frame),
+ *     "stalled_channels", "launched_min", "launched_max", "done_per_s" (per
+ *     rank), "phase" (the first of its ranks' phase now)}]: the overview's lines,
  *  and "alerts", "collectives", "phases", "recent", "runs" (batch_ops.c)}
- * Ranks are sorted by (comm, rank). Every counter is a JSON number: exact up
- * to 2^53, which cumulative nanoseconds reach after 104 days (beyond, the
- * nearest double). Shares and rates are over the publisher's last interval.
- * State and wait names are those of nt_proxy_state_name / nt_wait_name.
- * Strings from publishers were sanitized when they arrived (model.c);
- * cJSON adds JSON escaping only.
+ * Ranks are sorted by (comm, rank). Every counter is an exact JSON integer
+ * (a reader that parses numbers as doubles, as jq does, rounds those past
+ * 2^53: cumulative nanoseconds after 104 days); other numbers have at most
+ * six decimals (json_out.h). Shares and rates are over the publisher's last
+ * interval. State and wait names are those of nt_proxy_state_name /
+ * nt_wait_name. Strings from publishers were sanitized when they arrived
+ * (model.c); the writer adds JSON escaping only.
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "batch_json.h"
 
-#define MAX_RANKS       65536
 #define ERRORS_IN_FRAME 8
 /* A JSON frame stays under this many bytes: a reader (jq, a script) should
  * not meet a line of hundreds of megabytes because a publisher sent
@@ -60,18 +65,6 @@
 /* ...of which this much is kept for everything but processes and ranks
  * (counters, errors, alerts, operation tables: all bounded). */
 #define FRAME_REST_BYTES (4u << 20)
-/* Bytes one row of a snapshot (or one environment variable) can take in a
- * frame, at most: a bound that spares measuring small frames. */
-#define ROW_JSON_MAX  2048
-#define ITEM_JSON_MAX 16384
-
-/* Room left in a frame. Items are measured (printed alone) only when the
- * bound on the whole frame is over the cap: normal frames print once. */
-typedef struct {
-  bool measure;
-  size_t left;
-  uint32_t left_out_procs, left_out_ranks;
-} frame_room;
 
 static double age_ms(uint64_t ns) {
   return ns == UINT64_MAX ? -1 : (double)ns / 1e6;
@@ -81,237 +74,224 @@ static const char *dir_name(int dir) {
   return dir == NT_DIR_RECV ? "recv" : "send";
 }
 
-static cJSON *per_state(const double *v) {
-  cJSON *o = cJSON_CreateObject();
-  for (int i = 0; i < NT_PROXY_NSTATES; i++) put_num(o, nt_proxy_state_name(i), v[i]);
-  return o;
+static void per_state(nt_jo *w, const char *key, const double *v) {
+  nt_jo_obj(w, key);
+  for (int i = 0; i < NT_PROXY_NSTATES; i++) nt_jo_num(w, nt_proxy_state_name(i), v[i]);
+  nt_jo_end(w);
 }
 
-static cJSON *proxy_json(const nt_model_process *p, const nt_proxy_row *t) {
-  double last[NT_PROXY_NSTATES], total[NT_PROXY_NSTATES], ns[NT_PROXY_NSTATES];
-  nt_model_proxy_shares(p, t, last, total);
-  for (int i = 0; i < NT_PROXY_NSTATES; i++) ns[i] = (double)t->state_ns[i];
-  cJSON *x = cJSON_CreateObject();
-  put_num(x, "tid", t->tid);
-  put_str(x, "state", nt_proxy_state_name(t->state));
-  put_num(x, "state_age_ms", age_ms(t->state_age_ns));
-  put_obj(x, "state_ns", per_state(ns));
-  put_obj(x, "share_last", per_state(last));
-  put_obj(x, "share_total", per_state(total));
-  put_num(x, "appends", (double)t->appends);
-  put_num(x, "appended_ops", (double)t->appended_ops);
-  put_num(x, "wakeups", (double)t->wakeups);
-  return x;
+static void proxy_json(nt_jo *w, const nt_frame_proxy *p) {
+  const nt_proxy_row *t = &p->row;
+  nt_jo_obj(w, NULL);
+  nt_jo_u64(w, "tid", t->tid);
+  nt_jo_str(w, "state", nt_proxy_state_name(t->state));
+  nt_jo_num(w, "state_age_ms", age_ms(t->state_age_ns));
+  nt_jo_obj(w, "state_ns");
+  for (int i = 0; i < NT_PROXY_NSTATES; i++) nt_jo_u64(w, nt_proxy_state_name(i), t->state_ns[i]);
+  nt_jo_end(w);
+  per_state(w, "share_last", p->share_last);
+  per_state(w, "share_total", p->share_total);
+  nt_jo_u64(w, "appends", t->appends);
+  nt_jo_u64(w, "appended_ops", t->appended_ops);
+  nt_jo_u64(w, "wakeups", t->wakeups);
+  nt_jo_end(w);
 }
 
-static cJSON *channel_json(const nt_model_process *p, const nt_channel_row *c, uint32_t stall_ms) {
-  double sps, bps;
-  nt_model_channel_rates(p, c, &sps, &bps);
-  cJSON *x = cJSON_CreateObject();
-  put_num(x, "channel", c->channel);
-  put_str(x, "dir", dir_name(c->dir));
-  put_num(x, "peer", c->peer);
-  put_num(x, "steps", (double)c->steps);
-  put_num(x, "bytes", (double)c->bytes);
-  cJSON *w = put_obj(x, "wait_ns", cJSON_CreateObject());
-  for (int k = 0; k < 3; k++)
-    put_num(w, nt_wait_name(nt_dir_wait(c->dir, k)), (double)c->wait_ns[k]);
-  put_str(x, "dominant_wait", nt_wait_name(nt_model_channel_dominant_wait(p, c)));
-  put_num(x, "steps_per_s", sps);
-  put_num(x, "bytes_per_s", bps);
-  put_num(x, "ops_in_flight", (double)(c->ops_started - c->ops_done));
-  put_num(x, "cur_step", c->cur_step);
-  put_str(x, "cur_wait", nt_wait_name(c->cur_wait));
-  put_num(x, "progress_age_ms", age_ms(c->progress_age_ns));
-  put_str(x, "run_state", nt_run_name(c->run_state));
-  if (c->relay_rank >= 0) put_num(x, "relay_rank", c->relay_rank);
-  put_bool(x, "stalled", nt_model_channel_stalled(c, stall_ms));
-  return x;
+static void channel_json(nt_jo *w, const nt_frame_channel *fc) {
+  const nt_channel_row *c = &fc->row;
+  nt_jo_obj(w, NULL);
+  nt_jo_u64(w, "channel", c->channel);
+  nt_jo_str(w, "dir", dir_name(c->dir));
+  nt_jo_i64(w, "peer", c->peer);
+  nt_jo_u64(w, "steps", c->steps);
+  nt_jo_u64(w, "bytes", c->bytes);
+  nt_jo_obj(w, "wait_ns");
+  for (int k = 0; k < 3; k++) nt_jo_u64(w, nt_wait_name(nt_dir_wait(c->dir, k)), c->wait_ns[k]);
+  nt_jo_end(w);
+  nt_jo_str(w, "dominant_wait", nt_wait_name(fc->dominant_wait));
+  nt_jo_num(w, "steps_per_s", fc->steps_per_s);
+  nt_jo_num(w, "bytes_per_s", fc->bytes_per_s);
+  nt_jo_u64(w, "ops_in_flight", c->ops_started - c->ops_done);
+  nt_jo_i64(w, "cur_step", c->cur_step);
+  nt_jo_str(w, "cur_wait", nt_wait_name(c->cur_wait));
+  nt_jo_num(w, "progress_age_ms", age_ms(c->progress_age_ns));
+  nt_jo_str(w, "run_state", nt_run_name(c->run_state));
+  if (c->relay_rank >= 0) nt_jo_i64(w, "relay_rank", c->relay_rank);
+  nt_jo_bool(w, "stalled", fc->stalled);
+  nt_jo_end(w);
 }
 
-static cJSON *rank_json(const nt_model_rank *r, uint32_t stall_ms, double now_s) {
-  const nt_model_process *p = r->proc;
-  const nt_snapshot *s = p->cur;
-  const nt_comm_row *comm = &s->comms[r->comm_index];
+static void rank_json(nt_jo *w, const nt_frame *f, const nt_frame_rank *r) {
+  const nt_frame_proc *p = nt_frame_proc_of(f, r);
   char hex[17];
   snprintf(hex, sizeof hex, "%016llx", (unsigned long long)r->comm_hash);
-  cJSON *j = cJSON_CreateObject();
-  put_str(j, "comm", hex);
-  put_str(j, "comm_name", r->comm_name);
-  put_num(j, "rank", r->rank);
-  put_num(j, "nranks", r->nranks);
-  put_num(j, "nnodes", r->nnodes);
-  put_str(j, "host", p->host);
-  put_num(j, "pid", p->pid);
-  put_bool(j, "stale", p->stale);
-  put_bool(j, "ended", p->ended);
-  put_num(j, "colls", (double)comm->colls_enqueued);
-  put_num(j, "p2ps", (double)comm->p2ps_enqueued);
-  cJSON *proxy = put_obj(j, "proxy", cJSON_CreateArray());
-  for (uint32_t i = 0; i < s->nproxy; i++)
-    if (s->proxy[i].comm_index == r->comm_index) append(proxy, proxy_json(p, &s->proxy[i]));
-  cJSON *chans = put_obj(j, "channels", cJSON_CreateArray());
-  for (uint32_t i = 0; i < s->nchannels; i++)
-    if (s->channels[i].comm_index == r->comm_index)
-      append(chans, channel_json(p, &s->channels[i], stall_ms));
-  cJSON *kern = put_obj(j, "kernels", cJSON_CreateArray());
-  for (uint32_t i = 0; i < s->nkernels; i++) {
-    const nt_kernel_row *k = &s->kernels[i];
-    if (k->comm_index != r->comm_index) continue;
-    cJSON *x = cJSON_CreateObject();
-    put_num(x, "channel", k->channel);
-    put_num(x, "count", (double)k->count);
-    put_num(x, "busy_ns", (double)k->busy_ns);
+  nt_jo_obj(w, NULL);
+  nt_jo_str(w, "comm", hex);
+  nt_jo_str(w, "comm_name", r->comm_name);
+  nt_jo_i64(w, "rank", r->rank);
+  nt_jo_i64(w, "nranks", r->nranks);
+  nt_jo_i64(w, "nnodes", r->nnodes);
+  nt_jo_str(w, "host", p->host);
+  nt_jo_u64(w, "pid", p->pid);
+  nt_jo_bool(w, "stale", p->stale);
+  nt_jo_bool(w, "ended", p->ended);
+  nt_jo_u64(w, "colls", r->comm.colls_enqueued);
+  nt_jo_u64(w, "p2ps", r->comm.p2ps_enqueued);
+  nt_jo_u64(w, "launched", r->launched);
+  nt_jo_num(w, "done_per_s", r->done_per_s);
+  nt_jo_u64(w, "stalled_channels", r->stalled);
+  nt_jo_arr(w, "proxy");
+  for (uint32_t i = r->proxy0; i < r->proxy0 + r->nproxy; i++) proxy_json(w, &f->proxy[i]);
+  nt_jo_end(w);
+  nt_jo_arr(w, "channels");
+  for (uint32_t i = r->chan0; i < r->chan0 + r->nchan; i++) channel_json(w, &f->channels[i]);
+  nt_jo_end(w);
+  nt_jo_arr(w, "kernels");
+  for (uint32_t i = r->kern0; i < r->kern0 + r->nkern; i++) {
+    const nt_kernel_row *k = &f->kernels[i];
+    nt_jo_obj(w, NULL);
+    nt_jo_u64(w, "channel", k->channel);
+    nt_jo_u64(w, "count", k->count);
+    nt_jo_u64(w, "busy_ns", k->busy_ns);
     /* Protocol 1.3 (NCCL 2.31, kernelphase): GPU ns per kernel phase. */
-    cJSON *ph = put_obj(x, "phase_ns", cJSON_CreateObject());
     static const char *const kphase[NT_KPHASE_COUNT] = {"initial_sync", "compute", "final_sync"};
-    for (int q = 0; q < NT_KPHASE_COUNT; q++) put_num(ph, kphase[q], (double)k->phase_ns[q]);
-    append(kern, x);
+    nt_jo_obj(w, "phase_ns");
+    for (int q = 0; q < NT_KPHASE_COUNT; q++) nt_jo_u64(w, kphase[q], k->phase_ns[q]);
+    nt_jo_end(w);
+    nt_jo_end(w);
   }
-  nt_batch_rank_ops(j, r, now_s);
-  return j;
+  nt_jo_end(w);
+  nt_batch_rank_ops(w, f, r);
+  nt_jo_end(w);
 }
 
-static cJSON *process_json(const nt_model_process *p) {
-  const nt_snapshot *s = p->cur;
-  const nt_process_counters *c = &s->process;
-  cJSON *j = cJSON_CreateObject();
-  put_str(j, "host", p->host);
-  put_num(j, "pid", p->pid);
-  put_bool(j, "stale", p->stale);
-  put_bool(j, "ended", p->ended);
-  put_str(j, "nccl_version", p->have_hello ? p->hello.nccl_version : "");
-  put_str(j, "plugin_version", p->have_hello ? p->hello.plugin_version : "");
-  put_num(j, "abi", c->abi_version);
-  put_num(j, "seq", (double)s->seq);
-  put_num(j, "lost_messages", (double)p->lost_messages);
-  put_num(j, "restarts", (double)p->restarts);
-  put_num(j, "event_mask", c->event_mask);
-  cJSON *k = put_obj(j, "counters", cJSON_CreateObject());
-  put_num(k, "events", (double)c->events);
-  put_num(k, "dropped_events", (double)c->dropped_events);
-  put_num(k, "unknown_events", (double)c->unknown_events);
-  put_num(k, "foreign_ops", (double)c->foreign_ops);
-  put_num(k, "reclaimed_ops", (double)c->reclaimed_ops);
-  put_num(k, "dropped_rows", (double)c->dropped_rows);
-  put_num(k, "unsent_messages", (double)c->unsent_messages);
-  cJSON *proxy = put_obj(j, "proxy", cJSON_CreateArray());
-  for (uint32_t i = 0; i < s->nproxy; i++)
-    if (s->proxy[i].comm_index == NT_NO_COMM) append(proxy, proxy_json(p, &s->proxy[i]));
-  nt_batch_process_ops(j, p);
-  return j;
+static void process_json(nt_jo *w, const nt_frame *f, const nt_frame_proc *p) {
+  const nt_process_counters *c = &p->counters;
+  nt_jo_obj(w, NULL);
+  nt_jo_str(w, "host", p->host);
+  nt_jo_u64(w, "pid", p->pid);
+  nt_jo_bool(w, "stale", p->stale);
+  nt_jo_bool(w, "ended", p->ended);
+  nt_jo_str(w, "nccl_version", p->nccl_version);
+  nt_jo_str(w, "plugin_version", p->plugin_version);
+  nt_jo_u64(w, "abi", c->abi_version);
+  nt_jo_u64(w, "seq", p->seq);
+  nt_jo_u64(w, "lost_messages", p->lost_messages);
+  nt_jo_u64(w, "restarts", p->restarts);
+  nt_jo_u64(w, "event_mask", c->event_mask);
+  nt_jo_obj(w, "counters");
+  nt_jo_u64(w, "events", c->events);
+  nt_jo_u64(w, "dropped_events", c->dropped_events);
+  nt_jo_u64(w, "unknown_events", c->unknown_events);
+  nt_jo_u64(w, "foreign_ops", c->foreign_ops);
+  nt_jo_u64(w, "reclaimed_ops", c->reclaimed_ops);
+  nt_jo_u64(w, "dropped_rows", c->dropped_rows);
+  nt_jo_u64(w, "unsent_messages", c->unsent_messages);
+  nt_jo_u64(w, "dropped_ops", c->dropped_ops);
+  nt_jo_u64(w, "late_children", c->late_children);
+  nt_jo_u64(w, "net_events", c->net_events);
+  nt_jo_end(w);
+  nt_jo_arr(w, "proxy");
+  for (uint32_t i = p->proxy0; i < p->proxy0 + p->nproxy; i++) proxy_json(w, &f->proxy[i]);
+  nt_jo_end(w);
+  nt_batch_process_ops(w, f, p);
+  nt_jo_end(w);
 }
 
-static size_t rows_of(const nt_model_process *p) {
-  const nt_snapshot *s = p->cur;
-  size_t env = p->have_hello ? p->hello.nenv : 0;
-  return !s ? 0
-            : (size_t)s->ncomms + s->nproxy + s->nchannels + s->nkernels + s->nops + s->nphases +
-                  s->noplog + s->nseq + s->nnet + env;
+/* Writes an item (a process or a rank) if the frame has room for it; when
+ * not, undoes it and counts it left out, and every item after it too: a
+ * frame is a prefix, not a sample. */
+typedef struct {
+  size_t limit; /* where the processes and ranks must end */
+  bool full;
+  uint32_t left_out_procs, left_out_ranks;
+} frame_room;
+
+static bool item_fits(nt_jo *w, frame_room *room, nt_jo_mark start, uint32_t *left_out) {
+  if (!room->full && w->len <= room->limit) return true;
+  nt_jo_undo(w, start);
+  room->full = true;
+  (*left_out)++;
+  return false;
 }
 
-/* Whether the frame may exceed the cap: then every item is measured. */
-static frame_room frame_bound(nt_model *m) {
-  frame_room r = {false, NT_JSON_FRAME_CAP - FRAME_REST_BYTES, 0, 0};
-  size_t bound = 0;
-  for (uint32_t i = 0; i < nt_model_nprocesses(m); i++) {
-    const nt_model_process *p = nt_model_process_at(m, i);
-    /* A process object and its ranks' objects: each row is in one of them. */
-    size_t comms = p->cur ? p->cur->ncomms : 0;
-    bound += (1 + comms) * ITEM_JSON_MAX + rows_of(p) * ROW_JSON_MAX;
+static void comms_json(nt_jo *w, const nt_frame *f) {
+  nt_jo_arr(w, "comms");
+  for (uint32_t i = 0; i < f->ncomms; i++) {
+    const nt_frame_comm *c = &f->comms[i];
+    char hex[17];
+    snprintf(hex, sizeof hex, "%016llx", (unsigned long long)c->hash);
+    nt_jo_obj(w, NULL);
+    nt_jo_str(w, "comm", hex);
+    nt_jo_str(w, "comm_name", c->name);
+    nt_jo_i64(w, "nranks", c->nranks);
+    nt_jo_i64(w, "nnodes", c->nnodes);
+    nt_jo_u64(w, "ranks", c->ranks);
+    nt_jo_u64(w, "stalled_channels", c->stalled);
+    nt_jo_u64(w, "launched_min", c->launched_min);
+    nt_jo_u64(w, "launched_max", c->launched_max);
+    nt_jo_num(w, "done_per_s", c->done_per_s);
+    nt_jo_str(w, "phase", c->phase);
+    nt_jo_end(w);
   }
-  r.measure = bound > r.left;
-  return r;
+  nt_jo_end(w);
 }
 
-/* Appends item to array if the frame has room for it; counts it left out
- * (and frees it) when not. */
-static void append_within(cJSON *array, cJSON *item, frame_room *room, uint32_t *left_out) {
-  if (!item) return;
-  if (room->measure) {
-    char *text = cJSON_PrintUnformatted(item);
-    size_t len = text ? strlen(text) + 1 : SIZE_MAX; /* + the comma */
-    free(text);
-    if (len > room->left) {
-      cJSON_Delete(item);
-      (*left_out)++;
-      room->left = 0; /* the rest goes too: a frame is a prefix, not a sample */
-      return;
-    }
-    room->left -= len;
-  }
-  append(array, item);
-}
-
-static void put_refusals(cJSON *root, const nt_model *m) {
-  put_num(root, "refused", (double)nt_model_total_refused(m));
-  cJSON *by = put_obj(root, "refused_by", cJSON_CreateObject());
-  for (int i = 0; by && i < NT_REFUSE_COUNT; i++)
-    put_num(by, nt_refusal_name(i), (double)nt_model_refused(m, i));
-  put_num(root, "memory_bytes", (double)nt_model_bytes(m));
-  put_num(root, "memory_budget", (double)nt_model_budget(m));
-}
-
-static int print_json(FILE *out, nt_model *m, const nt_options *o, double t, double now_s,
-                      const nt_model_rank *ranks, uint32_t nranks) {
-  cJSON *root = cJSON_CreateObject();
-  put_num(root, "time", t);
-  put_num(root, "publishers", nt_model_nprocesses(m));
-  put_num(root, "messages", (double)nt_model_total_messages(m));
-  put_num(root, "bad_messages", (double)nt_model_total_bad(m));
-  put_num(root, "errors_total", (double)nt_model_total_errors(m));
-  put_refusals(root, m);
-  cJSON *errs = put_obj(root, "errors", cJSON_CreateArray());
-  for (uint32_t i = 0; i < nt_model_nerrors(m) && i < ERRORS_IN_FRAME; i++) {
-    const nt_model_error *e = nt_model_error_at(m, i);
+const char *nt_frame_json(const nt_frame *f, nt_jo *w) {
+  nt_jo_reset(w);
+  nt_jo_obj(w, NULL);
+  nt_jo_num(w, "time", f->time);
+  nt_jo_u64(w, "publishers", f->publishers);
+  nt_jo_u64(w, "messages", f->messages);
+  nt_jo_u64(w, "bad_messages", f->bad_messages);
+  nt_jo_u64(w, "errors_total", f->errors_total);
+  nt_jo_u64(w, "refused", f->refused);
+  nt_jo_obj(w, "refused_by");
+  for (int i = 0; i < NT_REFUSE_COUNT; i++) nt_jo_u64(w, nt_refusal_name(i), f->refused_by[i]);
+  nt_jo_end(w);
+  nt_jo_u64(w, "memory_bytes", f->memory_bytes);
+  nt_jo_u64(w, "memory_budget", f->memory_budget);
+  nt_jo_arr(w, "errors");
+  for (uint32_t i = 0; i < f->nerrors && i < ERRORS_IN_FRAME; i++) {
+    const nt_model_error *e = &f->errors[i];
     char line[sizeof e->source + sizeof e->text + 4];
     snprintf(line, sizeof line, "%s: %s", e->source, e->text);
-    append(errs, cJSON_CreateString(line));
+    nt_jo_str(w, NULL, line);
   }
-  frame_room room = frame_bound(m);
-  cJSON *procs = put_obj(root, "processes", cJSON_CreateArray());
-  for (uint32_t i = 0; procs && i < nt_model_nprocesses(m); i++) {
-    const nt_model_process *p = nt_model_process_at(m, i);
-    if (!p->cur) continue;
-    if (room.measure && !room.left)
-      room.left_out_procs++;
-    else
-      append_within(procs, process_json(p), &room, &room.left_out_procs);
+  nt_jo_end(w);
+  frame_room room = {.limit = NT_JSON_FRAME_CAP - FRAME_REST_BYTES};
+  nt_jo_arr(w, "processes");
+  for (uint32_t i = 0; i < f->nprocs; i++) {
+    nt_jo_mark at = nt_jo_here(w);
+    if (!room.full) process_json(w, f, &f->procs[i]);
+    item_fits(w, &room, at, &room.left_out_procs);
   }
-  cJSON *rs = put_obj(root, "ranks", cJSON_CreateArray());
-  for (uint32_t i = 0; rs && i < nranks; i++) {
-    if (room.measure && !room.left)
-      room.left_out_ranks++;
-    else
-      append_within(rs, rank_json(&ranks[i], o->stall_ms, now_s), &room, &room.left_out_ranks);
+  nt_jo_end(w);
+  nt_jo_arr(w, "ranks");
+  for (uint32_t i = 0; i < f->nranks; i++) {
+    nt_jo_mark at = nt_jo_here(w);
+    if (!room.full) rank_json(w, f, &f->ranks[i]);
+    item_fits(w, &room, at, &room.left_out_ranks);
   }
-  cJSON *left = put_obj(root, "left_out", cJSON_CreateObject());
-  if (left) {
-    put_num(left, "processes", room.left_out_procs);
-    put_num(left, "ranks", room.left_out_ranks);
-  }
-  nt_batch_job_json(root, m, o, now_s);
-  /* Start the print buffer at the last frame's size: one allocation, no
-   * growing copies of a frame that can be tens of megabytes. */
-  static int last_len = 4096;
-  char *text = cJSON_PrintBuffered(root, last_len + last_len / 8, false);
-  cJSON_Delete(root);
-  if (!text) return -1;
-  size_t len = strlen(text);
-  last_len = len < (1u << 30) ? (int)len : 1 << 30;
-  int rc = fputs(text, out) < 0 || fputc('\n', out) == EOF ? -1 : 0;
-  free(text);
-  return rc;
+  nt_jo_end(w);
+  comms_json(w, f);
+  nt_jo_obj(w, "left_out");
+  nt_jo_u64(w, "processes", room.left_out_procs);
+  nt_jo_u64(w, "ranks", room.left_out_ranks);
+  nt_jo_end(w);
+  nt_batch_job_json(w, f);
+  nt_jo_end(w);
+  return nt_jo_text(w);
 }
 
-static const char *mark(const nt_model_process *p) {
+static const char *mark(const nt_frame_proc *p) {
   return p->ended ? "  ENDED" : p->stale ? "  STALE" : "";
 }
 
-static void proxy_line(FILE *out, const nt_model_rank *r, const nt_model_process *p,
-                       const nt_proxy_row *row) {
-  double last[NT_PROXY_NSTATES], total[NT_PROXY_NSTATES];
-  nt_model_proxy_shares(p, row, last, total);
+static void proxy_line(FILE *out, const nt_frame *f, const nt_frame_proxy *x) {
+  const nt_frame_proc *p = &f->procs[x->proc];
+  const nt_frame_rank *r = x->rank >= 0 ? &f->ranks[x->rank] : NULL;
+  const nt_proxy_row *row = &x->row;
   char who[48], rank[24], comm[20];
   snprintf(who, sizeof who, "%.24s:%u", p->host, p->pid);
   if (r) {
@@ -321,78 +301,68 @@ static void proxy_line(FILE *out, const nt_model_rank *r, const nt_model_process
     snprintf(rank, sizeof rank, "-");
     snprintf(comm, sizeof comm, "-");
   }
+  const double *last = x->share_last;
   fprintf(out, "%-7s %-16s %-30s %8u %-7s %6.1f %6.1f %6.1f %6.1f %6.1f %9llu%s\n", rank, comm, who,
           row->tid, nt_proxy_state_name(row->state), 100 * last[0], 100 * last[1], 100 * last[2],
           100 * last[3], 100 * last[4], (unsigned long long)row->appends, mark(p));
 }
 
-static void print_text(FILE *out, nt_model *m, const nt_options *o, double t, double now_s,
-                       const nt_model_rank *ranks, uint32_t nranks) {
+void nt_frame_text(FILE *out, const nt_frame *f) {
   char mem[32];
   fprintf(out,
           "nccltop %.1fs  publishers %u  ranks %u  messages %llu  bad %llu  errors %llu  refused "
           "%llu  mem %s\n",
-          t, nt_model_nprocesses(m), nranks, (unsigned long long)nt_model_total_messages(m),
-          (unsigned long long)nt_model_total_bad(m), (unsigned long long)nt_model_total_errors(m),
-          (unsigned long long)nt_model_total_refused(m),
-          nt_fmt_size((double)nt_model_bytes(m), mem, sizeof mem));
-  for (uint32_t i = 0; i < nt_model_nerrors(m) && i < 3; i++) {
-    const nt_model_error *e = nt_model_error_at(m, i);
-    fprintf(out, "error: %s: %s\n", e->source, e->text);
-  }
-  nt_batch_alerts_text(out, m, o, now_s);
+          f->time, f->publishers, f->nranks, (unsigned long long)f->messages,
+          (unsigned long long)f->bad_messages, (unsigned long long)f->errors_total,
+          (unsigned long long)f->refused, nt_fmt_size((double)f->memory_bytes, mem, sizeof mem));
+  for (uint32_t i = 0; i < f->nerrors && i < 3; i++)
+    fprintf(out, "error: %s: %s\n", f->errors[i].source, f->errors[i].text);
+  nt_batch_alerts_text(out, f);
   fprintf(out, "%-7s %-16s %-30s %8s %-7s %6s %6s %6s %6s %6s %9s\n", "RANK", "COMM", "HOST:PID",
           "TID", "STATE", "IDLE%", "ACTV%", "SLEEP%", "WAKE%", "APND%", "APPENDS");
-  for (uint32_t i = 0; i < nranks; i++) {
-    const nt_snapshot *s = ranks[i].proc->cur;
-    for (uint32_t k = 0; k < s->nproxy; k++)
-      if (s->proxy[k].comm_index == ranks[i].comm_index)
-        proxy_line(out, &ranks[i], ranks[i].proc, &s->proxy[k]);
-  }
-  for (uint32_t i = 0; i < nt_model_nprocesses(m); i++) { /* threads of no communicator */
-    const nt_model_process *p = nt_model_process_at(m, i);
-    for (uint32_t k = 0; p->cur && k < p->cur->nproxy; k++)
-      if (p->cur->proxy[k].comm_index == NT_NO_COMM) proxy_line(out, NULL, p, &p->cur->proxy[k]);
-  }
+  /* Ranks' threads, in rank order, then threads of no communicator. */
+  for (uint32_t i = 0; i < f->nranks; i++)
+    for (uint32_t k = f->ranks[i].proxy0; k < f->ranks[i].proxy0 + f->ranks[i].nproxy; k++)
+      proxy_line(out, f, &f->proxy[k]);
+  for (uint32_t i = 0; i < f->nprocs; i++)
+    for (uint32_t k = f->procs[i].proxy0; k < f->procs[i].proxy0 + f->procs[i].nproxy; k++)
+      proxy_line(out, f, &f->proxy[k]);
   fprintf(out, "%-7s %-16s %3s %-4s %5s %-15s %9s %10s %6s %-7s %6s\n", "RANK", "COMM", "CH", "DIR",
           "PEER", "WAIT", "STEPS/s", "RATE", "FLIGHT", "RUN", "STEP");
-  for (uint32_t i = 0; i < nranks; i++) {
-    const nt_model_rank *r = &ranks[i];
-    const nt_snapshot *s = r->proc->cur;
+  for (uint32_t i = 0; i < f->nranks; i++) {
+    const nt_frame_rank *r = &f->ranks[i];
     char rank[24];
     snprintf(rank, sizeof rank, "%d/%d", r->rank, r->nranks);
-    for (uint32_t c = 0; c < s->nchannels; c++) {
-      const nt_channel_row *row = &s->channels[c];
-      if (row->comm_index != r->comm_index) continue;
-      double sps, bps;
-      nt_model_channel_rates(r->proc, row, &sps, &bps);
+    for (uint32_t c = r->chan0; c < r->chan0 + r->nchan; c++) {
+      const nt_frame_channel *fc = &f->channels[c];
+      const nt_channel_row *row = &fc->row;
       char relay[32] = "", rate[NT_UNIT_LEN];
       if (row->relay_rank >= 0) snprintf(relay, sizeof relay, "  relay r%d", row->relay_rank);
       fprintf(out, "%-7s %016llx %3u %-4s %5d %-15s %9.0f %10s %6llu %-7s %6d%s%s%s\n", rank,
               (unsigned long long)r->comm_hash, row->channel, dir_name(row->dir), row->peer,
-              nt_wait_name(nt_model_channel_dominant_wait(r->proc, row)), sps,
-              nt_fmt_rate(bps, rate, sizeof rate),
+              nt_wait_name(fc->dominant_wait), fc->steps_per_s,
+              nt_fmt_rate(fc->bytes_per_s, rate, sizeof rate),
               (unsigned long long)(row->ops_started - row->ops_done), nt_run_name(row->run_state),
-              row->cur_step, nt_model_channel_stalled(row, o->stall_ms) ? "  STALLED" : "", relay,
-              mark(r->proc));
+              row->cur_step, fc->stalled ? "  STALLED" : "", relay, mark(nt_frame_proc_of(f, r)));
     }
   }
-  nt_batch_ops_text(out, m);
+  nt_batch_ops_text(out, f);
   fputc('\n', out);
 }
 
 int nt_batch_print(FILE *out, nt_model *m, const nt_options *o, double now_s) {
-  static double first_s = -1;
-  static nt_model_rank *ranks;
-  if (first_s < 0) first_s = now_s;
-  if (!ranks && !(ranks = calloc(MAX_RANKS, sizeof *ranks))) return -1;
-  double t = now_s - (o->start_s > 0 ? o->start_s : first_s);
-  uint32_t n = nt_model_ranks(m, ranks, MAX_RANKS);
+  static nt_frame *f;
+  if (!f && !(f = nt_frame_new())) return -1;
+  nt_frame_opts fo = {.stall_ms = o->stall_ms, .process_env = o->json, .start_s = o->start_s};
+  if (nt_frame_build(f, m, &fo, now_s) != 0) return -1;
   int rc = 0;
-  if (o->json)
-    rc = print_json(out, m, o, t, now_s, ranks, n);
-  else
-    print_text(out, m, o, t, now_s, ranks, n);
+  if (o->json) {
+    static nt_jo w; /* its buffer is kept: the next frame is about as big */
+    const char *text = nt_frame_json(f, &w);
+    rc = !text || fputs(text, out) < 0 || fputc('\n', out) == EOF ? -1 : 0;
+  } else {
+    nt_frame_text(out, f);
+  }
   if (fflush(out) != 0 || ferror(out)) rc = -1;
   return rc;
 }

@@ -40,141 +40,136 @@
 #include "batch_json.h"
 
 #define RECENT_IN_FRAME 64
-#define MAX_ALERTS      256
-#define MAX_STATS       4096
 
 static const char *hex16(uint64_t v, char *buf) {
   snprintf(buf, 17, "%016llx", (unsigned long long)v);
   return buf;
 }
 
-static const char *phase_of(const nt_snapshot *s, uint8_t id) {
-  for (uint32_t i = 0; id && i < s->nphases; i++)
-    if (s->phases[i].id == id) return s->phases[i].name;
-  return "";
+static void op_json(nt_jo *w, const nt_frame_op *o, const nt_frame *f, bool who) {
+  const nt_oplog_row *op = &o->op;
+  nt_jo_obj(w, NULL);
+  nt_jo_str(w, "func", nt_func_name(op->func));
+  nt_jo_str(w, "kind", op->kind == NT_OP_P2P ? "p2p" : "coll");
+  nt_jo_u64(w, "seq", op->seq);
+  nt_jo_u64(w, "count", op->count);
+  nt_jo_str(w, "dtype", nt_dtype_name(op->dtype));
+  nt_jo_u64(w, "bytes", op->bytes);
+  nt_jo_i64(w, "root_peer", op->root_peer);
+  nt_jo_str(w, "algo", nt_algo_name(op->algo));
+  nt_jo_str(w, "proto", nt_proto_name(op->proto));
+  nt_jo_u64(w, "nchannels", op->nchannels);
+  nt_jo_u64(w, "nwarps", op->nwarps);
+  nt_jo_str(w, "phase", o->phase);
+  nt_jo_str(w, "state", nt_op_state_name(op->state));
+  nt_jo_str(w, "timing", nt_timing_name(op->timing));
+  nt_jo_num(w, "age_ms", o->age_s * 1e3);
+  nt_jo_num(w, "duration_us", (double)op->duration_ns / 1e3);
+  nt_jo_u64(w, "children", op->children);
+  nt_jo_u64(w, "children_open", op->children_open);
+  nt_jo_str(w, "run_state", nt_run_name(op->run_state));
+  nt_jo_num(w, "progress_age_ms",
+            op->progress_age_ns == UINT64_MAX ? -1 : (double)op->progress_age_ns / 1e6);
+  nt_jo_bool(w, "completion_unreported", (op->flags & NT_OPF_UNREPORTED) != 0);
+  nt_jo_bool(w, "relayed", (op->flags & NT_OPF_RELAYED) != 0);
+  if (who) {
+    const nt_frame_rank *r = &f->ranks[o->rank];
+    const nt_frame_proc *p = nt_frame_proc_of(f, r);
+    char hex[17];
+    nt_jo_str(w, "host", p->host);
+    nt_jo_u64(w, "pid", p->pid);
+    nt_jo_i64(w, "rank", r->rank);
+    nt_jo_str(w, "comm", hex16(r->comm_hash, hex));
+  }
+  nt_jo_end(w);
 }
 
-static cJSON *op_json(const nt_snapshot *s, const nt_oplog_row *op, double age_s) {
-  cJSON *x = cJSON_CreateObject();
-  put_str(x, "func", nt_func_name(op->func));
-  put_str(x, "kind", op->kind == NT_OP_P2P ? "p2p" : "coll");
-  put_num(x, "seq", (double)op->seq);
-  put_num(x, "count", (double)op->count);
-  put_str(x, "dtype", nt_dtype_name(op->dtype));
-  put_num(x, "bytes", (double)op->bytes);
-  put_num(x, "root_peer", op->root_peer);
-  put_str(x, "algo", nt_algo_name(op->algo));
-  put_str(x, "proto", nt_proto_name(op->proto));
-  put_num(x, "nchannels", op->nchannels);
-  put_num(x, "nwarps", op->nwarps);
-  put_str(x, "phase", phase_of(s, op->phase));
-  put_str(x, "state", nt_op_state_name(op->state));
-  put_str(x, "timing", nt_timing_name(op->timing));
-  put_num(x, "age_ms", age_s * 1e3);
-  put_num(x, "duration_us", (double)op->duration_ns / 1e3);
-  put_num(x, "children", op->children);
-  put_num(x, "children_open", op->children_open);
-  put_str(x, "run_state", nt_run_name(op->run_state));
-  put_num(x, "progress_age_ms",
-          op->progress_age_ns == UINT64_MAX ? -1 : (double)op->progress_age_ns / 1e6);
-  put_bool(x, "completion_unreported", (op->flags & NT_OPF_UNREPORTED) != 0);
-  put_bool(x, "relayed", (op->flags & NT_OPF_RELAYED) != 0);
-  return x;
+void nt_batch_rank_ops(nt_jo *w, const nt_frame *f, const nt_frame_rank *r) {
+  const nt_comm_row *c = &r->comm;
+  nt_jo_obj(w, "api");
+  nt_jo_u64(w, "group_api", c->group_api);
+  nt_jo_u64(w, "coll_api", c->coll_api);
+  nt_jo_u64(w, "p2p_api", c->p2p_api);
+  nt_jo_u64(w, "kernel_launches", c->kernel_launches);
+  nt_jo_u64(w, "graph_captured", c->graph_captured);
+  nt_jo_num(w, "api_ms", (double)c->api_ns / 1e6);
+  nt_jo_end(w);
+  nt_jo_arr(w, "seq");
+  for (uint32_t i = r->seq0; i < r->seq0 + r->nseq; i++) {
+    const nt_frame_seq *q = &f->seq[i];
+    nt_jo_obj(w, NULL);
+    nt_jo_str(w, "func", nt_func_name(q->row.func));
+    nt_jo_u64(w, "launched", q->row.launched);
+    nt_jo_u64(w, "done", q->row.done);
+    nt_jo_num(w, "last_launch_ms", q->last_launch_s * 1e3);
+    nt_jo_end(w);
+  }
+  nt_jo_end(w);
+  nt_jo_arr(w, "in_flight");
+  for (uint32_t i = r->op0; i < r->op0 + r->nops; i++) op_json(w, &f->ops[i], f, false);
+  nt_jo_end(w);
+  nt_jo_arr(w, "net");
+  for (uint32_t i = r->net0; i < r->net0 + r->nnet; i++) {
+    const nt_net_row *n = &f->net[i];
+    nt_jo_obj(w, NULL);
+    nt_jo_str(w, "type", n->type == NT_NET_IB_QP ? "ib_qp" : "socket");
+    nt_jo_i64(w, "device", n->device);
+    nt_jo_u64(w, "id", n->id);
+    nt_jo_u64(w, "count", n->count);
+    nt_jo_u64(w, "bytes", n->bytes);
+    nt_jo_num(w, "busy_ms", (double)n->busy_ns / 1e6);
+    nt_jo_u64(w, "in_flight", n->in_flight);
+    nt_jo_end(w);
+  }
+  nt_jo_end(w);
 }
 
-void nt_batch_rank_ops(cJSON *j, const nt_model_rank *r, double now_s) {
-  const nt_model_process *p = r->proc;
-  const nt_snapshot *s = p->cur;
-  const nt_comm_row *c = &s->comms[r->comm_index];
-  double since = p->ended || now_s < p->cur_time_s ? 0 : now_s - p->cur_time_s;
-  cJSON *api = put_obj(j, "api", cJSON_CreateObject());
-  put_num(api, "group_api", (double)c->group_api);
-  put_num(api, "coll_api", (double)c->coll_api);
-  put_num(api, "p2p_api", (double)c->p2p_api);
-  put_num(api, "kernel_launches", (double)c->kernel_launches);
-  put_num(api, "graph_captured", (double)c->graph_captured);
-  put_num(api, "api_ms", (double)c->api_ns / 1e6);
-  cJSON *seq = put_obj(j, "seq", cJSON_CreateArray());
-  for (uint32_t i = 0; i < s->nseq; i++) {
-    const nt_seq_row *q = &s->seq_rows[i];
-    if (q->comm_index != r->comm_index) continue;
-    cJSON *x = cJSON_CreateObject();
-    put_str(x, "func", nt_func_name(q->func));
-    put_num(x, "launched", (double)q->launched);
-    put_num(x, "done", (double)q->done);
-    put_num(x, "last_launch_ms", (double)q->last_launch_age_ns / 1e6 + since * 1e3);
-    append(seq, x);
-  }
-  cJSON *fl = put_obj(j, "in_flight", cJSON_CreateArray());
-  for (uint32_t i = 0; i < s->noplog; i++) {
-    const nt_oplog_row *op = &s->oplog[i];
-    if (op->comm_index == r->comm_index && op->state == NT_OPS_IN_FLIGHT)
-      append(fl, op_json(s, op, (double)op->age_ns / 1e9 + since));
-  }
-  cJSON *net = put_obj(j, "net", cJSON_CreateArray());
-  for (uint32_t i = 0; i < s->nnet; i++) {
-    const nt_net_row *n = &s->net[i];
-    if (n->comm_index != r->comm_index) continue;
-    cJSON *x = cJSON_CreateObject();
-    put_str(x, "type", n->type == NT_NET_IB_QP ? "ib_qp" : "socket");
-    put_num(x, "device", n->device);
-    put_num(x, "id", n->id);
-    put_num(x, "count", (double)n->count);
-    put_num(x, "bytes", (double)n->bytes);
-    put_num(x, "busy_ms", (double)n->busy_ns / 1e6);
-    put_num(x, "in_flight", (double)n->in_flight);
-    append(net, x);
-  }
-}
-
-void nt_batch_process_ops(cJSON *j, const nt_model_process *p) {
-  const nt_snapshot *s = p->cur;
-  const nt_process_counters *c = &s->process;
-  put_str(j, "phase", phase_of(s, c->phase));
-  cJSON *cls = put_obj(j, "event_classes", cJSON_CreateArray());
+void nt_batch_process_ops(nt_jo *w, const nt_frame *f, const nt_frame_proc *p) {
+  const nt_process_counters *c = &p->counters;
+  nt_jo_str(w, "phase", p->phase);
+  nt_jo_arr(w, "event_classes");
   for (int b = 0; b < NT_EVENT_CLASSES; b++)
-    if (c->event_mask & (1u << b)) append(cls, cJSON_CreateString(nt_event_class_name(b)));
-  cJSON *env = put_obj(j, "env", cJSON_CreateObject());
-  for (uint32_t i = 0; env && p->have_hello && i < p->hello.nenv; i++) {
-    cJSON *v = cJSON_CreateString(p->hello.env[i].value);
-    if (v && !cJSON_AddItemToObject(env, p->hello.env[i].name, v)) cJSON_Delete(v);
-  }
-  cJSON *k = cJSON_GetObjectItemCaseSensitive(j, "counters");
-  if (k) {
-    put_num(k, "dropped_ops", (double)c->dropped_ops);
-    put_num(k, "late_children", (double)c->late_children);
-    put_num(k, "net_events", (double)c->net_events);
-  }
+    if (c->event_mask & (1u << b)) nt_jo_str(w, NULL, nt_event_class_name(b));
+  nt_jo_end(w);
+  nt_jo_obj(w, "env");
+  for (uint32_t i = p->var0; i < p->var0 + p->nvars; i++)
+    nt_jo_str(w, f->vars[i].name, f->vars[i].value);
+  nt_jo_end(w);
 }
 
 /* ---- the job ---- */
 
-static cJSON *run_json(const nt_run_summary *r) {
-  cJSON *x = cJSON_CreateObject();
-  put_num(x, "id", r->id);
-  put_num(x, "processes", r->processes);
-  put_num(x, "ranks", r->ranks);
-  cJSON *env = put_obj(x, "env", cJSON_CreateObject());
-  cJSON *varies = put_obj(x, "env_varies", cJSON_CreateArray());
-  for (uint32_t i = 0; i < r->nenv; i++) {
-    cJSON *v = cJSON_CreateString(r->env[i].value);
-    if (env && v && !cJSON_AddItemToObject(env, r->env[i].name, v)) cJSON_Delete(v);
-    if (r->env[i].differs) append(varies, cJSON_CreateString(r->env[i].name));
+static void run_json(nt_jo *w, const char *key, const nt_run_summary *r) {
+  if (!r) {
+    nt_jo_null(w, key);
+    return;
   }
-  cJSON *ops = put_obj(x, "ops", cJSON_CreateArray());
+  nt_jo_obj(w, key);
+  nt_jo_u64(w, "id", r->id);
+  nt_jo_u64(w, "processes", r->processes);
+  nt_jo_u64(w, "ranks", r->ranks);
+  nt_jo_obj(w, "env");
+  for (uint32_t i = 0; i < r->nenv; i++) nt_jo_str(w, r->env[i].name, r->env[i].value);
+  nt_jo_end(w);
+  nt_jo_arr(w, "env_varies");
+  for (uint32_t i = 0; i < r->nenv; i++)
+    if (r->env[i].differs) nt_jo_str(w, NULL, r->env[i].name);
+  nt_jo_end(w);
+  nt_jo_arr(w, "ops");
   for (uint32_t i = 0; i < r->nops; i++) {
     const nt_run_op *o = &r->ops[i];
     char size[32];
-    cJSON *y = cJSON_CreateObject();
-    put_str(y, "func", nt_func_name(o->func));
-    put_obj(y, "size", cJSON_CreateString(nt_fmt_bucket(o->bucket, size, sizeof size)));
-    put_str(y, "algo", nt_algo_name(o->algo));
-    put_str(y, "proto", nt_proto_name(o->proto));
-    put_num(y, "count", (double)o->count);
-    put_num(y, "busbw_gbs", nt_stat_algbw(o->bus_bytes, o->time_s));
-    append(ops, y);
+    nt_jo_obj(w, NULL);
+    nt_jo_str(w, "func", nt_func_name(o->func));
+    nt_jo_str(w, "size", nt_fmt_bucket(o->bucket, size, sizeof size));
+    nt_jo_str(w, "algo", nt_algo_name(o->algo));
+    nt_jo_str(w, "proto", nt_proto_name(o->proto));
+    nt_jo_u64(w, "count", o->count);
+    nt_jo_num(w, "busbw_gbs", nt_stat_algbw(o->bus_bytes, o->time_s));
+    nt_jo_end(w);
   }
-  return x;
+  nt_jo_end(w);
+  nt_jo_end(w);
 }
 
 static const nt_run_env *env_in(const nt_run_summary *r, const char *name) {
@@ -183,15 +178,14 @@ static const nt_run_env *env_in(const nt_run_summary *r, const char *name) {
   return NULL;
 }
 
-static void runs_json(cJSON *root, nt_model *m) {
-  nt_run_summary *cur = malloc(sizeof *cur), *prev = malloc(sizeof *prev);
-  cJSON *runs = put_obj(root, "runs", cJSON_CreateObject());
-  bool have_cur = cur && nt_model_run_summary(m, false, cur);
-  bool have_prev = prev && nt_model_run_summary(m, true, prev);
-  put_obj(runs, "current", have_cur ? run_json(cur) : cJSON_CreateNull());
-  put_obj(runs, "previous", have_prev ? run_json(prev) : cJSON_CreateNull());
-  cJSON *diff = put_obj(runs, "env_diff", cJSON_CreateArray());
-  for (int pass = 0; have_cur && have_prev && pass < 2; pass++) {
+static void runs_json(nt_jo *w, const nt_frame *f) {
+  const nt_run_summary *cur = f->have_run_cur ? f->run_cur : NULL;
+  const nt_run_summary *prev = f->have_run_prev ? f->run_prev : NULL;
+  nt_jo_obj(w, "runs");
+  run_json(w, "current", cur);
+  run_json(w, "previous", prev);
+  nt_jo_arr(w, "env_diff");
+  for (int pass = 0; cur && prev && pass < 2; pass++) {
     const nt_run_summary *a = pass ? prev : cur, *b = pass ? cur : prev;
     for (uint32_t i = 0; i < a->nenv; i++) {
       const nt_run_env *other = env_in(b, a->env[i].name);
@@ -199,138 +193,128 @@ static void runs_json(cJSON *root, nt_model *m) {
       if (other && !strcmp(other->value, a->env[i].value) && other->differs == a->env[i].differs)
         continue;
       const nt_run_env *pv = pass ? &a->env[i] : other, *cv = pass ? other : &a->env[i];
-      cJSON *x = cJSON_CreateObject();
-      put_obj(x, "name", cJSON_CreateString(a->env[i].name));
+      nt_jo_obj(w, NULL);
+      nt_jo_str(w, "name", a->env[i].name);
       /* A value is the most common one; "..._varies" says ranks differed. */
-      put_obj(x, "previous", pv ? cJSON_CreateString(pv->value) : cJSON_CreateNull());
-      put_obj(x, "current", cv ? cJSON_CreateString(cv->value) : cJSON_CreateNull());
-      put_bool(x, "previous_varies", pv && pv->differs);
-      put_bool(x, "current_varies", cv && cv->differs);
-      append(diff, x);
+      if (pv)
+        nt_jo_str(w, "previous", pv->value);
+      else
+        nt_jo_null(w, "previous");
+      if (cv)
+        nt_jo_str(w, "current", cv->value);
+      else
+        nt_jo_null(w, "current");
+      nt_jo_bool(w, "previous_varies", pv && pv->differs);
+      nt_jo_bool(w, "current_varies", cv && cv->differs);
+      nt_jo_end(w);
     }
   }
-  free(cur);
-  free(prev);
+  nt_jo_end(w);
+  nt_jo_end(w);
 }
 
-void nt_batch_job_json(cJSON *root, nt_model *m, const nt_options *o, double now_s) {
+void nt_batch_job_json(nt_jo *w, const nt_frame *f) {
   char hex[17];
-  nt_alert *alerts = calloc(MAX_ALERTS, sizeof *alerts);
-  uint32_t na = alerts ? nt_model_alerts(m, o->stall_ms, alerts, MAX_ALERTS, now_s) : 0;
-  cJSON *al = put_obj(root, "alerts", cJSON_CreateArray());
-  for (uint32_t i = 0; i < na; i++) {
-    const nt_alert *a = &alerts[i];
-    cJSON *x = cJSON_CreateObject();
-    put_str(x, "kind", nt_alert_kind_name(a->kind));
-    put_obj(x, "text", cJSON_CreateString(a->text));
-    put_str(x, "host", a->proc ? a->proc->host : "");
-    put_num(x, "pid", a->proc ? a->proc->pid : 0);
-    put_obj(x, "comm", cJSON_CreateString(hex16(a->comm_hash, hex)));
-    put_num(x, "rank", a->proc && a->comm_hash ? a->rank : -1);
-    put_num(x, "peer", a->peer);
-    put_str(x, "wait", nt_wait_name(a->wait));
-    put_str(x, "func", nt_func_name(a->func));
-    put_num(x, "count", a->count);
-    put_num(x, "age_s", a->age_s);
-    append(al, x);
+  nt_jo_arr(w, "alerts");
+  for (uint32_t i = 0; i < f->nalerts; i++) {
+    const nt_frame_alert *a = &f->alerts[i];
+    nt_jo_obj(w, NULL);
+    nt_jo_str(w, "kind", nt_alert_kind_name(a->kind));
+    nt_jo_str(w, "text", a->text);
+    nt_jo_str(w, "host", a->host);
+    nt_jo_u64(w, "pid", a->pid);
+    nt_jo_str(w, "comm", hex16(a->comm_hash, hex));
+    nt_jo_i64(w, "rank", a->has_rank ? a->rank : -1);
+    nt_jo_i64(w, "peer", a->peer);
+    nt_jo_str(w, "wait", nt_wait_name(a->wait));
+    nt_jo_str(w, "func", nt_func_name(a->func));
+    nt_jo_u64(w, "count", a->count);
+    nt_jo_num(w, "age_s", a->age_s);
+    nt_jo_end(w);
   }
-  free(alerts);
-  nt_op_stat *st = calloc(MAX_STATS, sizeof *st);
-  uint32_t ns = st ? nt_model_op_stats(m, st, MAX_STATS) : 0;
-  cJSON *cs = put_obj(root, "collectives", cJSON_CreateArray());
-  for (uint32_t i = 0; i < ns; i++) {
-    const nt_op_stat *r = &st[i];
+  nt_jo_end(w);
+  nt_jo_arr(w, "collectives");
+  for (uint32_t i = 0; i < f->nstats; i++) {
+    const nt_op_stat *r = &f->stats[i].st;
     char size[32];
-    cJSON *x = cJSON_CreateObject();
-    put_obj(x, "comm", cJSON_CreateString(hex16(r->comm_hash, hex)));
-    put_str(x, "comm_name", r->comm_name);
-    put_num(x, "nranks", r->nranks);
-    put_str(x, "kind", r->kind == NT_OP_P2P ? "p2p" : "coll");
-    put_str(x, "func", nt_func_name(r->func));
-    put_str(x, "algo", nt_algo_name(r->algo));
-    put_str(x, "proto", nt_proto_name(r->proto));
-    put_obj(x, "size", cJSON_CreateString(nt_fmt_bucket(r->bucket, size, sizeof size)));
-    put_num(x, "bucket", r->bucket);
-    put_num(x, "ranks", r->ranks);
-    put_num(x, "count", (double)r->count);
-    put_num(x, "done", (double)r->done);
-    put_num(x, "gpu_done", (double)r->gpu_done);
-    put_num(x, "bytes", (double)r->bytes);
-    put_str(x, "source", nt_op_source(r));
-    put_str(x, "timing", nt_op_timing(r));
+    nt_jo_obj(w, NULL);
+    nt_jo_str(w, "comm", hex16(r->comm_hash, hex));
+    nt_jo_str(w, "comm_name", r->comm_name);
+    nt_jo_i64(w, "nranks", r->nranks);
+    nt_jo_str(w, "kind", r->kind == NT_OP_P2P ? "p2p" : "coll");
+    nt_jo_str(w, "func", nt_func_name(r->func));
+    nt_jo_str(w, "algo", nt_algo_name(r->algo));
+    nt_jo_str(w, "proto", nt_proto_name(r->proto));
+    nt_jo_str(w, "size", nt_fmt_bucket(r->bucket, size, sizeof size));
+    nt_jo_u64(w, "bucket", r->bucket);
+    nt_jo_u64(w, "ranks", r->ranks);
+    nt_jo_u64(w, "count", r->count);
+    nt_jo_u64(w, "done", r->done);
+    nt_jo_u64(w, "gpu_done", r->gpu_done);
+    nt_jo_u64(w, "bytes", r->bytes);
+    nt_jo_str(w, "source", nt_op_source(r));
+    nt_jo_str(w, "timing", nt_op_timing(r));
     if (r->done) {
-      put_num(x, "time_ms", r->time_s * 1e3);
-      put_num(x, "avg_us", r->time_s * 1e6 / (double)r->done);
-      put_num(x, "algbw_gbs", nt_stat_algbw(r->alg_bytes, r->time_s));
-      put_num(x, "busbw_gbs", nt_stat_algbw(r->bus_bytes, r->time_s));
+      nt_jo_num(w, "time_ms", r->time_s * 1e3);
+      nt_jo_num(w, "avg_us", r->time_s * 1e6 / (double)r->done);
+      nt_jo_num(w, "algbw_gbs", nt_stat_algbw(r->alg_bytes, r->time_s));
+      nt_jo_num(w, "busbw_gbs", nt_stat_algbw(r->bus_bytes, r->time_s));
     } else { /* no operation was timed: unknown, not 0 */
-      put_obj(x, "time_ms", cJSON_CreateNull());
-      put_obj(x, "avg_us", cJSON_CreateNull());
-      put_obj(x, "algbw_gbs", cJSON_CreateNull());
-      put_obj(x, "busbw_gbs", cJSON_CreateNull());
+      nt_jo_null(w, "time_ms");
+      nt_jo_null(w, "avg_us");
+      nt_jo_null(w, "algbw_gbs");
+      nt_jo_null(w, "busbw_gbs");
     }
     if (r->sync_ns || r->compute_ns) {
-      put_num(x, "sync_ms", (double)r->sync_ns / 1e6);
-      put_num(x, "compute_ms", (double)r->compute_ns / 1e6);
+      nt_jo_num(w, "sync_ms", (double)r->sync_ns / 1e6);
+      nt_jo_num(w, "compute_ms", (double)r->compute_ns / 1e6);
     } else { /* NCCL reported no kernel phase (before 2.31, or kernelphase off) */
-      put_obj(x, "sync_ms", cJSON_CreateNull());
-      put_obj(x, "compute_ms", cJSON_CreateNull());
+      nt_jo_null(w, "sync_ms");
+      nt_jo_null(w, "compute_ms");
     }
-    append(cs, x);
+    nt_jo_end(w);
   }
-  free(st);
-  nt_phase_stat ph[NT_MAX_PHASES + 1];
-  uint32_t np = nt_model_phase_stats(m, ph, NT_MAX_PHASES + 1);
-  cJSON *pj = put_obj(root, "phases", cJSON_CreateArray());
-  for (uint32_t i = 0; i < np; i++) {
-    cJSON *x = cJSON_CreateObject();
-    put_obj(x, "phase", cJSON_CreateString(ph[i].name));
-    put_str(x, "phase_source",
-            !ph[i].name[0]                      ? "none"
-            : ph[i].source == NT_PHASE_USER_TAG ? "user_tag"
+  nt_jo_end(w);
+  nt_jo_arr(w, "phases");
+  for (uint32_t i = 0; i < f->nphases; i++) {
+    const nt_phase_stat *ph = &f->phases[i];
+    nt_jo_obj(w, NULL);
+    nt_jo_str(w, "phase", ph->name);
+    nt_jo_str(w, "phase_source",
+              !ph->name[0]                      ? "none"
+              : ph->source == NT_PHASE_USER_TAG ? "user_tag"
                                                 : "nccltop_tag");
-    put_num(x, "ranks", ph[i].ranks);
-    put_num(x, "count", (double)ph[i].count);
-    put_num(x, "done", (double)ph[i].done);
-    put_num(x, "bytes", (double)ph[i].bytes);
-    put_num(x, "time_ms", ph[i].ranks ? ph[i].time_s * 1e3 / ph[i].ranks : 0);
-    put_num(x, "algbw_gbs", nt_stat_algbw(ph[i].alg_bytes, ph[i].time_s));
-    put_num(x, "busbw_gbs", nt_stat_algbw(ph[i].bus_bytes, ph[i].time_s));
-    append(pj, x);
+    nt_jo_u64(w, "ranks", ph->ranks);
+    nt_jo_u64(w, "count", ph->count);
+    nt_jo_u64(w, "done", ph->done);
+    nt_jo_u64(w, "bytes", ph->bytes);
+    nt_jo_num(w, "time_ms", ph->ranks ? ph->time_s * 1e3 / ph->ranks : 0);
+    nt_jo_num(w, "algbw_gbs", nt_stat_algbw(ph->alg_bytes, ph->time_s));
+    nt_jo_num(w, "busbw_gbs", nt_stat_algbw(ph->bus_bytes, ph->time_s));
+    nt_jo_end(w);
   }
-  nt_recent_op *rec = calloc(RECENT_IN_FRAME * 4, sizeof *rec);
-  uint32_t nr = rec ? nt_model_recent_ops(m, rec, RECENT_IN_FRAME * 4, 4, now_s) : 0;
-  cJSON *rj = put_obj(root, "recent", cJSON_CreateArray());
-  for (uint32_t i = 0; i < nr && i < RECENT_IN_FRAME; i++) {
-    cJSON *x = op_json(rec[i].proc->cur, rec[i].op, rec[i].age_s);
-    put_str(x, "host", rec[i].proc->host);
-    put_num(x, "pid", rec[i].proc->pid);
-    put_num(x, "rank", rec[i].rank);
-    put_obj(x, "comm", cJSON_CreateString(hex16(rec[i].comm_hash, hex)));
-    append(rj, x);
-  }
-  free(rec);
-  runs_json(root, m);
+  nt_jo_end(w);
+  nt_jo_arr(w, "recent");
+  for (uint32_t i = 0; i < f->nrecent && i < RECENT_IN_FRAME; i++)
+    op_json(w, &f->recent[i], f, true);
+  nt_jo_end(w);
+  runs_json(w, f);
 }
 
 /* ---- text ---- */
 
-void nt_batch_alerts_text(FILE *out, nt_model *m, const nt_options *o, double now_s) {
-  nt_alert *alerts = calloc(MAX_ALERTS, sizeof *alerts);
-  uint32_t na = alerts ? nt_model_alerts(m, o->stall_ms, alerts, MAX_ALERTS, now_s) : 0;
-  for (uint32_t i = 0; i < na; i++)
-    fprintf(out, "ALERT %-9s %s\n", nt_alert_kind_name(alerts[i].kind), alerts[i].text);
-  free(alerts);
+void nt_batch_alerts_text(FILE *out, const nt_frame *f) {
+  for (uint32_t i = 0; i < f->nalerts; i++)
+    fprintf(out, "ALERT %-9s %s\n", nt_alert_kind_name(f->alerts[i].kind), f->alerts[i].text);
 }
 
-void nt_batch_ops_text(FILE *out, nt_model *m) {
-  nt_op_stat *st = calloc(MAX_STATS, sizeof *st);
-  uint32_t ns = st ? nt_model_op_stats(m, st, MAX_STATS) : 0;
+void nt_batch_ops_text(FILE *out, const nt_frame *f) {
+  uint32_t ns = f->nstats;
   if (ns)
     fprintf(out, "%-16s %-13s %-11s %-14s %-7s %8s %8s %10s %9s %9s\n", "COMM", "FUNC", "SIZE",
             "ALGO", "PROTO", "COUNT", "DONE", "AVG TIME", "ALGBW", "BUSBW");
   for (uint32_t i = 0; i < ns; i++) {
-    const nt_op_stat *r = &st[i];
+    const nt_op_stat *r = &f->stats[i].st;
     char size[32], t[3][24] = {"unknown", "unknown", "unknown"};
     /* Rows no Coll reported name their source in the algorithm column. */
     const char *src = nt_op_source(r);
@@ -346,9 +330,8 @@ void nt_batch_ops_text(FILE *out, nt_model *m) {
             plain ? nt_proto_name(r->proto) : "-", (unsigned long long)r->count,
             (unsigned long long)r->done, t[0], t[1], t[2]);
   }
-  free(st);
-  nt_phase_stat ph[NT_MAX_PHASES + 1];
-  uint32_t np = nt_model_phase_stats(m, ph, NT_MAX_PHASES + 1);
+  const nt_phase_stat *ph = f->phases;
+  uint32_t np = f->nphases;
   if (np)
     fprintf(out, "%-20s %8s %8s %12s %9s %9s\n", "PHASE", "COUNT", "DONE", "TIME/rank", "ALGBW",
             "BUSBW");

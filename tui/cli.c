@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "../sim/sim.h"
+#include "hostlist.h"
 #include "viewer.h"
 
 /* The simulator's options: `nccltop --help` and `nccltop sim --help`. */
@@ -15,6 +16,9 @@ static void sim_options(FILE *f) {
   fprintf(f, "sim options: --ranks N --comms N --channels N --steps N --iterations N --duration S\n"
              "             --linger S --deterministic --abi 3..7 --plugin PATH --interval-ms N\n"
              "             --dir DIR --quiet\n"
+             "             --nodes N (an N-node job: ranks / N ranks per node, node k's ranks\n"
+             "               publish in DIR/node<k> as host node<k>, nNodes = N; DIR is --dir,\n"
+             "               else the default endpoint directory)\n"
              "             --nccl-version 2.26|2.27|2.28|2.29|2.30|2.31  the NCCL release played\n"
              "               (default 2.28): the profiler ABI it loads (v3, v4, v5, v6, v6, v7:\n"
              "               2.31 falls back to v6 through its shim) and its version-specific\n"
@@ -40,6 +44,10 @@ void nt_usage(FILE *f) {
           "       nccltop sim [sim options]              run a simulated job\n"
           "       nccltop demo [sim options] [options]   a simulated 8-rank job with the monitor\n"
           "       nccltop topo FILE.xml [--env NAME=VALUE ...] [--json]  NCCL's path matrix\n"
+          "       nccltop exporter [options]             Prometheus metrics (nccltop exporter -h)\n"
+          "       nccltop record FILE [--duration T] [--max-size S] [--last T --until-alert KIND]\n"
+          "       nccltop replay FILE [-b [--json]] [--speed X|max]  a recording, as it was seen\n"
+          "       nccltop export FILE --chrome-trace OUT.json  for ui.perfetto.dev\n"
           "       nccltop relay [--listen EP] [relay options]  forward this node's jobs over TCP\n"
           "       nccltop keygen [--force]               a CURVE keypair for relays and viewers\n"
           "\n"
@@ -60,8 +68,13 @@ void nt_usage(FILE *f) {
           "                         --connect endpoints must prove (default\n"
           "                         ~/.config/nccltop/key.pub: our own, as the relay's)\n"
           "      --insecure         plain TCP to --connect endpoints, no CURVE\n"
+          "      --hosts LIST       also subscribe to the relay on each host of LIST, in Slurm's\n"
+          "                         hostlist syntax: gpu[001-064,070], rack[1-2]-gpu[01-08],\n"
+          "                         host:port (default port 7460); at most 4096 hosts\n"
+          "      --hostfile FILE    the same from a file: host or host:port per line, # comments\n"
           "      --topology FILE    NCCL topology XML for the topology view\n"
           "      --max-memory MIB   what publishers' data may take, 16.. (default 1024)\n"
+          "      --record FILE      also record what is received to FILE (see nccltop record)\n"
           "  -V, --version          print the version\n"
           "  -h, --help             this text\n"
           "\n");
@@ -76,16 +89,9 @@ void nt_sim_usage(FILE *f) {
   sim_options(f);
 }
 
-enum {
-  OPT_JSON = 256,
-  OPT_STALL,
-  OPT_DIR,
-  OPT_CONNECT,
-  OPT_TOPOLOGY,
-  OPT_MAX_MEMORY,
-  OPT_SERVER_KEY,
-  OPT_INSECURE
-};
+enum { OPT_JSON = 256, OPT_STALL, OPT_DIR, OPT_CONNECT, OPT_TOPOLOGY, OPT_MAX_MEMORY, OPT_RECORD };
+enum { OPT_HOSTS = 320, OPT_HOSTFILE };      /* --hosts, --hostfile */
+enum { OPT_SERVER_KEY = 340, OPT_INSECURE }; /* --server-key, --insecure */
 
 static const char short_opts[] = ":bn:d:CAVh"; /* leading colon: a missing value is told apart */
 static const struct option long_opts[] = {
@@ -98,10 +104,13 @@ static const struct option long_opts[] = {
     {"ascii", no_argument, NULL, 'A'},
     {"dir", required_argument, NULL, OPT_DIR},
     {"connect", required_argument, NULL, OPT_CONNECT},
+    {"hosts", required_argument, NULL, OPT_HOSTS},
+    {"hostfile", required_argument, NULL, OPT_HOSTFILE},
     {"topology", required_argument, NULL, OPT_TOPOLOGY},
     {"max-memory", required_argument, NULL, OPT_MAX_MEMORY},
     {"server-key", required_argument, NULL, OPT_SERVER_KEY},
     {"insecure", no_argument, NULL, OPT_INSECURE},
+    {"record", required_argument, NULL, OPT_RECORD},
     {"version", no_argument, NULL, 'V'},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
@@ -194,6 +203,7 @@ int nt_options_parse(nt_options *o, int argc, char **argv) {
     case OPT_TOPOLOGY: o->topology = optarg; break;
     case OPT_SERVER_KEY: o->server_key = optarg; break;
     case OPT_INSECURE: o->insecure = true; break;
+    case OPT_RECORD: o->record = optarg; break;
     case OPT_MAX_MEMORY:
       if (parse_u32("--max-memory", optarg, 16, 1048576, &o->max_memory_mib)) return 2;
       break;
@@ -203,6 +213,15 @@ int nt_options_parse(nt_options *o, int argc, char **argv) {
         return 2;
       }
       o->connect[o->nconnect++] = optarg;
+      break;
+    case OPT_HOSTS:
+    case OPT_HOSTFILE:
+      if (*(ch == OPT_HOSTS ? &o->hosts : &o->hostfile)) {
+        fprintf(stderr, "nccltop: %s given twice; %s\n", ch == OPT_HOSTS ? "--hosts" : "--hostfile",
+                ch == OPT_HOSTS ? "join the lists with commas" : "put the hosts in one file");
+        return 2;
+      }
+      *(ch == OPT_HOSTS ? &o->hosts : &o->hostfile) = optarg;
       break;
     case 'V': printf("nccltop %s\n", NT_VERSION); return 1;
     case 'h': nt_usage(stdout); return 1;
@@ -217,7 +236,50 @@ int nt_options_parse(nt_options *o, int argc, char **argv) {
     fprintf(stderr, "nccltop: --json needs -b (batch mode)\n");
     return 2;
   }
+  char err[512];
+  struct nt_hostlist *hosts = nt_options_hosts(o, err, sizeof err);
+  nt_hostlist_free(hosts);
+  if (!hosts && err[0]) {
+    fprintf(stderr, "nccltop: %s\n", err);
+    return 2;
+  }
   return 0;
+}
+
+/* "tcp://" HOST ":" PORT must fit the source's endpoint names (160 bytes). */
+#define MAX_HOST_IN_ENDPOINT (159 - 12)
+
+struct nt_hostlist *nt_options_hosts(const nt_options *o, char *err, size_t errlen) {
+  err[0] = '\0';
+  if (!o->hosts && !o->hostfile) return NULL;
+  nt_hostlist *l = nt_hostlist_new();
+  char why[400];
+  if (!l) {
+    snprintf(err, errlen, "out of memory");
+    return NULL;
+  }
+  if (o->hosts && nt_hostlist_add(l, o->hosts, strlen(o->hosts), why, sizeof why) != 0)
+    snprintf(err, errlen, "--hosts: %s", why);
+  else if (o->hostfile && nt_hostlist_add_file(l, o->hostfile, why, sizeof why) != 0)
+    snprintf(err, errlen, "--hostfile %.200s: %s", o->hostfile, why);
+  if (!err[0]) {
+    nt_hostlist_uniq(l);
+    uint32_t n = nt_hostlist_count(l);
+    if (n > NT_VIEWER_MAX_HOSTS)
+      snprintf(err, errlen,
+               "%s: %u hosts, at most %d for one viewer (relays can feed relays: watch a few "
+               "that each watch many)",
+               o->hosts ? "--hosts" : "--hostfile", n, NT_VIEWER_MAX_HOSTS);
+    for (uint32_t i = 0; i < n && !err[0]; i++)
+      if (strlen(nt_hostlist_host(l, i)) > MAX_HOST_IN_ENDPOINT)
+        snprintf(err, errlen, "%s: host %.40s... is longer than %d bytes",
+                 o->hosts ? "--hosts" : "--hostfile", nt_hostlist_host(l, i), MAX_HOST_IN_ENDPOINT);
+  }
+  if (err[0]) {
+    nt_hostlist_free(l);
+    return NULL;
+  }
+  return l;
 }
 
 /* Whether a viewer option, as written, takes the next argument as value. */

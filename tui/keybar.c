@@ -84,11 +84,12 @@ void nt_draw_keybar(nt_screen *s) {
 
 void nt_draw_alerts_band(nt_screen *s) {
   const nt_rect *r = &s->lay.alerts;
-  if (r->h <= 0 || !s->nalerts) return;
-  const nt_alert *a = &s->alerts[0];
+  uint32_t n = s->f->nalerts;
+  if (r->h <= 0 || !n) return;
+  const nt_frame_alert *a = &s->f->alerts[0];
   char line[512];
   snprintf(line, sizeof line, "%s %u alert%s, first: %s %s  (1: overview)",
-           a->kind <= NT_ALERT_HUNG_OP ? "!" : "-", s->nalerts, s->nalerts == 1 ? "" : "s",
+           a->kind <= NT_ALERT_HUNG_OP ? "!" : "-", n, n == 1 ? "" : "s",
            nt_alert_kind_name(a->kind), a->text);
   int attr = a->kind <= NT_ALERT_HUNG_OP ? nt_stall_attr(s) : nt_warn_attr(s);
   attron(attr);

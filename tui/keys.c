@@ -45,6 +45,11 @@ const nt_key_binding nt_keys[] = {
     {KEY_F(6), "F6 > <", "next / previous sort: rank, stalled first, host", NT_ACT_SORT_NEXT},
     {'>', NULL, NULL, NT_ACT_SORT_NEXT},
     {'<', NULL, NULL, NT_ACT_SORT_PREV},
+    {'[', "[ ]",
+     "replay: half / twice the speed (in a replay, Space pauses it, Left Right seek 10 s, Home End "
+     "go to its start / end)",
+     NT_ACT_SLOWER},
+    {']', NULL, NULL, NT_ACT_FASTER},
     {'t', "t", "topology: show the next one received (publishers sent several)", NT_ACT_TOPO_NEXT},
     {'p', "p", "topology what-if: NCCL_P2P_DISABLE=1 on/off", NT_ACT_WHATIF_P2P},
     {'l', "l", "topology what-if: next NCCL_P2P_LEVEL", NT_ACT_WHATIF_P2P_LEVEL},

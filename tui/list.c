@@ -147,6 +147,13 @@ void nt_list_draw(const nt_list *l, nt_list_state *st, int header_attr) {
   for (int k = 0; k < page && st->top + k < l->nrows; k++) {
     int row = st->top + k, y = l->area.y + 1 + k;
     bool on = row == st->row;
+    /* htop's cursor: the whole row, gaps between columns included (a cell
+     * cursor marks only its cell). */
+    if (on && !l->cell_cursor) {
+      attron(A_REVERSE);
+      mvhline(y, l->area.x, ' ', l->area.w);
+      attroff(A_REVERSE);
+    }
     for (int i = 0; i < l->ncols; i++) {
       if (x[i] < 0) continue;
       bool cur = on && (!l->cell_cursor || i == st->col || i < l->fixed);

@@ -17,6 +17,8 @@
 #include "../topo/topo.h"
 #include "curve.h"
 #include "relay.h"
+#include "exporter.h"
+#include "recording.h"
 #include "viewer.h"
 
 static volatile pid_t demo_sim;                    /* the demo's simulator (its process group) */
@@ -66,7 +68,7 @@ static void install_signals(void) {
 }
 
 /* Prints a frame every delay_ms; polls the source in between. */
-static int run_batch(nt_model *m, nt_source *src, const nt_options *o) {
+static int run_batch(nt_model *m, nt_source *src, const nt_options *o, nt_recorder *rec) {
   double until = nt_now_s() + o->wait_first_s;
   while (!nt_model_last_data_s(m) && nt_now_s() < until && !nt_quit_requested())
     nt_source_poll(src, m, 50);
@@ -76,6 +78,7 @@ static int run_batch(nt_model *m, nt_source *src, const nt_options *o) {
     if (now >= next) {
       nt_model_tick(m, now);
       if (nt_batch_print(stdout, m, o, now) != 0) return 1;
+      nt_recorder_frame(rec, now); /* --record: replay prints its frames at these times */
       frame++;
       next += delay;
       if (next < now) next = now + delay; /* fell behind: do not print a burst */
@@ -137,9 +140,13 @@ static int run_viewer(nt_options *o) {
     return 1;
   }
   int rc = 1;
-  if (!o->topology || load_topology(m, o->topology) == 0) {
-    rc = o->batch ? run_batch(m, src, o) : nt_screen_run(m, src, o);
+  nt_recorder *rec = NULL;
+  if (o->record && !(rec = nt_recorder_attach(src, o->record, o->start_s, err, sizeof err))) {
+    fprintf(stderr, "nccltop: --record: %s\n", err);
+  } else if (!o->topology || load_topology(m, o->topology) == 0) {
+    rc = o->batch ? run_batch(m, src, o, rec) : nt_screen_run(m, src, o);
   }
+  if (nt_recorder_detach(src, rec) != 0) rc = 1;
   nt_source_close(src);
   nt_model_free(m);
   return rc;
@@ -217,6 +224,12 @@ static int cmd_demo(int argc, char **argv) {
   char **vargv = calloc((size_t)argc + 1, sizeof *vargv);
   int vargc = 0, rc = 2;
   if (!vargv || nt_demo_split_args(&sim, argc, argv, vargv, &vargc) != 0) {
+    free(vargv);
+    return 2;
+  }
+  if (sim.nodes) { /* one viewer watches one endpoint directory until relays join the nodes */
+    fprintf(stderr, "nccltop demo: --nodes is not in the demo yet; run 'nccltop sim --nodes N "
+                    "--dir DIR' and watch DIR/node0 .. DIR/node<N-1>\n");
     free(vargv);
     return 2;
   }
@@ -300,6 +313,10 @@ int main(int argc, char **argv) {
     if (!strcmp(cmd, "topo")) return nt_topo_main(argc - 1, argv + 1);
     if (!strcmp(cmd, "relay")) return nt_relay_main(argc - 1, argv + 1);
     if (!strcmp(cmd, "keygen")) return nt_keygen_main(argc - 1, argv + 1);
+    if (!strcmp(cmd, "exporter")) return nt_exporter_main(argc - 1, argv + 1);
+    if (!strcmp(cmd, "record")) return nt_record_main(argc - 1, argv + 1);
+    if (!strcmp(cmd, "replay")) return nt_replay_main(argc - 1, argv + 1);
+    if (!strcmp(cmd, "export")) return nt_export_main(argc - 1, argv + 1);
     fprintf(stderr, "nccltop: unknown command '%s'; try 'nccltop --help'\n", cmd);
     return 2;
   }

@@ -662,10 +662,9 @@ static const nt_channel_row *prev_channel(const nt_model_process *p, const nt_ch
   return NULL;
 }
 
-void nt_model_channel_rates(const nt_model_process *p, const nt_channel_row *row,
-                            double *steps_per_s, double *bytes_per_s) {
+static void rates_from(const nt_model_process *p, const nt_channel_row *row,
+                       const nt_channel_row *o, double *steps_per_s, double *bytes_per_s) {
   *steps_per_s = *bytes_per_s = 0;
-  const nt_channel_row *o = prev_channel(p, row);
   if (!o || p->cur->mono_ns <= p->prev->mono_ns) return;
   /* Publisher time, not arrival time: rates do not jitter with delivery. */
   double dt = (double)(p->cur->mono_ns - p->prev->mono_ns) / 1e9;
@@ -673,8 +672,7 @@ void nt_model_channel_rates(const nt_model_process *p, const nt_channel_row *row
   if (row->bytes >= o->bytes) *bytes_per_s = (double)(row->bytes - o->bytes) / dt;
 }
 
-int nt_model_channel_dominant_wait(const nt_model_process *p, const nt_channel_row *row) {
-  const nt_channel_row *o = prev_channel(p, row);
+static int dominant_from(const nt_channel_row *row, const nt_channel_row *o) {
   int dir = row->dir == NT_DIR_RECV ? NT_DIR_RECV : NT_DIR_SEND;
   for (int pass = o ? 0 : 1; pass < 2; pass++) {
     uint64_t best = 0;
@@ -687,6 +685,22 @@ int nt_model_channel_dominant_wait(const nt_model_process *p, const nt_channel_r
     if (which != NT_WAIT_NONE) return which;
   }
   return NT_WAIT_NONE;
+}
+
+void nt_model_channel_rates(const nt_model_process *p, const nt_channel_row *row,
+                            double *steps_per_s, double *bytes_per_s) {
+  rates_from(p, row, prev_channel(p, row), steps_per_s, bytes_per_s);
+}
+
+int nt_model_channel_dominant_wait(const nt_model_process *p, const nt_channel_row *row) {
+  return dominant_from(row, prev_channel(p, row));
+}
+
+void nt_model_channel_derive(const nt_model_process *p, const nt_channel_row *row,
+                             double *steps_per_s, double *bytes_per_s, int *dominant_wait) {
+  const nt_channel_row *o = prev_channel(p, row);
+  rates_from(p, row, o, steps_per_s, bytes_per_s);
+  *dominant_wait = dominant_from(row, o);
 }
 
 bool nt_model_channel_stalled(const nt_channel_row *row, uint32_t stall_ms) {

@@ -35,7 +35,9 @@
  * introduced, in a namespace of its own: processes are keyed by (source,
  * host, pid), so no endpoint can reach another's processes. */
 #define NT_MODEL_MAX_PER_CONNECT 2048 /* processes one --connect endpoint may introduce */
-#define NT_MODEL_MAX_SOURCES     4096 /* endpoints remembered (with their refusals) */
+#define NT_MODEL_MAX_SOURCES                                                                       \
+  8192 /* endpoints remembered (with their refusals): local                                        \
+          publishers and up to 4096 --hosts relays */
 /* An entry that never produced a snapshot (made by a hello or a comm message
  * only) is dropped this long after its last message: a real plugin sends a
  * snapshot to every new subscriber at once. */
@@ -201,6 +203,9 @@ void nt_model_channel_rates(const nt_model_process *p, const nt_channel_row *row
 /* The wait state holding the most time over the last interval (since start if
  * nothing moved), as enum nt_wait, NT_WAIT_NONE when none. */
 int nt_model_channel_dominant_wait(const nt_model_process *p, const nt_channel_row *row);
+/* Both of the above at once (one match of the row in the last snapshot). */
+void nt_model_channel_derive(const nt_model_process *p, const nt_channel_row *row,
+                             double *steps_per_s, double *bytes_per_s, int *dominant_wait);
 /* A row is stalled (stuck) when ops are in flight, they are running (run
  * state running, or unknown from a 1.1 publisher: anything but queued) and
  * its step has not changed for stall_ms. Queued work (the GPU has not

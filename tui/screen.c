@@ -9,6 +9,7 @@
 #include <termios.h>
 #include <unistd.h>
 
+#include "recording.h"
 #include "screen.h"
 
 static void colors(const nt_options *o) {
@@ -23,6 +24,9 @@ static void colors(const nt_options *o) {
   init_pair(NT_C_STALL, COLOR_WHITE, COLOR_RED);
   init_pair(NT_C_HEAD, COLOR_BLACK, COLOR_CYAN);
   init_pair(NT_C_WARN, COLOR_YELLOW, -1);
+  init_pair(NT_C_WAIT_SELF, COLOR_YELLOW, -1);
+  init_pair(NT_C_WAIT_PEER, COLOR_MAGENTA, -1);
+  init_pair(NT_C_WAIT_NET, COLOR_CYAN, -1);
 }
 
 /* What endwin would send, kept for a signal handler (nt_term_restore_now). */
@@ -37,7 +41,7 @@ static void save_leave_sequence(const struct termios *shell) {
 }
 
 static void clamp_cursor(nt_screen *s) {
-  int nrows = (int)s->nranks, ncols = nt_channel_count(s);
+  int nrows = (int)s->nranks, ncols = s->nchannels;
   if (s->row >= nrows) s->row = nrows - 1;
   if (s->row < 0) s->row = 0;
   if (s->col >= ncols) s->col = ncols - 1;
@@ -56,7 +60,7 @@ static void search_next(nt_screen *s, int from) {
   for (uint32_t k = 0; k < s->nranks; k++) {
     int i = (int)((s->row + from + (int)k) % (int)s->nranks);
     char text[256];
-    nt_rank_text(&s->ranks[i], text, sizeof text);
+    nt_frame_rank_text(s->f, nt_screen_rank(s, i), text, sizeof text);
     if (strstr(text, s->search)) {
       s->row = i;
       return;
@@ -90,9 +94,7 @@ static void prompt_key(nt_screen *s, int key) {
 
 /* Scroll keys of the line views. */
 static bool scroll_action(nt_screen *s, int action, int page) {
-  if (s->view != NT_VIEW_OVERVIEW && s->view != NT_VIEW_OPS && s->view != NT_VIEW_ENV &&
-      s->view != NT_VIEW_HELP)
-    return false;
+  if (!nt_views[s->view].lines) return false;
   int *top = &s->scroll[s->view];
   switch (action) {
   case NT_ACT_UP: (*top)--; break;
@@ -107,12 +109,29 @@ static bool scroll_action(nt_screen *s, int action, int page) {
   return true;
 }
 
+/* In a replay, Space, Left, Right, Home, End, [ and ] move its clock. */
+static bool replay_action(nt_replay *r, int action) {
+  switch (action) {
+  case NT_ACT_PAUSE: nt_replay_toggle_pause(r); return true;
+  case NT_ACT_LEFT: nt_replay_seek(r, -10); return true;
+  case NT_ACT_RIGHT: nt_replay_seek(r, 10); return true;
+  case NT_ACT_HOME: nt_replay_seek_end(r, false); return true;
+  case NT_ACT_END: nt_replay_seek_end(r, true); return true;
+  case NT_ACT_SLOWER: nt_replay_speed(r, false); return true;
+  case NT_ACT_FASTER: nt_replay_speed(r, true); return true;
+  default: return false;
+  }
+}
+
 /* Applies one action; returns false to quit. */
 static bool act(nt_screen *s, int action) {
   int page = s->rows > 6 ? s->rows - 6 : 1;
-  if (s->view == NT_VIEW_TOPO && nt_topo_view_action(s, action)) return true;
+  if (s->o->replay && replay_action(s->o->replay, action)) {
+    s->m = nt_replay_model(s->o->replay); /* a seek may have made a new one */
+    return true;
+  }
+  if (nt_views[s->view].action && nt_views[s->view].action(s, action)) return true;
   if (scroll_action(s, action, page)) return true;
-  if (nt_list_view_action(s, action)) return true;
   switch (action) {
   case NT_ACT_QUIT: return false;
   case NT_ACT_HELP:
@@ -169,7 +188,7 @@ static bool act(nt_screen *s, int action) {
   return true;
 }
 
-static void draw(nt_screen *s) {
+void nt_screen_draw(nt_screen *s) {
   getmaxyx(stdscr, s->rows, s->cols);
   erase();
   if (s->rows < 5 || s->cols < 30) {
@@ -177,28 +196,16 @@ static void draw(nt_screen *s) {
     refresh();
     return;
   }
-  /* Paused, the rows stay as they were, unless a process came or went:
-   * then the ones held may point at a process the model dropped. */
-  if (!s->paused || s->generation != nt_model_generation(s->m)) {
-    nt_screen_collect(s);
-    s->generation = nt_model_generation(s->m);
-    clamp_cursor(s);
-  }
-  bool band = s->nalerts && s->view != NT_VIEW_OVERVIEW && s->view != NT_VIEW_HELP;
+  /* The frame's rows as the filter and sort say (paused, the frame is the
+   * one that was shown: it owns what it shows). */
+  nt_screen_collect(s);
+  clamp_cursor(s);
+  bool band = s->f->nalerts && s->view != NT_VIEW_OVERVIEW && s->view != NT_VIEW_HELP;
   nt_layout(s->rows, s->cols, band ? 1 : 0, s->detail && s->view == NT_VIEW_CHANNELS, &s->lay);
   s->bottom = s->lay.list.y + s->lay.list.h;
   nt_draw_header(s);
   nt_draw_alerts_band(s);
-  int y = s->lay.list.y;
-  switch (s->view) {
-  case NT_VIEW_OVERVIEW: nt_view_overview(s, y); break;
-  case NT_VIEW_PROXY: nt_view_proxy(s, y); break;
-  case NT_VIEW_CHANNELS: nt_view_channels(s, y); break;
-  case NT_VIEW_OPS: nt_view_ops(s, y); break;
-  case NT_VIEW_TOPO: nt_view_topo(s, y); break;
-  case NT_VIEW_ENV: nt_view_env(s, y); break;
-  default: nt_view_help(s, y); break;
-  }
+  nt_views[s->view].draw(s, s->lay.list.y);
   nt_draw_keybar(s);
   if (s->prompt) {
     char line[128];
@@ -217,13 +224,21 @@ static void draw(nt_screen *s) {
 int nt_screen_run(nt_model *m, nt_source *src, const nt_options *o) {
   static nt_screen s;
   memset(&s, 0, sizeof s);
+  if (!(s.f = nt_frame_new())) {
+    fprintf(stderr, "nccltop: out of memory\n");
+    return 1;
+  }
+  nt_frame_opts fo = {.stall_ms = o->stall_ms, .start_s = o->start_s};
   s.m = m;
   s.o = o;
   s.view = s.prev_view = o->initial_view;
-  nt_source_watching(src, s.watching, sizeof s.watching);
+  if (src) nt_source_watching(src, s.watching, sizeof s.watching);
   struct termios shell;
   bool have_shell = tcgetattr(STDOUT_FILENO, &shell) == 0;
-  if (!initscr()) return 1;
+  if (!initscr()) {
+    nt_frame_free(s.f);
+    return 1;
+  }
   if (have_shell) save_leave_sequence(&shell);
   cbreak();
   noecho();
@@ -234,9 +249,14 @@ int nt_screen_run(nt_model *m, nt_source *src, const nt_options *o) {
   colors(o);
   int updates = 0;
   double next_draw = 0;
-  bool running = true;
+  bool running = true, built = false;
   while (running && !nt_quit_requested()) { /* a signal quits as q does */
-    nt_source_poll(src, m, 50);
+    if (o->replay) { /* the recording instead of the source; its model may be new */
+      nt_replay_poll(o->replay, 50);
+      s.m = m = nt_replay_model(o->replay);
+    } else {
+      nt_source_poll(src, m, 50);
+    }
     bool input = false;
     for (int key; running && (key = getch()) != ERR; input = true) {
       if (key == KEY_RESIZE) continue;
@@ -246,25 +266,32 @@ int nt_screen_run(nt_model *m, nt_source *src, const nt_options *o) {
         running = act(&s, nt_key_action(key, s.view));
       s.last_key = key;
     }
-    s.now = nt_now_s();
+    m = s.m;
+    /* The model's clock (a replay's own); redraws go by the wall clock. */
+    double wall = nt_now_s();
+    s.now = o->replay ? nt_replay_clock(o->replay) : wall;
+    if (o->replay) nt_replay_status(o->replay, s.watching, sizeof s.watching);
     if (!running) break;
-    if (input || s.now >= next_draw) {
+    if (input || wall >= next_draw) {
       nt_model_tick(m, s.now);
-      bool update = s.now >= next_draw;
-      if (update && !s.paused) {
+      bool update = wall >= next_draw;
+      /* Every update, whatever the view: the diagnosis tracks how long
+       * ranks lag. Paused, the frame shown stays. */
+      if ((update && !s.paused) || !built) {
+        nt_frame_build(s.f, m, &fo, s.now);
         nt_screen_sample(&s);
-        /* Every update, whatever the view: they track how long ranks lag. */
-        s.nalerts = nt_model_alerts(m, o->stall_ms, s.alerts, NT_SCREEN_MAX_ALERTS, s.now);
+        built = true;
       }
       /* Paused, the screen holds still: redrawn only for a key. */
-      if (input || !s.paused) draw(&s);
+      if (input || !s.paused) nt_screen_draw(&s);
       if (update) {
-        next_draw = s.now + o->delay_ms / 1000.0;
+        next_draw = wall + o->delay_ms / 1000.0;
         if (o->iterations && ++updates >= o->iterations) break;
       }
     }
   }
   endwin();
   nt_term_restore_clear(); /* after: a signal meanwhile still restores it */
+  nt_frame_free(s.f);
   return 0;
 }

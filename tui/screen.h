@@ -39,6 +39,8 @@ enum nt_action {
   NT_ACT_VIEW_7,
   NT_ACT_SEARCH_NEXT,
   NT_ACT_TOPO_NEXT,
+  NT_ACT_SLOWER, /* replay: half the speed */
+  NT_ACT_FASTER, /* replay: twice the speed */
   /* topology view what-ifs (keep these last: >= NT_ACT_WHATIF_P2P recompute) */
   NT_ACT_WHATIF_P2P,
   NT_ACT_WHATIF_P2P_LEVEL,
@@ -80,11 +82,13 @@ enum {
   NT_C_APPEND,
   NT_C_STALL,
   NT_C_HEAD,
-  NT_C_WARN
+  NT_C_WARN,
+  NT_C_WAIT_SELF, /* a wait on the rank's own GPU */
+  NT_C_WAIT_PEER, /* a wait on a peer (credit) */
+  NT_C_WAIT_NET,  /* data on the wire */
 };
 
-#define NT_SCREEN_MAX_RANKS  4096
-#define NT_SCREEN_MAX_ALERTS 256
+#define NT_SCREEN_MAX_RANKS NT_FRAME_MAX_RANKS
 
 typedef struct {
   uint32_t pid, tid;
@@ -117,11 +121,9 @@ typedef struct {
   int nhist;
   int row, col;              /* cursor: rank row, channel column */
   int scroll[NT_VIEW_COUNT]; /* line views (overview, collectives, environment) */
-  uint32_t generation;       /* the model's, when the ranks were collected */
-  /* Alerts of the last update (texts only: their process pointers are not
-   * kept past the update). */
-  nt_alert alerts[NT_SCREEN_MAX_ALERTS];
-  uint32_t nalerts;
+  /* The frame shown (frame.h): built at each update, kept as it is while
+   * paused (it owns its copies: the model may drop what it showed). */
+  nt_frame *f;
   int rows, cols;
   /* Where each part goes this frame (layout.h); views draw in lay.list,
    * from its first line down to `bottom` (exclusive: the detail panel or
@@ -129,11 +131,21 @@ typedef struct {
   nt_layout_rects lay;
   int bottom;
   nt_list_state lists[NT_VIEW_COUNT]; /* the list views' own scroll and cursor */
-  nt_model_rank ranks[NT_SCREEN_MAX_RANKS];
+  /* The frame's ranks as shown: filtered and sorted (indices into f->ranks). */
+  uint32_t order[NT_SCREEN_MAX_RANKS];
   uint32_t nranks;
+  int nchannels; /* channel columns: highest channel id + 1 of the ranks shown */
   double now;
 } nt_screen;
 
+/* The i-th rank shown. */
+static inline const nt_frame_rank *nt_screen_rank(const nt_screen *s, int i) {
+  return &s->f->ranks[s->order[i]];
+}
+
+/* Draws the whole screen (header, view, key bar) from s->f on stdscr, at
+ * the terminal's size now. */
+void nt_screen_draw(nt_screen *s);
 /* Drawing (view_*.c); each draws below the header from line `y`. */
 void nt_draw_header(nt_screen *s);
 /* The key bar (keybar.c): the text of the items that fit in cols, and the
@@ -142,9 +154,19 @@ int nt_keybar_text(char *out, size_t cap, int cols);
 void nt_draw_keybar(nt_screen *s);
 /* The alerts band on lay.alerts (the overview lists them itself). */
 void nt_draw_alerts_band(nt_screen *s);
-/* Cursor and scroll keys of the list views (proxy, channels); false if not
- * handled. */
-bool nt_list_view_action(nt_screen *s, int action);
+/* The views (view_table.c), indexed by enum nt_view_id, in Tab order; the
+ * digit keys select them in this order. A view draws below the header from
+ * line y; its action handler (NULL: none) takes the keys it understands
+ * (cursor, what-ifs) before the screen's; a line view scrolls by lines. */
+typedef struct {
+  const char *name; /* in the header: "[name]" */
+  void (*draw)(nt_screen *s, int y);
+  bool (*action)(nt_screen *s, int action);
+  bool lines;
+} nt_view_def;
+extern const nt_view_def nt_views[NT_VIEW_COUNT];
+/* Cursor and scroll keys of the list views; false if not handled. */
+bool nt_channels_action(nt_screen *s, int action);
 bool nt_proxy_list_action(nt_screen *s, int action);
 void nt_view_proxy(nt_screen *s, int y);
 void nt_view_channels(nt_screen *s, int y);
@@ -153,10 +175,18 @@ void nt_view_overview(nt_screen *s, int y);
 void nt_view_ops(nt_screen *s, int y);
 void nt_view_env(nt_screen *s, int y);
 int nt_stall_attr(const nt_screen *s);
+/* The attribute of a wait state by what it waits on: its own GPU, a peer,
+ * the network (enum nt_wait). */
+int nt_wait_attr(const nt_screen *s, int wait);
+/* An htop meter: [|||||     ] of width w (brackets included), the filled
+ * part share (0..1) of it, in attr. */
+void nt_meter(const nt_screen *s, int y, int x, int w, double share, int attr);
 int nt_warn_attr(const nt_screen *s);
 /* A line of a scrolling view: drawn when line `*n` (counted from 0) is
  * within the window of the view's scroll, then *n advances; returns false
- * once the screen is full. attr 0: plain. */
+ * once the screen is full (the line still counted). A loop that stops
+ * there adds the lines it did not format to *n, so that the scroll can
+ * reach the last line. attr 0: plain. */
 bool nt_scroll_line(nt_screen *s, int *y, int *n, int attr, const char *text);
 /* After a line view drew its n lines: its scroll stops at the last page. */
 void nt_scroll_clamp(nt_screen *s, int n);
@@ -164,15 +194,12 @@ void nt_view_topo(nt_screen *s, int y);
 /* Cursor and what-if keys of the topology view; false if not handled. */
 bool nt_topo_view_action(nt_screen *s, int action);
 int nt_state_attr(const nt_screen *s, int proxy_state);
-/* Number of channels shown as columns: the highest channel id + 1 among ranks. */
-int nt_channel_count(const nt_screen *s);
-/* The text a rank row is searched and filtered by. */
-void nt_rank_text(const nt_model_rank *r, char *buf, size_t cap);
 /* The history of a proxy thread (NULL if none yet). */
 const nt_proxy_history *nt_history_of(const nt_screen *s, uint32_t pid, uint32_t tid);
-/* Ranks from the model, filtered and sorted as the screen shows them. */
+/* The frame's ranks, filtered and sorted as the screen shows them (order,
+ * nranks, nchannels). */
 void nt_screen_collect(nt_screen *s);
-/* Appends the current dominant states to the histories (once per update). */
+/* Appends the frame's dominant states to the histories (once per update). */
 void nt_screen_sample(nt_screen *s);
 
 #endif

@@ -25,8 +25,11 @@
 
 #include "curve.h"
 #include "discover.h"
+#include "hostlist.h"
 #include "viewer.h"
 
+/* Local publishers connected at most; the table also has room for every
+ * --connect endpoint and --hosts relay (nt_source's cap). */
 #define MAX_ENDPOINTS 2048
 /* Messages queued per publisher before ZeroMQ drops (the viewer sees the
  * gap in sequence numbers): ten seconds at the default interval, which
@@ -36,6 +39,12 @@
 /* A publisher answers a new subscriber with a full snapshot at once, so a
  * --connect endpoint silent this long has nobody (reachable) behind it. */
 #define CONNECT_SILENT_S 3.0
+/* A remote endpoint (--connect, --hosts) that refuses is tried again after
+ * 100 ms, doubling up to this: thousands of hosts whose relays are down
+ * would otherwise cost the viewer a core in reconnects. */
+#define RECONNECT_MAX_MS 4000
+/* More silent endpoints than this at one scan are said in one line. */
+#define SILENT_ONE_LINE 8
 /* After the endpoint directory was removed or replaced, a publisher binds
  * again within its check period (2 s); until then its endpoint is kept. */
 #define REBIND_GRACE_S 5.0
@@ -64,11 +73,14 @@ typedef struct {
 struct nt_source {
   void *zctx;
   char dir[256];
-  int dirfd;      /* the endpoint directory, checked; -1 while none is usable */
-  uint64_t pidns; /* our PID namespace (nt_endpoint_pidns) */
-  char connect[8][160];
+  int dirfd;            /* the endpoint directory, checked; -1 while none is usable */
+  uint64_t pidns;       /* our PID namespace (nt_endpoint_pidns) */
+  char (*connect)[160]; /* --connect endpoints, then tcp://HOST:PORT of --hosts */
   int nconnect;
-  bool connected; /* the --connect endpoints were tried */
+  uint32_t nhosts; /* of which from --hosts / --hostfile */
+  char hosts[200]; /* them, compactly (nt_hostlist_ranged) */
+  uint32_t cap;    /* endpoints the table holds: MAX_ENDPOINTS + nconnect */
+  bool connected;  /* the --connect endpoints were tried */
   endpoint *eps;
   zmq_pollitem_t *items;
   uint32_t neps;
@@ -83,6 +95,9 @@ struct nt_source {
   char keys_err[320];
   char server_key[NT_CURVE_KEY_LEN + 1];
   unsigned monitors; /* names the monitors' inproc endpoints */
+  bool nokey_noted;  /* a non-loopback tcp:// endpoint was refused for want of a key */
+  nt_source_tap tap; /* sees every message received (a recorder), or NULL */
+  void *tap_arg;
 };
 
 static int set_int(void *s, int opt, int v) {
@@ -106,9 +121,8 @@ static void note(nt_model *m, const char *source, bool bad, const char *fmt, ...
 /* Connects a SUB socket to addr; `shown` names it in the model. */
 static endpoint *add_endpoint(nt_source *s, nt_model *m, const char *addr, const char *shown,
                               uint32_t pid) {
-  if (s->neps >= MAX_ENDPOINTS) {
-    if (!s->full_noted)
-      note(m, shown, false, "more than %d endpoints; not connected", MAX_ENDPOINTS);
+  if (s->neps >= s->cap) {
+    if (!s->full_noted) note(m, shown, false, "more than %u endpoints; not connected", s->cap);
     s->full_noted = true;
     return NULL;
   }
@@ -121,8 +135,13 @@ static endpoint *add_endpoint(nt_source *s, nt_model *m, const char *addr, const
   if (tcp && !s->insecure && s->keys_rc < 0)
     note(m, shown, false, "no CURVE: %s", s->keys_err); /* a key we cannot use: say why */
   if (tcp && !s->insecure && s->keys_rc != 0 && !nt_endpoint_is_loopback(addr)) {
-    note(m, shown, false, "not connected: %s; CURVE needs a key (or --insecure for plain TCP)",
-         s->keys_err);
+    /* Once, not once per host of a --hosts list. */
+    if (!s->nokey_noted)
+      note(m, shown, false,
+           "not connected (nor any other non-loopback tcp:// endpoint): %s; CURVE needs a key "
+           "(or --insecure for plain TCP)",
+           s->keys_err);
+    s->nokey_noted = true;
     return NULL;
   }
   void *sock = zmq_socket(s->zctx, ZMQ_SUB), *mon = NULL;
@@ -132,13 +151,15 @@ static endpoint *add_endpoint(nt_source *s, nt_model *m, const char *addr, const
   bool ok = sock && !set_int(sock, ZMQ_LINGER, 0) && !set_int(sock, ZMQ_RCVHWM, RCVHWM) &&
             !zmq_setsockopt(sock, ZMQ_MAXMSGSIZE, &maxmsg, sizeof maxmsg) &&
             !zmq_setsockopt(sock, ZMQ_SUBSCRIBE, "", 0) &&
+            (pid != 0 || !set_int(sock, ZMQ_RECONNECT_IVL_MAX, RECONNECT_MAX_MS)) &&
             (!secure || !nt_curve_set_client(sock, &s->keys, s->server_key));
   if (ok && tcp) {
     /* A relay that refuses us is tried twice a second, not ten times. */
     ok = !set_int(sock, ZMQ_RECONNECT_IVL, TCP_RECONNECT_MS);
     char mep[64];
     snprintf(mep, sizeof mep, "inproc://nccltop-monitor-%u", s->monitors++);
-    ok = !zmq_socket_monitor(sock, mep,
+    ok = ok &&
+         !zmq_socket_monitor(sock, mep,
                              ZMQ_EVENT_CONNECTED | ZMQ_EVENT_DISCONNECTED |
                                  ZMQ_EVENT_HANDSHAKE_SUCCEEDED | ZMQ_EVENT_HANDSHAKE_FAILED_AUTH |
                                  ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL |
@@ -196,12 +217,21 @@ static int curve_setup(nt_source *s, const nt_options *o, char *err, size_t errl
 nt_source *nt_source_open(const nt_options *o, char *err, size_t errlen) {
   nt_source *s = calloc(1, sizeof *s);
   if (!s) return snprintf(err, errlen, "out of memory"), NULL;
-  s->eps = calloc(MAX_ENDPOINTS, sizeof *s->eps);
-  s->items = calloc(MAX_ENDPOINTS, sizeof *s->items);
+  nt_hostlist *hosts = nt_options_hosts(o, err, errlen);
+  if (!hosts && err[0]) {
+    free(s);
+    return NULL;
+  }
+  uint32_t nhosts = hosts ? nt_hostlist_count(hosts) : 0;
+  s->cap = MAX_ENDPOINTS + 8 + nhosts;
+  s->connect = calloc(8 + nhosts, sizeof *s->connect);
+  s->eps = calloc(s->cap, sizeof *s->eps);
+  s->items = calloc(s->cap, sizeof *s->items);
   s->scratch = nt_snapshot_new();
   s->hello = calloc(1, sizeof *s->hello);
-  if (!s->eps || !s->items || !s->scratch || !s->hello) {
+  if (!s->connect || !s->eps || !s->items || !s->scratch || !s->hello) {
     snprintf(err, errlen, "out of memory");
+    nt_hostlist_free(hosts);
     nt_source_close(s);
     return NULL;
   }
@@ -212,6 +242,7 @@ nt_source *nt_source_open(const nt_options *o, char *err, size_t errlen) {
                                                         : -1;
   if (n < 0 || (size_t)n >= sizeof s->dir) {
     snprintf(err, errlen, "endpoint directory name too long");
+    nt_hostlist_free(hosts);
     nt_source_close(s);
     return NULL;
   }
@@ -219,11 +250,21 @@ nt_source *nt_source_open(const nt_options *o, char *err, size_t errlen) {
     if (!o->connect[i]) continue;
     if (strlen(o->connect[i]) >= sizeof s->connect[0]) {
       snprintf(err, errlen, "--connect endpoint longer than %zu bytes", sizeof s->connect[0] - 1);
+      nt_hostlist_free(hosts);
       nt_source_close(s);
       return NULL;
     }
     snprintf(s->connect[s->nconnect++], sizeof s->connect[0], "%s", o->connect[i]);
   }
+  /* Each host's relay (nt_options_hosts checked that the names fit). */
+  for (uint32_t i = 0; i < nhosts; i++) {
+    uint16_t port = nt_hostlist_port(hosts, i);
+    snprintf(s->connect[s->nconnect++], sizeof s->connect[0], "tcp://%s:%u",
+             nt_hostlist_host(hosts, i), port ? (unsigned)port : NT_HOSTS_DEFAULT_PORT);
+  }
+  s->nhosts = nhosts;
+  if (hosts) nt_hostlist_ranged(hosts, s->hosts, sizeof s->hosts);
+  nt_hostlist_free(hosts);
   s->insecure = o->insecure;
   s->keys_rc = 1;
   bool any_tcp = false;
@@ -239,7 +280,7 @@ nt_source *nt_source_open(const nt_options *o, char *err, size_t errlen) {
     nt_source_close(s);
     return NULL;
   }
-  zmq_ctx_set(s->zctx, ZMQ_MAX_SOCKETS, MAX_ENDPOINTS + 16); /* ZeroMQ's default is 1023 */
+  zmq_ctx_set(s->zctx, ZMQ_MAX_SOCKETS, (int)s->cap + 16); /* ZeroMQ's default is 1023 */
   return s;
 }
 
@@ -253,6 +294,8 @@ int nt_source_check(const nt_options *o, char *err, size_t errlen) {
              d);
     return -1;
   }
+  /* --hosts relays without a key: the source says so once in the error list
+   * and connects the loopback ones (a simulated multi-node job's). */
   if (!o->nconnect) return 0;
   nt_curve_keys k;
   char why[320] = "";
@@ -296,6 +339,7 @@ void nt_source_close(nt_source *s) {
   if (s->zctx) zmq_ctx_term(s->zctx);
   if (s->dirfd >= 0) close(s->dirfd); /* only now: ZeroMQ connected through it */
   nt_snapshot_free(s->scratch);
+  free(s->connect);
   free(s->hello);
   free(s->eps);
   free(s->items);
@@ -303,12 +347,22 @@ void nt_source_close(nt_source *s) {
 }
 
 void nt_source_watching(const nt_source *s, char *buf, size_t cap) {
-  if (s->nconnect == 1)
-    snprintf(buf, cap, "%s + %s", s->dir, s->connect[0]);
-  else if (s->nconnect > 1)
-    snprintf(buf, cap, "%s + %d --connect endpoints", s->dir, s->nconnect);
+  int nconnect = s->nconnect - (int)s->nhosts; /* --connect's come first */
+  char hosts[sizeof s->hosts + 32] = "";
+  if (s->nhosts)
+    snprintf(hosts, sizeof hosts, " + %u host%s %s", s->nhosts, s->nhosts == 1 ? "" : "s",
+             s->hosts);
+  if (nconnect == 1)
+    snprintf(buf, cap, "%s%s + %s", s->dir, hosts, s->connect[0]);
+  else if (nconnect > 1)
+    snprintf(buf, cap, "%s%s + %d --connect endpoints", s->dir, hosts, nconnect);
   else
-    snprintf(buf, cap, "%s", s->dir);
+    snprintf(buf, cap, "%s%s", s->dir, hosts);
+}
+
+void nt_source_set_tap(nt_source *s, nt_source_tap tap, void *arg) {
+  s->tap = tap;
+  s->tap_arg = arg;
 }
 
 uint32_t nt_source_nendpoints(const nt_source *s) {
@@ -331,6 +385,7 @@ static void drop_gone(nt_source *s, nt_model *m) {
   for (uint32_t i = 0; i < s->neps;) {
     endpoint *e = &s->eps[i];
     if (e->name[0] && ((!e->seen && now >= e->keep_until_s) || !publisher_alive(s, e))) {
+      if (s->tap) s->tap(s->tap_arg, e->endpoint, e->pid, NULL, 0, NULL, 0, now);
       nt_model_endpoint_gone(m, e->endpoint);
       remove_endpoint(s, i);
     } else {
@@ -436,16 +491,36 @@ static void scan(nt_source *s, nt_model *m) {
 
 /* Says once of each --connect endpoint that nothing came from it; ZeroMQ
  * keeps reconnecting, and its data shows as soon as a publisher answers. */
+/* A --connect endpoint whose handshake was refused has said so already. */
+static bool silent_for(const endpoint *e, double now, double secs) {
+  return !e->pid && !e->heard && !e->silence_noted && !e->refusal_noted && now - e->since_s >= secs;
+}
+
 static void note_silent_connects(nt_source *s, nt_model *m, double now) {
+  /* Many at once (the relays of a --hosts list): one line for them all, so
+   * the error list keeps room for the rest; it takes in those that would be
+   * due at the next scan, which the connecting of thousands spreads over. */
+  uint32_t due = 0, silent = 0, first = 0;
   for (uint32_t i = 0; i < s->neps; i++) {
+    due += silent_for(&s->eps[i], now, CONNECT_SILENT_S);
+    if (silent_for(&s->eps[i], now, CONNECT_SILENT_S - SCAN_PERIOD_S) && !silent++) first = i;
+  }
+  if (!due) return;
+  bool one_line = silent > SILENT_ONE_LINE;
+  if (one_line)
+    note(m, "connect", false,
+         "nothing received yet from %u endpoints (%s, ...): no relay there, or not reachable "
+         "(still trying)",
+         silent, s->eps[first].endpoint);
+  for (uint32_t i = first; i < s->neps; i++) {
     endpoint *e = &s->eps[i];
-    if (e->pid || e->heard || e->silence_noted || e->refusal_noted ||
-        now - e->since_s < CONNECT_SILENT_S)
+    if (!silent_for(e, now, one_line ? CONNECT_SILENT_S - SCAN_PERIOD_S : CONNECT_SILENT_S))
       continue;
     e->silence_noted = true;
-    note(m, e->endpoint, false,
-         "nothing received in %.0f s: no publisher there, or not reachable (still trying)",
-         CONNECT_SILENT_S);
+    if (!one_line)
+      note(m, e->endpoint, false,
+           "nothing received in %.0f s: no publisher there, or not reachable (still trying)",
+           CONNECT_SILENT_S);
   }
 }
 
@@ -540,6 +615,9 @@ static void dispatch(nt_source *s, endpoint *e, nt_model *m, zmq_msg_t *topic, z
   size_t len = zmq_msg_size(body);
   char err[256];
   double now = nt_now_s();
+  if (s->tap)
+    s->tap(s->tap_arg, e->endpoint, e->pid, zmq_msg_data(topic), zmq_msg_size(topic), data, len,
+           now);
   if (topic_is(topic, NT_TOPIC_SNAPSHOT)) {
     if (nt_snapshot_decode((const uint8_t *)data, len, s->scratch, err, sizeof err) == 0)
       nt_model_apply_snapshot(m, e->endpoint, e->pid, s->scratch, now);

@@ -7,31 +7,6 @@
 
 #include "screen.h"
 
-#define MAX_VARS (2 * NT_MAX_ENV)
-
-/* "host:pid=value" of the processes whose value is not the common one. */
-static void outliers(nt_screen *s, const nt_env_row *r, char *buf, size_t cap) {
-  size_t used = 0;
-  int shown = 0, more = 0;
-  buf[0] = '\0';
-  for (uint32_t i = 0; i < nt_model_nprocesses(s->m); i++) {
-    const nt_model_process *p = nt_model_process_at(s->m, i);
-    if (!p->have_hello || p->ended) continue;
-    const char *v = nt_model_env_of(p, r->name);
-    if (v ? strcmp(v, r->value) == 0 : !r->value[0]) continue;
-    if (shown == 3) {
-      more++;
-      continue;
-    }
-    int k = snprintf(buf + used, cap - used, "%s%s:%u=%s", shown ? "  " : "", p->host, p->pid,
-                     v ? v : "(unset)");
-    if (k < 0 || (size_t)k >= cap - used) break;
-    used += (size_t)k;
-    shown++;
-  }
-  if (more && used < cap) snprintf(buf + used, cap - used, "  and %d more", more);
-}
-
 static const nt_run_env *entry_in(const nt_run_summary *r, const char *name) {
   for (uint32_t i = 0; i < r->nenv; i++)
     if (!strcmp(r->env[i].name, name)) return &r->env[i];
@@ -49,15 +24,15 @@ static const char *shown(const nt_run_env *e, char *buf, size_t cap) {
 }
 
 static void run_diff(nt_screen *s, int *y, int *n) {
-  static nt_run_summary cur, prev;
-  if (!nt_model_run_summary(s->m, true, &prev) || !nt_model_run_summary(s->m, false, &cur)) return;
+  if (!s->f->have_run_prev || !s->f->have_run_cur) return;
+  const nt_run_summary *cur = s->f->run_cur, *prev = s->f->run_prev;
   char line[700];
   snprintf(line, sizeof line, "CHANGED SINCE THE PREVIOUS RUN (run %u: %u processes -> run %u: %u)",
-           prev.id, prev.processes, cur.id, cur.processes);
+           prev->id, prev->processes, cur->id, cur->processes);
   nt_scroll_line(s, y, n, A_BOLD, line);
   int changes = 0;
   for (int pass = 0; pass < 2; pass++) {
-    const nt_run_summary *a = pass ? &prev : &cur, *b = pass ? &cur : &prev;
+    const nt_run_summary *a = pass ? prev : cur, *b = pass ? cur : prev;
     for (uint32_t i = 0; i < a->nenv; i++) {
       const nt_run_env *other = entry_in(b, a->env[i].name);
       if (pass && other) continue; /* seen from the current run's side */
@@ -76,13 +51,11 @@ static void run_diff(nt_screen *s, int *y, int *n) {
 }
 
 void nt_view_env(nt_screen *s, int y) {
-  static nt_env_row rows[MAX_VARS];
-  char line[1024], who[512];
+  const nt_frame *f = s->f;
+  char line[1024];
   int n = 0;
   run_diff(s, &y, &n);
-  uint32_t nv = nt_model_env(s->m, rows, MAX_VARS, true);
-  uint32_t differ = 0;
-  for (uint32_t i = 0; i < nv; i++) differ += rows[i].differs;
+  uint32_t nv = f->nenv, differ = f->env_differ;
   snprintf(line, sizeof line, "NCCL* VARIABLES OF THIS RUN: %u, %u differ between processes", nv,
            differ);
   nt_scroll_line(s, &y, &n, A_BOLD, line);
@@ -91,14 +64,15 @@ void nt_view_env(nt_screen *s, int y) {
   nt_scroll_line(s, &y, &n, A_BOLD, line);
   if (!nv) nt_scroll_line(s, &y, &n, 0, "  none reported yet");
   for (uint32_t i = 0; i < nv; i++) {
-    const nt_env_row *r = &rows[i];
+    const nt_frame_env *r = &f->env[i];
     char on[24];
     snprintf(on, sizeof on, "%u", r->have);
-    who[0] = '\0';
-    if (r->differs) outliers(s, r, who, sizeof who);
     snprintf(line, sizeof line, "%-32.32s %-30.30s %6s  %s", r->name,
-             r->value[0] ? r->value : "(unset)", on, who);
-    if (!nt_scroll_line(s, &y, &n, r->differs ? nt_warn_attr(s) : 0, line)) break;
+             r->value[0] ? r->value : "(unset)", on, r->outliers);
+    if (!nt_scroll_line(s, &y, &n, r->differs ? nt_warn_attr(s) : 0, line)) {
+      n += (int)(nv - i - 1);
+      break;
+    }
   }
   nt_scroll_clamp(s, n);
 }

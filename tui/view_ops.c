@@ -9,23 +9,11 @@
 
 #include "screen.h"
 
-#define MAX_STATS  1024
-#define MAX_RECENT 256
-
-/* The previous run's most used algorithm/protocol for (function, bucket). */
-static const nt_run_op *previous_choice(const nt_run_summary *prev, int func, int bucket) {
-  const nt_run_op *best = NULL;
-  for (uint32_t i = 0; prev && i < prev->nops; i++) {
-    const nt_run_op *o = &prev->ops[i];
-    if (o->func == func && o->bucket == bucket && (!best || o->count > best->count)) best = o;
-  }
-  return best;
-}
-
-static void stats_section(nt_screen *s, int *y, int *n, const nt_run_summary *prev) {
-  static nt_op_stat st[MAX_STATS];
+static void stats_section(nt_screen *s, int *y, int *n) {
+  const nt_frame *f = s->f;
+  bool prev = f->have_run_prev;
   char line[512], size[32], avg[32];
-  uint32_t ns = nt_model_op_stats(s->m, st, MAX_STATS);
+  uint32_t ns = f->nstats;
   /* At 80 columns: what ran, at what size, with which algorithm and
    * protocol, how often, how long, how fast. */
   static const nt_list_col cols[] = {
@@ -44,13 +32,13 @@ static void stats_section(nt_screen *s, int *y, int *n, const nt_run_summary *pr
     return;
   }
   for (uint32_t i = 0; i < ns; i++) {
-    const nt_op_stat *r = &st[i];
+    const nt_op_stat *r = &f->stats[i].st;
     char comm[24], was[64] = "", pb[NT_UNIT_LEN];
     snprintf(comm, sizeof comm, "%s", r->comm_name[0] ? r->comm_name : "");
     if (!comm[0]) snprintf(comm, sizeof comm, "%016llx", (unsigned long long)r->comm_hash);
     double t = r->done ? r->time_s / (double)r->done : 0;
     nt_fmt_ns(t * 1e9, avg, sizeof avg);
-    const nt_run_op *p = previous_choice(prev, r->func, r->bucket);
+    const nt_run_op *p = nt_frame_previous_choice(f, r->func, r->bucket);
     if (p) {
       bool changed = p->algo != r->algo || p->proto != r->proto;
       if (r->kind == NT_OP_P2P)
@@ -88,14 +76,17 @@ static void stats_section(nt_screen *s, int *y, int *n, const nt_run_summary *pr
                              alg,
                              bus,
                              was[0] ? was + 1 : was};
-    if (!nt_scroll_line(s, y, n, 0, nt_list_line(line, sizeof line, cols, nc, keep, cells))) return;
+    if (!nt_scroll_line(s, y, n, 0, nt_list_line(line, sizeof line, cols, nc, keep, cells))) {
+      *n += (int)(ns - i - 1);
+      return;
+    }
   }
 }
 
 static void phases_section(nt_screen *s, int *y, int *n) {
-  nt_phase_stat ph[NT_MAX_PHASES + 1];
+  const nt_phase_stat *ph = s->f->phases;
   char line[256];
-  uint32_t np = nt_model_phase_stats(s->m, ph, NT_MAX_PHASES + 1);
+  uint32_t np = s->f->nphases;
   if (!np) return;
   nt_scroll_line(s, y, n, 0, "");
   snprintf(line, sizeof line, "%-24s %8s %8s %14s %10s %10s", "PHASE (nccltop_tag)", "COUNT",
@@ -109,21 +100,24 @@ static void phases_section(nt_screen *s, int *y, int *n) {
              (unsigned long long)ph[i].done, nt_fmt_ns(t * 1e9, tm, sizeof tm),
              nt_fmt_rate(nt_stat_algbw(ph[i].alg_bytes, ph[i].time_s) * 1e9, alg, sizeof alg),
              nt_fmt_rate(nt_stat_algbw(ph[i].bus_bytes, ph[i].time_s) * 1e9, bus, sizeof bus));
-    if (!nt_scroll_line(s, y, n, 0, line)) return;
+    if (!nt_scroll_line(s, y, n, 0, line)) {
+      *n += (int)(np - i - 1);
+      return;
+    }
   }
 }
 
 static void recent_section(nt_screen *s, int *y, int *n) {
-  static nt_recent_op rec[MAX_RECENT];
+  const nt_frame *f = s->f;
   char line[512], size[32], seq[24], dur[24];
-  uint32_t nr = nt_model_recent_ops(s->m, rec, MAX_RECENT, 8, s->now);
+  uint32_t nr = f->nrecent;
   nt_scroll_line(s, y, n, 0, "");
   /* At 80 columns: which rank, what, how big, in what state, how old. */
   static const nt_list_col cols[] = {
-      {"RANK", 7, 0, false}, {"HOST:PID", 22, 2, false}, {"FUNCTION", 13, 0, false},
-      {"SEQ", 7, 3, true},   {"SIZE", 10, 1, true},      {"ALGO/PROTO", 17, 3, false},
-      {"CH", 4, 4, true},    {"PHASE", 12, 3, false},    {"STATE", 9, 0, false},
-      {"AGE", 9, 0, true},   {"DURATION", 10, 1, true},
+      {"RANK", 11, 0, false}, {"HOST:PID", 22, 2, false}, {"FUNCTION", 13, 0, false},
+      {"SEQ", 7, 3, true},    {"SIZE", 10, 1, true},      {"ALGO/PROTO", 17, 3, false},
+      {"CH", 4, 4, true},     {"PHASE", 12, 3, false},    {"STATE", 9, 0, false},
+      {"AGE", 9, 0, true},    {"DURATION", 10, 1, true},
   };
   enum { NC = sizeof cols / sizeof cols[0] };
   bool keep[NC];
@@ -131,11 +125,13 @@ static void recent_section(nt_screen *s, int *y, int *n) {
   nt_scroll_line(s, y, n, A_BOLD, nt_list_line(line, sizeof line, cols, NC, keep, NULL));
   if (!nr) nt_scroll_line(s, y, n, 0, "  none yet");
   for (uint32_t i = 0; i < nr; i++) {
-    const nt_recent_op *r = &rec[i];
-    const nt_oplog_row *op = r->op;
+    const nt_frame_op *r = &f->recent[i];
+    const nt_oplog_row *op = &r->op;
+    const nt_frame_rank *rk = &f->ranks[r->rank];
+    const nt_frame_proc *p = nt_frame_proc_of(f, rk);
     char rank[16], who[96], ap[40], t[NT_UNIT_LEN], age[NT_UNIT_LEN];
-    snprintf(rank, sizeof rank, "%d/%d", r->rank, r->nranks);
-    snprintf(who, sizeof who, "%s:%u", r->proc->host, r->proc->pid);
+    snprintf(rank, sizeof rank, "%d/%d", rk->rank, rk->nranks);
+    snprintf(who, sizeof who, "%s:%u", p->host, p->pid);
     if (op->kind == NT_OP_COLL)
       snprintf(seq, sizeof seq, "%llu", (unsigned long long)op->seq);
     else
@@ -164,16 +160,17 @@ static void recent_section(nt_screen *s, int *y, int *n) {
                              nt_fmt_ns(r->age_s * 1e9, age, sizeof age),
                              dur};
     if (!nt_scroll_line(s, y, n, late ? nt_stall_attr(s) : 0,
-                        nt_list_line(line, sizeof line, cols, NC, keep, cells)))
+                        nt_list_line(line, sizeof line, cols, NC, keep, cells))) {
+      *n += (int)(nr - i - 1);
       return;
+    }
   }
 }
 
 void nt_view_ops(nt_screen *s, int y) {
-  static nt_run_summary prev;
-  bool have_prev = nt_model_run_summary(s->m, true, &prev);
+  bool have_prev = s->f->have_run_prev;
   int n = 0;
-  stats_section(s, &y, &n, have_prev ? &prev : NULL);
+  stats_section(s, &y, &n);
   phases_section(s, &y, &n);
   recent_section(s, &y, &n);
   nt_scroll_clamp(s, n);

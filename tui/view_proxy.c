@@ -26,7 +26,7 @@ enum {
 /* Least important dropped first at the first horizontal position: at 80
  * columns the rank, its process, its state and how busy it is stay. */
 static const nt_list_col cols[C_COUNT] = {
-    [C_RANK] = {"RANK", 8, 0, false},          [C_COMM] = {"COMM", 18, 2, false},
+    [C_RANK] = {"RANK", 11, 0, false},         [C_COMM] = {"COMM", 18, 2, false},
     [C_WHO] = {"HOST:PID", 20, 1, false},      [C_STATE] = {"STATE", 7, 0, false},
     [C_BAR] = {"LAST INTERVAL", 22, 3, false}, [C_IDLE] = {"IDLE%", 5, 3, true},
     [C_ACTV] = {"ACTV%", 5, 1, true},          [C_SLEP] = {"SLEP%", 5, 3, true},
@@ -41,7 +41,7 @@ typedef struct {
   nt_screen *s;
   uint32_t n;
   struct {
-    uint32_t rank, thread;
+    uint32_t rank, thread; /* shown rank (index into order), frame proxy row */
   } line[MAX_LINES];
 } proxy_rows;
 
@@ -51,12 +51,11 @@ static void collect(nt_screen *s) {
   rows.s = s;
   rows.n = 0;
   for (uint32_t i = 0; i < s->nranks; i++) {
-    const nt_snapshot *snap = s->ranks[i].proc->cur;
-    for (uint32_t t = 0; t < snap->nproxy && rows.n < MAX_LINES; t++)
-      if (snap->proxy[t].comm_index == s->ranks[i].comm_index) {
-        rows.line[rows.n].rank = i;
-        rows.line[rows.n++].thread = t;
-      }
+    const nt_frame_rank *r = nt_screen_rank(s, (int)i);
+    for (uint32_t t = r->proxy0; t < r->proxy0 + r->nproxy && rows.n < MAX_LINES; t++) {
+      rows.line[rows.n].rank = i;
+      rows.line[rows.n++].thread = t;
+    }
   }
 }
 
@@ -90,12 +89,13 @@ static void history(nt_screen *s, int y, int x, int w, const nt_proxy_history *h
   }
 }
 
-static void cell(void *ctx, int row, int col, int y, int x, int w, bool cursor) {
+static void cell(void *ctx, int row, int col, int y, int xx, int w, bool cursor) {
   proxy_rows *pr = ctx;
   nt_screen *s = pr->s;
-  const nt_model_rank *r = &s->ranks[pr->line[row].rank];
-  const nt_proxy_row *p = &r->proc->cur->proxy[pr->line[row].thread];
-  double last[NT_PROXY_NSTATES], total[NT_PROXY_NSTATES];
+  const nt_frame_rank *r = nt_screen_rank(s, (int)pr->line[row].rank);
+  const nt_frame_proc *proc = nt_frame_proc_of(s->f, r);
+  const nt_frame_proxy *x = &s->f->proxy[pr->line[row].thread];
+  const nt_proxy_row *p = &x->row;
   char t[48] = "";
   int attr = cursor ? A_REVERSE : 0;
   switch (col) {
@@ -106,25 +106,21 @@ static void cell(void *ctx, int row, int col, int y, int x, int w, bool cursor) 
     else
       snprintf(t, sizeof t, "%016llx", (unsigned long long)r->comm_hash);
     break;
-  case C_WHO: snprintf(t, sizeof t, "%.12s:%u", r->proc->host, r->proc->pid); break;
+  case C_WHO: snprintf(t, sizeof t, "%.12s:%u", proc->host, proc->pid); break;
   case C_STATE:
-    snprintf(t, sizeof t, "%s", r->proc->stale ? "stale" : nt_proxy_state_name(p->state));
+    snprintf(t, sizeof t, "%s", proc->stale ? "stale" : nt_proxy_state_name(p->state));
     attr |= nt_state_attr(s, p->state);
     break;
-  case C_BAR:
-    nt_model_proxy_shares(r->proc, p, last, total);
-    state_bar(s, y, x, w, last);
-    return;
-  case C_HISTORY: history(s, y, x, w, nt_history_of(s, r->proc->pid, p->tid)); return;
+  case C_BAR: state_bar(s, y, xx, w, x->share_last); return;
+  case C_HISTORY: history(s, y, xx, w, nt_history_of(s, proc->pid, p->tid)); return;
   case C_APPENDS: snprintf(t, sizeof t, "%*llu", w, (unsigned long long)p->appends); break;
   case C_OPS: snprintf(t, sizeof t, "%*llu", w, (unsigned long long)p->appended_ops); break;
   default: /* the shares since the thread started */
-    nt_model_proxy_shares(r->proc, p, last, total);
-    snprintf(t, sizeof t, "%*.1f", w, 100 * total[col - C_IDLE]);
+    snprintf(t, sizeof t, "%*.1f", w, 100 * x->share_total[col - C_IDLE]);
     break;
   }
   if (attr) attron(attr);
-  mvaddnstr(y, x, t, w);
+  mvaddnstr(y, xx, t, w);
   if (attr) attroff(attr);
 }
 

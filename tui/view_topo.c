@@ -8,7 +8,6 @@
 
 #include "screen.h"
 
-#define CELL_W    11
 #define LEFT_W    8
 #define EXPLAIN_H 5
 
@@ -20,24 +19,6 @@ static int nendpoints(nt_topo *t) {
 static bool same_pair(const nt_topo_pair *a, const nt_topo_pair *b) {
   return a->type == b->type && a->bw == b->bw && a->p2p == b->p2p && a->gdr == b->gdr &&
          a->gdr_read == b->gdr_read && a->pxn == b->pxn;
-}
-
-static void cell_text(nt_topo *t, int i, int j, char *buf, size_t cap) {
-  nt_topo_pair p;
-  if (i == j || !nt_topo_pair_at(t, i, j, &p)) {
-    snprintf(buf, cap, "X");
-    return;
-  }
-  bool gi = i < nt_topo_ngpus(t), gj = j < nt_topo_ngpus(t);
-  const char *m1 = "", *m2 = "", *m3 = "";
-  if (gi && gj)
-    m1 = p.p2p ? "*" : "", m2 = p.p2p_read ? "r" : "";
-  else if (gi != gj)
-    m1 = p.gdr ? "*" : "", m2 = p.gdr_read ? "r" : "", m3 = p.pxn && gi ? "x" : "";
-  if (p.type == NT_PATH_DIS)
-    snprintf(buf, cap, "DIS");
-  else
-    snprintf(buf, cap, "%s %.3g%s%s%s", nt_path_name(p.type), p.bw, m1, m2, m3);
 }
 
 static void recompute(nt_screen *s, nt_topo *t, bool mark) {
@@ -201,7 +182,30 @@ void nt_view_topo(nt_screen *s, int y) {
               s->cols);
     return;
   }
-  int vis_rows = s->bottom - 1 - y - 1 - EXPLAIN_H, vis_cols = (s->cols - LEFT_W) / CELL_W;
+  /* The cells as the CLI writes them (same marks); when the full cells do
+   * not fit, the compact form: each cell its kind's number, the kinds
+   * listed below the grid. */
+  static nt_topo_kinds kinds;
+  int cell_w = 4;
+  char c[NT_TOPO_CELL_LEN];
+  for (int i = 0; i < ne; i++)
+    for (int j = 0; j < ne; j++) {
+      nt_topo_cell_text(t, i, j, c, sizeof c);
+      if ((int)strlen(c) + 1 > cell_w) cell_w = (int)strlen(c) + 1;
+    }
+  bool compact = LEFT_W + ne * cell_w > s->cols;
+  int legend_lines = 0, kind_w = 0, per_line = 1;
+  if (compact) {
+    nt_topo_kinds_build(t, &kinds);
+    cell_w = kinds.n >= 10 ? 4 : 3;
+    for (int i = 0; i < kinds.n; i++)
+      if ((int)strlen(kinds.text[i]) > kind_w) kind_w = (int)strlen(kinds.text[i]);
+    per_line = (s->cols - 1) / (kind_w + 6);
+    if (per_line < 1) per_line = 1;
+    legend_lines = (kinds.n + per_line - 1) / per_line + (kinds.more ? 1 : 0);
+  }
+  int vis_rows = s->bottom - 1 - y - 1 - EXPLAIN_H - legend_lines,
+      vis_cols = (s->cols - LEFT_W) / cell_w;
   if (vis_rows < 1) vis_rows = 1;
   if (vis_cols < 1) vis_cols = 1;
   if (s->trow < s->ttop) s->ttop = s->trow;
@@ -212,7 +216,11 @@ void nt_view_topo(nt_screen *s, int y) {
   for (int j = s->tleft; j < ne && j < s->tleft + vis_cols; j++) {
     nt_topo_endpoint e;
     nt_topo_endpoint_at(t, j, &e);
-    mvaddnstr(y, LEFT_W + (j - s->tleft) * CELL_W, e.label, CELL_W - 1);
+    char lab[16];
+    if (compact) /* G0 .. N7: the rows say GPU0, NET0 */
+      snprintf(lab, sizeof lab, "%c%d", j < nt_topo_ngpus(t) ? 'G' : 'N',
+               j < nt_topo_ngpus(t) ? j : j - nt_topo_ngpus(t));
+    mvaddnstr(y, LEFT_W + (j - s->tleft) * cell_w, compact ? lab : e.label, cell_w - 1);
   }
   attroff(A_BOLD);
   y++;
@@ -223,15 +231,28 @@ void nt_view_topo(nt_screen *s, int y) {
     mvaddnstr(y, 0, e.label, LEFT_W - 1);
     attroff(A_BOLD);
     for (int j = s->tleft; j < ne && j < s->tleft + vis_cols; j++) {
-      char c[32];
-      cell_text(t, i, j, c, sizeof c);
+      nt_topo_cell_text(t, i, j, c, sizeof c);
+      if (compact && i != j) {
+        int k = nt_topo_kind_of(&kinds, c);
+        snprintf(c, sizeof c, k ? "%d" : "?", k);
+      }
       int attr = 0;
       if (s->topo_changed[i * ne + j]) attr |= A_BOLD | A_UNDERLINE;
       if (i == s->trow && j == s->tcol) attr |= A_REVERSE;
       attron(attr);
-      mvaddnstr(y, LEFT_W + (j - s->tleft) * CELL_W, c, CELL_W - 1);
+      mvaddnstr(y, LEFT_W + (j - s->tleft) * cell_w, c, cell_w - 1);
       attroff(attr);
     }
   }
+  for (int k = 0; compact && k < kinds.n; k++) {
+    int line = k / per_line, col = k % per_line;
+    char item[NT_TOPO_CELL_LEN + 8];
+    snprintf(item, sizeof item, "%2d %s", k + 1, kinds.text[k]);
+    int ly = s->bottom - 1 - EXPLAIN_H - legend_lines + line;
+    if (ly >= y) mvaddnstr(ly, 1 + col * (kind_w + 6), item, s->cols - 1 - col * (kind_w + 6));
+  }
+  if (compact && kinds.more)
+    mvaddnstr(s->bottom - 2 - EXPLAIN_H, 1, " ?  more kinds: a wider terminal shows every cell",
+              s->cols - 1);
   explain(s, t, s->bottom - 1 - EXPLAIN_H);
 }

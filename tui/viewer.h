@@ -15,6 +15,8 @@ typedef struct {
   const char *dir;        /* endpoint directory; NULL = nt_endpoint_dir() */
   const char *connect[8]; /* extra endpoints (tcp://host:port of a relay) */
   int nconnect;
+  const char *hosts;    /* --hosts LIST: relays on these hosts (Slurm hostlist syntax) */
+  const char *hostfile; /* --hostfile FILE: the same, one list per line */
   uint32_t delay_ms;    /* screen refresh / batch interval, default 500 */
   uint32_t stall_ms;    /* --stall-ms, default 2000 */
   int iterations;       /* -n: frames (batch) or screen updates, 0 = forever */
@@ -34,6 +36,10 @@ typedef struct {
    * key.pub), unless --insecure. */
   const char *server_key;
   bool insecure;
+  const char *record; /* --record FILE: what the source receives goes there too */
+  /* `nccltop replay` on the screen: the recording replaces the source
+   * (recording.h); NULL live. */
+  struct nt_replay *replay;
 } nt_options;
 
 /* Views, in Tab order; digits 1.. select them. */
@@ -82,13 +88,40 @@ uint32_t nt_source_nendpoints(const nt_source *s);
 /* Also subscribe to `addr` (a relay's tcp:// endpoint); failures become model errors. */
 int nt_source_connect(nt_source *s, nt_model *m, const char *addr);
 void nt_source_close(nt_source *s);
+/* A tap sees every whole two-frame message before it is decoded (topic and
+ * body as received, the time the model is given), and, with topic NULL, an
+ * endpoint the source dropped (nt_model_endpoint_gone). For a recorder;
+ * NULL removes it. */
+typedef void (*nt_source_tap)(void *arg, const char *endpoint, uint32_t endpoint_pid,
+                              const void *topic, size_t topic_len, const void *body,
+                              size_t body_len, double now_s);
+void nt_source_set_tap(nt_source *s, nt_source_tap tap, void *arg);
 /* What the source watches, for people: the endpoint directory, and the
  * --connect endpoint (or how many, when several). */
 void nt_source_watching(const nt_source *s, char *buf, size_t cap);
 
-/* Batch output: one frame of the model as text or one JSON line to `out`. */
+/* Batch output: one frame of the model as text or one JSON line to `out`
+ * (builds a frame: once per tick, it runs the diagnosis). */
 #include <stdio.h>
+
+#include "frame.h"
+#include "json_out.h"
 int nt_batch_print(FILE *out, nt_model *m, const nt_options *o, double now_s);
+/* A built frame as one JSON object, written into `out` (emptied first; its
+ * buffer is reused), the keys in batch.c; NULL out of memory. Or as the
+ * text batch frame. */
+const char *nt_frame_json(const nt_frame *f, nt_jo *out);
+void nt_frame_text(FILE *out, const nt_frame *f);
+
+/* --hosts and --hostfile (cli.c): every host's relay, tcp://HOST:PORT
+ * (port NT_HOSTS_DEFAULT_PORT unless the list gives one), at most
+ * NT_VIEWER_MAX_HOSTS for one viewer (relays can feed relays). */
+#define NT_VIEWER_MAX_HOSTS 4096
+struct nt_hostlist;
+/* The options' hosts, repeats dropped: NULL with err "" when there are
+ * none; NULL with one line in err ("--hosts: position 7: ...") when the
+ * list or the file is wrong. The caller frees (nt_hostlist_free). */
+struct nt_hostlist *nt_options_hosts(const nt_options *o, char *err, size_t errlen);
 
 /* The command line (cli.c). */
 #include "../sim/sim.h"

@@ -7,9 +7,6 @@
 
 #include "screen.h"
 
-static const char *view_names[NT_VIEW_COUNT] = {
-    "overview", "proxy threads", "channels", "collectives", "topology", "environment", "help"};
-
 int nt_state_attr(const nt_screen *s, int state) {
   bool color = s->o->color && has_colors();
   switch (state) {
@@ -22,6 +19,35 @@ int nt_state_attr(const nt_screen *s, int state) {
   }
 }
 
+int nt_wait_attr(const nt_screen *s, int wait) {
+  bool color = s->o->color && has_colors();
+  switch (wait) {
+  case NT_WAIT_SEND_GPU:
+  case NT_WAIT_RECV_GPU:
+  case NT_WAIT_RECV_FLUSH: /* its own GPU (or its flush) */
+    return color ? COLOR_PAIR(NT_C_WAIT_SELF) : A_BOLD;
+  case NT_WAIT_SEND_PEER: /* the peer has not granted credit */
+    return color ? COLOR_PAIR(NT_C_WAIT_PEER) | A_BOLD : A_UNDERLINE;
+  case NT_WAIT_SEND_NET:
+  case NT_WAIT_RECV_NET: /* the data is on the wire */
+    return color ? COLOR_PAIR(NT_C_WAIT_NET) : A_NORMAL;
+  default: return A_NORMAL;
+  }
+}
+
+void nt_meter(const nt_screen *s, int y, int x, int w, double share, int attr) {
+  if (w < 3) return;
+  int inner = w - 2, full = (int)(share * inner + 0.5);
+  if (full > inner) full = inner;
+  if (full < 0) full = 0;
+  mvaddch(y, x, '[');
+  attron(attr);
+  for (int i = 0; i < full; i++) mvaddch(y, x + 1 + i, s->o->ascii ? '#' : '|');
+  attroff(attr);
+  for (int i = full; i < inner; i++) mvaddch(y, x + 1 + i, ' ');
+  mvaddch(y, x + w - 1, ']');
+}
+
 int nt_stall_attr(const nt_screen *s) {
   return s->o->color && has_colors() ? COLOR_PAIR(NT_C_STALL) | A_BOLD : A_REVERSE | A_BOLD;
 }
@@ -31,7 +57,10 @@ int nt_warn_attr(const nt_screen *s) {
 }
 
 bool nt_scroll_line(nt_screen *s, int *y, int *n, int attr, const char *text) {
-  if (*y >= s->bottom - 1) return false;
+  if (*y >= s->bottom - 1) { /* counted (End scrolls to the last line), not drawn */
+    (*n)++;
+    return false;
+  }
   if ((*n)++ < s->scroll[s->view]) return true;
   if (attr) attron(attr);
   mvaddnstr((*y)++, 0, text, s->cols);
@@ -45,32 +74,31 @@ void nt_scroll_clamp(nt_screen *s, int n) {
 }
 
 void nt_draw_header(nt_screen *s) {
-  double last = nt_model_last_data_s(s->m);
+  const nt_frame *f = s->f;
+  double last = f->last_data_s;
   bool stale = !last || s->now - last > 3 * 1.0;
-  const char *mode = s->paused ? "PAUSED" : stale ? "STALE" : "LIVE";
+  const char *mode = s->paused ? "PAUSED" : s->o->replay ? "REPLAY" : stale ? "STALE" : "LIVE";
   char age[NT_UNIT_LEN + 16], line[512], t[NT_UNIT_LEN];
   if (last)
     snprintf(age, sizeof age, "data %s ago", nt_fmt_ns((s->now - last) * 1e9, t, sizeof t));
   else
     snprintf(age, sizeof age, "no data yet");
   char extra[160] = "", mem[32]; /* mem: what the publishers cost, last (--max-memory) */
-  uint64_t lost = 0;
-  for (uint32_t i = 0; i < nt_model_nprocesses(s->m); i++)
-    lost += nt_model_process_at(s->m, i)->lost_messages;
   int n = 0;
-  uint64_t bad = nt_model_total_bad(s->m); /* counts shown only when not zero */
-  if (bad) n = snprintf(extra, sizeof extra, "  bad msgs %llu", (unsigned long long)bad);
-  if (lost)
-    n += snprintf(extra + n, sizeof extra - (size_t)n, "  lost %llu", (unsigned long long)lost);
-  uint64_t refused = nt_model_total_refused(s->m);
-  if (refused)
+  /* counts shown only when not zero */
+  if (f->bad_messages)
+    n = snprintf(extra, sizeof extra, "  bad msgs %llu", (unsigned long long)f->bad_messages);
+  if (f->lost_messages)
+    n += snprintf(extra + n, sizeof extra - (size_t)n, "  lost %llu",
+                  (unsigned long long)f->lost_messages);
+  if (f->refused)
     n += snprintf(extra + n, sizeof extra - (size_t)n, "  refused %llu",
-                  (unsigned long long)refused);
+                  (unsigned long long)f->refused);
   if (s->filter[0]) snprintf(extra + n, sizeof extra - (size_t)n, "  filter \"%s\"", s->filter);
   snprintf(line, sizeof line,
            " nccltop [%s]  %-6s %s  publishers %u  ranks %u  alerts %u%s  sort %s  mem %s",
-           view_names[s->view], mode, age, nt_model_nprocesses(s->m), s->nranks, s->nalerts, extra,
-           nt_sort_name(s->sort), nt_fmt_size((double)nt_model_bytes(s->m), mem, sizeof mem));
+           nt_views[s->view].name, mode, age, f->publishers, s->nranks, f->nalerts, extra,
+           nt_sort_name(s->sort), nt_fmt_size((double)f->memory_bytes, mem, sizeof mem));
   attron(s->o->color && has_colors() ? COLOR_PAIR(NT_C_HEAD) : A_REVERSE);
   mvhline(0, 0, ' ', s->cols);
   mvaddnstr(0, 0, line, s->cols);
@@ -78,39 +106,14 @@ void nt_draw_header(nt_screen *s) {
   /* What is watched first: the first thing to check when a job is missing. */
   n = snprintf(line, sizeof line, " watching %s  ", s->watching);
   if (n < 0 || (size_t)n >= sizeof line) n = 0;
-  if (nt_model_nerrors(s->m)) {
-    const nt_model_error *e = nt_model_error_at(s->m, 0);
+  if (f->nerrors) {
+    const nt_model_error *e = &f->errors[0];
     snprintf(line + n, sizeof line - (size_t)n, "last error: %s: %s", e->source, e->text);
   } else if (!s->nranks) {
     snprintf(line + n, sizeof line - (size_t)n,
              "waiting for NCCL processes with the nccltop plugin (NCCL_PROFILER_PLUGIN)...");
   }
   mvaddnstr(1, 0, line, s->cols);
-}
-
-int nt_channel_count(const nt_screen *s) {
-  int n = 0;
-  for (uint32_t i = 0; i < s->nranks; i++) {
-    const nt_snapshot *snap = s->ranks[i].proc->cur;
-    for (uint32_t c = 0; c < snap->nchannels; c++)
-      if (snap->channels[c].comm_index == s->ranks[i].comm_index && snap->channels[c].channel >= n)
-        n = snap->channels[c].channel + 1;
-  }
-  return n;
-}
-
-/* The busiest (most steps) row of a (rank, channel, dir), if any. */
-static const nt_channel_row *cell_row(const nt_model_rank *r, int channel, int dir) {
-  const nt_snapshot *snap = r->proc->cur;
-  const nt_channel_row *best = NULL;
-  for (uint32_t c = 0; c < snap->nchannels; c++) {
-    const nt_channel_row *row = &snap->channels[c];
-    /* PXN relay rows are another rank's work: listed in the detail panel. */
-    if (row->comm_index == r->comm_index && row->channel == channel && row->dir == dir &&
-        row->relay_rank < 0 && (!best || row->steps > best->steps))
-      best = row;
-  }
-  return best;
 }
 
 static const char *wait_tag(int wait) {
@@ -120,12 +123,10 @@ static const char *wait_tag(int wait) {
 
 /* Network plugin rows of a rank (IB QPs or sockets), when its net plugin
  * reports them. */
-static void net_lines(nt_screen *s, const nt_model_rank *r, int *y, int end, int x) {
-  const nt_snapshot *snap = r->proc->cur;
+static void net_lines(nt_screen *s, const nt_frame_rank *r, int *y, int end, int x) {
   char line[256], bytes[NT_UNIT_LEN], busy[NT_UNIT_LEN];
-  for (uint32_t i = 0; i < snap->nnet && *y < end; i++) {
-    const nt_net_row *n = &snap->net[i];
-    if (n->comm_index != r->comm_index) continue;
+  for (uint32_t i = r->net0; i < r->net0 + r->nnet && *y < end; i++) {
+    const nt_net_row *n = &s->f->net[i];
     if (n->type == NT_NET_IB_QP)
       snprintf(line, sizeof line,
                "net plugin: IB device %d QP %u: %llu requests, %s, busy %s, %llu open", n->device,
@@ -143,13 +144,11 @@ static void net_lines(nt_screen *s, const nt_model_rank *r, int *y, int end, int
 
 /* PXN: what this process's proxy thread ran on the channel for other ranks
  * of the node, whose own rows show none of it. */
-static void relay_lines(nt_screen *s, const nt_model_rank *r, int channel, int *y, int end, int x) {
-  const nt_snapshot *snap = r->proc->cur;
+static void relay_lines(nt_screen *s, const nt_frame_rank *r, int channel, int *y, int end, int x) {
   char line[256], bytes[32];
-  for (uint32_t c = 0; c < snap->nchannels && *y < end; c++) {
-    const nt_channel_row *row = &snap->channels[c];
-    if (row->comm_index != r->comm_index || row->channel != channel || row->relay_rank < 0)
-      continue;
+  for (uint32_t c = r->chan0; c < r->chan0 + r->nchan && *y < end; c++) {
+    const nt_channel_row *row = &s->f->channels[c].row;
+    if (row->channel != channel || row->relay_rank < 0) continue;
     snprintf(line, sizeof line, "relayed for rank %d (PXN): %s %s peer %d: %llu steps, %s, %s",
              row->relay_rank, row->dir ? "recv" : "send", row->dir ? "from" : "to", row->peer,
              (unsigned long long)row->steps, nt_fmt_size((double)row->bytes, bytes, sizeof bytes),
@@ -158,21 +157,22 @@ static void relay_lines(nt_screen *s, const nt_model_rank *r, int channel, int *
   }
 }
 
-static void detail_panel(nt_screen *s, const nt_model_rank *r, int channel, nt_rect area) {
+static void detail_panel(nt_screen *s, const nt_frame_rank *r, int channel, nt_rect area) {
   char line[256];
   int x = 2, y = area.y, end = area.y + area.h;
+  const nt_frame_proc *p = nt_frame_proc_of(s->f, r);
   if (area.h <= 0) return;
   mvhline(y++, 0, ACS_HLINE, s->cols);
   snprintf(line, sizeof line, "rank %d/%d  channel %d  host %s  pid %u   (Esc closes)", r->rank,
-           r->nranks, channel, r->proc->host, r->proc->pid);
+           r->nranks, channel, p->host, p->pid);
   attron(A_BOLD);
   if (y < end) mvaddnstr(y++, x, line, s->cols - x);
   attroff(A_BOLD);
   for (int dir = 0; dir < 2 && y < end; dir++) {
-    const nt_channel_row *row = cell_row(r, channel, dir);
-    if (!row) continue;
-    double sps, bps;
-    nt_model_channel_rates(r->proc, row, &sps, &bps);
+    const nt_frame_channel *fc = nt_frame_cell(s->f, r, channel, dir);
+    if (!fc) continue;
+    const nt_channel_row *row = &fc->row;
+    double sps = fc->steps_per_s, bps = fc->bytes_per_s;
     uint64_t sum = row->wait_ns[0] + row->wait_ns[1] + row->wait_ns[2];
     char age[NT_UNIT_LEN + 8], rate[NT_UNIT_LEN];
     if (row->progress_age_ns == UINT64_MAX)
@@ -180,7 +180,7 @@ static void detail_panel(nt_screen *s, const nt_model_rank *r, int channel, nt_r
     else
       snprintf(age, sizeof age, "%s ago",
                nt_fmt_ns((double)row->progress_age_ns, rate, sizeof rate));
-    bool stalled = nt_model_channel_stalled(row, s->o->stall_ms);
+    bool stalled = fc->stalled;
     char step[48];
     if (row->cur_wait != NT_WAIT_NONE)
       snprintf(step, sizeof step, "step %d in %s", row->cur_step, nt_wait_name(row->cur_wait));
@@ -197,11 +197,14 @@ static void detail_panel(nt_screen *s, const nt_model_rank *r, int channel, nt_r
     mvaddnstr(y++, x, line, s->cols - x);
     if (stalled) attroff(nt_stall_attr(s));
     for (int k = 0; k < 3 && y < end; k++) {
-      double pct = sum ? 100.0 * (double)row->wait_ns[k] / (double)sum : 0;
+      double share = sum ? (double)row->wait_ns[k] / (double)sum : 0;
+      int wait = nt_dir_wait(dir, k);
       char t[NT_UNIT_LEN];
-      snprintf(line, sizeof line, "    %-16s %8s  %5.1f%%", nt_wait_name(nt_dir_wait(dir, k)),
-               nt_fmt_ns((double)row->wait_ns[k], t, sizeof t), pct);
-      mvaddnstr(y++, x, line, s->cols - x);
+      snprintf(line, sizeof line, "    %-16s %8s %5.1f%% ", nt_wait_name(wait),
+               nt_fmt_ns((double)row->wait_ns[k], t, sizeof t), 100 * share);
+      mvaddnstr(y, x, line, s->cols - x);
+      int mx = x + (int)strlen(line), mw = s->cols - mx - 1 < 30 ? s->cols - mx - 1 : 30;
+      nt_meter(s, y++, mx, mw, share, nt_wait_attr(s, wait));
     }
   }
   relay_lines(s, r, channel, &y, end, x);
@@ -215,37 +218,45 @@ static char chan_titles[NT_LIST_MAX_COLS][16];
 
 static void chan_cell(void *ctx, int i, int col, int y, int x, int w, bool cursor) {
   nt_screen *s = ctx;
-  const nt_model_rank *r = &s->ranks[i];
+  const nt_frame_rank *r = nt_screen_rank(s, i);
   char line[64];
   if (col == 0) {
     /* rank/nranks and a short communicator id: ranks of several comms alternate */
     snprintf(line, sizeof line, "%d/%d %04llx%s", r->rank, r->nranks,
-             (unsigned long long)(r->comm_hash & 0xffff), r->proc->stale ? "?" : "");
+             (unsigned long long)(r->comm_hash & 0xffff),
+             nt_frame_proc_of(s->f, r)->stale ? "?" : "");
     mvaddnstr(y, x, line, w);
     return;
   }
   int c = col - 1;
-  const nt_channel_row *sr = cell_row(r, c, NT_DIR_SEND), *rr = cell_row(r, c, NT_DIR_RECV);
-  bool stalled = (sr && nt_model_channel_stalled(sr, s->o->stall_ms)) ||
-                 (rr && nt_model_channel_stalled(rr, s->o->stall_ms));
+  const nt_frame_channel *sr = nt_frame_cell(s->f, r, c, NT_DIR_SEND),
+                         *rr = nt_frame_cell(s->f, r, c, NT_DIR_RECV);
+  bool stalled = (sr && sr->stalled) || (rr && rr->stalled);
   /* Work in flight the GPU has not reached (run-ahead): shown, not an alarm. */
-  bool queued = (sr && sr->ops_started > sr->ops_done && sr->run_state == NT_RUN_QUEUED) ||
-                (rr && rr->ops_started > rr->ops_done && rr->run_state == NT_RUN_QUEUED);
-  snprintf(line, sizeof line, "%s%s/%s",
-           stalled  ? "!"
-           : queued ? "~"
-                    : "",
-           sr ? wait_tag(nt_model_channel_dominant_wait(r->proc, sr)) : "-",
-           rr ? wait_tag(nt_model_channel_dominant_wait(r->proc, rr)) : "-");
-  int attr = cursor ? A_REVERSE : 0;
-  if (stalled) attr |= nt_stall_attr(s);
-  if (attr) attron(attr);
-  mvaddnstr(y, x, line, w);
-  if (attr) attroff(attr);
+  bool queued = (sr && sr->queued) || (rr && rr->queued);
+  /* "!GPU/NET": each half coloured by what it waits on (its own GPU, a
+   * peer's credit, the network), the whole cell red when stalled. */
+  const char *mark = stalled ? "!" : queued ? "~" : "";
+  const char *parts[3] = {sr ? wait_tag(sr->dominant_wait) : "-", "/",
+                          rr ? wait_tag(rr->dominant_wait) : "-"};
+  int waits[3] = {sr ? sr->dominant_wait : NT_WAIT_NONE, NT_WAIT_NONE,
+                  rr ? rr->dominant_wait : NT_WAIT_NONE};
+  int base = (cursor ? A_REVERSE : 0) | (stalled ? nt_stall_attr(s) : 0);
+  attron(base);
+  mvaddnstr(y, x, mark, w);
+  int used = (int)strlen(mark);
+  for (int k = 0; k < 3 && used < w; k++) {
+    int attr = stalled ? 0 : nt_wait_attr(s, waits[k]);
+    if (attr) attron(attr);
+    mvaddnstr(y, x + used, parts[k], w - used);
+    if (attr) attroff(attr);
+    used += (int)strlen(parts[k]);
+  }
+  attroff(base);
 }
 
 static void chan_spec(nt_screen *s, nt_list *l) {
-  int nch = nt_channel_count(s);
+  int nch = s->nchannels;
   if (nch > NT_LIST_MAX_COLS - 1) nch = NT_LIST_MAX_COLS - 1;
   chan_cols[0] = (nt_list_col){"RANK", 15, 0, false};
   for (int c = 0; c < nch; c++) {
@@ -283,19 +294,17 @@ void nt_view_channels(nt_screen *s, int y) {
   chan_sync(s);
   if (!s->nranks) return;
   if (s->detail && s->row < (int)s->nranks) {
-    detail_panel(s, &s->ranks[s->row], s->col, s->lay.detail);
+    detail_panel(s, nt_screen_rank(s, s->row), s->col, s->lay.detail);
   } else {
     mvaddnstr(s->bottom - 1, 0,
-              "cell = dominant wait send/recv: GPU = waiting for the GPU, PEER = receiver has not "
-              "granted credit, NET = on the wire, FLSH = GPUDirect flush; ! = stalled; ~ = "
-              "queued (the GPU has not reached it yet); Enter = details",
+              "cell = dominant wait send/recv: GPU = its own GPU (yellow), PEER = the receiver has "
+              "not granted credit (magenta), NET = on the wire (cyan), FLSH = GPUDirect flush; "
+              "! = stalled; ~ = queued (the GPU has not reached it yet); Enter = details",
               s->cols);
   }
 }
 
-bool nt_list_view_action(nt_screen *s, int action) {
-  if (s->view == NT_VIEW_PROXY) return nt_proxy_list_action(s, action);
-  if (s->view != NT_VIEW_CHANNELS) return false;
+bool nt_channels_action(nt_screen *s, int action) {
   nt_list l;
   chan_spec(s, &l);
   if (action == NT_ACT_LEFT && s->lists[NT_VIEW_CHANNELS].col <= 1) return true; /* not RANK */
@@ -309,11 +318,11 @@ bool nt_list_view_action(nt_screen *s, int action) {
 static void event_classes(nt_screen *s, int *y, int *n) {
   char line[512];
   uint32_t any = 0, all = ~0u, procs = 0;
-  for (uint32_t i = 0; i < nt_model_nprocesses(s->m); i++) {
-    const nt_model_process *p = nt_model_process_at(s->m, i);
-    if (!p->cur || p->ended) continue;
-    any |= p->cur->process.event_mask;
-    all &= p->cur->process.event_mask;
+  for (uint32_t i = 0; i < s->f->nprocs; i++) {
+    const nt_frame_proc *p = &s->f->procs[i];
+    if (p->ended) continue;
+    any |= p->counters.event_mask;
+    all &= p->counters.event_mask;
     procs++;
   }
   if (!procs) {

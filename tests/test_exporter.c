@@ -1,0 +1,523 @@
+/* `nccltop exporter`: the exposition passes `promtool check metrics`, its
+ * numbers are those of `nccltop -b --json` and of the simulator's
+ * deterministic schedule, hostile publisher strings stay inside their
+ * label values, and the HTTP side behaves: 404 for another path, HEAD,
+ * 405 for POST, concurrent scrapes, and a textfile that is never read half
+ * written. The Prometheus server test is test_exporter_prom.c. */
+#include <pthread.h>
+
+#include "exporter_harness.h"
+#include "../tui/exporter.h"
+#include "../tui/viewer.h"
+
+#define HASH 0x00c0ffee12345678ull
+/* The only complaints promtool may have: the NCCL Inspector's names keep
+ * its units (documented in the README). */
+static const char *const inspector_lint[] = {
+    "nccl_collective_exec_time_microseconds use base unit \"seconds\" instead of \"microseconds\"",
+    "nccl_p2p_exec_time_microseconds use base unit \"seconds\" instead of \"microseconds\"",
+};
+
+/* Whether promtool's verdict on text is clean but for the Inspector's
+ * documented unit lines; says why not on stderr. */
+static bool promtool_ok(const char *text) {
+  char out[8192];
+  int rc = promtool_check(text, out, sizeof out);
+  bool ok = rc == 0 || rc == 3;
+  for (char *line = strtok(out, "\n"); ok && line; line = strtok(NULL, "\n")) {
+    bool known = false;
+    for (size_t i = 0; i < 2; i++) known |= !strcmp(line, inspector_lint[i]);
+    if (!known) {
+      fprintf(stderr, "    promtool: %s\n", line);
+      ok = false;
+    }
+  }
+  if (rc != 0 && rc != 3) fprintf(stderr, "    promtool exit status %d: %s\n", rc, out);
+  return ok;
+}
+
+/* ---- the renderer on a model filled here ---- */
+
+static nt_snapshot *snap(uint64_t seq, uint64_t mono_ns, uint64_t k) {
+  nt_snapshot *s = nt_snapshot_new();
+  if (!s) return NULL;
+  snprintf(s->host, sizeof s->host, "gpu\"7\\n\x1b[31m}\n# TYPE x counter");
+  s->pid = 4242;
+  s->seq = seq;
+  s->mono_ns = mono_ns;
+  s->interval_ms = 100;
+  s->process = (nt_process_counters){.events = 1000 + k, .dropped_events = 1, .abi_version = 5};
+  s->ncomms = 1;
+  s->comms[0] = (nt_comm_row){.comm_hash = HASH, .rank = 1, .nranks = 2, .nnodes = 1};
+  s->nproxy = 1;
+  s->proxy[0] = (nt_proxy_row){.tid = 77, .state = NT_PROXY_SLEEP, .state_ns = {k, 2 * k, k}};
+  s->nchannels = 2;
+  s->channels[0] = (nt_channel_row){.channel = 1,
+                                    .dir = NT_DIR_SEND,
+                                    .wait_ns = {k, k * 3, k * 2},
+                                    .steps = k,
+                                    .bytes = k * 4096,
+                                    .cur_step = -1,
+                                    .cur_wait = NT_WAIT_NONE,
+                                    .progress_age_ns = UINT64_MAX};
+  s->channels[1] = s->channels[0];
+  s->channels[1].channel = 2;
+  s->channels[1].wait_ns[0] = 5 * k;
+  return s;
+}
+
+static nt_model *filled_model(const char *comm_name) {
+  nt_model *m = nt_model_new();
+  nt_snapshot *a = snap(1, 1000000000ull, 1000), *b = snap(2, 1500000000ull, 3000);
+  bool ok = m && a && b;
+  if (ok) {
+    nt_comm_info ci = {.pid = 4242, .comm_hash = HASH};
+    snprintf(ci.name, sizeof ci.name, "%s", comm_name);
+    ok = nt_model_apply_snapshot(m, "ipc:///d/4242.sock", 4242, a, 1.0) == 0 &&
+         nt_model_apply_snapshot(m, "ipc:///d/4242.sock", 4242, b, 1.5) == 0 &&
+         nt_model_apply_comm(m, "ipc:///d/4242.sock", 4242, &ci, 1.5) == 0;
+  }
+  nt_snapshot_free(a);
+  nt_snapshot_free(b);
+  if (!ok) nt_model_free(m);
+  return ok ? m : NULL;
+}
+
+static char *render(nt_model *m, bool per_channel, bool inspector) {
+  nt_exporter_opts o = {.stall_ms = 2000, .per_channel = per_channel, .inspector = inspector};
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&buf, &len);
+  if (!f) return NULL;
+  int rc = nt_exporter_render(f, m, &o, 1.6);
+  if (fclose(f) != 0 || rc != 0) {
+    free(buf);
+    return NULL;
+  }
+  return buf;
+}
+
+static void label_values_are_escaped(void) {
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&buf, &len);
+  CHECK(f);
+  nt_prom_label_value(f, "a\"b\\c\nd\x01}e");
+  CHECK(fclose(f) == 0);
+  CHECK_STR(buf, "a\\\"b\\\\c\\nd?}e");
+  free(buf);
+}
+
+/* Undoes the exposition's escapes of the label value starting at p (after
+ * the opening quote) into out; returns the end quote, NULL if none. */
+static const char *unescape(const char *p, char *out, size_t cap) {
+  size_t n = 0;
+  for (; *p && *p != '"'; p++) {
+    char c = *p;
+    if (c == '\\') {
+      c = *++p;
+      if (c == 'n')
+        c = '\n';
+      else if (c != '\\' && c != '"')
+        return NULL;
+    }
+    if (n + 1 < cap) out[n++] = c;
+  }
+  out[n] = '\0';
+  return *p == '"' ? p : NULL;
+}
+
+static void hostile_publisher_strings_stay_in_their_labels(void) {
+  const char *hostile = "dp\"} 1\nnccltop_fake 9\\";
+  nt_model *m = filled_model(hostile);
+  CHECK(m);
+  nt_model_rank r;
+  CHECK(nt_model_ranks(m, &r, 1) == 1);
+  char want_host[sizeof r.proc->host], want_name[256];
+  snprintf(want_host, sizeof want_host, "%s", r.proc->host);
+  snprintf(want_name, sizeof want_name, "%s", r.comm_name);
+  char *text = render(m, false, false);
+  nt_model_free(m);
+  CHECK(text);
+  /* Every line is a comment or one of our families: nothing injected. */
+  int samples = 0;
+  bool ok = true;
+  for (char *line = text; ok && *line;) {
+    char *eol = strchr(line, '\n');
+    ok = eol && (line[0] == '#' || !strncmp(line, "nccltop_", 8));
+    if (ok && line[0] != '#' && strstr(line, "comm_name=\"") && strstr(line, "host=\"")) {
+      char host[512], name[512];
+      const char *h = unescape(strstr(line, "host=\"") + 6, host, sizeof host);
+      const char *c = unescape(strstr(line, "comm_name=\"") + 11, name, sizeof name);
+      ok = h && c && !strcmp(host, want_host) && !strcmp(name, want_name);
+      if (!ok) fprintf(stderr, "    line: %.*s\n", (int)(eol - line), line);
+      samples++;
+    }
+    line = eol ? eol + 1 : line + strlen(line);
+  }
+  bool clean = promtool_ok(text);
+  free(text);
+  CHECK(ok);
+  CHECK(samples > 10);
+  CHECK(strchr(want_name, '"') && strchr(want_host, '"')); /* the quotes did arrive */
+  CHECK(clean);
+}
+
+static void exposition_of_a_model_passes_promtool(void) {
+  if (!have_promtool()) {
+    fprintf(stderr, "    promtool is not installed (Debian package prometheus)\n");
+    CHECK(!"promtool missing: run scripts/install-deps.sh");
+  }
+  nt_model *m = filled_model("dp");
+  CHECK(m);
+  char *plain = render(m, false, false), *channels = render(m, true, true);
+  nt_model_free(m);
+  char out[4096];
+  int rc = plain ? promtool_check(plain, out, sizeof out) : -1;
+  if (rc) fprintf(stderr, "    promtool (%d): %s\n", rc, out);
+  bool per = channels && promtool_ok(channels);
+  /* Per rank, summed over the two send channels; per channel apart. */
+  const char *const send_gpu[] = {"rank=\"1\"", "wait=\"send_gpu_wait\"", NULL};
+  const char *const ch2[] = {"channel=\"2\"", "wait=\"send_gpu_wait\"", NULL};
+  double sum = plain ? prom_value(plain, "nccltop_channel_wait_seconds_total", send_gpu) : 0;
+  double one = channels ? prom_value(channels, "nccltop_channel_wait_seconds_total", ch2) : 0;
+  const char *const idle[] = {"tid=\"77\"", "state=\"active\"", NULL};
+  double active = plain ? prom_value(plain, "nccltop_proxy_state_seconds_total", idle) : 0;
+  free(plain);
+  free(channels);
+  CHECK_EQ_U64(rc, 0);
+  CHECK(per);
+  CHECK(sum == (3000.0 + 15000.0) / 1e9);
+  CHECK(one == 15000.0 / 1e9);
+  CHECK(active == 6000.0 / 1e9);
+}
+
+/* ---- a live job ---- */
+
+/* A deterministic 4-rank job that stays up (linger) in dir (24 bytes). */
+static pid_t det_job(nt_sim_config *c, char *dir) {
+  snprintf(dir, 24, "/tmp/nccltop-exp-XXXXXX");
+  if (!mkdtemp(dir)) return -1;
+  base_config(c, dir);
+  c->ranks = 4;
+  c->channels = 2;
+  c->deterministic = true;
+  c->linger_s = 60;
+  pid_t pid = nt_sim_spawn(c);
+  if (pid > 0 && !wait_endpoints(dir, c->ranks, 30)) stop_group(&pid);
+  return pid;
+}
+
+static http_reply scrape(int port) {
+  http_reply r;
+  if (!http_request(port, "GET", "/metrics", NULL, 10, &r)) r.status = -1;
+  return r;
+}
+
+/* Scrapes until rank 0's send steps reach the schedule's total. */
+static http_reply scrape_done(const nt_sim_config *c, int port) {
+  uint64_t want = 0;
+  for (int ch = 0; ch < c->channels; ch++) {
+    nt_sim_channel_expect x;
+    nt_sim_expect_channel(c, 0, 0, ch, NT_DIR_SEND, &x);
+    want += x.steps;
+  }
+  const char *const must[] = {"rank=\"0\"", "dir=\"send\"", NULL};
+  http_reply r = {0};
+  for (double end = now_s() + 30; now_s() < end; nap_ms(200)) {
+    http_free(&r);
+    r = scrape(port);
+    if (r.status == 200 && prom_value(r.body, "nccltop_channel_steps_total", must) == (double)want)
+      break;
+  }
+  return r;
+}
+
+/* `nccltop -b --json` on dir: its third frame. */
+static cJSON *json_frame(const char *dir) {
+  char cmd[PATH_MAX * 2];
+  snprintf(cmd, sizeof cmd, "'%s' -b --json -n 3 -d 300 --dir '%s'", nccltop, dir);
+  FILE *p = popen(cmd, "r");
+  if (!p) return NULL;
+  static char line[1 << 22];
+  cJSON *last = NULL;
+  while (fgets(line, sizeof line, p)) {
+    cJSON_Delete(last);
+    last = cJSON_Parse(line);
+  }
+  pclose(p);
+  return last;
+}
+
+static void numbers_equal_the_schedule_and_the_json_frame(void) {
+  nt_sim_config c;
+  char dir[24];
+  pid_t sim = det_job(&c, dir);
+  exporter e = {.pid = -1};
+  bool started = sim > 0 && exporter_start(&e, dir, "200ms", NULL);
+  http_reply r = started ? scrape_done(&c, e.port) : (http_reply){0};
+  cJSON *f = started ? json_frame(dir) : NULL;
+  exporter_stop(&e);
+  stop_group(&sim);
+  remove_dir(dir);
+  CHECK(started);
+  CHECK(r.status == 200);
+  CHECK(f);
+  bool promtool_clean = promtool_ok(r.body);
+  /* Channel waits: the schedule's nanoseconds, per rank and wait state. */
+  int checked = 0;
+  char hex[17];
+  for (int rank = 0; rank < c.ranks; rank++) {
+    for (int dir_i = 0; dir_i < 2; dir_i++) {
+      for (int k = 0; k < 3; k++) {
+        uint64_t ns = 0;
+        for (int ch = 0; ch < c.channels; ch++) {
+          nt_sim_channel_expect x;
+          nt_sim_expect_channel(&c, rank, 0, ch, dir_i, &x);
+          ns += x.wait_ns[k];
+        }
+        char rl[32], wl[64];
+        snprintf(rl, sizeof rl, "rank=\"%d\"", rank);
+        snprintf(wl, sizeof wl, "wait=\"%s\"", nt_wait_name(nt_dir_wait(dir_i, k)));
+        const char *const must[] = {rl, wl, NULL};
+        double got = prom_value(r.body, "nccltop_channel_wait_seconds_total", must);
+        if (!close_to(got, (double)ns / 1e9)) {
+          fprintf(stderr, "    rank %d %s: %.9f s, the schedule says %.9f\n", rank, wl, got,
+                  (double)ns / 1e9);
+          http_free(&r);
+          cJSON_Delete(f);
+          CHECK(!"wait time");
+        }
+        checked++;
+      }
+    }
+  }
+  /* Proxy thread time per state: the schedule's nanoseconds. */
+  for (int rank = 0; rank < c.ranks; rank++) {
+    nt_sim_proxy_expect px;
+    nt_sim_expect_proxy(&c, rank, 0, &px);
+    for (int k = 0; k < NT_PROXY_NSTATES; k++) {
+      char rl[32], sl[32];
+      snprintf(rl, sizeof rl, "rank=\"%d\"", rank);
+      snprintf(sl, sizeof sl, "state=\"%s\"", nt_proxy_state_name(k));
+      const char *const must[] = {rl, sl, NULL};
+      double got = prom_value(r.body, "nccltop_proxy_state_seconds_total", must);
+      if (!close_to(got, (double)px.state_ns[k] / 1e9)) {
+        fprintf(stderr, "    rank %d %s: %.9f s, the schedule says %.9f\n", rank, sl, got,
+                (double)px.state_ns[k] / 1e9);
+        http_free(&r);
+        cJSON_Delete(f);
+        CHECK(!"proxy state time");
+      }
+      checked++;
+    }
+  }
+  /* Bus bandwidth and durations: what the JSON frame's collectives say. */
+  const cJSON *x;
+  int rows = 0, bad = 0;
+  cJSON_ArrayForEach(x, get(f, "collectives")) {
+    if (strcmp(str(x, "kind"), "coll") || !cJSON_IsNumber(get(x, "busbw_gbs"))) continue;
+    char cl[64], al[64], hl[64];
+    snprintf(cl, sizeof cl, "collective=\"%s\"", str(x, "func"));
+    snprintf(al, sizeof al, "algo_proto=\"%s_%s\"", str(x, "algo"), str(x, "proto"));
+    /* message_size is the Inspector's; the bucket's own size label is
+     * on nccltop_operations_total: match through the bucket's bytes. */
+    char sz[32];
+    double lo = ldexp(1.0, (int)num(x, "bucket"));
+    int u = 0;
+    static const char *const units[] = {"B", "KB", "MB", "GB", "TB"};
+    while (lo >= 1024 && u < 4) lo /= 1024, u++;
+    snprintf(sz, sizeof sz, "message_size=\"%.0f-%.0f%s\"", floor(lo), floor(lo) + 1, units[u]);
+    snprintf(hl, sizeof hl, "comm_hash=\"%s\"", str(x, "comm"));
+    const char *const must[] = {cl, al, sz, hl, NULL};
+    double bw = prom_value(r.body, "nccl_bus_bandwidth_gbs", must);
+    double us = prom_value(r.body, "nccl_collective_exec_time_microseconds", must);
+    if (!close_to(bw, num(x, "busbw_gbs")) || !close_to(us, num(x, "avg_us"))) {
+      fprintf(stderr, "    %s %s %s: %g GB/s %g us, JSON %g GB/s %g us\n", cl, al, sz, bw, us,
+              num(x, "busbw_gbs"), num(x, "avg_us"));
+      bad++;
+    }
+    rows++;
+  }
+  (void)hex;
+  http_free(&r);
+  cJSON_Delete(f);
+  CHECK_EQ_U64(checked, 4 * 2 * 3 + 4 * NT_PROXY_NSTATES);
+  CHECK(rows > 0);
+  CHECK_EQ_U64(bad, 0);
+  CHECK(promtool_clean);
+}
+
+typedef struct {
+  int port;
+  int status;
+  size_t len;
+  bool complete;
+  int scrapes;
+} scrape_job;
+
+/* Scrapes in a row for 1.5 s; the first failure is kept. */
+static void *scrape_thread(void *arg) {
+  scrape_job *j = arg;
+  j->complete = true;
+  for (double end = now_s() + 1.5; now_s() < end && j->complete; j->scrapes++) {
+    http_reply r = scrape(j->port);
+    j->status = r.status;
+    j->len = r.body_len;
+    j->complete = r.status == 200 && strstr(r.body, "\nnccltop_exporter_render_seconds ");
+    http_free(&r);
+  }
+  return NULL;
+}
+
+static double renders(int port) {
+  http_reply r = scrape(port);
+  double v = r.status == 200 ? prom_value(r.body, "nccltop_exporter_renders_total", NULL) : NAN;
+  http_free(&r);
+  return v;
+}
+
+static void http_paths_methods_and_concurrent_scrapes(void) {
+  nt_sim_config c;
+  char dir[24];
+  pid_t sim = det_job(&c, dir);
+  exporter e = {.pid = -1};
+  bool started = sim > 0 && exporter_start(&e, dir, "100ms", NULL);
+  http_reply g = {0}, h = {0}, post = {0}, nf = {0}, q = {0};
+  enum { N = 16 };
+  scrape_job jobs[N];
+  pthread_t t[N];
+  int made = 0;
+  double r0 = NAN, r1 = NAN, t0 = 0, t1 = 0;
+  if (started) {
+    g = scrape_done(&c, e.port);
+    http_request(e.port, "HEAD", "/metrics", NULL, 10, &h);
+    http_request(e.port, "POST", "/metrics", "x=1", 10, &post);
+    http_request(e.port, "GET", "/nope", NULL, 10, &nf);
+    http_request(e.port, "GET", "/metrics?x=1", NULL, 10, &q);
+    r0 = renders(e.port);
+    t0 = now_s();
+    for (; made < N; made++) {
+      jobs[made] = (scrape_job){.port = e.port};
+      if (pthread_create(&t[made], NULL, scrape_thread, &jobs[made]) != 0) break;
+    }
+    for (int i = 0; i < made; i++) pthread_join(t[i], NULL);
+    t1 = now_s();
+    r1 = renders(e.port);
+  }
+  exporter_stop(&e);
+  stop_group(&sim);
+  remove_dir(dir);
+  char ct[128] = "", hlen[32] = "", allow[64] = "";
+  http_header(&g, "Content-Type", ct, sizeof ct);
+  http_header(&h, "Content-Length", hlen, sizeof hlen);
+  http_header(&post, "Allow", allow, sizeof allow);
+  int good = 0, total = 0;
+  for (int i = 0; i < made; i++) {
+    good += jobs[i].status == 200 && jobs[i].complete && jobs[i].len > 1000;
+    total += jobs[i].scrapes;
+  }
+  bool head_ok = h.status == 200 && h.body_len == 0 && atol(hlen) > 1000;
+  int gs = g.status, ps = post.status, ns = nf.status, qs = q.status;
+  http_free(&g);
+  http_free(&h);
+  http_free(&post);
+  http_free(&nf);
+  http_free(&q);
+  CHECK(started);
+  CHECK_EQ_U64(gs, 200);
+  CHECK_STR(ct, "text/plain; version=0.0.4; charset=utf-8");
+  CHECK(head_ok);
+  CHECK_EQ_U64(ps, 405);
+  CHECK_STR(allow, "GET, HEAD");
+  CHECK_EQ_U64(ns, 404);
+  CHECK_EQ_U64(qs, 200);
+  CHECK_EQ_U64(made, N);
+  CHECK_EQ_U64(good, N);
+  /* Renders went on at their pace (every 100 ms) while 16 clients scraped
+   * without a pause: at least half of them (a loaded machine). */
+  fprintf(stderr, "    %d scrapes by %d clients in %.2f s; %.0f renders meanwhile\n", total, N,
+          t1 - t0, r1 - r0);
+  CHECK(total >= 2 * N);
+  CHECK(r1 - r0 >= (t1 - t0) / 0.1 / 2);
+}
+
+/* The textfile (--per-channel) is replaced every 50 ms while it is read:
+ * every read is a whole exposition that promtool accepts, and no temporary
+ * file is left behind. */
+static void textfile_is_written_atomically(void) {
+  nt_sim_config c;
+  char dir[24], out[64];
+  pid_t sim = det_job(&c, dir);
+  snprintf(out, sizeof out, "/tmp/nccltop-tf-XXXXXX");
+  bool made = mkdtemp(out) != NULL;
+  const char *const extra[] = {"--textfile", out, "--per-channel", NULL};
+  exporter e = {.pid = -1};
+  bool started = made && sim > 0 && exporter_start(&e, dir, "50ms", extra);
+  char path[128];
+  snprintf(path, sizeof path, "%s/nccltop.prom", out);
+  int reads = 0, whole = 0;
+  static char buf[1 << 20];
+  for (double end = now_s() + 3; started && now_s() < end; nap_ms(5)) {
+    FILE *f = fopen(path, "r");
+    if (!f) continue;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    reads++;
+    const char *last = strstr(buf, "\nnccltop_exporter_render_seconds ");
+    whole += !strncmp(buf, "# HELP ", 7) && last && buf[n - 1] == '\n' && !strchr(last + 1, '#');
+  }
+  exporter_stop(&e);
+  stop_group(&sim);
+  remove_dir(dir);
+  /* The last file read, of a running job with per-channel series. */
+  const char *const ch[] = {"channel=\"1\"", "peer=\"2\"", "rank=\"3\"", NULL};
+  bool per_channel = prom_value(buf, "nccltop_channel_steps_total", ch) > 0;
+  bool clean = reads && promtool_ok(buf);
+  int left = 0;
+  DIR *d = made ? opendir(out) : NULL;
+  for (struct dirent *x; d && (x = readdir(d));) left += !strncmp(x->d_name, ".nccltop.prom.", 14);
+  if (d) closedir(d);
+  struct stat st;
+  bool readable = stat(path, &st) == 0 && (st.st_mode & 0444) == 0444;
+  if (made) remove_dir(out);
+  CHECK(started);
+  CHECK(reads >= 50);
+  CHECK_EQ_U64(whole, reads);
+  CHECK_EQ_U64(left, 0);
+  CHECK(readable);
+  CHECK(per_channel);
+  CHECK(clean);
+}
+
+static int run_status(const char *const *args) {
+  char cmd[1024];
+  int n = snprintf(cmd, sizeof cmd, "'%s' exporter", nccltop);
+  for (int i = 0; args[i]; i++) n += snprintf(cmd + n, sizeof cmd - (size_t)n, " %s", args[i]);
+  snprintf(cmd + n, sizeof cmd - (size_t)n, " >/dev/null 2>&1");
+  int st = system(cmd);
+  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static void bad_options_are_refused(void) {
+  CHECK_EQ_U64(run_status((const char *const[]){"--listen", "nonsense", NULL}), 2);
+  CHECK_EQ_U64(run_status((const char *const[]){"--listen", "127.0.0.1:99999", NULL}), 2);
+  CHECK_EQ_U64(run_status((const char *const[]){"--textfile", "/nonexistent/x", NULL}), 2);
+  CHECK_EQ_U64(run_status((const char *const[]){"--bogus", NULL}), 2);
+  CHECK_EQ_U64(run_status((const char *const[]){"-d", "1ms", NULL}), 2);
+  CHECK_EQ_U64(run_status((const char *const[]){"--help", NULL}), 0);
+}
+
+int main(void) {
+  scenario_init();
+  signal(SIGPIPE, SIG_IGN);
+  TEST_RUN(label_values_are_escaped);
+  TEST_RUN(hostile_publisher_strings_stay_in_their_labels);
+  TEST_RUN(exposition_of_a_model_passes_promtool);
+  TEST_RUN(numbers_equal_the_schedule_and_the_json_frame);
+  TEST_RUN(http_paths_methods_and_concurrent_scrapes);
+  TEST_RUN(textfile_is_written_atomically);
+  TEST_RUN(bad_options_are_refused);
+  return TEST_DONE();
+}

@@ -1,0 +1,423 @@
+/* `nccltop exporter`: Prometheus metrics of the NCCL jobs the monitor would
+ * show, over HTTP (libmicrohttpd) on --listen ADDR:PORT, path /metrics,
+ * and/or as a node_exporter textfile (--textfile DIR).
+ *
+ * Threads. The main thread owns the source and the model: it polls the
+ * source (nt_source_poll) and, once per interval (-d, default 1s), ticks
+ * the model, renders the whole exposition into a new buffer
+ * (nt_exporter_render, which also runs the diagnosis) and publishes it: the
+ * pointer swap is the only thing done under `lock`. libmicrohttpd's
+ * threads (a small pool) never touch the model: a request takes a reference
+ * on the latest buffer under the same lock (a counter increment), and the
+ * response sends it without copying; the last reference frees it. So a
+ * scrape never holds up a model update by more than a pointer swap, any
+ * number of scrapes run at once, and all of them see a complete exposition.
+ *
+ * HTTP: GET and HEAD of /metrics (a query string is ignored) answer 200
+ * with text/plain; version=0.0.4; another path is a 404; another method a
+ * 405 with Allow: GET, HEAD. Connections are bounded in number and time.
+ *
+ * Textfile: written to DIR/.nccltop.prom.XXXXXX (node_exporter reads only
+ * *.prom) and renamed to DIR/nccltop.prom after each render, so the
+ * collector never reads half a file.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <microhttpd.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "exporter.h"
+#include "viewer.h"
+
+#define HTTP_THREADS     4
+#define HTTP_CONNECTIONS 64
+#define HTTP_TIMEOUT_S   10
+#define CONTENT_TYPE     "text/plain; version=0.0.4; charset=utf-8"
+
+/* One rendered exposition, shared by the responses that send it. */
+typedef struct {
+  atomic_int refs;
+  size_t len;
+  char text[];
+} expo;
+
+static void expo_unref(void *p) {
+  expo *e = p;
+  if (e && atomic_fetch_sub(&e->refs, 1) == 1) free(e);
+}
+
+typedef struct {
+  pthread_mutex_t lock;
+  expo *latest; /* NULL before the first render */
+} shelf;
+
+static expo *shelf_take(shelf *s) {
+  pthread_mutex_lock(&s->lock);
+  expo *e = s->latest;
+  if (e) atomic_fetch_add(&e->refs, 1);
+  pthread_mutex_unlock(&s->lock);
+  return e;
+}
+
+static void shelf_put(shelf *s, expo *e) {
+  pthread_mutex_lock(&s->lock);
+  expo *old = s->latest;
+  s->latest = e;
+  pthread_mutex_unlock(&s->lock);
+  expo_unref(old);
+}
+
+static enum MHD_Result answer(struct MHD_Connection *c, unsigned status, const char *body,
+                              const char *allow) {
+  struct MHD_Response *r =
+      MHD_create_response_from_buffer(strlen(body), (void *)body, MHD_RESPMEM_PERSISTENT);
+  if (!r) return MHD_NO;
+  enum MHD_Result rc =
+      MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "text/plain; charset=utf-8");
+  if (rc == MHD_YES && allow) rc = MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, allow);
+  if (rc == MHD_YES) rc = MHD_queue_response(c, status, r);
+  MHD_destroy_response(r);
+  return rc;
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
+                                  const char *method, const char *version, const char *upload,
+                                  size_t *upload_size, void **req) {
+  (void)version;
+  (void)upload;
+  shelf *s = cls;
+  if (!*req) { /* first call: headers only; answer once the body (if any) is in */
+    *req = (void *)1;
+    return MHD_YES;
+  }
+  if (*upload_size) { /* a body we do not want: drop it */
+    *upload_size = 0;
+    return MHD_YES;
+  }
+  if (strcmp(url, "/metrics") != 0) return answer(c, MHD_HTTP_NOT_FOUND, "not found\n", NULL);
+  bool head = !strcmp(method, MHD_HTTP_METHOD_HEAD);
+  if (!head && strcmp(method, MHD_HTTP_METHOD_GET) != 0)
+    return answer(c, MHD_HTTP_METHOD_NOT_ALLOWED, "only GET and HEAD\n", "GET, HEAD");
+  expo *e = shelf_take(s);
+  if (!e) return answer(c, MHD_HTTP_SERVICE_UNAVAILABLE, "no metrics yet\n", NULL);
+  struct MHD_Response *r =
+      MHD_create_response_from_buffer_with_free_callback_cls(e->len, e->text, expo_unref, e);
+  if (!r) {
+    expo_unref(e);
+    return MHD_NO;
+  }
+  enum MHD_Result rc = MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, CONTENT_TYPE);
+  if (rc == MHD_YES) rc = MHD_queue_response(c, MHD_HTTP_OK, r);
+  MHD_destroy_response(r);
+  return rc;
+}
+
+/* ---- options ---- */
+
+typedef struct {
+  nt_options view;      /* --dir, --connect, -d, --stall-ms, --max-memory */
+  const char *listen;   /* ADDR:PORT, NULL: the default (or none with --textfile) */
+  const char *textfile; /* DIR */
+  bool per_channel, inspector;
+  int iterations; /* -n: renders, then exit (tests); 0 forever */
+} ex_options;
+
+static void usage(FILE *f) {
+  fprintf(f,
+          "usage: nccltop exporter [options]   Prometheus metrics of this node's NCCL jobs\n"
+          "\n"
+          "  --listen ADDR:PORT  serve http://ADDR:PORT/metrics (default %s;\n"
+          "                      0.0.0.0:PORT for every interface, [::1]:PORT for IPv6)\n"
+          "  --textfile DIR      also write DIR/nccltop.prom (atomically) for node_exporter's\n"
+          "                      textfile collector; alone, no HTTP server unless --listen\n"
+          "  --per-channel       channel families per channel and peer (default: per rank\n"
+          "                      and direction, to bound the number of series)\n"
+          "  --no-inspector      leave out the NCCL Inspector's nccl_* families\n"
+          "  -d, --delay TIME    render interval, 50ms..60s (default 1s)\n"
+          "  -n N                render N times, then exit\n"
+          "  --stall-ms MS, --dir DIR, --connect EP, --max-memory MIB   as the monitor's\n"
+          "  -h, --help          this text\n",
+          NT_EXPORTER_DEFAULT_LISTEN);
+}
+
+enum {
+  X_LISTEN = 256,
+  X_TEXTFILE,
+  X_PER_CHANNEL,
+  X_NO_INSPECTOR,
+  X_STALL,
+  X_DIR,
+  X_CONNECT,
+  X_MEM
+};
+
+static int parse_args(ex_options *o, int argc, char **argv) {
+  static const struct option longs[] = {
+      {"listen", required_argument, NULL, X_LISTEN},
+      {"textfile", required_argument, NULL, X_TEXTFILE},
+      {"per-channel", no_argument, NULL, X_PER_CHANNEL},
+      {"no-inspector", no_argument, NULL, X_NO_INSPECTOR},
+      {"delay", required_argument, NULL, 'd'},
+      {"stall-ms", required_argument, NULL, X_STALL},
+      {"dir", required_argument, NULL, X_DIR},
+      {"connect", required_argument, NULL, X_CONNECT},
+      {"max-memory", required_argument, NULL, X_MEM},
+      {"help", no_argument, NULL, 'h'},
+      {NULL, 0, NULL, 0},
+  };
+  /* Values go through the viewer's own parser (same ranges, same
+   * messages): each option is handed to nt_options_parse alone. */
+  optind = 0;
+  opterr = 0;
+  int ch;
+  char *one[4];
+  while ((ch = getopt_long(argc, argv, ":d:n:h", longs, NULL)) != -1) {
+    switch (ch) {
+    case X_LISTEN: o->listen = optarg; break;
+    case X_TEXTFILE: o->textfile = optarg; break;
+    case X_PER_CHANNEL: o->per_channel = true; break;
+    case X_NO_INSPECTOR: o->inspector = false; break;
+    case 'h': usage(stdout); return 1;
+    case 'n': {
+      char *end;
+      long v = strtol(optarg, &end, 10);
+      if (*end || end == optarg || v < 1 || v > 1000000000) {
+        fprintf(stderr, "nccltop exporter: -n must be a whole number from 1, not '%s'\n", optarg);
+        return 2;
+      }
+      o->iterations = (int)v;
+      break;
+    }
+    case 'd':
+    case X_STALL:
+    case X_DIR:
+    case X_CONNECT:
+    case X_MEM: {
+      int save = optind;
+      one[0] = (char *)"nccltop";
+      one[1] = (char *)(ch == 'd'       ? "--delay"
+                        : ch == X_STALL ? "--stall-ms"
+                        : ch == X_DIR   ? "--dir"
+                        : ch == X_MEM   ? "--max-memory"
+                                        : "--connect");
+      one[2] = optarg;
+      one[3] = NULL;
+      if (ch == X_CONNECT && o->view.nconnect >= 8) {
+        fprintf(stderr, "nccltop exporter: at most 8 --connect endpoints\n");
+        return 2;
+      }
+      int rc = nt_options_parse(&o->view, 3, one);
+      optind = save; /* nt_options_parse started getopt over: resume ours */
+      if (rc) return 2;
+      break;
+    }
+    case ':':
+      fprintf(stderr, "nccltop exporter: option '%s' needs a value; try 'nccltop exporter -h'\n",
+              argv[optind - 1]);
+      return 2;
+    default:
+      fprintf(stderr, "nccltop exporter: unknown option '%s'; try 'nccltop exporter -h'\n",
+              argv[optind - 1]);
+      return 2;
+    }
+  }
+  if (optind < argc) {
+    fprintf(stderr, "nccltop exporter: unexpected argument '%s'\n", argv[optind]);
+    return 2;
+  }
+  return 0;
+}
+
+/* "ADDR:PORT", "[v6]:PORT" or ":PORT" (every interface) into sa. */
+static int parse_listen(const char *s, struct sockaddr_storage *sa, socklen_t *len) {
+  char host[64];
+  const char *colon = strrchr(s, ':');
+  if (!colon || (size_t)(colon - s) >= sizeof host) return -1;
+  char *end;
+  long port = strtol(colon + 1, &end, 10);
+  if (*end || end == colon + 1 || port < 0 || port > 65535) return -1;
+  memcpy(host, s, (size_t)(colon - s));
+  host[colon - s] = '\0';
+  memset(sa, 0, sizeof *sa);
+  size_t hl = strlen(host);
+  if (hl >= 2 && host[0] == '[' && host[hl - 1] == ']') {
+    host[hl - 1] = '\0';
+    struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)sa;
+    a6->sin6_family = AF_INET6;
+    a6->sin6_port = htons((uint16_t)port);
+    if (inet_pton(AF_INET6, host + 1, &a6->sin6_addr) != 1) return -1;
+    *len = sizeof *a6;
+    return 0;
+  }
+  struct sockaddr_in *a4 = (struct sockaddr_in *)sa;
+  a4->sin_family = AF_INET;
+  a4->sin_port = htons((uint16_t)port);
+  if (!host[0])
+    a4->sin_addr.s_addr = htonl(INADDR_ANY);
+  else if (inet_pton(AF_INET, host, &a4->sin_addr) != 1)
+    return -1;
+  *len = sizeof *a4;
+  return 0;
+}
+
+/* ---- the loop ---- */
+
+static int write_textfile(const char *dir, const expo *e) {
+  char tmp[4096], dst[4096];
+  if (snprintf(tmp, sizeof tmp, "%s/.nccltop.prom.XXXXXX", dir) >= (int)sizeof tmp ||
+      snprintf(dst, sizeof dst, "%s/nccltop.prom", dir) >= (int)sizeof dst)
+    return -1;
+  int fd = mkstemp(tmp);
+  if (fd < 0) return -1;
+  size_t off = 0;
+  while (off < e->len) {
+    ssize_t w = write(fd, e->text + off, e->len - off);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) break;
+    off += (size_t)w;
+  }
+  /* node_exporter runs as another user: the file is world-readable. */
+  bool ok = off == e->len && fchmod(fd, 0644) == 0;
+  ok = close(fd) == 0 && ok;
+  if (!ok || rename(tmp, dst) != 0) {
+    unlink(tmp);
+    return -1;
+  }
+  return 0;
+}
+
+static expo *render(nt_model *m, nt_exporter_opts *xo, double now) {
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&buf, &len);
+  if (!f) return NULL;
+  double t0 = nt_now_s();
+  int rc = nt_exporter_render(f, m, xo, now);
+  rc = fclose(f) != 0 ? -1 : rc;
+  expo *e = rc == 0 ? malloc(sizeof *e + len + 1) : NULL;
+  if (e) {
+    atomic_init(&e->refs, 1);
+    e->len = len;
+    memcpy(e->text, buf, len + 1);
+  }
+  free(buf);
+  xo->renders++;
+  xo->render_seconds = nt_now_s() - t0;
+  return e;
+}
+
+static void on_signal(int sig) {
+  nt_request_quit(sig);
+}
+
+int nt_exporter_main(int argc, char **argv) {
+  ex_options o;
+  memset(&o, 0, sizeof o);
+  nt_options_defaults(&o.view);
+  o.view.delay_ms = 1000;
+  o.inspector = true;
+  int prc = parse_args(&o, argc, argv);
+  if (prc) return prc == 1 ? 0 : 2;
+  const char *listen = o.listen ? o.listen : o.textfile ? NULL : NT_EXPORTER_DEFAULT_LISTEN;
+  struct sockaddr_storage sa;
+  socklen_t salen = 0;
+  if (listen && parse_listen(listen, &sa, &salen) != 0) {
+    fprintf(stderr, "nccltop exporter: --listen wants ADDR:PORT (127.0.0.1:%d), not '%s'\n",
+            NT_EXPORTER_DEFAULT_PORT, listen);
+    return 2;
+  }
+  struct stat st;
+  if (o.textfile && (stat(o.textfile, &st) != 0 || !S_ISDIR(st.st_mode))) {
+    fprintf(stderr, "nccltop exporter: --textfile %s is not a directory\n", o.textfile);
+    return 2;
+  }
+  char err[256];
+  if (nt_source_check(&o.view, err, sizeof err) != 0) {
+    fprintf(stderr, "nccltop exporter: %s\n", err);
+    return 2;
+  }
+  struct sigaction sig;
+  memset(&sig, 0, sizeof sig);
+  sig.sa_handler = on_signal;
+  sigemptyset(&sig.sa_mask);
+  sigaction(SIGINT, &sig, NULL);
+  sigaction(SIGTERM, &sig, NULL);
+  signal(SIGPIPE, SIG_IGN);
+
+  shelf sh = {.latest = NULL};
+  if (pthread_mutex_init(&sh.lock, NULL) != 0) return 1;
+  struct MHD_Daemon *d = NULL;
+  if (listen) {
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG |
+                     (sa.ss_family == AF_INET6 ? MHD_USE_IPv6 : 0);
+    d = MHD_start_daemon(flags, 0, NULL, NULL, on_request, &sh, MHD_OPTION_SOCK_ADDR,
+                         (struct sockaddr *)&sa, MHD_OPTION_THREAD_POOL_SIZE,
+                         (unsigned)HTTP_THREADS, MHD_OPTION_CONNECTION_LIMIT,
+                         (unsigned)HTTP_CONNECTIONS, MHD_OPTION_CONNECTION_TIMEOUT,
+                         (unsigned)HTTP_TIMEOUT_S, MHD_OPTION_END);
+    if (!d) {
+      fprintf(stderr, "nccltop exporter: cannot listen on %s: %s\n", listen, strerror(errno));
+      pthread_mutex_destroy(&sh.lock);
+      return 1;
+    }
+    const union MHD_DaemonInfo *info = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
+    char addr[64];
+    snprintf(addr, sizeof addr, "%.*s", (int)(strrchr(listen, ':') - listen), listen);
+    printf("nccltop exporter: http://%s:%u/metrics\n", addr[0] ? addr : "0.0.0.0",
+           info ? info->port : 0);
+  }
+  if (o.textfile) printf("nccltop exporter: writing %s/nccltop.prom\n", o.textfile);
+  fflush(stdout);
+
+  int rc = 1;
+  nt_model *m = nt_model_new();
+  if (m && o.view.max_memory_mib) nt_model_set_budget(m, (size_t)o.view.max_memory_mib << 20);
+  nt_source *src = m ? nt_source_open(&o.view, err, sizeof err) : NULL;
+  if (!src) {
+    fprintf(stderr, "nccltop exporter: %s\n", m ? err : "out of memory");
+  } else {
+    nt_exporter_opts xo = {
+        .stall_ms = o.view.stall_ms, .per_channel = o.per_channel, .inspector = o.inspector};
+    double delay = o.view.delay_ms / 1000.0, next = nt_now_s();
+    bool said = false;
+    rc = 0;
+    for (int n = 0; !nt_quit_requested() && (!o.iterations || n < o.iterations);) {
+      double now = nt_now_s();
+      if (now >= next) {
+        nt_model_tick(m, now);
+        expo *e = render(m, &xo, now);
+        if (e) {
+          if (o.textfile && write_textfile(o.textfile, e) != 0 && !said) {
+            fprintf(stderr, "nccltop exporter: cannot write %s/nccltop.prom: %s\n", o.textfile,
+                    strerror(errno));
+            said = true; /* once: it keeps trying */
+          }
+          shelf_put(&sh, e);
+        }
+        n++;
+        next += delay;
+        if (next < now) next = now + delay;
+        nt_source_poll(src, m, 0);
+        continue;
+      }
+      int wait_ms = (int)((next - now) * 1000) + 1;
+      nt_source_poll(src, m, wait_ms < 100 ? wait_ms : 100);
+    }
+  }
+  if (d) MHD_stop_daemon(d); /* waits for its threads: no response is left */
+  shelf_put(&sh, NULL);
+  pthread_mutex_destroy(&sh.lock);
+  if (src) nt_source_close(src);
+  nt_model_free(m);
+  return rc;
+}

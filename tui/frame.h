@@ -1,0 +1,209 @@
+/* One frame of the job: every number the screen, the text batch output and
+ * the JSON frame show, derived once per tick from the model.
+ *
+ * The model holds raw snapshots; nt_frame_build turns them into rows with
+ * their rates, states and validity (per process, rank, proxy thread,
+ * channel, kernel channel, communicator), runs the diagnosis (alerts, which
+ * track lateness, so exactly one build per tick calls it), and takes the
+ * operation statistics, the environment table and the run comparison. The
+ * outputs only format what is here, so the screen and the JSON cannot
+ * disagree, and a new metric is added in one place.
+ *
+ * A frame owns copies of everything it shows (strings included): it stays
+ * valid after the model changes or drops a process, so a paused screen
+ * keeps its frame as long as it likes. Its arrays grow once and are reused
+ * by the next build. */
+#ifndef NCCLTOP_FRAME_H
+#define NCCLTOP_FRAME_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "model.h"
+
+#define NT_FRAME_ERRORS     8     /* newest model errors kept */
+#define NT_FRAME_MAX_RANKS  65536 /* ranks (process, communicator) */
+#define NT_FRAME_MAX_ALERTS 256   /* alerts kept, most important first */
+#define NT_FRAME_MAX_STATS  4096  /* operation statistics rows */
+#define NT_FRAME_MAX_RECENT 256   /* recent and in-flight operations */
+#define NT_FRAME_MAX_ENV    (2 * NT_MAX_ENV)
+#define NT_FRAME_NAME       (NT_MAX_NAME + 1)
+#define NT_FRAME_PHASE      (4 * NT_MAX_PHASE + 1)
+
+/* What a build takes: the stall threshold, and the parts only some outputs
+ * need. */
+typedef struct {
+  uint32_t stall_ms;
+  bool process_env;         /* copy every process's variables (the JSON frame) */
+  uint32_t recent_per_rank; /* done operations per rank in the recent list (0: 8) */
+  double start_s;           /* the viewer's start (frame time 0); 0: the first build */
+} nt_frame_opts;
+
+typedef struct {
+  char name[NT_MAX_ENV_NAME + 1];
+  char value[NT_MAX_ENV_VALUE + 1];
+} nt_frame_var;
+
+/* A publishing process with a snapshot. */
+typedef struct {
+  char host[NT_MAX_HOST + 1];
+  uint32_t pid;
+  bool stale, ended;
+  char nccl_version[32], plugin_version[32]; /* "" before its hello */
+  nt_process_counters counters;
+  uint64_t seq, lost_messages, restarts;
+  uint32_t ncomms;
+  char phase[NT_FRAME_PHASE]; /* its phase now, "" none */
+  uint32_t proxy0, nproxy;    /* its proxy threads of no communicator, in proxy[] */
+  uint32_t var0, nvars;       /* its variables in vars[] (opts.process_env) */
+} nt_frame_proc;
+
+/* A rank: a (process, communicator) pair, the unit the views list. Its rows
+ * are ranges of the frame's arrays. */
+typedef struct {
+  uint32_t proc; /* index into procs[] */
+  uint64_t comm_hash;
+  char comm_name[NT_FRAME_NAME]; /* "" unknown */
+  int32_t rank, nranks, nnodes;
+  nt_comm_row comm;  /* enqueued counts and API counters */
+  uint32_t stalled;  /* channel rows stalled */
+  uint64_t launched; /* operations launched (over its functions) */
+  double done_per_s; /* operations done per second, the publisher's last interval */
+  int channels;      /* highest channel id + 1 of its own rows */
+  uint32_t proxy0, nproxy, chan0, nchan, kern0, nkern, seq0, nseq, op0, nops, net0, nnet;
+} nt_frame_rank;
+
+typedef struct {
+  nt_proxy_row row;
+  double share_last[NT_PROXY_NSTATES], share_total[NT_PROXY_NSTATES];
+  int dominant; /* the state with the largest share last interval */
+  int32_t rank; /* index into ranks[], -1 a thread of no communicator */
+  uint32_t proc;
+} nt_frame_proxy;
+
+typedef struct {
+  nt_channel_row row;
+  double steps_per_s, bytes_per_s; /* last interval; 0 unknown */
+  int dominant_wait;               /* enum nt_wait */
+  bool stalled;                    /* running, no progress for stall_ms */
+  bool queued;                     /* work in flight the GPU has not reached */
+  uint32_t rank;
+} nt_frame_channel;
+
+typedef struct {
+  nt_seq_row row;
+  double last_launch_s; /* since the last launch, now */
+} nt_frame_seq;
+
+/* An operation, in flight or recently done. */
+typedef struct {
+  nt_oplog_row op;
+  double age_s; /* since it was enqueued, now */
+  char phase[NT_FRAME_PHASE];
+  uint32_t rank; /* index into ranks[] */
+} nt_frame_op;
+
+/* A communicator over the ranks the frame has of it. */
+typedef struct {
+  uint64_t hash;
+  char name[NT_FRAME_NAME];
+  int32_t nranks, nnodes;
+  uint32_t ranks, stalled;
+  uint64_t launched_min, launched_max;
+  double done_per_s; /* per rank */
+  char phase[NT_FRAME_PHASE];
+} nt_frame_comm;
+
+typedef struct {
+  int kind; /* enum nt_alert_kind */
+  bool has_proc, has_rank;
+  char host[NT_MAX_HOST + 1];
+  uint32_t pid;
+  uint64_t comm_hash;
+  int32_t rank, nranks;
+  int peer, wait, func;
+  uint32_t count;
+  double age_s;
+  char text[256];
+} nt_frame_alert;
+
+typedef struct {
+  nt_op_stat st; /* st.comm_name points at comm_name */
+  char comm_name[NT_FRAME_NAME];
+} nt_frame_stat;
+
+typedef struct {
+  char name[NT_MAX_ENV_NAME + 1];
+  char value[NT_MAX_ENV_VALUE + 1]; /* the most common; "" unset */
+  uint32_t have, nvalues;
+  bool differs;
+  char outliers[512]; /* "host:pid=value" of processes with another value */
+} nt_frame_env;
+
+typedef struct {
+  double now_s; /* viewer clock of the build */
+  double time;  /* seconds since opts.start_s */
+  uint32_t stall_ms;
+  /* the viewer */
+  uint32_t publishers; /* processes known, with or without a snapshot */
+  uint64_t messages, bad_messages, errors_total, refused, lost_messages;
+  uint64_t refused_by[NT_REFUSE_COUNT];
+  size_t memory_bytes, memory_budget;
+  double last_data_s; /* newest snapshot's arrival, 0 none */
+  nt_model_error errors[NT_FRAME_ERRORS];
+  uint32_t nerrors; /* kept, newest first */
+  /* rows */
+  nt_frame_proc *procs; /* sorted by (host, pid) */
+  nt_frame_rank *ranks; /* sorted by (comm hash, rank) */
+  nt_frame_proxy *proxy;
+  nt_frame_channel *channels;
+  nt_kernel_row *kernels;
+  nt_frame_seq *seq;
+  nt_frame_op *ops; /* ranks' operations in flight */
+  nt_net_row *net;
+  nt_frame_var *vars;
+  uint32_t nprocs, nranks, nproxy, nchannels, nkernels, nseq, nops, nnet, nvars;
+  int channel_count; /* highest channel id + 1 over the ranks */
+  nt_frame_comm *comms;
+  uint32_t ncomms;
+  /* the job */
+  nt_frame_alert alerts[NT_FRAME_MAX_ALERTS];
+  uint32_t nalerts;
+  nt_frame_stat *stats;
+  uint32_t nstats;
+  nt_phase_stat phases[NT_MAX_PHASES + 1];
+  uint32_t nphases;
+  nt_frame_op *recent; /* in flight first (oldest first), then done, newest first */
+  uint32_t nrecent;
+  nt_frame_env *env; /* differing ones first */
+  uint32_t nenv, env_differ;
+  nt_run_summary *run_cur, *run_prev;
+  bool have_run_cur, have_run_prev;
+  /* capacities (private) */
+  uint32_t cap_procs, cap_ranks, cap_proxy, cap_channels, cap_kernels, cap_seq, cap_ops, cap_net,
+      cap_vars, cap_comms;
+  double first_build_s;
+  nt_model_rank *model_ranks; /* the model's rank list, read once per build */
+} nt_frame;
+
+nt_frame *nt_frame_new(void); /* NULL on allocation failure */
+void nt_frame_free(nt_frame *f);
+/* Builds the frame of the model now (ticks nothing: call nt_model_tick
+ * first). Returns 0, or -1 when memory ran out (the frame is then empty,
+ * still valid). Runs the diagnosis: once per tick. */
+int nt_frame_build(nt_frame *f, nt_model *m, const nt_frame_opts *o, double now_s);
+
+/* Row helpers. */
+static inline const nt_frame_proc *nt_frame_proc_of(const nt_frame *f, const nt_frame_rank *r) {
+  return &f->procs[r->proc];
+}
+/* The busiest (most steps) own row of (rank, channel, dir): PXN relay rows
+ * are another rank's work; NULL when none. */
+const nt_frame_channel *nt_frame_cell(const nt_frame *f, const nt_frame_rank *r, int channel,
+                                      int dir);
+/* "0/8 name 0123456789abcdef host:pid": what search and filters match. */
+void nt_frame_rank_text(const nt_frame *f, const nt_frame_rank *r, char *buf, size_t cap);
+/* The previous run's most used algorithm and protocol for (func, bucket). */
+const nt_run_op *nt_frame_previous_choice(const nt_frame *f, int func, int bucket);
+
+#endif

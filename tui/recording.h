@@ -1,0 +1,159 @@
+/* Recordings: the messages a viewer received, with their receive times and
+ * sources, in a zstd-compressed file (format: proto/RECORDING.md).
+ *
+ * The writer (record_file.c) appends records and flushes the compressor after
+ * each, so a recorder killed at any moment leaves a file that replays up to
+ * its last whole message. The reader validates everything it reads: a file
+ * is untrusted input; every error is one line that names the file offset.
+ *
+ * record.c is `nccltop record` and the viewer's --record; replay.c is
+ * `nccltop replay`; export.c is `nccltop export`. */
+#ifndef NCCLTOP_RECORDING_H
+#define NCCLTOP_RECORDING_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "viewer.h"
+
+#define NT_REC_MAGIC          "NTRECORD"
+#define NT_REC_VERSION        1
+#define NT_REC_CHUNK_MAGIC    "NTCK"
+#define NT_REC_FILE_HEADER    40 /* fixed part; the host name follows */
+#define NT_REC_CHUNK_HEADER   32
+#define NT_REC_MAX_HOST       255
+#define NT_REC_MAX_ENDPOINT   159
+#define NT_REC_MAX_TOPIC      64
+#define NT_REC_CHUNK_SECONDS  2.0        /* a new chunk (seek point) this often */
+#define NT_REC_CHUNK_RAW      (8u << 20) /* ...or after this many uncompressed bytes */
+#define NT_REC_MAX_RECORD_LEN (NT_MAX_MESSAGE_BYTES + 512)
+
+/* FRAME: the monitor (-b --record) printed a frame at this time. */
+enum nt_rec_type { NT_REC_MESSAGE = 1, NT_REC_GONE = 2, NT_REC_FRAME = 3 };
+
+/* One record as read back; pointers stay valid until the next read. */
+typedef struct {
+  int type;             /* enum nt_rec_type */
+  uint64_t t_ns;        /* receive time, ns after the recording's start */
+  uint32_t pid;         /* the pid the endpoint speaks for, 0: a --connect one */
+  const char *endpoint; /* NUL-terminated, as the source named it (not sanitized) */
+  const char *topic;    /* NT_REC_MESSAGE: the topic frame (not NUL-terminated) */
+  size_t topic_len;
+  const uint8_t *body; /* the body frame */
+  size_t body_len;
+  uint64_t offset; /* file offset of the chunk it came from */
+} nt_rec_record;
+
+typedef struct {
+  uint16_t version;
+  uint32_t flags;         /* NT_REC_FLAG_* */
+  uint64_t start_wall_ns; /* the recorder's CLOCK_REALTIME at the start */
+  uint64_t start_mono_ns; /* the recorder's CLOCK_MONOTONIC at the start */
+  char host[NT_REC_MAX_HOST + 1];
+} nt_rec_header;
+
+/* Header flags. FRAMES: the batch monitor recorded when it printed its
+ * frames (FRAME records); replay prints its frames at those times. */
+#define NT_REC_FLAG_FRAMES 1u
+
+/* Receive times: whole nanoseconds of the monotonic clock. nt_rec_ns_of
+ * turns the viewer's seconds (nt_now_s) into them; nt_rec_time_s gives a
+ * record's time back in the viewer's seconds, the very double the live
+ * viewer had. */
+uint64_t nt_rec_ns_of(double mono_s);
+
+/* ---- writer ---- */
+typedef struct nt_rec_writer nt_rec_writer;
+/* Creates (truncates) path and writes the header; start_mono_s is the
+ * monotonic time receive times count from. NULL with one line in err. */
+nt_rec_writer *nt_rec_create(const char *path, double start_mono_s, char *err, size_t errlen);
+/* Appends one record (time in the viewer's monotonic seconds); -1 with one
+ * line in err on a write error (the file stays readable up to the last
+ * record written). */
+int nt_rec_write(nt_rec_writer *w, const nt_rec_record *r, double t_mono_s, char *err,
+                 size_t errlen);
+uint64_t nt_rec_size(const nt_rec_writer *w); /* bytes written so far */
+/* Sets the header's flags (NT_REC_FLAG_*); -1 with err on a write error. */
+int nt_rec_set_flags(nt_rec_writer *w, uint32_t flags, char *err, size_t errlen);
+double nt_rec_start_s(const nt_rec_writer *w);
+/* Ends the last chunk and closes; -1 with err on a write error. NULL is fine. */
+int nt_rec_close(nt_rec_writer *w, char *err, size_t errlen);
+
+/* ---- reader ---- */
+double nt_rec_time_s(const nt_rec_header *h, uint64_t t_ns);
+typedef struct nt_rec_reader nt_rec_reader;
+/* Opens and checks the header: not a recording, a newer version, a bad
+ * header are refused with one line in err. */
+nt_rec_reader *nt_rec_open(const char *path, char *err, size_t errlen);
+const nt_rec_header *nt_rec_header_of(const nt_rec_reader *r);
+/* The next record: 1, 0 at the end (a truncated end is not an error: a
+ * note is left in err, "" otherwise), -1 on corruption (err names the
+ * offset; what was returned before stays good). */
+int nt_rec_next(nt_rec_reader *r, nt_rec_record *out, char *err, size_t errlen);
+/* The seek points: the chunks' offsets and first receive times, read from
+ * the chunk headers without decompressing. Returns the count (<= cap). */
+typedef struct {
+  uint64_t offset;
+  uint64_t first_ns;
+} nt_rec_seek_point;
+uint32_t nt_rec_index(nt_rec_reader *r, nt_rec_seek_point *out, uint32_t cap);
+/* Continues reading at a seek point's offset (one from nt_rec_index). */
+int nt_rec_seek(nt_rec_reader *r, uint64_t offset, char *err, size_t errlen);
+void nt_rec_close_reader(nt_rec_reader *r);
+
+/* ---- applying records to a model, as the live source does ---- */
+typedef struct nt_rec_applier nt_rec_applier;
+nt_rec_applier *nt_rec_applier_new(void);
+void nt_rec_applier_free(nt_rec_applier *a);
+/* Decodes a message record and applies it to m at now_s (or marks its
+ * endpoint gone); decode failures become model errors, as live. */
+void nt_rec_apply(nt_rec_applier *a, nt_model *m, const nt_rec_record *r, double now_s);
+/* The last snapshot nt_rec_apply decoded (valid after a snapshot record was
+ * applied successfully; export reads its operation log). NULL otherwise. */
+const nt_snapshot *nt_rec_last_snapshot(const nt_rec_applier *a);
+
+/* ---- the live source's tap (record.c) ---- */
+typedef struct nt_recorder nt_recorder;
+/* The viewer's --record FILE: every message the source receives goes to
+ * FILE. NULL with err. */
+nt_recorder *nt_recorder_attach(nt_source *src, const char *path, double start_s, char *err,
+                                size_t errlen);
+/* The batch monitor printed a frame at now_s (a FRAME record); NULL: no-op. */
+void nt_recorder_frame(nt_recorder *rec, double now_s);
+/* Detaches and closes; returns 0, or -1 after printing a write error. */
+int nt_recorder_detach(nt_source *src, nt_recorder *rec);
+
+/* ---- interactive replay (replay_ctl.c): what the screen loop asks ----
+ * The replay owns the model: after a seek it is a new one (read it again
+ * with nt_replay_model after every nt_replay_poll). The clock is the
+ * recording's (the model's now), in the viewer's monotonic seconds. */
+typedef struct nt_replay nt_replay;
+nt_replay *nt_replay_open(const char *path, const nt_options *o, char *err, size_t errlen);
+void nt_replay_close(nt_replay *r);
+/* Applies what is due at the replay clock; waits up to timeout_ms. */
+void nt_replay_poll(nt_replay *r, int timeout_ms);
+nt_model *nt_replay_model(nt_replay *r);
+double nt_replay_clock(nt_replay *r);
+void nt_replay_toggle_pause(nt_replay *r);
+bool nt_replay_paused(const nt_replay *r);
+/* Moves the clock by delta_s (negative: back; the model is rebuilt from
+ * the nearest chunk NT_REPLAY_WARMUP_S before), or to the start (-INF
+ * with to_end false) or the end (to_end true). */
+#define NT_REPLAY_WARMUP_S 30.0
+void nt_replay_seek(nt_replay *r, double delta_s);
+void nt_replay_seek_end(nt_replay *r, bool to_end);
+/* Speed x2 (faster) or /2 (slower), 1/16..64. */
+void nt_replay_speed(nt_replay *r, bool faster);
+double nt_replay_speed_of(const nt_replay *r);
+/* --speed: 1/16..64 (0, "max": 64). */
+void nt_replay_set_speed(nt_replay *r, double speed);
+/* "REPLAY 0:12.3 of 1:40.0  x2  paused  FILE": the header's watching line. */
+void nt_replay_status(const nt_replay *r, char *buf, size_t cap);
+
+/* Subcommands. */
+int nt_record_main(int argc, char **argv);
+int nt_replay_main(int argc, char **argv);
+int nt_export_main(int argc, char **argv);
+
+#endif
