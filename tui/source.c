@@ -280,7 +280,9 @@ nt_source *nt_source_open(const nt_options *o, char *err, size_t errlen) {
     nt_source_close(s);
     return NULL;
   }
-  zmq_ctx_set(s->zctx, ZMQ_MAX_SOCKETS, (int)s->cap + 16); /* ZeroMQ's default is 1023 */
+  /* ZeroMQ's default is 1023; a tcp:// endpoint's socket monitor takes two
+   * more (its PAIR and ZeroMQ's own end). */
+  zmq_ctx_set(s->zctx, ZMQ_MAX_SOCKETS, 3 * (int)s->cap + 16);
   return s;
 }
 
@@ -696,10 +698,10 @@ int nt_source_poll(nt_source *s, nt_model *m, int timeout_ms) {
   }
   if (start >= s->next_scan_s) {
     scan(s, m);
+    poll_monitors(s, m); /* once a second: thousands of relays cost no more */
     note_silent_connects(s, m, start);
     s->next_scan_s = start + SCAN_PERIOD_S;
   }
-  poll_monitors(s, m);
   if (s->neps == 0) {
     int ms = remaining_ms(deadline);
     struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000};
