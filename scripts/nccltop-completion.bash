@@ -2,7 +2,7 @@
 # PREFIX/share/bash-completion/completions/nccltop. Self-contained: it needs
 # no bash-completion helper. tests/test_install.c checks that every long
 # option of `nccltop --help`, `nccltop topo --help`, `nccltop exporter --help`
-# and of record, replay and export is offered here.
+# and of record, replay, export, relay and keygen is offered here.
 
 _nccltop() {
   local cur prev cmd i
@@ -11,8 +11,8 @@ _nccltop() {
   prev=${COMP_WORDS[COMP_CWORD - 1]}
 
   local viewer_opts="-b --batch -n --iterations --json -d --delay --stall-ms -C --no-color
-    -A --ascii --dir --connect --hosts --hostfile --topology --max-memory --record -V --version
-    -h --help"
+    -A --ascii --dir --connect --hosts --hostfile --server-key --insecure --topology --max-memory
+    --record -V --version -h --help"
   local record_opts="--dir --connect --duration --max-size --last --until-alert --after
     --stall-ms --max-memory --help"
   local replay_opts="-b --batch -n --iterations --json -d --delay --speed --stall-ms -C
@@ -23,6 +23,9 @@ _nccltop() {
     --stall-after --straggler --straggle-ms --net --env --rank-env --run-ahead --graph
     --alltoall --broadcast --pxn --collnet --ce --user-tag --help"
   local topo_opts="--env --from-env --nccl-version --json --compact --full --help"
+  local relay_opts="--listen --dir --connect --authorized-keys --server-key --insecure -q --quiet
+    -h --help"
+  local keygen_opts="--force -h --help"
   local exporter_opts="--listen --textfile --per-channel --no-inspector -d --delay -n --stall-ms
     --dir --connect --max-memory -h --help"
   local topo_vars="NCCL_P2P_DISABLE= NCCL_P2P_LEVEL= NCCL_NET_GDR_LEVEL= NCCL_NET_GDR_READ=
@@ -34,7 +37,7 @@ _nccltop() {
   cmd=""
   for ((i = 1; i < COMP_CWORD; i++)); do
     case ${COMP_WORDS[i]} in
-    sim | demo | topo | exporter | record | replay | export)
+    sim | demo | topo | exporter | record | replay | export | relay | keygen)
       cmd=${COMP_WORDS[i]}
       break
       ;;
@@ -45,7 +48,8 @@ _nccltop() {
 
   # Values of the options that take one.
   case $prev in
-  --topology | --plugin | --hostfile | --record | --chrome-trace)
+  --topology | --plugin | --hostfile | --record | --chrome-trace | --authorized-keys | \
+    --server-key)
     compopt -o filenames 2>/dev/null
     COMPREPLY=($(compgen -f -- "$cur"))
     return 0
@@ -112,7 +116,8 @@ _nccltop() {
     if [[ $cur == -* ]]; then
       COMPREPLY=($(compgen -W "$viewer_opts" -- "$cur"))
     else
-      COMPREPLY=($(compgen -W "sim demo topo exporter record replay export" -- "$cur"))
+      COMPREPLY=($(compgen -W "sim demo topo exporter record replay export relay keygen" \
+        -- "$cur"))
     fi
     ;;
   sim)
@@ -121,7 +126,14 @@ _nccltop() {
   demo)
     # Simulator options first, then the monitor's (-n for frames), -- for the rest.
     COMPREPLY=($(compgen -W "$sim_opts -b --batch -n --json -d --delay --stall-ms -C --no-color
-      -A --ascii --connect --hosts --hostfile --topology --max-memory -V --version --" -- "$cur"))
+      -A --ascii --connect --hosts --hostfile --server-key --insecure --topology --max-memory -V
+      --version --" -- "$cur"))
+    ;;
+  relay)
+    COMPREPLY=($(compgen -W "$relay_opts" -- "$cur"))
+    ;;
+  keygen)
+    COMPREPLY=($(compgen -W "$keygen_opts" -- "$cur"))
     ;;
   exporter)
     COMPREPLY=($(compgen -W "$exporter_opts" -- "$cur"))

@@ -1,7 +1,7 @@
 /* `make install` and what it installs: the binary, the plugin, the man page,
  * bash completion and the example topologies, with their modes; the man page
  * renders without a groff warning and names every option `nccltop --help`,
- * `nccltop topo --help` (and record, replay, export --help) and README's
+ * `nccltop topo --help` (and exporter, record, replay, export, relay, keygen --help) and README's
  * Commands section give, every variable
  * README names or the code reads with getenv, and every key of README's key
  * table and of tui/keys.c's (the help screen's); the completion script
@@ -294,8 +294,8 @@ static bool all_options(strset *opts) {
   if (!help || st != 0) return free(help), false;
   long_options(help, opts);
   free(help);
-  static const char *const more[] = {"exporter", "record", "replay", "export"};
-  for (int i = 0; i < 4; i++) {
+  static const char *const more[] = {"exporter", "record", "replay", "export", "relay", "keygen"};
+  for (int i = 0; i < 6; i++) {
     snprintf(cmd, sizeof cmd, "%s/nccltop %s --help", bindir, more[i]);
     help = run(cmd, &st);
     if (!help || st != 0) return free(help), false;

@@ -48,6 +48,8 @@ void nt_usage(FILE *f) {
           "       nccltop record FILE [--duration T] [--max-size S] [--last T --until-alert KIND]\n"
           "       nccltop replay FILE [-b [--json]] [--speed X|max]  a recording, as it was seen\n"
           "       nccltop export FILE --chrome-trace OUT.json  for ui.perfetto.dev\n"
+          "       nccltop relay [--listen EP] [relay options]  forward this node's jobs over TCP\n"
+          "       nccltop keygen [--force]               a CURVE keypair for relays and viewers\n"
           "\n"
           "options:\n"
           "  -b, --batch            print frames instead of the interactive screen\n"
@@ -62,6 +64,10 @@ void nt_usage(FILE *f) {
           "      --dir DIR          endpoint directory (default $NCCLTOP_DIR or /tmp/nccltop-UID)\n"
           "      --connect EP       also subscribe to ZeroMQ endpoint EP, e.g. tcp://node1:5555\n"
           "                         (repeatable, at most 8)\n"
+          "      --server-key KEY   a relay's public key (Z85, or a file holding it) that tcp://\n"
+          "                         --connect endpoints must prove (default\n"
+          "                         ~/.config/nccltop/key.pub: our own, as the relay's)\n"
+          "      --insecure         plain TCP to --connect endpoints, no CURVE\n"
           "      --hosts LIST       also subscribe to the relay on each host of LIST, in Slurm's\n"
           "                         hostlist syntax: gpu[001-064,070], rack[1-2]-gpu[01-08],\n"
           "                         host:port (default port 7460); at most 4096 hosts\n"
@@ -84,7 +90,8 @@ void nt_sim_usage(FILE *f) {
 }
 
 enum { OPT_JSON = 256, OPT_STALL, OPT_DIR, OPT_CONNECT, OPT_TOPOLOGY, OPT_MAX_MEMORY, OPT_RECORD };
-enum { OPT_HOSTS = 320, OPT_HOSTFILE }; /* --hosts, --hostfile */
+enum { OPT_HOSTS = 320, OPT_HOSTFILE };      /* --hosts, --hostfile */
+enum { OPT_SERVER_KEY = 340, OPT_INSECURE }; /* --server-key, --insecure */
 
 static const char short_opts[] = ":bn:d:CAVh"; /* leading colon: a missing value is told apart */
 static const struct option long_opts[] = {
@@ -101,6 +108,8 @@ static const struct option long_opts[] = {
     {"hostfile", required_argument, NULL, OPT_HOSTFILE},
     {"topology", required_argument, NULL, OPT_TOPOLOGY},
     {"max-memory", required_argument, NULL, OPT_MAX_MEMORY},
+    {"server-key", required_argument, NULL, OPT_SERVER_KEY},
+    {"insecure", no_argument, NULL, OPT_INSECURE},
     {"record", required_argument, NULL, OPT_RECORD},
     {"version", no_argument, NULL, 'V'},
     {"help", no_argument, NULL, 'h'},
@@ -192,6 +201,8 @@ int nt_options_parse(nt_options *o, int argc, char **argv) {
     case 'A': o->ascii = true; break;
     case OPT_DIR: o->dir = optarg; break;
     case OPT_TOPOLOGY: o->topology = optarg; break;
+    case OPT_SERVER_KEY: o->server_key = optarg; break;
+    case OPT_INSECURE: o->insecure = true; break;
     case OPT_RECORD: o->record = optarg; break;
     case OPT_MAX_MEMORY:
       if (parse_u32("--max-memory", optarg, 16, 1048576, &o->max_memory_mib)) return 2;

@@ -15,6 +15,8 @@
 #include <unistd.h>
 
 #include "../topo/topo.h"
+#include "curve.h"
+#include "relay.h"
 #include "exporter.h"
 #include "recording.h"
 #include "viewer.h"
@@ -309,6 +311,8 @@ int main(int argc, char **argv) {
     if (!strcmp(cmd, "sim")) return cmd_sim(argc - 1, argv + 1);
     if (!strcmp(cmd, "demo")) return cmd_demo(argc - 1, argv + 1);
     if (!strcmp(cmd, "topo")) return nt_topo_main(argc - 1, argv + 1);
+    if (!strcmp(cmd, "relay")) return nt_relay_main(argc - 1, argv + 1);
+    if (!strcmp(cmd, "keygen")) return nt_keygen_main(argc - 1, argv + 1);
     if (!strcmp(cmd, "exporter")) return nt_exporter_main(argc - 1, argv + 1);
     if (!strcmp(cmd, "record")) return nt_record_main(argc - 1, argv + 1);
     if (!strcmp(cmd, "replay")) return nt_replay_main(argc - 1, argv + 1);

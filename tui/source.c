@@ -2,7 +2,14 @@
  * directory (so a dead one can be closed alone), plus one per --connect
  * endpoint. Every message is decoded and applied to the model; whatever
  * fails becomes a model error with its reason and never disturbs the other
- * publishers. Nothing here blocks longer than the caller's timeout. */
+ * publishers. Nothing here blocks longer than the caller's timeout.
+ *
+ * A tcp:// --connect endpoint (a relay) speaks CURVE with the user's keypair
+ * and must prove the --server-key (curve.h), unless --insecure; without a
+ * key only a loopback address is connected, in plain TCP. A socket monitor
+ * on each --connect socket turns a refused handshake (our key not
+ * authorized, the wrong server key, CURVE on one side only) into one model
+ * error, never a silent empty screen. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -16,6 +23,8 @@
 #include <unistd.h>
 #include <zmq.h>
 
+#include "curve.h"
+#include "discover.h"
 #include "hostlist.h"
 #include "viewer.h"
 
@@ -39,18 +48,26 @@
 /* After the endpoint directory was removed or replaced, a publisher binds
  * again within its check period (2 s); until then its endpoint is kept. */
 #define REBIND_GRACE_S 5.0
+/* How often ZeroMQ tries a tcp:// --connect endpoint again (a relay that
+ * restarts is seen again within this). */
+#define TCP_RECONNECT_MS 500
 
 typedef struct {
   void *sock;
   uint32_t pid;   /* from the socket file's name; 0 for --connect endpoints */
   uint64_t pidns; /* from the name too; 0 when it has none */
   bool seen;      /* still in the directory at the last scan */
+  bool listed;    /* in the listing under way */
   bool heard, silence_noted;
   double since_s;      /* connected at */
   double keep_until_s; /* kept this long while absent (the directory was re-opened) */
   char name[48];       /* the socket file's name; "" for --connect endpoints */
   char addr[160];      /* what the SUB socket connects to */
   char endpoint[160];  /* what people read: ipc://<dir>/<name>, or the --connect address */
+  void *mon;           /* the socket monitor's PAIR (tcp:// --connect endpoints) */
+  bool secure;         /* CURVE */
+  bool handshaking;    /* connected, handshake not done yet */
+  bool refusal_noted;  /* a failed handshake was noted; again only after a success */
 } endpoint;
 
 struct nt_source {
@@ -72,6 +89,13 @@ struct nt_source {
   uint64_t topology_messages;
   nt_snapshot *scratch;
   nt_hello *hello;
+  bool insecure;
+  int keys_rc; /* nt_curve_load: 0 keys, 1 none, -1 unusable (keys_err) */
+  nt_curve_keys keys;
+  char keys_err[320];
+  char server_key[NT_CURVE_KEY_LEN + 1];
+  unsigned monitors; /* names the monitors' inproc endpoints */
+  bool nokey_noted;  /* a non-loopback tcp:// endpoint was refused for want of a key */
   nt_source_tap tap; /* sees every message received (a recorder), or NULL */
   void *tap_arg;
 };
@@ -106,22 +130,54 @@ static endpoint *add_endpoint(nt_source *s, nt_model *m, const char *addr, const
     note(m, "connect", false, "endpoint name longer than %zu bytes", sizeof s->eps[0].endpoint - 1);
     return NULL;
   }
-  void *sock = zmq_socket(s->zctx, ZMQ_SUB);
+  bool tcp = !pid && !strncmp(addr, "tcp://", 6);
+  bool secure = tcp && !s->insecure && s->keys_rc == 0;
+  if (tcp && !s->insecure && s->keys_rc < 0)
+    note(m, shown, false, "no CURVE: %s", s->keys_err); /* a key we cannot use: say why */
+  if (tcp && !s->insecure && s->keys_rc != 0 && !nt_endpoint_is_loopback(addr)) {
+    /* Once, not once per host of a --hosts list. */
+    if (!s->nokey_noted)
+      note(m, shown, false,
+           "not connected (nor any other non-loopback tcp:// endpoint): %s; CURVE needs a key "
+           "(or --insecure for plain TCP)",
+           s->keys_err);
+    s->nokey_noted = true;
+    return NULL;
+  }
+  void *sock = zmq_socket(s->zctx, ZMQ_SUB), *mon = NULL;
   /* A publisher that sends more than the protocol allows is disconnected by
    * ZeroMQ before the message is ever buffered. */
   int64_t maxmsg = (int64_t)NT_MAX_MESSAGE_BYTES + 4096;
-  if (!sock || set_int(sock, ZMQ_LINGER, 0) || set_int(sock, ZMQ_RCVHWM, RCVHWM) ||
-      zmq_setsockopt(sock, ZMQ_MAXMSGSIZE, &maxmsg, sizeof maxmsg) ||
-      zmq_setsockopt(sock, ZMQ_SUBSCRIBE, "", 0) ||
-      (pid == 0 && set_int(sock, ZMQ_RECONNECT_IVL_MAX, RECONNECT_MAX_MS)) ||
-      zmq_connect(sock, addr)) {
+  bool ok = sock && !set_int(sock, ZMQ_LINGER, 0) && !set_int(sock, ZMQ_RCVHWM, RCVHWM) &&
+            !zmq_setsockopt(sock, ZMQ_MAXMSGSIZE, &maxmsg, sizeof maxmsg) &&
+            !zmq_setsockopt(sock, ZMQ_SUBSCRIBE, "", 0) &&
+            (pid != 0 || !set_int(sock, ZMQ_RECONNECT_IVL_MAX, RECONNECT_MAX_MS)) &&
+            (!secure || !nt_curve_set_client(sock, &s->keys, s->server_key));
+  if (ok && tcp) {
+    /* A relay that refuses us is tried twice a second, not ten times. */
+    ok = !set_int(sock, ZMQ_RECONNECT_IVL, TCP_RECONNECT_MS);
+    char mep[64];
+    snprintf(mep, sizeof mep, "inproc://nccltop-monitor-%u", s->monitors++);
+    ok = ok &&
+         !zmq_socket_monitor(sock, mep,
+                             ZMQ_EVENT_CONNECTED | ZMQ_EVENT_DISCONNECTED |
+                                 ZMQ_EVENT_HANDSHAKE_SUCCEEDED | ZMQ_EVENT_HANDSHAKE_FAILED_AUTH |
+                                 ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL |
+                                 ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL) &&
+         (mon = zmq_socket(s->zctx, ZMQ_PAIR)) && !set_int(mon, ZMQ_LINGER, 0) &&
+         !zmq_connect(mon, mep);
+  }
+  if (!ok || zmq_connect(sock, addr)) {
     note(m, shown, false, "cannot connect: %s", zmq_strerror(zmq_errno()));
+    if (mon) zmq_close(mon);
     if (sock) zmq_close(sock);
     return NULL;
   }
   endpoint *e = &s->eps[s->neps++];
   memset(e, 0, sizeof *e);
   e->sock = sock;
+  e->mon = mon;
+  e->secure = secure;
   e->pid = pid;
   e->seen = true;
   e->since_s = nt_now_s();
@@ -131,8 +187,31 @@ static endpoint *add_endpoint(nt_source *s, nt_model *m, const char *addr, const
 }
 
 static void remove_endpoint(nt_source *s, uint32_t i) {
+  if (s->eps[i].mon) zmq_close(s->eps[i].mon);
   zmq_close(s->eps[i].sock);
   s->eps[i] = s->eps[--s->neps];
+}
+
+/* Loads the user's keypair and the server key the relays must prove. A
+ * missing key is not an error here (loopback relays are reachable without
+ * one; the others are refused one by one); a bad --server-key is. */
+static int curve_setup(nt_source *s, const nt_options *o, char *err, size_t errlen) {
+  s->keys_rc = nt_curve_load(&s->keys, s->keys_err, sizeof s->keys_err);
+  if (s->keys_rc == 0 && !nt_curve_available()) {
+    s->keys_rc = -1;
+    snprintf(s->keys_err, sizeof s->keys_err, "this libzmq has no CURVE (libsodium)");
+  }
+  if (s->keys_rc != 0) return 0;
+  if (!o->server_key) {
+    memcpy(s->server_key, s->keys.pub, sizeof s->server_key);
+    return 0;
+  }
+  char why[400];
+  if (nt_curve_key_arg(o->server_key, s->server_key, why, sizeof why) != 0) {
+    snprintf(err, errlen, "--server-key: %s", why);
+    return -1;
+  }
+  return 0;
 }
 
 nt_source *nt_source_open(const nt_options *o, char *err, size_t errlen) {
@@ -186,6 +265,14 @@ nt_source *nt_source_open(const nt_options *o, char *err, size_t errlen) {
   s->nhosts = nhosts;
   if (hosts) nt_hostlist_ranged(hosts, s->hosts, sizeof s->hosts);
   nt_hostlist_free(hosts);
+  s->insecure = o->insecure;
+  s->keys_rc = 1;
+  bool any_tcp = false;
+  for (int i = 0; i < s->nconnect; i++) any_tcp |= !strncmp(s->connect[i], "tcp://", 6);
+  if (any_tcp && !s->insecure && curve_setup(s, o, err, errlen) != 0) {
+    nt_source_close(s);
+    return NULL;
+  }
   /* Last: ZeroMQ starts its threads with the first socket, and nothing can
    * fail after this point. */
   if (!(s->zctx = zmq_ctx_new())) {
@@ -193,7 +280,9 @@ nt_source *nt_source_open(const nt_options *o, char *err, size_t errlen) {
     nt_source_close(s);
     return NULL;
   }
-  zmq_ctx_set(s->zctx, ZMQ_MAX_SOCKETS, (int)s->cap + 16); /* ZeroMQ's default is 1023 */
+  /* ZeroMQ's default is 1023; a tcp:// endpoint's socket monitor takes two
+   * more (its PAIR and ZeroMQ's own end). */
+  zmq_ctx_set(s->zctx, ZMQ_MAX_SOCKETS, 3 * (int)s->cap + 16);
   return s;
 }
 
@@ -207,7 +296,25 @@ int nt_source_check(const nt_options *o, char *err, size_t errlen) {
              d);
     return -1;
   }
+  /* --hosts relays without a key: the source says so once in the error list
+   * and connects the loopback ones (a simulated multi-node job's). */
   if (!o->nconnect) return 0;
+  nt_curve_keys k;
+  char why[320] = "";
+  int krc = o->insecure ? 0 : nt_curve_load(&k, why, sizeof why);
+  char sk[NT_CURVE_KEY_LEN + 1];
+  if (!o->insecure && krc == 0 && o->server_key &&
+      nt_curve_key_arg(o->server_key, sk, why, sizeof why) != 0) {
+    snprintf(err, errlen, "--server-key: %s", why);
+    return -1;
+  }
+  for (int i = 0; i < o->nconnect && krc != 0; i++) {
+    if (strncmp(o->connect[i], "tcp://", 6) || nt_endpoint_is_loopback(o->connect[i])) continue;
+    snprintf(err, errlen,
+             "--connect %s: %s; CURVE needs a key ('nccltop keygen'), or --insecure for plain TCP",
+             o->connect[i], why);
+    return -1;
+  }
   /* ZeroMQ itself says what it takes for an endpoint (a name it cannot
    * resolve is another matter: it keeps trying, as the source does). */
   void *z = zmq_ctx_new(), *sock = z ? zmq_socket(z, ZMQ_SUB) : NULL;
@@ -227,7 +334,10 @@ int nt_source_check(const nt_options *o, char *err, size_t errlen) {
 
 void nt_source_close(nt_source *s) {
   if (!s) return;
-  for (uint32_t i = 0; i < s->neps; i++) zmq_close(s->eps[i].sock);
+  for (uint32_t i = 0; i < s->neps; i++) {
+    if (s->eps[i].mon) zmq_close(s->eps[i].mon);
+    zmq_close(s->eps[i].sock);
+  }
   if (s->zctx) zmq_ctx_term(s->zctx);
   if (s->dirfd >= 0) close(s->dirfd); /* only now: ZeroMQ connected through it */
   nt_snapshot_free(s->scratch);
@@ -265,17 +375,9 @@ int nt_source_connect(nt_source *s, nt_model *m, const char *addr) {
   return add_endpoint(s, m, addr, addr, 0) ? 0 : -1;
 }
 
-static bool pid_alive(uint32_t pid) {
-  return kill((pid_t)pid, 0) == 0 || errno != ESRCH;
-}
-
-/* A publisher in another PID namespace (a container sharing the directory):
- * its pid means nothing here, kill() would ask about an unrelated process or
- * none, so it is taken as alive while its socket file exists (a SIGKILLed
- * one's file stays, and shows as a publisher that stopped sending). */
+/* discover.h says why a publisher in another PID namespace counts as alive. */
 static bool publisher_alive(const nt_source *s, const endpoint *e) {
-  if (e->pidns && e->pidns != s->pidns) return true;
-  return pid_alive(e->pid);
+  return nt_discover_alive(e->pid, e->pidns, s->pidns);
 }
 
 /* Drops directory endpoints not seen (their socket file is gone) or whose
@@ -348,51 +450,52 @@ static void add_local(nt_source *s, nt_model *m, const char *name, uint32_t pid,
   endpoint *e = add_endpoint(s, m, addr, shown, pid);
   if (!e) return;
   e->pidns = pidns;
+  e->listed = true;
   memcpy(e->name, name, len + 1);
+}
+
+struct scan_ctx {
+  nt_source *s;
+  nt_model *m;
+};
+
+/* One socket file of the listing: known (still there), or a new live
+ * publisher to connect to (a stale socket of a killed process is not). */
+static void found_local(void *ctx, const char *name, uint32_t pid, uint64_t pidns) {
+  struct scan_ctx *c = ctx;
+  nt_source *s = c->s;
+  uint32_t i = 0;
+  while (i < s->neps && strcmp(s->eps[i].name, name) != 0) i++;
+  if (i < s->neps)
+    s->eps[i].listed = true;
+  else if (nt_discover_alive(pid, pidns, s->pidns))
+    add_local(s, c->m, name, pid, pidns);
 }
 
 /* Lists the socket files (<pid>.<pidns>.sock, or <pid>.sock) through the
  * descriptor: connects to new live ones, drops dead ones. */
 static void scan(nt_source *s, nt_model *m) {
   for (uint32_t i = 0; i < s->neps; i++) s->eps[i].seen = true;
-  /* A descriptor of its own (openat, not dup: a dup would share the read
-   * position with the one we hold). */
+  for (uint32_t i = 0; i < s->neps; i++) s->eps[i].listed = false;
   bool held = hold_dir(s, m);
-  int lfd = held ? openat(s->dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
-  DIR *d = lfd >= 0 ? fdopendir(lfd) : NULL;
-  if (!d) {
+  struct scan_ctx c = {s, m};
+  if (!held || nt_discover_list(s->dirfd, sizeof s->eps[0].name, found_local, &c) != 0) {
     if (held && !s->dir_error_noted)
       note(m, "endpoints", false, "cannot list %s: %s", s->dir, strerror(errno));
-    if (lfd >= 0) close(lfd);
     s->dir_error_noted = true;
     drop_gone(s, m);
     return;
   }
   s->dir_error_noted = false;
-  for (uint32_t i = 0; i < s->neps; i++) s->eps[i].seen = !s->eps[i].name[0];
-  struct dirent *de;
-  while ((de = readdir(d))) {
-    uint64_t pidns = 0;
-    uint32_t pid = nt_endpoint_parse_name(de->d_name, &pidns);
-    if (!pid || strlen(de->d_name) >= sizeof s->eps[0].name) continue;
-    uint32_t i = 0;
-    while (i < s->neps && strcmp(s->eps[i].name, de->d_name) != 0) i++;
-    if (i < s->neps) {
-      s->eps[i].seen = true;
-      continue;
-    }
-    endpoint probe = {.pid = pid, .pidns = pidns};
-    if (!publisher_alive(s, &probe)) continue; /* a stale socket of a killed process */
-    add_local(s, m, de->d_name, pid, pidns);
-  }
-  closedir(d);
+  for (uint32_t i = 0; i < s->neps; i++) s->eps[i].seen = !s->eps[i].name[0] || s->eps[i].listed;
   drop_gone(s, m);
 }
 
 /* Says once of each --connect endpoint that nothing came from it; ZeroMQ
  * keeps reconnecting, and its data shows as soon as a publisher answers. */
+/* A --connect endpoint whose handshake was refused has said so already. */
 static bool silent_for(const endpoint *e, double now, double secs) {
-  return !e->pid && !e->heard && !e->silence_noted && now - e->since_s >= secs;
+  return !e->pid && !e->heard && !e->silence_noted && !e->refusal_noted && now - e->since_s >= secs;
 }
 
 static void note_silent_connects(nt_source *s, nt_model *m, double now) {
@@ -420,6 +523,85 @@ static void note_silent_connects(nt_source *s, nt_model *m, double now) {
       note(m, e->endpoint, false,
            "nothing received in %.0f s: no publisher there, or not reachable (still trying)",
            CONNECT_SILENT_S);
+  }
+}
+
+/* One failed handshake with a relay, in the model's error list (once until
+ * a handshake succeeds again: ZeroMQ retries every second). */
+static void note_refusal(nt_source *s, endpoint *e, nt_model *m, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static void note_refusal(nt_source *s, endpoint *e, nt_model *m, const char *fmt, ...) {
+  (void)s;
+  if (e->refusal_noted) return;
+  e->refusal_noted = true;
+  char text[400];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(text, sizeof text, fmt, ap);
+  va_end(ap);
+  nt_model_note_problem(m, e->endpoint, text, nt_now_s());
+}
+
+/* Reads the socket monitors of the --connect endpoints. */
+static void poll_monitors(nt_source *s, nt_model *m) {
+  for (uint32_t i = 0; i < s->neps; i++) {
+    endpoint *e = &s->eps[i];
+    for (int k = 0; e->mon && k < 64; k++) {
+      uint8_t ev[6];
+      int n = zmq_recv(e->mon, ev, sizeof ev, ZMQ_DONTWAIT);
+      if (n < 0) break;
+      int more = 0;
+      size_t ml = sizeof more;
+      char junk[8];
+      while (zmq_getsockopt(e->mon, ZMQ_RCVMORE, &more, &ml) == 0 && more)
+        if (zmq_recv(e->mon, junk, sizeof junk, 0) < 0) break;
+      if (n < 6) continue;
+      uint16_t event;
+      uint32_t value;
+      memcpy(&event, ev, 2);
+      memcpy(&value, ev + 2, 4);
+      switch (event) {
+      case ZMQ_EVENT_CONNECTED: e->handshaking = true; break;
+      case ZMQ_EVENT_HANDSHAKE_SUCCEEDED:
+        e->handshaking = false;
+        e->refusal_noted = false;
+        break;
+      case ZMQ_EVENT_HANDSHAKE_FAILED_AUTH:
+        e->handshaking = false;
+        note_refusal(s, e, m,
+                     "refused by the relay (status %u): our public key %s is not in its "
+                     "authorized_keys",
+                     value, s->keys.pub);
+        break;
+      case ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL:
+        e->handshaking = false;
+        if (value == ZMQ_PROTOCOL_ERROR_ZMTP_MECHANISM_MISMATCH)
+          note_refusal(s, e, m, "handshake refused: %s",
+                       e->secure
+                           ? "the relay does not speak CURVE (it runs --insecure or without a key)"
+                           : "the relay requires CURVE ('nccltop keygen', no --insecure)");
+        else
+          note_refusal(s, e, m, "handshake refused: protocol error 0x%x", value);
+        break;
+      case ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL:
+      case ZMQ_EVENT_DISCONNECTED:
+        /* A CURVE server that cannot open our HELLO (it is not the key we
+         * were told) closes the connection without a word: we see a broken
+         * pipe, or the connection closed, during the handshake. */
+        if (event == ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL && value != EPIPE && value != ECONNRESET)
+          note_refusal(s, e, m, "handshake failed: %s", zmq_strerror((int)value));
+        else if (e->handshaking)
+          note_refusal(s, e, m, "%s",
+                       e->secure ? "the relay closed the connection during the CURVE handshake: "
+                                   "its public key is not the --server-key, or it does not speak "
+                                   "CURVE"
+                                 : "the relay closed the connection during the handshake: it "
+                                   "requires CURVE ('nccltop keygen', no --insecure)");
+        e->handshaking = false;
+        break;
+      default: break;
+      }
+    }
   }
 }
 
@@ -516,6 +698,7 @@ int nt_source_poll(nt_source *s, nt_model *m, int timeout_ms) {
   }
   if (start >= s->next_scan_s) {
     scan(s, m);
+    poll_monitors(s, m); /* once a second: thousands of relays cost no more */
     note_silent_connects(s, m, start);
     s->next_scan_s = start + SCAN_PERIOD_S;
   }

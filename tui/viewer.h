@@ -31,6 +31,11 @@ typedef struct {
                            first frame (demo: its ranks are starting), 0 = do not wait */
   /* --max-memory: the model's byte budget (nt_model_set_budget), in MiB */
   uint32_t max_memory_mib;
+  /* tcp:// --connect endpoints (relays): CURVE with the user's keypair
+   * (curve.h) checking this server key (Z85 or a file; NULL: our own
+   * key.pub), unless --insecure. */
+  const char *server_key;
+  bool insecure;
   const char *record; /* --record FILE: what the source receives goes there too */
   /* `nccltop replay` on the screen: the recording replaces the source
    * (recording.h); NULL live. */

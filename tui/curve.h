@@ -1,0 +1,78 @@
+/* ZeroMQ CURVE for nccltop's TCP links: the user's keypair (`nccltop
+ * keygen`), the relay's authorized keys (a ZAP handler thread), and the
+ * socket options of a CURVE server (the relay) and client (the viewer, or a
+ * relay feeding from another).
+ *
+ * Files, in $XDG_CONFIG_HOME/nccltop (default ~/.config/nccltop), 0700:
+ *   key              the secret key, 40 characters of Z85 and a newline, 0600
+ *   key.pub          the public key, the same form, 0600
+ *   authorized_keys  the viewers' public keys a relay accepts: one Z85 key
+ *                    per line (its first word; the rest of the line is
+ *                    ignored), other lines (comments starting with '#',
+ *                    blank ones) ignored; '#' is also a Z85 character, so a
+ *                    line whose first word is a key is a key. The relay's
+ *                    own public key is always accepted.
+ * The common HPC case, one user with a shared home directory, needs nothing
+ * but `nccltop keygen`: the relay's server key and every viewer's client key
+ * are the same keypair, and a viewer's default --server-key is key.pub. */
+#ifndef NCCLTOP_CURVE_H
+#define NCCLTOP_CURVE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#define NT_CURVE_SECRET_FILE "key"
+#define NT_CURVE_PUBLIC_FILE "key.pub"
+#define NT_CURVE_AUTH_FILE   "authorized_keys"
+#define NT_CURVE_KEY_LEN     40 /* Z85 of 32 bytes */
+/* authorized_keys larger than this is refused (a key is 41 bytes). */
+#define NT_CURVE_AUTH_MAX_BYTES (4u << 20)
+
+typedef struct {
+  char pub[NT_CURVE_KEY_LEN + 1], sec[NT_CURVE_KEY_LEN + 1];
+} nt_curve_keys;
+
+/* libzmq was built with CURVE (libsodium). */
+bool nt_curve_available(void);
+/* $XDG_CONFIG_HOME/nccltop, or $HOME/.config/nccltop. -1 when neither is
+ * set or the name does not fit. */
+int nt_curve_config_dir(char *buf, size_t cap);
+/* <config dir>/<name>. */
+int nt_curve_config_path(const char *name, char *buf, size_t cap);
+/* Loads the user's keypair (the public key is derived from the secret one
+ * and must match key.pub when that exists). 0; 1 when there is no key file
+ * (err says where it looked); -1 with the reason in err. */
+int nt_curve_load(nt_curve_keys *k, char *err, size_t errlen);
+/* A public key given as 40 Z85 characters, or the name of a file holding
+ * one (the first non-comment line). 0, or -1 with the reason in err. */
+int nt_curve_key_arg(const char *arg, char out[NT_CURVE_KEY_LEN + 1], char *err, size_t errlen);
+/* True for a valid Z85 key (40 characters that decode). */
+bool nt_curve_key_valid(const char *z85);
+/* Socket options: a CURVE server (authenticated through ZAP, domain
+ * "nccltop"), a CURVE client checking server_pub. Set before bind/connect;
+ * ZeroMQ copies them into each connection made afterwards. */
+int nt_curve_set_server(void *sock, const nt_curve_keys *k);
+int nt_curve_set_client(void *sock, const nt_curve_keys *k, const char *server_pub);
+/* Back to no security mechanism, for the connections made next. */
+int nt_curve_set_none(void *sock);
+
+/* True when a tcp:// endpoint's host is a loopback address (127.0.0.0/8,
+ * ::1, localhost); false for anything else, wildcards included. */
+bool nt_endpoint_is_loopback(const char *ep);
+
+/* The ZAP handler: a thread answering ZeroMQ's authentication requests on
+ * inproc://zeromq.zap.01 in context zctx. A CURVE client is accepted when its
+ * public key is own_pub or a line of auth_file (read again at each request,
+ * so an edit needs no restart; a missing file is an empty list). Every
+ * refusal is logged as one line on stderr with the key and the address. */
+typedef struct nt_zap nt_zap;
+nt_zap *nt_zap_start(void *zctx, const char *auth_file, const char *own_pub, char *err,
+                     size_t errlen);
+void nt_zap_stop(nt_zap *z);
+/* Counts since the start (tests read them through the relay's log). */
+unsigned long nt_zap_refused(const nt_zap *z);
+
+/* `nccltop keygen [--force]`. */
+int nt_keygen_main(int argc, char **argv);
+
+#endif
