@@ -23,10 +23,9 @@
 #include <unistd.h>
 #include <zmq.h>
 
-#include "curve.h"
 #include "discover.h"
 #include "hostlist.h"
-#include "viewer.h"
+#include "source_internal.h"
 
 /* Local publishers connected at most; the table also has room for every
  * --connect endpoint and --hosts relay (nt_source's cap). */
@@ -52,61 +51,11 @@
  * restarts is seen again within this). */
 #define TCP_RECONNECT_MS 500
 
-typedef struct {
-  void *sock;
-  uint32_t pid;   /* from the socket file's name; 0 for --connect endpoints */
-  uint64_t pidns; /* from the name too; 0 when it has none */
-  bool seen;      /* still in the directory at the last scan */
-  bool listed;    /* in the listing under way */
-  bool heard, silence_noted;
-  double since_s;      /* connected at */
-  double keep_until_s; /* kept this long while absent (the directory was re-opened) */
-  char name[48];       /* the socket file's name; "" for --connect endpoints */
-  char addr[160];      /* what the SUB socket connects to */
-  char endpoint[160];  /* what people read: ipc://<dir>/<name>, or the --connect address */
-  void *mon;           /* the socket monitor's PAIR (tcp:// --connect endpoints) */
-  bool secure;         /* CURVE */
-  bool handshaking;    /* connected, handshake not done yet */
-  bool refusal_noted;  /* a failed handshake was noted; again only after a success */
-} endpoint;
-
-struct nt_source {
-  void *zctx;
-  char dir[256];
-  int dirfd;            /* the endpoint directory, checked; -1 while none is usable */
-  uint64_t pidns;       /* our PID namespace (nt_endpoint_pidns) */
-  char (*connect)[160]; /* --connect endpoints, then tcp://HOST:PORT of --hosts */
-  int nconnect;
-  uint32_t nhosts; /* of which from --hosts / --hostfile */
-  char hosts[200]; /* them, compactly (nt_hostlist_ranged) */
-  uint32_t cap;    /* endpoints the table holds: MAX_ENDPOINTS + nconnect */
-  bool connected;  /* the --connect endpoints were tried */
-  endpoint *eps;
-  zmq_pollitem_t *items;
-  uint32_t neps;
-  double next_scan_s;
-  bool dir_error_noted, full_noted;
-  uint64_t topology_messages;
-  nt_snapshot *scratch;
-  nt_hello *hello;
-  bool insecure;
-  int keys_rc; /* nt_curve_load: 0 keys, 1 none, -1 unusable (keys_err) */
-  nt_curve_keys keys;
-  char keys_err[320];
-  char server_key[NT_CURVE_KEY_LEN + 1];
-  unsigned monitors; /* names the monitors' inproc endpoints */
-  bool nokey_noted;  /* a non-loopback tcp:// endpoint was refused for want of a key */
-  nt_source_tap tap; /* sees every message received (a recorder), or NULL */
-  void *tap_arg;
-};
-
 static int set_int(void *s, int opt, int v) {
   return zmq_setsockopt(s, opt, &v, sizeof v);
 }
 
-static void note(nt_model *m, const char *source, bool bad, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static void note(nt_model *m, const char *source, bool bad, const char *fmt, ...) {
+void nt_source_note(nt_model *m, const char *source, bool bad, const char *fmt, ...) {
   char text[512];
   va_list ap;
   va_start(ap, fmt);
@@ -122,25 +71,28 @@ static void note(nt_model *m, const char *source, bool bad, const char *fmt, ...
 static endpoint *add_endpoint(nt_source *s, nt_model *m, const char *addr, const char *shown,
                               uint32_t pid) {
   if (s->neps >= s->cap) {
-    if (!s->full_noted) note(m, shown, false, "more than %u endpoints; not connected", s->cap);
+    if (!s->full_noted)
+      nt_source_note(m, shown, false, "more than %u endpoints; not connected", s->cap);
     s->full_noted = true;
     return NULL;
   }
   if (strlen(addr) >= sizeof s->eps[0].addr || strlen(shown) >= sizeof s->eps[0].endpoint) {
-    note(m, "connect", false, "endpoint name longer than %zu bytes", sizeof s->eps[0].endpoint - 1);
+    nt_source_note(m, "connect", false, "endpoint name longer than %zu bytes",
+                   sizeof s->eps[0].endpoint - 1);
     return NULL;
   }
   bool tcp = !pid && !strncmp(addr, "tcp://", 6);
   bool secure = tcp && !s->insecure && s->keys_rc == 0;
   if (tcp && !s->insecure && s->keys_rc < 0)
-    note(m, shown, false, "no CURVE: %s", s->keys_err); /* a key we cannot use: say why */
+    nt_source_note(m, shown, false, "no CURVE: %s", s->keys_err); /* a key we cannot use: say why */
   if (tcp && !s->insecure && s->keys_rc != 0 && !nt_endpoint_is_loopback(addr)) {
     /* Once, not once per host of a --hosts list. */
     if (!s->nokey_noted)
-      note(m, shown, false,
-           "not connected (nor any other non-loopback tcp:// endpoint): %s; CURVE needs a key "
-           "(or --insecure for plain TCP)",
-           s->keys_err);
+      nt_source_note(
+          m, shown, false,
+          "not connected (nor any other non-loopback tcp:// endpoint): %s; CURVE needs a key "
+          "(or --insecure for plain TCP)",
+          s->keys_err);
     s->nokey_noted = true;
     return NULL;
   }
@@ -168,7 +120,7 @@ static endpoint *add_endpoint(nt_source *s, nt_model *m, const char *addr, const
          !zmq_connect(mon, mep);
   }
   if (!ok || zmq_connect(sock, addr)) {
-    note(m, shown, false, "cannot connect: %s", zmq_strerror(zmq_errno()));
+    nt_source_note(m, shown, false, "cannot connect: %s", zmq_strerror(zmq_errno()));
     if (mon) zmq_close(mon);
     if (sock) zmq_close(sock);
     return NULL;
@@ -421,7 +373,7 @@ static bool hold_dir(nt_source *s, nt_model *m) {
   char err[512] = "";
   int fd = nt_endpoint_dir_open(s->dir, false, err, sizeof err);
   if (fd < 0) {
-    if (!s->dir_error_noted) note(m, "endpoints", false, "%s", err);
+    if (!s->dir_error_noted) nt_source_note(m, "endpoints", false, "%s", err);
     s->dir_error_noted = true;
     return false;
   }
@@ -444,7 +396,7 @@ static void add_local(nt_source *s, nt_model *m, const char *name, uint32_t pid,
   if (nt_endpoint_fd_address(s->dirfd, name, addr, sizeof addr) != 0 || n < 0 ||
       (size_t)n >= sizeof shown) {
     if (!s->dir_error_noted)
-      note(m, "endpoints", false, "%s/%s: path too long for an endpoint", s->dir, name);
+      nt_source_note(m, "endpoints", false, "%s/%s: path too long for an endpoint", s->dir, name);
     return;
   }
   endpoint *e = add_endpoint(s, m, addr, shown, pid);
@@ -481,7 +433,7 @@ static void scan(nt_source *s, nt_model *m) {
   struct scan_ctx c = {s, m};
   if (!held || nt_discover_list(s->dirfd, sizeof s->eps[0].name, found_local, &c) != 0) {
     if (held && !s->dir_error_noted)
-      note(m, "endpoints", false, "cannot list %s: %s", s->dir, strerror(errno));
+      nt_source_note(m, "endpoints", false, "cannot list %s: %s", s->dir, strerror(errno));
     s->dir_error_noted = true;
     drop_gone(s, m);
     return;
@@ -510,181 +462,26 @@ static void note_silent_connects(nt_source *s, nt_model *m, double now) {
   if (!due) return;
   bool one_line = silent > SILENT_ONE_LINE;
   if (one_line)
-    note(m, "connect", false,
-         "nothing received yet from %u endpoints (%s, ...): no relay there, or not reachable "
-         "(still trying)",
-         silent, s->eps[first].endpoint);
+    nt_source_note(
+        m, "connect", false,
+        "nothing received yet from %u endpoints (%s, ...): no relay there, or not reachable "
+        "(still trying)",
+        silent, s->eps[first].endpoint);
   for (uint32_t i = first; i < s->neps; i++) {
     endpoint *e = &s->eps[i];
     if (!silent_for(e, now, one_line ? CONNECT_SILENT_S - SCAN_PERIOD_S : CONNECT_SILENT_S))
       continue;
     e->silence_noted = true;
     if (!one_line)
-      note(m, e->endpoint, false,
-           "nothing received in %.0f s: no publisher there, or not reachable (still trying)",
-           CONNECT_SILENT_S);
+      nt_source_note(
+          m, e->endpoint, false,
+          "nothing received in %.0f s: no publisher there, or not reachable (still trying)",
+          CONNECT_SILENT_S);
   }
 }
 
 /* One failed handshake with a relay, in the model's error list (once until
  * a handshake succeeds again: ZeroMQ retries every second). */
-static void note_refusal(nt_source *s, endpoint *e, nt_model *m, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static void note_refusal(nt_source *s, endpoint *e, nt_model *m, const char *fmt, ...) {
-  (void)s;
-  if (e->refusal_noted) return;
-  e->refusal_noted = true;
-  char text[400];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(text, sizeof text, fmt, ap);
-  va_end(ap);
-  nt_model_note_problem(m, e->endpoint, text, nt_now_s());
-}
-
-/* Reads the socket monitors of the --connect endpoints. */
-static void poll_monitors(nt_source *s, nt_model *m) {
-  for (uint32_t i = 0; i < s->neps; i++) {
-    endpoint *e = &s->eps[i];
-    for (int k = 0; e->mon && k < 64; k++) {
-      uint8_t ev[6];
-      int n = zmq_recv(e->mon, ev, sizeof ev, ZMQ_DONTWAIT);
-      if (n < 0) break;
-      int more = 0;
-      size_t ml = sizeof more;
-      char junk[8];
-      while (zmq_getsockopt(e->mon, ZMQ_RCVMORE, &more, &ml) == 0 && more)
-        if (zmq_recv(e->mon, junk, sizeof junk, 0) < 0) break;
-      if (n < 6) continue;
-      uint16_t event;
-      uint32_t value;
-      memcpy(&event, ev, 2);
-      memcpy(&value, ev + 2, 4);
-      switch (event) {
-      case ZMQ_EVENT_CONNECTED: e->handshaking = true; break;
-      case ZMQ_EVENT_HANDSHAKE_SUCCEEDED:
-        e->handshaking = false;
-        e->refusal_noted = false;
-        break;
-      case ZMQ_EVENT_HANDSHAKE_FAILED_AUTH:
-        e->handshaking = false;
-        note_refusal(s, e, m,
-                     "refused by the relay (status %u): our public key %s is not in its "
-                     "authorized_keys",
-                     value, s->keys.pub);
-        break;
-      case ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL:
-        e->handshaking = false;
-        if (value == ZMQ_PROTOCOL_ERROR_ZMTP_MECHANISM_MISMATCH)
-          note_refusal(s, e, m, "handshake refused: %s",
-                       e->secure
-                           ? "the relay does not speak CURVE (it runs --insecure or without a key)"
-                           : "the relay requires CURVE ('nccltop keygen', no --insecure)");
-        else
-          note_refusal(s, e, m, "handshake refused: protocol error 0x%x", value);
-        break;
-      case ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL:
-      case ZMQ_EVENT_DISCONNECTED:
-        /* A CURVE server that cannot open our HELLO (it is not the key we
-         * were told) closes the connection without a word: we see a broken
-         * pipe, or the connection closed, during the handshake. */
-        if (event == ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL && value != EPIPE && value != ECONNRESET)
-          note_refusal(s, e, m, "handshake failed: %s", zmq_strerror((int)value));
-        else if (e->handshaking)
-          note_refusal(s, e, m, "%s",
-                       e->secure ? "the relay closed the connection during the CURVE handshake: "
-                                   "its public key is not the --server-key, or it does not speak "
-                                   "CURVE"
-                                 : "the relay closed the connection during the handshake: it "
-                                   "requires CURVE ('nccltop keygen', no --insecure)");
-        e->handshaking = false;
-        break;
-      default: break;
-      }
-    }
-  }
-}
-
-static bool topic_is(const zmq_msg_t *t, const char *name) {
-  size_t n = strlen(name);
-  return zmq_msg_size((zmq_msg_t *)t) == n && memcmp(zmq_msg_data((zmq_msg_t *)t), name, n) == 0;
-}
-
-/* Decodes and applies one two-frame message. The endpoint's pid (0 for a
- * --connect one) tells the model whom it may speak for. */
-static void dispatch(nt_source *s, endpoint *e, nt_model *m, zmq_msg_t *topic, zmq_msg_t *body) {
-  const char *data = zmq_msg_data(body);
-  size_t len = zmq_msg_size(body);
-  char err[256];
-  double now = nt_now_s();
-  if (s->tap)
-    s->tap(s->tap_arg, e->endpoint, e->pid, zmq_msg_data(topic), zmq_msg_size(topic), data, len,
-           now);
-  if (topic_is(topic, NT_TOPIC_SNAPSHOT)) {
-    if (nt_snapshot_decode((const uint8_t *)data, len, s->scratch, err, sizeof err) == 0)
-      nt_model_apply_snapshot(m, e->endpoint, e->pid, s->scratch, now);
-    else
-      note(m, e->endpoint, true, "snapshot: %s", err);
-  } else if (topic_is(topic, NT_TOPIC_HELLO)) {
-    if (nt_hello_decode(data, len, s->hello, err, sizeof err) == 0)
-      nt_model_apply_hello(m, e->endpoint, e->pid, s->hello, now);
-    else
-      note(m, e->endpoint, true, "%s", err);
-  } else if (topic_is(topic, NT_TOPIC_COMM)) {
-    nt_comm_info c;
-    if (nt_comm_decode(data, len, &c, err, sizeof err) == 0)
-      nt_model_apply_comm(m, e->endpoint, e->pid, &c, now);
-    else
-      note(m, e->endpoint, true, "%s", err);
-  } else if (topic_is(topic, NT_TOPIC_TOPOLOGY)) {
-    s->topology_messages++;
-    /* The model keeps what is shown steady and skips a re-sent file. */
-    nt_model_set_topology(m, data, len, e->endpoint, now);
-  } else {
-    char clean[80];
-    size_t tn = zmq_msg_size(topic);
-    note(m, e->endpoint, true, "unknown topic '%s'%s",
-         nt_sanitize(zmq_msg_data(topic), tn < 40 ? tn : 40, clean, sizeof clean),
-         tn > 40 ? "..." : "");
-  }
-}
-
-/* Receives one whole message; false when the socket has none. A message is
- * always read to its last frame, so the next one starts clean. */
-static bool receive(nt_source *s, endpoint *e, nt_model *m) {
-  zmq_msg_t topic, body, extra;
-  zmq_msg_init(&topic);
-  if (zmq_msg_recv(&topic, e->sock, ZMQ_DONTWAIT) < 0) {
-    zmq_msg_close(&topic);
-    return false;
-  }
-  e->heard = true;
-  zmq_msg_init(&body);
-  unsigned frames = 1;
-  for (bool more = zmq_msg_more(&topic); more; frames++) {
-    /* ZeroMQ delivers the frames of a message together: they are here. */
-    zmq_msg_t *into = frames == 1 ? &body : &extra;
-    if (into == &extra) zmq_msg_init(&extra);
-    if (zmq_msg_recv(into, e->sock, ZMQ_DONTWAIT) < 0) {
-      if (into == &extra) zmq_msg_close(&extra);
-      break;
-    }
-    more = zmq_msg_more(into);
-    if (into == &extra) zmq_msg_close(&extra);
-  }
-  if (frames != 2)
-    note(m, e->endpoint, true, "message with %u frame%s, expected 2", frames,
-         frames == 1 ? "" : "s");
-  else if (zmq_msg_size(&body) > NT_MAX_MESSAGE_BYTES)
-    note(m, e->endpoint, true, "message of %zu bytes exceeds the limit of %u", zmq_msg_size(&body),
-         NT_MAX_MESSAGE_BYTES);
-  else
-    dispatch(s, e, m, &topic, &body);
-  zmq_msg_close(&topic);
-  zmq_msg_close(&body);
-  return true;
-}
-
 static int remaining_ms(double deadline) {
   double left = (deadline - nt_now_s()) * 1000.0;
   return left <= 0 ? 0 : left >= 1e9 ? 1000000000 : (int)left;
@@ -698,7 +495,7 @@ int nt_source_poll(nt_source *s, nt_model *m, int timeout_ms) {
   }
   if (start >= s->next_scan_s) {
     scan(s, m);
-    poll_monitors(s, m); /* once a second: thousands of relays cost no more */
+    nt_source_poll_monitors(s, m); /* once a second: thousands of relays cost no more */
     note_silent_connects(s, m, start);
     s->next_scan_s = start + SCAN_PERIOD_S;
   }
@@ -719,7 +516,7 @@ int nt_source_poll(nt_source *s, nt_model *m, int timeout_ms) {
     any = false;
     for (uint32_t i = 0; i < s->neps && n < NT_SOURCE_MAX_PER_POLL; i++) {
       if (!(s->items[i].revents & ZMQ_POLLIN)) continue;
-      if (receive(s, &s->eps[i], m)) {
+      if (nt_source_receive(s, &s->eps[i], m)) {
         any = true;
         n++;
       } else {

@@ -1,0 +1,73 @@
+/* The live source's insides, shared by source.c (endpoints, discovery,
+ * the poll loop), source_recv.c (receiving and applying messages) and
+ * source_monitor.c (handshake refusals of tcp:// endpoints). */
+#ifndef NCCLTOP_SOURCE_INTERNAL_H
+#define NCCLTOP_SOURCE_INTERNAL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <zmq.h>
+
+#include "curve.h"
+#include "viewer.h"
+
+typedef struct {
+  void *sock;
+  uint32_t pid;   /* from the socket file's name; 0 for --connect endpoints */
+  uint64_t pidns; /* from the name too; 0 when it has none */
+  bool seen;      /* still in the directory at the last scan */
+  bool listed;    /* in the listing under way */
+  bool heard, silence_noted;
+  double since_s;      /* connected at */
+  double keep_until_s; /* kept this long while absent (the directory was re-opened) */
+  char name[48];       /* the socket file's name; "" for --connect endpoints */
+  char addr[160];      /* what the SUB socket connects to */
+  char endpoint[160];  /* what people read: ipc://<dir>/<name>, or the --connect address */
+  void *mon;           /* the socket monitor's PAIR (tcp:// --connect endpoints) */
+  bool secure;         /* CURVE */
+  bool handshaking;    /* connected, handshake not done yet */
+  bool refusal_noted;  /* a failed handshake was noted; again only after a success */
+} endpoint;
+
+struct nt_source {
+  void *zctx;
+  char dir[256];
+  int dirfd;            /* the endpoint directory, checked; -1 while none is usable */
+  uint64_t pidns;       /* our PID namespace (nt_endpoint_pidns) */
+  char (*connect)[160]; /* --connect endpoints, then tcp://HOST:PORT of --hosts */
+  int nconnect;
+  uint32_t nhosts; /* of which from --hosts / --hostfile */
+  char hosts[200]; /* them, compactly (nt_hostlist_ranged) */
+  uint32_t cap;    /* endpoints the table holds: MAX_ENDPOINTS + nconnect */
+  bool connected;  /* the --connect endpoints were tried */
+  endpoint *eps;
+  zmq_pollitem_t *items;
+  uint32_t neps;
+  double next_scan_s;
+  bool dir_error_noted, full_noted;
+  uint64_t topology_messages;
+  nt_snapshot *scratch;
+  nt_hello *hello;
+  bool insecure;
+  int keys_rc; /* nt_curve_load: 0 keys, 1 none, -1 unusable (keys_err) */
+  nt_curve_keys keys;
+  char keys_err[320];
+  char server_key[NT_CURVE_KEY_LEN + 1];
+  unsigned monitors; /* names the monitors' inproc endpoints */
+  bool nokey_noted;  /* a non-loopback tcp:// endpoint was refused for want of a key */
+  nt_source_tap tap; /* sees every message received (a recorder), or NULL */
+  void *tap_arg;
+};
+
+/* A model error (bad: a message that failed to decode) or problem, with
+ * its text formatted. */
+void nt_source_note(nt_model *m, const char *source, bool bad, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+/* Receives one whole message of e and applies it; false when the socket
+ * has none (source_recv.c). */
+bool nt_source_receive(nt_source *s, endpoint *e, nt_model *m);
+/* Reads the socket monitors of the tcp:// endpoints: a refused handshake
+ * becomes one model error (source_monitor.c). */
+void nt_source_poll_monitors(nt_source *s, nt_model *m);
+
+#endif

@@ -1,0 +1,87 @@
+/* The live source's messages: each one read whole (two frames), handed to
+ * the tap (a recorder) and decoded into the model; what fails becomes a
+ * model error with its reason. */
+#include <stdio.h>
+#include <string.h>
+
+#include "source_internal.h"
+
+static bool topic_is(const zmq_msg_t *t, const char *name) {
+  size_t n = strlen(name);
+  return zmq_msg_size((zmq_msg_t *)t) == n && memcmp(zmq_msg_data((zmq_msg_t *)t), name, n) == 0;
+}
+
+/* Decodes and applies one two-frame message. The endpoint's pid (0 for a
+ * --connect one) tells the model whom it may speak for. */
+static void dispatch(nt_source *s, endpoint *e, nt_model *m, zmq_msg_t *topic, zmq_msg_t *body) {
+  const char *data = zmq_msg_data(body);
+  size_t len = zmq_msg_size(body);
+  char err[256];
+  double now = nt_now_s();
+  if (s->tap)
+    s->tap(s->tap_arg, e->endpoint, e->pid, zmq_msg_data(topic), zmq_msg_size(topic), data, len,
+           now);
+  if (topic_is(topic, NT_TOPIC_SNAPSHOT)) {
+    if (nt_snapshot_decode((const uint8_t *)data, len, s->scratch, err, sizeof err) == 0)
+      nt_model_apply_snapshot(m, e->endpoint, e->pid, s->scratch, now);
+    else
+      nt_source_note(m, e->endpoint, true, "snapshot: %s", err);
+  } else if (topic_is(topic, NT_TOPIC_HELLO)) {
+    if (nt_hello_decode(data, len, s->hello, err, sizeof err) == 0)
+      nt_model_apply_hello(m, e->endpoint, e->pid, s->hello, now);
+    else
+      nt_source_note(m, e->endpoint, true, "%s", err);
+  } else if (topic_is(topic, NT_TOPIC_COMM)) {
+    nt_comm_info c;
+    if (nt_comm_decode(data, len, &c, err, sizeof err) == 0)
+      nt_model_apply_comm(m, e->endpoint, e->pid, &c, now);
+    else
+      nt_source_note(m, e->endpoint, true, "%s", err);
+  } else if (topic_is(topic, NT_TOPIC_TOPOLOGY)) {
+    s->topology_messages++;
+    /* The model keeps what is shown steady and skips a re-sent file. */
+    nt_model_set_topology(m, data, len, e->endpoint, now);
+  } else {
+    char clean[80];
+    size_t tn = zmq_msg_size(topic);
+    nt_source_note(m, e->endpoint, true, "unknown topic '%s'%s",
+                   nt_sanitize(zmq_msg_data(topic), tn < 40 ? tn : 40, clean, sizeof clean),
+                   tn > 40 ? "..." : "");
+  }
+}
+
+/* Receives one whole message; false when the socket has none. A message is
+ * always read to its last frame, so the next one starts clean. */
+bool nt_source_receive(nt_source *s, endpoint *e, nt_model *m) {
+  zmq_msg_t topic, body, extra;
+  zmq_msg_init(&topic);
+  if (zmq_msg_recv(&topic, e->sock, ZMQ_DONTWAIT) < 0) {
+    zmq_msg_close(&topic);
+    return false;
+  }
+  e->heard = true;
+  zmq_msg_init(&body);
+  unsigned frames = 1;
+  for (bool more = zmq_msg_more(&topic); more; frames++) {
+    /* ZeroMQ delivers the frames of a message together: they are here. */
+    zmq_msg_t *into = frames == 1 ? &body : &extra;
+    if (into == &extra) zmq_msg_init(&extra);
+    if (zmq_msg_recv(into, e->sock, ZMQ_DONTWAIT) < 0) {
+      if (into == &extra) zmq_msg_close(&extra);
+      break;
+    }
+    more = zmq_msg_more(into);
+    if (into == &extra) zmq_msg_close(&extra);
+  }
+  if (frames != 2)
+    nt_source_note(m, e->endpoint, true, "message with %u frame%s, expected 2", frames,
+                   frames == 1 ? "" : "s");
+  else if (zmq_msg_size(&body) > NT_MAX_MESSAGE_BYTES)
+    nt_source_note(m, e->endpoint, true, "message of %zu bytes exceeds the limit of %u",
+                   zmq_msg_size(&body), NT_MAX_MESSAGE_BYTES);
+  else
+    dispatch(s, e, m, &topic, &body);
+  zmq_msg_close(&topic);
+  zmq_msg_close(&body);
+  return true;
+}
