@@ -16,6 +16,7 @@
 
 #include "../topo/topo.h"
 #include "curve.h"
+#include "demo.h"
 #include "relay.h"
 #include "exporter.h"
 #include "recording.h"
@@ -201,14 +202,32 @@ static void first_line(int fd, char *buf, size_t cap) {
   buf[strcspn(buf, "\n")] = '\0';
 }
 
-/* Removes the demo's directory: socket files the ranks left, then itself. */
+/* Removes the demo's directory: socket files the ranks left, the nodes'
+ * directories (--nodes) with theirs, then itself. */
 static void remove_dir(const char *dir) {
   int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW);
   DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
   if (d) {
     struct dirent *de;
-    while ((de = readdir(d)))
-      if (strcmp(de->d_name, ".") && strcmp(de->d_name, "..")) unlinkat(fd, de->d_name, 0);
+    while ((de = readdir(d))) {
+      if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..")) continue;
+      if (de->d_type == DT_DIR && !strncmp(de->d_name, "node", 4)) {
+        char sub[512];
+        snprintf(sub, sizeof sub, "%s/%s", dir, de->d_name);
+        int sfd = open(sub, O_RDONLY | O_DIRECTORY | O_NOFOLLOW);
+        DIR *sd = sfd >= 0 ? fdopendir(sfd) : NULL;
+        struct dirent *se;
+        while (sd && (se = readdir(sd)))
+          if (strcmp(se->d_name, ".") && strcmp(se->d_name, "..")) unlinkat(sfd, se->d_name, 0);
+        if (sd)
+          closedir(sd);
+        else if (sfd >= 0)
+          close(sfd);
+        unlinkat(fd, de->d_name, AT_REMOVEDIR);
+      } else {
+        unlinkat(fd, de->d_name, 0);
+      }
+    }
     closedir(d);
   } else if (fd >= 0) {
     close(fd);
@@ -227,9 +246,9 @@ static int cmd_demo(int argc, char **argv) {
     free(vargv);
     return 2;
   }
-  if (sim.nodes) { /* one viewer watches one endpoint directory until relays join the nodes */
-    fprintf(stderr, "nccltop demo: --nodes is not in the demo yet; run 'nccltop sim --nodes N "
-                    "--dir DIR' and watch DIR/node0 .. DIR/node<N-1>\n");
+  if (sim.nodes > NT_DEMO_MAX_NODES) {
+    fprintf(stderr, "nccltop demo: --nodes: at most %d (one loopback address each)\n",
+            NT_DEMO_MAX_NODES);
     free(vargv);
     return 2;
   }
@@ -267,12 +286,23 @@ static int cmd_demo(int argc, char **argv) {
   if (pid > 0) demo_sim = pid;
   sigprocmask(SIG_SETMASK, &old, NULL);
   char why[256];
+  /* --nodes: the monitor sees the nodes only through their relays. */
+  static pid_t relays[NT_DEMO_MAX_NODES];
+  static char hosts[64];
+  bool relays_ok = pid < 0 || !sim.nodes ||
+                   nt_demo_relays_start(dir, sim.nodes, relays, hosts, sizeof hosts) == 0;
+  if (pid > 0 && sim.nodes) o.hosts = hosts;
   if (pid < 0) {
     first_line(errfd, why, sizeof why);
     fprintf(stderr, "%s\n", why[0] ? why : "nccltop demo: cannot start the simulator");
     rc = 2; /* a configuration the simulator refused */
+  } else if (!relays_ok) {
+    fprintf(stderr, "nccltop demo: cannot start the nodes' relays\n");
+    stop_sim(pid);
+    rc = 1;
   } else {
     rc = run_viewer(&o);
+    if (sim.nodes) nt_demo_relays_stop(relays, sim.nodes);
     int early = demo_sim_status; /* the job ended before we stopped it */
     stop_sim(pid);
     if (early != -1 && early != 0) {
