@@ -83,6 +83,44 @@ static void four_nodes_through_relays(void) {
   CHECK(system("pgrep -f 'relay --dir /tmp/nccltop-d[n]-test' >/dev/null") != 0);
 }
 
+/* A node whose relay dies: one alert says the relay went silent (its host,
+ * its 4 processes), none per process, and no rank is called stalled. */
+static void a_dead_relay_is_one_silent_node(void) {
+  CHECK(system("mkdir -p /tmp/nccltop-dr-test") == 0);
+  char cmd[PATH_MAX + 512];
+  snprintf(cmd, sizeof cmd,
+           "(sleep 6; pkill -f 'relay --dir /tmp/nccltop-d[r]-test/.*/node2 ') & "
+           "TMPDIR=/tmp/nccltop-dr-test %s demo --nodes 4 --ranks 16 --comms 1 -b -n 56 -d 250 "
+           "--json 2>/dev/null",
+           nccltop);
+  int st;
+  char *out = run(cmd, &st);
+  if (!out || st != 0) free(out);
+  CHECK(out && st == 0);
+  char *last = out, *nl;
+  while ((nl = strchr(last, '\n')) && nl[1]) last = nl + 1;
+  cJSON *f = cJSON_Parse(last);
+  free(out);
+  CHECK(f);
+  int silent = 0, others = 0;
+  bool named = false;
+  const cJSON *a;
+  cJSON_ArrayForEach(a, cJSON_GetObjectItemCaseSensitive(f, "alerts")) {
+    const char *kind = cJSON_GetObjectItemCaseSensitive(a, "kind")->valuestring;
+    const char *text = cJSON_GetObjectItemCaseSensitive(a, "text")->valuestring;
+    fprintf(stderr, "    %s: %s\n", kind, text);
+    if (!strcmp(kind, "silent")) {
+      silent++;
+      named = strstr(text, "host node2, 4 processes") && strstr(text, "relay");
+    } else if (strcmp(kind, "drops")) {
+      others++;
+    }
+  }
+  cJSON_Delete(f);
+  CHECK(system("rmdir /tmp/nccltop-dr-test") == 0);
+  CHECK(silent == 1 && named && others == 0);
+}
+
 static void too_many_nodes_is_a_usage_error(void) {
   char cmd[PATH_MAX + 128];
   snprintf(cmd, sizeof cmd, "%s demo --nodes 300 --ranks 300 -b -n 1 2>/dev/null", nccltop);
@@ -98,6 +136,7 @@ int main(void) {
   exe[len > 0 ? len : 0] = '\0';
   snprintf(nccltop, sizeof nccltop, "%s/../nccltop", dirname(exe)); /* build/<cfg>/tests/.. */
   TEST_RUN(four_nodes_through_relays);
+  TEST_RUN(a_dead_relay_is_one_silent_node);
   TEST_RUN(too_many_nodes_is_a_usage_error);
   return TEST_DONE();
 }

@@ -303,13 +303,63 @@ static void hung_ops(ctx *c) {
 
 /* ---- publishers ---- */
 
+typedef struct {
+  const char *endpoint;
+  uint32_t index; /* in the model's table */
+} by_source;
+
+static int cmp_by_endpoint(const void *a, const void *b) {
+  return strcmp(((const by_source *)a)->endpoint, ((const by_source *)b)->endpoint);
+}
+
+/* A --connect endpoint (a node's relay) all of whose live processes went
+ * silent at once: the relay, or the link to it, is down, not each of its
+ * processes; one alert says so, and its processes (marked in `covered`,
+ * indexed like the model's table) get no alert of their own. */
+static void silent_relays(ctx *c, bool *covered) {
+  by_source *by = malloc(((size_t)c->m->nprocs + 1) * sizeof *by);
+  uint32_t n = 0;
+  if (!by) return;
+  for (uint32_t i = 0; i < c->m->nprocs; i++) {
+    nt_model_process *p = &c->m->procs[i]->pub;
+    if (p->cur && !p->ended && p->endpoint_pid == 0 && !nt_model_process_replaced(c->m, p))
+      by[n++] = (by_source){p->endpoint, i};
+  }
+  qsort(by, n, sizeof *by, cmp_by_endpoint);
+  for (uint32_t g = 0, end; g < n; g = end) {
+    bool all = true;
+    double age = 1e300;
+    for (end = g; end < n && !strcmp(by[end].endpoint, by[g].endpoint); end++) {
+      const nt_model_process *p = &c->m->procs[by[end].index]->pub;
+      all = all && p->stale;
+      double since = al_since(c, p);
+      if (since < age) age = since;
+    }
+    if (!all || end - g < 2) continue; /* one process: said as a process */
+    nt_model_process *first = &c->m->procs[by[g].index]->pub;
+    nt_alert *a = al_add(c, NT_ALERT_SILENT, P_SILENT, 0, NULL);
+    if (!a) break;
+    a->proc = first;
+    a->count = end - g;
+    a->age_s = age;
+    al_say(a,
+           "%s (host %s, %u processes) sent nothing for %s: the relay or the link to it is down; "
+           "what its ranks do is unknown, not stalled",
+           first->endpoint, first->host, end - g, AGE(a->age_s));
+    for (uint32_t k = g; k < end; k++) covered[by[k].index] = true;
+  }
+  free(by);
+}
+
 static void publishers(ctx *c) {
+  bool *covered = calloc((size_t)c->m->nprocs + 1, sizeof *covered);
+  if (covered) silent_relays(c, covered);
   for (uint32_t i = 0; i < c->m->nprocs; i++) {
     proc_slot *slot = c->m->procs[i];
     nt_model_process *p = &slot->pub;
     if (!p->cur || nt_model_process_replaced(c->m, p)) continue;
     char me[160];
-    if (p->stale && !p->ended && !slot->is_root) {
+    if (p->stale && !p->ended && !slot->is_root && !(covered && covered[i])) {
       nt_alert *a = al_add(c, NT_ALERT_SILENT, P_SILENT, 0, NULL);
       if (!a) return;
       a->proc = p;
@@ -334,6 +384,7 @@ static void publishers(ctx *c) {
              (unsigned long long)pc->unsent_messages, (unsigned long long)p->lost_messages);
     }
   }
+  free(covered);
 }
 
 /* By priority; within one, by key (roots: most waiters; stragglers: most
