@@ -19,7 +19,8 @@
 void nccltop_tag(const char *tag);
 
 /* Replace the process-wide NCCL activation mask (NT_EV_* bits) while the job
- * runs; returns the previous mask, or -1 before the first init. */
+ * runs; returns the previous mask, or -1 before the first init. On NCCL
+ * 2.31 (ABI v7) a mask with KernelCh also gets KernelPhase, as at init. */
 int nccltop_set_mask(int mask);
 
 /* Test hook, exported only by the test-only build

@@ -336,12 +336,27 @@ PH_CHILD(user_tag_names_the_phase)
 PH_CHILD(kernel_phases_are_totalled)
 PH_CHILD(stray_phases_are_ignored)
 
+/* nccltop_set_mask on 2.31: kernelch brings its phases along, as at init;
+ * without kernelch the phases stay off. */
+static void case_live_mask_brings_kernel_phases(void) {
+  void *ctx = setup(NT_EV_COLL);
+  CHECK(ctx && (H.mask & NT_EV_KERNEL_PHASE) == 0);
+  H.set_mask(NT_EV_COLL | NT_EV_KERNEL_CH);
+  int with = H.mask;
+  H.set_mask(NT_EV_COLL);
+  int without = H.mask;
+  CHECK((with & NT_EV_KERNEL_CH) && (with & NT_EV_KERNEL_PHASE));
+  CHECK(!(without & NT_EV_KERNEL_PHASE));
+}
+PH_CHILD(live_mask_brings_kernel_phases)
+
 int main(void) {
   scenario_init();
   TEST_RUN(v7_descriptors_are_read);
   TEST_RUN(user_tag_names_the_phase);
   TEST_RUN(kernel_phases_are_totalled);
   TEST_RUN(stray_phases_are_ignored);
+  TEST_RUN(live_mask_brings_kernel_phases);
   TEST_RUN(v231_user_tags_and_kernel_phases_end_to_end);
   return TEST_DONE();
 }

@@ -428,11 +428,43 @@ static void monitor_started_before_the_job(void) {
   CHECK(ok);
 }
 
+/* NCCL 2.31 with kernelch: the channel details split the channel's GPU
+ * time into its kernel phases. */
+static void channel_details_split_kernel_phases(void) {
+  char dir[] = "/tmp/nccltop-scrops-XXXXXX", env_dir[64];
+  CHECK(mkdtemp(dir) != NULL);
+  snprintf(env_dir, sizeof env_dir, "NCCLTOP_DIR=%s", dir);
+  nt_sim_config c;
+  base_config(&c, dir);
+  c.ranks = 2;
+  c.interval_ms = 100;
+  c.duration_s = 30;
+  c.nccl_version = 231;
+  c.env[c.nenv++] = "NCCLTOP_EVENTS=default,kernelch";
+  pid_t sim = nt_sim_spawn(&c);
+  vt_term t;
+  char *argv[] = {nccltop, "-d", "200", NULL};
+  char *env[] = {env_dir, NULL};
+  bool ok = sim > 0 && wait_endpoints(dir, c.ranks, 10) && vt_start(&t, 30, 220, argv, env) == 0;
+  bool term = ok;
+  if (ok) {
+    vt_send(&t, "3\r"); /* the channel grid, details of rank 0's channel 0 */
+    ok = vt_wait_for(&t, "(Esc closes)", 10) &&
+         vt_wait_for(&t, "kernel phases (NCCL 2.31): initial_sync", 15) &&
+         vt_wait_for(&t, "compute", 1) && vt_wait_for(&t, "final_sync", 1);
+  }
+  if (term) vt_stop(&t);
+  stop_group(&sim);
+  remove_dir(dir);
+  CHECK(ok);
+}
+
 int main(void) {
   scenario_init();
   unsetenv("NO_COLOR");
   TEST_RUN(stalled_rank_on_the_overview);
   TEST_RUN(collectives_environment_help_and_restart);
   TEST_RUN(monitor_started_before_the_job);
+  TEST_RUN(channel_details_split_kernel_phases);
   return TEST_DONE();
 }

@@ -158,6 +158,30 @@ static void relay_lines(nt_screen *s, const nt_frame_rank *r, int channel, int *
   }
 }
 
+/* The channel's GPU work (kernelch): operations, busy time and, on NCCL
+ * 2.31, its split into kernel phases; time in the sync phases is time the
+ * kernel waited for its peers. */
+static void kernel_lines(nt_screen *s, const nt_frame_rank *r, int channel, int *y, int end,
+                         int x) {
+  static const char *const names[NT_KPHASE_COUNT] = {"initial_sync", "compute", "final_sync"};
+  char line[384], busy[NT_UNIT_LEN], t[NT_UNIT_LEN];
+  for (uint32_t i = r->kern0; i < r->kern0 + r->nkern && *y < end; i++) {
+    const nt_kernel_row *k = &s->f->kernels[i];
+    if (k->channel != channel) continue;
+    uint64_t sum = 0;
+    for (int q = 0; q < NT_KPHASE_COUNT; q++) sum += k->phase_ns[q];
+    int n =
+        snprintf(line, sizeof line, "GPU: %llu kernel channel runs, busy %s",
+                 (unsigned long long)k->count, nt_fmt_ns((double)k->busy_ns, busy, sizeof busy));
+    for (int q = 0; sum && q < NT_KPHASE_COUNT && n > 0 && (size_t)n < sizeof line; q++)
+      n += snprintf(line + n, sizeof line - (size_t)n, "%s%s %s (%.1f%%)",
+                    q ? ", " : "; kernel phases (NCCL 2.31): ", names[q],
+                    nt_fmt_ns((double)k->phase_ns[q], t, sizeof t),
+                    100.0 * (double)k->phase_ns[q] / (double)sum);
+    mvaddnstr((*y)++, x, line, s->cols - x);
+  }
+}
+
 static void detail_panel(nt_screen *s, const nt_frame_rank *r, int channel, nt_rect area) {
   char line[256];
   int x = 2, y = area.y, end = area.y + area.h;
@@ -208,6 +232,7 @@ static void detail_panel(nt_screen *s, const nt_frame_rank *r, int channel, nt_r
       nt_meter(s, y++, mx, mw, share, nt_wait_attr(s, wait));
     }
   }
+  kernel_lines(s, r, channel, &y, end, x);
   relay_lines(s, r, channel, &y, end, x);
   net_lines(s, r, &y, end, x);
 }
