@@ -26,7 +26,7 @@ _nccltop() {
   local relay_opts="--listen --dir --connect --authorized-keys --server-key --insecure -q --quiet
     -h --help"
   local keygen_opts="--force -h --help"
-  local exporter_opts="--listen --textfile --per-channel --no-inspector -d --delay -n --stall-ms
+  local exporter_opts="--listen --textfile --per-channel --inspector -d --delay -n --stall-ms
     --dir --connect --max-memory -h --help"
   local topo_vars="NCCL_P2P_DISABLE= NCCL_P2P_LEVEL= NCCL_NET_GDR_LEVEL= NCCL_NET_GDR_READ=
     NCCL_NET_GDR_C2C= NCCL_PXN_DISABLE= NCCL_PXN_C2C= NCCL_NVB_DISABLE= NCCL_NETDEVS_POLICY=

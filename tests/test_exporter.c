@@ -254,7 +254,8 @@ static void numbers_equal_the_schedule_and_the_json_frame(void) {
   char dir[24];
   pid_t sim = det_job(&c, dir);
   exporter e = {.pid = -1};
-  bool started = sim > 0 && exporter_start(&e, dir, "200ms", NULL);
+  const char *const inspector[] = {"--inspector", NULL};
+  bool started = sim > 0 && exporter_start(&e, dir, "200ms", inspector);
   http_reply r = started ? scrape_done(&c, e.port) : (http_reply){0};
   cJSON *f = started ? json_frame(dir) : NULL;
   exporter_stop(&e);
@@ -419,6 +420,10 @@ static void http_paths_methods_and_concurrent_scrapes(void) {
   }
   bool head_ok = h.status == 200 && h.body_len == 0 && atol(hlen) > 1000;
   int gs = g.status, ps = post.status, ns = nf.status, qs = q.status;
+  /* The default exposition of a running job passes promtool clean. */
+  char pout[4096] = "";
+  int prc = gs == 200 && g.body ? promtool_check(g.body, pout, sizeof pout) : -1;
+  if (prc) fprintf(stderr, "    promtool (%d): %s\n", prc, pout);
   http_free(&g);
   http_free(&h);
   http_free(&post);
@@ -426,6 +431,7 @@ static void http_paths_methods_and_concurrent_scrapes(void) {
   http_free(&q);
   CHECK(started);
   CHECK_EQ_U64(gs, 200);
+  CHECK_EQ_U64(prc, 0);
   CHECK_STR(ct, "text/plain; version=0.0.4; charset=utf-8");
   CHECK(head_ok);
   CHECK_EQ_U64(ps, 405);

@@ -142,7 +142,8 @@ static void usage(FILE *f) {
           "                      textfile collector; alone, no HTTP server unless --listen\n"
           "  --per-channel       channel families per channel and peer (default: per rank\n"
           "                      and direction, to bound the number of series)\n"
-          "  --no-inspector      leave out the NCCL Inspector's nccl_* families\n"
+          "  --inspector         also the NCCL Inspector's nccl_* families (its names and\n"
+          "                      units, for its Grafana dashboards)\n"
           "  -d, --delay TIME    render interval, 50ms..60s (default 1s)\n"
           "  -n N                render N times, then exit\n"
           "  --stall-ms MS, --dir DIR, --connect EP, --max-memory MIB   as the monitor's\n"
@@ -150,23 +151,14 @@ static void usage(FILE *f) {
           NT_EXPORTER_DEFAULT_LISTEN);
 }
 
-enum {
-  X_LISTEN = 256,
-  X_TEXTFILE,
-  X_PER_CHANNEL,
-  X_NO_INSPECTOR,
-  X_STALL,
-  X_DIR,
-  X_CONNECT,
-  X_MEM
-};
+enum { X_LISTEN = 256, X_TEXTFILE, X_PER_CHANNEL, X_INSPECTOR, X_STALL, X_DIR, X_CONNECT, X_MEM };
 
 static int parse_args(ex_options *o, int argc, char **argv) {
   static const struct option longs[] = {
       {"listen", required_argument, NULL, X_LISTEN},
       {"textfile", required_argument, NULL, X_TEXTFILE},
       {"per-channel", no_argument, NULL, X_PER_CHANNEL},
-      {"no-inspector", no_argument, NULL, X_NO_INSPECTOR},
+      {"inspector", no_argument, NULL, X_INSPECTOR},
       {"delay", required_argument, NULL, 'd'},
       {"stall-ms", required_argument, NULL, X_STALL},
       {"dir", required_argument, NULL, X_DIR},
@@ -186,7 +178,7 @@ static int parse_args(ex_options *o, int argc, char **argv) {
     case X_LISTEN: o->listen = optarg; break;
     case X_TEXTFILE: o->textfile = optarg; break;
     case X_PER_CHANNEL: o->per_channel = true; break;
-    case X_NO_INSPECTOR: o->inspector = false; break;
+    case X_INSPECTOR: o->inspector = true; break;
     case 'h': usage(stdout); return 1;
     case 'n': {
       char *end;
@@ -325,7 +317,6 @@ int nt_exporter_main(int argc, char **argv) {
   memset(&o, 0, sizeof o);
   nt_options_defaults(&o.view);
   o.view.delay_ms = 1000;
-  o.inspector = true;
   int prc = parse_args(&o, argc, argv);
   if (prc) return prc == 1 ? 0 : 2;
   const char *listen = o.listen ? o.listen : o.textfile ? NULL : NT_EXPORTER_DEFAULT_LISTEN;

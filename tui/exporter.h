@@ -23,7 +23,7 @@
 typedef struct {
   uint32_t stall_ms;     /* --stall-ms, as the monitor */
   bool per_channel;      /* --per-channel: channel and peer labels */
-  bool inspector;        /* the NCCL Inspector's four families (default on) */
+  bool inspector;        /* the NCCL Inspector's four families (--inspector) */
   uint64_t renders;      /* nccltop_exporter_renders_total (before this one) */
   double render_seconds; /* the previous render's duration */
 } nt_exporter_opts;
