@@ -13,7 +13,7 @@ _nccltop() {
   local viewer_opts="-b --batch -n --iterations --json -d --delay --stall-ms -C --no-color
     -A --ascii --dir --connect --hosts --hostfile --server-key --insecure --topology --max-memory
     --record -V --version -h --help"
-  local record_opts="--dir --connect --duration --max-size --last --until-alert --after
+  local record_opts="--dir --connect --hosts --hostfile --duration --max-size --last --until-alert --after
     --stall-ms --max-memory --help"
   local replay_opts="-b --batch -n --iterations --json -d --delay --speed --stall-ms -C
     --no-color -A --ascii --max-memory --help"
@@ -27,7 +27,7 @@ _nccltop() {
     -h --help"
   local keygen_opts="--force -h --help"
   local exporter_opts="--listen --textfile --per-channel --inspector -d --delay -n --stall-ms
-    --dir --connect --max-memory -h --help"
+    --dir --connect --hosts --hostfile --max-memory -h --help"
   local topo_vars="NCCL_P2P_DISABLE= NCCL_P2P_LEVEL= NCCL_NET_GDR_LEVEL= NCCL_NET_GDR_READ=
     NCCL_NET_GDR_C2C= NCCL_PXN_DISABLE= NCCL_PXN_C2C= NCCL_NVB_DISABLE= NCCL_NETDEVS_POLICY=
     NCCL_P2P_READ_ENABLE= NCCL_P2P_USE_CUDA_MEMCPY= NCCL_NET_DISABLE_INTRA=

@@ -146,12 +146,24 @@ static void usage(FILE *f) {
           "                      units, for its Grafana dashboards)\n"
           "  -d, --delay TIME    render interval, 50ms..60s (default 1s)\n"
           "  -n N                render N times, then exit\n"
-          "  --stall-ms MS, --dir DIR, --connect EP, --max-memory MIB   as the monitor's\n"
+          "  --stall-ms MS, --dir DIR, --connect EP, --hosts LIST, --hostfile FILE,\n"
+          "  --max-memory MIB    as the monitor's\n"
           "  -h, --help          this text\n",
           NT_EXPORTER_DEFAULT_LISTEN);
 }
 
-enum { X_LISTEN = 256, X_TEXTFILE, X_PER_CHANNEL, X_INSPECTOR, X_STALL, X_DIR, X_CONNECT, X_MEM };
+enum {
+  X_LISTEN = 256,
+  X_TEXTFILE,
+  X_PER_CHANNEL,
+  X_INSPECTOR,
+  X_STALL,
+  X_DIR,
+  X_CONNECT,
+  X_MEM,
+  X_HOSTS,
+  X_HOSTFILE
+};
 
 static int parse_args(ex_options *o, int argc, char **argv) {
   static const struct option longs[] = {
@@ -163,6 +175,8 @@ static int parse_args(ex_options *o, int argc, char **argv) {
       {"stall-ms", required_argument, NULL, X_STALL},
       {"dir", required_argument, NULL, X_DIR},
       {"connect", required_argument, NULL, X_CONNECT},
+      {"hosts", required_argument, NULL, X_HOSTS},
+      {"hostfile", required_argument, NULL, X_HOSTFILE},
       {"max-memory", required_argument, NULL, X_MEM},
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0},
@@ -194,14 +208,18 @@ static int parse_args(ex_options *o, int argc, char **argv) {
     case X_STALL:
     case X_DIR:
     case X_CONNECT:
+    case X_HOSTS:
+    case X_HOSTFILE:
     case X_MEM: {
       int save = optind;
       one[0] = (char *)"nccltop";
-      one[1] = (char *)(ch == 'd'       ? "--delay"
-                        : ch == X_STALL ? "--stall-ms"
-                        : ch == X_DIR   ? "--dir"
-                        : ch == X_MEM   ? "--max-memory"
-                                        : "--connect");
+      one[1] = (char *)(ch == 'd'          ? "--delay"
+                        : ch == X_STALL    ? "--stall-ms"
+                        : ch == X_DIR      ? "--dir"
+                        : ch == X_MEM      ? "--max-memory"
+                        : ch == X_HOSTS    ? "--hosts"
+                        : ch == X_HOSTFILE ? "--hostfile"
+                                           : "--connect");
       one[2] = optarg;
       one[3] = NULL;
       if (ch == X_CONNECT && o->view.nconnect >= 8) {

@@ -250,6 +250,8 @@ static void record_usage(FILE *f) {
           "usage: nccltop record FILE [options]   record what the monitor would receive\n"
           "  --dir DIR             endpoint directory (default $NCCLTOP_DIR or /tmp/nccltop-UID)\n"
           "  --connect EP          also subscribe to ZeroMQ endpoint EP (repeatable, at most 8)\n"
+          "  --hosts LIST          also the relay on each host of LIST (Slurm's hostlist syntax)\n"
+          "  --hostfile FILE       the same from a file, one host or host:port per line\n"
           "  --duration TIME       stop after TIME (30s, 10m, 2h; default: until interrupted)\n"
           "  --max-size SIZE       rotate at SIZE (500M, 2G): FILE becomes FILE.1, a new FILE\n"
           "                        starts (the older FILE.1 is replaced)\n"
@@ -324,10 +326,24 @@ static int alert_kind(const char *name) {
 }
 
 int nt_record_main(int argc, char **argv) {
-  enum { O_DIR = 256, O_CONNECT, O_DURATION, O_MAXSIZE, O_LAST, O_UNTIL, O_AFTER, O_STALL, O_MEM };
+  enum {
+    O_DIR = 256,
+    O_CONNECT,
+    O_DURATION,
+    O_MAXSIZE,
+    O_LAST,
+    O_UNTIL,
+    O_AFTER,
+    O_STALL,
+    O_MEM,
+    O_HOSTS,
+    O_HOSTFILE
+  };
   static const struct option opts[] = {
       {"dir", required_argument, NULL, O_DIR},
       {"connect", required_argument, NULL, O_CONNECT},
+      {"hosts", required_argument, NULL, O_HOSTS},
+      {"hostfile", required_argument, NULL, O_HOSTFILE},
       {"duration", required_argument, NULL, O_DURATION},
       {"max-size", required_argument, NULL, O_MAXSIZE},
       {"last", required_argument, NULL, O_LAST},
@@ -358,6 +374,8 @@ int nt_record_main(int argc, char **argv) {
       }
       o.connect[o.nconnect++] = v;
       break;
+    case O_HOSTS: o.hosts = v; break;
+    case O_HOSTFILE: o.hostfile = v; break;
     case O_DURATION:
     case O_LAST:
     case O_AFTER: {

@@ -239,6 +239,11 @@ nt_source *nt_source_open(const nt_options *o, char *err, size_t errlen) {
 }
 
 int nt_source_check(const nt_options *o, char *err, size_t errlen) {
+  /* --hosts / --hostfile (record and the exporter take them without the
+   * viewer's parser): a mistake is a usage error, with its position. */
+  nt_hostlist *hl = nt_options_hosts(o, err, errlen);
+  nt_hostlist_free(hl);
+  if (!hl && err[0]) return -1;
   char dir[256];
   struct stat st;
   const char *d = o->dir;
