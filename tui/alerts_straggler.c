@@ -106,6 +106,7 @@ static void straggler(ctx *c, rank_info *ri, nt_top_hist *const hist[NT_FUNC_COU
   if (!a) return;
   char me[160];
   a->func = worst_func;
+  a->evidence = NT_EVIDENCE_LAUNCHES;
   a->count = total;
   a->age_s = longest;
   al_say(a,
