@@ -3,7 +3,9 @@
  * phases is named a straggler with evidence sync_phases; a balanced job,
  * one whose ranks all wait alike, a process with no previous snapshot, no
  * KernelPhase data, an idle interval and one with too little GPU time
- * give nothing; the thresholds sit where alerts_sync.c says. */
+ * give nothing, and so does a rank last by turns (jitter: shares are
+ * taken over a window of seconds); the thresholds sit where
+ * alerts_sync.c says. */
 #include <string.h>
 
 #include "testlib.h"
@@ -47,18 +49,28 @@ static bool put(nt_model *m, nt_snapshot *s, double now) {
   return ok;
 }
 
-/* n ranks, two snapshots each (seq 1 and 2: one interval of `per`, rank
- * `odd` with `odd_per`); the alerts then. */
-static uint32_t job(int n, phases per, int odd, phases odd_per, nt_alert *a, uint32_t cap) {
+/* n ranks, `rounds` snapshots each, 0.5 s apart (the diagnosis looks once
+ * a round, as a viewer does once a frame), each adding `per` (rank `odd`:
+ * `odd_per`); the alerts of the last round. */
+static uint32_t rounds_of(int rounds, int n, phases per, int odd, phases odd_per, nt_alert *a,
+                          uint32_t cap) {
   nt_model *m = nt_model_new();
   bool ok = m != NULL;
-  for (uint64_t seq = 1; seq <= 2 && ok; seq++)
+  uint32_t k = 0;
+  for (uint64_t seq = 1; seq <= (uint64_t)rounds && ok; seq++) {
+    double now = 1.0 + 0.5 * (double)seq;
     for (int r = 0; r < n && ok; r++)
-      ok = put(m, rank_snap(r, n, seq, r == odd ? odd_per : per, 5 * MS), 1.0 + 0.1 * (double)seq);
-  uint32_t k = ok ? nt_model_alerts(m, 2000, a, cap, 1.21) : 0;
+      ok = put(m, rank_snap(r, n, seq, r == odd ? odd_per : per, 5 * MS), now);
+    if (ok) k = nt_model_alerts(m, 2000, a, cap, now + 0.01);
+  }
   nt_model_free(m);
   if (!ok) fprintf(stderr, "    the job could not be built\n");
   return ok ? k : 1000; /* fails every count checked */
+}
+
+/* Four rounds: a window of 1.5 s. */
+static uint32_t job(int n, phases per, int odd, phases odd_per, nt_alert *a, uint32_t cap) {
+  return rounds_of(4, n, per, odd, odd_per, a, cap);
 }
 
 static uint32_t sync_alerts(const nt_alert *a, uint32_t n) {
@@ -122,14 +134,13 @@ static void the_thresholds_hold(void) {
   CHECK_EQ_U64(sync_alerts(a, job(6, fifty, 1, none, a, 16)), 1);
 }
 
-/* The first snapshot of each process: no interval yet. */
-static void no_previous_snapshot_gives_nothing(void) {
-  nt_model *m = nt_model_new();
-  CHECK(m);
-  for (int r = 0; r < 4; r++) CHECK(put(m, rank_snap(r, 4, 7, r == 1 ? LATE : WAITING, 0), 1.0));
+/* The first snapshot of each process (no window yet); two, 0.5 s apart
+ * (a window shorter than the 1 s a share needs); three, 1 s: enough. */
+static void no_window_yet_gives_nothing(void) {
   nt_alert a[8];
-  CHECK_EQ_U64(nt_model_alerts(m, 2000, a, 8, 1.0), 0);
-  nt_model_free(m);
+  CHECK_EQ_U64(rounds_of(1, 4, WAITING, 1, LATE, a, 8), 0);
+  CHECK_EQ_U64(rounds_of(2, 4, WAITING, 1, LATE, a, 8), 0);
+  CHECK_EQ_U64(sync_alerts(a, rounds_of(3, 4, WAITING, 1, LATE, a, 8)), 1);
 }
 
 /* KernelCh rows without phases (NCCL before 2.31, or KernelPhase off);
@@ -137,61 +148,97 @@ static void no_previous_snapshot_gives_nothing(void) {
 static void no_kernel_phase_data_gives_nothing(void) {
   nt_model *m = nt_model_new();
   CHECK(m);
-  for (uint64_t seq = 1; seq <= 2; seq++)
+  nt_alert a[8];
+  for (uint64_t seq = 1; seq <= 4; seq++) {
+    double now = 1.0 + 0.5 * (double)seq;
     for (int r = 0; r < 4; r++) {
       nt_snapshot *s = rank_snap(r, 4, seq, r == 1 ? LATE : WAITING, 0);
       if (s && r < 2)
         for (int ch = 0; ch < 2; ch++)
           memset(s->kernels[ch].phase_ns, 0, sizeof s->kernels[ch].phase_ns);
       if (s && r >= 2) s->nkernels = 0;
-      CHECK(put(m, s, 1.0 + 0.1 * (double)seq));
+      CHECK(put(m, s, now));
     }
-  nt_alert a[8];
-  CHECK_EQ_U64(nt_model_alerts(m, 2000, a, 8, 1.21), 0);
+    CHECK_EQ_U64(nt_model_alerts(m, 2000, a, 8, now), 0);
+  }
   nt_model_free(m);
 }
 
-/* Nothing ran in the interval (the counters stand still), or too little
- * (under 1 ms of phases per rank). */
-static void an_idle_interval_gives_nothing(void) {
+/* Nothing ran in the window (the totals stand still), or too little:
+ * under 1 ms of phases per second of window per rank (1.5 ms here). */
+static void an_idle_window_gives_nothing(void) {
   nt_alert a[8];
   phases zero = {0, 0, 0};
   CHECK_EQ_U64(job(4, zero, 1, zero, a, 8), 0);
   /* The same shares as the_rank_waited_for_is_named, at 1/200 the time:
-   * 0.25 ms of phases per channel, 0.5 ms per rank. */
+   * the late rank has 0.96 ms of phases in the window (the others 3 ms). */
   phases w = {WAITING.init / 200, WAITING.compute / 200, WAITING.fin / 200};
   phases l = {LATE.init / 200, LATE.compute / 200, LATE.fin / 200};
   CHECK_EQ_U64(job(4, w, 1, l, a, 8), 0);
-  /* ...and just above it (1.14 ms per rank), named. */
-  w = (phases){WAITING.init / 56, WAITING.compute / 56, WAITING.fin / 56};
-  l = (phases){LATE.init / 56, LATE.compute / 56, LATE.fin / 56};
+  /* ...and just above it (1.6 ms), named. */
+  l = (phases){LATE.init / 120, LATE.compute / 120, LATE.fin / 120};
   CHECK_EQ_U64(sync_alerts(a, job(4, w, 1, l, a, 8)), 1);
 }
 
-/* A process whose counters went back (a new process, same pid): its rank
- * has no share. */
-static void counters_going_back_give_nothing(void) {
+/* A process whose totals went back (a new process, same pid): its
+ * samples start over, and it has no share until they span 1 s again. */
+static void totals_going_back_start_over(void) {
   nt_model *m = nt_model_new();
   CHECK(m);
-  for (uint64_t seq = 1; seq <= 2; seq++)
-    for (int r = 0; r < 4; r++)
-      CHECK(put(m, rank_snap(r, 4, seq, r == 1 ? LATE : WAITING, r == 1 && seq == 2 ? 0 : 900 * MS),
-                1.0 + 0.1 * (double)seq));
   nt_alert a[8];
-  uint32_t n = nt_model_alerts(m, 2000, a, 8, 1.21);
-  CHECK_EQ_U64(sync_alerts(a, n), 0);
+  uint32_t n = 0;
+  for (uint64_t seq = 1; seq <= 5; seq++) {
+    double now = 1.0 + 0.5 * (double)seq;
+    for (int r = 0; r < 4; r++)
+      CHECK(put(m, rank_snap(r, 4, seq, r == 1 ? LATE : WAITING, r == 1 && seq >= 4 ? 0 : 900 * MS),
+                now));
+    n = nt_model_alerts(m, 2000, a, 8, now);
+    if (seq == 3) CHECK_EQ_U64(sync_alerts(a, n), 1); /* named before */
+    if (seq == 4) CHECK_EQ_U64(sync_alerts(a, n), 0); /* went back: nothing */
+  }
+  CHECK_EQ_U64(sync_alerts(a, n), 0); /* 0.5 s since: still nothing */
+  nt_model_free(m);
+}
+
+/* A rank last by turns (jitter, nobody behind for long): named in no
+ * window, though in each interval one rank waited far less. */
+static void ranks_late_by_turns_are_balanced(void) {
+  nt_model *m = nt_model_new();
+  CHECK(m);
+  nt_alert a[8];
+  uint32_t named = 0;
+  uint64_t tot[4][3] = {{0}};
+  for (uint64_t seq = 1; seq <= 12; seq++) {
+    double now = 1.0 + 0.5 * (double)seq;
+    for (int r = 0; r < 4; r++) {
+      phases p = (uint64_t)r == seq % 4 ? LATE : WAITING;
+      tot[r][0] += p.init, tot[r][1] += p.compute, tot[r][2] += p.fin;
+      nt_snapshot *s = rank_snap(r, 4, 0, p, 0);
+      if (s) {
+        s->seq = seq;
+        for (int ch = 0; ch < 2; ch++)
+          for (int ph = 0; ph < 3; ph++) s->kernels[ch].phase_ns[ph] = tot[r][ph];
+      }
+      CHECK(put(m, s, now));
+    }
+    named += sync_alerts(a, nt_model_alerts(m, 2000, a, 8, now));
+  }
+  CHECK_EQ_U64(named, 0);
   nt_model_free(m);
 }
 
 /* More than COLLAPSE_AT ranks named: one line for the communicator. */
 static void many_ranks_are_one_line(void) {
+  nt_alert a[16];
+  uint32_t n = 0;
   nt_model *m = nt_model_new();
   CHECK(m);
-  for (uint64_t seq = 1; seq <= 2; seq++)
+  for (uint64_t seq = 1; seq <= 4; seq++) {
+    double now = 1.0 + 0.5 * (double)seq;
     for (int r = 0; r < 16; r++)
-      CHECK(put(m, rank_snap(r, 16, seq, r % 3 == 0 ? LATE : WAITING, 0), 1.0 + 0.1 * (double)seq));
-  nt_alert a[16];
-  uint32_t n = nt_model_alerts(m, 2000, a, 16, 1.21);
+      CHECK(put(m, rank_snap(r, 16, seq, r % 3 == 0 ? LATE : WAITING, 0), now));
+    n = nt_model_alerts(m, 2000, a, 16, now);
+  }
   CHECK_EQ_U64(n, 1);
   CHECK_EQ_U64(sync_alerts(a, n), 1);
   if (n) {
@@ -206,10 +253,11 @@ int main(void) {
   TEST_RUN(the_rank_waited_for_is_named);
   TEST_RUN(a_balanced_job_gives_nothing);
   TEST_RUN(the_thresholds_hold);
-  TEST_RUN(no_previous_snapshot_gives_nothing);
+  TEST_RUN(no_window_yet_gives_nothing);
   TEST_RUN(no_kernel_phase_data_gives_nothing);
-  TEST_RUN(an_idle_interval_gives_nothing);
-  TEST_RUN(counters_going_back_give_nothing);
+  TEST_RUN(an_idle_window_gives_nothing);
+  TEST_RUN(totals_going_back_start_over);
+  TEST_RUN(ranks_late_by_turns_are_balanced);
   TEST_RUN(many_ranks_are_one_line);
   return TEST_DONE();
 }

@@ -10,6 +10,9 @@ void nt_alerts_free(nt_model *m) {
   free(m->tops);
   m->tops = NULL;
   m->ntops = m->tops_cap = 0;
+  free(m->syncs); /* alerts_sync.c */
+  m->syncs = NULL;
+  m->nsyncs = m->syncs_cap = 0;
 }
 
 static int top_key_cmp(uint64_t hash, int func, const nt_top_hist *h) {

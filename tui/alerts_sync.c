@@ -6,28 +6,32 @@
  * the others wait for, the one that arrives last, spends the least time in
  * them while the others spend a lot.
  *
- * Over the last interval of each process (its current snapshot against the
- * one before, kernel rows matched by communicator hash and channel), a
- * rank's sync share is (initial_sync + final_sync) / (all three phases),
- * summed over its channels of the communicator. Nothing is guessed: a rank
- * of a process with no previous snapshot, silent, or whose rows went back
- * (a new process) has no share; a row with no match in the previous
- * snapshot is left out. In a communicator (hash known) with at least two
- * ranks that have a share, a rank is named when the others' median share
- * (lower median) is at least SYNC_OTHERS_MIN and its own is at most
- * SYNC_RATIO of it. Each is one straggler alert with evidence sync_phases;
- * when more than COLLAPSE_AT ranks of a communicator are named, one line
- * for them. A communicator with a root alert hangs: its kernels do not
- * finish and the root explains it; a root alert whose own rank has a low
- * share gets the numbers added to its text. */
+ * A rank's sync share is (initial_sync + final_sync) / (all three phases)
+ * of its kernel rows of the communicator, over a window of the last few
+ * seconds: its totals are sampled (at most every SYNC_STEP_S, the newest
+ * within SYNC_WINDOW_S kept) and its current snapshot's totals compared
+ * with the oldest sample. One interval is not enough: it may hold a single
+ * operation, and in a job whose ranks arrive last by turns (jitter) the
+ * rank last in that one would be named. Nothing is guessed: a rank has no
+ * share until its samples span SYNC_SPAN_MIN_S (so none from a process's
+ * first snapshot), while its process is silent, nor when its totals went
+ * back (a new process: the samples start over).
+ *
+ * In a communicator (hash known) with at least two ranks that have a
+ * share, a rank is named when the others' median share (lower median) is
+ * at least SYNC_OTHERS_MIN and its own is at most SYNC_RATIO of it. Each is
+ * one straggler alert with evidence sync_phases; when more than
+ * COLLAPSE_AT ranks of a communicator are named, one line for them. A
+ * communicator with a root alert hangs: the root explains it; a root alert
+ * whose own rank has a low share gets the numbers added to its text. */
 #include "alerts_internal.h"
 
 /* A rank's share counts only when its phases add up to at least this much
- * GPU time in the interval (summed over its channels): an idle interval,
- * or one that saw a few tiny kernels, says nothing about who waits for
- * whom, while a peer late by even a millisecond per operation makes the
- * others wait at least that long. */
-#define SYNC_MIN_NS 1000000ull
+ * GPU time per second of its window (0.1% of the time in kernels): an idle
+ * window, or one that saw a few tiny kernels, says nothing about who waits
+ * for whom, while a peer late by even a millisecond per operation makes
+ * the others wait at least that long each time. */
+#define SYNC_MIN_NS_PER_S 1000000.0
 /* The others must have spent at least half their kernel time waiting: a
  * busy job whose kernels mostly compute has nobody to blame, and well fed
  * kernels of a balanced job spend a small part in their barriers. */
@@ -36,11 +40,17 @@
  * as much as each other (latency-bound kernels all spending most of their
  * time in barriers) are balanced, not held back by one of them. */
 #define SYNC_RATIO 0.5
+/* The window: a sample at most every SYNC_STEP_S, kept SYNC_WINDOW_S (and
+ * at most NT_SYNC_SAMPLES); a share needs SYNC_SPAN_MIN_S of it, a few
+ * training steps' worth in most jobs, short enough to follow a straggler
+ * that appears. */
+#define SYNC_STEP_S     0.3
+#define SYNC_WINDOW_S   3.0
+#define SYNC_SPAN_MIN_S 1.0
 
 typedef struct {
   uint32_t i; /* into c->ranks */
   double share;
-  uint64_t sync, total;
 } sync_rank;
 
 static int share_cmp(const void *a, const void *b) {
@@ -49,32 +59,95 @@ static int share_cmp(const void *a, const void *b) {
   return x->i < y->i ? -1 : x->i > y->i;
 }
 
-/* The rank's KernelPhase time over its process's last interval; false when
- * there is none to trust. */
-static bool phase_delta(const rank_info *ri, uint64_t *sync, uint64_t *total) {
-  const nt_snapshot *cur = ri->r.proc->cur, *prev = ri->r.proc->prev;
-  if (ri->silent || !cur || !prev || !ri->r.comm_hash) return false;
-  const nt_kernel_row *before[256] = {NULL};
-  for (uint32_t k = 0; k < prev->nkernels; k++) {
-    const nt_kernel_row *b = &prev->kernels[k];
-    if (b->comm_index < prev->ncomms && prev->comms[b->comm_index].comm_hash == ri->r.comm_hash)
-      before[b->channel] = b;
-  }
+static int hist_key_cmp(uint64_t hash, int32_t rank, uint32_t pid, const nt_sync_hist *h) {
+  if (h->comm_hash != hash) return h->comm_hash < hash ? 1 : -1;
+  if (h->rank != rank) return h->rank < rank ? 1 : -1;
+  return h->pid < pid ? 1 : h->pid > pid ? -1 : 0;
+}
+
+static int hist_cmp(const void *a, const void *b) {
+  const nt_sync_hist *x = a;
+  return hist_key_cmp(x->comm_hash, x->rank, x->pid, b);
+}
+
+/* The rank's samples: the model keeps them sorted by key and ranks come
+ * in (hash, rank) order, so a cursor into the sorted part finds them; a
+ * new one goes at the end (room made beforehand). */
+static nt_sync_hist *hist_of(ctx *c, const rank_info *ri, uint32_t *cursor, uint32_t sorted) {
+  nt_model *m = c->m;
+  uint64_t hash = ri->r.comm_hash;
+  int32_t rank = ri->r.rank;
+  uint32_t pid = ri->r.proc->pid;
+  while (*cursor < sorted && hist_key_cmp(hash, rank, pid, &m->syncs[*cursor]) > 0) (*cursor)++;
+  if (*cursor < sorted && hist_key_cmp(hash, rank, pid, &m->syncs[*cursor]) == 0)
+    return &m->syncs[*cursor];
+  if (m->nsyncs == m->syncs_cap) return NULL;
+  nt_sync_hist *h = &m->syncs[m->nsyncs++];
+  memset(h, 0, sizeof *h);
+  h->comm_hash = hash;
+  h->rank = rank;
+  h->pid = pid;
+  h->proc = ri->r.proc;
+  return h;
+}
+
+static bool hist_room(nt_model *m, uint32_t more) {
+  if (m->syncs_cap - m->nsyncs >= more) return true;
+  uint32_t cap = m->syncs_cap ? 2 * m->syncs_cap : 64;
+  while (cap - m->nsyncs < more) cap *= 2;
+  nt_sync_hist *x = realloc(m->syncs, cap * sizeof *x);
+  if (!x) return false;
+  m->syncs = x;
+  m->syncs_cap = cap;
+  return true;
+}
+
+/* The rank's KernelPhase totals in its current snapshot. */
+static void phase_totals(const rank_info *ri, uint64_t *sync, uint64_t *total) {
+  const nt_snapshot *cur = ri->r.proc->cur;
   uint64_t s = 0, t = 0;
   for (uint32_t k = 0; k < cur->nkernels; k++) {
-    const nt_kernel_row *row = &cur->kernels[k], *b = before[row->channel];
-    if (row->comm_index != ri->r.comm_index || !b) continue;
-    uint64_t d[NT_KPHASE_COUNT];
-    for (int ph = 0; ph < NT_KPHASE_COUNT; ph++) {
-      if (row->phase_ns[ph] < b->phase_ns[ph]) return false; /* went back: not the same run */
-      d[ph] = row->phase_ns[ph] - b->phase_ns[ph];
-    }
-    s += d[NT_KPHASE_INITIAL_SYNC] + d[NT_KPHASE_FINAL_SYNC];
-    t += d[NT_KPHASE_INITIAL_SYNC] + d[NT_KPHASE_FINAL_SYNC] + d[NT_KPHASE_COMPUTE];
+    const nt_kernel_row *row = &cur->kernels[k];
+    if (row->comm_index != ri->r.comm_index) continue;
+    s += row->phase_ns[NT_KPHASE_INITIAL_SYNC] + row->phase_ns[NT_KPHASE_FINAL_SYNC];
+    t += row->phase_ns[NT_KPHASE_INITIAL_SYNC] + row->phase_ns[NT_KPHASE_FINAL_SYNC] +
+         row->phase_ns[NT_KPHASE_COMPUTE];
   }
   *sync = s;
   *total = t;
-  return t >= SYNC_MIN_NS;
+}
+
+/* Notes the rank's totals now; its share over the window, false when there
+ * is none to trust. */
+static bool window_share(const rank_info *ri, nt_sync_hist *h, double *share) {
+  uint64_t s, t;
+  phase_totals(ri, &s, &t);
+  double now = ri->r.proc->cur_time_s;
+  if (h->proc != (const void *)ri->r.proc) h->n = 0, h->proc = ri->r.proc; /* another process */
+  if (h->n && (s < h->sync[h->n - 1] || t < h->total[h->n - 1] || now < h->t[h->n - 1]))
+    h->n = 0; /* went back: not the same run */
+  if (!h->n || now - h->t[h->n - 1] >= SYNC_STEP_S) {
+    if (h->n == NT_SYNC_SAMPLES) {
+      memmove(h->t, h->t + 1, (NT_SYNC_SAMPLES - 1) * sizeof *h->t);
+      memmove(h->sync, h->sync + 1, (NT_SYNC_SAMPLES - 1) * sizeof *h->sync);
+      memmove(h->total, h->total + 1, (NT_SYNC_SAMPLES - 1) * sizeof *h->total);
+      h->n--;
+    }
+    h->t[h->n] = now, h->sync[h->n] = s, h->total[h->n++] = t;
+  }
+  uint32_t drop = 0;
+  while (h->n - drop > 1 && now - h->t[drop] > SYNC_WINDOW_S) drop++;
+  if (drop) {
+    h->n -= drop;
+    memmove(h->t, h->t + drop, h->n * sizeof *h->t);
+    memmove(h->sync, h->sync + drop, h->n * sizeof *h->sync);
+    memmove(h->total, h->total + drop, h->n * sizeof *h->total);
+  }
+  double span = now - h->t[0];
+  uint64_t ds = s - h->sync[0], dt = t - h->total[0];
+  if (span < SYNC_SPAN_MIN_S || (double)dt < SYNC_MIN_NS_PER_S * span) return false;
+  *share = (double)ds / (double)dt;
+  return true;
 }
 
 /* The lower median of the shares of v[0..n) without v[skip] (n >= 2). */
@@ -134,14 +207,18 @@ static void many(ctx *c, const sync_rank *v, uint32_t named, double med) {
          al_rank_who(c, ri, me), pct(v->share));
 }
 
-static void sync_group(ctx *c, uint32_t g, uint32_t end, sync_rank *v) {
+static void sync_group(ctx *c, uint32_t g, uint32_t end, sync_rank *v, uint32_t *cursor,
+                       uint32_t sorted) {
   uint32_t n = 0;
   bool hangs = false;
   for (uint32_t i = g; i < end; i++) {
-    hangs |= c->ranks[i].named_root;
-    uint64_t s, t;
-    if (!phase_delta(&c->ranks[i], &s, &t)) continue;
-    v[n++] = (sync_rank){.i = i, .share = (double)s / (double)t, .sync = s, .total = t};
+    const rank_info *ri = &c->ranks[i];
+    hangs |= ri->named_root;
+    nt_sync_hist *h = hist_of(c, ri, cursor, sorted);
+    if (!h) continue;
+    h->seen = true;
+    double share;
+    if (!ri->silent && window_share(ri, h, &share)) v[n++] = (sync_rank){.i = i, .share = share};
   }
   if (n < 2) return;
   qsort(v, n, sizeof *v, share_cmp);
@@ -165,17 +242,28 @@ static void sync_group(ctx *c, uint32_t g, uint32_t end, sync_rank *v) {
 }
 
 void al_sync_phases(ctx *c) {
+  nt_model *m = c->m;
   sync_rank *v = malloc(((size_t)c->n + 1) * sizeof *v);
-  if (!v) {
+  if (!v || !hist_room(m, c->n)) {
+    free(v);
     c->oom = true;
     return;
   }
+  uint32_t sorted = m->nsyncs, cursor = 0;
+  for (uint32_t i = 0; i < m->nsyncs; i++) m->syncs[i].seen = false;
   /* Ranks are sorted by communicator: one group after another. */
   for (uint32_t g = 0; g < c->n;) {
     uint32_t end = g;
     while (end < c->n && c->ranks[end].r.comm_hash == c->ranks[g].r.comm_hash) end++;
-    if (c->ranks[g].r.comm_hash) sync_group(c, g, end, v);
+    if (c->ranks[g].r.comm_hash) sync_group(c, g, end, v, &cursor, sorted);
     g = end;
   }
   free(v);
+  /* Ranks gone: their samples go; the rest sorted by key. */
+  uint32_t keep = 0;
+  bool added = m->nsyncs > sorted;
+  for (uint32_t i = 0; i < m->nsyncs; i++)
+    if (m->syncs[i].seen) m->syncs[keep++] = m->syncs[i];
+  m->nsyncs = keep;
+  if (added && keep > 1) qsort(m->syncs, keep, sizeof *m->syncs, hist_cmp);
 }
