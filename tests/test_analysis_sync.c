@@ -5,7 +5,7 @@
  * KernelPhase data, an idle interval and one with too little GPU time
  * give nothing, and so does a rank last by turns (jitter: shares are
  * taken over a window of seconds); the thresholds sit where
- * alerts_sync.c says. */
+ * alerts_sync.c says; a root that the others waited for gets the numbers. */
 #include <string.h>
 
 #include "testlib.h"
@@ -249,6 +249,67 @@ static void many_ranks_are_one_line(void) {
   nt_model_free(m);
 }
 
+/* A channel row of rank r's ring frozen with rank `stalled` (as
+ * tests/test_analysis_roots.c freezes it): one op in flight, no progress
+ * for age_s. */
+static void frozen(nt_snapshot *s, int r, int n, int stalled, double age_s) {
+  int pred = (r + n - 1) % n, succ = (r + 1) % n;
+  int sw = r == stalled ? NT_WAIT_SEND_GPU : succ == stalled ? NT_WAIT_SEND_PEER : NT_WAIT_SEND_GPU;
+  int srun = succ == stalled && r != stalled ? NT_RUN_RUNNING : NT_RUN_QUEUED;
+  int rw = r == stalled ? NT_WAIT_RECV_GPU : NT_WAIT_RECV_NET;
+  int rrun = r == stalled ? NT_RUN_RUNNING : NT_RUN_QUEUED;
+  int dirs[2] = {NT_DIR_SEND, NT_DIR_RECV}, peers[2] = {succ, pred}, waits[2] = {sw, rw},
+      runs[2] = {srun, rrun};
+  for (int k = 0; k < 2; k++)
+    s->channels[s->nchannels++] = (nt_channel_row){.comm_index = 0,
+                                                   .channel = 0,
+                                                   .dir = (uint8_t)dirs[k],
+                                                   .peer = peers[k],
+                                                   .ops_started = 5,
+                                                   .ops_done = 4,
+                                                   .cur_step = 2,
+                                                   .cur_wait = (uint8_t)waits[k],
+                                                   .progress_age_ns = (uint64_t)(age_s * 1e9),
+                                                   .run_state = (uint8_t)runs[k],
+                                                   .relay_rank = -1};
+}
+
+/* The others waited for rank 1 in their sync phases, then rank 1's GPU
+ * froze and the job hangs on it: the root alert carries the numbers, and
+ * no straggler line repeats them. */
+static void a_root_gets_the_numbers(void) {
+  nt_model *m = nt_model_new();
+  CHECK(m);
+  nt_alert a[16];
+  uint32_t n = 0;
+  for (uint64_t seq = 1; seq <= 4; seq++) {
+    double now = 1.0 + 0.5 * (double)seq;
+    for (int r = 0; r < 4; r++) {
+      nt_snapshot *s = rank_snap(r, 4, seq < 3 ? seq : 3, r == 1 ? LATE : WAITING, 0);
+      if (s) {
+        s->seq = seq;
+        s->mono_ns = seq * 100 * MS;
+        if (seq == 4) frozen(s, r, 4, 1, 5.0);
+      }
+      CHECK(put(m, s, now));
+    }
+    n = nt_model_alerts(m, 2000, a, 16, now);
+  }
+  const nt_alert *root = NULL;
+  for (uint32_t i = 0; i < n; i++)
+    if (a[i].kind == NT_ALERT_ROOT) root = &a[i];
+  CHECK(root != NULL);
+  if (!root) return;
+  fprintf(stderr, "    %s\n", root->text);
+  CHECK_EQ_U64(root->rank, 1);
+  CHECK_EQ_U64(root->evidence, NT_EVIDENCE_SYNC_PHASES);
+  size_t len = strlen(root->text);
+  const char *tail = "; before: others 70% of kernel time in sync phases, it 6%";
+  CHECK(len > strlen(tail) && !strcmp(root->text + len - strlen(tail), tail));
+  for (uint32_t i = 0; i < n; i++) CHECK(a[i].kind != NT_ALERT_STRAGGLER);
+  nt_model_free(m);
+}
+
 int main(void) {
   TEST_RUN(the_rank_waited_for_is_named);
   TEST_RUN(a_balanced_job_gives_nothing);
@@ -259,5 +320,6 @@ int main(void) {
   TEST_RUN(totals_going_back_start_over);
   TEST_RUN(ranks_late_by_turns_are_balanced);
   TEST_RUN(many_ranks_are_one_line);
+  TEST_RUN(a_root_gets_the_numbers);
   return TEST_DONE();
 }

@@ -160,7 +160,8 @@ static int pct(double share) {
   return (int)(share * 100 + 0.5);
 }
 
-/* Adds the numbers to the root alert naming rank ri, if there is one. */
+/* Adds the numbers to the root alert naming rank ri, if there is one
+ * (short: a root's line is long already; its evidence says the rest). */
 static void add_to_root(ctx *c, const rank_info *ri, double mine, double med) {
   for (uint32_t k = 0; k < c->nitems; k++) {
     nt_alert *a = &c->items[k].a;
@@ -169,9 +170,7 @@ static void add_to_root(ctx *c, const rank_info *ri, double mine, double med) {
       continue;
     size_t used = strlen(a->text);
     snprintf(a->text + used, sizeof a->text - used,
-             "; before that the others spent %d%% of their kernel time in sync phases, it %d%% "
-             "(NCCL 2.31 kernel phases)",
-             pct(med), pct(mine));
+             "; before: others %d%% of kernel time in sync phases, it %d%%", pct(med), pct(mine));
     a->evidence = NT_EVIDENCE_SYNC_PHASES;
   }
 }
