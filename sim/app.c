@@ -288,6 +288,7 @@ void *sim_app_main(void *arg) {
     /* --run-ahead: no pause on the CPU; the GPU computes before each step. */
     uint64_t step_ops = cfg->deterministic ? SIM_DET_STEP_OPS : RT_STEP_OPS;
     w.gpu_at = sim_runahead_gpu_at(cfg, seq % step_ops == 0);
+    if (!cfg->deterministic) w.launch_ns = sim_wall_ns(); /* 2.31's kernel phases */
     issue(c, &d, &w);
     if (!cfg->deterministic && !cfg->run_ahead_ms) think(c, deadline);
   }

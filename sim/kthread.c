@@ -14,7 +14,7 @@
 
 typedef struct {
   bool stop;
-  uint64_t key, ptimer;
+  uint64_t key, ptimer, synced;
   void *parent;
   int ch;
 } kt_req;
@@ -23,7 +23,7 @@ typedef struct {
   bool used;
   bool phases; /* 2.31 v7: KernelPhase in the mask at the start */
   int ch;
-  uint64_t key, start;
+  uint64_t key, start, synced;
   void *h;
 } kt_open;
 
@@ -48,7 +48,7 @@ static kt_open *slot_of(sim_kthread *k, uint64_t key, bool take) {
       o->key = key;
       o->h = NULL;
       o->phases = false;
-      o->start = 0;
+      o->start = o->synced = 0;
       return o;
     }
   }
@@ -58,12 +58,17 @@ static kt_open *slot_of(sim_kthread *k, uint64_t key, bool take) {
 /* 2.31's profilerFireKernelPhaseEvents: the kernel's four timestamps
  * (begin, after the opening barrier, before the closing one, end) make up
  * to three phases, each started, stopped at the next and ended before the
- * KernelCh stop; a zero-length phase is skipped. The simulated kernel
- * spends 1/8 of a work in its initial sync and 1/16 in its final one. */
-static void fire_phases(sim_ctx *x, void *kh, int ch, uint64_t start, uint64_t stop) {
+ * KernelCh stop; a zero-length phase is skipped. The opening barrier ends
+ * when the last rank's kernel arrives: `synced` (0: at once), so a rank
+ * whose kernel began while a peer had not launched yet waits there. Of the
+ * rest, the simulated kernel spends 1/8 in its initial sync and 1/16 in
+ * its final one. */
+static void fire_phases(sim_ctx *x, void *kh, int ch, uint64_t start, uint64_t synced,
+                        uint64_t stop) {
   if (!start || stop <= start) return;
-  uint64_t d = stop - start;
-  uint64_t ts[4] = {start, start + d / 8, stop - d / 16, stop};
+  uint64_t from = synced > start && synced < stop ? synced : start;
+  uint64_t d = stop - from;
+  uint64_t ts[4] = {start, from + d / 8, stop - d / 16, stop};
   for (int i = 0; i < 3; i++)
     if (ts[i + 1] > ts[i]) sim_kernel_phase(x, kh, ch, i, ts[i], ts[i + 1]);
 }
@@ -83,6 +88,7 @@ static void serve(sim_kthread *k, const kt_req *r) {
     if (o) {
       o->h = h;
       o->start = r->ptimer;
+      o->synced = r->synced;
       o->ch = r->ch;
       o->phases = sim_mask_wants(x->d->abi, sim_mask_now(x), NT_EV_KERNEL_PHASE);
     } else
@@ -92,7 +98,7 @@ static void serve(sim_kthread *k, const kt_req *r) {
   kt_open *o = slot_of(k, r->key, false);
   if (!o) return;
   if (o->h) {
-    if (o->phases) fire_phases(x, o->h, o->ch, o->start, r->ptimer);
+    if (o->phases) fire_phases(x, o->h, o->ch, o->start, o->synced, r->ptimer);
     nt_state_args_v5 a;
     memset(&a, 0, sizeof a);
     a.kernelCh.pTimer = r->ptimer;
@@ -162,13 +168,14 @@ static void push(sim_kthread *k, const kt_req *r) {
   pthread_mutex_unlock(&k->mu);
 }
 
-void sim_kthread_start(sim_kthread *k, uint64_t key, void *parent, int ch, uint64_t ptimer) {
-  kt_req r = {false, key, ptimer, parent, ch};
+void sim_kthread_start(sim_kthread *k, uint64_t key, void *parent, int ch, uint64_t ptimer,
+                       uint64_t synced) {
+  kt_req r = {false, key, ptimer, synced, parent, ch};
   push(k, &r);
 }
 
 void sim_kthread_stop(sim_kthread *k, uint64_t key, uint64_t ptimer) {
-  kt_req r = {true, key, ptimer, NULL, 0};
+  kt_req r = {true, key, ptimer, 0, NULL, 0};
   push(k, &r);
 }
 

@@ -17,8 +17,10 @@ typedef struct sim_kthread sim_kthread;
  * cannot, and the caller then makes the calls itself. */
 sim_kthread *sim_kthread_new(sim_comm *c);
 /* Asks for KernelCh `key` (unique among those open) of channel ch, child of
- * `parent`, to start with GPU time ptimer. */
-void sim_kthread_start(sim_kthread *k, uint64_t key, void *parent, int ch, uint64_t ptimer);
+ * `parent`, to start with GPU time ptimer; its opening barrier (2.31's
+ * initial_sync phase) ends at GPU time `synced` (0: at once). */
+void sim_kthread_start(sim_kthread *k, uint64_t key, void *parent, int ch, uint64_t ptimer,
+                       uint64_t synced);
 /* Asks for KernelChStop(ptimer) and the stop of KernelCh `key`. */
 void sim_kthread_stop(sim_kthread *k, uint64_t key, uint64_t ptimer);
 /* Lets the thread finish what was asked, joins and frees it. */

@@ -197,12 +197,13 @@ void *px_net_start(sim_comm *c, const sim_op *op, void *step, uint64_t bytes) {
 
 /* KernelCh `key` (2.31: started on the profiler thread, which keeps the
  * handle; the return value is then NULL). */
-void *px_kernel_start(sim_comm *c, const sim_work *w, int ch, uint64_t ptimer, uint64_t key) {
+void *px_kernel_start(sim_comm *c, const sim_work *w, int ch, uint64_t ptimer, uint64_t synced,
+                      uint64_t key) {
   sim_ctx *x = &c->px;
   /* A PXN op's kernel runs in the originating process, which reports it. */
   if (w->scn.origin_pid || !sim_mask_wants(x->d->abi, w->mask, NT_EV_KERNEL_CH)) return NULL;
   if (px_kt) {
-    sim_kthread_start(px_kt, key, w->coll, ch, ptimer);
+    sim_kthread_start(px_kt, key, w->coll, ch, ptimer, synced);
     return NULL;
   }
   nt_descr_v5 e = sim_descr(NT_EV_KERNEL_CH, w->coll, 0); /* NCCL sets no rank here */

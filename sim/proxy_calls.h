@@ -63,7 +63,9 @@ uint64_t px_kernel_key(const sim_work *w, int ch);
 void *px_ctrl_start(sim_comm *c);
 void *px_step_start(sim_comm *c, const sim_work *w, const sim_op *op, int step);
 void *px_net_start(sim_comm *c, const sim_op *op, void *step, uint64_t bytes);
-void *px_kernel_start(sim_comm *c, const sim_work *w, int ch, uint64_t ptimer, uint64_t key);
+/* `synced`: 2.31, when the kernel's opening barrier ends (0: at once). */
+void *px_kernel_start(sim_comm *c, const sim_work *w, int ch, uint64_t ptimer, uint64_t synced,
+                      uint64_t key);
 
 /* The two schedules. */
 void sim_proxy_det_main(sim_comm *c);

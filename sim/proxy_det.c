@@ -108,7 +108,7 @@ static void det_first_pass(sim_comm *c, const sim_work *w, sim_op (*ops)[2], voi
     px_op_in_progress(c, &ops[ch][0]);
     px_op_in_progress(c, &ops[ch][1]);
     kstart[ch] = SIM_PTIMER_BASE + sim_vclock();
-    kch[ch] = px_kernel_start(c, w, ch, kstart[ch], px_kernel_key(w, ch));
+    kch[ch] = px_kernel_start(c, w, ch, kstart[ch], 0, px_kernel_key(w, ch));
   }
 }
 

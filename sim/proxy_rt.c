@@ -83,7 +83,8 @@ typedef struct {
   int ncolls;
   uint64_t seq;
   bool active;
-  uint64_t rng; /* the proxy's own: the application thread draws from c->rng */
+  uint64_t rng;                     /* the proxy's own: the application thread draws from c->rng */
+  uint64_t kstop[SIM_MAX_CHANNELS]; /* when each channel's last kernel ended (GPU time) */
 } rt_proxy;
 
 static uint64_t rt_dur(rt_proxy *p, const rt_op *o, int what) {
@@ -164,7 +165,8 @@ static void rt_op_finished(rt_proxy *p, rt_coll *k, rt_op *o) {
   int ch = o->op.ch, dir = o->op.send ? 0 : 1;
   o->finished = true;
   if (--k->ch_left[ch] == 0) {
-    px_kernel_stop(c, &k->w, k->kch[ch], sim_wall_ns(), px_kernel_key(&k->w, ch));
+    p->kstop[ch] = sim_wall_ns();
+    px_kernel_stop(c, &k->w, k->kch[ch], p->kstop[ch], px_kernel_key(&k->w, ch));
     k->kch[ch] = NULL;
   }
   /* NCCL stops the ops of one proxy args (one direction) together. */
@@ -195,7 +197,19 @@ static bool rt_begin(rt_proxy *p, rt_coll *k, rt_op *o, uint64_t now) {
   px_op_in_progress(p->c, &o->op);
   if (!k->kch_started[ch]) {
     k->kch_started[ch] = true;
-    k->kch[ch] = px_kernel_start(p->c, &k->w, ch, sim_wall_ns() - 20000, px_kernel_key(&k->w, ch));
+    uint64_t gpu = sim_wall_ns() - 20000, kstart = gpu, synced = 0;
+    /* 2.31 (KernelPhase): a rank's kernel begins once its application
+     * launched it and the channel's previous kernel ended, then waits in
+     * its opening barrier (initial_sync) until every rank's kernel is
+     * there: now, when the last rank launched it. So the ranks a late one
+     * holds back spend that wait in initial_sync, the late one none. The
+     * KernelCh then spans the wait, as a real kernel's does. Older
+     * versions keep the kernel's start at now (no phases to show it). */
+    if (px_kt && k->w.launch_ns) {
+      uint64_t from = k->w.launch_ns > p->kstop[ch] ? k->w.launch_ns : p->kstop[ch];
+      if (from < gpu) kstart = from, synced = gpu;
+    }
+    k->kch[ch] = px_kernel_start(p->c, &k->w, ch, kstart, synced, px_kernel_key(&k->w, ch));
   }
   return true;
 }

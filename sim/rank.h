@@ -31,6 +31,7 @@ typedef struct {
   uint64_t step_size; /* bytes of a full step; the last one may be shorter */
   uint64_t bytes;     /* bytes per proxy op */
   uint64_t gpu_at;    /* --run-ahead, real time: when the GPU reaches it */
+  uint64_t launch_ns; /* real time: when the application launched it (sim_wall_ns), 0 unknown */
   sim_scn scn;        /* PXN, CollNet, CE (scenario.h); zero: the plain ring */
 } sim_work;
 

@@ -43,13 +43,20 @@
  * of its communicator launched an operation of some function (NCCL's
  * per-function sequence numbers, the counts RAS compares) at least that
  * long ago, and it has not yet. A rank a few operations behind that keeps
- * pace (a shallower queue) is not one. */
+ * pace (a shallower queue) is not one. With NCCL 2.31's kernel phases, a
+ * rank the others' kernels spend their sync phases waiting for is one too
+ * (alerts_sync.c: evidence sync_phases). */
 #include "alerts_internal.h"
 
 const char *nt_alert_kind_name(int kind) {
   static const char *const names[NT_ALERT_COUNT] = {"root",      "stall",  "hung_op",
                                                     "straggler", "silent", "drops"};
   return kind >= 0 && kind < NT_ALERT_COUNT ? names[kind] : "unknown";
+}
+
+const char *nt_alert_evidence_name(int evidence) {
+  static const char *const names[NT_EVIDENCE_COUNT] = {"none", "launches", "sync_phases"};
+  return evidence >= 0 && evidence < NT_EVIDENCE_COUNT ? names[evidence] : "unknown";
 }
 
 bool al_waits_on_peer(int wait) {
@@ -452,6 +459,7 @@ uint32_t nt_model_alerts(nt_model *m, uint32_t stall_ms, nt_alert *out, uint32_t
       stalls(&c);
       hung_ops(&c);
       al_stragglers(&c);
+      al_sync_phases(&c);
       publishers(&c);
     }
     if (c.nitems) qsort(c.items, c.nitems, sizeof *c.items, item_cmp);

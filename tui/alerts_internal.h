@@ -112,5 +112,8 @@ bool al_find_roots(ctx *c);                /* false: out of memory */
 
 /* alerts_straggler.c */
 void al_stragglers(ctx *c);
+/* alerts_sync.c: the ranks the others wait for in their kernels' sync
+ * phases (NCCL 2.31); after the roots, whose texts it may add to. */
+void al_sync_phases(ctx *c);
 
 #endif

@@ -10,6 +10,9 @@ void nt_alerts_free(nt_model *m) {
   free(m->tops);
   m->tops = NULL;
   m->ntops = m->tops_cap = 0;
+  free(m->syncs); /* alerts_sync.c */
+  m->syncs = NULL;
+  m->nsyncs = m->syncs_cap = 0;
 }
 
 static int top_key_cmp(uint64_t hash, int func, const nt_top_hist *h) {
@@ -106,6 +109,7 @@ static void straggler(ctx *c, rank_info *ri, nt_top_hist *const hist[NT_FUNC_COU
   if (!a) return;
   char me[160];
   a->func = worst_func;
+  a->evidence = NT_EVIDENCE_LAUNCHES;
   a->count = total;
   a->age_s = longest;
   al_say(a,

@@ -3,7 +3,11 @@
  *
  * frame: "alerts": [{"kind": root|stall|hung_op|straggler|silent|drops,
  *          "text", "host", "pid", "comm", "rank", "peer" (-1), "wait",
- *          "func", "count", "age_s"}], most important first;
+ *          "func", "count", "age_s", "evidence": none|launches|sync_phases
+ *          (a straggler late in its launch counts, or one the others'
+ *          kernels wait for in their sync phases, NCCL 2.31; a root alert
+ *          with the sync-phase numbers added says sync_phases too)}], most
+ *          important first;
  *        "collectives": [{"comm", "comm_name", "nranks", "kind": coll|p2p,
  *          "func", "algo", "proto", "size": "32K-64K", "bucket", "ranks",
  *          "count", "done", "gpu_done", "bytes", "source": coll|p2p|collapi|ce
@@ -230,6 +234,7 @@ void nt_batch_job_json(nt_jo *w, const nt_frame *f) {
     nt_jo_str(w, "func", nt_func_name(a->func));
     nt_jo_u64(w, "count", a->count);
     nt_jo_num(w, "age_s", a->age_s);
+    nt_jo_str(w, "evidence", nt_alert_evidence_name(a->evidence));
     nt_jo_end(w);
   }
   nt_jo_end(w);

@@ -327,6 +327,7 @@ static void build_alerts(nt_frame *f, nt_model *m) {
     x->func = a[i].func;
     x->count = a[i].count;
     x->age_s = a[i].age_s;
+    x->evidence = a[i].evidence;
     copy_str(x->text, sizeof x->text, a[i].text);
   }
   f->nalerts = n;

@@ -125,6 +125,7 @@ typedef struct {
   uint32_t count;
   double age_s;
   char text[256];
+  int evidence; /* enum nt_alert_evidence */
 } nt_frame_alert;
 
 typedef struct {

@@ -299,6 +299,17 @@ enum nt_alert_kind {
   NT_ALERT_COUNT,
 };
 const char *nt_alert_kind_name(int kind); /* "root", "stall", ... */
+/* What an alert rests on beyond its kind: a straggler is late in its
+ * launch counts (launches) or the others' kernels wait for it in their
+ * sync phases (sync_phases, NCCL 2.31 KernelPhase; also added to a root
+ * alert whose rank the others waited for before the hang). */
+enum nt_alert_evidence {
+  NT_EVIDENCE_NONE,
+  NT_EVIDENCE_LAUNCHES,
+  NT_EVIDENCE_SYNC_PHASES,
+  NT_EVIDENCE_COUNT,
+};
+const char *nt_alert_evidence_name(int evidence); /* "none", "launches", "sync_phases" */
 
 typedef struct {
   int kind;
@@ -311,6 +322,7 @@ typedef struct {
   uint32_t count; /* channels (stall), ranks waiting (root), operations behind */
   double age_s;   /* how long it has been so */
   char text[256]; /* one line for people; every part sanitized */
+  int evidence;   /* enum nt_alert_evidence: what a straggler (or root) alert rests on */
 } nt_alert;
 /* Alerts now, most important first (roots, stalls, hung operations,
  * stragglers, silent publishers, drops). Tracks how long ranks have been

@@ -21,6 +21,22 @@ typedef struct {
   uint64_t top[NT_TOP_SAMPLES]; /* increasing */
 } nt_top_hist;
 
+/* Each rank's KernelPhase totals (NCCL 2.31) at a few recent moments
+ * (alerts_sync.c): its sync share is taken over a window of seconds, not
+ * one interval that may hold a single operation. Keyed by (communicator,
+ * rank, process); samples oldest first. */
+#define NT_SYNC_SAMPLES 10
+typedef struct {
+  uint64_t comm_hash;
+  int32_t rank;
+  uint32_t pid;
+  const void *proc; /* the process it was taken from (compared, never read) */
+  bool seen;        /* the rank was in the last nt_model_alerts */
+  uint32_t n;
+  double t[NT_SYNC_SAMPLES]; /* when the snapshot summed arrived (viewer clock) */
+  uint64_t sync[NT_SYNC_SAMPLES], total[NT_SYNC_SAMPLES];
+} nt_sync_hist;
+
 /* One distinct topology file received (or given with --topology). */
 typedef struct {
   nt_topo *topo;
@@ -86,6 +102,9 @@ struct nt_model {
   /* launch-count history per (communicator, function) (alerts.c) */
   nt_top_hist *tops;
   uint32_t ntops, tops_cap;
+  /* KernelPhase totals per rank (alerts_sync.c) */
+  nt_sync_hist *syncs;
+  uint32_t nsyncs, syncs_cap;
 };
 
 /* model_source.c: the source of a message, found or remembered; NULL when
