@@ -34,6 +34,20 @@ static char *run(const char *cmd, int *status) {
   return buf;
 }
 
+/* The last JSON frame the command prints, when it exits 0; NULL otherwise. */
+static cJSON *last_frame(const char *cmd) {
+  int st;
+  char *out = run(cmd, &st);
+  cJSON *f = NULL;
+  if (out && st == 0) {
+    char *last = out, *nl;
+    while ((nl = strchr(last, '\n')) && nl[1]) last = nl + 1;
+    f = cJSON_Parse(last);
+  }
+  free(out);
+  return f;
+}
+
 static void four_nodes_through_relays(void) {
   char cmd[PATH_MAX + 256];
   snprintf(cmd, sizeof cmd,
@@ -41,15 +55,7 @@ static void four_nodes_through_relays(void) {
            "--stall-after 5 -b -n 60 -d 250 --json 2>/dev/null",
            nccltop);
   CHECK(system("mkdir -p /tmp/nccltop-dn-test") == 0);
-  int st;
-  char *out = run(cmd, &st);
-  if (!out || st != 0) free(out);
-  CHECK(out && st == 0);
-  /* The last frame. */
-  char *last = out, *nl;
-  while ((nl = strchr(last, '\n')) && nl[1]) last = nl + 1;
-  cJSON *f = cJSON_Parse(last);
-  free(out);
+  cJSON *f = last_frame(cmd);
   CHECK(f);
   const cJSON *ranks = cJSON_GetObjectItemCaseSensitive(f, "ranks");
   int n = cJSON_GetArraySize(ranks), on_node[4] = {0};
@@ -93,14 +99,7 @@ static void a_dead_relay_is_one_silent_node(void) {
            "TMPDIR=/tmp/nccltop-dr-test %s demo --nodes 4 --ranks 16 --comms 1 -b -n 56 -d 250 "
            "--json 2>/dev/null",
            nccltop);
-  int st;
-  char *out = run(cmd, &st);
-  if (!out || st != 0) free(out);
-  CHECK(out && st == 0);
-  char *last = out, *nl;
-  while ((nl = strchr(last, '\n')) && nl[1]) last = nl + 1;
-  cJSON *f = cJSON_Parse(last);
-  free(out);
+  cJSON *f = last_frame(cmd);
   CHECK(f);
   int silent = 0, others = 0;
   bool named = false;

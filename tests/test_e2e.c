@@ -13,17 +13,9 @@
 #include <unistd.h>
 
 #include "testlib.h"
+#include "viewer_pipe.h"
 #include "../proto/nccltop_proto.h"
 #include "../sim/sim.h"
-
-static char bindir[PATH_MAX];
-
-static void find_bindir(void) {
-  char exe[PATH_MAX];
-  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-  exe[n > 0 ? n : 0] = '\0';
-  snprintf(bindir, sizeof bindir, "%s/..", dirname(exe));
-}
 
 static uint64_t num(const cJSON *o, const char *key) {
   const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
@@ -111,35 +103,8 @@ static const char *mismatch(const nt_sim_config *cfg, const cJSON *frame, char *
   return NULL;
 }
 
-static void stop_group(pid_t pid) {
-  if (pid <= 0) return;
-  kill(-pid, SIGTERM);
-  for (int i = 0; i < 300; i++) {
-    if (waitpid(pid, NULL, WNOHANG) == pid) return;
-    struct timespec ts = {0, 10000000};
-    nanosleep(&ts, NULL);
-  }
-  kill(-pid, SIGKILL);
-  waitpid(pid, NULL, 0);
-}
-
-/* `nccltop -b --json` with its stdout on a pipe we read. */
 static FILE *start_viewer(const char *dir, pid_t *pid) {
-  int fds[2];
-  if (pipe(fds) != 0) return NULL;
-  *pid = fork();
-  if (*pid < 0) return NULL;
-  if (*pid == 0) {
-    char exe[PATH_MAX + 16];
-    snprintf(exe, sizeof exe, "%s/nccltop", bindir);
-    dup2(fds[1], 1);
-    close(fds[0]);
-    close(fds[1]);
-    execl(exe, exe, "-b", "--json", "-n", "150", "-d", "100", "--dir", dir, (char *)NULL);
-    _exit(127);
-  }
-  close(fds[1]);
-  return fdopen(fds[0], "r");
+  return start_viewer_frames(dir, "150", pid);
 }
 
 static void deterministic_totals_reach_the_viewer_exactly(void) {

@@ -15,48 +15,13 @@
 #include <unistd.h>
 
 #include "testlib.h"
+#include "viewer_pipe.h"
 #include "../sim/sim.h"
 
 #define MAX_NODES 4
 
-static char bindir[PATH_MAX];
-
-static void find_bindir(void) {
-  char exe[PATH_MAX];
-  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-  exe[n > 0 ? n : 0] = '\0';
-  snprintf(bindir, sizeof bindir, "%s/..", dirname(exe));
-}
-
-static void stop_group(pid_t pid) {
-  if (pid <= 0) return;
-  kill(-pid, SIGTERM);
-  for (int i = 0; i < 300; i++) {
-    if (waitpid(pid, NULL, WNOHANG) == pid) return;
-    struct timespec ts = {0, 10000000};
-    nanosleep(&ts, NULL);
-  }
-  kill(-pid, SIGKILL);
-  waitpid(pid, NULL, 0);
-}
-
-/* `nccltop -b --json --dir dir` with its stdout on a pipe. */
 static FILE *start_viewer(const char *dir, pid_t *pid) {
-  int fds[2];
-  if (pipe(fds) != 0) return NULL;
-  *pid = fork();
-  if (*pid < 0) return NULL;
-  if (*pid == 0) {
-    char exe[PATH_MAX + 16];
-    snprintf(exe, sizeof exe, "%s/nccltop", bindir);
-    dup2(fds[1], 1);
-    close(fds[0]);
-    close(fds[1]);
-    execl(exe, exe, "-b", "--json", "-n", "100", "-d", "100", "--dir", dir, (char *)NULL);
-    _exit(127);
-  }
-  close(fds[1]);
-  return fdopen(fds[0], "r");
+  return start_viewer_frames(dir, "100", pid);
 }
 
 static const char *str(const cJSON *o, const char *key) {
