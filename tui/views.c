@@ -247,10 +247,11 @@ static void chan_cell(void *ctx, int i, int col, int y, int x, int w, bool curso
   const nt_frame_rank *r = nt_screen_rank(s, i);
   char line[64];
   if (col == 0) {
-    /* rank/nranks and a short communicator id: ranks of several comms alternate */
-    snprintf(line, sizeof line, "%d/%d %04llx%s", r->rank, r->nranks,
-             (unsigned long long)(r->comm_hash & 0xffff),
-             nt_frame_proc_of(s->f, r)->stale ? "?" : "");
+    /* rank/nranks, a short communicator id (ranks of several comms
+     * alternate) and its host (a job spans nodes) */
+    const nt_frame_proc *p = nt_frame_proc_of(s->f, r);
+    snprintf(line, sizeof line, "%d/%d %04llx %.10s%s", r->rank, r->nranks,
+             (unsigned long long)(r->comm_hash & 0xffff), p->host, p->stale ? "?" : "");
     mvaddnstr(y, x, line, w);
     return;
   }
@@ -284,7 +285,7 @@ static void chan_cell(void *ctx, int i, int col, int y, int x, int w, bool curso
 static void chan_spec(nt_screen *s, nt_list *l) {
   int nch = s->nchannels;
   if (nch > NT_LIST_MAX_COLS - 1) nch = NT_LIST_MAX_COLS - 1;
-  chan_cols[0] = (nt_list_col){"RANK", 15, 0, false};
+  chan_cols[0] = (nt_list_col){"RANK COMM HOST", 27, 0, false};
   for (int c = 0; c < nch; c++) {
     snprintf(chan_titles[c + 1], sizeof chan_titles[c + 1], "ch%-2d S/R", c);
     chan_cols[c + 1] = (nt_list_col){chan_titles[c + 1], 10, 0, false};
