@@ -140,4 +140,20 @@ void nt_alerts_free(nt_model *m);
 /* model_topo.c: frees every topology held. */
 void nt_model_topologies_free(nt_model *m);
 
+/* A process entry's slot (the entry is the slot's first member). */
+static inline proc_slot *slot_of(const nt_model_process *p) {
+  return (proc_slot *)p;
+}
+
+/* Channel rows are ordered by (communicator, channel, direction, peer,
+ * PXN relay rank: -1, the rank's own row, first); chan_subcmp leaves the
+ * communicator out (its index differs between snapshots). */
+#define CMP(x, y) ((x) < (y) ? -1 : (x) > (y) ? 1 : 0)
+static inline int chan_subcmp(const nt_channel_row *a, const nt_channel_row *b) {
+  if (a->channel != b->channel) return CMP(a->channel, b->channel);
+  if (a->dir != b->dir) return CMP(a->dir, b->dir);
+  if (a->peer != b->peer) return CMP(a->peer, b->peer);
+  return CMP(a->relay_rank, b->relay_rank);
+}
+
 #endif
