@@ -412,6 +412,7 @@ static void *publisher_main(void *arg) {
     p.snap->noplog = NT_MAX_OPLOG;
     p.snap->nseq = NT_MAX_SEQ_ROWS;
     p.snap->nnet = NT_MAX_NET_ROWS;
+    p.snap->nvariants = NT_MAX_VARIANTS;
     p.cap = nt_snapshot_encoded_max(p.snap);
     p.buf = malloc(p.cap);
   }

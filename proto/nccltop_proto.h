@@ -16,7 +16,7 @@
 #include <stdint.h>
 
 #define NT_PROTO_MAJOR 1
-#define NT_PROTO_MINOR 3
+#define NT_PROTO_MINOR 4
 
 #define NT_TOPIC_HELLO    "nccltop.hello"
 #define NT_TOPIC_COMM     "nccltop.comm"
@@ -44,6 +44,9 @@
 #define NT_MAX_NET_ROWS 1024 /* network plugin (device, QP or socket) rows */
 #define NT_MAX_PHASES   63   /* phase ids 1..63; 0 = no phase */
 #define NT_MAX_PHASE    31   /* bytes of a phase name */
+/* Since 1.4: the kernel variants of NCCL 2.31's symmetric-kernel collectives. */
+#define NT_MAX_VARIANTS 63 /* variant ids 1..63; 0 = not a symmetric kernel */
+#define NT_MAX_VARIANT  47 /* bytes of a variant name ("AllReduce_AGxLL_R") */
 
 /* Proxy progress thread control states, in wire order. */
 enum nt_proxy_state {
@@ -147,6 +150,7 @@ const char *nt_run_name(int run); /* "unknown", "idle", "queued", "running" */
 enum {
   NT_OPF_UNREPORTED = 1, /* NCCL never reports its completion (CollNet, CE memcpy, no kernelch) */
   NT_OPF_RELAYED = 2,    /* its proxy work ran in another process (PXN) */
+  NT_OPF_SYMMETRIC = 4,  /* 1.4: a symmetric-kernel collective (NCCL 2.31 isSymColl) */
 };
 
 /* Names as NCCL spells them ("AllReduce", "RING", "SIMPLE", "ncclFloat32"),
@@ -274,6 +278,9 @@ typedef struct {
    * in the synchronisation phases (initial_sync + final_sync) and in
    * compute; 0 when NCCL reported no phase. */
   uint64_t sync_ns, compute_ns;
+  /* 1.4: the symmetric kernel that ran them (NCCL 2.31's kernelVariant), a
+   * variant id; 0 for every other operation. */
+  uint8_t variant;
 } nt_op_row;
 
 /* One phase name (1.1). */
@@ -306,7 +313,16 @@ typedef struct {
   uint8_t run_state;        /* in flight: enum nt_run (queued or running); done: idle */
   uint8_t flags;            /* NT_OPF_* */
   uint64_t progress_age_ns; /* in flight: since a child last progressed; UINT64_MAX never */
+  /* 1.4 */
+  uint8_t variant; /* its symmetric kernel's variant id, 0 none */
 } nt_oplog_row;
+
+/* One kernel variant name (1.4): what NCCL 2.31 calls the symmetric kernel
+ * that ran a collective (coll.kernelVariant), e.g. "AllReduce_AGxLL_R". */
+typedef struct {
+  uint8_t id; /* 1..NT_MAX_VARIANTS */
+  char name[NT_MAX_VARIANT + 1];
+} nt_variant_row;
 
 /* Per (communicator, function) progress (1.1): what the straggler view
  * compares across ranks. */
@@ -355,6 +371,9 @@ typedef struct {
   nt_oplog_row *oplog;
   nt_seq_row *seq_rows;
   nt_net_row *net;
+  /* 1.4; empty in older snapshots */
+  uint32_t nvariants;
+  nt_variant_row *variants;
 } nt_snapshot;
 
 nt_snapshot *nt_snapshot_new(void); /* NULL on allocation failure */

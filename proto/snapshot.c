@@ -10,8 +10,9 @@
 #define MAGIC        "NCTS"
 #define HEADER_FIXED 45 /* bytes before the host name */
 
-const char *const nt_sec_name[NT_SEC_MAX] = {
-    "", "process", "comm", "proxy", "channel", "kernel", "ops", "phase", "oplog", "seq", "net"};
+const char *const nt_sec_name[NT_SEC_MAX] = {"",        "process", "comm", "proxy",
+                                             "channel", "kernel",  "ops",  "phase",
+                                             "oplog",   "seq",     "net",  "variant"};
 
 /* Record sizes of this minor version; newer minors may only make them
  * longer. A message is read as its own minor version says: a 1.0 message
@@ -40,8 +41,9 @@ nt_snapshot *nt_snapshot_new(void) {
   s->oplog = calloc(NT_MAX_OPLOG, sizeof *s->oplog);
   s->seq_rows = calloc(NT_MAX_SEQ_ROWS, sizeof *s->seq_rows);
   s->net = calloc(NT_MAX_NET_ROWS, sizeof *s->net);
+  s->variants = calloc(NT_MAX_VARIANTS, sizeof *s->variants);
   if (!s->comms || !s->proxy || !s->channels || !s->kernels || !s->ops || !s->phases || !s->oplog ||
-      !s->seq_rows || !s->net) {
+      !s->seq_rows || !s->net || !s->variants) {
     nt_snapshot_free(s);
     return NULL;
   }
@@ -59,13 +61,14 @@ void nt_snapshot_free(nt_snapshot *s) {
   free(s->oplog);
   free(s->seq_rows);
   free(s->net);
+  free(s->variants);
   free(s);
 }
 
 void nt_snapshot_clear(nt_snapshot *s) {
   if (!s) return;
   s->ncomms = s->nproxy = s->nchannels = s->nkernels = 0;
-  s->nops = s->nphases = s->noplog = s->nseq = s->nnet = 0;
+  s->nops = s->nphases = s->noplog = s->nseq = s->nnet = s->nvariants = 0;
   memset(&s->process, 0, sizeof s->process);
 }
 
@@ -83,7 +86,7 @@ size_t nt_snapshot_encode(const nt_snapshot *s, uint8_t *buf, size_t cap) {
   if (s->ncomms > NT_MAX_COMMS || s->nproxy > NT_MAX_PROXY_THREADS ||
       s->nchannels > NT_MAX_CHANNEL_ROWS || s->nkernels > NT_MAX_KERNEL_ROWS ||
       s->nops > NT_MAX_OP_ROWS || s->nphases > NT_MAX_PHASES || s->noplog > NT_MAX_OPLOG ||
-      s->nseq > NT_MAX_SEQ_ROWS || s->nnet > NT_MAX_NET_ROWS)
+      s->nseq > NT_MAX_SEQ_ROWS || s->nnet > NT_MAX_NET_ROWS || s->nvariants > NT_MAX_VARIANTS)
     return 0;
   if (cap < nt_snapshot_encoded_max(s)) return 0;
   size_t hostlen = strnlen(s->host, NT_MAX_HOST);
@@ -466,7 +469,7 @@ static int decode(const uint8_t *buf, size_t len, nt_snapshot *s, char *err, siz
   }
   /* A 1.x publisher always writes every section its minor version has, so
    * a missing one means the message was cut short. */
-  int last = minor >= 1 ? NT_SEC_MAX - 1 : NT_SEC_LAST_1_0;
+  int last = minor >= 4 ? NT_SEC_MAX - 1 : minor >= 1 ? NT_SEC_LAST_1_3 : NT_SEC_LAST_1_0;
   for (int t = NT_SEC_PROCESS; t <= last; t++)
     if (!seen[t]) return nt_wire_fail(err, errlen, "%s section missing", nt_sec_name[t]);
   return 0;

@@ -29,6 +29,8 @@ enum {
   NT_SEC_OPLOG,
   NT_SEC_SEQ,
   NT_SEC_NET,
+  NT_SEC_LAST_1_3 = NT_SEC_NET,
+  NT_SEC_VARIANTS, /* 1.4 */
   NT_SEC_MAX
 };
 extern const char *const nt_sec_name[NT_SEC_MAX];

@@ -206,6 +206,7 @@ static void copy_snapshot(nt_snapshot *dst, const nt_snapshot *src) {
   nt_oplog_row *log = dst->oplog;
   nt_seq_row *seq = dst->seq_rows;
   nt_net_row *net = dst->net;
+  nt_variant_row *var = dst->variants;
   *dst = *src;
   dst->comms = c;
   dst->proxy = p;
@@ -216,6 +217,7 @@ static void copy_snapshot(nt_snapshot *dst, const nt_snapshot *src) {
   dst->oplog = log;
   dst->seq_rows = seq;
   dst->net = net;
+  dst->variants = var;
 #define CLAMP_COPY(n, limit, to, from)                                                             \
   do {                                                                                             \
     if (dst->n > (limit)) dst->n = (limit);                                                        \
@@ -226,11 +228,15 @@ static void copy_snapshot(nt_snapshot *dst, const nt_snapshot *src) {
   CLAMP_COPY(noplog, NT_MAX_OPLOG, log, oplog);
   CLAMP_COPY(nseq, NT_MAX_SEQ_ROWS, seq, seq_rows);
   CLAMP_COPY(nnet, NT_MAX_NET_ROWS, net, net);
+  CLAMP_COPY(nvariants, NT_MAX_VARIANTS, var, variants);
 #undef CLAMP_COPY
   /* Phase names come from the application: escaped once, here. */
   for (uint32_t i = 0; i < dst->nphases; i++)
     nt_sanitize(src->phases[i].name, strnlen(src->phases[i].name, NT_MAX_PHASE), ph[i].name,
                 sizeof ph[i].name);
+  for (uint32_t i = 0; i < dst->nvariants; i++) /* NCCL's, but over the wire */
+    nt_sanitize(src->variants[i].name, strnlen(src->variants[i].name, NT_MAX_VARIANT), var[i].name,
+                sizeof var[i].name);
   if (dst->ncomms > NT_MAX_COMMS) dst->ncomms = NT_MAX_COMMS;
   if (dst->nproxy > NT_MAX_PROXY_THREADS) dst->nproxy = NT_MAX_PROXY_THREADS;
   if (dst->nchannels > NT_MAX_CHANNEL_ROWS) dst->nchannels = NT_MAX_CHANNEL_ROWS;
@@ -300,7 +306,7 @@ static void match_rows(proc_slot *p) {
  * "since start" shares read only those), not a third full copy. */
 static nt_snapshot first_part(const nt_snapshot *s) {
   nt_snapshot f = *s;
-  f.nchannels = f.nkernels = f.nops = f.nphases = f.noplog = f.nseq = f.nnet = 0;
+  f.nchannels = f.nkernels = f.nops = f.nphases = f.noplog = f.nseq = f.nnet = f.nvariants = 0;
   return f;
 }
 

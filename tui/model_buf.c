@@ -25,6 +25,7 @@ static const struct {
     ARRAY(oplog, noplog, nt_oplog_row, NT_MAX_OPLOG),
     ARRAY(seq_rows, nseq, nt_seq_row, NT_MAX_SEQ_ROWS),
     ARRAY(net, nnet, nt_net_row, NT_MAX_NET_ROWS),
+    ARRAY(variants, nvariants, nt_variant_row, NT_MAX_VARIANTS),
 #undef ARRAY
 };
 #define NARRAYS (sizeof arrays / sizeof arrays[0])
