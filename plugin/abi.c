@@ -151,8 +151,8 @@ static inline nt_nccl_result own_start_v5(void *ctx, void **h, void *dv) {
   return nt_start(ctx, h, &ev);
 }
 
-/* v7 (NCCL 2.31): v6's reader plus the user's tag on operations and the
- * kernel phases. */
+/* v7 (NCCL 2.31): v6's reader plus the user's tag on operations, the
+ * symmetric-kernel collectives and the kernel phases. */
 static inline nt_nccl_result own_start_v7(void *ctx, void **h, void *dv) {
   nt_descr_v7 *d = dv;
   if (!d) {
@@ -162,7 +162,12 @@ static inline nt_nccl_result own_start_v7(void *ctx, void **h, void *dv) {
   struct nt_ev ev = {.type = d->type > UINT32_MAX ? 0 : (uint32_t)d->type};
   NT_READ_V5(ev, d);
   switch (ev.type) {
-  case NT_EV_COLL: ev.user_tag = d->coll.userTag; break;
+  case NT_EV_COLL:
+    ev.user_tag = d->coll.userTag;
+    /* Read as a byte, like graphCaptured. */
+    ev.op.sym = *(const uint8_t *)&d->coll.isSymColl != 0;
+    if (ev.op.sym) ev.op.variant = d->coll.kernelVariant;
+    break;
   case NT_EV_P2P: ev.user_tag = d->p2p.userTag; break;
   case NT_EV_COLL_API: ev.user_tag = d->collApi.userTag; break;
   case NT_EV_P2P_API: ev.user_tag = d->p2pApi.userTag; break;

@@ -159,6 +159,7 @@ struct nt_task {
   uint8_t op_kind, func, algo, proto, dtype, phase, nchannels;
   const void *self; /* see nt_handle_kind */
   uint8_t nwarps;
+  uint8_t sym, variant;                /* NCCL 2.31 symmetric kernel, its variant id (0 none) */
   uint8_t expect_kernel, expect_proxy; /* which children the mask lets come */
   uint8_t quiet;                       /* publisher only: sweeps seen unchanged */
   _Atomic uint32_t st;
@@ -408,6 +409,8 @@ struct nt_ev_op { /* Coll and P2p */
   uint64_t count;
   int root_peer;
   uint8_t nchannels, nwarps;
+  bool sym;            /* v7: a symmetric-kernel collective (coll.isSymColl) */
+  const char *variant; /* v7: its kernel variant (coll.kernelVariant), else NULL */
 };
 struct nt_ev {
   uint32_t type;
@@ -490,6 +493,13 @@ uint8_t nt_phase_now(void);
 uint8_t nt_phase_of_tag(uint64_t tag);
 /* Copies the names into rows (publisher); returns how many. */
 uint32_t nt_phase_rows(nt_phase_row *rows, uint32_t cap);
+
+/* variant.c: NCCL 2.31's symmetric kernel variants. The id of a
+ * coll.kernelVariant name, interned on the event path; 0 for NULL or "",
+ * or when the table is full. */
+uint8_t nt_variant_of(const char *name);
+/* Copies the names into rows (publisher); returns how many. */
+uint32_t nt_variant_rows(nt_variant_row *rows, uint32_t cap);
 
 /* retire.c (publisher thread only): retires finished operations into the
  * statistics; `force` retires every finished one now (flush, last snapshot). */

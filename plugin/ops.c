@@ -50,6 +50,17 @@ struct nt_task *nt_task_open(struct nt_thread *t, struct nt_context *c, const st
   k->nwarps = ev->op.nwarps;
   k->expect_kernel = (mask & NT_EV_KERNEL_CH) != 0;
   k->expect_proxy = (mask & (NT_EV_PROXY_OP | NT_EV_PROXY_STEP | NT_EV_NET_PLUGIN)) != 0;
+  k->sym = coll && ev->op.sym;
+  k->variant = k->sym ? nt_variant_of(ev->op.variant) : 0;
+  if (k->sym) {
+    /* NCCL 2.31 (O4): a symmetric plan has no proxy ops, and posts its
+     * kernel channels against its first task only, the one whose
+     * nChannels it sets; the others say 0 and get nothing, so their end
+     * is not reported. NCCL names no protocol (""). */
+    k->proto = NT_PR_NONE;
+    k->expect_proxy = 0;
+    if (!k->nchannels) k->expect_kernel = 0;
+  }
   k->quiet = 0;
   k->ctx = c;
   k->root_peer = ev->op.root_peer;
@@ -61,7 +72,7 @@ struct nt_task *nt_task_open(struct nt_thread *t, struct nt_context *c, const st
   atomic_store_explicit(&k->children, 0, memory_order_relaxed);
   atomic_store_explicit(&k->untimed, 0, memory_order_relaxed);
   atomic_store_explicit(&k->superseded, 0, memory_order_relaxed);
-  atomic_store_explicit(&k->unreported, 0, memory_order_relaxed);
+  atomic_store_explicit(&k->unreported, k->sym && !k->expect_kernel, memory_order_relaxed);
   atomic_store_explicit(&k->kernel_children, 0, memory_order_relaxed);
   k->kwait = k->seen_kch = 0;
   atomic_store_explicit(&k->last_stop_ns, 0, memory_order_relaxed);

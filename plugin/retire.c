@@ -1,6 +1,6 @@
 /* The publisher thread's side of operations: it retires finished tasks
- * into per-(communicator, function, algorithm, protocol, size, phase)
- * statistics and a log of recent operations, frees their slots, and fills
+ * into per-(communicator, function, algorithm, protocol, size, phase,
+ * kernel variant) statistics and a log of recent operations, frees their slots, and fills
  * the 1.1 snapshot tables. Everything here runs on the publisher thread
  * only (every tick, watched or not, so the totals are complete for a viewer
  * that joins late); the event path never waits for it.
@@ -87,7 +87,7 @@ static uint64_t stat_key(const struct nt_task *k, uint32_t gen) {
   return ((uint64_t)k->ctx->index << 58) | ((uint64_t)(gen & 0xFFFF) << 42) |
          ((uint64_t)k->op_kind << 41) | ((uint64_t)k->func << 36) | ((uint64_t)k->algo << 32) |
          ((uint64_t)k->proto << 28) | ((uint64_t)nt_size_bucket(k->bytes) << 20) |
-         ((uint64_t)k->phase << 12) | 1;
+         ((uint64_t)k->phase << 12) | ((uint64_t)k->variant << 4) | 1;
 }
 
 /* Rows of communicators whose slot was reused are dropped to make room. */
@@ -126,6 +126,7 @@ static nt_op_row *stat_row(const struct nt_task *k, uint32_t gen) {
       r->row.proto = k->proto;
       r->row.bucket = nt_size_bucket(k->bytes);
       r->row.phase = k->phase;
+      r->row.variant = k->variant;
       R.index[h] = (uint16_t)(++R.nrows);
       return &r->row;
     }
@@ -143,6 +144,8 @@ static void fill_log(nt_oplog_row *r, const struct nt_task *k) {
   r->proto = k->proto;
   r->dtype = k->dtype;
   r->phase = k->phase;
+  r->variant = k->variant;
+  r->flags = k->sym ? NT_OPF_SYMMETRIC : 0;
   r->nchannels = k->nchannels;
   r->nwarps = k->nwarps;
   r->root_peer = k->root_peer;
@@ -213,7 +216,7 @@ static void retire(struct nt_task *k) {
   fill_log(&e->row, k);
   e->row.state = (uint8_t)state;
   e->row.run_state = NT_RUN_IDLE;
-  e->row.flags = unreported ? NT_OPF_UNREPORTED : 0;
+  if (unreported) e->row.flags |= NT_OPF_UNREPORTED;
   e->row.timing = (uint8_t)timing;
   e->row.duration_ns = duration;
   e->row.children = children;
@@ -388,7 +391,7 @@ static void merge_net(nt_snapshot *s, const struct nt_net_row *r, uint16_t ci) {
 }
 
 void nt_retire_collect(nt_snapshot *s, const uint16_t *map, uint64_t now) {
-  s->nops = s->nphases = s->nseq = s->nnet = 0;
+  s->nops = s->nphases = s->nseq = s->nnet = s->nvariants = 0;
   for (uint32_t i = 0; R.rows && i < R.nrows; i++) {
     const struct stat_row *r = &R.rows[i];
     if (!ctx_current(r->ctx, r->gen, map)) continue;
@@ -396,6 +399,7 @@ void nt_retire_collect(nt_snapshot *s, const uint16_t *map, uint64_t now) {
     s->ops[s->nops++].comm_index = map[r->ctx];
   }
   s->nphases = nt_phase_rows(s->phases, NT_MAX_PHASES);
+  s->nvariants = nt_variant_rows(s->variants, NT_MAX_VARIANTS);
   collect_oplog(s, map, now);
   for (int ci = 0; ci < NT_MAX_CONTEXTS; ci++) {
     if (map[ci] == NT_NO_COMM) continue;
