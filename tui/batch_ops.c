@@ -9,7 +9,10 @@
  *          with the sync-phase numbers added says sync_phases too)}], most
  *          important first;
  *        "collectives": [{"comm", "comm_name", "nranks", "kind": coll|p2p,
- *          "func", "algo", "proto", "size": "32K-64K", "bucket", "ranks",
+ *          "func", "algo" (NCCL's, or "sym:<variant's suffix>" for NCCL 2.31's
+ *          symmetric kernels), "proto" ("none" for those), "variant" (NCCL's
+ *          kernel variant, "AllReduce_AGxLL_R"; "" for every other row),
+ *          "size": "32K-64K", "bucket", "ranks",
  *          "count", "done", "gpu_done", "bytes", "source": coll|p2p|collapi|ce
  *          (nt_op_source), "timing": measured|partial|unknown, "time_ms",
  *          "avg_us", "algbw_gbs", "busbw_gbs" (null when no operation of the
@@ -24,11 +27,13 @@
  *          [{"name", "previous", "current" (null: unset; else the most common
  *          value), "previous_varies", "current_varies"}]}, run = {"id", "processes",
  *          "ranks", "env": {NAME: value}, "env_varies": [NAME],
- *          "ops": [{"func", "size", "algo", "proto", "count", "busbw_gbs"}]}.
+ *          "ops": [{"func", "size", "algo", "proto", "variant", "count",
+ *          "busbw_gbs"}]}.
  * rank:  "api": {"group_api", "coll_api", "p2p_api", "kernel_launches",
  *          "graph_captured", "api_ms"}; "seq": [{"func", "launched", "done",
  *          "last_launch_ms"}]; "in_flight": [{"func", "kind", "seq", "count",
- *          "dtype", "bytes", "root_peer", "algo", "proto", "nchannels",
+ *          "dtype", "bytes", "root_peer", "algo", "proto", "variant" ("" none),
+ *          "symmetric": bool (a symmetric-kernel collective), "nchannels",
  *          "nwarps", "phase", "state": enqueued|in_flight|done, "timing":
  *          none|host|gpu, "age_ms", "duration_us", "children",
  *          "children_open", "run_state": queued|running (in flight),
@@ -60,8 +65,12 @@ static void op_json(nt_jo *w, const nt_frame_op *o, const nt_frame *f, bool who)
   nt_jo_str(w, "dtype", nt_dtype_name(op->dtype));
   nt_jo_u64(w, "bytes", op->bytes);
   nt_jo_i64(w, "root_peer", op->root_peer);
-  nt_jo_str(w, "algo", nt_algo_name(op->algo));
+  char lab[NT_MAX_VARIANT + 8];
+  bool sym = (op->flags & NT_OPF_SYMMETRIC) || o->variant[0];
+  nt_jo_str(w, "algo", nt_algo_label(op->algo, o->variant, sym, lab, sizeof lab));
   nt_jo_str(w, "proto", nt_proto_name(op->proto));
+  nt_jo_str(w, "variant", o->variant);
+  nt_jo_bool(w, "symmetric", sym);
   nt_jo_u64(w, "nchannels", op->nchannels);
   nt_jo_u64(w, "nwarps", op->nwarps);
   nt_jo_str(w, "phase", o->phase);
@@ -162,12 +171,13 @@ static void run_json(nt_jo *w, const char *key, const nt_run_summary *r) {
   nt_jo_arr(w, "ops");
   for (uint32_t i = 0; i < r->nops; i++) {
     const nt_run_op *o = &r->ops[i];
-    char size[32];
+    char size[32], lab[NT_MAX_VARIANT + 8];
     nt_jo_obj(w, NULL);
     nt_jo_str(w, "func", nt_func_name(o->func));
     nt_jo_str(w, "size", nt_fmt_bucket(o->bucket, size, sizeof size));
-    nt_jo_str(w, "algo", nt_algo_name(o->algo));
+    nt_jo_str(w, "algo", nt_algo_label(o->algo, o->variant, false, lab, sizeof lab));
     nt_jo_str(w, "proto", nt_proto_name(o->proto));
+    nt_jo_str(w, "variant", o->variant);
     nt_jo_u64(w, "count", o->count);
     nt_jo_num(w, "busbw_gbs", nt_stat_algbw(o->bus_bytes, o->time_s));
     nt_jo_end(w);
@@ -248,8 +258,10 @@ void nt_batch_job_json(nt_jo *w, const nt_frame *f) {
     nt_jo_i64(w, "nranks", r->nranks);
     nt_jo_str(w, "kind", r->kind == NT_OP_P2P ? "p2p" : "coll");
     nt_jo_str(w, "func", nt_func_name(r->func));
-    nt_jo_str(w, "algo", nt_algo_name(r->algo));
+    char lab[NT_MAX_VARIANT + 8];
+    nt_jo_str(w, "algo", nt_algo_label(r->algo, r->variant, false, lab, sizeof lab));
     nt_jo_str(w, "proto", nt_proto_name(r->proto));
+    nt_jo_str(w, "variant", r->variant);
     nt_jo_str(w, "size", nt_fmt_bucket(r->bucket, size, sizeof size));
     nt_jo_u64(w, "bucket", r->bucket);
     nt_jo_u64(w, "ranks", r->ranks);
@@ -329,10 +341,12 @@ void nt_batch_ops_text(FILE *out, const nt_frame *f) {
       nt_fmt_rate(nt_stat_algbw(r->alg_bytes, r->time_s) * 1e9, t[1], sizeof t[1]);
       nt_fmt_rate(nt_stat_algbw(r->bus_bytes, r->time_s) * 1e9, t[2], sizeof t[2]);
     }
+    char lab[NT_MAX_VARIANT + 8];
     fprintf(out, "%016llx %-13s %-11s %-14s %-7s %8llu %8llu %10s %9s %9s\n",
             (unsigned long long)r->comm_hash, nt_func_name(r->func),
-            nt_fmt_bucket(r->bucket, size, sizeof size), plain ? nt_algo_name(r->algo) : src,
-            plain ? nt_proto_name(r->proto) : "-", (unsigned long long)r->count,
+            nt_fmt_bucket(r->bucket, size, sizeof size),
+            plain ? nt_algo_label(r->algo, r->variant, false, lab, sizeof lab) : src,
+            plain && !r->variant[0] ? nt_proto_name(r->proto) : "-", (unsigned long long)r->count,
             (unsigned long long)r->done, t[0], t[1], t[2]);
   }
   const nt_phase_stat *ph = f->phases;

@@ -166,7 +166,7 @@ static nt_model_process *find_process(nt_model *m, const char *endpoint, const n
 }
 
 static void one_slice(exporter *x, trace_rank *r, const nt_snapshot *s, const nt_oplog_row *op,
-                      const char *phase) {
+                      const char *phase, const char *variant) {
   uint64_t start = s->mono_ns > op->age_ns ? s->mono_ns - op->age_ns : 0;
   uint64_t key = fnv(1469598103934665603ull, r->key, strlen(r->key));
   uint64_t parts[7] = {r->comm_hash, op->kind, op->func, op->seq, (uint64_t)(int64_t)op->root_peer,
@@ -184,7 +184,11 @@ static void one_slice(exporter *x, trace_rank *r, const nt_snapshot *s, const nt
     cJSON_AddNumberToObject(a, "bytes", (double)op->bytes);
     cJSON_AddNumberToObject(a, "count", (double)op->count);
     cJSON_AddStringToObject(a, "datatype", nt_dtype_name(op->dtype));
-    cJSON_AddStringToObject(a, "algorithm", nt_algo_name(op->algo));
+    char lb[NT_MAX_VARIANT + 8];
+    cJSON_AddStringToObject(
+        a, "algorithm",
+        nt_algo_label(op->algo, variant, (op->flags & NT_OPF_SYMMETRIC) != 0, lb, sizeof lb));
+    if (variant[0]) cJSON_AddStringToObject(a, "kernel_variant", variant);
     cJSON_AddStringToObject(a, "protocol", nt_proto_name(op->proto));
     cJSON_AddStringToObject(a, "phase", phase);
     cJSON_AddNumberToObject(a, "seq", (double)op->seq);
@@ -240,7 +244,10 @@ static void add_snapshot(exporter *x, nt_model *m, const char *endpoint, const n
       for (uint32_t k = 0; op->phase && k < s->nphases; k++)
         if (s->phases[k].id == op->phase)
           nt_sanitize(s->phases[k].name, strlen(s->phases[k].name), phase, sizeof phase);
-      one_slice(x, r, s, op, phase);
+      const char *vn = nt_variant_name(s, op->variant);
+      char variant[4 * NT_MAX_VARIANT + 1];
+      nt_sanitize(vn, strlen(vn), variant, sizeof variant);
+      one_slice(x, r, s, op, phase, variant);
     }
     /* Counters over the interval since its last snapshot. */
     uint64_t wait[NT_WAIT_COUNT] = {0}, bytes = 0, state[NT_PROXY_NSTATES] = {0};

@@ -442,8 +442,12 @@ static void inspector_labels(sample *s, const nt_op_stat *r, int32_t nnodes, con
     lab(s, "p2p_operation", nt_func_name(r->func));
     lab(s, "message_size", size);
   } else {
-    char ap[48];
-    snprintf(ap, sizeof ap, "%s_%s", nt_algo_name(r->algo), nt_proto_name(r->proto));
+    char ap[NT_MAX_VARIANT + 16], lb[NT_MAX_VARIANT + 8];
+    const char *algo = nt_algo_label(r->algo, r->variant, false, lb, sizeof lb);
+    if (r->variant[0]) /* a symmetric kernel: NCCL names no protocol */
+      snprintf(ap, sizeof ap, "%s", algo);
+    else
+      snprintf(ap, sizeof ap, "%s_%s", algo, nt_proto_name(r->proto));
     lab(s, "collective", nt_func_name(r->func));
     lab(s, "message_size", size);
     lab(s, "algo_proto", ap);
@@ -457,7 +461,8 @@ static void op_labels(sample *s, const nt_op_stat *r) {
   lab_int(s, "nranks", r->nranks);
   lab(s, "kind", r->kind == NT_OP_P2P ? "p2p" : "coll");
   lab(s, "collective", nt_func_name(r->func));
-  lab(s, "algo", nt_algo_name(r->algo));
+  char lb[NT_MAX_VARIANT + 8];
+  lab(s, "algo", nt_algo_label(r->algo, r->variant, false, lb, sizeof lb));
   lab(s, "proto", nt_proto_name(r->proto));
   lab(s, "message_size", nt_fmt_bucket(r->bucket, size, sizeof size));
 }

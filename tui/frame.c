@@ -255,6 +255,7 @@ static bool add_rank(nt_frame *f, const nt_model_rank *mr, uint32_t proc, double
     o->op = *op;
     o->age_s = (double)op->age_ns / 1e9 + since;
     copy_str(o->phase, sizeof o->phase, phase_name(s, op->phase));
+    copy_str(o->variant, sizeof o->variant, nt_variant_name(s, op->variant));
     o->rank = ri;
   }
   uint32_t net0 = f->nnet;
@@ -383,6 +384,7 @@ static bool build_recent(nt_frame *f, nt_model *m, const proc_map *map, uint32_t
     o->op = *rec[i].op;
     o->age_s = rec[i].age_s;
     copy_str(o->phase, sizeof o->phase, rec[i].phase);
+    copy_str(o->variant, sizeof o->variant, rec[i].variant);
     o->rank = ri;
   }
   free(rec);

@@ -100,7 +100,8 @@ typedef struct {
   nt_oplog_row op;
   double age_s; /* since it was enqueued, now */
   char phase[NT_FRAME_PHASE];
-  uint32_t rank; /* index into ranks[] */
+  char variant[NT_MAX_VARIANT + 1]; /* its symmetric kernel (NCCL 2.31), "" none */
+  uint32_t rank;                    /* index into ranks[] */
 } nt_frame_op;
 
 /* A communicator over the ranks the frame has of it. */

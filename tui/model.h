@@ -231,21 +231,22 @@ double nt_bus_factor(int func, int nranks);
 
 /* Operation statistics of the current run (see runs below), summed over
  * the ranks of each communicator and over phases: one row per
- * (communicator, kind, function, algorithm, protocol, size bucket), sorted
- * that way. Phases and recent operations are of the current run too. */
+ * (communicator, kind, function, algorithm, protocol, kernel variant, size
+ * bucket), sorted that way. Phases and recent operations are of the current run too. */
 typedef struct {
   uint64_t comm_hash;
   const char *comm_name; /* sanitized, "" unknown */
   int32_t nranks;
   uint8_t kind, func, algo, proto, bucket;
-  uint32_t ranks;               /* ranks that reported the row */
-  uint64_t count, done;         /* operations; done ones have a duration */
-  uint64_t bytes;               /* of all of them */
-  uint64_t gpu_done;            /* done ones timed by the GPU */
-  uint64_t sync_ns, compute_ns; /* protocol 1.3: their KernelPhase GPU time (NCCL 2.31) */
-  double time_s;                /* summed durations (over ranks) */
-  double alg_bytes, bus_bytes;  /* of the done ones, see nt_alg_bytes */
-  uint32_t last_proc_;          /* internal: the last process counted in `ranks` */
+  char variant[NT_MAX_VARIANT + 1]; /* NCCL 2.31's symmetric kernel, "" none; sanitized */
+  uint32_t ranks;                   /* ranks that reported the row */
+  uint64_t count, done;             /* operations; done ones have a duration */
+  uint64_t bytes;                   /* of all of them */
+  uint64_t gpu_done;                /* done ones timed by the GPU */
+  uint64_t sync_ns, compute_ns;     /* protocol 1.3: their KernelPhase GPU time (NCCL 2.31) */
+  double time_s;                    /* summed durations (over ranks) */
+  double alg_bytes, bus_bytes;      /* of the done ones, see nt_alg_bytes */
+  uint32_t last_proc_;              /* internal: the last process counted in `ranks` */
 } nt_op_stat;
 uint32_t nt_model_op_stats(nt_model *m, nt_op_stat *out, uint32_t cap);
 /* What reported a row's operations: "coll" or "p2p" (NCCL's Coll and P2p
@@ -256,6 +257,14 @@ const char *nt_op_source(const nt_op_stat *r);
 /* The rows' times: "measured" (every operation), "partial" (some) or
  * "unknown" (none: its time and bandwidths are not 0 but unknown). */
 const char *nt_op_timing(const nt_op_stat *r);
+/* The algorithm as the views name it: NCCL's ("RING"), or for a
+ * symmetric-kernel collective (NCCL 2.31, a kernel variant) "sym:" and
+ * the variant's part after the function, as NCCL's own algo field has it
+ * ("AllReduce_AGxLL_R" -> "sym:AGxLL_R"); "sym" when the variant's name
+ * is not known. */
+const char *nt_algo_label(int algo, const char *variant, bool symmetric, char *buf, size_t cap);
+/* The name of a snapshot's variant id, "" none. */
+const char *nt_variant_name(const nt_snapshot *s, uint8_t id);
 /* GB/s (1e9 bytes) from a row's sums; 0 when nothing was timed. */
 double nt_stat_algbw(double alg_bytes, double time_s);
 
@@ -278,7 +287,8 @@ typedef struct {
   uint64_t comm_hash;
   int32_t rank, nranks;
   const char *comm_name;
-  const char *phase; /* "" none; sanitized */
+  const char *phase;   /* "" none; sanitized */
+  const char *variant; /* its symmetric kernel, "" none; sanitized */
   const nt_oplog_row *op;
   double age_s; /* since it was enqueued, now */
 } nt_recent_op;
@@ -356,6 +366,7 @@ typedef struct {
 } nt_run_env;
 typedef struct {
   uint8_t func, algo, proto, bucket;
+  char variant[NT_MAX_VARIANT + 1]; /* "" none */
   uint64_t count, done;
   double time_s, alg_bytes, bus_bytes;
 } nt_run_op;

@@ -70,6 +70,19 @@ static const char *comm_name_of(const nt_model_process *p, uint64_t hash) {
   return "";
 }
 
+const char *nt_variant_name(const nt_snapshot *s, uint8_t id) {
+  for (uint32_t i = 0; s && id && i < s->nvariants; i++)
+    if (s->variants[i].id == id) return s->variants[i].name;
+  return "";
+}
+
+const char *nt_algo_label(int algo, const char *variant, bool symmetric, char *buf, size_t cap) {
+  if (!variant || !*variant) return symmetric ? "sym" : nt_algo_name(algo);
+  const char *suffix = strchr(variant, '_');
+  snprintf(buf, cap, "sym:%s", suffix && suffix[1] ? suffix + 1 : variant);
+  return buf;
+}
+
 static const char *phase_name(const nt_snapshot *s, uint8_t id) {
   for (uint32_t i = 0; id && i < s->nphases; i++)
     if (s->phases[i].id == id) return s->phases[i].name;
@@ -85,7 +98,8 @@ static int stat_cmp(const void *a, const void *b) {
   if (x->func != y->func) return x->func - y->func;
   if (x->bucket != y->bucket) return x->bucket - y->bucket;
   if (x->algo != y->algo) return x->algo - y->algo;
-  return x->proto - y->proto;
+  if (x->proto != y->proto) return x->proto - y->proto;
+  return strcmp(x->variant, y->variant);
 }
 
 /* One row of one process, before rows of the same key are added up. */
@@ -129,6 +143,7 @@ uint32_t nt_model_op_stats(nt_model *m, nt_op_stat *out, uint32_t cap) {
       x->key.algo = r->algo;
       x->key.proto = r->proto;
       x->key.bucket = r->bucket;
+      snprintf(x->key.variant, sizeof x->key.variant, "%s", nt_variant_name(s, r->variant));
       x->row = r;
       x->proc = i;
     }
@@ -237,6 +252,7 @@ uint32_t nt_model_recent_ops(nt_model *m, nt_recent_op *out, uint32_t cap, uint3
       r->nranks = c->nranks;
       r->comm_name = comm_name_of(p, c->comm_hash);
       r->phase = phase_name(s, op->phase);
+      r->variant = nt_variant_name(s, op->variant);
       r->op = op;
       r->age_s = (double)op->age_ns / 1e9 + (since > 0 ? since : 0);
     }

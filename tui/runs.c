@@ -194,7 +194,8 @@ static void summarize(nt_model *m, uint32_t run, nt_run_summary *s) {
       nt_run_op *o = NULL;
       for (uint32_t j = 0; j < s->nops && !o; j++)
         if (s->ops[j].func == r->func && s->ops[j].algo == r->algo && s->ops[j].proto == r->proto &&
-            s->ops[j].bucket == r->bucket)
+            s->ops[j].bucket == r->bucket &&
+            !strcmp(s->ops[j].variant, nt_variant_name(c, r->variant)))
           o = &s->ops[j];
       if (!o) {
         if (s->nops == NT_RUN_MAX_OPS) continue;
@@ -203,6 +204,7 @@ static void summarize(nt_model *m, uint32_t run, nt_run_summary *s) {
         o->algo = r->algo;
         o->proto = r->proto;
         o->bucket = r->bucket;
+        snprintf(o->variant, sizeof o->variant, "%s", nt_variant_name(c, r->variant));
       }
       int nranks = c->comms[r->comm_index].nranks;
       double alg = nt_alg_bytes(r->func, (double)r->done_bytes, nranks);

@@ -1,7 +1,7 @@
 /* The collectives view: which algorithm and protocol NCCL chose for each
- * function and size, how often and at what bandwidth (nccl-tests' algbw and
- * busbw), next to the previous run's when there was one; time and bandwidth
- * per phase; and the operations in flight and just done. */
+ * function and size (or, NCCL 2.31, which symmetric kernel: "sym:AGxLL_R"), how often and at what
+ * bandwidth (nccl-tests' algbw and busbw), next to the previous run's when there was one; time and
+ * bandwidth per phase; and the operations in flight and just done. */
 #include <curses.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,14 +39,16 @@ static void stats_section(nt_screen *s, int *y, int *n) {
     double t = r->done ? r->time_s / (double)r->done : 0;
     nt_fmt_ns(t * 1e9, avg, sizeof avg);
     const nt_run_op *p = nt_frame_previous_choice(f, r->func, r->bucket);
+    char lab[NT_MAX_VARIANT + 8], plab[NT_MAX_VARIANT + 8];
     if (p) {
-      bool changed = p->algo != r->algo || p->proto != r->proto;
+      bool changed = p->algo != r->algo || p->proto != r->proto || strcmp(p->variant, r->variant);
       if (r->kind == NT_OP_P2P)
         snprintf(was, sizeof was, "    %s",
                  nt_fmt_rate(nt_stat_algbw(p->bus_bytes, p->time_s) * 1e9, pb, sizeof pb));
       else
-        snprintf(was, sizeof was, "   %s%s/%s %s", changed ? "*" : " ", nt_algo_name(p->algo),
-                 nt_proto_name(p->proto),
+        snprintf(was, sizeof was, "   %s%s/%s %s", changed ? "*" : " ",
+                 nt_algo_label(p->algo, p->variant, false, plab, sizeof plab),
+                 p->variant[0] ? "-" : nt_proto_name(p->proto),
                  nt_fmt_rate(nt_stat_algbw(p->bus_bytes, p->time_s) * 1e9, pb, sizeof pb));
     }
     /* Rows no Coll reported (a 2.29+ Broadcast's CollApi, a CE CeColl) name
@@ -63,19 +65,20 @@ static void stats_section(nt_screen *s, int *y, int *n) {
     char count[24], done[24];
     snprintf(count, sizeof count, "%llu", (unsigned long long)r->count);
     snprintf(done, sizeof done, "%llu", (unsigned long long)r->done);
-    const char *cells[11] = {comm,
-                             nt_func_name(r->func),
-                             nt_fmt_bucket(r->bucket, size, sizeof size),
-                             r->kind == NT_OP_P2P ? "-"
-                             : plain              ? nt_algo_name(r->algo)
-                                                  : src,
-                             r->kind == NT_OP_P2P || !plain ? "-" : nt_proto_name(r->proto),
-                             count,
-                             done,
-                             avg,
-                             alg,
-                             bus,
-                             was[0] ? was + 1 : was};
+    const char *cells[11] = {
+        comm,
+        nt_func_name(r->func),
+        nt_fmt_bucket(r->bucket, size, sizeof size),
+        r->kind == NT_OP_P2P ? "-"
+        : plain              ? nt_algo_label(r->algo, r->variant, false, lab, sizeof lab)
+                             : src,
+        r->kind == NT_OP_P2P || !plain || r->variant[0] ? "-" : nt_proto_name(r->proto),
+        count,
+        done,
+        avg,
+        alg,
+        bus,
+        was[0] ? was + 1 : was};
     if (!nt_scroll_line(s, y, n, 0, nt_list_line(line, sizeof line, cols, nc, keep, cells))) {
       *n += (int)(ns - i - 1);
       return;
@@ -136,7 +139,10 @@ static void recent_section(nt_screen *s, int *y, int *n) {
       snprintf(seq, sizeof seq, "%llu", (unsigned long long)op->seq);
     else
       snprintf(seq, sizeof seq, "peer %d", op->root_peer);
-    if (op->kind == NT_OP_COLL)
+    char lab[NT_MAX_VARIANT + 8];
+    if (op->kind == NT_OP_COLL && (r->variant[0] || (op->flags & NT_OPF_SYMMETRIC)))
+      snprintf(ap, sizeof ap, "%s", nt_algo_label(op->algo, r->variant, true, lab, sizeof lab));
+    else if (op->kind == NT_OP_COLL)
       snprintf(ap, sizeof ap, "%s/%s", nt_algo_name(op->algo), nt_proto_name(op->proto));
     else
       snprintf(ap, sizeof ap, "p2p");
