@@ -276,6 +276,11 @@ struct nt_api {
   struct nt_context *ctx;
   uint64_t start_ns;
   bool group; /* the thread's GroupApi handle (its stop closes the call) */
+  /* The activation mask when the call began: NCCL 2.28+ copies the mask at
+   * each call and its tasks keep the copy (M2), so this, not the mask when
+   * the Coll starts, says which children they will get. Read by whichever
+   * thread starts the Coll. */
+  _Atomic int mask;
 };
 /* Broadcasts a thread counted from their CollApi in the group now open
  * (api_ops.c): at most this many wait for the group's end. */
@@ -432,6 +437,11 @@ nt_nccl_result nt_record(void *handle, int state, uint64_t trans_size, bool has_
                          int appended_ops, uint64_t ptimer);
 extern unsigned char nt_ignored_handle;
 int nt_handle_kind(const void *h); /* NT_K_*, NT_K_NONE for anything not ours */
+/* nccltop's activation mask now (what NCCL copies for the next call). */
+static inline int nt_live_mask(void) {
+  _Atomic int *p = atomic_load_explicit(&nt_g.mask_ptr, memory_order_relaxed);
+  return p ? atomic_load_explicit(p, memory_order_relaxed) : 0;
+}
 
 /* ops.c: Coll/P2p operations and API events (called by events.c). */
 void *nt_op_start(struct nt_thread *t, void *context, const struct nt_ev *ev);

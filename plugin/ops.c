@@ -99,8 +99,12 @@ void *nt_op_start(struct nt_thread *t, void *context, const struct nt_ev *ev) {
   /* Collectives carry NCCL's per-function sequence number (the counter RAS
    * compares); p2p operations are counted. */
   nt_launch_note(c, func, coll, ev->op.seq, now);
-  _Atomic int *maskp = atomic_load_explicit(&nt_g.mask_ptr, memory_order_relaxed);
-  int mask = maskp ? atomic_load_explicit(maskp, memory_order_relaxed) : 0;
+  /* The mask NCCL copied for this task (M2): on 2.28+ the Coll's parent
+   * is the call's CollApi/P2pApi, which kept the mask of its moment; before
+   * that (no API events) the task copied it when appended, moments ago. */
+  int mask = nt_handle_kind(ev->parent) == NT_K_API
+                 ? atomic_load_explicit(&((struct nt_api *)ev->parent)->mask, memory_order_relaxed)
+                 : nt_live_mask();
   struct nt_task *k = nt_task_open(t, c, ev, now, mask);
   if (!k) {
     NT_ADD(t->dropped_ops, 1);
@@ -159,6 +163,7 @@ void *nt_api_start(struct nt_thread *t, void *context, const struct nt_ev *ev) {
     if (ev->type == NT_EV_COLL_API) nt_bcast_api(t, c, ev);
     t->api.ctx = c;
     t->api.start_ns = nt_clock_ns();
+    atomic_store_explicit(&t->api.mask, nt_live_mask(), memory_order_relaxed);
     return &t->api;
   default: return &nt_ignored_handle;
   }
