@@ -205,9 +205,13 @@ static inline nt_nccl_result own_record_v3(void *h, int state, void *av) {
    * running total when data went out or came in. The union's members
    * overlap: each is read only for its own states. */
   bool op = a && (state == NT_ST_V3_OP_SEND_TRANSMITTED || state == NT_ST_V3_OP_RECV_RECEIVED);
+  bool done = a && (state == NT_ST_V3_OP_SEND_DONE || state == NT_ST_V3_OP_RECV_DONE);
   bool ctrl = a && state == NT_ST_CTRL_APPEND_END;
   return nt_record(h, state, op ? a->proxyOp.transSize : 0, op,
-                   ctrl ? a->proxyCtrl.appendedProxyOps : 0, 0);
+                   ctrl   ? a->proxyCtrl.appendedProxyOps
+                   : done ? a->proxyOp.steps
+                          : 0,
+                   0);
 }
 
 static inline nt_nccl_result own_record_v4(void *h, int state, void *av) {

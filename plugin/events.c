@@ -135,6 +135,8 @@ static void *start_proxy_op(struct nt_thread *t, void *context, const struct nt_
 /* Steps live inside their op, in slot step % NT_STEPS_PER_OP, as NCCL keeps
  * them. NCCL may start a step slot again without stopping it (a recv step
  * whose irecv could not be posted yet): the restart simply replaces it. */
+static void stop_step(struct nt_step *s);
+
 static void *start_proxy_step(struct nt_thread *t, const struct nt_ev *ev) {
   struct nt_op *op = nt_handle_kind(ev->parent) == NT_K_OP ? ev->parent : NULL;
   if (!op || !atomic_load_explicit(&op->in_use, memory_order_relaxed)) {
@@ -142,6 +144,12 @@ static void *start_proxy_step(struct nt_thread *t, const struct nt_ev *ev) {
     return NULL;
   }
   struct nt_step *s = &op->steps[(unsigned)ev->step % NT_STEPS_PER_OP];
+  /* Its slot still holds an earlier step NCCL never stopped (V4: 2.26
+   * stops only the first of the recv steps done in one pass). NCCL keeps
+   * at most 8 steps of an op in flight, so that step is done: counted,
+   * its wait ending now, in the pass that reuses its slot. The same step
+   * started again (its irecv could not be posted) just replaces itself. */
+  if (s->active && s->step != ev->step) stop_step(s);
   op->stepped = 1;
   s->kind = NT_K_STEP;
   s->self = s;
@@ -375,6 +383,10 @@ static void stop_step(struct nt_step *s) {
 
 static void stop_op(struct nt_op *op) {
   if (!atomic_load_explicit(&op->in_use, memory_order_relaxed)) return;
+  /* An op stops when all its steps are done, in the same proxy pass: a
+   * step still open here is one NCCL did not stop (V4), done by now. */
+  for (int i = 0; i < NT_STEPS_PER_OP; i++)
+    if (op->steps[i].active) stop_step(&op->steps[i]);
   uint64_t now = nt_clock_ns();
   NT_ADD(op->row->ops_done, 1);
   if (op->begun) NT_ADD(op->row->begun_done, 1);
@@ -471,8 +483,8 @@ nt_nccl_result nt_stop(void *handle) {
   return NT_NCCL_SUCCESS;
 }
 
-nt_nccl_result nt_record(void *handle, int state, uint64_t trans_size, bool has_size,
-                         int appended_ops, uint64_t ptimer) {
+nt_nccl_result nt_record(void *handle, int state, uint64_t trans_size, bool has_size, int count,
+                         uint64_t ptimer) {
   if (inert() || !handle) return NT_NCCL_SUCCESS;
   struct nt_thread *t = nt_thread_self();
   if (NT_UNLIKELY(!t)) {
@@ -489,7 +501,7 @@ nt_nccl_result nt_record(void *handle, int state, uint64_t trans_size, bool has_
   }
   case NT_K_CTRL:
     if (handle == &t->ctrl)
-      record_ctrl(t, state, appended_ops);
+      record_ctrl(t, state, count);
     else
       NT_ADD(t->unknown_events, 1); /* another thread's burst: not ours to change */
     break;
@@ -503,11 +515,16 @@ nt_nccl_result nt_record(void *handle, int state, uint64_t trans_size, bool has_
     /* 2.26: bytes come only as the op's running total (its steps carry no
      * size); InProgress (2.27+) and the other op states carry nothing we use. */
     struct nt_op *op = handle;
-    if (has_size && atomic_load_explicit(&op->in_use, memory_order_relaxed) &&
-        trans_size > op->v3_bytes) {
+    if (!atomic_load_explicit(&op->in_use, memory_order_relaxed)) break;
+    if (has_size && trans_size > op->v3_bytes) {
       NT_ADD(op->row->bytes, trans_size - op->v3_bytes);
       op->v3_bytes = trans_size;
     }
+    /* 2.26 says after each step done how many are; it stops only the first
+     * of those done in one pass (V4): the others end here, exactly. */
+    if ((state == NT_ST_V3_OP_SEND_DONE || state == NT_ST_V3_OP_RECV_DONE) && count > 0)
+      for (int i = 0; i < NT_STEPS_PER_OP; i++)
+        if (op->steps[i].active && op->steps[i].step < count) stop_step(&op->steps[i]);
     break;
   }
   case NT_K_NET: break; /* NetPluginUpdate: the plugin's data, nothing we aggregate */

@@ -433,8 +433,10 @@ struct nt_ev {
 };
 nt_nccl_result nt_start(void *context, void **handle, const struct nt_ev *ev);
 nt_nccl_result nt_stop(void *handle);
-nt_nccl_result nt_record(void *handle, int state, uint64_t trans_size, bool has_size,
-                         int appended_ops, uint64_t ptimer);
+/* count: AppendEnd's appended proxy ops; a v3 (2.26) Send/RecvDone's
+ * steps of the op done so far. */
+nt_nccl_result nt_record(void *handle, int state, uint64_t trans_size, bool has_size, int count,
+                         uint64_t ptimer);
 extern unsigned char nt_ignored_handle;
 int nt_handle_kind(const void *h); /* NT_K_*, NT_K_NONE for anything not ours */
 /* nccltop's activation mask now (what NCCL copies for the next call). */

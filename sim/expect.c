@@ -74,9 +74,9 @@ void nt_sim_expect_channel(const nt_sim_config *c, int rank, int comm, int chann
     out->peer = it ? (rank - 1 + c->ranks) % c->ranks : -1;
     if (sim_v_recv_stop_bug(v) && c->steps >= 2) {
       /* Per op: the held step waits one more round of every channel's
-       * send and recv step; the last step is never stopped. */
-      out->steps = n - it;
-      out->wait_ns[2] = (n - it) * SIM_RECV_GPU_NS + it * sim_det_work_ns(c->channels, 1);
+       * send and recv step; the last step is never stopped, and the plugin
+       * closes it at the RecvDone record that counts it (V4). */
+      out->wait_ns[2] = n * SIM_RECV_GPU_NS + it * sim_det_work_ns(c->channels, 1);
     }
   }
   sim_scn_expect_channel(c, rank, dir, out); /* --pxn, --collnet, --ce */

@@ -517,16 +517,24 @@ static inline const char *channel_totals(const nt_sim_config *c, const ctx_t *x,
       const ev_t *s = &tr.ev[j];
       if (s->type != NT_EV_PROXY_STEP || s->pid != op->pid || s->parent != op->h) continue;
       /* The plugin counts a step at its stop; a step never stopped (2.26's
-       * recv bug) keeps only the waits its later records closed. */
-      got.steps += s->stops > 0;
+       * recv bug, V4) it closes at its op's first Send/RecvDone record
+       * that counts it done, else when its op stops. */
+      bool closed = s->stops > 0 || op->stops > 0;
+      unsigned long long t_close = s->stops ? s->t_stop : op->t_stop;
+      for (int r = 0; !s->stops && r < op->nrec; r++)
+        if ((op->states[r] == 3 || op->states[r] == 7) && op->opsteps[r] > s->step) {
+          closed = true, t_close = op->rec_t[r];
+          break;
+        }
+      got.steps += closed;
       int cur = -1;
       unsigned long long since = 0;
       for (int r = 0; r <= s->nrec; r++) {
         bool end = r == s->nrec;
-        if (end && !s->stops) break;
+        if (end && !closed) break;
         int st = end ? -1 : s->states[r];
         if (!end && st == cur) continue; /* a repeated SendPeerWait changes nothing */
-        unsigned long long t = end ? s->t_stop : s->rec_t[r];
+        unsigned long long t = end ? t_close : s->rec_t[r];
         if (cur >= 0) got.wait_ns[wait_index(cur)] += t - since;
         cur = st, since = t;
         if (st == NT_ST_STEP_SEND_WAIT || st == NT_ST_STEP_RECV_FLUSH_WAIT) got.bytes += s->size[r];
