@@ -25,6 +25,8 @@
 #include "rank.h"
 #include "runahead.h"
 #include "schedule.h"
+#include "symmetric.h"
+#include "version.h"
 
 /* Real-time mode's training step: (phase, function, smallest and largest
  * message); "p2p" is a Send/Recv pair with the ring neighbours (pipeline
@@ -151,7 +153,11 @@ void sim_op_api(sim_comm *c, const sim_op_desc *d, sim_work *w, bool captured, s
   }
   sim_stop(x, a->capi);
   sim_record(x, a->gapi, NT_ST_GROUP_END_API_START, NULL);
-  if (sim_mask_wants(abi, m, NT_EV_KERNEL_LAUNCH)) {
+  /* --symmetric up to 2.30: the plan keeps no task, and KernelLaunch is
+   * started from the plan's tasks (ncclProfilerStartKernelLaunchEvent). */
+  bool unseen =
+      !w->p2p && sim_sym_op(c->r->cfg, c->index, d->func) && !sim_sym_reported(x->d->nccl_version);
+  if (!unseen && sim_mask_wants(abi, m, NT_EV_KERNEL_LAUNCH)) {
     e = sim_descr(NT_EV_KERNEL_LAUNCH, a->gapi, rank);
     sim_stop(x, sim_start(x, &e));
   }
@@ -179,8 +185,56 @@ static void *start_p2p(sim_ctx *x, int m, const char *func, size_t count, int pe
  * Group start, the Coll or the Send/Recv P2p events, the proxy ops posted
  * (when `post`), their stops, Group stop. `bump`: whether the function's
  * seqNumber advances (not for a graph replay without KernelCh). */
+/* --symmetric: a symmetric-kernel collective (symmetric.h). Up to 2.30 the
+ * plan has no task: nothing at all (no Group, Coll, KernelCh or proxy op,
+ * no seqNumber). 2.31: Group, the Coll with the kernel variant (the first
+ * and only task of its plan, with the plan's channels when the mask has
+ * KernelCh), and the kernel's channels timed by the proxy thread, which
+ * starts no proxy op for it. */
+static void sym_plan(sim_comm *c, const sim_op_desc *d, sim_work *w, const sim_api_ev *a, bool post,
+                     bool bump) {
+  sim_ctx *x = &c->px;
+  int abi = x->d->abi, rank = c->r->rank, m = a->mask;
+  if (!sim_sym_reported(x->d->nccl_version)) return;
+  void *group = NULL, *coll = NULL;
+  nt_descr_v5 e;
+  if (sim_mask_wants(abi, m, NT_EV_GROUP)) {
+    e = sim_descr(NT_EV_GROUP, NULL, 0);
+    group = sim_start(x, &e);
+  }
+  uint64_t *seq = &c->seqnum[func_index(d->func)];
+  if (sim_mask_wants(abi, m, NT_EV_COLL)) {
+    const char *variant = sim_sym_variant(d->func, d->bytes);
+    bool in_bytes = sim_counts_bytes(d->func);
+    e = sim_descr(NT_EV_COLL, a->capi, rank);
+    e.coll.seqNumber = *seq;
+    e.coll.func = d->func;
+    e.coll.count = in_bytes ? (size_t)d->bytes : (size_t)(d->bytes / 4);
+    e.coll.datatype = in_bytes ? "ncclInt8" : "ncclFloat32";
+    /* ct->nChannels stays 0; the plan's first task advertises the plan's
+     * channels when KernelCh is on. */
+    e.coll.nChannels = m & NT_EV_KERNEL_CH ? (uint8_t)c->r->cfg->channels : 0;
+    e.coll.nWarps = 16;
+    e.coll.algo = sim_sym_algo(variant);
+    e.coll.proto = "";
+    e.coll.parentGroup = group;
+    coll = sim_start_sym(x, &e, variant);
+  }
+  if (bump) (*seq)++;
+  w->coll = coll;
+  w->recv_parent = NULL;
+  w->sym = true;
+  if (post) sim_queue_push(c, w); /* the kernel: KernelCh, no proxy op */
+  sim_stop(x, coll);
+  sim_stop(x, group);
+}
+
 void sim_op_plan(sim_comm *c, const sim_op_desc *d, sim_work *w, const sim_api_ev *a, bool post,
                  bool bump) {
+  if (!w->p2p && sim_sym_op(c->r->cfg, c->index, d->func)) {
+    sym_plan(c, d, w, a, post, bump);
+    return;
+  }
   sim_ctx *x = &c->px;
   int abi = x->d->abi, rank = c->r->rank, n = c->r->cfg->ranks, m = a->mask;
   size_t count = (size_t)(d->bytes / 4);

@@ -33,6 +33,8 @@ typedef struct {
   uint64_t gpu_at;    /* --run-ahead, real time: when the GPU reaches it */
   uint64_t launch_ns; /* real time: when the application launched it (sim_wall_ns), 0 unknown */
   sim_scn scn;        /* PXN, CollNet, CE (scenario.h); zero: the plain ring */
+  bool sym;           /* --symmetric (2.31): a symmetric kernel, no proxy ops;
+                         the proxy thread only times its KernelCh events */
 } sim_work;
 
 typedef struct sim_rank sim_rank;
