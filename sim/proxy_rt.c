@@ -207,18 +207,69 @@ static uint64_t rt_sym_run(rt_proxy *p, rt_coll *k, uint64_t now) {
   return UINT64_MAX;
 }
 
-/* Sleeps inside a Sleep/Wakeup burst until work arrives; false when the
- * application is done and nothing is left. */
+/* Places the symmetric kernels at the head of the queue (2.31): NCCL posts
+ * nothing to the proxy for them, so taking them is no Append burst and no
+ * wake-up. */
+static void rt_take_sym(rt_proxy *p) {
+  sim_work w;
+  while (p->ncolls < RT_MAX_COLLS && sim_queue_peek(p->c, &w) && w.sym) {
+    for (int i = 0; i < RT_MAX_COLLS; i++) {
+      rt_coll *k = &p->colls[i];
+      if (k->used) continue;
+      if (sim_queue_pop(p->c, &w, false) != 1) return;
+      memset(k, 0, sizeof *k);
+      k->used = true;
+      k->seq = p->seq++;
+      k->w = w;
+      k->sym = true;
+      for (int ch = 0; ch < p->nch; ch++) k->ops[ch][0].finished = k->ops[ch][1].finished = true;
+      p->ncolls++;
+      break;
+    }
+  }
+}
+
+/* Collectives with proxy work in flight (not symmetric kernels). */
+static int rt_ring_colls(const rt_proxy *p) {
+  int n = 0;
+  for (int i = 0; i < RT_MAX_COLLS; i++) n += p->colls[i].used && !p->colls[i].sym;
+  return n;
+}
+
+static uint64_t rt_progress(rt_proxy *p, uint64_t now, uint64_t limit);
+
+/* Sleeps inside a Sleep/Wakeup burst until proxy work arrives; false when
+ * the application is done and nothing is left. Symmetric kernels (2.31)
+ * wake no proxy: they are timed here without ending the burst. */
 static bool rt_sleep(rt_proxy *p, bool *slept) {
   sim_comm *c = p->c;
+  rt_take_sym(p);
   pthread_mutex_lock(&c->mu);
-  bool finished = c->closed && c->count == 0;
+  bool finished = c->closed && c->count == 0 && p->ncolls == 0;
   pthread_mutex_unlock(&c->mu);
   *slept = !finished;
   if (finished) return false;
   void *h = px_ctrl_start(c);
   px_ctrl_record(c, h, NT_ST_CTRL_SLEEP, 0);
-  bool got = sim_queue_wait(c);
+  bool got = false;
+  for (;;) {
+    rt_take_sym(p);
+    sim_work w;
+    if (sim_queue_peek(c, &w) && !w.sym) {
+      got = true; /* proxy work: wake up */
+      break;
+    }
+    if (p->ncolls == 0) {
+      if (!sim_queue_wait(c)) break; /* closed and empty */
+      continue;
+    }
+    uint64_t now = sim_real_ns();
+    uint64_t next = rt_progress(p, now, now + RT_SLACK_NS);
+    if (p->ncolls == 0) continue;
+    now = sim_real_ns();
+    uint64_t wait = next > now ? next - now : 0;
+    sim_sleep_ns(wait < 1000000ull ? wait : 1000000ull); /* new work is seen within 1 ms */
+  }
   px_ctrl_record(c, h, NT_ST_CTRL_WAKEUP, 0);
   sim_stop(&c->px, h);
   return got;
@@ -530,7 +581,7 @@ void sim_proxy_rt_main(sim_comm *c) {
       }
     }
     if (p->ncolls < RT_MAX_COLLS && !sim_queue_empty(c)) rt_append(p);
-    if (p->ncolls == 0) {
+    if (rt_ring_colls(p) == 0) { /* nothing for the proxy (symmetric kernels aside) */
       rt_idle(p);
       if (!rt_sleep(p, &slept)) break;
       continue;

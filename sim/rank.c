@@ -138,6 +138,14 @@ bool sim_queue_empty(sim_comm *c) {
   return empty;
 }
 
+bool sim_queue_peek(sim_comm *c, sim_work *w) {
+  pthread_mutex_lock(&c->mu);
+  bool got = c->count > 0;
+  if (got) *w = c->queue[c->head];
+  pthread_mutex_unlock(&c->mu);
+  return got;
+}
+
 bool sim_queue_wait(sim_comm *c) {
   pthread_mutex_lock(&c->mu);
   while (c->count == 0 && !c->closed) pthread_cond_wait(&c->cv, &c->mu);

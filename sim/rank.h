@@ -98,6 +98,8 @@ uint64_t sim_vclock(void);
 void sim_queue_push(sim_comm *c, const sim_work *w);
 int sim_queue_pop(sim_comm *c, sim_work *w, bool wait);
 bool sim_queue_empty(sim_comm *c);
+/* Copies the oldest queued item into *w without taking it; false if none. */
+bool sim_queue_peek(sim_comm *c, sim_work *w);
 /* Blocks until work is queued (true) or the queue is closed and empty. */
 bool sim_queue_wait(sim_comm *c);
 void sim_queue_close(sim_comm *c);

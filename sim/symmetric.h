@@ -23,6 +23,10 @@
  *   against that Coll from the profiler thread (KernelPhase as any
  *   kernel's); plan->hasProxyOps is false: no proxy op or step.
  *
+ * The proxy thread (proxy_rt.c) only times the kernel and hands its
+ * KernelCh to the profiler thread: taking it is no Append burst and wakes
+ * no sleeping proxy, as NCCL posts nothing to the proxy for it.
+ *
  * The simulator issues every collective in its own group, so each is the
  * first (only) task of its plan. The variant follows the size roughly as
  * NCCL's ncclSymkPickKernel does on one NVLink domain without multicast:

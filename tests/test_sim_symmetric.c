@@ -147,6 +147,20 @@ static void v231_reports_symmetric_colls_with_their_variants(void) {
   CHECK_EQ_U64(count_comm(NT_EV_GROUP, 0), 2 * 11);
   CHECK_EQ_U64(count_comm(NT_EV_KERNEL_LAUNCH, 0), 2 * 11);
   CHECK_EQ_U64(count_comm(NT_EV_COLL_API, 0), 2 * 10);
+  /* NCCL posts nothing to the proxy for a symmetric kernel: communicator
+   * 0's proxy threads wake and append only for the Send/Recv pair (and at
+   * shutdown), where communicator 1's do so for every collective. */
+  int sleeps[2] = {0, 0}, appends[2] = {0, 0};
+  for (int i = 0; i < tr.nev; i++) {
+    const ev_t *e = &tr.ev[i];
+    int k = comm_of(e);
+    if (e->type != NT_EV_PROXY_CTRL || e->nrec != 2 || k < 0 || k > 1) continue;
+    sleeps[k] += e->states[0] == NT_ST_CTRL_SLEEP;
+    appends[k] += e->states[0] == NT_ST_CTRL_APPEND;
+  }
+  CHECK(sleeps[0] <= 2 * 3);
+  CHECK_EQ_U64(appends[0], 2 * 2);
+  CHECK(appends[1] > 2 * 2);
 }
 
 /* Without KernelCh in the mask the plan's first task advertises no
