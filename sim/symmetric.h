@@ -27,11 +27,14 @@
  * KernelCh to the profiler thread: taking it is no Append burst and wakes
  * no sleeping proxy, as NCCL posts nothing to the proxy for it.
  *
- * The simulator issues every collective in its own group, so each is the
- * first (only) task of its plan. The variant follows the size roughly as
- * NCCL's ncclSymkPickKernel does on one NVLink domain without multicast:
- * below 64 KiB the LL kernels (AllReduce_AGxLL_R, AllGather_LL,
- * ReduceScatter_LL), from 64 KiB on the load/store ones
+ * The simulator issues every collective in its own group but for the two
+ * backward ReduceScatters of each training step (SIM_SYM_GROUP_AT), which
+ * go in one group from 2.28 on (2.27 makes only a lone collective
+ * symmetric: there they are issued one at a time): one plan, one kernel, its variant never an LL
+ * one (ncclSymkPickKernel groups no LL kernel), the first Coll advertising the plan's channels and
+ * carrying its KernelCh, the second nChannels 0. The variant follows the size roughly as NCCL's
+ * ncclSymkPickKernel does on one NVLink domain without multicast: below 64 KiB the LL kernels
+ * (AllReduce_AGxLL_R, AllGather_LL, ReduceScatter_LL), from 64 KiB on the load/store ones
  * (AllReduce_RSxLD_AGxST, AllGather_ST, ReduceScatter_LD). */
 #ifndef NCCLTOP_SIM_SYMMETRIC_H
 #define NCCLTOP_SIM_SYMMETRIC_H
@@ -42,6 +45,9 @@
 #include "sim.h"
 
 #define SIM_SYM_LL_BELOW (64ull << 10) /* LL variants below this many bytes */
+/* Real time: operation SIM_SYM_GROUP_AT of each training step and the next
+ * (the two backward ReduceScatters) are issued in one group (app.c). */
+#define SIM_SYM_GROUP_AT 4
 
 /* Whether communicator `comm`'s call of `func` runs as a symmetric kernel
  * (--symmetric, NCCL 2.27+, communicator 0, AllReduce/AllGather/

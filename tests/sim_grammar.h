@@ -331,6 +331,19 @@ static inline const char *symmetric_problem(const nt_sim_config *c, const ev_t *
       return BAD("symmetric Coll line %d: algo %s, variant %s", e->line, e->algo, variant);
   }
   if (!e->algo[0]) return BAD("symmetric Coll line %d: no algo", e->line);
+  /* One plan per Group here: its Colls share the kernel (variant and
+   * algo), and only the first may advertise channels. */
+  for (int j = (int)(e - tr.ev) - 1; j >= 0 && e->pgroup; j--) {
+    const ev_t *q = &tr.ev[j];
+    if (q->type != NT_EV_COLL || q->pid != e->pid || q->pgroup != e->pgroup) continue;
+    if (e->nch > 0)
+      return BAD("symmetric Coll line %d: nChannels %d but not its plan's first task", e->line,
+                 e->nch);
+    if (strcmp(q->algo, e->algo) || strcmp(q->variant, e->variant))
+      return BAD("symmetric Coll line %d: variant %s in a plan of %s", e->line, e->variant,
+                 q->variant);
+    break;
+  }
   return NULL;
 }
 

@@ -112,7 +112,7 @@ static void v231_reports_symmetric_colls_with_their_variants(void) {
   CHECK(run_sym(231, "librecorder7.so", MASK_ALL, 11, &c) == 0);
   for (int k = 0; k < tr.nctx; k++) CHECK_EQ_U64(tr.ctx[k].version, 7);
   CHECK_STR(grammar_problem(&c), "none");
-  int sym = 0, ring = 0, ll = 0, ld = 0, wrong = 0;
+  int sym = 0, ring = 0, ll = 0, ld = 0, heads = 0, wrong = 0;
   for (int i = 0; i < tr.nev; i++) {
     const ev_t *e = &tr.ev[i];
     if (e->type != NT_EV_COLL) continue;
@@ -123,8 +123,10 @@ static void v231_reports_symmetric_colls_with_their_variants(void) {
     }
     sym++;
     const char *want = sim_sym_variant(e->func, coll_bytes(e));
+    /* the grouped ReduceScatters are never LL, and they are large anyway */
     wrong += e->sym != 1 || strcmp(e->variant, want) || strcmp(e->algo, sim_sym_algo(want)) ||
-             e->proto[0] || e->nch != c.channels;
+             e->proto[0] || (e->nch != c.channels && e->nch != 0);
+    heads += e->nch == c.channels;
     ll += strstr(e->variant, "LL") != NULL;
     ld += strstr(e->variant, "LL") == NULL;
     int kch = 0, ops = 0;
@@ -134,18 +136,21 @@ static void v231_reports_symmetric_colls_with_their_variants(void) {
       kch += f->type == NT_EV_KERNEL_CH;
       ops += f->type == NT_EV_PROXY_OP;
     }
-    wrong += kch != c.channels || ops != 0;
+    wrong += kch != e->nch || ops != 0;
   }
   CHECK_EQ_U64(wrong, 0);
-  CHECK_EQ_U64(sym, 2 * 10); /* 2 ranks x the 10 collectives of the step */
+  CHECK_EQ_U64(sym, 2 * 10);  /* 2 ranks x the 10 collectives of the step */
+  CHECK_EQ_U64(heads, 2 * 9); /* the second grouped ReduceScatter is no plan's first */
   CHECK_EQ_U64(ring, 2 * 10);
   CHECK(ll > 0 && ld > 0); /* the optimizer's small AllReduces and the rest */
   /* The Send/Recv pair still has its proxy ops; the symmetric ones none. */
   CHECK_EQ_U64(count_comm(NT_EV_PROXY_OP, 0), 2 * 2 * 3);
   CHECK(count_comm(NT_EV_KERNEL_PHASE, 0) > 0);
-  /* GroupApi, CollApi, KernelLaunch and Group as for any collective. */
-  CHECK_EQ_U64(count_comm(NT_EV_GROUP, 0), 2 * 11);
-  CHECK_EQ_U64(count_comm(NT_EV_KERNEL_LAUNCH, 0), 2 * 11);
+  /* GroupApi, CollApi, KernelLaunch and Group as for any collective (one
+   * for the two grouped ReduceScatters). */
+  CHECK_EQ_U64(count_comm(NT_EV_GROUP_API, 0), 2 * 10);
+  CHECK_EQ_U64(count_comm(NT_EV_GROUP, 0), 2 * 10);
+  CHECK_EQ_U64(count_comm(NT_EV_KERNEL_LAUNCH, 0), 2 * 10);
   CHECK_EQ_U64(count_comm(NT_EV_COLL_API, 0), 2 * 10);
   /* NCCL posts nothing to the proxy for a symmetric kernel: communicator
    * 0's proxy threads wake and append only for the Send/Recv pair (and at
@@ -161,6 +166,45 @@ static void v231_reports_symmetric_colls_with_their_variants(void) {
   CHECK(sleeps[0] <= 2 * 3);
   CHECK_EQ_U64(appends[0], 2 * 2);
   CHECK(appends[1] > 2 * 2);
+}
+
+/* The step's two backward ReduceScatters in one group: one plan, one
+ * kernel. 2.31: one GroupApi with two CollApi, one KernelLaunch and Group,
+ * two Colls with the same non-LL variant, the first with the plan's
+ * channels and every KernelCh, the second with nChannels 0 and none. */
+static void v231_grouped_collectives_share_one_plan(void) {
+  nt_sim_config c;
+  CHECK(run_sym(231, "librecorder7.so", MASK_ALL, 6, &c) == 0);
+  CHECK_STR(grammar_problem(&c), "none");
+  int pairs = 0, wrong = 0;
+  for (int i = 0; i + 1 < tr.nev; i++) {
+    const ev_t *a = &tr.ev[i];
+    if (a->type != NT_EV_COLL || strcmp(a->func, "ReduceScatter") || comm_of(a) != 0) continue;
+    const ev_t *b = NULL;
+    for (int j = i + 1; j < tr.nev && !b; j++)
+      if (tr.ev[j].type == NT_EV_COLL && tr.ev[j].pid == a->pid && tr.ev[j].ctx == a->ctx)
+        b = &tr.ev[j];
+    if (!b || b->pgroup != a->pgroup || strcmp(b->func, "ReduceScatter")) continue;
+    pairs++;
+    const ev_t *ga = parent_of(a), *gb = parent_of(b);
+    int kch_a = 0, kch_b = 0;
+    for (int j = 0; j < tr.nev; j++) {
+      const ev_t *f = &tr.ev[j];
+      if (f->type != NT_EV_KERNEL_CH || f->pid != a->pid) continue;
+      kch_a += f->parent == a->h;
+      kch_b += f->parent == b->h;
+    }
+    wrong += strcmp(a->variant, "ReduceScatter_LD") || strcmp(b->variant, "ReduceScatter_LD") ||
+             a->nch != c.channels || b->nch != 0 || kch_a != c.channels || kch_b != 0 || !ga ||
+             !gb || ga->parent != gb->parent || b->seq != a->seq + 1;
+  }
+  CHECK_EQ_U64(pairs, 2); /* one per rank */
+  CHECK_EQ_U64(wrong, 0);
+  /* 6 operations, 5 groups: GroupApi, KernelLaunch and Group once each. */
+  CHECK_EQ_U64(count_comm(NT_EV_GROUP_API, 0), 2 * 5);
+  CHECK_EQ_U64(count_comm(NT_EV_KERNEL_LAUNCH, 0), 2 * 5);
+  CHECK_EQ_U64(count_comm(NT_EV_GROUP, 0), 2 * 5);
+  CHECK_EQ_U64(count_comm(NT_EV_COLL_API, 0), 2 * 5);
 }
 
 /* Without KernelCh in the mask the plan's first task advertises no
@@ -225,7 +269,7 @@ static void v227_to_v230_report_no_coll_for_them(void) {
     }
     CHECK_EQ_U64(kch, 0);
     if (v >= 228) {
-      CHECK_EQ_U64(count_comm(NT_EV_GROUP_API, 0), 2 * 11);
+      CHECK_EQ_U64(count_comm(NT_EV_GROUP_API, 0), 2 * 10); /* the ReduceScatters grouped */
       CHECK_EQ_U64(count_comm(NT_EV_COLL_API, 0), 2 * 10);
       CHECK_EQ_U64(count_comm(NT_EV_KERNEL_LAUNCH, 0), 2); /* the pair's only */
     } else {
@@ -271,6 +315,26 @@ static void the_grammar_rejects_wrong_symmetric_traces(void) {
   sym->nch = 0; /* a task that is not the plan's first has no KernelCh */
   CHECK(strstr(grammar_problem(&c), "under a symmetric Coll with nChannels 0") != NULL);
   sym->nch = nch;
+  /* the grouped ReduceScatters: the second may neither advertise channels
+   * nor run another kernel */
+  ev_t *second = NULL;
+  for (int i = 0; i < tr.nev && !second; i++) {
+    ev_t *e = &tr.ev[i];
+    if (e->type == NT_EV_COLL && e->sym == 1 && e->nch == 0 && e->pgroup) second = e;
+  }
+  CHECK(second != NULL);
+  if (!second) return;
+  second->nch = (int)c.channels;
+  CHECK(strstr(grammar_problem(&c), "not its plan's first task") != NULL);
+  second->nch = 0;
+  char variant[sizeof second->variant], salgo[sizeof second->algo];
+  memcpy(variant, second->variant, sizeof variant);
+  memcpy(salgo, second->algo, sizeof salgo);
+  snprintf(second->variant, sizeof second->variant, "ReduceScatter_LL");
+  snprintf(second->algo, sizeof second->algo, "LL");
+  CHECK(strstr(grammar_problem(&c), "in a plan of ReduceScatter_LD") != NULL);
+  memcpy(second->variant, variant, sizeof variant);
+  memcpy(second->algo, salgo, sizeof salgo);
   char algo[sizeof sym->algo];
   memcpy(algo, sym->algo, sizeof algo);
   snprintf(sym->algo, sizeof sym->algo, "RING");
@@ -289,6 +353,7 @@ int main(void) {
   snprintf(bindir, sizeof bindir, "%s/..", dirname(exe));
   TEST_RUN(the_option_and_what_it_cannot_run_with);
   TEST_RUN(v231_reports_symmetric_colls_with_their_variants);
+  TEST_RUN(v231_grouped_collectives_share_one_plan);
   TEST_RUN(v231_without_kernel_ch_has_no_channels);
   TEST_RUN(v231_through_the_v6_shim_keeps_algo_and_empty_proto);
   TEST_RUN(v227_to_v230_report_no_coll_for_them);
