@@ -219,7 +219,7 @@ static void start_v3(sim_ctx *c, void **h, const nt_descr_v5 *e) {
 
 /* v7 (NCCL 2.31): v6's members at v6's offsets, then the userTag of the
  * communicator's calls on CollApi, P2pApi, Coll, P2p and CeColl. */
-static void start_v7(sim_ctx *c, void **h, const nt_descr_v5 *e) {
+static void start_v7(sim_ctx *c, void **h, const nt_descr_v5 *e, const char *variant) {
   nt_descr_v7 v7;
   memset(&v7, 0, sizeof v7);
   memcpy(&v7, e, sizeof *e);
@@ -227,8 +227,8 @@ static void start_v7(sim_ctx *c, void **h, const nt_descr_v5 *e) {
   case NT_EV_COLL_API: v7.collApi.userTag = c->user_tag; break;
   case NT_EV_P2P_API: v7.p2pApi.userTag = c->user_tag; break;
   case NT_EV_COLL:
-    v7.coll.kernelVariant = NULL; /* no symmetric kernels simulated */
-    v7.coll.isSymColl = false;
+    v7.coll.kernelVariant = variant; /* NULL: not a symmetric kernel */
+    v7.coll.isSymColl = variant != NULL;
     v7.coll.userTag = c->user_tag;
     break;
   case NT_EV_P2P: v7.p2p.userTag = c->user_tag; break;
@@ -259,11 +259,11 @@ void sim_kernel_phase(sim_ctx *c, void *parent, int ch, int phase, uint64_t star
   c->d->v7->stopEvent(h);
 }
 
-void *sim_start(sim_ctx *c, nt_descr_v5 *e) {
+static void *start_any(sim_ctx *c, nt_descr_v5 *e, const char *variant) {
   void *h = NULL;
   if (!c->on) return NULL;
   if (c->d->abi == 7)
-    start_v7(c, &h, e);
+    start_v7(c, &h, e, variant);
   else if (c->d->abi >= 5)
     c->d->v5->startEvent(c->ctx, &h, e);
   else if (c->d->abi == 4)
@@ -271,6 +271,14 @@ void *sim_start(sim_ctx *c, nt_descr_v5 *e) {
   else
     start_v3(c, &h, e);
   return h;
+}
+
+void *sim_start(sim_ctx *c, nt_descr_v5 *e) {
+  return start_any(c, e, NULL);
+}
+
+void *sim_start_sym(sim_ctx *c, nt_descr_v5 *e, const char *variant) {
+  return start_any(c, e, e->type == NT_EV_COLL ? variant : NULL);
 }
 
 void sim_record(sim_ctx *c, void *h, int state, const nt_state_args_v5 *args) {

@@ -69,6 +69,12 @@ bool sim_mask_wants(int abi, int mask, int type);
  * NCCL's shims do: no API events, Coll's parent is coll.parentGroup).
  * Returns what the plugin wrote into the handle (NULL: dropped). */
 void *sim_start(sim_ctx *c, nt_descr_v5 *e);
+/* NCCL 2.31's Coll of a symmetric-kernel plan (profiler.cc
+ * ncclProfilerStartTaskEvents): as sim_start, and on ABI v7 with
+ * coll.isSymColl true and coll.kernelVariant `variant` (the caller puts the
+ * variant's suffix in coll.algo and "" in coll.proto, which every ABI
+ * carries; v6's shim drops the two v7 members). */
+void *sim_start_sym(sim_ctx *c, nt_descr_v5 *e, const char *variant);
 /* Record and stop are never called with a NULL handle (NCCL checks).
  * `args` NULL passes NULL (GroupApi states do). */
 void sim_record(sim_ctx *c, void *h, int state, const nt_state_args_v5 *args);

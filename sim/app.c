@@ -25,6 +25,8 @@
 #include "rank.h"
 #include "runahead.h"
 #include "schedule.h"
+#include "symmetric.h"
+#include "version.h"
 
 /* Real-time mode's training step: (phase, function, smallest and largest
  * message); "p2p" is a Send/Recv pair with the ring neighbours (pipeline
@@ -151,7 +153,11 @@ void sim_op_api(sim_comm *c, const sim_op_desc *d, sim_work *w, bool captured, s
   }
   sim_stop(x, a->capi);
   sim_record(x, a->gapi, NT_ST_GROUP_END_API_START, NULL);
-  if (sim_mask_wants(abi, m, NT_EV_KERNEL_LAUNCH)) {
+  /* --symmetric up to 2.30: the plan keeps no task, and KernelLaunch is
+   * started from the plan's tasks (ncclProfilerStartKernelLaunchEvent). */
+  bool unseen =
+      !w->p2p && sim_sym_op(c->r->cfg, c->index, d->func) && !sim_sym_reported(x->d->nccl_version);
+  if (!unseen && sim_mask_wants(abi, m, NT_EV_KERNEL_LAUNCH)) {
     e = sim_descr(NT_EV_KERNEL_LAUNCH, a->gapi, rank);
     sim_stop(x, sim_start(x, &e));
   }
@@ -179,8 +185,56 @@ static void *start_p2p(sim_ctx *x, int m, const char *func, size_t count, int pe
  * Group start, the Coll or the Send/Recv P2p events, the proxy ops posted
  * (when `post`), their stops, Group stop. `bump`: whether the function's
  * seqNumber advances (not for a graph replay without KernelCh). */
+/* --symmetric: a symmetric-kernel collective (symmetric.h). Up to 2.30 the
+ * plan has no task: nothing at all (no Group, Coll, KernelCh or proxy op,
+ * no seqNumber). 2.31: Group, the Coll with the kernel variant (the first
+ * and only task of its plan, with the plan's channels when the mask has
+ * KernelCh), and the kernel's channels timed by the proxy thread, which
+ * starts no proxy op for it. */
+static void sym_plan(sim_comm *c, const sim_op_desc *d, sim_work *w, const sim_api_ev *a, bool post,
+                     bool bump) {
+  sim_ctx *x = &c->px;
+  int abi = x->d->abi, rank = c->r->rank, m = a->mask;
+  if (!sim_sym_reported(x->d->nccl_version)) return;
+  void *group = NULL, *coll = NULL;
+  nt_descr_v5 e;
+  if (sim_mask_wants(abi, m, NT_EV_GROUP)) {
+    e = sim_descr(NT_EV_GROUP, NULL, 0);
+    group = sim_start(x, &e);
+  }
+  uint64_t *seq = &c->seqnum[func_index(d->func)];
+  if (sim_mask_wants(abi, m, NT_EV_COLL)) {
+    const char *variant = sim_sym_variant(d->func, d->bytes);
+    bool in_bytes = sim_counts_bytes(d->func);
+    e = sim_descr(NT_EV_COLL, a->capi, rank);
+    e.coll.seqNumber = *seq;
+    e.coll.func = d->func;
+    e.coll.count = in_bytes ? (size_t)d->bytes : (size_t)(d->bytes / 4);
+    e.coll.datatype = in_bytes ? "ncclInt8" : "ncclFloat32";
+    /* ct->nChannels stays 0; the plan's first task advertises the plan's
+     * channels when KernelCh is on. */
+    e.coll.nChannels = m & NT_EV_KERNEL_CH ? (uint8_t)c->r->cfg->channels : 0;
+    e.coll.nWarps = 16;
+    e.coll.algo = sim_sym_algo(variant);
+    e.coll.proto = "";
+    e.coll.parentGroup = group;
+    coll = sim_start_sym(x, &e, variant);
+  }
+  if (bump) (*seq)++;
+  w->coll = coll;
+  w->recv_parent = NULL;
+  w->sym = true;
+  if (post) sim_queue_push(c, w); /* the kernel: KernelCh, no proxy op */
+  sim_stop(x, coll);
+  sim_stop(x, group);
+}
+
 void sim_op_plan(sim_comm *c, const sim_op_desc *d, sim_work *w, const sim_api_ev *a, bool post,
                  bool bump) {
+  if (!w->p2p && sim_sym_op(c->r->cfg, c->index, d->func)) {
+    sym_plan(c, d, w, a, post, bump);
+    return;
+  }
   sim_ctx *x = &c->px;
   int abi = x->d->abi, rank = c->r->rank, n = c->r->cfg->ranks, m = a->mask;
   size_t count = (size_t)(d->bytes / 4);
@@ -242,6 +296,81 @@ static void issue(sim_comm *c, const sim_op_desc *d, sim_work *w) {
   sim_mark_launched(c->r->rank, c->index, w->seq);
 }
 
+/* --symmetric: two symmetric collectives of one function in one group
+ * (ncclGroupStart, two calls, ncclGroupEnd), which NCCL makes one plan and
+ * one kernel (symmetric_sched.cc ncclMakeSymmetricTaskList): one GroupApi
+ * with a CollApi per call. Up to 2.30 nothing else. 2.31: KernelLaunch,
+ * Group and a Coll per call, all with the plan's variant (never an LL one:
+ * ncclSymkPickKernel groups no LL kernel), the first advertising the
+ * plan's channels (with KernelCh), the second 0; one kernel whose KernelCh
+ * all hang off the first Coll. */
+static void issue_sym_group(sim_comm *c, const sim_op_desc *d, sim_work *w) {
+  sim_ctx *x = &c->px;
+  int abi = x->d->abi, rank = c->r->rank, m = x->on ? sim_mask_now(x) : 0;
+  nt_descr_v5 e;
+  void *gapi = NULL, *capi[2] = {NULL, NULL};
+  if (sim_mask_wants(abi, m, NT_EV_GROUP_API)) {
+    e = sim_descr(NT_EV_GROUP_API, NULL, rank);
+    e.groupApi.groupDepth = 1;
+    gapi = sim_start(x, &e);
+  }
+  sim_record(x, gapi, NT_ST_GROUP_START_API_STOP, NULL);
+  for (int i = 0; i < 2 && sim_mask_wants(abi, m, NT_EV_COLL_API); i++) {
+    e = sim_descr(NT_EV_COLL_API, gapi, rank);
+    e.collApi.func = d[i].func;
+    e.collApi.count = (size_t)(d[i].bytes / 4);
+    e.collApi.datatype = "ncclFloat32";
+    capi[i] = sim_start(x, &e);
+    sim_stop(x, capi[i]);
+  }
+  sim_record(x, gapi, NT_ST_GROUP_END_API_START, NULL);
+  if (sim_sym_reported(x->d->nccl_version)) {
+    if (sim_mask_wants(abi, m, NT_EV_KERNEL_LAUNCH)) {
+      e = sim_descr(NT_EV_KERNEL_LAUNCH, gapi, rank);
+      sim_stop(x, sim_start(x, &e));
+    }
+    void *group = NULL, *coll[2] = {NULL, NULL};
+    if (sim_mask_wants(abi, m, NT_EV_GROUP)) {
+      e = sim_descr(NT_EV_GROUP, NULL, 0);
+      group = sim_start(x, &e);
+    }
+    const char *variant = sim_sym_variant(d[0].func, SIM_SYM_LL_BELOW); /* not LL */
+    for (int i = 0; i < 2; i++) {
+      uint64_t *seq = &c->seqnum[func_index(d[i].func)];
+      if (sim_mask_wants(abi, m, NT_EV_COLL)) {
+        bool in_bytes = sim_counts_bytes(d[i].func);
+        e = sim_descr(NT_EV_COLL, capi[i], rank);
+        e.coll.seqNumber = *seq;
+        e.coll.func = d[i].func;
+        e.coll.count = in_bytes ? (size_t)d[i].bytes : (size_t)(d[i].bytes / 4);
+        e.coll.datatype = in_bytes ? "ncclInt8" : "ncclFloat32";
+        e.coll.nChannels = i == 0 && (m & NT_EV_KERNEL_CH) ? (uint8_t)c->r->cfg->channels : 0;
+        e.coll.nWarps = 16;
+        e.coll.algo = sim_sym_algo(variant);
+        e.coll.proto = "";
+        e.coll.parentGroup = group;
+        coll[i] = sim_start_sym(x, &e, variant);
+      }
+      (*seq)++;
+    }
+    /* One kernel for the plan: the proxy thread times it, its KernelCh
+     * against the first task's Coll. */
+    sim_work k = w[1];
+    k.coll = coll[0];
+    k.recv_parent = NULL;
+    k.sym = true;
+    k.mask = m;
+    k.bytes = w[0].bytes + w[1].bytes;
+    sim_queue_push(c, &k);
+    sim_stop(x, coll[0]);
+    sim_stop(x, coll[1]);
+    sim_stop(x, group);
+  }
+  sim_stop(x, gapi);
+  sim_mark_launched(c->r->rank, c->index, w[0].seq);
+  sim_mark_launched(c->r->rank, c->index, w[1].seq);
+}
+
 /* Interruptible sleep until `end` (real time); false when stopping. */
 static bool nap_until(uint64_t end) {
   for (uint64_t now = sim_real_ns(); now < end && !sim_stopping(); now = sim_real_ns()) {
@@ -289,6 +418,23 @@ void *sim_app_main(void *arg) {
     uint64_t step_ops = cfg->deterministic ? SIM_DET_STEP_OPS : RT_STEP_OPS;
     w.gpu_at = sim_runahead_gpu_at(cfg, seq % step_ops == 0);
     if (!cfg->deterministic) w.launch_ns = sim_wall_ns(); /* 2.31's kernel phases */
+    /* --symmetric: the step's first two ReduceScatters in one group (2.28+;
+     * 2.27 makes only a lone collective symmetric, so there they go alone). */
+    if (!cfg->deterministic && seq % RT_STEP_OPS == SIM_SYM_GROUP_AT && (!n || seq + 1 < n) &&
+        sim_version_of(cfg) >= 228 && sim_sym_op(cfg, c->index, d.func)) {
+      sim_work w2[2];
+      sim_op_desc d2[2] = {d, plan(c, seq + 1, &w2[1])};
+      sim_scn_plan(cfg, seq + 1, &d2[1], &w2[1].scn);
+      w2[0] = w;
+      w2[1].gpu_at = w.gpu_at;
+      w2[1].launch_ns = w.launch_ns;
+      if (sim_sym_op(cfg, c->index, d2[1].func)) {
+        issue_sym_group(c, d2, w2);
+        seq++;
+        if (!cfg->deterministic && !cfg->run_ahead_ms) think(c, deadline);
+        continue;
+      }
+    }
     issue(c, &d, &w);
     if (!cfg->deterministic && !cfg->run_ahead_ms) think(c, deadline);
   }

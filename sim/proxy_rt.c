@@ -10,6 +10,7 @@
 #include "rank.h"
 #include "runahead.h"
 #include "schedule.h"
+#include "symmetric.h"
 #include "version.h"
 #include "proxy_calls.h"
 
@@ -74,6 +75,10 @@ typedef struct {
   bool kch_started[SIM_MAX_CHANNELS];
   void *kch[SIM_MAX_CHANNELS];
   rt_op ops[SIM_MAX_CHANNELS][2];
+  /* --symmetric (2.31): a kernel with no proxy op; its channels start when
+   * it begins and stop at sym_due (real time). */
+  bool sym, sym_begun;
+  uint64_t sym_due;
 } rt_coll;
 
 typedef struct {
@@ -114,8 +119,8 @@ static void rt_idle(rt_proxy *p) {
 /* Takes posted collectives (as many as fit) inside an Append burst. */
 static void rt_append(rt_proxy *p) {
   sim_comm *c = p->c;
-  void *h = px_ctrl_start(c);
-  px_ctrl_record(c, h, NT_ST_CTRL_APPEND, 0);
+  void *h = NULL;
+  bool burst = false;
   int added = 0;
   for (int i = 0; i < RT_MAX_COLLS && p->ncolls < RT_MAX_COLLS; i++) {
     rt_coll *k = &p->colls[i];
@@ -126,6 +131,17 @@ static void rt_append(rt_proxy *p) {
     k->used = true;
     k->seq = p->seq++;
     k->w = w;
+    p->ncolls++;
+    if (w.sym) { /* NCCL posts nothing to the proxy for a symmetric kernel */
+      k->sym = true;
+      for (int ch = 0; ch < p->nch; ch++) k->ops[ch][0].finished = k->ops[ch][1].finished = true;
+      continue;
+    }
+    if (!burst) { /* the burst of the first op taken */
+      h = px_ctrl_start(c);
+      px_ctrl_record(c, h, NT_ST_CTRL_APPEND, 0);
+      burst = true;
+    }
     for (int ch = 0; ch < p->nch; ch++) {
       for (int dir = 0; dir < 2; dir++) {
         rt_op *o = &k->ops[ch][dir];
@@ -137,24 +153,123 @@ static void rt_append(rt_proxy *p) {
         added += !o->finished;
       }
     }
-    p->ncolls++;
   }
+  if (!burst) return;
   px_ctrl_record(c, h, NT_ST_CTRL_APPEND_END, added);
   sim_stop(&c->px, h);
 }
 
-/* Sleeps inside a Sleep/Wakeup burst until work arrives; false when the
- * application is done and nothing is left. */
+/* Whether a symmetric kernel enqueued before collective k is still running
+ * (one stream: k's kernel waits for it). */
+static bool rt_sym_before(const rt_proxy *p, const rt_coll *k) {
+  for (int i = 0; i < RT_MAX_COLLS; i++) {
+    const rt_coll *j = &p->colls[i];
+    if (j->used && j->sym && j->seq < k->seq) return true;
+  }
+  return false;
+}
+
+/* --symmetric (2.31): the kernel begins once every earlier collective's
+ * kernel ended, the GPU is free (--run-ahead) and every rank has launched it
+ * (its opening barrier, initial_sync, lasts until then, as a ring kernel's
+ * does in rt_begin); its channels 0 .. n-1 run sim_sym_kernel_ns and stop
+ * together. The profiler thread starts and stops their KernelCh against
+ * the Coll. Returns when it next needs attention. */
+static uint64_t rt_sym_run(rt_proxy *p, rt_coll *k, uint64_t now) {
+  sim_comm *c = p->c;
+  if (!k->sym_begun) {
+    for (int i = 0; i < RT_MAX_COLLS; i++) {
+      const rt_coll *j = &p->colls[i];
+      if (j->used && j->seq < k->seq) return UINT64_MAX; /* stream order */
+    }
+    if (now < k->w.gpu_at && !sim_stopping()) return k->w.gpu_at;
+    if (!sim_stopping() && !sim_all_launched(c->r->cfg->ranks, c->index, k->w.seq))
+      return UINT64_MAX;
+    uint64_t gpu = sim_wall_ns(), from = k->w.launch_ns;
+    for (int ch = 0; ch < p->nch; ch++)
+      if (p->kstop[ch] > from) from = p->kstop[ch];
+    uint64_t kstart = gpu, synced = 0;
+    if (px_kt && from && from < gpu) kstart = from, synced = gpu;
+    for (int ch = 0; ch < p->nch; ch++)
+      k->kch[ch] = px_kernel_start(c, &k->w, ch, kstart, synced, px_kernel_key(&k->w, ch));
+    k->sym_begun = true;
+    k->sym_due = now + sim_sym_kernel_ns(k->w.bytes, p->prof == 2);
+  }
+  if (now < k->sym_due && !sim_stopping()) return k->sym_due;
+  uint64_t stop = sim_wall_ns();
+  for (int ch = 0; ch < p->nch; ch++) {
+    p->kstop[ch] = stop;
+    px_kernel_stop(c, &k->w, k->kch[ch], stop, px_kernel_key(&k->w, ch));
+    k->kch[ch] = NULL;
+  }
+  k->used = false;
+  p->ncolls--;
+  return UINT64_MAX;
+}
+
+/* Places the symmetric kernels at the head of the queue (2.31): NCCL posts
+ * nothing to the proxy for them, so taking them is no Append burst and no
+ * wake-up. */
+static void rt_take_sym(rt_proxy *p) {
+  sim_work w;
+  while (p->ncolls < RT_MAX_COLLS && sim_queue_peek(p->c, &w) && w.sym) {
+    for (int i = 0; i < RT_MAX_COLLS; i++) {
+      rt_coll *k = &p->colls[i];
+      if (k->used) continue;
+      if (sim_queue_pop(p->c, &w, false) != 1) return;
+      memset(k, 0, sizeof *k);
+      k->used = true;
+      k->seq = p->seq++;
+      k->w = w;
+      k->sym = true;
+      for (int ch = 0; ch < p->nch; ch++) k->ops[ch][0].finished = k->ops[ch][1].finished = true;
+      p->ncolls++;
+      break;
+    }
+  }
+}
+
+/* Collectives with proxy work in flight (not symmetric kernels). */
+static int rt_ring_colls(const rt_proxy *p) {
+  int n = 0;
+  for (int i = 0; i < RT_MAX_COLLS; i++) n += p->colls[i].used && !p->colls[i].sym;
+  return n;
+}
+
+static uint64_t rt_progress(rt_proxy *p, uint64_t now, uint64_t limit);
+
+/* Sleeps inside a Sleep/Wakeup burst until proxy work arrives; false when
+ * the application is done and nothing is left. Symmetric kernels (2.31)
+ * wake no proxy: they are timed here without ending the burst. */
 static bool rt_sleep(rt_proxy *p, bool *slept) {
   sim_comm *c = p->c;
+  rt_take_sym(p);
   pthread_mutex_lock(&c->mu);
-  bool finished = c->closed && c->count == 0;
+  bool finished = c->closed && c->count == 0 && p->ncolls == 0;
   pthread_mutex_unlock(&c->mu);
   *slept = !finished;
   if (finished) return false;
   void *h = px_ctrl_start(c);
   px_ctrl_record(c, h, NT_ST_CTRL_SLEEP, 0);
-  bool got = sim_queue_wait(c);
+  bool got = false;
+  for (;;) {
+    rt_take_sym(p);
+    sim_work w;
+    if (sim_queue_peek(c, &w) && !w.sym) {
+      got = true; /* proxy work: wake up */
+      break;
+    }
+    if (p->ncolls == 0) {
+      if (!sim_queue_wait(c)) break; /* closed and empty */
+      continue;
+    }
+    uint64_t now = sim_real_ns();
+    uint64_t next = rt_progress(p, now, now + RT_SLACK_NS);
+    if (p->ncolls == 0) continue;
+    now = sim_real_ns();
+    uint64_t wait = next > now ? next - now : 0;
+    sim_sleep_ns(wait < 1000000ull ? wait : 1000000ull); /* new work is seen within 1 ms */
+  }
   px_ctrl_record(c, h, NT_ST_CTRL_WAKEUP, 0);
   sim_stop(&c->px, h);
   return got;
@@ -186,6 +301,7 @@ static bool rt_begin(rt_proxy *p, rt_coll *k, rt_op *o, uint64_t now) {
     rt_coll *j = &p->colls[i];
     if (j->used && j->seq < k->seq && !j->ops[ch][dir].finished) return false;
   }
+  if (rt_sym_before(p, k)) return false; /* a symmetric kernel still runs before it */
   /* Data flows only once every rank has enqueued the operation. */
   if (!sim_stopping() && !sim_all_launched(p->c->r->cfg->ranks, p->c->index, k->w.seq))
     return false;
@@ -352,6 +468,11 @@ static uint64_t rt_progress(rt_proxy *p, uint64_t now, uint64_t limit) {
   uint64_t next = UINT64_MAX;
   for (int i = 0; i < n; i++) {
     rt_coll *k = order[i];
+    if (k->sym) {
+      uint64_t t = rt_sym_run(p, k, now);
+      if (t < next) next = t;
+      continue;
+    }
     for (int ch = 0; ch < p->nch && k->used; ch++) {
       for (int dir = 0; dir < 2 && k->used; dir++) {
         if (k->ops[ch][dir].finished) continue;
@@ -378,7 +499,7 @@ static rt_coll *unbegun_coll(rt_proxy *p) {
   rt_coll *k = NULL;
   for (int i = 0; i < RT_MAX_COLLS; i++) {
     rt_coll *j = &p->colls[i];
-    bool fresh = j->used;
+    bool fresh = j->used && !j->sym; /* a symmetric kernel has no op to freeze */
     for (int ch = 0; ch < p->nch && fresh; ch++)
       fresh = !j->ops[ch][0].begun && !j->ops[ch][1].begun;
     if (fresh && (!k || j->seq < k->seq)) k = j;
@@ -460,7 +581,7 @@ void sim_proxy_rt_main(sim_comm *c) {
       }
     }
     if (p->ncolls < RT_MAX_COLLS && !sim_queue_empty(c)) rt_append(p);
-    if (p->ncolls == 0) {
+    if (rt_ring_colls(p) == 0) { /* nothing for the proxy (symmetric kernels aside) */
       rt_idle(p);
       if (!rt_sleep(p, &slept)) break;
       continue;

@@ -138,6 +138,14 @@ bool sim_queue_empty(sim_comm *c) {
   return empty;
 }
 
+bool sim_queue_peek(sim_comm *c, sim_work *w) {
+  pthread_mutex_lock(&c->mu);
+  bool got = c->count > 0;
+  if (got) *w = c->queue[c->head];
+  pthread_mutex_unlock(&c->mu);
+  return got;
+}
+
 bool sim_queue_wait(sim_comm *c) {
   pthread_mutex_lock(&c->mu);
   while (c->count == 0 && !c->closed) pthread_cond_wait(&c->cv, &c->mu);
@@ -261,8 +269,12 @@ int sim_rank_main(const nt_sim_config *cfg, int rank, pid_t parent) {
     snprintf(name, sizeof name, "sim-comm-%d", k);
     /* nNodes = ranks: one GPU per node, so every ring hop is a network hop
      * (but for --graph's intra-node communicator, graph.h); --nodes N: N.
-     * Either way every rank simulates network proxy work. */
-    int nnodes = sim_graph_intra(cfg, k) ? 1 : cfg->nodes > 0 ? cfg->nodes : cfg->ranks;
+     * Either way every rank simulates network proxy work. --symmetric's
+     * communicator 0 is one NVLink domain (nNodes 1); its Send/Recv keep
+     * the simulated proxy work. */
+    int nnodes = sim_graph_intra(cfg, k) || (cfg->symmetric && k == 0) ? 1
+                 : cfg->nodes > 0                                      ? cfg->nodes
+                                                                       : cfg->ranks;
     int rc = sim_driver_init(&r.drv, &c->px, nt_sim_comm_hash(k), name, nnodes, cfg->ranks, rank);
     c->px.user_tag = k == 0 ? cfg->user_tag : 0; /* --user-tag: communicator 0's calls */
     if (rc != 0 && !cfg->quiet)

@@ -33,6 +33,8 @@ typedef struct {
   uint64_t gpu_at;    /* --run-ahead, real time: when the GPU reaches it */
   uint64_t launch_ns; /* real time: when the application launched it (sim_wall_ns), 0 unknown */
   sim_scn scn;        /* PXN, CollNet, CE (scenario.h); zero: the plain ring */
+  bool sym;           /* --symmetric (2.31): a symmetric kernel, no proxy ops;
+                         the proxy thread only times its KernelCh events */
 } sim_work;
 
 typedef struct sim_rank sim_rank;
@@ -96,6 +98,8 @@ uint64_t sim_vclock(void);
 void sim_queue_push(sim_comm *c, const sim_work *w);
 int sim_queue_pop(sim_comm *c, sim_work *w, bool wait);
 bool sim_queue_empty(sim_comm *c);
+/* Copies the oldest queued item into *w without taking it; false if none. */
+bool sim_queue_peek(sim_comm *c, sim_work *w);
 /* Blocks until work is queued (true) or the queue is closed and empty. */
 bool sim_queue_wait(sim_comm *c);
 void sim_queue_close(sim_comm *c);

@@ -22,6 +22,7 @@
 #include "scenario.h"
 #include "schedule.h"
 #include "sim.h"
+#include "symmetric.h"
 #include "version.h"
 
 void nt_sim_defaults(nt_sim_config *c) {
@@ -183,7 +184,7 @@ static int parse_rank_env(const char *opt, const char *v, nt_sim_config *c) {
 }
 
 /* The scenario switches (--pxn, --collnet, --ce; --graph, --alltoall,
- * --broadcast). Returns 1 when `name` is one, 0 when not, -1 when given a
+ * --broadcast; --symmetric). Returns 1 when `name` is one, 0 when not, -1 when given a
  * value. */
 static int parse_scenario_flag(nt_sim_config *c, const char *name, bool has_value) {
   bool *flag = !strcmp(name, "--pxn")         ? &c->pxn
@@ -192,6 +193,7 @@ static int parse_scenario_flag(nt_sim_config *c, const char *name, bool has_valu
                : !strcmp(name, "--graph")     ? &c->graph
                : !strcmp(name, "--alltoall")  ? &c->alltoall
                : !strcmp(name, "--broadcast") ? &c->broadcast
+               : !strcmp(name, "--symmetric") ? &c->symmetric
                                               : NULL;
   if (!flag) return 0;
   if (has_value) {
@@ -322,7 +324,7 @@ static int check_config(const nt_sim_config *c) {
           "application-side one (--graph, --alltoall, --broadcast, --run-ahead): their exact "
           "totals are worked out one family at a time; combine them in real time";
   if (bad) fprintf(stderr, "nccltop sim: bad configuration: %s\n", bad);
-  return bad || sim_scn_check(c) != 0 ? -1 : 0;
+  return bad || sim_scn_check(c) != 0 || sim_sym_check(c) != 0 ? -1 : 0;
 }
 
 int nt_sim_node_of(const nt_sim_config *c, int rank) {

@@ -66,6 +66,9 @@ typedef struct {
   bool broadcast;        /* --broadcast */
   uint64_t user_tag;     /* --user-tag N: communicator 0's calls carry NCCL 2.31's
                             userTag N (ABI v7); 0 none */
+  bool symmetric;        /* --symmetric: communicator 0's AllReduce, AllGather and
+                            ReduceScatter run as symmetric kernels (2.27+,
+                            real time; sim/symmetric.h) */
 } nt_sim_config;
 
 void nt_sim_defaults(nt_sim_config *c);
@@ -89,7 +92,8 @@ int nt_sim_spawn(const nt_sim_config *c);
  * --nccl-version 2.26..2.31 --plugin P
  * --interval-ms N --quiet --stall-rank R --stall-after S --straggler R
  * --straggle-ms MS --net ib|socket --env NAME=VALUE --rank-env R:NAME=VALUE
- * --run-ahead MS --graph --alltoall --broadcast --pxn --collnet --ce)
+ * --run-ahead MS --graph --alltoall --broadcast --pxn --collnet --ce
+ * --symmetric)
  * from argv, leaving others alone. Returns the number of arguments consumed
  * at the front, or -1 with a message on stderr. */
 int nt_sim_parse_args(nt_sim_config *c, int argc, char **argv);

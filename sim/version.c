@@ -54,6 +54,9 @@ const char *sim_version_check(const nt_sim_config *c) {
   /* userTag exists from ABI v7 (2.31) on. */
   if (c->user_tag && (v < 231 || (c->abi && c->abi < 7)))
     return "user_tag (NCCL 2.31's ABI v7 only: --nccl-version 2.31)";
+  /* Symmetric kernels exist from 2.27 on (src/include/symmetric.h@v2.27.7-1). */
+  if (c->symmetric && v < 227)
+    return "symmetric (NCCL 2.27 or later: 2.26 has no symmetric kernels)";
   return NULL;
 }
 

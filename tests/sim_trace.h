@@ -51,6 +51,10 @@ typedef struct {
   bool has_utag;           /* v7 logs the userTag of calls */
   unsigned long long utag; /* that tag */
   int phase;               /* KernelPhase: its phaseId */
+  int nch;                 /* Coll: coll.nChannels */
+  int sym;                 /* v7 Coll: coll.isSymColl (-1: not said) */
+  char variant[48];        /* v7 Coll: coll.kernelVariant ("-": NULL) */
+  char proto[16];          /* Coll: coll.proto ("" when empty) */
 } ev_t;
 
 typedef struct {
@@ -229,6 +233,10 @@ static inline void parse_line(const char *l, int n) {
     e->has_utag = ut != NULL;
     e->utag = ut ? strtoull(ut, NULL, 10) : 0;
     e->phase = (int)num(rest, " phase=");
+    e->nch = (int)num(rest, " nch=");
+    e->sym = (int)num(rest, " sym=");
+    word(rest, " variant=", e->variant, sizeof e->variant);
+    word(rest, " proto=", e->proto, sizeof e->proto);
     if (e->h) remember(e);
     return;
   }
