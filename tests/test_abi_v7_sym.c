@@ -5,9 +5,12 @@
  * first task only, which alone says how many (nChannels); the plan's other
  * tasks say 0, and no proxy op ever comes. The plugin counts them per
  * variant (protocol 1.4), times the first task by its kernel, and retires
- * the others at once as unreported instead of waiting for children. */
+ * the others at once as unreported instead of waiting for children. End to
+ * end: the simulator's 2.31 --symmetric -> the real plugin -> `nccltop -b
+ * --json`. */
 #include "testlib.h"
 #include "plugin_harness.h"
+#include "scenario_harness.h"
 
 #define HASH 0xfeedfacecafe0031ull
 
@@ -198,15 +201,98 @@ static void case_odd_variants(void) {
   CHECK_EQ_U64(log_rows(0, NT_OPS_ENQUEUED, NT_OPF_SYMMETRIC | NT_OPF_UNREPORTED), 1);
 }
 
+/* ---- end to end ---- */
+
+/* The frame once the job is over: communicator 0's collectives all in
+ * rows of their variant ("sym:<suffix>", protocol none), every one
+ * retired; the lone ones (AllReduce, AllGather) all timed; the grouped
+ * ReduceScatters timed through their plan's first task only, the others
+ * "completion unreported"; communicator 1's ring rows untouched; and no
+ * alert about the operations NCCL reports no end of. */
+static const char *sym_frame_mismatch(const nt_sim_config *c, const cJSON *f, char *why,
+                                      size_t cap) {
+  char hex[24];
+  double retired = 0, enqueued = 0, rs_done = 0, rs_count = 0;
+  const cJSON *x;
+  hex_of(nt_sim_comm_hash(0), hex);
+  cJSON_ArrayForEach(x, get(f, "collectives")) {
+    const char *variant = str(x, "variant"), *algo = str(x, "algo");
+    if (strcmp(str(x, "comm"), hex)) {
+      FAIL_IF(variant[0] || !strncmp(algo, "sym", 3), "comm 1 row %s %s", algo, variant);
+      continue;
+    }
+    if (!strcmp(str(x, "kind"), "p2p")) continue;
+    const char *us = strchr(variant, '_');
+    char want[64];
+    snprintf(want, sizeof want, "sym:%s", us ? us + 1 : "?");
+    FAIL_IF(strcmp(algo, want) || strcmp(str(x, "proto"), "none"), "%s row: algo %s proto %s",
+            variant, algo, str(x, "proto"));
+    FAIL_IF(strncmp(variant, str(x, "func"), strlen(str(x, "func"))), "%s row named %s",
+            str(x, "func"), variant);
+    retired += num(x, "count");
+    if (!strcmp(str(x, "func"), "ReduceScatter")) {
+      rs_done += num(x, "done"), rs_count += num(x, "count");
+    } else {
+      FAIL_IF(num(x, "done") != num(x, "count") || num(x, "gpu_done") != num(x, "done"),
+              "%s: %g done (%g by the GPU) of %g", variant, num(x, "done"), num(x, "gpu_done"),
+              num(x, "count"));
+    }
+  }
+  for (int r = 0; r < c->ranks; r++) {
+    const cJSON *rank = find_rank(f, nt_sim_comm_hash(0), r);
+    FAIL_IF(!rank, "rank %d missing", r);
+    enqueued += num(rank, "colls");
+  }
+  FAIL_IF(!enqueued || retired != enqueued, "comm 0: %g collectives retired of %g", retired,
+          enqueued);
+  FAIL_IF(!rs_done || rs_done >= rs_count, "ReduceScatter: %g done of %g", rs_done, rs_count);
+  int sym = 0;
+  cJSON_ArrayForEach(x, get(f, "recent")) {
+    if (strcmp(str(x, "comm"), hex) || strcmp(str(x, "kind"), "coll")) continue;
+    bool done = !strcmp(str(x, "state"), "done");
+    FAIL_IF(!cJSON_IsTrue(get(x, "symmetric")) || !str(x, "variant")[0], "a recent %s %s",
+            str(x, "func"), str(x, "algo"));
+    FAIL_IF(done != !cJSON_IsTrue(get(x, "completion_unreported")), "a %s %s, unreported %d",
+            str(x, "state"), str(x, "func"), cJSON_IsTrue(get(x, "completion_unreported")));
+    FAIL_IF(done && strcmp(str(x, "timing"), "gpu"), "a done %s timed by %s", str(x, "func"),
+            str(x, "timing"));
+    sym++;
+  }
+  FAIL_IF(!sym, "no recent symmetric operation");
+  cJSON_ArrayForEach(x, get(f, "alerts")) {
+    const char *kind = str(x, "kind");
+    FAIL_IF(strcmp(kind, "straggler"), "alert %s: %s", kind, str(x, "text"));
+  }
+  return NULL;
+}
+
+static void v231_symmetric_end_to_end(void) {
+  nt_sim_config c;
+  char dir[] = "/tmp/nccltop-sym-XXXXXX";
+  CHECK(mkdtemp(dir) != NULL);
+  base_config(&c, dir);
+  c.ranks = 2;
+  c.comms = 2;
+  c.channels = 2;
+  c.iterations = 22; /* two training steps of each communicator */
+  c.nccl_version = 231;
+  c.symmetric = true;
+  c.linger_s = 60;
+  c.env[c.nenv++] = "NCCLTOP_EVENTS=default,kernelch";
+  CHECK(run_until(&c, dir, sym_frame_mismatch, 90, "2.31 symmetric end to end"));
+}
+
 PH_CHILD(counted_per_variant)
 PH_CHILD(not_held_waiting)
 PH_CHILD(without_kernelch)
 PH_CHILD(odd_variants)
 
 int main(void) {
+  scenario_init();
   TEST_RUN(counted_per_variant);
   TEST_RUN(not_held_waiting);
   TEST_RUN(without_kernelch);
   TEST_RUN(odd_variants);
+  TEST_RUN(v231_symmetric_end_to_end);
   return TEST_DONE();
 }
