@@ -2,7 +2,8 @@
  * 2.31) as that release calls a profiler: the recording plugin logs every
  * call, and the ABI, event shapes, threads, states and counts are checked
  * against what that release's source does (sim/version.h names the NCCL
- * functions). The deterministic totals must hold for every release, in the
+ * functions; 2.26's own differences: tests/test_sim_v226.c). The
+ * deterministic totals must hold for every release, in the
  * recorded clock and in the real plugin as the viewer shows it; hand-made
  * bad traces must be rejected; and `nccltop demo --nccl-version V` must
  * report the ABI release V would load. */
@@ -228,86 +229,6 @@ static void allgather_counts_bytes_of_int8(void) {
     }
     CHECK_EQ_U64(ag, 2); /* one per rank */
   }
-}
-
-/* ---- 2.26 ---- */
-
-/* net.cc@v2.26.6-1: ops started at the first pass, op states with a
- * growing transSize, step states without arguments; profiler.cc: the
- * communicator's name and hash on the Coll, and its rank. */
-static void v226_plays_its_op_states_and_null_step_args(void) {
-  rec_opts o = {.channels = 2, .steps = 3};
-  nt_sim_config c;
-  CHECK(run_version(226, &o, &c, NULL) == 0);
-  CHECK_STR(grammar_problem(&c), "none");
-  int ops = 0, ranks = 0;
-  for (int j = 0; j < tr.nev; j++) {
-    const ev_t *e = &tr.ev[j];
-    if (e->type == NT_EV_PROXY_OP) {
-      ops++;
-      CHECK(!append_burst_around(e));
-      CHECK(e->nrec >= 4 * e->steps);
-      CHECK_EQ_U64(e->size[e->nrec - 1], sim_det_op_bytes(e->steps)); /* the running total */
-      CHECK_EQ_U64(e->states[e->nrec - 1], e->send ? 3 : 7);
-    }
-    if (e->type == NT_EV_PROXY_STEP)
-      for (int r = 0; r < e->nrec; r++) CHECK(e->args[r] == 0);
-    if (e->type == NT_EV_COLL) {
-      CHECK(e->named && e->chash == nt_sim_comm_hash(0));
-      CHECK(e->rank >= 0 && e->rank < 2);
-      ranks |= 1 << e->rank;
-    }
-  }
-  CHECK_EQ_U64(ranks, 3); /* eDescr.rank = comm->rank, though init had none */
-  CHECK_EQ_U64(ops, 2 * 2 * 2 * 2);
-  CHECK_EQ_U64(count_type(NT_EV_GROUP_API), 0);
-}
-
-/* proxy.cc@v2.26.6-1 ncclProxyProgress: a ProxyCtrl start/stop on every
- * pass; 2.27 on only starts one for a transition (PR #1662). */
-static void v226_starts_a_ctrl_event_on_every_pass(void) {
-  for (int i = 0; i < 2; i++) {
-    rec_opts o = {.channels = 1, .steps = 2};
-    nt_sim_config c;
-    CHECK(run_version(versions[i], &o, &c, NULL) == 0);
-    CHECK_STR(grammar_problem(&c), "none");
-    int empty = 0;
-    for (int j = 0; j < tr.nev; j++)
-      empty += tr.ev[j].type == NT_EV_PROXY_CTRL && tr.ev[j].nrec == 0;
-    if (versions[i] == 226)
-      CHECK(empty > 2 * 2 * 2 * 4); /* several per step */
-    else
-      CHECK_EQ_U64(empty, 0);
-  }
-}
-
-/* #1658: of two recv steps retired in one pass only the first is stopped.
- * The trace shows the never-stopped step; the plugin closes it when its
- * op stops (V4), so the expectations count every step, and the recorded
- * clock agrees. */
-static void v226_recv_stop_bug_leaves_one_step_per_op_open(void) {
-  rec_opts o = {.channels = 2, .steps = 4, .iterations = 3};
-  nt_sim_config c;
-  CHECK(run_version(226, &o, &c, NULL) == 0);
-  CHECK_STR(grammar_problem(&c), "none");
-  CHECK_STR(totals_problem(&c), "none");
-  int open = 0;
-  for (int j = 0; j < tr.nev; j++) {
-    const ev_t *s = &tr.ev[j];
-    const ev_t *op = parent_of(s);
-    if (s->type != NT_EV_PROXY_STEP || s->stops) continue;
-    CHECK(op && !op->send && s->step == op->steps - 1);
-    open++;
-  }
-  CHECK_EQ_U64(open, 2 * 2 * 3); /* ranks x channels x collectives */
-  nt_sim_channel_expect e;
-  nt_sim_expect_channel(&c, 0, 0, 0, NT_DIR_RECV, &e);
-  CHECK_EQ_U64(e.steps, 3 * 4);
-  /* with one step per op there is never a pair to retire */
-  o.steps = 1;
-  CHECK(run_version(226, &o, &c, NULL) == 0);
-  CHECK_STR(totals_problem(&c), "none");
-  for (int j = 0; j < tr.nev; j++) CHECK(!tr.ev[j].h || tr.ev[j].stops == 1);
 }
 
 /* ---- 2.27 / 2.28 ---- */
@@ -692,9 +613,6 @@ int main(void) {
   TEST_RUN(idle_edges_come_at_progress_pass_frequency);
   TEST_RUN(append_end_can_report_no_ops);
   TEST_RUN(allgather_counts_bytes_of_int8);
-  TEST_RUN(v226_plays_its_op_states_and_null_step_args);
-  TEST_RUN(v226_starts_a_ctrl_event_on_every_pass);
-  TEST_RUN(v226_recv_stop_bug_leaves_one_step_per_op_open);
   TEST_RUN(v227_has_no_api_events_and_no_steps_of_dropped_ops);
   TEST_RUN(v231_kernel_events_come_from_the_profiler_thread);
   TEST_RUN(v231_loads_v7_first_with_user_tags_and_kernel_phases);
