@@ -17,7 +17,8 @@
 
 /* Section types, as PROTOCOL.md numbers them. */
 enum { SEC_PROCESS = 1, SEC_COMM, SEC_PROXY, SEC_CHANNEL, SEC_KERNEL };
-enum { SEC_OPS = 6, SEC_PHASE, SEC_OPLOG, SEC_SEQ, SEC_NET, SEC_COUNT };
+enum { SEC_OPS = 6, SEC_PHASE, SEC_OPLOG, SEC_SEQ, SEC_NET };
+enum { SEC_VARIANT = 11, SEC_COUNT }; /* 1.4 */
 
 /* ---------------------------------------------------------------------- */
 /* A message built by hand from PROTOCOL.md, independent of the encoder    */
@@ -35,10 +36,12 @@ static inline void wfill(wbuf *w, uint8_t byte, size_t n) {
   w->n += n;
 }
 
-/* What to write. Start from default_layout() (this version, 1.1, every
- * section in order); minor = 0 writes a 1.0 message (five sections, 1.0
- * record sizes, no 1.1 field); minor > 1 writes a newer minor's message
- * when combined with the extra_* fields. */
+/* What to write. Start from default_layout() (this version, every section
+ * in order); an older minor writes that minor's message: minor = 0 a 1.0
+ * message (five sections, 1.0 record sizes, no 1.1 field), 1 to 3 ten
+ * sections with that minor's record sizes (no variant section, no 1.4
+ * field), 4 all eleven; a newer minor's message when combined with the
+ * extra_* fields. */
 typedef struct {
   uint16_t major, minor, flags;
   size_t extra_header;   /* bytes after the host name (a newer minor's fields) */
@@ -179,11 +182,11 @@ static inline void write_section_1_0(wbuf *w, const layout *l, const nt_snapshot
   }
 }
 
-/* Types 6 to 10, the 1.1 tables. */
+/* Types 6 to 10, the 1.1 tables, and type 11, 1.4's. */
 static inline void write_section_1_1(wbuf *w, const layout *l, const nt_snapshot *s, int type) {
   switch (type) {
   case SEC_OPS:
-    table_begin(w, l, s->nops, l->minor >= 3 ? 72 : 56);
+    table_begin(w, l, s->nops, l->minor >= 4 ? 80 : l->minor >= 3 ? 72 : 56);
     for (uint32_t i = 0; i < s->nops; i++) {
       const nt_op_row *r = &s->ops[i];
       wle(w, r->comm_index, 2);
@@ -202,6 +205,10 @@ static inline void write_section_1_1(wbuf *w, const layout *l, const nt_snapshot
       if (l->minor >= 3) {
         wle(w, r->sync_ns, 8);
         wle(w, r->compute_ns, 8);
+      }
+      if (l->minor >= 4) {
+        wle(w, r->variant, 1);
+        wle(w, 0, 7);
       }
       wfill(w, 0xEE, l->extra_record);
     }
@@ -247,7 +254,8 @@ static inline void write_section_1_1(wbuf *w, const layout *l, const nt_snapshot
       if (l->minor >= 2) {
         wle(w, r->run_state, 1);
         wle(w, r->flags, 1);
-        wle(w, 0, 6);
+        wle(w, l->minor >= 4 ? r->variant : 0, 1); /* reserved before 1.4 */
+        wle(w, 0, 5);
         wle(w, r->progress_age_ns, 8);
       }
       wfill(w, 0xEE, l->extra_record);
@@ -280,6 +288,20 @@ static inline void write_section_1_1(wbuf *w, const layout *l, const nt_snapshot
       wle(w, r->bytes, 8);
       wle(w, r->busy_ns, 8);
       wle(w, r->in_flight, 8);
+      wfill(w, 0xEE, l->extra_record);
+    }
+    break;
+  case SEC_VARIANT: /* 1.4 */
+    table_begin(w, l, s->nvariants, 52);
+    for (uint32_t i = 0; i < s->nvariants; i++) {
+      const nt_variant_row *r = &s->variants[i];
+      size_t n = strlen(r->name);
+      wle(w, r->id, 1);
+      wle(w, n, 1);
+      wle(w, 0, 2);
+      memcpy(w->b + w->n, r->name, n);
+      w->n += n;
+      wfill(w, 0, 48 - n);
       wfill(w, 0xEE, l->extra_record);
     }
     break;
@@ -324,7 +346,7 @@ static inline void build(wbuf *w, const nt_snapshot *s, layout *l) {
   w->n += hostlen;
   wfill(w, 0xA5, l->extra_header);
   int normal[SEC_COUNT - 1];
-  int n = l->minor >= 1 ? SEC_COUNT - 1 : SEC_KERNEL;
+  int n = l->minor >= 4 ? SEC_VARIANT : l->minor >= 1 ? SEC_NET : SEC_KERNEL;
   for (int i = 0; i < n; i++) normal[i] = i + 1;
   const int *order = l->norder ? l->order : normal;
   if (l->norder) n = l->norder;
@@ -332,7 +354,7 @@ static inline void build(wbuf *w, const nt_snapshot *s, layout *l) {
   for (int i = 0; i < n; i++) {
     write_section(w, l, s, order[i]);
     if (l->unknown && i == 1) write_unknown(w, 99, 13);
-    if (l->unknown && i == 6) write_unknown(w, SEC_COUNT, 5); /* the next type 1.2 could add */
+    if (l->unknown && i == 6) write_unknown(w, SEC_COUNT, 5); /* the next type a minor could add */
   }
   if (l->unknown) {
     write_unknown(w, 0xFFFF, 0);

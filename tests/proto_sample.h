@@ -191,17 +191,56 @@ static inline void sample_1_1(nt_snapshot *s) {
   }
 }
 
+/* The 1.4 table and fields: NCCL 2.31's symmetric kernel variants (names
+ * as NCCL spells them; one the longest a name can be, one empty, one with
+ * bytes a terminal would obey: kept as received, escaped before display),
+ * ids at both edges, the variant of some collective ops and oplog rows
+ * (those marked symmetric). After sample_1_1: its values stay the same. */
+static const char *const sample_variant_names[] = {
+    "AllReduce_AGxLL_R", "AllGather_ST", "ReduceScatter_LD \x1b[1m\xc3\xa9",
+    "0123456789abcdef0123456789abcdef0123456789abcde", ""};
+static const uint8_t sample_variant_ids[] = {1, 2, 9, NT_MAX_VARIANTS, 5};
+#define SAMPLE_NVARIANTS (sizeof sample_variant_ids / sizeof sample_variant_ids[0])
+
+static inline void sample_1_4(nt_snapshot *s) {
+  s->nvariants = SAMPLE_NVARIANTS;
+  for (uint32_t i = 0; i < s->nvariants; i++) {
+    s->variants[i].id = sample_variant_ids[i];
+    snprintf(s->variants[i].name, sizeof s->variants[i].name, "%s", sample_variant_names[i]);
+  }
+  for (uint32_t i = 0, k = 0; i < s->nops; i++) {
+    nt_op_row *r = &s->ops[i];
+    r->variant =
+        r->kind == NT_OP_COLL && i % 2 == 0 ? sample_variant_ids[k++ % SAMPLE_NVARIANTS] : 0;
+  }
+  for (uint32_t i = 0, k = 3; i < s->noplog; i++) {
+    nt_oplog_row *r = &s->oplog[i];
+    r->variant =
+        r->kind == NT_OP_COLL && i % 4 != 2 ? sample_variant_ids[k++ % SAMPLE_NVARIANTS] : 0;
+    if (r->variant) r->flags |= NT_OPF_SYMMETRIC;
+  }
+}
+
 static inline nt_snapshot *sample(void) {
   nt_snapshot *s = nt_snapshot_new();
   if (!s) return NULL;
   sample_1_0(s);
   sample_1_1(s);
+  sample_1_4(s);
   return s;
 }
 
-/* What a 1.0 message of s carries: s without its 1.1 fields and tables. */
+/* What a reader makes of the 1.4 fields of a 1.3 (or older) message: no
+ * variant table, every operation's variant 0 (the flags stay as sent). */
+static inline void drop_1_4(nt_snapshot *s) {
+  for (uint32_t i = 0; i < s->nops; i++) s->ops[i].variant = 0;
+  for (uint32_t i = 0; i < s->noplog; i++) s->oplog[i].variant = 0;
+  s->nvariants = 0;
+}
+
 /* What a reader makes of the 1.3 fields of a 1.2 (or older) message. */
 static inline void drop_1_3(nt_snapshot *s) {
+  drop_1_4(s);
   for (uint32_t i = 0; i < s->nkernels; i++)
     for (int k = 0; k < NT_KPHASE_COUNT; k++) s->kernels[i].phase_ns[k] = 0;
   for (uint32_t i = 0; i < s->nops; i++) s->ops[i].sync_ns = s->ops[i].compute_ns = 0;
@@ -223,6 +262,7 @@ static inline void drop_1_2(nt_snapshot *s) {
   }
 }
 
+/* What a 1.0 message of s carries: s without its 1.1 fields and tables. */
 static inline void drop_1_1(nt_snapshot *s) {
   drop_1_2(s);
   nt_process_counters *p = &s->process;
@@ -250,6 +290,7 @@ static inline bool same_snapshot_1_1(const nt_snapshot *x, const nt_snapshot *y)
     const nt_snapshot *a = x, *b = y;
     SAME(process.dropped_ops) SAME(process.late_children) SAME(process.net_events);
     SAME(process.phase) SAME(nops) SAME(nphases) SAME(noplog) SAME(nseq) SAME(nnet);
+    SAME(nvariants);
   }
   for (i = 0; i < x->ncomms; i++) {
     const nt_comm_row *a = &x->comms[i], *b = &y->comms[i];
@@ -260,7 +301,7 @@ static inline bool same_snapshot_1_1(const nt_snapshot *x, const nt_snapshot *y)
     const nt_op_row *a = &x->ops[i], *b = &y->ops[i];
     SAME(comm_index) SAME(kind) SAME(func) SAME(algo) SAME(proto) SAME(bucket) SAME(phase);
     SAME(count) SAME(bytes) SAME(done) SAME(done_bytes) SAME(time_ns) SAME(gpu_done);
-    SAME(sync_ns) SAME(compute_ns);
+    SAME(sync_ns) SAME(compute_ns) SAME(variant);
   }
   for (i = 0; i < x->nphases; i++) {
     const nt_phase_row *a = &x->phases[i], *b = &y->phases[i];
@@ -275,7 +316,7 @@ static inline bool same_snapshot_1_1(const nt_snapshot *x, const nt_snapshot *y)
     SAME(comm_index) SAME(kind) SAME(func) SAME(algo) SAME(proto) SAME(dtype) SAME(phase);
     SAME(state) SAME(timing) SAME(nchannels) SAME(nwarps) SAME(root_peer) SAME(seq);
     SAME(count) SAME(bytes) SAME(age_ns) SAME(duration_ns) SAME(children) SAME(children_open);
-    SAME(run_state) SAME(flags) SAME(progress_age_ns);
+    SAME(run_state) SAME(flags) SAME(progress_age_ns) SAME(variant);
   }
   for (i = 0; i < x->nseq; i++) {
     const nt_seq_row *a = &x->seq_rows[i], *b = &y->seq_rows[i];
@@ -285,6 +326,14 @@ static inline bool same_snapshot_1_1(const nt_snapshot *x, const nt_snapshot *y)
     const nt_net_row *a = &x->net[i], *b = &y->net[i];
     SAME(comm_index) SAME(type) SAME(device) SAME(id) SAME(count) SAME(bytes) SAME(busy_ns);
     SAME(in_flight);
+  }
+  for (i = 0; i < x->nvariants; i++) {
+    const nt_variant_row *a = &x->variants[i], *b = &y->variants[i];
+    SAME(id);
+    if (strcmp(a->name, b->name) != 0) {
+      fprintf(stderr, "    variant name differs (row %u)\n", i);
+      return false;
+    }
   }
   return true;
 }

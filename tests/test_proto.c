@@ -22,13 +22,13 @@ static void encoder_writes_the_documented_layout(void) {
   /* A few fixed offsets, spelled out. */
   CHECK(memcmp(enc, "NCTS", 4) == 0);
   CHECK(enc[4] == NT_PROTO_MAJOR && enc[5] == 0 && enc[6] == NT_PROTO_MINOR && enc[7] == 0);
-  CHECK(enc[4] == 1 && enc[6] == 3);         /* this file describes 1.3 */
+  CHECK(enc[4] == 1 && enc[6] == 4);         /* this file describes 1.4 */
   CHECK(enc[10] == 1);                       /* final flag */
   CHECK(enc[12] == 0x08 && enc[19] == 0x01); /* seq, little-endian */
   CHECK(enc[44] == strlen(s->host));
-  /* Ten sections, in type order, each exactly as long as its header says. */
+  /* Eleven sections, in type order, each exactly as long as its header says. */
   size_t at = 45 + strlen(s->host);
-  for (int type = 1; type <= 10; type++) {
+  for (int type = 1; type <= 11; type++) {
     CHECK(at + 8 <= n);
     CHECK(enc[at] == type && enc[at + 1] == 0 && enc[at + 2] == 0 && enc[at + 3] == 0);
     CHECK(at == l.at[type]);
@@ -51,11 +51,12 @@ static void snapshot_round_trip_keeps_every_field(void) {
   CHECK(same_snapshot(s, d));
   CHECK_STR(d->host, "gpu-node-17\x1b[31m\xc3\xa9"); /* bytes kept as received */
   CHECK_STR(d->phases[1].name, "backward \x1b[1m\xc3\xa9");
+  CHECK_STR(d->variants[2].name, "ReduceScatter_LD \x1b[1m\xc3\xa9");
   /* Not final, empty tables, empty host. */
   s->final = 0;
   s->host[0] = '\0';
   s->ncomms = s->nproxy = s->nchannels = s->nkernels = 0;
-  s->nops = s->nphases = s->noplog = s->nseq = s->nnet = 0;
+  s->nops = s->nphases = s->noplog = s->nseq = s->nnet = s->nvariants = 0;
   n = nt_snapshot_encode(s, enc, sizeof enc);
   CHECK(n == nt_snapshot_encoded_max(s) - NT_MAX_HOST);
   CHECK(nt_snapshot_decode(enc, n, d, err, sizeof err) == 0);
@@ -81,6 +82,7 @@ static void largest_snapshot_fits_the_message_limit(void) {
   s->noplog = NT_MAX_OPLOG;
   s->nseq = NT_MAX_SEQ_ROWS;
   s->nnet = NT_MAX_NET_ROWS;
+  s->nvariants = NT_MAX_VARIANTS;
   for (uint32_t i = 0; i < s->nchannels; i++) s->channels[i].comm_index = NT_MAX_COMMS - 1;
   for (uint32_t i = 0; i < s->nphases; i++) {
     s->phases[i].id = (uint8_t)(i + 1);
@@ -88,16 +90,21 @@ static void largest_snapshot_fits_the_message_limit(void) {
     s->phases[i].name[NT_MAX_PHASE] = '\0';
   }
   for (uint32_t i = 0; i < s->nnet; i++) s->net[i].type = NT_NET_SOCKET;
+  for (uint32_t i = 0; i < s->nvariants; i++) {
+    s->variants[i].id = (uint8_t)(i + 1);
+    memset(s->variants[i].name, 'v', NT_MAX_VARIANT);
+    s->variants[i].name[NT_MAX_VARIANT] = '\0';
+  }
   size_t max = nt_snapshot_encoded_max(s);
   CHECK(max <= NT_MAX_MESSAGE_BYTES);
   uint8_t *big = malloc(max);
   CHECK(big != NULL);
   size_t n = nt_snapshot_encode(s, big, max);
   CHECK(n == max);          /* the bound is exact for a 64-byte host */
-  CHECK_EQ_U64(n, 1441591); /* as PROTOCOL.md says */
+  CHECK_EQ_U64(n, 1477651); /* as PROTOCOL.md says */
   /* Its parts, as PROTOCOL.md adds them up. */
-  CHECK_EQ_U64(n, 45 + 64 + (8 + 86) + 4 * 16 + 5 * 16 + 64 * 84 + 256 * 80 + 8192 * 96 +
-                      4096 * 56 + 4096 * 72 + 63 * 36 + 256 * 80 + 1024 * 32 + 1024 * 48);
+  CHECK_EQ_U64(n, 45 + 64 + (8 + 86) + 4 * 16 + 6 * 16 + 64 * 84 + 256 * 80 + 8192 * 96 +
+                      4096 * 56 + 4096 * 80 + 63 * 36 + 256 * 80 + 1024 * 32 + 1024 * 48 + 63 * 52);
   char err[256] = "";
   int rc = nt_snapshot_decode(big, n, d, err, sizeof err);
   free(big);
@@ -124,6 +131,7 @@ static void check_prefixes(const uint8_t *msg, size_t n, nt_snapshot *d) {
     CHECK(err[0] != '\0');
     CHECK(d->ncomms == 0 && d->nproxy == 0 && d->nchannels == 0 && d->nkernels == 0);
     CHECK(d->nops == 0 && d->nphases == 0 && d->noplog == 0 && d->nseq == 0 && d->nnet == 0);
+    CHECK(d->nvariants == 0);
     CHECK(d->process.events == 0 && d->process.phase == 0);
   }
 }
@@ -185,7 +193,7 @@ static void unknown_major_version_is_rejected_by_name(void) {
 
 /* A message of a newer minor: longer header, longer records and process
  * counters, unknown flags and unknown sections (one of them the next type
- * number): decoded as 1.1 plus the minor number. */
+ * number): decoded as this version plus the minor number. */
 static void newer_minor_extensions_are_skipped(void) {
   nt_snapshot *s = sample(), *d = nt_snapshot_new();
   CHECK(s && d);
@@ -203,9 +211,9 @@ static void newer_minor_extensions_are_skipped(void) {
   /* Sections in another order than the encoder's are fine too, as long as
    * the comm table precedes the rows. */
   layout l2 = default_layout();
-  static const int order[] = {2, 10, 5, 4, 1, 7, 3, 9, 6, 8};
+  static const int order[] = {2, 10, 5, 4, 11, 1, 7, 3, 9, 6, 8};
   memcpy(l2.order, order, sizeof order);
-  l2.norder = 10;
+  l2.norder = 11;
   build(&wb, s, &l2);
   CHECK_DECODE_OK(d);
   CHECK(same_snapshot(s, d));
@@ -296,8 +304,8 @@ static void counts_over_limits_are_rejected(void) {
   snprintf(want, sizeof want, "section 5: length %zu exceeds the %zu bytes left", left + 1, left);
   CHECK_DECODE_ERR(d, want);
   build(&wb, s, &l);
-  patch(&wb, l.at[10] + 4, 8 + 4 * 48 + 3, 4);
-  CHECK_DECODE_ERR(d, "section 10: length 203 exceeds the 200 bytes left");
+  patch(&wb, l.at[11] + 4, 8 + 5 * 52 + 3, 4);
+  CHECK_DECODE_ERR(d, "section 11: length 271 exceeds the 268 bytes left");
   nt_snapshot_free(s);
   nt_snapshot_free(d);
 }
@@ -306,15 +314,15 @@ static void duplicate_missing_and_misplaced_sections_are_rejected(void) {
   nt_snapshot *s = sample(), *d = nt_snapshot_new();
   CHECK(s && d);
   static const struct {
-    int order[12], norder;
+    int order[16], norder;
     const char *err;
   } cases[] = {
-      {{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 2}, 11, "comm section appears twice"},
-      {{1, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10}, 11, "process section appears twice"},
-      {{1, 2, 3, 4, 6, 7, 8, 9, 10}, 9, "kernel section missing"},
-      {{2, 3, 4, 5, 6, 7, 8, 9, 10}, 9, "process section missing"},
-      {{1, 4, 2, 3, 5, 6, 7, 8, 9, 10}, 10, "channel section before the comm section"},
-      {{1, 3, 2, 4, 5, 6, 7, 8, 9, 10}, 10, "proxy section before the comm section"},
+      {{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 2}, 12, "comm section appears twice"},
+      {{1, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}, 12, "process section appears twice"},
+      {{1, 2, 3, 4, 6, 7, 8, 9, 10, 11}, 10, "kernel section missing"},
+      {{2, 3, 4, 5, 6, 7, 8, 9, 10, 11}, 10, "process section missing"},
+      {{1, 4, 2, 3, 5, 6, 7, 8, 9, 10, 11}, 11, "channel section before the comm section"},
+      {{1, 3, 2, 4, 5, 6, 7, 8, 9, 10, 11}, 11, "proxy section before the comm section"},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     layout l = default_layout();
@@ -385,10 +393,11 @@ static void encoder_refuses_small_buffers_and_oversized_tables(void) {
   CHECK(nt_snapshot_encode(s, NULL, sizeof enc) == 0);
   /* One row over any table's limit. */
   uint32_t *counts[] = {&s->ncomms,  &s->nproxy, &s->nchannels, &s->nkernels, &s->nops,
-                        &s->nphases, &s->noplog, &s->nseq,      &s->nnet};
+                        &s->nphases, &s->noplog, &s->nseq,      &s->nnet,     &s->nvariants};
   static const uint32_t limits[] = {NT_MAX_COMMS,       NT_MAX_PROXY_THREADS, NT_MAX_CHANNEL_ROWS,
                                     NT_MAX_KERNEL_ROWS, NT_MAX_OP_ROWS,       NT_MAX_PHASES,
-                                    NT_MAX_OPLOG,       NT_MAX_SEQ_ROWS,      NT_MAX_NET_ROWS};
+                                    NT_MAX_OPLOG,       NT_MAX_SEQ_ROWS,      NT_MAX_NET_ROWS,
+                                    NT_MAX_VARIANTS};
   static uint8_t big[1 << 21];
   for (size_t i = 0; i < sizeof limits / sizeof limits[0]; i++) {
     uint32_t keep = *counts[i];
@@ -407,11 +416,12 @@ static void clear_keeps_the_header_and_empties_the_tables(void) {
   nt_snapshot_clear(s);
   CHECK(s->ncomms == 0 && s->nproxy == 0 && s->nchannels == 0 && s->nkernels == 0);
   CHECK(s->nops == 0 && s->nphases == 0 && s->noplog == 0 && s->nseq == 0 && s->nnet == 0);
+  CHECK(s->nvariants == 0);
   CHECK(s->process.events == 0 && s->process.abi_version == 0);
   CHECK(s->process.dropped_ops == 0 && s->process.net_events == 0 && s->process.phase == 0);
   CHECK(s->pid == 4242 && s->seq == 0x0102030405060708ull);
   CHECK(s->comms && s->proxy && s->channels && s->kernels);
-  CHECK(s->ops && s->phases && s->oplog && s->seq_rows && s->net);
+  CHECK(s->ops && s->phases && s->oplog && s->seq_rows && s->net && s->variants);
   nt_snapshot_free(s);
   nt_snapshot_free(NULL);
   nt_snapshot_clear(NULL);

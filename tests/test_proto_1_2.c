@@ -26,7 +26,8 @@ static void the_new_fields_sit_at_their_documented_offsets(void) {
   for (uint32_t i = 0; i < s->noplog; i++) {
     const uint8_t *r = t + 16 + i * 80;
     CHECK(r[64] == s->oplog[i].run_state && r[65] == s->oplog[i].flags);
-    for (int k = 66; k < 72; k++) CHECK(r[k] == 0);
+    CHECK(r[66] == s->oplog[i].variant); /* reserved in 1.2 and 1.3: test_proto_1_4.c */
+    for (int k = 67; k < 72; k++) CHECK(r[k] == 0);
     CHECK(rd(r + 72, 8) == s->oplog[i].progress_age_ns);
   }
   nt_snapshot_free(s);
@@ -116,7 +117,8 @@ static void reserved_bytes_of_1_2_are_ignored(void) {
   layout l = default_layout();
   build(&wb, s, &l);
   for (size_t k = 89; k < 92; k++) wb.b[record_at(&wb, &l, SEC_CHANNEL, 1, k)] = 0xAB;
-  for (size_t k = 66; k < 72; k++) wb.b[record_at(&wb, &l, SEC_OPLOG, 2, k)] = 0xAB;
+  /* Byte 66 is 1.4's variant (test_proto_1_4.c); 67 to 71 stay reserved. */
+  for (size_t k = 67; k < 72; k++) wb.b[record_at(&wb, &l, SEC_OPLOG, 2, k)] = 0xAB;
   CHECK_DECODE_OK(d);
   CHECK(same_snapshot(s, d));
   nt_snapshot_free(s);

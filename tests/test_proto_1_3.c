@@ -22,9 +22,9 @@ static void the_new_fields_sit_at_their_documented_offsets(void) {
   }
   CHECK(s->kernels[0].phase_ns[NT_KPHASE_COMPUTE] != 0 && s->kernels[1].phase_ns[0] == 0);
   t = enc + l.at[SEC_OPS];
-  CHECK(rd(t + 12, 2) == 72);
+  CHECK(rd(t + 12, 2) == 80); /* 72 in 1.3; 1.4 appended 8 bytes */
   for (uint32_t i = 0; i < s->nops; i++) {
-    const uint8_t *r = t + 16 + i * 72;
+    const uint8_t *r = t + 16 + i * 80;
     CHECK(rd(r + 56, 8) == s->ops[i].sync_ns && rd(r + 64, 8) == s->ops[i].compute_ns);
   }
   t = enc + l.at[SEC_PHASE];

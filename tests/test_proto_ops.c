@@ -33,15 +33,16 @@ static void new_fields_sit_at_their_documented_offsets(void) {
   static const struct {
     int type;
     uint32_t reclen;
-  } sizes[] = {{SEC_OPS, 72}, {SEC_PHASE, 36}, {SEC_OPLOG, 80}, {SEC_SEQ, 32}, {SEC_NET, 48}};
-  const uint32_t counts[] = {s->nops, s->nphases, s->noplog, s->nseq, s->nnet};
-  for (int i = 0; i < 5; i++) {
+  } sizes[] = {{SEC_OPS, 80}, {SEC_PHASE, 36}, {SEC_OPLOG, 80},
+               {SEC_SEQ, 32}, {SEC_NET, 48},   {SEC_VARIANT, 52}};
+  const uint32_t counts[] = {s->nops, s->nphases, s->noplog, s->nseq, s->nnet, s->nvariants};
+  for (int i = 0; i < 6; i++) {
     p = enc + l.at[sizes[i].type];
     CHECK(rd(p, 2) == (uint64_t)sizes[i].type && rd(p + 2, 2) == 0);
     CHECK(rd(p + 4, 4) == 8 + counts[i] * sizes[i].reclen);
     CHECK(rd(p + 8, 4) == counts[i] && rd(p + 12, 2) == sizes[i].reclen && rd(p + 14, 2) == 0);
   }
-  r = enc + l.at[SEC_OPS] + 16 + 2 * 72; /* ops row 2 */
+  r = enc + l.at[SEC_OPS] + 16 + 2 * 80; /* ops row 2 */
   CHECK(rd(r, 2) == s->ops[2].comm_index && r[3] == NT_FUNC_ALLGATHER && r[6] == s->ops[2].bucket);
   CHECK(rd(r + 24, 8) == s->ops[2].done && rd(r + 48, 8) == s->ops[2].gpu_done);
   r = enc + l.at[SEC_PHASE] + 16 + 1 * 36; /* phase row 1 */
@@ -81,7 +82,7 @@ static void a_1_0_message_decodes_with_empty_1_1_fields(void) {
   CHECK(wb.b[6] == 0 && wb.b[7] == 0);
   CHECK(rd(wb.b + l.at[SEC_PROCESS] + 4, 4) == 61);
   CHECK(rd(wb.b + reclen_at(&l, SEC_COMM), 2) == 36);
-  CHECK(l.at[SEC_OPS] == 0 && l.at[SEC_NET] == 0); /* not written */
+  CHECK(l.at[SEC_OPS] == 0 && l.at[SEC_NET] == 0 && l.at[SEC_VARIANT] == 0); /* not written */
   CHECK_DECODE_OK(d);
   CHECK(d->major == 1 && d->minor == 0);
   CHECK(same_snapshot(want, d));
@@ -129,7 +130,7 @@ static void a_1_1_message_needs_every_1_1_part(void) {
                                         "net section missing"};
   for (int t = SEC_OPS; t <= SEC_NET; t++) {
     layout l = default_layout();
-    for (int k = 1; k <= SEC_NET; k++)
+    for (int k = 1; k <= SEC_VARIANT; k++)
       if (k != t) l.order[l.norder++] = k;
     build(&wb, s, &l);
     CHECK_DECODE_ERR(d, missing[t - SEC_OPS]);
@@ -187,7 +188,7 @@ static void new_counts_and_record_lengths_are_checked(void) {
       {SEC_SEQ, NT_MAX_SEQ_ROWS + 1, "seq section: count 1025 exceeds limit 1024"},
       {SEC_NET, NT_MAX_NET_ROWS + 1, "net section: count 1025 exceeds limit 1024"},
       {SEC_NET, 0xFFFFFFFFu, "net section: count 4294967295 exceeds limit 1024"},
-      {SEC_OPS, NT_FUNC_COUNT + 1, "ops section: 13 records of 72 bytes exceed its 864 bytes"},
+      {SEC_OPS, NT_FUNC_COUNT + 1, "ops section: 13 records of 80 bytes exceed its 960 bytes"},
       {SEC_PHASE, 5, "phase section: 5 records of 36 bytes exceed its 144 bytes"},
       {SEC_OPLOG, 14, "oplog section: 14 records of 80 bytes exceed its 1040 bytes"},
       {SEC_SEQ, 6, "seq section: 6 records of 32 bytes exceed its 160 bytes"},
@@ -203,7 +204,7 @@ static void new_counts_and_record_lengths_are_checked(void) {
     uint16_t reclen;
     const char *err;
   } lens[] = {
-      {SEC_OPS, 71, "ops section: record length 71 is shorter than 72"},
+      {SEC_OPS, 79, "ops section: record length 79 is shorter than 80"},
       {SEC_PHASE, 35, "phase section: record length 35 is shorter than 36"},
       {SEC_OPLOG, 79, "oplog section: record length 79 is shorter than 80"},
       {SEC_SEQ, 31, "seq section: record length 31 is shorter than 32"},
