@@ -130,6 +130,22 @@ __attribute__((unused)) static int ph_latest(ph_t *h) {
   return 0;
 }
 
+/* Fresh plugin, one communicator `name` (rank 1 of `nranks`) initialised
+ * through ncclProfiler_v7 (*v7) with `mask`, a subscribed SUB socket and
+ * the first snapshot in: the context, NULL if any of it failed. */
+__attribute__((unused)) static void *ph_setup_v7(ph_t *h, const nt_profiler_v7 **v7, uint64_t hash,
+                                                 const char *name, int nranks, int mask) {
+  memset(h, 0, sizeof *h);
+  ph_now = 1;
+  if (ph_setup_dir(h) != 0 || ph_load(h) != 0) return NULL;
+  *v7 = dlsym(h->lib, "ncclProfiler_v7");
+  void *ctx = NULL;
+  if (!*v7 || (*v7)->init(&ctx, hash, &h->mask, name, 1, nranks, 0, NULL) != 0) return NULL;
+  h->set_mask(mask);
+  if (!ctx || ph_subscribe(h) != 0 || ph_next_snapshot(h, 5000) != 0) return NULL;
+  return ctx;
+}
+
 /* Fresh plugin, one communicator, a subscribed SUB socket and the first
  * snapshot in: the communicator's context, NULL if any of it failed. */
 __attribute__((unused)) static void *ph_setup(ph_t *h, uint64_t hash, int rank, int nranks) {

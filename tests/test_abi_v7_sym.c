@@ -18,15 +18,7 @@ static ph_t H;
 static const nt_profiler_v7 *V7;
 
 static void *setup(int mask) {
-  memset(&H, 0, sizeof H);
-  ph_now = 1;
-  if (ph_setup_dir(&H) != 0 || ph_load(&H) != 0) return NULL;
-  V7 = dlsym(H.lib, "ncclProfiler_v7");
-  void *ctx = NULL;
-  if (!V7 || V7->init(&ctx, HASH, &H.mask, "sym-comm", 1, 8, 0, NULL) != 0) return NULL;
-  H.set_mask(mask);
-  if (!ctx || ph_subscribe(&H) != 0 || ph_next_snapshot(&H, 5000) != 0) return NULL;
-  return ctx;
+  return ph_setup_v7(&H, &V7, HASH, "sym-comm", 8, mask);
 }
 
 static void *start(void *ctx, nt_descr_v7 *d) {
