@@ -15,10 +15,11 @@ static void stats_section(nt_screen *s, int *y, int *n) {
   char line[512], size[32], avg[32];
   uint32_t ns = f->nstats;
   /* At 80 columns: what ran, at what size, with which algorithm and
-   * protocol, how often, how long, how fast. */
+   * protocol, how often, how long, how fast. The algorithm column holds
+   * NCCL 2.31's longest symmetric kernel, "sym:RSxTmaLD_AGxTmaST". */
   static const nt_list_col cols[] = {
       {"COMMUNICATOR", 14, 3, false}, {"FUNCTION", 13, 0, false},       {"SIZE", 9, 0, false},
-      {"ALGORITHM", 14, 0, false},    {"PROTO", 6, 0, false},           {"COUNT", 7, 1, true},
+      {"ALGORITHM", 21, 0, false},    {"PROTO", 6, 0, false},           {"COUNT", 7, 1, true},
       {"DONE", 7, 3, true},           {"AVG TIME", 10, 0, true},        {"ALGBW", 8, 2, true},
       {"BUSBW", 8, 0, true},          {"  PREVIOUS RUN", 26, 4, false},
   };
@@ -118,7 +119,7 @@ static void recent_section(nt_screen *s, int *y, int *n) {
   /* At 80 columns: which rank, what, how big, in what state, how old. */
   static const nt_list_col cols[] = {
       {"RANK", 11, 0, false}, {"HOST:PID", 22, 2, false}, {"FUNCTION", 13, 0, false},
-      {"SEQ", 7, 3, true},    {"SIZE", 10, 1, true},      {"ALGO/PROTO", 17, 3, false},
+      {"SEQ", 7, 3, true},    {"SIZE", 10, 1, true},      {"ALGO/PROTO", 21, 3, false},
       {"CH", 4, 4, true},     {"PHASE", 12, 3, false},    {"STATE", 9, 0, false},
       {"AGE", 9, 0, true},    {"DURATION", 10, 1, true},
   };
