@@ -132,7 +132,8 @@ tsan: deps
 	$(MAKE) BUILD=build/tsan SAN=thread build/tsan/libnccl-profiler-nccltop.so \
 	  build/tsan/tests/libnccl-profiler-nccltop-test.so build/tsan/tests/test_plugin \
 	  build/tsan/tests/test_plugin_v3 build/tsan/tests/test_plugin_neverstop \
-	  build/tsan/tests/test_plugin_runstate build/tsan/tests/test_chain build/tsan/tests/test_chain_sim \
+	  build/tsan/tests/test_plugin_runstate build/tsan/tests/test_plugin_abort build/tsan/tests/test_chain \
+	  build/tsan/tests/test_chain_sim \
 	  build/tsan/nccltop \
 	  build/tsan/tests/test_exporter \
 	  $(patsubst %,build/tsan/tests/lib%.so,recorder recorder7 recorder_v3 recorder_v4 chain_refuser chain_noop)
@@ -140,6 +141,7 @@ tsan: deps
 	TSAN_OPTIONS="halt_on_error=1 suppressions=tests/tsan.supp" build/tsan/tests/test_plugin_v3
 	TSAN_OPTIONS="halt_on_error=1 suppressions=tests/tsan.supp" build/tsan/tests/test_plugin_neverstop
 	TSAN_OPTIONS="halt_on_error=1 suppressions=tests/tsan.supp" build/tsan/tests/test_plugin_runstate
+	TSAN_OPTIONS="halt_on_error=1 suppressions=tests/tsan.supp" build/tsan/tests/test_plugin_abort
 	TSAN_OPTIONS="halt_on_error=1 suppressions=$(CURDIR)/tests/tsan.supp" build/tsan/tests/test_exporter
 	TSAN_OPTIONS="halt_on_error=1 suppressions=$(CURDIR)/tests/tsan.supp" build/tsan/tests/test_chain
 	TSAN_OPTIONS="halt_on_error=1 suppressions=$(CURDIR)/tests/tsan.supp" build/tsan/tests/test_chain_sim

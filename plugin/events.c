@@ -82,10 +82,27 @@ static struct nt_kernel_row *kernel_row(struct nt_thread *t, struct nt_context *
   return NULL;
 }
 
+/* A kernel event NCCL will never stop: its communicator was finalized
+ * mid-kernel (an abort: 2.31's profiler thread drops its KernelCh work,
+ * older proxy threads leave their loop) and its operation has been retired
+ * without it (retire.c `orphaned`), or it has none. Its slot is taken back
+ * and its handle goes stale (K3). */
+static bool kevent_dead(const struct nt_kernel_event *e) {
+  if (atomic_load_explicit(&e->ctx->live, memory_order_relaxed)) return false;
+  return !e->task || (atomic_load_explicit(&e->task->st, memory_order_relaxed) & NT_TS_RETIRING);
+}
+
 static struct nt_kernel_event *kevent_alloc(struct nt_thread *t) {
   for (uint32_t i = 0; i < NT_POOL_PROBES; i++) {
     struct nt_kernel_event *e = &t->kevents[t->event_cursor++ % NT_EVENTS_PER_THREAD];
     if (!atomic_load_explicit(&e->in_use, memory_order_acquire)) return e;
+    if (kevent_dead(e)) {
+      e->faces[e->cur_face].self = NULL;
+      e->ph.self = NULL;
+      if (e->task) nt_task_detach(e->task, nt_clock_ns(), true, 0);
+      e->task = NULL;
+      return e;
+    }
   }
   return NULL;
 }

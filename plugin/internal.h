@@ -174,6 +174,10 @@ struct nt_task {
   _Atomic uint8_t unreported;
   _Atomic uint32_t kernel_children; /* KernelCh children seen (K3: expected nchannels) */
   uint8_t kwait, seen_kch;          /* publisher only: sweeps waiting for KernelCh */
+  /* Publisher only: sweeps its finalized communicator has left it with
+   * children NCCL will never stop (an abort), and whether it was retired
+   * with them still attached (retire.c `orphaned`). */
+  uint8_t orphan_wait, orphan;
   struct nt_context *ctx;
   int32_t root_peer;
   uint64_t seq, count, bytes, enqueue_ns;

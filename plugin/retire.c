@@ -34,6 +34,9 @@
  * its stream), and after the last one came. */
 #define NO_KERNEL_SWEEPS  250
 #define KERNEL_LAG_SWEEPS 10
+/* Sweeps a stopped operation of a finalized communicator waits for the
+ * children still open before it is retired without them (`orphaned`). */
+#define ORPHAN_SWEEPS 10
 
 struct stat_row {
   uint64_t key;
@@ -154,15 +157,39 @@ static void fill_log(nt_oplog_row *r, const struct nt_task *k) {
   r->bytes = k->bytes;
 }
 
-static void retire(struct nt_task *k) {
-  uint32_t expect = NT_TS_LIVE | NT_TS_STOPPED;
+/* An orphan (`orphaned`) keeps its children's references: it becomes
+ * RETIRING with them, so no child attaches any more and its slot is not
+ * reused while one still points at it. False if it is not to be retired. */
+static bool retiring(struct nt_task *k) {
+  uint32_t st = NT_TS_LIVE | NT_TS_STOPPED;
   /* A child that attached since the sweep looked keeps it alive. */
-  if (!atomic_compare_exchange_strong_explicit(&k->st, &expect, NT_TS_RETIRING,
-                                               memory_order_acq_rel, memory_order_relaxed))
-    return;
+  if (!k->orphan)
+    return atomic_compare_exchange_strong_explicit(&k->st, &st, NT_TS_RETIRING,
+                                                   memory_order_acq_rel, memory_order_relaxed);
+  st = atomic_load_explicit(&k->st, memory_order_acquire);
+  do {
+    if ((st & ~NT_TS_REFS) != (NT_TS_LIVE | NT_TS_STOPPED)) {
+      k->orphan = 0;
+      return false;
+    }
+  } while (!atomic_compare_exchange_weak_explicit(&k->st, &st, NT_TS_RETIRING | (st & NT_TS_REFS),
+                                                  memory_order_acq_rel, memory_order_acquire));
+  return true;
+}
+
+/* The slot of a retired task is free again; an orphan's only once its last
+ * child let go (nt_retire_sweep). */
+static void release(struct nt_task *k) {
+  bool orphan = k->orphan;
+  k->orphan_wait = 0;
+  if (!orphan) atomic_store_explicit(&k->st, 0, memory_order_release);
+}
+
+static void retire(struct nt_task *k) {
+  if (!retiring(k)) return;
   if (atomic_load_explicit(&k->superseded, memory_order_relaxed)) {
     /* A Broadcast counted from its CollApi whose Coll came (api_ops.c). */
-    atomic_store_explicit(&k->st, 0, memory_order_release);
+    release(k);
     return;
   }
   struct nt_context *c = k->ctx;
@@ -171,10 +198,11 @@ static void retire(struct nt_task *k) {
   uint32_t children = atomic_load_explicit(&k->children, memory_order_relaxed);
   uint64_t last = atomic_load_explicit(&k->last_stop_ns, memory_order_relaxed);
   uint64_t gpu = atomic_load_explicit(&k->gpu_ns, memory_order_relaxed);
-  bool untimed = atomic_load_explicit(&k->untimed, memory_order_relaxed);
+  bool untimed = atomic_load_explicit(&k->untimed, memory_order_relaxed) || k->orphan;
   /* Only children NCCL never stops (P2): done, but when is not known,
-   * unless kernelch timed it. */
-  bool unreported = atomic_load_explicit(&k->unreported, memory_order_relaxed) && !gpu;
+   * unless kernelch timed it. An orphan's end is not known at all. */
+  bool unreported =
+      (atomic_load_explicit(&k->unreported, memory_order_relaxed) && !gpu) || k->orphan;
   if (R.last_done_gen[ci] != gen) {
     R.last_done_gen[ci] = gen;
     R.last_done_ns[ci] = 0;
@@ -220,7 +248,7 @@ static void retire(struct nt_task *k) {
   e->row.timing = (uint8_t)timing;
   e->row.duration_ns = duration;
   e->row.children = children;
-  atomic_store_explicit(&k->st, 0, memory_order_release); /* the slot is free again */
+  release(k);
 }
 
 static uint64_t order_of(const struct nt_task *k) {
@@ -258,6 +286,27 @@ static bool kernel_wait(struct nt_task *k, bool force) {
   return true;
 }
 
+/* A stopped operation of a finalized communicator with children NCCL will
+ * never stop: the communicator was aborted mid-operation (ncclCommAbort,
+ * ncclCommRevoke, ncclCommShrink with NCCL_SHRINK_ABORT: the proxy thread
+ * leaves its loop with ProxyOps and ProxySteps open, and 2.31's profiler
+ * thread drops its KernelCh work, docs/NCCL-BEHAVIOUR.md A1). After
+ * ORPHAN_SWEEPS (a proxy thread that a live communicator shares may still
+ * stop them late), and at the last sweep, it is retired without them:
+ * done, its end not reported. */
+static bool orphaned(struct nt_task *k, enum nt_sweep how) {
+  if (atomic_load_explicit(&k->ctx->live, memory_order_relaxed)) {
+    k->orphan_wait = 0;
+    return false;
+  }
+  if (how != NT_SWEEP_FINAL && k->orphan_wait < ORPHAN_SWEEPS) {
+    k->orphan_wait++;
+    return false;
+  }
+  k->orphan = 1;
+  return true;
+}
+
 void nt_retire_sweep(uint64_t now, enum nt_sweep how) {
   (void)now;
   bool force = how != NT_SWEEP_TICK;
@@ -269,7 +318,17 @@ void nt_retire_sweep(uint64_t now, enum nt_sweep how) {
     for (uint32_t j = 0; j < hw && j < NT_TASKS_PER_THREAD && ncand < SWEEP_MAX; j++) {
       struct nt_task *k = &t->tasks[j];
       uint32_t st = atomic_load_explicit(&k->st, memory_order_acquire);
-      if ((st & ~NT_TS_REFS) != (NT_TS_LIVE | NT_TS_STOPPED) || (st & NT_TS_REFS)) continue;
+      if (st == NT_TS_RETIRING && k->orphan) {
+        /* An orphan whose last child let go: its slot is free. */
+        k->orphan = 0;
+        atomic_store_explicit(&k->st, 0, memory_order_release);
+        continue;
+      }
+      if ((st & ~NT_TS_REFS) != (NT_TS_LIVE | NT_TS_STOPPED)) continue;
+      if (st & NT_TS_REFS) {
+        if (orphaned(k, how)) R.cand[ncand++] = k;
+        continue;
+      }
       /* A flush does not give up on KernelCh children; the last sweep does. */
       if (kernel_wait(k, how == NT_SWEEP_FINAL)) continue;
       if (atomic_load_explicit(&k->children, memory_order_relaxed)) {
