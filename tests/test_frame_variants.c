@@ -29,11 +29,13 @@ static nt_snapshot *snap(uint32_t pid, int32_t r) {
   s->ncomms = 1;
   s->comms[0] = (nt_comm_row){.comm_hash = HASH, .rank = r, .nranks = 2, .nnodes = 1};
   uint8_t agxll = r == 0 ? 1 : 2, rsxld = r == 0 ? 2 : 1;
-  s->nvariants = 3;
+  s->nvariants = 4;
   s->variants[0] = (nt_variant_row){.id = agxll, .name = "AllReduce_AGxLL_R"};
   s->variants[1] = (nt_variant_row){.id = rsxld, .name = "AllReduce_RSxLD_AGxST"};
   s->variants[2] = (nt_variant_row){.id = 3, .name = "AllGather_\x1b[2J\x07"};
-  s->nops = 4;
+  /* NCCL 2.31's longest: its label fills the widest algorithm column */
+  s->variants[3] = (nt_variant_row){.id = 4, .name = "AllReduce_RSxTmaLD_AGxTmaST"};
+  s->nops = 5;
   s->ops[0] = (nt_op_row){.kind = NT_OP_COLL,
                           .func = NT_FUNC_ALLREDUCE,
                           .algo = NT_ALGO_OTHER,
@@ -76,6 +78,18 @@ static nt_snapshot *snap(uint32_t pid, int32_t r) {
                           .variant = 3,
                           .count = 1,
                           .bytes = 1024};
+  s->ops[4] = (nt_op_row){.kind = NT_OP_COLL,
+                          .func = NT_FUNC_ALLREDUCE,
+                          .algo = NT_ALGO_OTHER,
+                          .proto = NT_PR_NONE,
+                          .bucket = 26,
+                          .variant = 4,
+                          .count = 1,
+                          .bytes = 1 << 26,
+                          .done = 1,
+                          .done_bytes = 1 << 26,
+                          .time_ns = 3000000,
+                          .gpu_done = 1};
   s->noplog = 2;
   s->oplog[0] = (nt_oplog_row){.kind = NT_OP_COLL,
                                .func = NT_FUNC_ALLREDUCE,
@@ -140,7 +154,7 @@ static void stats_are_kept_per_variant_name(void) {
   nt_model *m = job();
   nt_frame *f = nt_frame_new();
   CHECK(m && f && nt_frame_build(f, m, &opts, 2.0) == 0);
-  CHECK_EQ_U64(f->nstats, 4);
+  CHECK_EQ_U64(f->nstats, 5);
   const nt_op_stat *a = stat_of(f, "AllReduce_AGxLL_R", NT_ALGO_OTHER),
                    *b = stat_of(f, "AllReduce_RSxLD_AGxST", NT_ALGO_OTHER),
                    *ring = stat_of(f, "", NT_ALGO_RING);
@@ -243,7 +257,7 @@ static void the_collectives_view_shows_the_variant(void) {
   static nt_screen scr;
   static nt_options so;
   bool ok = term && resizeterm(60, 200) == OK;
-  char stat[256] = "", recent[256] = "", ring[256] = "";
+  char stat[256] = "", recent[256] = "", ring[256] = "", longest[256] = "";
   if (ok) {
     nt_options_defaults(&so);
     so.color = false;
@@ -254,7 +268,7 @@ static void the_collectives_view_shows_the_variant(void) {
     scr.view = NT_VIEW_OPS;
     nt_screen_draw(&scr);
     ok = view_line("sym:AGxLL_R", stat, 200) && view_line("node1:201", recent, 200) &&
-         view_line("RING", ring, 200);
+         view_line("RING", ring, 200) && view_line("sym:RSxTmaLD_AGxTmaST ", longest, 200);
   }
   if (term) {
     endwin();

@@ -9,20 +9,32 @@
 
 #include "screen.h"
 
+/* The width an algorithm column needs for a variant's label, at least
+ * `have` and at most 21. */
+static int algo_width(int have, const char *variant) {
+  char lab[NT_MAX_VARIANT + 8];
+  int need = variant[0] ? (int)strlen(nt_algo_label(0, variant, true, lab, sizeof lab)) : 0;
+  if (need > 21) need = 21;
+  return need > have ? need : have;
+}
+
 static void stats_section(nt_screen *s, int *y, int *n) {
   const nt_frame *f = s->f;
   bool prev = f->have_run_prev;
   char line[512], size[32], avg[32];
   uint32_t ns = f->nstats;
   /* At 80 columns: what ran, at what size, with which algorithm and
-   * protocol, how often, how long, how fast. The algorithm column holds
-   * NCCL 2.31's longest symmetric kernel, "sym:RSxTmaLD_AGxTmaST". */
-  static const nt_list_col cols[] = {
+   * protocol, how often, how long, how fast. */
+  nt_list_col cols[] = {
       {"COMMUNICATOR", 14, 3, false}, {"FUNCTION", 13, 0, false},       {"SIZE", 9, 0, false},
-      {"ALGORITHM", 21, 0, false},    {"PROTO", 6, 0, false},           {"COUNT", 7, 1, true},
+      {"ALGORITHM", 14, 0, false},    {"PROTO", 6, 0, false},           {"COUNT", 7, 1, true},
       {"DONE", 7, 3, true},           {"AVG TIME", 10, 0, true},        {"ALGBW", 8, 2, true},
       {"BUSBW", 8, 0, true},          {"  PREVIOUS RUN", 26, 4, false},
   };
+  /* NCCL 2.31's symmetric kernels have longer names ("sym:RSxLD_AGxST",
+   * up to 21 characters): the column grows to the longest one shown. */
+  for (uint32_t i = 0; i < ns; i++)
+    cols[3].width = algo_width(cols[3].width, f->stats[i].st.variant);
   int nc = prev ? 11 : 10;
   bool keep[11];
   nt_list_fit(cols, nc, 0, s->cols, keep);
@@ -117,13 +129,14 @@ static void recent_section(nt_screen *s, int *y, int *n) {
   uint32_t nr = f->nrecent;
   nt_scroll_line(s, y, n, 0, "");
   /* At 80 columns: which rank, what, how big, in what state, how old. */
-  static const nt_list_col cols[] = {
+  nt_list_col cols[] = {
       {"RANK", 11, 0, false}, {"HOST:PID", 22, 2, false}, {"FUNCTION", 13, 0, false},
-      {"SEQ", 7, 3, true},    {"SIZE", 10, 1, true},      {"ALGO/PROTO", 21, 3, false},
+      {"SEQ", 7, 3, true},    {"SIZE", 10, 1, true},      {"ALGO/PROTO", 17, 3, false},
       {"CH", 4, 4, true},     {"PHASE", 12, 3, false},    {"STATE", 9, 0, false},
       {"AGE", 9, 0, true},    {"DURATION", 10, 1, true},
   };
   enum { NC = sizeof cols / sizeof cols[0] };
+  for (uint32_t i = 0; i < nr; i++) cols[5].width = algo_width(cols[5].width, f->recent[i].variant);
   bool keep[NC];
   nt_list_fit(cols, NC, 1, s->cols, keep);
   nt_scroll_line(s, y, n, A_BOLD, nt_list_line(line, sizeof line, cols, NC, keep, NULL));
