@@ -345,9 +345,11 @@ void nt_batch_ops_text(FILE *out, const nt_frame *f) {
     fprintf(out, "%016llx %-13s %-11s %-14s %-7s %8llu %8llu %10s %9s %9s\n",
             (unsigned long long)r->comm_hash, nt_func_name(r->func),
             nt_fmt_bucket(r->bucket, size, sizeof size),
-            plain ? nt_algo_label(r->algo, r->variant, false, lab, sizeof lab) : src,
-            plain && !r->variant[0] ? nt_proto_name(r->proto) : "-", (unsigned long long)r->count,
-            (unsigned long long)r->done, t[0], t[1], t[2]);
+            r->kind == NT_OP_P2P ? "-"
+            : plain              ? nt_algo_label(r->algo, r->variant, false, lab, sizeof lab)
+                                 : src,
+            plain && r->kind != NT_OP_P2P && !r->variant[0] ? nt_proto_name(r->proto) : "-",
+            (unsigned long long)r->count, (unsigned long long)r->done, t[0], t[1], t[2]);
   }
   const nt_phase_stat *ph = f->phases;
   uint32_t np = f->nphases;
