@@ -24,13 +24,15 @@
 
 /* A job: n ranks, rank r on host[r] (pid 100 + r); in round k (at t = 1 +
  * k) rank r has launched 10 + min(k, stop[r]) AllReduce; rank r publishes
- * no more after round quiet[r] (NEVER: to the end). With `two_comms`, each
- * process has a rank in a second communicator too, which keeps pace. */
+ * no more after round quiet[r] (NEVER: to the end). With `allgather`, it
+ * has launched 30 + min(k, stop_ag[r]) AllGather too. With `two_comms`,
+ * each process has a rank in a second communicator too, which keeps
+ * pace. */
 typedef struct {
   int n;
   const char *host[MAXR];
-  int stop[MAXR], quiet[MAXR];
-  bool two_comms;
+  int stop[MAXR], stop_ag[MAXR], quiet[MAXR];
+  bool allgather, two_comms;
 } job;
 
 static job plain(int n, int per_host) {
@@ -38,7 +40,7 @@ static job plain(int n, int per_host) {
   job j = {.n = n};
   for (int r = 0; r < n; r++) {
     j.host[r] = hosts[r / per_host];
-    j.stop[r] = j.quiet[r] = NEVER;
+    j.stop[r] = j.stop_ag[r] = j.quiet[r] = NEVER;
   }
   return j;
 }
@@ -53,14 +55,17 @@ static nt_snapshot *snap(const job *j, int r, uint64_t k) {
   s->interval_ms = 100;
   s->ncomms = 1;
   s->comms[0] = (nt_comm_row){.comm_hash = HASH, .rank = r, .nranks = j->n, .nnodes = 4};
-  s->nseq = 1;
   uint64_t upto = k < (uint64_t)j->stop[r] ? k : (uint64_t)j->stop[r];
-  s->seq_rows[0] = (nt_seq_row){.func = NT_FUNC_ALLREDUCE, .launched = 10 + upto};
+  s->seq_rows[s->nseq++] = (nt_seq_row){.func = NT_FUNC_ALLREDUCE, .launched = 10 + upto};
+  if (j->allgather) {
+    upto = k < (uint64_t)j->stop_ag[r] ? k : (uint64_t)j->stop_ag[r];
+    s->seq_rows[s->nseq++] = (nt_seq_row){.func = NT_FUNC_ALLGATHER, .launched = 30 + upto};
+  }
   if (j->two_comms) {
     s->ncomms = 2;
     s->comms[1] = (nt_comm_row){.comm_hash = HASH + 1, .rank = r, .nranks = j->n, .nnodes = 4};
-    s->nseq = 2;
-    s->seq_rows[1] = (nt_seq_row){.comm_index = 1, .func = NT_FUNC_ALLGATHER, .launched = 20 + k};
+    s->seq_rows[s->nseq++] =
+        (nt_seq_row){.comm_index = 1, .func = NT_FUNC_ALLGATHER, .launched = 20 + k};
   }
   return s;
 }
@@ -142,6 +147,51 @@ static void a_whole_node_behind_is_one_line(void) {
     CHECK(lists(&p[i], &p[i].rank, 1));
     CHECK(p[i].rank >= 4 && p[i].rank <= 7 && strstr(p[i].text, "is a straggler"));
   }
+  nt_model_free(m);
+}
+
+/* A slow node's ranks are late on the same functions, but each may be
+ * latest on another one at a given moment: still one line, naming the
+ * function the node is latest on. Ranks late on no function in common
+ * (hostB's ranks 4-5 on AllReduce only, 6-7 on AllGather only) stay a line
+ * each. */
+static void a_node_late_on_a_same_function_is_one_line(void) {
+  job j = plain(8, 4);
+  j.allgather = true;
+  j.stop[4] = j.stop[5] = j.stop_ag[6] = j.stop_ag[7] = 0; /* 3 s */
+  j.stop_ag[4] = j.stop_ag[5] = j.stop[6] = j.stop[7] = 1; /* 2 s */
+  nt_model *m = run(&j);
+  nt_alert a[64];
+  uint32_t n = last_alerts(m, a, 64);
+  CHECK_EQ_U64(n, 1);
+  if (n == 1) {
+    CHECK_STR(a[0].text, "node hostB: ranks 4-7/8 (all 4 of its ranks) are 3-4 AllReduce launches "
+                         "behind the others for 3.00s (and on other functions); the others wait "
+                         "for this node");
+    CHECK(lists(&a[0], (const int32_t[]){4, 5, 6, 7}, 4));
+    CHECK_EQ_U64(a[0].count, 7); /* 4 AllReduce + 3 AllGather */
+    CHECK_EQ_U64(a[0].func, NT_FUNC_ALLREDUCE);
+  }
+  nt_model_free(m);
+  /* Late on AllGather only from round 2 (1 s late: not yet): the line
+   * says AllReduce, where the node is 3 s late. */
+  for (int r = 4; r < 8; r++) j.stop[r] = 0, j.stop_ag[r] = NEVER;
+  j.stop_ag[6] = 2;
+  m = run(&j);
+  n = last_alerts(m, a, 64);
+  CHECK_EQ_U64(n, 1);
+  if (n == 1)
+    CHECK_STR(a[0].text, "node hostB: ranks 4-7/8 (all 4 of its ranks) are 4 AllReduce launches "
+                         "behind the others for 3.00s; the others wait for this node");
+  nt_model_free(m);
+  /* No function in common: four lines. */
+  j.stop[4] = j.stop[5] = j.stop_ag[6] = j.stop_ag[7] = 0;
+  j.stop_ag[4] = j.stop_ag[5] = j.stop[6] = j.stop[7] = NEVER;
+  m = run(&j);
+  n = last_alerts(m, a, 64);
+  CHECK_EQ_U64(n, 4);
+  CHECK_EQ_U64(stragglers(a, n), 4);
+  for (uint32_t i = 0; i < n; i++) CHECK(strstr(a[i].text, "is a straggler") != NULL);
   nt_model_free(m);
 }
 
@@ -378,6 +428,7 @@ static void the_exporter_keeps_a_series_per_rank(void) {
 
 int main(void) {
   TEST_RUN(a_whole_node_behind_is_one_line);
+  TEST_RUN(a_node_late_on_a_same_function_is_one_line);
   TEST_RUN(the_node_line_names_its_communicator);
   TEST_RUN(part_of_a_node_stays_per_rank);
   TEST_RUN(two_slow_nodes_make_two_lines);

@@ -87,7 +87,10 @@ typedef struct {
   int func;       /* the function it is latest on */
   double longest; /* ...how late */
   uint32_t lag;   /* ...operations behind on it */
+  uint32_t mask;  /* every function it is late on: bit (1 << func) */
 } late_info;
+
+_Static_assert(NT_FUNC_COUNT <= 32, "late_info.mask has a bit per function");
 
 /* The rank's lateness; `parts` (NULL: not wanted) gets "2 AllReduce (7 of
  * 9, 3.00s late), ..." for every function it is late on. */
@@ -112,6 +115,7 @@ static late_info late_of(const ctx *c, const rank_info *ri, nt_top_hist *const h
       if (k2 > 0 && (size_t)k2 < cap - used) used += (size_t)k2;
     }
     li.total += lag;
+    li.mask |= 1u << q->func;
     if (late > li.longest) li.longest = late, li.func = q->func, li.lag = lag;
   }
   return li;
@@ -141,8 +145,8 @@ static void straggler(ctx *c, rank_info *ri, nt_top_hist *const hist[NT_FUNC_COU
  * A node that is slow (its CPUs, its data loading, its network) makes
  * every one of its ranks late: when all the ranks of a communicator on one
  * host (two or more, at most NT_ALERT_MAX_RANKS) are late by their launch
- * counts, latest on the same function, one line names the node and its
- * ranks instead of one line per rank. Which ranks are late does not
+ * counts on a same function, one line names the node and its ranks
+ * instead of one line per rank. Which ranks are late does not
  * change, only how they are said; the line ranks as its latest rank. */
 
 typedef struct {
@@ -184,49 +188,89 @@ static void rank_runs(const host_rank *v, uint32_t n, char *buf, size_t cap) {
   }
 }
 
-/* Whether the ranks v[0..n) of one host make a node line: two or more,
- * every one late, latest on the same function. */
-static bool whole_node(const host_rank *v, uint32_t n) {
-  if (n < 2 || n > NT_ALERT_MAX_RANKS || !v[0].host[0]) return false;
-  for (uint32_t k = 0; k < n; k++)
-    if (!v[k].li.total || v[k].li.func != v[0].li.func) return false;
-  return true;
+/* The functions every one of the ranks v[0..n) of one host is late on; 0
+ * (no node line) unless they are two or more, on a known host. A slow
+ * node's ranks are late on the same functions, but not always latest on
+ * the same one (each rank's latest changes from frame to frame). */
+static uint32_t whole_node(const host_rank *v, uint32_t n) {
+  if (n < 2 || n > NT_ALERT_MAX_RANKS || !v[0].host[0]) return 0;
+  uint32_t common = UINT32_MAX;
+  for (uint32_t k = 0; k < n; k++) common &= v[k].li.total ? v[k].li.mask : 0;
+  return common;
 }
 
-static void node_line(ctx *c, const host_rank *v, uint32_t n) {
-  const host_rank *worst = &v[0];
-  uint32_t lag_min = UINT32_MAX, lag_max = 0, total_max = 0;
+/* How late the rank is on function f (0: not late on it), and by how many
+ * operations. */
+static double late_on(const ctx *c, const rank_info *ri, const nt_top_hist *h, int f,
+                      uint32_t *lag) {
+  const nt_snapshot *s = ri->r.proc->cur;
+  double worst = 0;
+  for (uint32_t k = 0; h && k < s->nseq; k++) {
+    const nt_seq_row *q = &s->seq_rows[k];
+    if (q->comm_index != ri->r.comm_index || q->func != f) continue;
+    uint64_t next = 0, top = h->n ? h->top[h->n - 1] : 0;
+    double late = lateness(h, q->launched, c->now_s, &next);
+    if (late * 1e9 < (double)c->stall_ns || late <= worst) continue;
+    worst = late;
+    *lag = (uint32_t)(top - q->launched);
+  }
+  return worst;
+}
+
+/* One line for the node of ranks v[0..n), every one late on each function
+ * of `common`: it names the one of them the node is latest on. */
+static void node_line(ctx *c, const host_rank *v, uint32_t n, uint32_t common,
+                      nt_top_hist *const hist[NT_FUNC_COUNT]) {
+  double longest = 0, f_late = 0; /* over every function; on f */
+  uint32_t total_max = 0, lag_min = UINT32_MAX, lag_max = 0;
+  int f = NT_FUNC_OTHER;
   bool others = false; /* a rank late on other functions too */
   for (uint32_t k = 0; k < n; k++) {
-    const late_info *li = &v[k].li;
-    if (li->longest > worst->li.longest) worst = &v[k];
-    if (li->lag < lag_min) lag_min = li->lag;
-    if (li->lag > lag_max) lag_max = li->lag;
-    if (li->total > total_max) total_max = li->total;
-    others |= li->total > li->lag;
+    if (v[k].li.longest > longest) longest = v[k].li.longest;
+    if (v[k].li.total > total_max) total_max = v[k].li.total;
+  }
+  for (int g = 0; g < NT_FUNC_COUNT; g++) {
+    if (!(common & (1u << g))) continue;
+    double most = 0;
+    uint32_t lag = 0;
+    for (uint32_t k = 0; k < n; k++) {
+      double late = late_on(c, &c->ranks[v[k].i], hist[g], g, &lag);
+      if (late > most) most = late;
+    }
+    if (most > f_late) f_late = most, f = g;
+  }
+  for (uint32_t k = 0; k < n; k++) {
+    uint32_t lag = 0;
+    (void)late_on(c, &c->ranks[v[k].i], hist[f < NT_FUNC_COUNT ? f : 0], f, &lag);
+    if (lag < lag_min) lag_min = lag;
+    if (lag > lag_max) lag_max = lag;
+    others |= (v[k].li.mask & ~(1u << f)) != 0;
   }
   const rank_info *first = &c->ranks[v[0].i];
-  nt_alert *a = al_add(c, NT_ALERT_STRAGGLER, P_STRAGGLER, worst->li.longest, first);
+  /* Ranked as its latest rank. */
+  nt_alert *a = al_add(c, NT_ALERT_STRAGGLER, P_STRAGGLER, longest, first);
   if (!a) return;
-  a->func = worst->li.func;
+  a->func = f;
   a->evidence = NT_EVIDENCE_LAUNCHES;
   a->count = total_max;
-  a->age_s = worst->li.longest;
+  a->age_s = longest;
   for (uint32_t k = 0; k < n; k++) a->ranks[k] = v[k].rank;
   a->nlisted = n;
-  char runs[96], lags[32], comm[64] = "", cl[48];
+  char runs[96], lags[32], comm[64] = "", cl[48], more[64] = "";
   rank_runs(v, n, runs, sizeof runs);
   if (lag_min == lag_max)
     snprintf(lags, sizeof lags, "%u", lag_max);
   else
     snprintf(lags, sizeof lags, "%u-%u", lag_min, lag_max);
   if (c->multi_comm) snprintf(comm, sizeof comm, " in comm %s", al_comm_label(&first->r, cl));
-  const char *fn = nt_func_name(worst->li.func);
+  if (others && longest > f_late)
+    snprintf(more, sizeof more, " (and on other functions, up to %s)", AGE(longest));
+  else if (others)
+    snprintf(more, sizeof more, " (and on other functions)");
   al_say(a,
-         "node %s: ranks %s/%d (all %u of its ranks%s) are %s %s launches behind the others%s for "
-         "%s; the others wait for this node",
-         v[0].host, runs, first->r.nranks, n, comm, lags, fn,
-         others ? " (and behind on other functions)" : "", AGE(worst->li.longest));
+         "node %s: ranks %s/%d (all %u of its ranks%s) are %s %s launches behind the others for "
+         "%s%s; the others wait for this node",
+         v[0].host, runs, first->r.nranks, n, comm, lags, nt_func_name(f), AGE(f_late), more);
 }
 
 /* The late ranks of the communicator of ranks [g, end): one line per node
@@ -250,8 +294,9 @@ static void late_ranks(ctx *c, uint32_t g, uint32_t end, nt_top_hist *const hist
   qsort(v, n, sizeof *v, host_rank_cmp);
   for (uint32_t k = 0, e; k < n; k = e) {
     for (e = k; e < n && !strcmp(v[e].host, v[k].host); e++) continue;
-    if (whole_node(v + k, e - k)) {
-      node_line(c, v + k, e - k);
+    uint32_t common = whole_node(v + k, e - k);
+    if (common) {
+      node_line(c, v + k, e - k, common, hist);
       continue;
     }
     for (uint32_t j = k; j < e; j++)
