@@ -4,8 +4,11 @@
  * and lists its ranks (nt_alert.ranks, JSON "ranks"); ranks of a host that
  * are not all behind, a host with a silent rank, ranks of no known host
  * and a single late rank stay one line per rank, with their text as
- * before; two slow nodes make two lines; a node line ranks as its latest
- * rank; and the Prometheus exporter keeps one straggler series per rank. */
+ * before; two slow nodes make two lines; a node's ranks latest on
+ * different functions but late on a same one are still one line; ranks
+ * placed round-robin are listed as they are; a node line ranks as its
+ * latest rank; and the Prometheus exporter keeps one straggler series per
+ * rank. */
 #include <cjson/cJSON.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,7 +21,7 @@
 #define ROUNDS  5
 #define STALL   1500
 #define NEVER   ROUNDS
-#define MAXR    16
+#define MAXR    64
 #define LAST_T  ((double)ROUNDS) /* the last round's time */
 #define NO_HOST ((const char *)"")
 
@@ -192,6 +195,30 @@ static void a_node_late_on_a_same_function_is_one_line(void) {
   CHECK_EQ_U64(n, 4);
   CHECK_EQ_U64(stragglers(a, n), 4);
   for (uint32_t i = 0; i < n; i++) CHECK(strstr(a[i].text, "is a straggler") != NULL);
+  nt_model_free(m);
+}
+
+/* 64 ranks on 8 nodes of 8, placed round-robin (rank r on gpu-node-00<r %
+ * 8>): node 3 slow gives one line naming its 8 ranks; the rest of the job
+ * says nothing. */
+static void eight_ranks_of_a_node_round_robin(void) {
+  static char names[8][16];
+  job j = plain(64, 64);
+  for (int r = 0; r < 64; r++) {
+    snprintf(names[r % 8], sizeof names[r % 8], "gpu-node-00%d", r % 8);
+    j.host[r] = names[r % 8];
+    if (r % 8 == 3) j.stop[r] = 0;
+  }
+  nt_model *m = run(&j);
+  nt_alert a[64];
+  uint32_t n = last_alerts(m, a, 64);
+  CHECK_EQ_U64(n, 1);
+  if (n == 1) {
+    CHECK_STR(a[0].text, "node gpu-node-003: ranks 3,11,19,27,35,43,51,59/64 (all 8 of its ranks) "
+                         "are 4 AllReduce launches behind the others for 3.00s; the others wait "
+                         "for this node");
+    CHECK(lists(&a[0], (const int32_t[]){3, 11, 19, 27, 35, 43, 51, 59}, 8));
+  }
   nt_model_free(m);
 }
 
@@ -429,6 +456,7 @@ static void the_exporter_keeps_a_series_per_rank(void) {
 int main(void) {
   TEST_RUN(a_whole_node_behind_is_one_line);
   TEST_RUN(a_node_late_on_a_same_function_is_one_line);
+  TEST_RUN(eight_ranks_of_a_node_round_robin);
   TEST_RUN(the_node_line_names_its_communicator);
   TEST_RUN(part_of_a_node_stays_per_rank);
   TEST_RUN(two_slow_nodes_make_two_lines);
