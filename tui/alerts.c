@@ -43,7 +43,10 @@
  * of its communicator launched an operation of some function (NCCL's
  * per-function sequence numbers, the counts RAS compares) at least that
  * long ago, and it has not yet. A rank a few operations behind that keeps
- * pace (a shallower queue) is not one. With NCCL 2.31's kernel phases, a
+ * pace (a shallower queue) is not one. When every rank of the
+ * communicator on one host (two or more) is such a rank, latest on the
+ * same function, the node is slow: one line names the node and its ranks
+ * (alerts_straggler.c). With NCCL 2.31's kernel phases, a
  * rank the others' kernels spend their sync phases waiting for is one too
  * (alerts_sync.c: evidence sync_phases). */
 #include "alerts_internal.h"
@@ -148,6 +151,8 @@ nt_alert *al_add(ctx *c, int kind, int prio, double key, const rank_info *ri) {
     a->comm_hash = ri->r.comm_hash;
     a->rank = ri->r.rank;
     a->nranks = ri->r.nranks;
+    a->ranks[0] = ri->r.rank;
+    a->nlisted = 1;
   }
   return a;
 }
@@ -204,6 +209,7 @@ static void stall_summary(ctx *c, uint32_t g, uint32_t end, uint32_t nstuck) {
   if (!a) return;
   a->proc = NULL; /* many processes */
   a->rank = -1;
+  a->nlisted = 0;
   a->count = shown;
   a->age_s = age;
   char parts[160] = "", cl[48], tail[96];
@@ -293,6 +299,7 @@ static void hung_ops(ctx *c) {
       char cl[48], me[160], seq[32] = "";
       a->proc = NULL;
       a->rank = -1;
+      a->nlisted = 0;
       a->func = op->func;
       a->count = nh;
       a->age_s = (double)op->age_ns / 1e9 + al_since(c, oldest->r.proc);
@@ -443,9 +450,10 @@ static uint32_t *build_ranks(ctx *c) {
   return pos;
 }
 
-uint32_t nt_model_alerts(nt_model *m, uint32_t stall_ms, nt_alert *out, uint32_t cap,
-                         double now_s) {
-  ctx c = {.m = m, .stall_ns = (uint64_t)stall_ms * 1000000ull, .now_s = now_s};
+static uint32_t alerts(nt_model *m, uint32_t stall_ms, nt_alert *out, uint32_t cap, double now_s,
+                       bool per_rank) {
+  ctx c = {
+      .m = m, .stall_ns = (uint64_t)stall_ms * 1000000ull, .now_s = now_s, .per_rank = per_rank};
   uint32_t *pos = build_ranks(&c);
   size_t rows = 1;
   for (uint32_t i = 0; i < m->nprocs; i++)
@@ -477,4 +485,14 @@ uint32_t nt_model_alerts(nt_model *m, uint32_t stall_ms, nt_alert *out, uint32_t
   free(c.roots);
   free(c.items);
   return n;
+}
+
+uint32_t nt_model_alerts(nt_model *m, uint32_t stall_ms, nt_alert *out, uint32_t cap,
+                         double now_s) {
+  return alerts(m, stall_ms, out, cap, now_s, false);
+}
+
+uint32_t nt_model_alerts_per_rank(nt_model *m, uint32_t stall_ms, nt_alert *out, uint32_t cap,
+                                  double now_s) {
+  return alerts(m, stall_ms, out, cap, now_s, true);
 }

@@ -82,6 +82,7 @@ typedef struct {
   uint64_t stall_ns;
   double now_s;
   bool multi_comm; /* ranks of more than one communicator */
+  bool per_rank;   /* no node lines: every straggler its own alert */
 } ctx;
 
 /* An age in seconds, written as the screen writes durations (units.h):

@@ -6,8 +6,13 @@
  *          "func", "count", "age_s", "evidence": none|launches|sync_phases
  *          (a straggler late in its launch counts, or one the others'
  *          kernels wait for in their sync phases, NCCL 2.31; a root alert
- *          with the sync-phase numbers added says sync_phases too)}], most
- *          important first;
+ *          with the sync-phase numbers added says sync_phases too),
+ *          "ranks": [rank] (every rank the alert is about, lowest first:
+ *          its rank; for a node's straggler line, every rank of the
+ *          communicator on that host, "host" and "pid" then the lowest
+ *          rank's, "rank" the lowest, "count" the most operations any of
+ *          them is behind; [] for a process's or a communicator's line)}],
+ *          most important first;
  *        "collectives": [{"comm", "comm_name", "nranks", "kind": coll|p2p,
  *          "func", "algo" (NCCL's, or "sym:<variant's suffix>" for NCCL 2.31's
  *          symmetric kernels), "proto" ("none" for those), "variant" (NCCL's
@@ -245,6 +250,9 @@ void nt_batch_job_json(nt_jo *w, const nt_frame *f) {
     nt_jo_u64(w, "count", a->count);
     nt_jo_num(w, "age_s", a->age_s);
     nt_jo_str(w, "evidence", nt_alert_evidence_name(a->evidence));
+    nt_jo_arr(w, "ranks");
+    for (uint32_t k = 0; k < a->nlisted; k++) nt_jo_i64(w, NULL, a->ranks[k]);
+    nt_jo_end(w);
     nt_jo_end(w);
   }
   nt_jo_end(w);

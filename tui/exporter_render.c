@@ -537,7 +537,8 @@ static void alert_labels(sample *s, const nt_alert *a) {
 
 static void alert_families(FILE *f, nt_model *m, uint32_t stall_ms, double now_s) {
   nt_alert *al = calloc(MAX_ALERTS, sizeof *al);
-  uint32_t na = al ? nt_model_alerts(m, stall_ms, al, MAX_ALERTS, now_s) : 0;
+  /* Per rank: a node's late ranks keep a series each. */
+  uint32_t na = al ? nt_model_alerts_per_rank(m, stall_ms, al, MAX_ALERTS, now_s) : 0;
   family(f, "nccltop_alerts", "gauge",
          "Alerts now, by kind (root, stall, hung_op, straggler, silent, drops).");
   for (int k = 0; k < NT_ALERT_COUNT; k++) {

@@ -330,6 +330,8 @@ static void build_alerts(nt_frame *f, nt_model *m) {
     x->age_s = a[i].age_s;
     x->evidence = a[i].evidence;
     copy_str(x->text, sizeof x->text, a[i].text);
+    x->nlisted = x->has_rank && a[i].nlisted <= NT_ALERT_MAX_RANKS ? a[i].nlisted : 0;
+    memcpy(x->ranks, a[i].ranks, x->nlisted * sizeof *x->ranks);
   }
   f->nalerts = n;
   free(a);

@@ -127,6 +127,10 @@ typedef struct {
   double age_s;
   char text[256];
   int evidence; /* enum nt_alert_evidence */
+  /* every rank it is about, lowest first (nt_alert's ranks); none without
+   * has_rank */
+  int32_t ranks[NT_ALERT_MAX_RANKS];
+  uint32_t nlisted;
 } nt_frame_alert;
 
 typedef struct {

@@ -321,6 +321,11 @@ enum nt_alert_evidence {
 };
 const char *nt_alert_evidence_name(int evidence); /* "none", "launches", "sync_phases" */
 
+/* The most ranks one alert lists (a node's straggler line: every rank of
+ * the communicator on that host); a host with more stays one line per
+ * rank. */
+#define NT_ALERT_MAX_RANKS 64
+
 typedef struct {
   int kind;
   nt_model_process *proc;
@@ -333,11 +338,24 @@ typedef struct {
   double age_s;   /* how long it has been so */
   char text[256]; /* one line for people; every part sanitized */
   int evidence;   /* enum nt_alert_evidence: what a straggler (or root) alert rests on */
+  /* Every rank it is about, lowest first: its rank (rank, proc: the
+   * first's), or for a node's straggler line every rank of the
+   * communicator on that host; none for a line about a process or a
+   * communicator's summary. */
+  int32_t ranks[NT_ALERT_MAX_RANKS];
+  uint32_t nlisted;
 } nt_alert;
 /* Alerts now, most important first (roots, stalls, hung operations,
  * stragglers, silent publishers, drops). Tracks how long ranks have been
- * behind, so call it once per frame. */
+ * behind, so call it once per frame. When two or more ranks of a
+ * communicator are late by their launch counts on the same function and
+ * they are all its ranks on one host, one straggler line names the node
+ * (alerts_straggler.c). */
 uint32_t nt_model_alerts(nt_model *m, uint32_t stall_ms, nt_alert *out, uint32_t cap, double now_s);
+/* The same, a node's late ranks kept one straggler alert each (series per
+ * rank: the Prometheus exporter). */
+uint32_t nt_model_alerts_per_rank(nt_model *m, uint32_t stall_ms, nt_alert *out, uint32_t cap,
+                                  double now_s);
 
 /* ---- environment and runs (runs.c) ---- */
 
