@@ -255,8 +255,11 @@ static bool rt_sleep(rt_proxy *p, bool *slept) {
   for (;;) {
     rt_take_sym(p);
     sim_work w;
-    if (sim_queue_peek(c, &w) && !w.sym) {
-      got = true; /* proxy work: wake up */
+    /* Proxy work wakes it, once there is room to append it: with every
+     * slot taken by symmetric kernels, they must run first (they come
+     * before it on the stream), timed here. */
+    if (sim_queue_peek(c, &w) && !w.sym && p->ncolls < RT_MAX_COLLS) {
+      got = true;
       break;
     }
     if (p->ncolls == 0) {

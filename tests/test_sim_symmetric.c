@@ -7,6 +7,9 @@
  * 2.26 has none (refused). Runs the simulator in real time under the
  * recording plugin and checks the trace with the ABI grammar
  * (tests/sim_grammar.h symmetric_problem, sym_child_problem). */
+#include <signal.h>
+#include <sys/wait.h>
+
 #include "sim_grammar.h"
 #include "../sim/symmetric.h"
 
@@ -346,6 +349,48 @@ static void the_grammar_rejects_wrong_symmetric_traces(void) {
   CHECK_STR(grammar_problem(&c), "none");
 }
 
+static void kill_group(int sig) {
+  (void)sig;
+  kill(0, SIGKILL);
+}
+
+/* A rank whose CPU runs ahead fills every slot of its proxy with
+ * symmetric kernels that wait for the other rank's launches, with a
+ * Send/Recv pair queued behind them: the kernels must still run (they
+ * come first on the stream), or the job hangs. One communicator, enough
+ * steps to fill the queue many times; the run must end by itself (a
+ * child with a 90 s alarm). */
+static void a_full_queue_of_symmetric_kernels_does_not_hang(void) {
+  fflush(NULL);
+  pid_t pid = fork();
+  CHECK(pid >= 0);
+  if (pid == 0) {
+    /* Its own process group, so that a hang kills the ranks it started too. */
+    setpgid(0, 0);
+    signal(SIGALRM, kill_group);
+    alarm(90);
+    snprintf(recorder, sizeof recorder, "%s/tests/librecorder7.so", bindir);
+    rec_opts o = {.realtime = true,
+                  .comms = 1,
+                  .channels = 2,
+                  .steps = 1,
+                  .iterations = 200,
+                  .mask = MASK_COLL};
+    nt_sim_config c;
+    config_for(&o, &c);
+    c.nccl_version = 231;
+    c.symmetric = true;
+    env_for(&o);
+    int rc = nt_sim_run(&c);
+    unlink(trace_path);
+    _exit(rc == 0 ? 0 : 1);
+  }
+  int st = 0;
+  CHECK(waitpid(pid, &st, 0) == pid);
+  kill(-pid, SIGKILL); /* whatever is left of it */
+  CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+}
+
 int main(void) {
   char exe[PATH_MAX];
   ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
@@ -358,5 +403,6 @@ int main(void) {
   TEST_RUN(v231_through_the_v6_shim_keeps_algo_and_empty_proto);
   TEST_RUN(v227_to_v230_report_no_coll_for_them);
   TEST_RUN(the_grammar_rejects_wrong_symmetric_traces);
+  TEST_RUN(a_full_queue_of_symmetric_kernels_does_not_hang);
   return TEST_DONE();
 }
