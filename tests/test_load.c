@@ -17,6 +17,7 @@
  * machine does not): the figures are printed, never compared with a goal.
  */
 #include <string.h>
+#include <sys/resource.h>
 
 #include "scenario_harness.h"
 #include "vterm_harness.h"
@@ -205,6 +206,13 @@ int main(void) {
   double t0 = now_s();
   if (job > 0 && wait_endpoints(dir, ranks, 60 + ranks / 5.0)) {
     fprintf(stderr, "    %d of %d ranks publishing after %.1f s\n", ranks, ranks, now_s() - t0);
+    /* A real node runs a rank per GPU; here 256 sanitized ranks share two
+     * cores, and at equal priority the scheduler gives the viewer 1/257 of
+     * them (a CI run saw 6 frames in 10 s at 12% of a core). Lowering the
+     * job's priority gives the viewer the CPU a node would have spare, so
+     * what is measured is the viewer, not the oversubscription. */
+    if (setpriority(PRIO_PGRP, (id_t)job, 19) != 0)
+      perror("setpriority (the job keeps its priority)");
     TEST_RUN(batch_viewer_keeps_every_publisher_on_time);
     TEST_RUN(interactive_viewer_answers_keys_under_load);
   } else {

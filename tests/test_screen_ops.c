@@ -77,6 +77,31 @@ static const char *field(const vt_term *t, int r, int k, char *buf, size_t cap) 
   return buf;
 }
 
+/* Pumps until the row with `needles` whose first field is `first` (any
+ * first field if NULL) shows `want` in fields kc and kd. A row is read again
+ * on every pump: one read could catch it half redrawn (its name columns
+ * written, its numbers not yet). */
+static bool wait_counts(vt_term *t, double seconds, const char *const *needles, const char *first,
+                        int kc, int kd, const char *want) {
+  char f0[64] = "", count[32] = "", done[32] = "";
+  double end = vt_now() + seconds;
+  do {
+    vt_pump(t, 50);
+    vt_text(t);
+    for (int r = 0; r < t->rows; r++) {
+      char line[2048];
+      if (!has_in_order(screen_row(t, r, line, sizeof line), needles)) continue;
+      if (first && strcmp(field(t, r, 0, f0, sizeof f0), first)) continue;
+      field(t, r, kc, count, sizeof count);
+      field(t, r, kd, done, sizeof done);
+      if (!strcmp(count, want) && !strcmp(done, want)) return true;
+    }
+  } while (vt_now() < end);
+  fprintf(stderr, "    %s %s: COUNT %s DONE %s, want %s %s; the screen shows:\n%s\n", needles[0],
+          needles[1] ? needles[1] : "", count, done, want, want, t->text);
+  return false;
+}
+
 static bool cell_bold(vt_term *t, int row, int col) {
   VTermScreenCell cell;
   VTermPos pos = {.row = row, .col = col};
@@ -187,34 +212,13 @@ static bool collectives_view(vt_term *t) {
       ROW("sim-comm-0", "ReduceScatter", "4M-8M", "RING", "SIMPLE"),
       ROW("sim-comm-0", "AllReduce", "64M-128M", "RING", "SIMPLE"),
   };
-  for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
-    int r = wait_row(t, 10, rows[i]);
-    if (r < 0) return false;
-    char count[32], done[32];
-    field(t, r, 5, count, sizeof count);
-    field(t, r, 6, done, sizeof done);
-    if (strcmp(count, "3") || strcmp(done, "3")) {
-      fprintf(stderr, "    %s %s: COUNT %s DONE %s, want 3 3\n", rows[i][1], rows[i][2], count,
-              done);
-      return false;
-    }
-  }
+  for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
+    if (!wait_counts(t, 10, rows[i], NULL, 5, 6, "3")) return false;
   /* The phase table: 12 collectives, a third in each phase, times 3 ranks. */
   if (wait_row(t, 5, ROW("PHASE (nccltop_tag)", "COUNT", "DONE", "TIME/rank")) < 0) return false;
   static const char *const phases[] = {"forward", "backward", "optimizer"};
-  for (int p = 0; p < 3; p++) {
-    char first[32], count[32], done[32];
-    int r = wait_row(t, 5, ROW(phases[p]));
-    if (r < 0) return false;
-    for (; r < t->rows; r++)
-      if (!strcmp(field(t, r, 0, first, sizeof first), phases[p])) break;
-    field(t, r, 1, count, sizeof count);
-    field(t, r, 2, done, sizeof done);
-    if (r == t->rows || strcmp(count, "12") || strcmp(done, "12")) {
-      fprintf(stderr, "    phase %s: COUNT %s DONE %s, want 12 12\n", phases[p], count, done);
-      return false;
-    }
-  }
+  for (int p = 0; p < 3; p++)
+    if (!wait_counts(t, 5, ROW(phases[p]), phases[p], 1, 2, "12")) return false;
   return true;
 }
 
