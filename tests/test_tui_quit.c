@@ -7,6 +7,8 @@
 #include <libgen.h>
 #include <limits.h>
 
+#include <cjson/cJSON.h>
+
 #include "testlib.h"
 #include "vterm_harness.h"
 
@@ -216,12 +218,41 @@ static void demo_with_a_job_that_cannot_run_ends_at_once(void) {
 }
 
 static void demo_in_batch_ends_with_its_job(void) {
-  char out[1 << 14];
+  static char out[1 << 18]; /* all of it: a reader that stops early is a write error */
   double secs;
   int rc = run("demo --ranks 2 --comms 1 --duration 1 -b -d 200", out, sizeof out, &secs);
   if (rc != 0 || secs > 8) fprintf(stderr, "    rc %d after %.1fs:\n%s\n", rc, secs, out);
   CHECK(rc == 0);
   CHECK(secs <= 8);
+}
+
+/* A job that ends before the first frame (every 500 ms) still gets one: the
+ * last frame is the job's final state, each process ended, every operation
+ * done (3 iterations of 1 communicator on 2 ranks: 6). */
+static void demo_in_batch_shows_a_short_jobs_final_state(void) {
+  static char out[1 << 18];
+  double secs;
+  int rc = run("demo --ranks 2 --comms 1 --iterations 3 --deterministic -b --json", out, sizeof out,
+               &secs);
+  char *last = NULL, *save = NULL;
+  for (char *l = strtok_r(out, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) last = l;
+  cJSON *f = last ? cJSON_Parse(last) : NULL;
+  int procs = 0, ended = 0;
+  double done = 0;
+  const cJSON *p;
+  cJSON_ArrayForEach(p, cJSON_GetObjectItemCaseSensitive(f, "processes")) {
+    procs++;
+    ended += cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(p, "ended"));
+  }
+  cJSON_ArrayForEach(p, cJSON_GetObjectItemCaseSensitive(f, "phases")) done +=
+      cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(p, "done"));
+  if (rc != 0 || procs != 2 || ended != 2 || done != 6)
+    fprintf(stderr, "    rc %d after %.1fs; last frame: %d processes, %d ended, %.0f done:\n%s\n",
+            rc, secs, procs, ended, done, last ? last : "(none)");
+  cJSON_Delete(f);
+  CHECK(rc == 0);
+  CHECK(procs == 2 && ended == 2);
+  CHECK(done == 6);
 }
 
 static void command_line_mistakes_are_one_line(void) {
@@ -293,6 +324,7 @@ int main(void) {
   TEST_RUN(demo_cleans_up_on_a_signal);
   TEST_RUN(demo_with_a_job_that_cannot_run_ends_at_once);
   TEST_RUN(demo_in_batch_ends_with_its_job);
+  TEST_RUN(demo_in_batch_shows_a_short_jobs_final_state);
   TEST_RUN(command_line_mistakes_are_one_line);
   TEST_RUN(delay_takes_a_unit);
   TEST_RUN(sim_help_lists_the_simulator_options);

@@ -25,6 +25,7 @@
 static volatile pid_t demo_sim;                    /* the demo's simulator (its process group) */
 static volatile sig_atomic_t demo_sim_status = -1; /* its wait status, once it exited */
 static volatile sig_atomic_t demo_batch;           /* batch: the demo ends with its job */
+static volatile sig_atomic_t demo_job_done;        /* batch: it ended well; a last frame */
 
 /* The first SIGINT/SIGTERM/SIGHUP asks the running loop to stop (the screen
  * restores the terminal, the demo stops its job and removes its directory);
@@ -41,15 +42,19 @@ static void on_quit(int sig) {
   nt_request_quit(sig);
 }
 
-/* The demo's simulator exited: reaped here, and the viewer stops when the
- * job failed (a configuration its ranks refused) or, in batch mode, ended. */
+/* The demo's simulator exited: reaped here. The viewer stops when the job
+ * failed (a configuration its ranks refused); in batch mode a job that ended
+ * well gets one last frame, its final state, and then the viewer stops. */
 static void on_child(int sig) {
   int saved = errno, st;
   pid_t pid = demo_sim;
   if (pid > 0 && waitpid(pid, &st, WNOHANG) == pid) {
     demo_sim_status = st;
     demo_sim = 0;
-    if (st != 0 || demo_batch) nt_request_quit(sig);
+    if (st != 0)
+      nt_request_quit(sig);
+    else if (demo_batch)
+      demo_job_done = 1;
   }
   errno = saved;
 }
@@ -71,11 +76,18 @@ static void install_signals(void) {
 /* Prints a frame every delay_ms; polls the source in between. */
 static int run_batch(nt_model *m, nt_source *src, const nt_options *o, nt_recorder *rec) {
   double until = nt_now_s() + o->wait_first_s;
-  while (!nt_model_last_data_s(m) && nt_now_s() < until && !nt_quit_requested())
+  while (!nt_model_last_data_s(m) && nt_now_s() < until && !nt_quit_requested() && !demo_job_done)
     nt_source_poll(src, m, 50);
   double delay = o->delay_ms / 1000.0, next = nt_now_s() + delay;
   for (int frame = 0; !nt_quit_requested() && (!o->iterations || frame < o->iterations);) {
     double now = nt_now_s();
+    if (demo_job_done) {
+      /* The demo's job ended (a short one can end before the first frame):
+       * what its ranks sent last is read, then shown once. */
+      for (double end = now + 0.2; nt_now_s() < end;) nt_source_poll(src, m, 20);
+      if (!nt_model_last_data_s(m)) return 0;
+      next = now = nt_now_s();
+    }
     if (now >= next) {
       nt_model_tick(m, now);
       if (nt_batch_print(stdout, m, o, now) != 0) return 1;
@@ -83,6 +95,7 @@ static int run_batch(nt_model *m, nt_source *src, const nt_options *o, nt_record
       frame++;
       next += delay;
       if (next < now) next = now + delay; /* fell behind: do not print a burst */
+      if (demo_job_done) break;
       /* A frame can take longer than the delay (a thousand ranks): read what
        * came meanwhile anyway, or every publisher would look stale and
        * ZeroMQ's queues would grow. */
@@ -240,6 +253,9 @@ static int cmd_demo(int argc, char **argv) {
   nt_sim_config sim;
   nt_sim_defaults(&sim);
   sim.quiet = true;
+  /* A job given an end (--iterations, --duration) keeps its ranks a second
+   * after it, so the monitor reads their final state (unless --linger). */
+  sim.linger_s = 1;
   char **vargv = calloc((size_t)argc + 1, sizeof *vargv);
   int vargc = 0, rc = 2;
   if (!vargv || nt_demo_split_args(&sim, argc, argv, vargv, &vargc) != 0) {
