@@ -134,19 +134,29 @@ static void *start_proxy_op(struct nt_thread *t, void *context, const struct nt_
     NT_ADD(t->dropped_events, 1);
     return NULL;
   }
-  op->kind = NT_K_OP;
-  op->self = op;
+  /* A new face for each use: a handle of an earlier use stays stale. */
+  struct nt_oface *f = &op->faces[(op->cur_face + 1u) % NT_OP_FACES];
+  op->cur_face = f->face = (uint8_t)(f - op->faces);
+  f->kind = NT_K_OP;
+  f->self = f;
   op->dir = (uint8_t)dir;
   op->begun = 0;
   op->v3_bytes = 0;
   op->start_ns = now;
   op->row = row;
-  op->stepped = 0;
+  op->is_net = 0;
   op->task = task;
   for (int i = 0; i < NT_STEPS_PER_OP; i++) op->steps[i].active = 0;
   atomic_store_explicit(&op->in_use, 1, memory_order_relaxed);
   NT_ADD(row->ops_started, 1);
-  return op;
+  return f;
+}
+
+/* The op a handle of ours is the live face of, or NULL. */
+static struct nt_op *op_of(void *h) {
+  if (nt_handle_kind(h) != NT_K_OP) return NULL;
+  struct nt_op *op = nt_oface_op(h);
+  return atomic_load_explicit(&op->in_use, memory_order_relaxed) ? op : NULL;
 }
 
 /* Steps live inside their op, in slot step % NT_STEPS_PER_OP, as NCCL keeps
@@ -155,8 +165,8 @@ static void *start_proxy_op(struct nt_thread *t, void *context, const struct nt_
 static void stop_step(struct nt_step *s);
 
 static void *start_proxy_step(struct nt_thread *t, const struct nt_ev *ev) {
-  struct nt_op *op = nt_handle_kind(ev->parent) == NT_K_OP ? ev->parent : NULL;
-  if (!op || !atomic_load_explicit(&op->in_use, memory_order_relaxed)) {
+  struct nt_op *op = op_of(ev->parent);
+  if (!op) {
     if (ev->parent) NT_ADD(t->unknown_events, 1);
     return NULL;
   }
@@ -167,7 +177,7 @@ static void *start_proxy_step(struct nt_thread *t, const struct nt_ev *ev) {
    * its wait ending now, in the pass that reuses its slot. The same step
    * started again (its irecv could not be posted) just replaces itself. */
   if (s->active && s->step != ev->step) stop_step(s);
-  op->stepped = 1;
+  op->is_net = 1;
   s->kind = NT_K_STEP;
   s->self = s;
   s->op = op;
@@ -399,7 +409,7 @@ static void stop_step(struct nt_step *s) {
 }
 
 static void stop_op(struct nt_op *op) {
-  if (!atomic_load_explicit(&op->in_use, memory_order_relaxed)) return;
+  op->faces[op->cur_face].self = NULL; /* its handle is stale from now on */
   /* An op stops when all its steps are done, in the same proxy pass: a
    * step still open here is one NCCL did not stop (V4), done by now. */
   for (int i = 0; i < NT_STEPS_PER_OP; i++)
@@ -487,7 +497,9 @@ nt_nccl_result nt_stop(void *handle) {
   NT_ADD(t->events, 1);
   switch (nt_handle_kind(handle)) {
   case NT_K_STEP: stop_step(handle); break;
-  case NT_K_OP: stop_op(handle); break;
+  case NT_K_OP:
+    if (op_of(handle)) stop_op(op_of(handle));
+    break;
   case NT_K_CTRL: stop_ctrl(t); break;
   case NT_K_KERNEL: stop_kernel(t, handle); break;
   case NT_K_PHASE: stop_kernel_phase(t, handle); break;
@@ -531,8 +543,9 @@ nt_nccl_result nt_record(void *handle, int state, uint64_t trans_size, bool has_
   case NT_K_OP: {
     /* 2.26: bytes come only as the op's running total (its steps carry no
      * size); InProgress (2.27+) and the other op states carry nothing we use. */
-    struct nt_op *op = handle;
-    if (!atomic_load_explicit(&op->in_use, memory_order_relaxed)) break;
+    struct nt_op *op = op_of(handle);
+    if (!op) break;
+    op->is_net = 1; /* only net.cc records op states (proxyop_pool.c) */
     if (has_size && trans_size > op->v3_bytes) {
       NT_ADD(op->row->bytes, trans_size - op->v3_bytes);
       op->v3_bytes = trans_size;

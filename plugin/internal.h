@@ -224,13 +224,26 @@ struct nt_step {
   struct nt_op *op;
 };
 
-struct nt_op {
+/* A ProxyOp handle is one of its op's faces, a new one at each start (as a
+ * KernelCh's): a stop, or the reclaim of an op NCCL still holds (P2),
+ * clears the face's self, so NCCL's late stop or state record on the old
+ * handle fails the handle check instead of ending the op that took the slot. */
+#define NT_OP_FACES 4
+struct nt_oface {
   uint8_t kind; /* NT_K_OP */
+  uint8_t face; /* its index in the op's faces */
+  const void *self;
+};
+struct nt_op {
+  struct nt_oface faces[NT_OP_FACES]; /* first: a face finds its op */
+  uint8_t cur_face;
   _Atomic uint8_t in_use;
   uint8_t dir;
-  uint8_t begun;   /* a step left its first wait, or one stopped */
-  uint8_t stepped; /* had a ProxyStep: a net op (proxyop_pool.c) */
-  const void *self;
+  uint8_t begun; /* a step left its first wait, or one stopped */
+  /* A ProxyStep or a ProxyOp state came: only the net transport gives
+   * either (InProgress on its first progress pass from 2.27, whatever the
+   * mask; 2.26's per-step op states), so it will be stopped (proxyop_pool.c). */
+  uint8_t is_net;
   uint64_t start_ns;
   uint64_t v3_bytes; /* NCCL 2.26: the op's running transSize counted so far */
   struct nt_chan_row *row;
@@ -301,7 +314,7 @@ struct nt_api {
 NT_HANDLE_PIN(struct nt_task);
 NT_HANDLE_PIN(struct nt_net_event);
 NT_HANDLE_PIN(struct nt_step);
-NT_HANDLE_PIN(struct nt_op);
+NT_HANDLE_PIN(struct nt_oface);
 NT_HANDLE_PIN(struct nt_kface);
 NT_HANDLE_PIN(struct nt_kphase_ev);
 NT_HANDLE_PIN(struct nt_ctrl);
@@ -483,7 +496,8 @@ void nt_task_detach(struct nt_task *k, uint64_t now, bool untimed, uint64_t gpu_
 
 /* proxyop_pool.c: the ProxyOp pool. NCCL never stops some ops (P2): those
  * of CollNet operations are recognised at start and never take a slot; any
- * other op that has had no step NT_STEPLESS_GRACE_MS after its start, an op
+ * other op that has had no step nor op state NT_STEPLESS_GRACE_MS after
+ * its start (not a net op), an op
  * of a finalized communicator, and one older than NCCLTOP_RECLAIM_MS give
  * their slot up to a new op. */
 #define NT_STEPLESS_GRACE_MS 1000
@@ -496,6 +510,9 @@ struct nt_op *nt_proxyop_alloc(struct nt_thread *t, uint64_t now);
 /* The kernel event a face belongs to. */
 static inline struct nt_kernel_event *nt_kface_event(struct nt_kface *f) {
   return (struct nt_kernel_event *)(void *)(f - f->face);
+}
+static inline struct nt_op *nt_oface_op(struct nt_oface *f) {
+  return (struct nt_op *)(void *)(f - f->face);
 }
 
 /* net.c: network plugin events. */

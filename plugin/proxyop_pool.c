@@ -7,16 +7,19 @@
  * to the CollNet transport, so they are recognised at start by their
  * operation's algorithm: they take no slot and hold no reference on the
  * operation, which is marked `unreported` (it completes without a reported
- * completion). Other never-stopped ops cannot be told at start; a net op
- * gets its first step on the proxy's first progress pass after the append,
- * so an op still without a step NT_STEPLESS_GRACE_MS after its start gives
- * its slot up at once (its operation is marked unreported too). So do the
- * ops of a finalized communicator (aborted: never progressed again) and,
- * as before, any op older than NCCLTOP_RECLAIM_MS. When the short probe
+ * completion). Other never-stopped ops cannot be told at start. A net op
+ * gets an op state on the proxy's first progress pass after the append,
+ * whatever the mask (InProgress from 2.27, a posted state per step on
+ * 2.26), and its first steps when the mask asks for them; an op with
+ * neither NT_STEPLESS_GRACE_MS after its start gives its slot up at once
+ * (its operation is marked unreported too). So do the ops of a finalized
+ * communicator (aborted: never progressed again) and any op older than
+ * NCCLTOP_RECLAIM_MS. When the short probe
  * finds no slot, the whole pool is searched, and failing that the oldest
- * op without a step gives its slot up once NT_STEPLESS_MIN_MS old, so ops
- * that are stepping are never starved by ones that are not, however fast
- * the never-stopped ones come.
+ * op that is not known to be a net op gives its slot up once
+ * NT_STEPLESS_MIN_MS old, so net ops are never starved by ones that are
+ * not, however fast the never-stopped ones come. A reclaimed op's handle
+ * goes stale (internal.h, nt_oface).
  */
 #include "internal.h"
 
@@ -39,16 +42,24 @@ struct nt_task *nt_proxyop_parent(struct nt_thread *t, void *parent, bool *never
 /* An op whose slot a new op may take. */
 static bool reclaimable(const struct nt_op *op, uint64_t now, uint64_t reclaim_ns) {
   uint64_t age = now > op->start_ns ? now - op->start_ns : 0;
-  if (!op->stepped && age > (uint64_t)NT_STEPLESS_GRACE_MS * 1000000ull) return true;
+  if (!op->is_net && age > (uint64_t)NT_STEPLESS_GRACE_MS * 1000000ull) return true;
   if (op->row && !atomic_load_explicit(&op->row->ctx->live, memory_order_relaxed)) return true;
   return age > reclaim_ns;
 }
 
 static struct nt_op *take(struct nt_thread *t, struct nt_op *op, uint64_t now) {
+  /* NCCL may still hold its handles (an op older than NCCLTOP_RECLAIM_MS
+   * can be stopped yet): they go stale, and reach neither this slot's next
+   * op nor, until that op starts a step in the same place, its steps. */
+  op->faces[op->cur_face].self = NULL;
+  for (int i = 0; i < NT_STEPS_PER_OP; i++) {
+    op->steps[i].self = NULL;
+    op->steps[i].active = 0;
+  }
   if (op->row) NT_ADD(op->row->ops_done, 1);
   if (op->row && op->begun) NT_ADD(op->row->begun_done, 1);
   if (op->task) {
-    if (!op->stepped) {
+    if (!op->is_net) {
       /* Never stopped (P2): its completion is not reported. */
       atomic_store_explicit(&op->task->unreported, 1, memory_order_relaxed);
       atomic_fetch_sub_explicit(&op->task->st, 1, memory_order_release);
@@ -77,7 +88,7 @@ struct nt_op *nt_proxyop_alloc(struct nt_thread *t, uint64_t now) {
     struct nt_op *op = &t->ops[t->op_cursor++ % NT_OPS_PER_THREAD];
     if (!atomic_load_explicit(&op->in_use, memory_order_acquire)) return op;
     if (reclaimable(op, now, reclaim_ns)) return take(t, op, now);
-    if (!op->stepped && (!oldest || op->start_ns < oldest->start_ns)) oldest = op;
+    if (!op->is_net && (!oldest || op->start_ns < oldest->start_ns)) oldest = op;
   }
   if (oldest && now - oldest->start_ns > (uint64_t)NT_STEPLESS_MIN_MS * 1000000ull)
     return take(t, oldest, now);

@@ -236,6 +236,89 @@ static void case_young_stepless_ops_yield_when_the_pool_is_full(void) {
   CHECK_EQ_U64(H.snap->process.dropped_events, 1);
 }
 
+/* Without the proxystep class NCCL starts no ProxyStep, but still records
+ * InProgress on each net op's first progress pass (net.cc, 2.27+): a net op
+ * that runs for seconds keeps its slot however many ops start after it,
+ * and its operation ends timed when NCCL stops it. */
+static void case_net_ops_without_proxystep_keep_their_slot(void) {
+  setenv("NCCLTOP_EVENTS", "coll,proxyop", 1);
+  void *ctx = setup();
+  CHECK(ctx != NULL);
+  void *a = coll(ctx, 0, "TREE", 1), *op = NULL;
+  nt_descr_v5 d = ph_op(0, 1, 1, a);
+  H.v5->startEvent(ctx, &op, &d);
+  CHECK(op != NULL);
+  nt_state_args_v5 none = {0};
+  H.v5->recordEventState(op, NT_ST_OP_IN_PROGRESS, &none);
+  H.v5->stopEvent(a); /* enqueued; its op runs on */
+  ph_now += (uint64_t)NT_TEST_GRACE_NS;
+  for (int i = 0; i < 600; i++) { /* the pool (512) wraps past its slot */
+    void *k = coll(ctx, (uint64_t)i + 1, "RING", 1), *o = NULL;
+    d = ph_op(1, 1, 1, k);
+    H.v5->startEvent(ctx, &o, &d);
+    CHECK(o != NULL);
+    H.v5->recordEventState(o, NT_ST_OP_IN_PROGRESS, &none);
+    H.v5->stopEvent(o);
+    H.v5->stopEvent(k);
+  }
+  ph_now += 1000000;
+  H.v5->stopEvent(op);
+  CHECK(ph_latest(&H) == 0);
+  CHECK_EQ_U64(H.snap->process.reclaimed_ops, 0);
+  CHECK_EQ_U64(H.snap->process.dropped_events, 0);
+  const nt_op_row *tree = op_row(H.snap, NT_ALGO_TREE);
+  CHECK(tree != NULL);
+  if (tree) {
+    CHECK_EQ_U64(tree->count, 1);
+    CHECK_EQ_U64(tree->done, 1); /* timed by its op's stop, not reclaimed */
+  }
+}
+
+/* An op older than NCCLTOP_RECLAIM_MS gives its slot to a new op, and NCCL
+ * then stops the old one after all (a long hang that ended): its late state
+ * record and stops, on the op and on its step, must leave the new op in
+ * that slot alone. */
+static void case_a_stale_op_handle_leaves_the_new_op_alone(void) {
+  setenv("NCCLTOP_RECLAIM_MS", "100", 1);
+  void *ctx = setup();
+  CHECK(ctx != NULL);
+  void *old = NULL, *old_step = NULL;
+  nt_descr_v5 d = ph_op(0, 1, 1, NULL);
+  H.v5->startEvent(ctx, &old, &d);
+  d = ph_step(old, 0);
+  H.v5->startEvent(ctx, &old_step, &d);
+  CHECK(old && old_step);
+  ph_now += 200 * 1000000ull;
+  for (int i = 0; i < 511; i++) CHECK(net_op(ctx, NULL, 1, 1)); /* the rest of the pool */
+  void *op = NULL, *st = NULL;
+  d = ph_op(2, 1, 1, NULL);
+  H.v5->startEvent(ctx, &op, &d); /* takes the old op's slot */
+  CHECK(op != NULL);
+  nt_state_args_v5 a = {.proxyStep = {.transSize = 4096}};
+  H.v5->recordEventState(old, NT_ST_OP_IN_PROGRESS, &a);
+  H.v5->recordEventState(old_step, NT_ST_STEP_SEND_WAIT, &a);
+  H.v5->stopEvent(old_step);
+  H.v5->stopEvent(old);
+  d = ph_step(op, 0);
+  H.v5->startEvent(ctx, &st, &d);
+  CHECK(st != NULL);
+  a.proxyStep.transSize = 777;
+  H.v5->recordEventState(st, NT_ST_STEP_SEND_WAIT, &a);
+  H.v5->stopEvent(st);
+  H.v5->stopEvent(op);
+  CHECK(ph_latest(&H) == 0);
+  CHECK_EQ_U64(H.snap->process.reclaimed_ops, 1);
+  const nt_channel_row *r = NULL;
+  for (uint32_t i = 0; i < H.snap->nchannels; i++)
+    if (H.snap->channels[i].channel == 2) r = &H.snap->channels[i];
+  CHECK(r != NULL);
+  if (!r) return;
+  CHECK_EQ_U64(r->ops_started, 1);
+  CHECK_EQ_U64(r->ops_done, 1);
+  CHECK_EQ_U64(r->steps, 1);
+  CHECK_EQ_U64(r->bytes, 777);
+}
+
 /* K2: every work of a batch gets the batch's times; busy time is the union
  * of a channel's intervals, not their sum. */
 static void case_kernel_batch_busy_is_a_union(void) {
@@ -321,6 +404,8 @@ PH_CHILD(collnet_ops_take_no_slot)
 PH_CHILD(collnet_with_kernelch_is_timed)
 PH_CHILD(dead_ops_do_not_starve_the_pool)
 PH_CHILD(young_stepless_ops_yield_when_the_pool_is_full)
+PH_CHILD(net_ops_without_proxystep_keep_their_slot)
+PH_CHILD(a_stale_op_handle_leaves_the_new_op_alone)
 PH_CHILD(kernel_batch_busy_is_a_union)
 PH_CHILD(stale_kernel_handle_is_harmless)
 PH_CHILD(missing_kernel_children_time_out)
@@ -332,6 +417,8 @@ int main(void) {
   TEST_RUN(collnet_with_kernelch_is_timed);
   TEST_RUN(dead_ops_do_not_starve_the_pool);
   TEST_RUN(young_stepless_ops_yield_when_the_pool_is_full);
+  TEST_RUN(net_ops_without_proxystep_keep_their_slot);
+  TEST_RUN(a_stale_op_handle_leaves_the_new_op_alone);
   TEST_RUN(kernel_batch_busy_is_a_union);
   TEST_RUN(stale_kernel_handle_is_harmless);
   TEST_RUN(missing_kernel_children_time_out);
