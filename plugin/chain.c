@@ -47,22 +47,35 @@ static _Atomic uint64_t dropped;
 
 /* Handle pairs: per thread slot, a ring. A pair stays valid after its stop
  * until its slot is reused (NCCL <= 2.30 uses a KernelCh handle again after
- * its stop, K3), so a stale use reaches both plugins as it would alone. */
+ * its stop, K3; children name a Coll that was stopped at enqueue), so a late
+ * use reaches both plugins as it would alone. Each use of a slot gets a new
+ * handle, one of the pair's faces: a handle of an earlier use is nobody's
+ * (its children reach the chained plugin with a NULL parent, as NCCL gives
+ * a plugin a parent it never got, and never with another event's handle).
+ * An open pair is never taken for a new event, except a ProxyOp's (NCCL
+ * never stops some, P2) after the ring went round four times. */
 #define NT_CHAIN_PAIRS 4096
+#define NT_CHAIN_FACES 8
 struct nt_pair {
-  _Atomic(const void *) self;
+  /* face[i] holds its own address while use i is the pair's current one,
+   * NULL otherwise: what makes &face[i] a live handle. */
+  _Atomic(const void *) face[NT_CHAIN_FACES];
   _Atomic uint32_t in_use;
-  uint32_t seq; /* owner only: the allocation number */
-  void *ours, *theirs;
+  uint32_t seq;        /* owner only: the allocation number */
+  uint8_t cur;         /* owner only: the current face */
+  uint8_t never_stops; /* a ProxyOp: may be taken back while open */
+  /* Written by the owner between the faces' stores, read by any thread
+   * (a seqlock whose sequence is the face). */
+  _Atomic(void *) ours, theirs;
   /* The chained plugin's mask as NCCL would have copied it for this event's
    * operation (M2): what its task-driven children are gated by. */
-  int their_mask;
-  char pad[64 - 36]; /* one cache line */
+  _Atomic int their_mask;
 };
-_Static_assert(sizeof(struct nt_pair) == 64, "pair size");
-static struct nt_pair *pairs;                /* NT_MAX_THREADS * NT_CHAIN_PAIRS */
+_Static_assert(sizeof(struct nt_pair) <= 128, "pair size");
+#define PAIR_STRIDE 128                      /* two cache lines */
+static char *pairs;                          /* NT_MAX_THREADS * NT_CHAIN_PAIRS pairs */
 static uint32_t cursors[NT_MAX_THREADS][16]; /* [i][0], padded against false sharing */
-#define PAIRS_BYTES ((size_t)NT_MAX_THREADS * NT_CHAIN_PAIRS * sizeof(struct nt_pair))
+#define PAIRS_BYTES ((size_t)NT_MAX_THREADS * NT_CHAIN_PAIRS * PAIR_STRIDE)
 
 uint64_t nt_chain_dropped(void) {
   return atomic_load_explicit(&dropped, memory_order_relaxed);
@@ -264,47 +277,78 @@ void nt_chain_finalize_ctx(void *ctx) {
 
 /* ---- handles ---- */
 
-static struct nt_pair *pair_of(const void *h) {
-  uintptr_t base = (uintptr_t)pairs, p = (uintptr_t)h;
-  if (p - base >= PAIRS_BYTES || ((p - base) & (sizeof(struct nt_pair) - 1))) return NULL;
-  struct nt_pair *w = (struct nt_pair *)h;
-  return atomic_load_explicit(&w->self, memory_order_acquire) == w ? w : NULL;
-}
+/* What a live handle of a pair says, read consistently. */
+struct pair_view {
+  struct nt_pair *w;
+  void *ours, *theirs;
+  int their_mask;
+};
 
 static bool in_pairs(const void *h) {
   return (uintptr_t)h - (uintptr_t)pairs < PAIRS_BYTES;
 }
 
-/* A pair of the calling thread's ring. One NCCL never stops (P2) is taken
- * back after the ring went round four times. */
-static struct nt_pair *pair_alloc(void) {
+/* True when h is a pair's current face; *v then holds what it maps to. */
+static bool pair_view(const void *h, struct pair_view *v) {
+  if (!h || !in_pairs(h)) return false;
+  size_t off = (uintptr_t)h - (uintptr_t)pairs, in = off % PAIR_STRIDE;
+  if (in % sizeof(void *) || in >= sizeof(((struct nt_pair *)0)->face)) return false;
+  struct nt_pair *w = (struct nt_pair *)(void *)(pairs + (off - in));
+  _Atomic(const void *) *f = &w->face[in / sizeof(void *)];
+  if (atomic_load_explicit(f, memory_order_acquire) != h) return false;
+  v->w = w;
+  /* The owner clears the face before it rewrites the pair (with release
+   * stores): a value of a newer use read here (acquire) means the face reads
+   * NULL below; unchanged, what was read is this use's. */
+  v->ours = atomic_load_explicit(&w->ours, memory_order_acquire);
+  v->theirs = atomic_load_explicit(&w->theirs, memory_order_acquire);
+  v->their_mask = atomic_load_explicit(&w->their_mask, memory_order_acquire);
+  return atomic_load_explicit(f, memory_order_relaxed) == h;
+}
+
+/* A pair of the calling thread's ring for an event of `type`, mapped to
+ * ours and theirs; its new handle, or NULL. */
+static void *pair_alloc(uint64_t type, void *ours, void *theirs, int their_mask) {
   struct nt_thread *t = nt_thread_self();
   if (!t) return NULL;
   uint32_t ti = (uint32_t)(t - nt_g.threads);
-  struct nt_pair *pool = pairs + (size_t)ti * NT_CHAIN_PAIRS;
+  char *pool = pairs + (size_t)ti * NT_CHAIN_PAIRS * PAIR_STRIDE;
   uint32_t *cur = &cursors[ti][0];
   for (int i = 0; i < NT_POOL_PROBES; i++) {
     uint32_t s = (*cur)++;
-    struct nt_pair *w = &pool[s % NT_CHAIN_PAIRS];
-    if (atomic_load_explicit(&w->in_use, memory_order_acquire) && s - w->seq < 4u * NT_CHAIN_PAIRS)
+    struct nt_pair *w =
+        (struct nt_pair *)(void *)(pool + (size_t)(s % NT_CHAIN_PAIRS) * PAIR_STRIDE);
+    if (atomic_load_explicit(&w->in_use, memory_order_acquire) &&
+        !(w->never_stops && s - w->seq >= 4u * NT_CHAIN_PAIRS))
       continue;
+    /* The old handle goes first, then the pair is rewritten (readers
+     * that saw the old handle see it gone), then the new one appears. */
+    atomic_store_explicit(&w->face[w->cur], NULL, memory_order_relaxed);
     w->seq = s;
-    return w;
+    w->cur = (uint8_t)((w->cur + 1u) % NT_CHAIN_FACES);
+    w->never_stops = type == NT_EV_PROXY_OP;
+    atomic_store_explicit(&w->ours, ours, memory_order_release);
+    atomic_store_explicit(&w->theirs, theirs, memory_order_release);
+    atomic_store_explicit(&w->their_mask, their_mask, memory_order_release);
+    atomic_store_explicit(&w->in_use, 1, memory_order_relaxed);
+    _Atomic(const void *) *f = &w->face[w->cur];
+    atomic_store_explicit(f, (const void *)f, memory_order_release);
+    return (void *)f;
   }
   return NULL;
 }
 
-/* The pair h is, or NULL (h is then ours, or nobody's). */
-static struct nt_pair *split(void *h, void **ours, void **theirs) {
-  struct nt_pair *w = h ? pair_of(h) : NULL;
-  if (w) {
-    *ours = w->ours;
-    *theirs = w->theirs;
-  } else {
-    *ours = in_pairs(h) ? NULL : h; /* a pair reused under a stale handle: neither's */
-    *theirs = NULL;
+/* The pair h is (true), or not: h is then ours, or nobody's (a handle of a
+ * pair's earlier use). */
+static bool split(void *h, void **ours, void **theirs, struct pair_view *v) {
+  if (pair_view(h, v)) {
+    *ours = v->ours;
+    *theirs = v->theirs;
+    return true;
   }
-  return w;
+  *ours = in_pairs(h) ? NULL : h;
+  *theirs = NULL;
+  return false;
 }
 
 /* Classes NCCL gates by the mask it copied for the operation (at its
@@ -442,20 +486,21 @@ nt_nccl_result nt_chain_start(int abi, void *ctx, void **h, void *descr, nt_star
   bool foreign = type == NT_EV_PROXY_OP && ((const nt_descr_v4 *)descr)->proxyOp.pid != nt_g.pid;
   if (foreign || (!c && ctx)) cctx = ctx;
   void *parent = ((nt_descr_v4 *)descr)->parentObj, *po, *pt, *go = NULL, *gt = NULL;
-  struct nt_pair *pp = NULL;
+  struct pair_view pv, gv;
+  bool pp = false;
   if (foreign) {
     po = pt = parent;
   } else {
-    pp = split(parent, &po, &pt);
+    pp = split(parent, &po, &pt, &pv);
   }
-  int tm = pp && pt && (type & NT_TASK_GATED) ? pp->their_mask : their_mask_now();
+  int tm = pp && pt && (type & NT_TASK_GATED) ? pv.their_mask : their_mask_now();
   bool to_theirs = cctx && nccl_starts(abi, tm, type);
   if (cctx == &null_ctx) cctx = NULL;
   bool to_ours = nccl_starts(abi, om, type);
   bool op = abi >= 5 && (type == NT_EV_COLL || type == NT_EV_P2P);
   if (op) {
     nt_descr_v5 *d5 = descr;
-    split(type == NT_EV_COLL ? d5->coll.parentGroup : d5->p2p.parentGroup, &go, &gt);
+    split(type == NT_EV_COLL ? d5->coll.parentGroup : d5->p2p.parentGroup, &go, &gt, &gv);
   }
   void *ours = NULL, *theirs = NULL;
   union nt_any_descr d;
@@ -477,7 +522,7 @@ nt_nccl_result nt_chain_start(int abi, void *ctx, void **h, void *descr, nt_star
     *h = ours;
     return NT_NCCL_SUCCESS;
   }
-  struct nt_pair *w = pair_alloc();
+  void *w = pair_alloc(type, ours, theirs, tm);
   if (!w) {
     /* No pair (every probe busy, or no thread slot): its event ends here. */
     atomic_fetch_add_explicit(&dropped, 1, memory_order_relaxed);
@@ -485,20 +530,15 @@ nt_nccl_result nt_chain_start(int abi, void *ctx, void **h, void *descr, nt_star
     *h = ours;
     return NT_NCCL_SUCCESS;
   }
-  w->ours = ours;
-  w->theirs = theirs;
-  w->their_mask = tm;
-  atomic_store_explicit(&w->in_use, 1, memory_order_relaxed);
-  atomic_store_explicit(&w->self, w, memory_order_release);
   *h = w;
   return NT_NCCL_SUCCESS;
 }
 
 nt_nccl_result nt_chain_stop(void *h, nt_nccl_result (*ours_stop)(void *)) {
-  struct nt_pair *w = h ? pair_of(h) : NULL;
-  if (!w) return in_pairs(h) ? NT_NCCL_SUCCESS : ours_stop(h);
-  void *ours = w->ours, *theirs = w->theirs;
-  atomic_store_explicit(&w->in_use, 0, memory_order_release);
+  struct pair_view v;
+  if (!pair_view(h, &v)) return in_pairs(h) ? NT_NCCL_SUCCESS : ours_stop(h);
+  void *ours = v.ours, *theirs = v.theirs;
+  atomic_store_explicit(&v.w->in_use, 0, memory_order_release);
   if (ours) (void)ours_stop(ours);
   if (theirs) {
     their_stop(theirs);
@@ -508,8 +548,8 @@ nt_nccl_result nt_chain_stop(void *h, nt_nccl_result (*ours_stop)(void *)) {
 }
 
 nt_nccl_result nt_chain_record(int abi, void *h, int state, void *args, nt_record_fn ours_record) {
-  struct nt_pair *w = h ? pair_of(h) : NULL;
-  if (!w) return in_pairs(h) ? NT_NCCL_SUCCESS : ours_record(h, state, args);
+  struct pair_view pv, *w = &pv;
+  if (!pair_view(h, &pv)) return in_pairs(h) ? NT_NCCL_SUCCESS : ours_record(h, state, args);
   if (w->ours) (void)ours_record(w->ours, state, args);
   if (!w->theirs) return NT_NCCL_SUCCESS;
   if (ch.k >= 4 || abi == 3) {

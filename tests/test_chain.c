@@ -618,6 +618,58 @@ static void case_threads_share_nothing_but_the_ring(void) {
   CHECK_EQ_U64(H.snap->process.late_children, 0);
 }
 
+/* The parents of the recorder's "start <type>" lines, in order (the file is
+ * longer than rec_read takes), and the handle of its first Coll. */
+static int start_parents(int type, unsigned long long *parents, int cap, unsigned long long *coll) {
+  FILE *f = fopen(rec_path, "r");
+  char buf[1024], want[32];
+  snprintf(want, sizeof want, " start %d ", type);
+  int n = 0;
+  *coll = 0;
+  while (f && fgets(buf, sizeof buf, f)) {
+    if (!*coll && strstr(buf, " start 2 ")) *coll = rec_hex(buf, "h=");
+    if (strstr(buf, want) && n < cap) parents[n++] = rec_hex(buf, "parent=");
+  }
+  if (f) fclose(f);
+  return n;
+}
+
+/* Handles NCCL still holds while thousands of newer events go through the
+ * thread's ring: an open Coll keeps its pair (its KernelCh gets the
+ * recorder's handle as parent), and a Coll stopped at enqueue whose pair
+ * went to a newer event is nobody's: its KernelCh reaches the recorder with
+ * a NULL parent, as NCCL gives a parent a plugin never got, never with the
+ * handle of another of its events. */
+static void case_old_handles_are_never_another_events(void) {
+  void *ctx = setup(5, "recorder", "0x42"); /* Coll, KernelCh */
+  CHECK(ctx != NULL);
+  nt_descr_v7 d = coll_descr(NULL, NULL, 1);
+  void *open = start(ctx, &d);
+  d = coll_descr(NULL, NULL, 2);
+  void *enqueued = start(ctx, &d);
+  CHECK(open && enqueued);
+  stop(enqueued);
+  for (int i = 0; i < 4 * 4096 + 64; i++) { /* four times round the ring */
+    d = coll_descr(NULL, NULL, 3 + (uint64_t)i);
+    stop(start(ctx, &d));
+  }
+  void *parents[] = {open, enqueued};
+  for (int i = 0; i < 2; i++) {
+    d = descr(NT_EV_KERNEL_CH, parents[i]);
+    d.kernelCh.channelId = (uint8_t)i;
+    d.kernelCh.pTimer = 1000;
+    void *k = start(ctx, &d);
+    record(k, NT_ST_KERNEL_CH_STOP, 2000);
+    stop(k);
+  }
+  stop(open);
+  unsigned long long got[4], coll;
+  CHECK_EQ_U64(start_parents(NT_EV_KERNEL_CH, got, 4, &coll), 2);
+  CHECK(coll != 0 && coll != ~0ull);
+  CHECK_EQ_U64(got[0], coll); /* the open Coll: its own handle */
+  CHECK_EQ_U64(got[1], 0);    /* the reused one: none, not another's */
+}
+
 PH_CHILD(recorder_gets_its_classes_with_its_handles)
 PH_CHILD(v7_to_v7_keeps_user_tag_and_phases)
 PH_CHILD(v7_kernel_phase_brings_kernel_ch)
@@ -634,6 +686,7 @@ PH_CHILD(chaining_nccltop_itself_is_refused)
 PH_CHILD(production_copy_is_refused)
 PH_CHILD(live_mask_changes_keep_the_union)
 PH_CHILD(threads_share_nothing_but_the_ring)
+PH_CHILD(old_handles_are_never_another_events)
 
 int main(void) {
   TEST_RUN(recorder_gets_its_classes_with_its_handles);
@@ -652,6 +705,7 @@ int main(void) {
   TEST_RUN(production_copy_is_refused);
   TEST_RUN(live_mask_changes_keep_the_union);
   TEST_RUN(threads_share_nothing_but_the_ring);
+  TEST_RUN(old_handles_are_never_another_events);
   char left[64];
   snprintf(left, sizeof left, "/tmp/nccltop-chain-%d.log", (int)getpid());
   unlink(left);
