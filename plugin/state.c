@@ -48,13 +48,19 @@ __attribute__((destructor)) static void unload(void) {
    * exit. */
   if (atomic_load(&nt_g.inert)) return; /* a forked child owns no thread */
   /* At exit with communicators never destroyed, still send the last
-   * snapshot and remove the socket file; NCCL's threads may still run, so
-   * the region stays mapped then, and so it does while a publisher left
-   * behind may still read it. */
+   * snapshot and remove the socket file. Under the init lock: another
+   * thread may be finalizing the last communicator right now (a watchdog's
+   * abort), and the publisher is joined once. A holder that does not let
+   * go within two seconds is stuck; the publisher is then left as it is.
+   * The region stays mapped: NCCL's threads may still call in until the
+   * process is gone. */
+  struct timespec deadline;
+  clock_gettime(CLOCK_REALTIME, &deadline);
+  deadline.tv_sec += 2;
+  if (pthread_mutex_timedlock(&init_lock, &deadline) != 0) return;
   nt_publisher_stop();
+  pthread_mutex_unlock(&init_lock);
   if (thread_key_ok) pthread_key_delete(thread_key);
-  if (nt_g.threads && live_contexts == 0 && !nt_publisher_abandoned())
-    munmap(nt_g.threads, sizeof(struct nt_thread) * NT_MAX_THREADS);
 }
 
 bool nt_handle_in_region(const void *h) {
