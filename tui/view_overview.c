@@ -1,11 +1,40 @@
 /* The overview: alerts first (where a stall's waits end, stalled channels
  * and the peer they wait on, operations that do not complete, stragglers,
- * silent publishers), then one line per communicator and per process. */
+ * silent publishers), each wrapped to be read whole, then one line per
+ * communicator and per process. */
 #include <curses.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "screen.h"
+
+/* An alert wraps under itself, indented past its kind, so that its cause
+ * and who waits on it can be read at any width (the first line names the
+ * rank; at most ALERT_LINES lines, the last one cut by the screen). Cut at
+ * a blank where there is one in the line's second half, never inside a
+ * UTF-8 sequence. */
+#define ALERT_LINES  4
+#define ALERT_INDENT 12
+static bool alert_lines(nt_screen *s, int *y, int *n, int attr, const char *text) {
+  const char *p = text;
+  char buf[600];
+  for (int k = 0; *p && k < ALERT_LINES; k++) {
+    int room = (s->cols > 2 * ALERT_INDENT ? s->cols : 2 * ALERT_INDENT) - (k ? ALERT_INDENT : 0);
+    size_t len = strlen(p), cut = len;
+    if (len > (size_t)room && k < ALERT_LINES - 1) {
+      cut = (size_t)room;
+      size_t b = cut;
+      while (b > cut / 2 && p[b] != ' ') b--;
+      if (p[b] == ' ') cut = b;
+      while (cut > 1 && ((unsigned char)p[cut] & 0xC0) == 0x80) cut--;
+    }
+    snprintf(buf, sizeof buf, "%*s%.*s", k ? ALERT_INDENT : 0, "", (int)cut, p);
+    if (!nt_scroll_line(s, y, n, attr, buf)) return false;
+    p += cut;
+    while (*p == ' ') p++;
+  }
+  return true;
+}
 
 void nt_view_overview(nt_screen *s, int y) {
   char line[512];
@@ -22,7 +51,7 @@ void nt_view_overview(nt_screen *s, int y) {
       bool bad = a->kind <= NT_ALERT_HUNG_OP;
       snprintf(line, sizeof line, "%s %-9s %s", bad ? "!" : "-", nt_alert_kind_name(a->kind),
                a->text);
-      if (!nt_scroll_line(s, &y, &n, bad ? nt_stall_attr(s) : nt_warn_attr(s), line)) {
+      if (!alert_lines(s, &y, &n, bad ? nt_stall_attr(s) : nt_warn_attr(s), line)) {
         n += (int)(f->nalerts - i - 1);
         break;
       }
