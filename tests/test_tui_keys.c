@@ -132,6 +132,17 @@ static void search_next_and_filter_cancel(void) {
     vt_send(&t, "\033"); /* ... cleared with Esc */
     ok = wait_gone(&t, "filter \"", 5) && vt_wait_for(&t, "0/2", 5);
   }
+  if (ok) {
+    /* A filter that hides every rank says so, not "waiting for processes". */
+    vt_send(&t, "\\nomatch\r");
+    ok = vt_wait_for(&t, "no rank matches the filter \"nomatch\" (2 publishers)", 5) &&
+         !strstr(t.text, "waiting for NCCL processes");
+    if (!ok) fprintf(stderr, "    the screen with a filter matching nothing:\n%s\n", t.text);
+  }
+  if (ok) {
+    vt_send(&t, "\033");
+    ok = wait_gone(&t, "no rank matches", 5) && vt_wait_for(&t, "0/2", 5);
+  }
   vt_send(&t, "q");
   if (ok) ok = vt_wait_exit(&t, 10) == 0;
   vt_stop(&t);

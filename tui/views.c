@@ -110,6 +110,11 @@ void nt_draw_header(nt_screen *s) {
   if (f->nerrors) {
     const nt_model_error *e = &f->errors[0];
     snprintf(line + n, sizeof line - (size_t)n, "last error: %s: %s", e->source, e->text);
+  } else if (!s->nranks && s->filter[0] && f->publishers) {
+    /* The processes are there: the filter hides them all. */
+    snprintf(line + n, sizeof line - (size_t)n,
+             "no rank matches the filter \"%s\" (%u publishers): \\ to change it, Esc to clear it",
+             s->filter, f->publishers);
   } else if (!s->nranks) {
     snprintf(line + n, sizeof line - (size_t)n,
              "waiting for NCCL processes with the nccltop plugin (NCCL_PROFILER_PLUGIN)...");
