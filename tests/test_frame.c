@@ -107,6 +107,30 @@ static void numbers_are_exact(void) {
   nt_model_free(m);
 }
 
+/* A process that falls silent (a stopped rank) has been seen to finish
+ * nothing since: its rate, and its communicator's, read 0, not the last
+ * interval's frozen. */
+static void a_silent_rank_does_nothing_per_second(void) {
+  nt_model *m = job();
+  nt_frame *f = nt_frame_new();
+  CHECK(m && f);
+  nt_model_tick(m, 1.6);
+  CHECK(nt_frame_build(f, m, &opts, 1.6) == 0);
+  CHECK(f->ranks[1].done_per_s == 10.0 && f->comms[0].done_per_s == 10.0);
+  /* rank 0 goes on (done 6 -> 11 in 0.5 s); rank 1 says nothing more */
+  nt_snapshot *c = snap(100, 0, 3, 2000000000ull, 1100, 30);
+  CHECK(c && nt_model_apply_snapshot(m, "ep", 0, c, 9.9) == 0);
+  nt_snapshot_free(c);
+  nt_model_tick(m, 10.0);
+  CHECK(nt_frame_build(f, m, &opts, 10.0) == 0);
+  CHECK(!f->procs[f->ranks[0].proc].stale && f->procs[f->ranks[1].proc].stale);
+  CHECK(f->ranks[0].done_per_s == 10.0);
+  CHECK(f->ranks[1].done_per_s == 0.0);
+  CHECK(f->comms[0].done_per_s == 5.0);
+  nt_frame_free(f);
+  nt_model_free(m);
+}
+
 static double num(const cJSON *o, const char *key) {
   const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
   return cJSON_IsNumber(v) ? v->valuedouble : -12345.0;
@@ -253,5 +277,6 @@ int main(void) {
   TEST_RUN(the_json_carries_the_frames_numbers);
   TEST_RUN(the_screen_shows_the_frames_numbers);
   TEST_RUN(a_frame_outlives_its_model);
+  TEST_RUN(a_silent_rank_does_nothing_per_second);
   return TEST_DONE();
 }

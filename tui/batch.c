@@ -21,7 +21,8 @@
  *  "ranks": [{"comm": "<16 hex digits>", "comm_name", "rank", "nranks", "nnodes",
  *     "host", "pid", "stale": bool, "ended": bool, "colls", "p2ps", "launched"
  *     (operations launched, over its functions), "done_per_s" (operations done
- *     per second, the publisher's last interval), "stalled_channels",
+ *     per second, the publisher's last interval; 0 once it is stale or ended),
+ *     "stalled_channels",
  *     "proxy": [{"tid", "state": "idle|active|sleep|wakeup|append|unknown",
  *                "state_age_ms", "state_ns": {"idle", "active", "sleep", "wakeup",
  *                "append"}, "share_last": {same keys, 0..1}, "share_total": {same},

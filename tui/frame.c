@@ -204,7 +204,9 @@ static bool add_rank(nt_frame *f, const nt_model_rank *mr, uint32_t proc, double
   r->comm = s->comms[ci];
   r->launched = seq_total(s, ci, false);
   uint16_t pci = comm_index_in(p->prev, mr->comm_hash);
-  if (p->prev && pci != NT_NO_COMM && s->mono_ns > p->prev->mono_ns) {
+  /* A silent or ended process has been seen to finish nothing since: its
+   * last interval's rate would stand frozen for as long as it stays so. */
+  if (p->prev && pci != NT_NO_COMM && s->mono_ns > p->prev->mono_ns && !p->stale && !p->ended) {
     double dt = (double)(s->mono_ns - p->prev->mono_ns) / 1e9;
     uint64_t now = seq_total(s, ci, true), before = seq_total(p->prev, pci, true);
     if (now >= before) r->done_per_s = (double)(now - before) / dt;
