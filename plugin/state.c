@@ -28,8 +28,12 @@ static void after_fork_child(void) {
 
 /* A thread that exits leaves its slot (and the aggregates in it) for another
  * thread to adopt; nothing already counted is lost. */
+/* The key's destructor, on the exiting thread: its slot may be adopted by
+ * another thread from here on, so a late call of this one (from another
+ * library's TLS destructor) claims a slot anew instead of writing into it. */
 static void release_slot(void *p) {
   struct nt_thread *t = p;
+  if (nt_self == t) nt_self = NULL;
   if (t) atomic_store(&t->state, NT_SLOT_ORPHAN);
 }
 
