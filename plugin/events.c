@@ -550,6 +550,25 @@ nt_nccl_result nt_record(void *handle, int state, uint64_t trans_size, bool has_
       NT_ADD(op->row->bytes, trans_size - op->v3_bytes);
       op->v3_bytes = trans_size;
     }
+    /* 2.26 has no SendPeerWait step state: it records RemFifoWait on the
+     * op before each isend try of the next step to go, whose data the GPU
+     * has put there; until SendTransmitted that step waits for the
+     * receiver's credit (V3). Steps go out in order: while one waits so,
+     * a RemFifoWait is its next try; else it is the lowest step still
+     * waiting for its GPU. */
+    if (state == NT_ST_V3_OP_SEND_REM_FIFO_WAIT && op->dir == NT_DIR_SEND) {
+      struct nt_step *next = NULL;
+      for (int i = 0; i < NT_STEPS_PER_OP; i++) {
+        struct nt_step *s = &op->steps[i];
+        if (!s->active) continue;
+        if (s->wait == NT_WAIT_SEND_PEER) {
+          next = NULL;
+          break;
+        }
+        if (s->wait == NT_WAIT_SEND_GPU && (!next || s->step < next->step)) next = s;
+      }
+      if (next) record_step(t, next, NT_ST_STEP_SEND_PEER_WAIT, 0, false);
+    }
     /* 2.26 says after each step done how many are; it stops only the first
      * of those done in one pass (V4): the others end here, exactly. */
     if ((state == NT_ST_V3_OP_SEND_DONE || state == NT_ST_V3_OP_RECV_DONE) && count > 0)

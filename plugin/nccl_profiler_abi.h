@@ -48,6 +48,7 @@ enum {
 enum {
   /* v3 (NCCL 2.26) ProxyOp states; their arguments carry the op's running
    * transSize. 2.27 dropped them for NT_ST_OP_IN_PROGRESS. */
+  NT_ST_V3_OP_SEND_REM_FIFO_WAIT = 1, /* before each isend try of the next step */
   NT_ST_V3_OP_SEND_TRANSMITTED = 2,
   NT_ST_V3_OP_SEND_DONE = 3, /* its proxyOp.steps: the op's steps done so far */
   NT_ST_V3_OP_RECV_RECEIVED = 5,

@@ -1,7 +1,8 @@
 /* What the plugin must report once a deterministic schedule has run: the
  * schedule of schedule.h, added up, for the NCCL release played
- * (version.h). NCCL 2.26 (ABI v3) differs: no SendPeerWait (that time stays
- * in SendGPUWait), no transSize on the steps (bytes come from the op's
+ * (version.h). NCCL 2.26 (ABI v3) differs: no SendPeerWait (the plugin
+ * times the credit wait from the op's SendRemFifoWait instead, so the
+ * totals are the same), no transSize on the steps (bytes come from the op's
  * SendTransmitted/RecvReceived running total instead), no KernelChStop
  * (no GPU busy time), and its recv stop bug: the last recv step of every op
  * is never stopped, so the plugin counts one step less per op and loses its
@@ -54,7 +55,6 @@ void nt_sim_expect_channel(const nt_sim_config *c, int rank, int comm, int chann
   det_mix m = mix(c, comm);
   uint64_t it = m.profiled, n = it * (uint64_t)c->steps;
   int v = sim_version_of(c);
-  bool v3 = sim_v_native_v3(v);
   /* --run-ahead: channel 0's first send step waits for the GPU's compute. */
   uint64_t ahead = channel == 0 ? m.ahead_seen * (uint64_t)c->run_ahead_ms * 1000000ull : 0;
   memset(out, 0, sizeof *out);
@@ -63,8 +63,8 @@ void nt_sim_expect_channel(const nt_sim_config *c, int rank, int comm, int chann
   out->bytes = it * sim_det_op_bytes(c->steps);
   out->ops = it;
   if (dir == NT_DIR_SEND) {
-    out->wait_ns[0] = n * (SIM_SEND_GPU_NS + (v3 ? SIM_SEND_PEER_NS : 0)) + ahead;
-    out->wait_ns[1] = v3 ? 0 : n * SIM_SEND_PEER_NS;
+    out->wait_ns[0] = n * SIM_SEND_GPU_NS + ahead;
+    out->wait_ns[1] = n * SIM_SEND_PEER_NS;
     out->wait_ns[2] = n * SIM_SEND_NET_NS;
     out->peer = it ? (rank + 1) % c->ranks : -1;
   } else {

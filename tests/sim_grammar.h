@@ -534,12 +534,23 @@ static inline const char *channel_totals(const nt_sim_config *c, const ctx_t *x,
       got.steps += closed;
       int cur = -1;
       unsigned long long since = 0;
+      /* 2.26 (V3): the op's SendRemFifoWait before an isend try of this
+       * step (the simulator's count: step + 1) starts its credit wait, as
+       * SendPeerWait does from 2.27 on; merged with the step's own
+       * records in time order. */
+      int k = 0;
       for (int r = 0; r <= s->nrec; r++) {
         bool end = r == s->nrec;
+        unsigned long long t = end ? t_close : s->rec_t[r];
+        for (; k < op->nrec && op->rec_t[k] <= t && (!end || closed); k++)
+          if (op->states[k] == NT_ST_V3_OP_SEND_REM_FIFO_WAIT && op->opsteps[k] == s->step + 1 &&
+              cur == NT_ST_STEP_SEND_GPU_WAIT && op->rec_t[k] >= since) {
+            got.wait_ns[wait_index(cur)] += op->rec_t[k] - since;
+            cur = NT_ST_STEP_SEND_PEER_WAIT, since = op->rec_t[k];
+          }
         if (end && !closed) break;
         int st = end ? -1 : s->states[r];
         if (!end && st == cur) continue; /* a repeated SendPeerWait changes nothing */
-        unsigned long long t = end ? t_close : s->rec_t[r];
         if (cur >= 0) got.wait_ns[wait_index(cur)] += t - since;
         cur = st, since = t;
         if (st == NT_ST_STEP_SEND_WAIT || st == NT_ST_STEP_RECV_FLUSH_WAIT) got.bytes += s->size[r];

@@ -118,6 +118,75 @@ static void case_threads_racing_learn_one_whole_identity(void) {
   ph_close(&H);
 }
 
+/* 2.26 has no SendPeerWait step state: the op's SendRemFifoWait, recorded
+ * before each isend try, starts the next step's wait for the receiver's
+ * credit (V3), its SendTransmitted ends it, as SendPeerWait and SendWait do
+ * from 2.27 on. Two steps in flight: the lower one goes first. */
+static void op_state3(const nt_profiler_v3 *v3, void *op, int state, int steps, uint64_t size) {
+  nt_state_args_v3 a;
+  memset(&a, 0, sizeof a);
+  a.proxyOp.steps = steps;
+  a.proxyOp.transSize = size;
+  v3->recordEventState(op, state, &a);
+}
+
+static void case_rem_fifo_wait_is_the_credit_wait(void) {
+  memset(&H, 0, sizeof H);
+  ph_now = 1;
+  CHECK(ph_setup_dir(&H) == 0 && ph_load(&H) == 0);
+  const nt_profiler_v3 *v3 = dlsym(H.lib, "ncclProfiler_v3");
+  int mask = 0;
+  void *ctx = v3 ? init3(v3, &mask) : NULL;
+  CHECK(ctx != NULL && ph_subscribe(&H) == 0);
+  coll3(v3, ctx, "c", 0x1234, 0, 0);
+  nt_descr_v3 d = {.type = NT_EV_PROXY_OP};
+  d.proxyOp.pid = getpid();
+  d.proxyOp.peer = 1;
+  d.proxyOp.nSteps = 2;
+  d.proxyOp.chunkSize = 1 << 20;
+  d.proxyOp.isSend = 1;
+  void *op = NULL, *st[2] = {NULL, NULL};
+  CHECK(v3->startEvent(ctx, &op, &d) == 0 && op);
+  for (int i = 0; i < 2; i++) {
+    nt_descr_v3 sd = {.type = NT_EV_PROXY_STEP, .parentObj = op};
+    sd.proxyStep.step = i;
+    CHECK(v3->startEvent(ctx, &st[i], &sd) == 0 && st[i]);
+    op_state3(v3, op, 0, i + 1, 0); /* SendPosted */
+    v3->recordEventState(st[i], NT_ST_STEP_SEND_GPU_WAIT, NULL);
+  }
+  const uint64_t ms = 1000000;
+  ph_now += 1 * ms;
+  op_state3(v3, op, NT_ST_V3_OP_SEND_REM_FIFO_WAIT, 1, 0); /* step 0: no credit yet */
+  ph_now += 2 * ms;
+  op_state3(v3, op, NT_ST_V3_OP_SEND_REM_FIFO_WAIT, 1, 0); /* a second try */
+  ph_now += 2 * ms;
+  op_state3(v3, op, NT_ST_V3_OP_SEND_TRANSMITTED, 1, 100);
+  v3->recordEventState(st[0], NT_ST_STEP_SEND_WAIT, NULL);
+  ph_now += 1 * ms;
+  op_state3(v3, op, NT_ST_V3_OP_SEND_REM_FIFO_WAIT, 2, 100); /* step 1 */
+  ph_now += 1 * ms;
+  op_state3(v3, op, NT_ST_V3_OP_SEND_TRANSMITTED, 2, 200);
+  v3->recordEventState(st[1], NT_ST_STEP_SEND_WAIT, NULL);
+  ph_now += 2 * ms;
+  for (int i = 0; i < 2; i++) {
+    v3->stopEvent(st[i]);
+    op_state3(v3, op, NT_ST_V3_OP_SEND_DONE, i + 1, 200);
+  }
+  v3->stopEvent(op);
+  CHECK(ph_latest(&H) == 0);
+  const nt_channel_row *r = NULL;
+  for (uint32_t i = 0; i < H.snap->nchannels; i++)
+    if (H.snap->channels[i].dir == NT_DIR_SEND) r = &H.snap->channels[i];
+  CHECK(r != NULL);
+  if (!r) return;
+  CHECK_EQ_U64(r->steps, 2);
+  CHECK_EQ_U64(r->bytes, 200);
+  CHECK_EQ_U64(r->wait_ns[0], 1 * ms + 6 * ms); /* GPU: step 0 1 ms, step 1 6 ms */
+  CHECK_EQ_U64(r->wait_ns[1], 4 * ms + 1 * ms); /* the receiver's credit */
+  CHECK_EQ_U64(r->wait_ns[2], 4 * ms + 2 * ms); /* the network */
+  ph_close(&H);
+}
+
 /* Each case in a fresh child: the plugin keeps process-wide state. */
 static void identity_comes_from_the_first_descriptor(void) {
   CHECK(ph_in_child(case_identity_comes_from_the_first_descriptor) == 0);
@@ -125,9 +194,13 @@ static void identity_comes_from_the_first_descriptor(void) {
 static void threads_racing_learn_one_whole_identity(void) {
   CHECK(ph_in_child(case_threads_racing_learn_one_whole_identity) == 0);
 }
+static void rem_fifo_wait_is_the_credit_wait(void) {
+  CHECK(ph_in_child(case_rem_fifo_wait_is_the_credit_wait) == 0);
+}
 
 int main(void) {
   TEST_RUN(identity_comes_from_the_first_descriptor);
   TEST_RUN(threads_racing_learn_one_whole_identity);
+  TEST_RUN(rem_fifo_wait_is_the_credit_wait);
   return TEST_DONE();
 }
