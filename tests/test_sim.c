@@ -87,15 +87,16 @@ static void expectations_are_the_schedule_by_hand(void) {
   CHECK_EQ_U64(ce.colls, 3);
   CHECK_EQ_U64(ce.kernel_count, 3);
   CHECK_EQ_U64(ce.kernel_busy_ns, 27000);
-  /* v3: no SendPeerWait (its time stays in SendGPUWait), no step sizes (the
-   * bytes come from the op's running transSize: the same total), no pTimer */
+  /* v3: no SendPeerWait (the plugin times the credit wait from the op's
+   * SendRemFifoWait: the same split), no step sizes (the bytes come from
+   * the op's running transSize: the same total), no pTimer */
   nt_sim_expect_channel(&c, 0, 0, 0, NT_DIR_SEND, &e);
   uint64_t bytes = e.bytes;
   CHECK(bytes > 0);
   c.abi = 3;
   nt_sim_expect_channel(&c, 0, 0, 0, NT_DIR_SEND, &e);
-  CHECK_EQ_U64(e.wait_ns[0], 18000);
-  CHECK_EQ_U64(e.wait_ns[1], 0);
+  CHECK_EQ_U64(e.wait_ns[0], 6000);
+  CHECK_EQ_U64(e.wait_ns[1], 12000);
   CHECK_EQ_U64(e.bytes, bytes);
   nt_sim_expect_comm(&c, 0, 0, &ce);
   CHECK_EQ_U64(ce.kernel_busy_ns, 0);
