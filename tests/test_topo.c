@@ -105,6 +105,7 @@ static void ibm_h100_nvswitch_matches_nccl(void) {
   CHECK_STR(route(t, &p), "GPU0 > NVS > GPU1 > PCI 0000:ab:00.0 > NIC 0000:ad:00.0 > NET1");
   p = pair(t, "NET1", "GPU0"); /* PXN is only GPU->NIC; back it is PCIe via CPU0 */
   CHECK(p.type == NT_PATH_PHB && near(p.bw, 0.1875));
+  CHECK(!p.pxn && p.via_gpu == -1); /* and names no relay GPU */
   p = pair(t, "NET0", "GPU4");
   CHECK(p.type == NT_PATH_SYS && near(p.bw, 0.1875));
   bool saw_spr = false;

@@ -123,8 +123,11 @@ static void decide(nt_topo *t) {
         d->gdr = recv != 0;
         d->gdr_read = send != 0;
         d->pci_mode = recv == 2 || send == 2;
-        int relay = topo_pxn_relay(t, g, n);
-        d->pxn = topo_cpath(t, g, n)->type == NT_PATH_PXN;
+        /* PXN is the GPU->NET direction only: NCCL rewrites the GPU's path
+         * to the NIC (paths.cc, addInterStep on gpu->paths[NET]) and never
+         * relays a receive (net.cc recvSetup), so NET->GPU names no relay. */
+        int relay = ga ? topo_pxn_relay(t, g, n) : -1;
+        d->pxn = ga && topo_cpath(t, g, n)->type == NT_PATH_PXN;
         d->via = relay >= 0 ? t->nodes[relay].endpoint : -1;
       }
     }
