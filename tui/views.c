@@ -328,11 +328,12 @@ void nt_view_channels(nt_screen *s, int y) {
   if (s->detail && s->row < (int)s->nranks) {
     detail_panel(s, nt_screen_rank(s, s->row), s->col, s->lay.detail);
   } else {
-    mvaddnstr(s->bottom - 1, 0,
-              "cell = dominant wait send/recv: GPU = its own GPU (yellow), PEER = the receiver has "
-              "not granted credit (magenta), NET = on the wire (cyan), FLSH = GPUDirect flush; "
-              "! = stalled; ~ = queued (the GPU has not reached it yet); Enter = details",
-              s->cols);
+    mvaddnstr(
+        s->bottom - 1, 0,
+        "cell = dominant wait send/recv: GPU = its own GPU (yellow), PEER = the receiver has "
+        "not granted credit (magenta), NET = on the wire (cyan), FLSH = arrived, flush or "
+        "next pass; ! = stalled; ~ = queued (the GPU has not reached it yet); Enter = details",
+        s->cols);
   }
 }
 
@@ -389,11 +390,12 @@ void nt_view_help(nt_screen *s, int y) {
   }
   static const char *const text[] = {
       "",
-      "Proxy thread states: idle (nothing to progress), active (progressing network ops),",
+      "Proxy thread states: idle (its last pass moved nothing), active (a pass moved data),",
       "  sleep (blocked until NCCL posts work), wakeup (just woken), append (taking new ops).",
       "Step waits, send: send_gpu_wait (GPU filling the buffer), send_peer_wait (receiver has",
       "  not granted credit), send_net_wait (on the wire); recv: recv_net_wait (data not yet",
-      "  arrived), recv_flush_wait (GPUDirect flush), recv_gpu_wait (GPU consuming the data).",
+      "  arrived), recv_flush_wait (arrived: a GPUDirect flush if one is needed, else the wait",
+      "  for the proxy's next pass), recv_gpu_wait (GPU consuming the data).",
       "A channel is stalled (!) when ops are in flight and no step moved for --stall-ms.",
       "Proxy HISTORY, oldest first: . idle  # active  z sleep  ! wakeup  + append.",
       "Alerts: root = where the waits of stalled ranks end; stall = channels stuck in a wait",
