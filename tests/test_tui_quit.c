@@ -6,6 +6,7 @@
 #include <dirent.h>
 #include <libgen.h>
 #include <limits.h>
+#include <sys/stat.h>
 
 #include <cjson/cJSON.h>
 
@@ -286,6 +287,23 @@ static void command_line_mistakes_are_one_line(void) {
   }
 }
 
+/* An endpoint directory the plugins would refuse (open to other users) is
+ * refused by batch mode too, at once, saying why: not an empty frame. */
+static void an_unsafe_directory_is_refused_in_batch(void) {
+  char dir[] = "/tmp/nccltop-open-XXXXXX", args[128], out[4096];
+  CHECK(mkdtemp(dir) != NULL);
+  CHECK(chmod(dir, 0755) == 0);
+  snprintf(args, sizeof args, "-b -n 1 --dir %s", dir);
+  int rc = run(args, out, sizeof out, NULL);
+  rmdir(dir);
+  bool one_line = strchr(out, '\n') == out + strlen(out) - 1;
+  if (rc != 2 || !one_line || !strstr(out, "accessible to other users (mode 755); refusing it"))
+    fprintf(stderr, "    nccltop %s: rc %d:\n%s\n", args, rc, out);
+  CHECK(rc == 2);
+  CHECK(one_line);
+  CHECK(strstr(out, "accessible to other users (mode 755); refusing it (chmod 700 it)") != NULL);
+}
+
 /* -d takes a unit: a bare number is milliseconds. Two frames 0.5 s apart
  * take about half a second, whichever way it is written. */
 static void delay_takes_a_unit(void) {
@@ -326,6 +344,7 @@ int main(void) {
   TEST_RUN(demo_in_batch_ends_with_its_job);
   TEST_RUN(demo_in_batch_shows_a_short_jobs_final_state);
   TEST_RUN(command_line_mistakes_are_one_line);
+  TEST_RUN(an_unsafe_directory_is_refused_in_batch);
   TEST_RUN(delay_takes_a_unit);
   TEST_RUN(sim_help_lists_the_simulator_options);
   return TEST_DONE();

@@ -253,6 +253,13 @@ int nt_source_check(const nt_options *o, char *err, size_t errlen) {
              d);
     return -1;
   }
+  /* One the jobs' plugins refuse too (another owner, a symlink, open to
+   * other users) would never show a job: said now, not as an empty frame. */
+  if (d && stat(d, &st) == 0) {
+    int fd = nt_endpoint_dir_open(d, false, err, errlen);
+    if (fd < 0) return -1;
+    close(fd);
+  }
   /* --hosts relays without a key: the source says so once in the error list
    * and connects the loopback ones (a simulated multi-node job's). */
   if (!o->nconnect) return 0;
