@@ -114,8 +114,8 @@ $(BUILD)/bench/libnccl-profiler-clockonly.so: bench/clockonly/clockonly_plugin.c
 	$(CC) $(CPPFLAGS) $(CFLAGS) -shared -o $@ $<
 
 # The test suite runs the sanitized build (build/san) so every test is also an
-# ASan + UBSan run; then the one test too heavy for 256 sanitized processes
-# (the diagnosis of a 256-rank job) again in the release build, where it runs.
+# ASan + UBSan run; then the one test too heavy for 128 sanitized processes
+# (the diagnosis of a 128-rank job) again in the release build, where it runs.
 test: deps format-check
 	$(MAKE) fuzz-smoke
 	$(MAKE) BUILD=build/san SAN=1 check
