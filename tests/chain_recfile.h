@@ -59,4 +59,21 @@ static inline bool has_line(const char *fmt, unsigned long long h) {
   return false;
 }
 
+/* The parents of the recorder's "start <type>" lines, in order (the file is
+ * longer than rec_read takes), and the handle of its first Coll. */
+static inline int start_parents(int type, unsigned long long *parents, int cap,
+                                unsigned long long *coll) {
+  FILE *f = fopen(rec_path, "r");
+  char buf[1024], want[32];
+  snprintf(want, sizeof want, " start %d ", type);
+  int n = 0;
+  *coll = 0;
+  while (f && fgets(buf, sizeof buf, f)) {
+    if (!*coll && strstr(buf, " start 2 ")) *coll = rec_hex(buf, "h=");
+    if (strstr(buf, want) && n < cap) parents[n++] = rec_hex(buf, "parent=");
+  }
+  if (f) fclose(f);
+  return n;
+}
+
 #endif

@@ -618,22 +618,6 @@ static void case_threads_share_nothing_but_the_ring(void) {
   CHECK_EQ_U64(H.snap->process.late_children, 0);
 }
 
-/* The parents of the recorder's "start <type>" lines, in order (the file is
- * longer than rec_read takes), and the handle of its first Coll. */
-static int start_parents(int type, unsigned long long *parents, int cap, unsigned long long *coll) {
-  FILE *f = fopen(rec_path, "r");
-  char buf[1024], want[32];
-  snprintf(want, sizeof want, " start %d ", type);
-  int n = 0;
-  *coll = 0;
-  while (f && fgets(buf, sizeof buf, f)) {
-    if (!*coll && strstr(buf, " start 2 ")) *coll = rec_hex(buf, "h=");
-    if (strstr(buf, want) && n < cap) parents[n++] = rec_hex(buf, "parent=");
-  }
-  if (f) fclose(f);
-  return n;
-}
-
 /* Handles NCCL still holds while thousands of newer events go through the
  * thread's ring: an open Coll keeps its pair (its KernelCh gets the
  * recorder's handle as parent), and a Coll stopped at enqueue whose pair
