@@ -139,8 +139,8 @@ static void batch_viewer_keeps_every_publisher_on_time(void) {
    * a busy 2-core machine gave 7 in 9.8 s), none 10 frames late. */
   CHECK(frames >= (int)(window_s / 0.5) / 4);
   CHECK(max_gap < 5.0);
-  CHECK(rate > ranks * 10.0 * 0.3);           /* the messages keep flowing */
-  CHECK(rss1 - rss0 < 16384 + rss0 / 4);      /* memory stays flat */
+  CHECK(rate > ranks * 10.0 * 0.3);      /* the messages keep flowing */
+  CHECK(rss1 - rss0 < 16384 + rss0 / 4); /* memory stays flat */
 }
 
 /* ---- interactive ---- */
