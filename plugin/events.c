@@ -497,9 +497,11 @@ nt_nccl_result nt_stop(void *handle) {
   NT_ADD(t->events, 1);
   switch (nt_handle_kind(handle)) {
   case NT_K_STEP: stop_step(handle); break;
-  case NT_K_OP:
-    if (op_of(handle)) stop_op(op_of(handle));
+  case NT_K_OP: {
+    struct nt_op *op = op_of(handle);
+    if (op) stop_op(op);
     break;
+  }
   case NT_K_CTRL: stop_ctrl(t); break;
   case NT_K_KERNEL: stop_kernel(t, handle); break;
   case NT_K_PHASE: stop_kernel_phase(t, handle); break;
