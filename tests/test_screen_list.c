@@ -198,15 +198,22 @@ static void look_by_meaning(void) {
     ok = fg == 6;
   }
   vt_send(&t, "\r"); /* details of the cell under the cursor */
-  ok = ok && vt_wait_for(&t, "send_net_wait", 5) && find_on_screen(&t, "send_net_wait", &row, &col);
+  ok = ok && vt_wait_for(&t, "send_net_wait", 5);
   if (ok) {
-    const char *text = vt_text(&t);
-    const char *line = text;
-    for (int r = 0; r < row; r++) line = strchr(line, '\n') + 1;
-    char l[256];
-    snprintf(l, sizeof l, "%.*s", (int)strcspn(line, "\n"), line);
-    ok = strstr(l, "71.4% [|||") != NULL;
-    if (!ok) fprintf(stderr, "    no meter on \"%s\"\n", l);
+    /* Read again on every pump: one read can catch the panel's line half
+     * drawn over the grid (its label written, its meter not yet). */
+    char l[256] = "";
+    bool meter = false;
+    for (double end = vt_now() + 5; !meter && vt_now() < end;) {
+      vt_pump(&t, 50);
+      if (!find_on_screen(&t, "send_net_wait", &row, &col)) continue;
+      const char *line = vt_text(&t);
+      for (int r = 0; r < row; r++) line = strchr(line, '\n') + 1;
+      snprintf(l, sizeof l, "%.*s", (int)strcspn(line, "\n"), line);
+      meter = strstr(l, "71.4% [|||") != NULL;
+    }
+    if (!meter) fprintf(stderr, "    no meter on \"%s\"\n", l);
+    ok = meter;
   }
   vt_send(&t, "\0332"); /* Esc, then the proxy view */
   ok = ok && vt_wait_for(&t, "[proxy threads]", 5) && vt_wait_for(&t, "1/30 ", 5);
