@@ -27,7 +27,7 @@
 #include "../proto/nccltop_proto.h"
 #include "nccl_profiler_abi.h"
 
-#define NT_PLUGIN_VERSION         "0.1.0"
+#define NT_PLUGIN_VERSION         "0.2.0"
 #define NT_MAX_THREADS            256
 #define NT_MAX_CONTEXTS           64
 #define NT_OPS_PER_THREAD         512
@@ -547,29 +547,78 @@ void nt_retire_sweep(uint64_t now, enum nt_sweep how);
 /* Fills the 1.1 tables of s; map turns context indices into comm indices. */
 void nt_retire_collect(nt_snapshot *s, const uint16_t *map, uint64_t now);
 
-/* local.c (publisher thread only): the ipc socket file in the endpoint
- * directory, bound through the directory's descriptor and bound again when
- * the directory is removed or replaced. */
-struct nt_local {
-  int dirfd;          /* the checked directory; -1 when none is held */
-  bool watching;      /* bound once: keep it bound */
-  bool trouble_noted; /* a failed re-bind was logged; quiet until one works */
-  uint64_t next_check_ns;
-  char dir[256];
-  char name[64];     /* <pid>.<pidns>.sock */
-  char bound[128];   /* what ZeroMQ bound, for zmq_unbind */
-  char display[320]; /* ipc://<dir>/<name>, for the log */
+/* outlet.c: one XPUB socket towards one reader (a viewer in the endpoint
+ * directory, or NCCLTOP_CONNECT), so each reader's faults are its own. */
+struct nt_outlet {
+  void *sock;       /* NULL: closed */
+  bool subscribed;  /* a reader is subscribed there */
+  bool fresh;       /* a new subscription: send it everything at once */
+  uint32_t foreign; /* messages other than subscribe/cancel "" since it opened */
+  uint64_t opened_ns;
 };
-/* Opens (creating) and checks dir, binds sock there; logs a failure, and
- * success unless quiet (a reopen). The struct needs no initialization
- * before. */
-bool nt_local_bind(struct nt_local *l, void *sock, const char *dir, bool quiet);
-/* Call often (it is cheap until its period is up, every 2 s). */
-void nt_local_check(struct nt_local *l, void *sock, uint64_t now_ns);
-/* After zmq_ctx_term (ZeroMQ may remove the file through the descriptor);
- * removes the file and closes the directory. A struct nt_local_bind never
+bool nt_outlet_open(struct nt_outlet *o, void *zctx, uint64_t now_ns);
+void nt_outlet_close(struct nt_outlet *o, int linger_ms);
+/* Reads what came in (subscriptions); false when the reader floods us:
+ * close the outlet. */
+bool nt_outlet_drain(struct nt_outlet *o);
+/* Two frames, ZMQ_DONTWAIT; a refusal is counted in unsent_messages. */
+bool nt_outlet_send(struct nt_outlet *o, const char *topic, const void *data, size_t len);
+
+/* local.c: the viewers in the endpoint directory, each connected from an
+ * outlet of its own (the plugin never listens: see local.c). */
+#define NT_MAX_VIEWERS 32
+#define NT_MAX_BANS    8
+/* Descriptors left to the job after everything we take (a context's six, a
+ * viewer's two); threads likewise (a context's two). */
+#define NT_FD_HEADROOM     16
+#define NT_THREAD_HEADROOM 4
+struct nt_viewer {
+  char name[64];  /* viewer-<pid>-<serial>-<pidns>.sock */
+  char addr[128]; /* what the outlet connected to */
+  uint32_t pid;
+  uint64_t pidns;
+  bool listed; /* in the listing under way */
+  struct nt_outlet out;
+};
+struct nt_ban { /* a viewer that flooded us, kept out until until_ns */
+  char name[64];
+  uint64_t until_ns;
+  uint32_t times;
+};
+struct nt_local {
+  int dirfd;     /* the checked directory; -1 when none is held */
+  bool watching; /* opened (or tried): keep scanning */
+  bool trouble_noted, full_noted, fds_noted, flood_noted,
+      list_noted; /* each said once until it clears */
+  uint64_t next_scan_ns, next_check_ns;
+  uint64_t pidns; /* ours */
+  char dir[256];
+  uint32_t nviewers;
+  struct nt_viewer viewers[NT_MAX_VIEWERS];
+  struct nt_ban bans[NT_MAX_BANS];
+};
+/* Opens (creating) and checks dir; logs a failure (and keeps trying at
+ * each scan). The struct needs no initialization before. */
+bool nt_local_open(struct nt_local *l, const char *dir);
+/* Call often (cheap until its period is up): connects new live viewers,
+ * disconnects the gone ones, re-opens a replaced directory. zctx_of(arg)
+ * gives the ZeroMQ context, starting it the first time a viewer is there
+ * (NULL: none, it said why). */
+void nt_local_scan(struct nt_local *l, void *(*zctx_of)(void *), void *arg, uint64_t now_ns);
+/* Viewer i flooded us: its outlet is closed and it is kept out a while. */
+void nt_local_flooded(struct nt_local *l, uint32_t i, uint64_t now_ns);
+uint32_t nt_local_viewers(const struct nt_local *l);
+/* Closes every viewer's outlet (they are connected again at the next scan
+ * if the context lives on). */
+void nt_local_close_sockets(struct nt_local *l, int linger_ms);
+/* After zmq_ctx_term; closes the directory. A struct nt_local_open never
  * saw must have dirfd -1. */
 void nt_local_close(struct nt_local *l);
+
+/* limits.c: how many of `want` descriptors (threads) the process could
+ * take right now, each taken for a moment and given back. */
+unsigned nt_fds_free_up_to(unsigned want);
+unsigned nt_threads_free_up_to(unsigned want);
 
 /* publisher.c */
 int nt_publisher_start(void);

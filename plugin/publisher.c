@@ -1,9 +1,16 @@
-/* The publisher thread: owns the ZeroMQ context and the XPUB socket, reads
- * the aggregates every NCCLTOP_INTERVAL_MS and sends a snapshot when someone
- * is subscribed. With nobody subscribed it encodes nothing.
+/* The publisher thread: owns the ZeroMQ context and the XPUB sockets (an
+ * outlet per reader, outlet.c), reads the aggregates every
+ * NCCLTOP_INTERVAL_MS and sends a snapshot when someone is subscribed. With
+ * nobody subscribed it encodes nothing.
  *
- * A viewer's subscription arrives as a message on the XPUB socket; we answer
- * it at once with a full snapshot, hello and communicators, so a viewer that
+ * The sockets only ever connect (to the viewers in the endpoint directory,
+ * local.c, and to NCCLTOP_CONNECT): nothing can connect to the job. ZeroMQ
+ * starts only when the process has room for it (limits.c); until then, and
+ * whenever it fails, operations are still retired and the start is tried
+ * again, so the job keeps its totals and monitoring comes back by itself.
+ *
+ * A viewer's subscription arrives as a message on its outlet; we answer it
+ * at once with a full snapshot, hello and communicators, so a viewer that
  * attaches late is complete after one round trip. Every send is
  * ZMQ_DONTWAIT: a slow or stopped viewer costs messages (ZeroMQ drops them
  * for that viewer alone, which sees the gap in sequence numbers), never a
@@ -27,34 +34,14 @@
 
 #define META_PERIOD_NS 2000000000ull
 #define POLL_CAP_MS    50
-#define SNDHWM         64
-
-/* What may come in. nccltop's viewer (a SUB) sends one ZMTP READY command of
- * 25 bytes and one subscription to "" (a 10-byte SUBSCRIBE command over ZMTP
- * 3.1, a 1-byte message before); a relay's XSUB sends a 26-byte READY. With
- * libzmq 4.3.4 the size check applies to every frame, commands and handshake
- * included: 25 is the smallest value that lets a viewer in, 26 a relay. Any
- * larger frame makes ZeroMQ drop that connection before it allocates it. */
-#define MAXMSGSIZE 26
-#define RCVHWM     16
-/* libzmq 4.3.4 keeps every subscription a peer sends in a trie (per pipe,
- * in manual mode too) until the peer goes, and queues a notification for
- * each one until we read it. We can neither refuse nor forget one, so a peer
- * that sends more than the protocol's one subscription to "" (a few, from a
- * relay's subscribers, are tolerated) loses its connection: the socket is
- * closed, which frees all of it, and opened again. Viewers reconnect by
- * themselves and get a fresh snapshot. */
-#define FOREIGN_MAX 64   /* other messages tolerated over a socket's life */
-#define DRAIN_MAX   1024 /* messages read per pass; more means a flood */
-/* A peer at NCCLTOP_CONNECT that gets us to reopen is connected again only
- * after a delay that doubles each time (1 s up to 60 s); ZeroMQ's own
- * reconnection, after a dropped connection, waits 1 s. */
-#define RECONNECT_IVL_MS      1000
-#define RECONNECT_IVL_MAX_MS  30000
+/* A reader at NCCLTOP_CONNECT that floods us (outlet.c) is connected again
+ * only after a delay that doubles each time (1 s up to 60 s). */
 #define RECONNECT_BACKOFF_MAX 60000000000ull
 #define CALM_NS               60000000000ull /* a socket this old resets the backoff */
 /* finalize waits this long for the publisher, then leaves it behind. */
 #define STOP_WAIT_NS 1000000000ull
+/* Every outlet: the viewers' and NCCLTOP_CONNECT's. */
+#define MAX_OUTLETS (NT_MAX_VIEWERS + 1)
 
 static pthread_t thread;
 static _Atomic bool running;
@@ -65,21 +52,22 @@ static _Atomic uint64_t flush_requested, flush_done;
 static _Atomic bool abandoned, exited;
 
 struct pub {
-  void *zctx, *sock;
-  struct nt_local local; /* the ipc endpoint (local.c) */
+  void *zctx;
+  struct nt_local local;   /* the viewers we connect to, an outlet each (local.c) */
+  struct nt_outlet remote; /* NCCLTOP_CONNECT's */
   nt_snapshot *snap;
   uint8_t *buf;
   size_t cap;
   char *json;
   nt_hello *hello;
   uint64_t seq;
-  bool subscribed;
-  uint32_t foreign;       /* messages other than subscribe/cancel "" since the socket opened */
-  uint32_t reopens;       /* consecutive reopens forced by a peer */
-  uint64_t opened_ns;     /* when the socket opened */
-  uint64_t connect_at_ns; /* when to connect NCCLTOP_CONNECT; 0: done or none */
+  uint32_t reopens;       /* consecutive reopens of the remote outlet forced by its peer */
+  uint64_t connect_at_ns; /* when to connect NCCLTOP_CONNECT again; 0: done or none */
   bool flood_logged;
-  char *topo; /* NCCL_TOPO_DUMP_FILE's content, once NCCL has written it */
+  bool room_noted;        /* why ZeroMQ did not start was said; quiet until it starts */
+  bool final_sent;        /* give it a moment to leave */
+  uint64_t next_start_ns; /* ZeroMQ is not tried again before */
+  char *topo;             /* NCCL_TOPO_DUMP_FILE's content, once NCCL has written it */
   size_t topo_len;
   struct stat topo_st; /* the file as last looked at (dev, ino, size, mtime) */
   bool topo_seen, topo_refused_logged;
@@ -96,15 +84,6 @@ static uint64_t wall_ns(void) {
   struct timespec ts;
   clock_gettime(CLOCK_REALTIME, &ts);
   return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-static bool send_frames(struct pub *p, const char *topic, const void *data, size_t len) {
-  if (zmq_send(p->sock, topic, strlen(topic), ZMQ_SNDMORE | ZMQ_DONTWAIT) < 0 ||
-      zmq_send(p->sock, data, len, ZMQ_DONTWAIT) < 0) {
-    atomic_fetch_add(&nt_g.unsent_messages, 1);
-    return false;
-  }
-  return true;
 }
 
 /* NCCL is already loaded in this process: ask it its version. */
@@ -204,11 +183,11 @@ static void load_topology(struct pub *p) {
   p->topo_len = (size_t)n;
 }
 
-static void send_meta(struct pub *p) {
-  load_topology(p);
-  if (p->topo) send_frames(p, NT_TOPIC_TOPOLOGY, p->topo, p->topo_len);
+/* Hello, communicators and the topology, to one outlet. */
+static void send_meta(struct pub *p, struct nt_outlet *o) {
+  if (p->topo) nt_outlet_send(o, NT_TOPIC_TOPOLOGY, p->topo, p->topo_len);
   size_t n = nt_hello_encode(p->hello, p->json, NT_MAX_JSON_BYTES);
-  if (n) send_frames(p, NT_TOPIC_HELLO, p->json, n);
+  if (n) nt_outlet_send(o, NT_TOPIC_HELLO, p->json, n);
   for (int i = 0; i < NT_MAX_CONTEXTS; i++) {
     struct nt_context *c = &nt_g.contexts[i];
     if (atomic_load(&c->magic) != NT_CONTEXT_MAGIC) continue;
@@ -222,11 +201,12 @@ static void send_meta(struct pub *p) {
     snprintf(info.name, sizeof info.name, "%s", id.name);
     pthread_mutex_unlock(&nt_g.contexts_lock);
     n = nt_comm_encode(&info, p->json, NT_MAX_JSON_BYTES);
-    if (n) send_frames(p, NT_TOPIC_COMM, p->json, n);
+    if (n) nt_outlet_send(o, NT_TOPIC_COMM, p->json, n);
   }
 }
 
-static void send_snapshot(struct pub *p, bool final) {
+/* Encodes the snapshot once (into p->buf); its size, 0 if it failed. */
+static size_t encode_snapshot(struct pub *p, bool final) {
   nt_snapshot *s = p->snap;
   uint64_t now = nt_clock_ns();
   nt_collect(s, now);
@@ -240,159 +220,226 @@ static void send_snapshot(struct pub *p, bool final) {
   s->final = final;
   snprintf(s->host, sizeof s->host, "%s", p->hello->host);
   size_t n = nt_snapshot_encode(s, p->buf, p->cap);
-  if (n)
-    send_frames(p, NT_TOPIC_SNAPSHOT, p->buf, n);
-  else
-    atomic_fetch_add(&nt_g.unsent_messages, 1);
+  if (!n) atomic_fetch_add(&nt_g.unsent_messages, 1);
+  return n;
 }
 
-static void set_int(void *sock, int opt, int v) {
-  if (zmq_setsockopt(sock, opt, &v, sizeof v) != 0)
-    nt_log(NT_NCCL_LOG_WARN, "zmq_setsockopt(%d): %s", opt, zmq_strerror(errno));
+/* Every open outlet, the remote one first. */
+static int outlets(struct pub *p, struct nt_outlet **out) {
+  int n = 0;
+  if (p->remote.sock) out[n++] = &p->remote;
+  for (uint32_t i = 0; i < p->local.nviewers; i++)
+    if (p->local.viewers[i].out.sock) out[n++] = &p->local.viewers[i].out;
+  return n;
 }
 
-static void set_i64(void *sock, int opt, int64_t v) {
-  if (zmq_setsockopt(sock, opt, &v, sizeof v) != 0)
-    nt_log(NT_NCCL_LOG_WARN, "zmq_setsockopt(%d): %s", opt, zmq_strerror(errno));
-}
-
-static void connect_out(struct pub *p) {
+/* NCCLTOP_CONNECT's outlet, opened and connected now. */
+static void open_remote(struct pub *p, uint64_t now) {
   p->connect_at_ns = 0;
-  if (zmq_connect(p->sock, nt_g.cfg.connect) == 0)
-    nt_log(NT_NCCL_LOG_INFO, "publishing to %s", nt_g.cfg.connect);
-  else
-    nt_log(NT_NCCL_LOG_WARN, "cannot connect %s: %s", nt_g.cfg.connect, zmq_strerror(errno));
-}
-
-/* Binds the local endpoint; NCCLTOP_CONNECT is connected at once, or at
- * connect_at_ns after a reopen. */
-static bool open_socket(struct pub *p) {
-  const char *dir = nt_g.cfg.dir;
-  p->zctx = zmq_ctx_new();
-  if (!p->zctx) return false;
-  zmq_ctx_set(p->zctx, ZMQ_IO_THREADS, 1);
-  p->sock = zmq_socket(p->zctx, ZMQ_XPUB);
-  if (!p->sock) return false;
-  p->opened_ns = real_ns();
-  p->foreign = 0;
-  set_int(p->sock, ZMQ_LINGER, 0);
-  set_int(p->sock, ZMQ_SNDHWM, SNDHWM);
-  set_int(p->sock, ZMQ_RCVHWM, RCVHWM);
-  set_i64(p->sock, ZMQ_MAXMSGSIZE, MAXMSGSIZE);
-  set_int(p->sock, ZMQ_RECONNECT_IVL, RECONNECT_IVL_MS);
-  set_int(p->sock, ZMQ_RECONNECT_IVL_MAX, RECONNECT_IVL_MAX_MS);
-  set_int(p->sock, ZMQ_XPUB_VERBOSE, 1); /* every new viewer's subscription reaches us */
-  bool bound = false;
-  if (!*dir)
-    nt_log(NT_NCCL_LOG_WARN, "endpoint directory name too long; not publishing locally");
-  else
-    bound = nt_local_bind(&p->local, p->sock, dir, p->reopens != 0);
-  if (nt_g.cfg.connect[0]) {
-    bound = true;
-    if (!p->reopens) connect_out(p);
+  if (!nt_outlet_open(&p->remote, p->zctx, now)) {
+    nt_log(NT_NCCL_LOG_WARN, "cannot create a ZeroMQ socket for %s: %s", nt_g.cfg.connect,
+           zmq_strerror(errno));
+    return;
   }
-  return bound;
+  if (zmq_connect(p->remote.sock, nt_g.cfg.connect) == 0) {
+    if (!p->reopens) nt_log(NT_NCCL_LOG_INFO, "publishing to %s", nt_g.cfg.connect);
+  } else {
+    nt_log(NT_NCCL_LOG_WARN, "cannot connect %s: %s", nt_g.cfg.connect, zmq_strerror(errno));
+    nt_outlet_close(&p->remote, 0);
+  }
 }
 
-static void close_socket(struct pub *p) {
-  /* Give the final snapshot a moment to leave; bounded, and only at the
-   * last finalize, never on the event path. */
-  if (p->sock) set_int(p->sock, ZMQ_LINGER, p->subscribed ? 100 : 0);
-  if (p->sock) zmq_close(p->sock);
-  /* Returns once ZeroMQ's threads are done with the socket (the ipc
-   * listener removes its file then): a reopen binds only after that. */
-  if (p->zctx) zmq_ctx_term(p->zctx);
-  nt_local_close(&p->local); /* only now: ZeroMQ is done with its file */
-  p->sock = p->zctx = NULL;
-}
-
-/* A peer sent what no viewer sends: drop every connection by reopening the
- * socket (see FOREIGN_MAX). Returns false if the socket could not reopen. */
-static bool reopen(struct pub *p) {
-  uint64_t now = real_ns();
-  if (now - p->opened_ns >= CALM_NS) p->reopens = 0;
+/* The reader at NCCLTOP_CONNECT flooded us: its outlet is closed and
+ * connected again after a delay that doubles (ZeroMQ alone would reconnect
+ * after a second, and the reader would flood again). */
+static void remote_flooded(struct pub *p, uint64_t now) {
+  if (now - p->remote.opened_ns >= CALM_NS) p->reopens = 0;
   p->reopens++;
   if (!p->flood_logged)
     nt_log(NT_NCCL_LOG_WARN,
-           "a peer sent %u messages that are not a viewer's subscription; dropping every "
-           "connection (viewers reconnect)",
-           p->foreign);
+           "%s sent %u messages that are not a viewer's subscription: disconnected, and "
+           "connected again after a delay that doubles each time it does it again",
+           nt_g.cfg.connect, p->remote.foreign);
   p->flood_logged = true;
-  p->subscribed = false;
-  close_socket(p);
-  bool ok = open_socket(p);
-  if (ok && nt_g.cfg.connect[0]) {
-    uint32_t shift = p->reopens - 1 < 6 ? p->reopens - 1 : 6;
-    uint64_t delay = 1000000000ull << shift;
-    p->connect_at_ns = now + (delay < RECONNECT_BACKOFF_MAX ? delay : RECONNECT_BACKOFF_MAX);
-  }
-  return ok;
+  nt_outlet_close(&p->remote, 0);
+  uint32_t shift = p->reopens - 1 < 6 ? p->reopens - 1 : 6;
+  uint64_t delay = 1000000000ull << shift;
+  p->connect_at_ns = now + (delay < RECONNECT_BACKOFF_MAX ? delay : RECONNECT_BACKOFF_MAX);
 }
 
-/* Inbound messages: with XPUB_VERBOSE a viewer's subscription to "" arrives
- * as the byte 1 (one per viewer), and the byte 0 when the last viewer has
- * left. Anything else is foreign. Reads at most DRAIN_MAX messages: a queue
- * longer than that is a flood, and so is more than FOREIGN_MAX foreign
- * messages; both reopen the socket, which discards whatever ZeroMQ still
- * holds. Returns true when a new viewer wants a snapshot; *flood when the
- * socket must be reopened. */
-static bool drain_subscriptions(struct pub *p, bool *flood) {
-  bool fresh = false;
-  uint8_t msg[MAXMSGSIZE + 1];
-  int i = 0;
-  for (; i < DRAIN_MAX; i++) {
-    int n = zmq_recv(p->sock, msg, sizeof msg, ZMQ_DONTWAIT);
-    if (n < 0) break;
-    if (n == 1 && msg[0] == 1) {
-      p->subscribed = true;
-      fresh = true;
-    } else if (n == 1 && msg[0] == 0) {
-      p->subscribed = false;
-    } else if (++p->foreign > FOREIGN_MAX) {
-      break;
-    }
+/* What a context takes when it starts (libzmq 4.3, one I/O thread): an
+ * eventfd for zmq_ctx_new, an eventfd and an epoll each for the reaper and
+ * the I/O thread, an eventfd for the first socket; two threads. Each outlet
+ * then takes an eventfd and its connection. */
+#define CONTEXT_FDS     6
+#define CONTEXT_THREADS 2
+#define START_RETRY_NS  2000000000ull
+
+/* Starts ZeroMQ when the process has room for it and for itself after
+ * it (limits.c says why we must look first); says once why not. */
+static bool start_zmq(struct pub *p, uint64_t now) {
+  unsigned fds_want = CONTEXT_FDS + NT_FD_HEADROOM,
+           threads_want = CONTEXT_THREADS + NT_THREAD_HEADROOM;
+  unsigned fds = nt_fds_free_up_to(fds_want);
+  unsigned threads = fds < fds_want ? 0 : nt_threads_free_up_to(threads_want);
+  if (fds < fds_want || threads < threads_want) {
+    bool f = fds < fds_want;
+    if (!p->room_noted)
+      nt_log(NT_NCCL_LOG_WARN,
+             "only %u %s free: not publishing, so the job keeps them (ZeroMQ needs %u and we "
+             "leave the job %u); tried again every %llu s",
+             f ? fds : threads, f ? "file descriptors" : "threads",
+             f ? CONTEXT_FDS : CONTEXT_THREADS, f ? NT_FD_HEADROOM : NT_THREAD_HEADROOM,
+             (unsigned long long)(START_RETRY_NS / 1000000000ull));
+    p->room_noted = true;
+    return false;
   }
-  *flood = i == DRAIN_MAX || p->foreign > FOREIGN_MAX;
-  return fresh;
+  p->zctx = zmq_ctx_new();
+  if (!p->zctx) {
+    if (!p->room_noted)
+      nt_log(NT_NCCL_LOG_WARN,
+             "cannot create a ZeroMQ context: %s; not publishing (tried again every %llu s)",
+             zmq_strerror(errno), (unsigned long long)(START_RETRY_NS / 1000000000ull));
+    p->room_noted = true;
+    return false;
+  }
+  (void)zmq_ctx_set(p->zctx, ZMQ_IO_THREADS, 1);
+  (void)zmq_ctx_set(p->zctx, ZMQ_MAX_SOCKETS, MAX_OUTLETS + 4);
+  /* The context starts its threads and pollers with its first socket: now,
+   * while we know there is room, never later at a viewer's arrival. After
+   * that a socket takes only an eventfd, whose failure ZeroMQ reports. */
+  void *first = zmq_socket(p->zctx, ZMQ_XPUB);
+  if (!first) {
+    if (!p->room_noted)
+      nt_log(NT_NCCL_LOG_WARN, "ZeroMQ cannot start: %s; not publishing (tried again every %llu s)",
+             zmq_strerror(errno), (unsigned long long)(START_RETRY_NS / 1000000000ull));
+    p->room_noted = true;
+    zmq_ctx_term(p->zctx);
+    p->zctx = NULL;
+    return false;
+  }
+  zmq_close(first);
+  if (nt_g.cfg.connect[0]) open_remote(p, now);
+  if (p->room_noted) nt_log(NT_NCCL_LOG_INFO, "publishing now");
+  p->room_noted = false;
+  return true;
+}
+
+/* Returns once ZeroMQ's threads are done (the lingers bound it). */
+static void stop_zmq_only(struct pub *p, int linger_ms) {
+  nt_outlet_close(&p->remote, linger_ms);
+  nt_local_close_sockets(&p->local, linger_ms);
+  if (p->zctx) zmq_ctx_term(p->zctx);
+  p->zctx = NULL;
+}
+
+static void stop_zmq(struct pub *p, int linger_ms) {
+  stop_zmq_only(p, linger_ms);
+  /* Only now: ZeroMQ's reconnects went through the directory's descriptor. */
+  nt_local_close(&p->local);
+}
+
+/* Waits for what comes in on the outlets (subscriptions), or the time. */
+static int wait_for(struct nt_outlet **o, int n, uint64_t wait_ms, zmq_pollitem_t *items) {
+  long ms = (long)(wait_ms < POLL_CAP_MS ? wait_ms : POLL_CAP_MS);
+  if (n) {
+    for (int i = 0; i < n; i++)
+      items[i] = (zmq_pollitem_t){.socket = o[i]->sock, .events = ZMQ_POLLIN};
+    return zmq_poll(items, n, ms);
+  }
+  struct timespec ts = {0, ms * 1000000l};
+  while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+  }
+  return 0;
+}
+
+/* Reads every outlet that has something; closes those whose reader floods
+ * us (the local ones from the last, as closing one moves the last into its
+ * place). */
+static void drain(struct pub *p, struct nt_outlet **o, int n, const zmq_pollitem_t *items,
+                  uint64_t now) {
+  bool flooded[MAX_OUTLETS] = {false};
+  for (int i = 0; i < n; i++)
+    if ((items[i].revents & ZMQ_POLLIN) && !nt_outlet_drain(o[i])) flooded[i] = true;
+  if (p->remote.sock && flooded[0] && o[0] == &p->remote) remote_flooded(p, now);
+  for (uint32_t i = p->local.nviewers; i-- > 0;)
+    for (int k = 0; k < n; k++)
+      if (flooded[k] && o[k] == &p->local.viewers[i].out) nt_local_flooded(&p->local, i, now);
+}
+
+/* The context, started now if it is not (at most every START_RETRY_NS):
+ * ZeroMQ starts when there is someone to publish to, not before. */
+static void *context_of(void *arg) {
+  struct pub *p = arg;
+  uint64_t now = real_ns();
+  if (!p->zctx && now >= p->next_start_ns && !start_zmq(p, now))
+    p->next_start_ns = now + START_RETRY_NS;
+  return p->zctx;
 }
 
 static void run(struct pub *p) {
   uint64_t interval = (uint64_t)nt_g.cfg.interval_ms * 1000000ull;
   uint64_t next_tick = real_ns(), next_meta = 0;
+  struct nt_outlet *o[MAX_OUTLETS];
+  zmq_pollitem_t items[MAX_OUTLETS];
   while (!atomic_load(&stop_requested)) {
     uint64_t now = real_ns();
+    if (nt_g.cfg.connect[0]) (void)context_of(p);
     uint64_t wait_ms = next_tick > now ? (next_tick - now + 999999) / 1000000ull : 0;
-    zmq_pollitem_t item = {.socket = p->sock, .events = ZMQ_POLLIN};
-    int rc = zmq_poll(&item, 1, (long)(wait_ms < POLL_CAP_MS ? wait_ms : POLL_CAP_MS));
-    if (rc < 0 && errno != EINTR) break;
-    bool flood = false;
-    bool fresh = rc > 0 && drain_subscriptions(p, &flood);
-    if (flood) {
-      if (!reopen(p)) break;
-      fresh = false; /* the viewers among the peers subscribe again */
+    int n = outlets(p, o);
+    int rc = wait_for(o, n, wait_ms, items);
+    now = real_ns();
+    /* ZeroMQ failed us: start it afresh later, keep retiring meanwhile. */
+    if (rc < 0 && errno != EINTR) {
+      if (!p->room_noted)
+        nt_log(NT_NCCL_LOG_WARN, "zmq_poll: %s; publishing stops until ZeroMQ starts again",
+               zmq_strerror(errno));
+      p->room_noted = true;
+      stop_zmq_only(p, 0);
+      p->next_start_ns = now + START_RETRY_NS;
+    } else if (rc > 0) {
+      drain(p, o, n, items, now);
     }
     uint64_t flush = atomic_load(&flush_requested);
-    now = real_ns();
-    nt_local_check(&p->local, p->sock, now);
-    if (p->connect_at_ns && now >= p->connect_at_ns) connect_out(p);
+    nt_local_scan(&p->local, context_of, p, now);
+    if (p->zctx && p->connect_at_ns && now >= p->connect_at_ns) open_remote(p, now);
     bool due = now >= next_tick;
     bool flushing = flush != atomic_load(&flush_done);
+    n = outlets(p, o);
+    bool fresh = false, subscribed = false;
+    for (int i = 0; i < n; i++) {
+      fresh |= o[i]->fresh;
+      subscribed |= o[i]->subscribed;
+    }
     if (!due && !fresh && !flushing) continue;
-    /* Finished operations are retired whether or not anyone watches, so a
-     * viewer that joins late sees every total. */
+    /* Finished operations are retired whether or not anyone watches (or
+     * we can publish at all), so a viewer that joins late sees every total. */
     if (due || flushing) nt_retire_sweep(nt_clock_ns(), flushing ? NT_SWEEP_FLUSH : NT_SWEEP_TICK);
-    if (p->subscribed) {
-      if (fresh || now >= next_meta) {
-        send_meta(p);
-        next_meta = now + META_PERIOD_NS;
+    if (subscribed) {
+      bool meta = now >= next_meta;
+      if (meta || fresh) load_topology(p);
+      if (meta) next_meta = now + META_PERIOD_NS;
+      /* One snapshot for all: a reader that joined gets it at once, the
+       * others too, so nobody sees a gap in the sequence numbers. */
+      size_t len = encode_snapshot(p, false);
+      for (int i = 0; i < n; i++) {
+        if (!o[i]->subscribed) continue;
+        if (meta || o[i]->fresh) send_meta(p, o[i]);
+        if (len) nt_outlet_send(o[i], NT_TOPIC_SNAPSHOT, p->buf, len);
+        o[i]->fresh = false;
       }
-      send_snapshot(p, false);
     }
     if (due) next_tick = now + interval;
     atomic_store(&flush_done, flush);
   }
   nt_retire_sweep(nt_clock_ns(), NT_SWEEP_FINAL);
-  if (p->subscribed) send_snapshot(p, true);
+  int n = outlets(p, o);
+  bool subscribed = false;
+  for (int i = 0; i < n; i++) subscribed |= o[i]->subscribed;
+  size_t len = subscribed ? encode_snapshot(p, true) : 0;
+  for (int i = 0; len && i < n; i++)
+    if (o[i]->subscribed) nt_outlet_send(o[i], NT_TOPIC_SNAPSHOT, p->buf, len);
+  p->final_sent = len != 0;
 }
 
 static void *publisher_main(void *arg) {
@@ -418,13 +465,19 @@ static void *publisher_main(void *arg) {
   }
   if (nt_retire_init() != 0)
     nt_log(NT_NCCL_LOG_WARN, "out of memory for operation statistics; operations not retired");
-  if (p.buf && open_socket(&p)) {
+  if (p.buf) {
+    if (!nt_g.cfg.dir[0])
+      nt_log(NT_NCCL_LOG_WARN, "endpoint directory name too long; not publishing locally");
+    else
+      (void)nt_local_open(&p.local, nt_g.cfg.dir);
     build_hello(&p);
     run(&p);
-  } else if (!p.buf) {
+  } else {
     nt_log(NT_NCCL_LOG_WARN, "out of memory for the publisher; not publishing");
   }
-  close_socket(&p);
+  /* Give the final snapshot a moment to leave; bounded, and only at the
+   * last finalize, never on the event path. */
+  stop_zmq(&p, p.final_sent ? 100 : 0);
   free(p.buf);
   free(p.topo);
   free(p.json);

@@ -21,9 +21,28 @@ static pthread_key_t thread_key;
 static bool thread_key_ok;
 
 /* A forked child (e.g. a PyTorch DataLoader worker) inherits our memory but
- * not our threads or sockets: it must never touch them. */
+ * not our threads: it must never touch the parent's ZeroMQ context (libzmq
+ * is not fork-safe), nor count into the parent's aggregates as if they were
+ * its own. It stays inert; if it creates a communicator, its first init
+ * says so in NCCL's log. What it inherited of our descriptors (the
+ * parent's connections to viewers) it never uses: viewers tell processes
+ * apart by pid, and the parent's end is the parent's. */
+static _Atomic uint32_t forked_from; /* the parent's pid, in a forked child */
+static _Atomic bool fork_noted;
 static void after_fork_child(void) {
+  atomic_store(&forked_from, (uint32_t)nt_g.pid);
   atomic_store(&nt_g.inert, 1);
+}
+
+/* One line, the first time a forked child creates a communicator. */
+static void note_forked(nt_nccl_logger logfn) {
+  uint32_t parent = atomic_load(&forked_from);
+  if (!parent || atomic_exchange(&fork_noted, true)) return;
+  if (logfn) atomic_store(&nt_g.logfn, logfn);
+  nt_log(NT_NCCL_LOG_WARN,
+         "process %d was forked from %u after nccltop started there: its communicators are not "
+         "profiled (a process started afresh is: e.g. Python multiprocessing's 'spawn')",
+         (int)getpid(), (unsigned)parent);
 }
 
 /* A thread that exits leaves its slot (and the aggregates in it) for another
@@ -190,6 +209,7 @@ static bool first_init(int abi) {
 nt_nccl_result nt_init(void **context, int *mask, const char *name, uint64_t hash, int nnodes,
                        int nranks, int rank, nt_nccl_logger logfn, int abi) {
   if (context) *context = NULL;
+  if (context && atomic_load(&nt_g.inert)) note_forked(logfn);
   if (!context || atomic_load(&nt_g.inert)) return NT_NCCL_SUCCESS;
   if (logfn) atomic_store(&nt_g.logfn, logfn);
   if (pthread_mutex_lock(&init_lock) != 0) return NT_NCCL_SUCCESS;

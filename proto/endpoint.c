@@ -1,7 +1,8 @@
-/* Where publishers bind and viewers look: one directory per user, 0700,
- * holding <pid>.<pidns>.sock files. The directory is refused unless it is a
- * real directory owned by us that nobody else can enter: anyone who can write
- * it could impersonate a job, anyone who can read it could watch one.
+/* Where viewers bind and publishers look: one directory per user, 0700,
+ * holding the viewers' viewer-<pid>-<serial>-<pidns>.sock files (and the
+ * <pid>.<pidns>.sock files of publishers older than 0.9, which bound). The directory is refused
+ * unless it is a real directory owned by us that nobody else can enter: anyone who can write it
+ * could impersonate a job, anyone who can read it could watch one.
  *
  * The directory is checked once through a descriptor and then used only
  * through that descriptor (bind and connect go through the magic link
@@ -159,6 +160,40 @@ uint32_t nt_endpoint_parse_name(const char *name, uint64_t *pidns) {
     if (!parse_number(&p, UINT64_MAX, &ns)) return 0;
   }
   if (strcmp(p, ".sock") != 0) return 0;
+  if (pidns) *pidns = ns;
+  return (uint32_t)pid;
+}
+
+/* "viewer-<pid>-<serial>-<pidns>.sock": whatever binds here to receive
+ * (a viewer, a relay, a recorder, an exporter); serial tells apart several
+ * in one process. */
+int nt_endpoint_viewer_name(uint32_t pid, uint32_t serial, uint64_t pidns, char *buf, size_t cap) {
+  if (!buf || !cap || !pid || pid > NT_PID_MAX) return -1;
+  int n = snprintf(buf, cap, "viewer-%u-%u-%llu.sock", (unsigned)pid, (unsigned)serial,
+                   (unsigned long long)pidns);
+  return n < 0 || (size_t)n >= cap ? -1 : 0;
+}
+
+/* A number that may also be exactly "0". */
+static bool parse_number0(const char **p, uint64_t max, uint64_t *out) {
+  if (**p == '0' && ((*p)[1] < '0' || (*p)[1] > '9')) {
+    (*p)++;
+    *out = 0;
+    return true;
+  }
+  return parse_number(p, max, out);
+}
+
+uint32_t nt_endpoint_parse_viewer_name(const char *name, uint64_t *pidns) {
+  static const char prefix[] = "viewer-";
+  uint64_t pid = 0, serial = 0, ns = 0;
+  if (pidns) *pidns = 0;
+  if (!name || strncmp(name, prefix, sizeof prefix - 1) != 0) return 0;
+  const char *p = name + sizeof prefix - 1;
+  if (!parse_number(&p, NT_PID_MAX, &pid) || *p++ != '-' ||
+      !parse_number0(&p, UINT32_MAX, &serial) || *p++ != '-' ||
+      !parse_number0(&p, UINT64_MAX, &ns) || strcmp(p, ".sock") != 0)
+    return 0;
   if (pidns) *pidns = ns;
   return (uint32_t)pid;
 }

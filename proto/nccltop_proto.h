@@ -453,6 +453,14 @@ int nt_endpoint_for_pid(const char *dir, uint32_t pid, char *buf, size_t cap);
 /* Parses either name form; returns the pid (1..NT_PID_MAX) and sets *pidns
  * (0 for "<pid>.sock"; pidns may be NULL), or returns 0 for any other name. */
 uint32_t nt_endpoint_parse_name(const char *name, uint64_t *pidns);
+/* Viewers' socket files (from 0.2 the plugin never listens: every reader
+ * binds "viewer-<pid>-<serial>-<pidns>.sock" in the directory, pidns 0 when
+ * unknown, and each publisher connects to every live one it finds there).
+ * Returns 0, or -1 if it does not fit or pid is 0 or above NT_PID_MAX. */
+int nt_endpoint_viewer_name(uint32_t pid, uint32_t serial, uint64_t pidns, char *buf, size_t cap);
+/* Parses that form: the pid (1..NT_PID_MAX) and *pidns (may be NULL), or 0
+ * for any other name. */
+uint32_t nt_endpoint_parse_viewer_name(const char *name, uint64_t *pidns);
 
 /* Copies src into dst (cap bytes with NUL) making control characters, DEL,
  * C1 controls and invalid UTF-8 visible as \xNN; the result is safe to put on

@@ -98,7 +98,6 @@ typedef struct {
   pid_t pid;
   int result_fd; /* the job writes "finalize_ms <x>" and its log here at the end */
   char dir[64];
-  char ep[160];
 } job_t;
 
 /* Loads the plugin, produces events until SIGTERM (or 60 s), finalizes and
@@ -143,10 +142,7 @@ __attribute__((unused)) static int job_start(job_t *j, const char *connect, cons
   }
   close(fds[1]);
   j->result_fd = fds[0];
-  if (nt_endpoint_for_pid(j->dir, (uint32_t)j->pid, j->ep, sizeof j->ep) != 0) return -1;
-  const char *path = j->ep + strlen("ipc://");
-  for (int i = 0; i < 500 && access(path, F_OK) != 0; i++) sleep_s(0.01);
-  return access(path, F_OK) == 0 ? 0 : -1;
+  return 0;
 }
 
 /* Stops the job (SIGTERM: it finalizes) and reads its report into buf;
@@ -198,6 +194,8 @@ __attribute__((unused)) static long status_kb(pid_t pid, const char *field) {
 
 typedef struct {
   void *zctx, *sub;
+  int dirfd;
+  nt_inbox in; /* the SUB's file in the job's directory: the job connects to it */
   nt_snapshot *snap;
   uint64_t snapshots, last_events;
   char topo[4096];
@@ -205,8 +203,12 @@ typedef struct {
   uint64_t topos;
 } viewer_t;
 
-__attribute__((unused)) static int viewer_open(viewer_t *v, const char *ep) {
+/* Binds in the job's endpoint directory, as the viewer does; the job's
+ * publisher connects within a scan. */
+__attribute__((unused)) static int viewer_open(viewer_t *v, const char *dir) {
+  char err[256];
   memset(v, 0, sizeof *v);
+  v->dirfd = -1;
   v->snap = nt_snapshot_new();
   v->zctx = zmq_ctx_new();
   v->sub = v->zctx ? zmq_socket(v->zctx, ZMQ_SUB) : NULL;
@@ -214,12 +216,15 @@ __attribute__((unused)) static int viewer_open(viewer_t *v, const char *ep) {
   if (!v->snap || !v->sub || zmq_setsockopt(v->sub, ZMQ_LINGER, &zero, sizeof zero) != 0 ||
       zmq_setsockopt(v->sub, ZMQ_SUBSCRIBE, "", 0) != 0)
     return -1;
-  return zmq_connect(v->sub, ep);
+  if ((v->dirfd = nt_endpoint_dir_open(dir, true, err, sizeof err)) < 0) return -1;
+  return nt_inbox_bind(&v->in, v->sub, v->dirfd);
 }
 
 __attribute__((unused)) static void viewer_close(viewer_t *v) {
   if (v->sub) zmq_close(v->sub);
   if (v->zctx) zmq_ctx_term(v->zctx);
+  nt_inbox_unbind(&v->in, NULL, v->dirfd);
+  if (v->dirfd >= 0) close(v->dirfd);
   nt_snapshot_free(v->snap);
 }
 

@@ -26,6 +26,7 @@
 #include "testlib.h"
 #include "../plugin/nccl_profiler_abi.h"
 #include "../proto/nccltop_proto.h"
+#include "../tui/discover.h"
 
 typedef struct {
   void *lib;
@@ -37,6 +38,8 @@ typedef struct {
   void *zctx, *sub;
   nt_snapshot *snap;
   char dir[128];
+  int dirfd;   /* the directory, held while the SUB is bound there */
+  nt_inbox in; /* the SUB's socket file: the plugin connects to it */
 } ph_t;
 
 static _Atomic uint64_t ph_now; /* written by the test, read by the publisher thread */
@@ -81,17 +84,22 @@ __attribute__((unused)) static void *ph_init(ph_t *h, uint64_t hash, int rank, i
   return ctx;
 }
 
-/* Connects a SUB socket to this process's publisher. */
+/* Binds a SUB socket in the endpoint directory, as a viewer does: the
+ * plugin's publisher connects to it within a scan. */
 __attribute__((unused)) static int ph_subscribe(ph_t *h) {
-  char ep[256];
+  char err[256];
+  h->dirfd = -1;
   h->snap = nt_snapshot_new();
   h->zctx = zmq_ctx_new();
   h->sub = zmq_socket(h->zctx, ZMQ_SUB);
   int zero = 0;
   zmq_setsockopt(h->sub, ZMQ_LINGER, &zero, sizeof zero);
-  if (nt_endpoint_for_pid(h->dir, (uint32_t)getpid(), ep, sizeof ep) != 0) return -1;
   if (zmq_setsockopt(h->sub, ZMQ_SUBSCRIBE, "", 0) != 0) return -1;
-  return zmq_connect(h->sub, ep);
+  if ((h->dirfd = nt_endpoint_dir_open(h->dir, true, err, sizeof err)) < 0) {
+    fprintf(stderr, "    %s\n", err);
+    return -1;
+  }
+  return nt_inbox_bind(&h->in, h->sub, h->dirfd);
 }
 
 /* Receives messages until a snapshot arrives (timeout_ms); decodes it into
@@ -160,6 +168,8 @@ __attribute__((unused)) static void *ph_setup(ph_t *h, uint64_t hash, int rank, 
 __attribute__((unused)) static void ph_close(ph_t *h) {
   if (h->sub) zmq_close(h->sub);
   if (h->zctx) zmq_ctx_term(h->zctx);
+  if (h->sub) nt_inbox_unbind(&h->in, NULL, h->dirfd);
+  if (h->sub && h->dirfd >= 0) close(h->dirfd);
   nt_snapshot_free(h->snap);
 }
 

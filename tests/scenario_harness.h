@@ -23,6 +23,7 @@
 #include "../proto/nccltop_proto.h"
 #include "../sim/schedule.h"
 #include "../sim/sim.h"
+#include "../tui/discover.h"
 
 static char bindir[PATH_MAX], nccltop[PATH_MAX + 16], plugin[PATH_MAX + 64];
 
@@ -69,22 +70,42 @@ static inline void remove_dir(const char *dir) {
   if (system(cmd) != 0) fprintf(stderr, "    could not remove %s\n", dir);
 }
 
-/* Waits until `n` publishers' endpoints (<pid>.sock) are in dir. */
-static inline bool wait_endpoints(const char *dir, int n, double seconds) {
+/* Waits until `n` publishers publish in dir: binds a reader's socket there,
+ * as a viewer does, and counts the distinct processes whose messages
+ * arrive (the plugins connect to it within a scan, and answer its
+ * subscription at once). The socket is gone when this returns. */
+static inline bool wait_publishers(const char *dir, int n, double seconds) {
+  char err[256];
+  int dirfd = nt_endpoint_dir_open(dir, true, err, sizeof err);
+  void *z = zmq_ctx_new(), *sub = z ? zmq_socket(z, ZMQ_SUB) : NULL;
+  nt_inbox in;
+  memset(&in, 0, sizeof in);
+  int zero = 0, found = 0;
+  uint32_t seen[4096];
+  bool ok = dirfd >= 0 && sub && zmq_setsockopt(sub, ZMQ_LINGER, &zero, sizeof zero) == 0 &&
+            zmq_setsockopt(sub, ZMQ_SUBSCRIBE, "", 0) == 0 && nt_inbox_bind(&in, sub, dirfd) == 0;
   double end = now_s() + seconds;
-  do {
-    int found = 0;
-    DIR *d = opendir(dir);
-    for (struct dirent *e; d && (e = readdir(d));) {
-      size_t len = strlen(e->d_name);
-      found += len > 5 && !strcmp(e->d_name + len - 5, ".sock");
+  while (ok && found < n && now_s() < end) {
+    zmq_pollitem_t it = {.socket = sub, .events = ZMQ_POLLIN};
+    if (zmq_poll(&it, 1, 100) <= 0) continue;
+    zmq_msg_t m;
+    zmq_msg_init(&m);
+    uint32_t pid = 0;
+    if (zmq_msg_recv(&m, sub, 0) >= 0 && nt_inbox_sender(&m, &pid)) {
+      int i = 0;
+      while (i < found && seen[i] != pid) i++;
+      if (i == found && found < (int)(sizeof seen / sizeof seen[0])) seen[found++] = pid;
     }
-    if (d) closedir(d);
-    if (found >= n) return true;
-    nap_ms(20);
-  } while (now_s() < end);
-  fprintf(stderr, "    fewer than %d endpoints in %s\n", n, dir);
-  return false;
+    zmq_msg_close(&m);
+  }
+  if (sub) zmq_close(sub);
+  if (z) zmq_ctx_term(z);
+  if (dirfd >= 0) {
+    nt_inbox_unbind(&in, NULL, dirfd);
+    close(dirfd);
+  }
+  if (found < n) fprintf(stderr, "    %d of %d publishers seen in %s\n", found, n, dir);
+  return found >= n;
 }
 
 /* A config with the test's plugin, a private endpoint directory, quick
@@ -261,7 +282,7 @@ static inline bool run_until(const nt_sim_config *c, const char *dir, frame_chec
   pid_t sim = nt_sim_spawn(c);
   viewer v = {.fd = -1, .pid = -1};
   bool started =
-      sim > 0 && wait_endpoints(dir, c->ranks, 10) && viewer_start(&v, dir, "100", "2000");
+      sim > 0 && wait_publishers(dir, c->ranks, 10) && viewer_start(&v, dir, "100", "2000");
   char why[512] = "no frame";
   bool ok = false;
   double end = now_s() + seconds;

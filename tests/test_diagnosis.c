@@ -97,7 +97,7 @@ static void stalled_rank_is_the_root_of_the_waits(void) {
   pid_t sim = nt_sim_spawn(&c);
   viewer v = {.fd = -1, .pid = -1};
   bool started =
-      sim > 0 && wait_endpoints(dir, c.ranks, 10) && viewer_start(&v, dir, "250", "1000");
+      sim > 0 && wait_publishers(dir, c.ranks, 10) && viewer_start(&v, dir, "250", "1000");
   char why[512] = "no frame", wrong[512] = "";
   bool ok = false;
   int frames_with_root = 0, complete = 0;
@@ -146,7 +146,7 @@ static void straggler_rank_is_named(void) {
   pid_t sim = nt_sim_spawn(&c);
   viewer v = {.fd = -1, .pid = -1};
   bool started =
-      sim > 0 && wait_endpoints(dir, c.ranks, 10) && viewer_start(&v, dir, "250", "1000");
+      sim > 0 && wait_publishers(dir, c.ranks, 10) && viewer_start(&v, dir, "250", "1000");
   int named[4] = {0}, top_is_straggler = 0, frames_with = 0;
   char text[512] = "";
   double end = now_s() + 15;
@@ -300,7 +300,7 @@ static void job_restart_with_changed_environment(void) {
   viewer v = {.fd = -1, .pid = -1};
   pid_t sim_a = nt_sim_spawn(&a), sim_b = -1;
   bool started =
-      sim_a > 0 && wait_endpoints(dir, a.ranks, 10) && viewer_start(&v, dir, "100", "2000");
+      sim_a > 0 && wait_publishers(dir, a.ranks, 10) && viewer_start(&v, dir, "100", "2000");
   char why[512] = "no frame";
   bool ok = false, live_a = false, ended_a = false;
   int a_status = -1;

@@ -88,7 +88,7 @@ static bool start(const nt_sim_config *c, const char *dir, const char *delay_ms,
                   viewer *v) {
   *v = (viewer){.fd = -1, .pid = -1};
   *sim = nt_sim_spawn(c);
-  return *sim > 0 && wait_endpoints(dir, c->ranks, 30) && viewer_start(v, dir, delay_ms, STALL_MS);
+  return *sim > 0 && wait_publishers(dir, c->ranks, 30) && viewer_start(v, dir, delay_ms, STALL_MS);
 }
 
 /* ---- run-ahead: no alert ---- */

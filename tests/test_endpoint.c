@@ -335,6 +335,48 @@ static void socket_names_parse_to_pids(void) {
   CHECK(nt_endpoint_parse_name(NULL, &ns) == 0);
 }
 
+/* Readers' socket names (the plugin connects to these): written and read
+ * back, and nothing else taken for one, a publisher's name included. */
+static void viewer_names_parse_to_pids(void) {
+  char name[64];
+  uint64_t ns = 7;
+  CHECK(nt_endpoint_viewer_name(4242, 0, 0, name, sizeof name) == 0);
+  CHECK_STR(name, "viewer-4242-0-0.sock");
+  CHECK_EQ_U64(nt_endpoint_parse_viewer_name(name, &ns), 4242);
+  CHECK_EQ_U64(ns, 0);
+  CHECK(nt_endpoint_viewer_name(1, 4294967295u, 18446744073709551615ull, name, sizeof name) == 0);
+  CHECK_EQ_U64(nt_endpoint_parse_viewer_name(name, &ns), 1);
+  CHECK(ns == 18446744073709551615ull);
+  CHECK(nt_endpoint_viewer_name(NT_PID_MAX, 3, 4026531836ull, name, sizeof name) == 0);
+  CHECK_EQ_U64(nt_endpoint_parse_viewer_name(name, NULL), NT_PID_MAX);
+  CHECK(nt_endpoint_viewer_name(0, 0, 0, name, sizeof name) == -1);
+  CHECK(nt_endpoint_viewer_name(NT_PID_MAX + 1, 0, 0, name, sizeof name) == -1);
+  CHECK(nt_endpoint_viewer_name(42, 0, 0, name, strlen("viewer-42-0-0.sock")) == -1);
+  static const char *bad[] = {
+      "42.sock",
+      "4242.4026531836.sock",
+      "viewer-42-0.sock",
+      "viewer-42-0-0.sock.x",
+      "viewer-0-0-0.sock",
+      "viewer-042-0-0.sock",
+      "viewer-42-00-0.sock",
+      "viewer-42-0-01.sock",
+      "viewer-42--0.sock",
+      "viewer--1-0-0.sock",
+      "viewer-4194305-0-0.sock",
+      "Viewer-42-0-0.sock",
+      "viewer-42-0-0",
+      "viewer-42-0-0.sockx",
+      "viewer-42-4294967296-0.sock",
+      "",
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    if (nt_endpoint_parse_viewer_name(bad[i], &ns) != 0) fprintf(stderr, "    took '%s'\n", bad[i]);
+    CHECK_EQ_U64(nt_endpoint_parse_viewer_name(bad[i], NULL), 0);
+  }
+  CHECK_EQ_U64(nt_endpoint_parse_name("viewer-42-0-0.sock", NULL), 0); /* not a publisher */
+}
+
 int main(void) {
   TEST_RUN(default_directory_is_per_user_under_tmp);
   TEST_RUN(prepare_creates_a_private_directory);
@@ -350,5 +392,6 @@ int main(void) {
   TEST_RUN(a_long_directory_path_still_binds);
   TEST_RUN(endpoint_names_and_addresses);
   TEST_RUN(socket_names_parse_to_pids);
+  TEST_RUN(viewer_names_parse_to_pids);
   return TEST_DONE();
 }

@@ -204,7 +204,7 @@ static pid_t det_job(nt_sim_config *c, char *dir) {
   c->deterministic = true;
   c->linger_s = 60;
   pid_t pid = nt_sim_spawn(c);
-  if (pid > 0 && !wait_endpoints(dir, c->ranks, 30)) stop_group(&pid);
+  if (pid > 0 && !wait_publishers(dir, c->ranks, 30)) stop_group(&pid);
   return pid;
 }
 

@@ -313,8 +313,8 @@ static void prometheus_scrapes_and_answers_from_the_schedule(void) {
   exporter de = {.pid = -1}, se = {.pid = -1};
   const char *const stall_opts[] = {"--stall-ms", "1000", "--inspector", NULL};
   const char *const det_opts[] = {"--inspector", NULL};
-  bool started = dsim > 0 && ssim > 0 && wait_endpoints(ddir, 4, 30) &&
-                 wait_endpoints(sdir, 4, 30) && exporter_start(&de, ddir, "250ms", det_opts) &&
+  bool started = dsim > 0 && ssim > 0 && wait_publishers(ddir, 4, 30) &&
+                 wait_publishers(sdir, 4, 30) && exporter_start(&de, ddir, "250ms", det_opts) &&
                  exporter_start(&se, sdir, "250ms", stall_opts);
   int pport = started ? free_port() : -1;
   pid_t prom = pport > 0 ? start_prometheus(pport, de.port, se.port) : -1;

@@ -1,13 +1,12 @@
 /* Fault injection, continued: publishers that come back under the same
- * socket file name, and viewers that stop reading.
+ * pid, and viewers that stop reading.
  *
- * - A publisher whose process image is replaced (exec: the pid stays, the
- *   socket file is left behind stale, a new publisher binds the same name)
- *   is picked up by a viewer that watched the old one.
- * - A publisher SIGKILLed, and a new process given the same pid (so the same
- *   <pid>.sock name) before or after the viewer noticed the death: the viewer
- *   shows the new one. Needs root (/proc/sys/kernel/ns_last_pid); skipped
- *   otherwise.
+ * - A publisher whose process image is replaced (exec: the pid stays, its
+ *   connections close, a new publisher connects as the same pid) is picked
+ *   up by a viewer that watched the old one, as a restart.
+ * - A publisher SIGKILLed, and a new process given the same pid before or
+ *   after the viewer noticed the death: the viewer shows the new one. Needs
+ *   root (/proc/sys/kernel/ns_last_pid); skipped otherwise.
  * - A viewer stopped with SIGSTOP while the job runs: the job finishes on
  *   time, and once resumed the viewer shows the messages it lost and keeps
  *   working.
@@ -16,11 +15,9 @@
  *   none.
  *
  * This binary is also the publisher of the first two cases:
- *   test_faults_restart --publish NAME NEXT STATUS
+ *   test_faults_restart --publish NAME NEXT
  * runs the real plugin as communicator NAME until SIGTERM; on SIGUSR1 it
- * execs itself as NEXT without finalizing (NEXT empty: just exits). STATUS,
- * if not empty, receives what the new incarnation found at its socket path
- * before binding.
+ * execs itself as NEXT without finalizing (NEXT empty: just exits).
  */
 #include <fcntl.h>
 #include <sys/socket.h>
@@ -59,37 +56,12 @@ static uint64_t hash_of(const char *s) {
   return h;
 }
 
-/* What is at our socket path before we bind: 2 = a file nobody listens on
- * (stale), 1 = something accepts connections there, 0 = nothing. */
-static int probe_socket_path(void) {
-  char dir[200], ep[300];
-  if (nt_endpoint_dir(dir, sizeof dir) != 0 ||
-      nt_endpoint_for_pid(dir, (uint32_t)getpid(), ep, sizeof ep) != 0)
-    return -1;
-  const char *path = ep + strlen("ipc://");
-  struct stat st;
-  if (lstat(path, &st) != 0) return 0;
-  struct sockaddr_un a = {.sun_family = AF_UNIX};
-  size_t len = strlen(path);
-  if (len >= sizeof a.sun_path) return -1;
-  memcpy(a.sun_path, path, len + 1);
-  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  int rc = fd >= 0 ? connect(fd, (struct sockaddr *)&a, sizeof a) : -1;
-  int err = errno;
-  if (fd >= 0) close(fd);
-  return rc == 0 ? 1 : err == ECONNREFUSED ? 2 : -1;
-}
-
-static int publisher_main(const char *name, const char *next, const char *status) {
+static int publisher_main(const char *name, const char *next) {
   struct sigaction sa;
   memset(&sa, 0, sizeof sa);
   sa.sa_handler = on_signal;
   sigaction(SIGUSR1, &sa, NULL);
   sigaction(SIGTERM, &sa, NULL);
-  if (status && *status) {
-    FILE *f = fopen(status, "w");
-    if (f) fprintf(f, "%d\n", probe_socket_path()), fclose(f);
-  }
   ph_t h;
   memset(&h, 0, sizeof h);
   if (ph_load(&h) != 0) return 2;
@@ -111,19 +83,19 @@ static int publisher_main(const char *name, const char *next, const char *status
     h.v5->stopEvent(op);
     sleep_s(0.01);
   }
-  if (got_usr1 && next && *next) { /* no finalize: the socket file stays */
-    execl(self, self, "--publish", next, "", status ? status : "", (char *)NULL);
+  if (got_usr1 && next && *next) { /* no finalize */
+    execl(self, self, "--publish", next, "", (char *)NULL);
     _exit(4);
   }
   h.v5->finalize(ctx);
   return 0;
 }
 
-static pid_t spawn_publisher(const char *name, const char *next, const char *status) {
+static pid_t spawn_publisher(const char *name, const char *next) {
   fflush(NULL);
   pid_t pid = fork();
   if (pid == 0) {
-    execl(self, self, "--publish", name, next, status, (char *)NULL);
+    execl(self, self, "--publish", name, next, (char *)NULL);
     _exit(127);
   }
   return pid;
@@ -178,47 +150,32 @@ static bool wait_ended(viewer *v, pid_t pid, double timeout_s) {
   return false;
 }
 
-static int read_status(const char *path) {
-  int v = -9;
-  FILE *f = fopen(path, "r");
-  if (f && fscanf(f, "%d", &v) != 1) v = -9;
-  if (f) fclose(f);
-  return v;
-}
-
 /* ---- cases ---- */
 
-static void a_publisher_replaced_under_the_same_socket_name_is_picked_up(void) {
-  char base[] = "/tmp/nccltop-restart-XXXXXX", dir[128], status[160];
+static void a_publisher_replaced_under_the_same_pid_is_picked_up(void) {
+  char base[] = "/tmp/nccltop-restart-XXXXXX", dir[128];
   CHECK(mkdtemp(base) != NULL);
   snprintf(dir, sizeof dir, "%s/ep", base);
-  snprintf(status, sizeof status, "%s/status", base);
   CHECK(mkdir(dir, 0700) == 0);
   setenv("NCCLTOP_DIR", dir, 1);
   viewer v;
   CHECK(viewer_start(&v, dir, "200", "2000"));
-  pid_t pub = spawn_publisher("first", "second", status);
+  pid_t pub = spawn_publisher("first", "second");
   int first = wait_live_comm(&v, pub, "first", 30);
-  kill(pub, SIGUSR1); /* exec: same pid, old socket file left behind */
+  kill(pub, SIGUSR1); /* exec: same pid, the old connections closed with the old image */
   int second = first >= 0 ? wait_live_comm(&v, pub, "second", 30) : -1;
-  int found = read_status(status);
   stop_publisher(pub);
   viewer_stop(&v);
   remove_dir(base);
-  fprintf(stderr, "    first seen: %s, after exec: %s (restarts %d), old socket file was %s\n",
-          first >= 0 ? "yes" : "no", second >= 0 ? "yes" : "no", second,
-          found == 2   ? "stale"
-          : found == 1 ? "still accepting (ZeroMQ fds leaked across exec)"
-          : found == 0 ? "gone"
-                       : "?");
+  fprintf(stderr, "    first seen: %s, after exec: %s (restarts %d)\n", first >= 0 ? "yes" : "no",
+          second >= 0 ? "yes" : "no", second);
   CHECK(first >= 0);
-  CHECK(found == 2);  /* the stale file really was there, and nobody listened */
   CHECK(second >= 1); /* the same (host, pid), seen as a restart */
 }
 
 /* A new process with pid `want`, running the publisher as `name`; -1 when
  * the pid could not be had (another process took it first, every try). */
-static pid_t spawn_publisher_at_pid(pid_t want, const char *name, const char *status) {
+static pid_t spawn_publisher_at_pid(pid_t want, const char *name) {
   for (int tries = 0; tries < 50; tries++) {
     int go[2];
     if (pipe(go) != 0) return -1;
@@ -238,7 +195,7 @@ static pid_t spawn_publisher_at_pid(pid_t want, const char *name, const char *st
       char c = 0;
       close(go[1]);
       if (read(go[0], &c, 1) == 1 && c == 'g')
-        execl(self, self, "--publish", name, "", status, (char *)NULL);
+        execl(self, self, "--publish", name, "", (char *)NULL);
       _exit(0);
     }
     close(go[0]);
@@ -259,22 +216,20 @@ static bool can_choose_pids(void) {
  * directory scan; slow: only after the viewer has marked the old one
  * ended. */
 static void pid_reuse(bool fast) {
-  char base[] = "/tmp/nccltop-reuse-XXXXXX", dir[128], status[160];
+  char base[] = "/tmp/nccltop-reuse-XXXXXX", dir[128];
   CHECK(mkdtemp(base) != NULL);
   snprintf(dir, sizeof dir, "%s/ep", base);
-  snprintf(status, sizeof status, "%s/status", base);
   CHECK(mkdir(dir, 0700) == 0);
   setenv("NCCLTOP_DIR", dir, 1);
   viewer v;
   CHECK(viewer_start(&v, dir, "200", "2000"));
-  pid_t old = spawn_publisher("before-kill", "", "");
+  pid_t old = spawn_publisher("before-kill", "");
   int first = wait_live_comm(&v, old, "before-kill", 30);
   kill(old, SIGKILL);
   waitpid(old, NULL, 0);
   bool ended = fast || wait_ended(&v, old, 30);
-  pid_t pub = ended ? spawn_publisher_at_pid(old, "after-kill", status) : -1;
+  pid_t pub = ended ? spawn_publisher_at_pid(old, "after-kill") : -1;
   int second = pub > 0 ? wait_live_comm(&v, pub, "after-kill", 30) : -1;
-  int found = read_status(status);
   stop_publisher(pub);
   viewer_stop(&v);
   remove_dir(base);
@@ -286,7 +241,6 @@ static void pid_reuse(bool fast) {
   CHECK(first >= 0);
   CHECK(ended);
   CHECK(pub == old);
-  CHECK(found == 2); /* the killed one's socket file was there, stale */
   CHECK(second >= 0);
 }
 
@@ -426,13 +380,14 @@ static void case_a_stuck_subscriber_costs_only_itself(void) {
       }
   void *zctx = zmq_ctx_new(), *stuck = zmq_socket(zctx, ZMQ_SUB);
   int one = 1, small = 4096, zero = 0;
-  char ep[256];
+  char derr[256];
   zmq_setsockopt(stuck, ZMQ_RCVHWM, &one, sizeof one);
   zmq_setsockopt(stuck, ZMQ_RCVBUF, &small, sizeof small);
   zmq_setsockopt(stuck, ZMQ_LINGER, &zero, sizeof zero);
   zmq_setsockopt(stuck, ZMQ_SUBSCRIBE, "", 0);
-  CHECK(nt_endpoint_for_pid(H.dir, (uint32_t)getpid(), ep, sizeof ep) == 0);
-  CHECK(zmq_connect(stuck, ep) == 0);
+  int sdir = nt_endpoint_dir_open(H.dir, true, derr, sizeof derr);
+  nt_inbox stuck_in;
+  CHECK(sdir >= 0 && nt_inbox_bind(&stuck_in, stuck, sdir) == 0);
   CHECK(ph_subscribe(&H) == 0);
   uint64_t last_seq = 0, gaps = 0, snaps = 0, events[6] = {0};
   double t0 = now_s();
@@ -476,6 +431,8 @@ static void case_a_stuck_subscriber_costs_only_itself(void) {
   nt_snapshot_free(s);
   zmq_close(stuck);
   zmq_ctx_term(zctx);
+  nt_inbox_unbind(&stuck_in, NULL, sdir);
+  close(sdir);
   fprintf(stderr,
           "    events per 0.5 s: %llu %llu %llu %llu %llu %llu; reading subscriber %llu snapshots, "
           "%llu gaps; stuck one got %llu, lost %llu; unsent_messages %llu\n",
@@ -486,7 +443,9 @@ static void case_a_stuck_subscriber_costs_only_itself(void) {
           (unsigned long long)unsent);
   CHECK(snaps > 50);
   CHECK(gaps == 0);
-  CHECK(stuck_lost > 0);
+  /* It lost messages: gaps in what it got, or far fewer than the reader
+   * (ZeroMQ may have kept only the newest for it). */
+  CHECK(stuck_lost > 0 || stuck_snaps + 10 < snaps);
   CHECK(events[5] > 0); /* still running at the end */
   CHECK(H.v5->finalize(ctx) == 0);
 }
@@ -498,9 +457,9 @@ static void a_stuck_subscriber_costs_only_itself(void) {
 int main(int argc, char **argv) {
   ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
   self[n > 0 ? n : 0] = '\0';
-  if (argc == 5 && !strcmp(argv[1], "--publish")) return publisher_main(argv[2], argv[3], argv[4]);
+  if (argc == 4 && !strcmp(argv[1], "--publish")) return publisher_main(argv[2], argv[3]);
   scenario_init();
-  TEST_RUN(a_publisher_replaced_under_the_same_socket_name_is_picked_up);
+  TEST_RUN(a_publisher_replaced_under_the_same_pid_is_picked_up);
   if (can_choose_pids()) {
     TEST_RUN(a_killed_publishers_pid_reused_at_once_is_picked_up);
     TEST_RUN(a_killed_publishers_pid_reused_later_is_picked_up);

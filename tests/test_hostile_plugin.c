@@ -23,7 +23,7 @@ static void topology_on_a_fifo_is_refused(void) {
   snprintf(fifo, sizeof fifo, "%s/topo.fifo", j.dir);
   CHECK(mkfifo(fifo, 0600) == 0);
   viewer_t v;
-  CHECK(viewer_open(&v, j.ep) == 0);
+  CHECK(viewer_open(&v, j.dir) == 0);
   viewer_pump(&v, 2.5); /* one meta period: the FIFO is looked at twice */
   uint64_t snaps = v.snapshots;
   viewer_close(&v);
@@ -67,7 +67,7 @@ static void topology_is_read_again_only_when_changed(void) {
   int ifd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
   CHECK(ifd >= 0 && inotify_add_watch(ifd, path, IN_OPEN | IN_ACCESS) >= 0);
   viewer_t v;
-  CHECK(viewer_open(&v, j.ep) == 0);
+  CHECK(viewer_open(&v, j.dir) == 0);
   viewer_pump(&v, 1.0);
   bool first = v.topos > 0 && strstr(v.topo, "numaid=\"0\"") != NULL;
   int first_opens = inotify_count(ifd, IN_OPEN);
@@ -123,7 +123,7 @@ static int publisher_threads(void) {
  * communicator, and a viewer connected: once the viewer has subscribed,
  * the publisher opens the FIFO and blocks. 0, or -1 if any step failed. */
 typedef struct {
-  char dir[32], fifo[64], ep[128];
+  char dir[32], fifo[64];
   void *lib;
   const nt_profiler_v5 *v5;
   void *ctx;
@@ -145,8 +145,7 @@ static int stuck_open(stuck_t *k) {
   /* no hook: the open itself blocks */
   if (!k->v5 || dlsym(k->lib, "nccltop_test_block") != NULL) return -1;
   if (!(k->ctx = init_comm(k->v5, 1, &k->mask))) return -1;
-  if (nt_endpoint_for_pid(k->dir, (uint32_t)getpid(), k->ep, sizeof k->ep) != 0) return -1;
-  return viewer_open(&k->v, k->ep);
+  return viewer_open(&k->v, k->dir);
 }
 
 static void case_stuck_publisher_is_left_behind(void) {
@@ -290,7 +289,7 @@ static void case_log_lines_are_escaped(void) {
   int mask = 0;
   void *ctx = init_comm(v5, 1, &mask);
   CHECK(ctx != NULL);
-  for (int i = 0; i < 200 && !count_in_log("publishing on"); i++) sleep_s(0.01);
+  for (int i = 0; i < 200 && !count_in_log("publishing to the viewers in"); i++) sleep_s(0.01);
   CHECK(v5->finalize(ctx) == 0);
   char cmd[192];
   snprintf(cmd, sizeof cmd, "rm -rf %s", base);
@@ -302,7 +301,7 @@ static void case_log_lines_are_escaped(void) {
     if (*p == '\n') lines++;
     if (*p == 0x1b || (*p == '\n' && strncmp(p + 1, "forged", 6) == 0)) raw = true;
   }
-  const char *line = strstr(logged, "publishing on");
+  const char *line = strstr(logged, "publishing to the viewers in");
   bool escaped = line && strstr(line, "a\\x0Aforged: b\\x1B[31mred");
   pthread_mutex_unlock(&log_mu);
   fprintf(stderr, "    %d log lines; the endpoint line: %.*s\n", lines,

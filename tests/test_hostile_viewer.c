@@ -245,7 +245,7 @@ static bool bench_start(bench *b, uint32_t ranks) {
   snprintf(n, sizeof n, "%u", ranks);
   b->job = start_job(b->dir, n, false);
   b->zctx = zmq_ctx_new();
-  return b->job > 0 && b->zctx && wait_endpoints(b->dir, (int)ranks, 10) &&
+  return b->job > 0 && b->zctx && wait_publishers(b->dir, (int)ranks, 10) &&
          view_open(&b->v, b->dir) && poll_until(&b->v, ranks_live, &ranks, 10);
 }
 
@@ -665,7 +665,7 @@ static void the_simulators_virtual_clock_is_never_refused(void) {
   pid_t job = start_job(dir, "2", true);
   view v = {0};
   uint32_t ranks = 2;
-  bool ok = job > 0 && wait_endpoints(dir, 2, 10) && view_open(&v, dir) &&
+  bool ok = job > 0 && wait_publishers(dir, 2, 10) && view_open(&v, dir) &&
             poll_until(&v, ranks_live, &ranks, 10);
   CHECK(ok);
   poll_for(&v, 2.0);

@@ -207,7 +207,7 @@ int main(void) {
   c.interval_ms = 100; /* the plugin's default */
   job = nt_sim_spawn(&c);
   double t0 = now_s();
-  if (job > 0 && wait_endpoints(dir, ranks, 60 + ranks / 5.0)) {
+  if (job > 0 && wait_publishers(dir, ranks, 60 + ranks / 5.0)) {
     fprintf(stderr, "    %d of %d ranks publishing after %.1f s\n", ranks, ranks, now_s() - t0);
     /* A real node runs a rank per GPU; here 256 sanitized ranks share two
      * cores, and at equal priority the scheduler gives the viewer 1/257 of

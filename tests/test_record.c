@@ -124,7 +124,7 @@ static void replay_prints_the_live_viewers_totals_and_frames(void) {
   path_in(live, sizeof live, "live.json");
   path_in(replay, sizeof replay, "replay.json");
   path_in(err, sizeof err, "err.txt");
-  bool up = wait_endpoints(dir, job.ranks, 30);
+  bool up = wait_publishers(dir, job.ranks, 30);
   char *lv[] = {nccltop, "-b",    "--json", "-n",       "100", "-d",
                 "100",   "--dir", dir,      "--record", rec,   NULL};
   int rc = up ? run(lv, live, err, 60) : -2;
@@ -228,7 +228,7 @@ static void the_black_box_writes_the_history_before_a_stall(void) {
   c.stall_rank = 1;
   c.stall_after_s = 5;
   pid_t sim = nt_sim_spawn(&c);
-  bool up = sim > 0 && wait_endpoints(bdir, c.ranks, 30);
+  bool up = sim > 0 && wait_publishers(bdir, c.ranks, 30);
   char box[64], out[64], err[64];
   path_in(box, sizeof box, "box.ntr");
   path_in(out, sizeof out, "box.out");
@@ -401,7 +401,7 @@ static void max_size_rotates_and_each_file_replays_alone(void) {
   c.ranks = 3;
   c.duration_s = 30;
   pid_t sim = nt_sim_spawn(&c);
-  bool up = sim > 0 && wait_endpoints(rdir, c.ranks, 30);
+  bool up = sim > 0 && wait_publishers(rdir, c.ranks, 30);
   char f[64], f1[80], out[64], err[64];
   path_in(f, sizeof f, "rot.ntr");
   snprintf(f1, sizeof f1, "%s.1", f);

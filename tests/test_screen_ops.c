@@ -156,7 +156,7 @@ static void stalled_rank_on_the_overview(void) {
   vt_term t;
   char *argv[] = {nccltop, "--stall-ms", "1000", "-d", "200", NULL};
   char *env[] = {env_dir, NULL};
-  bool ok = sim > 0 && wait_endpoints(dir, c.ranks, 10) && vt_start(&t, 40, 230, argv, env) == 0;
+  bool ok = sim > 0 && wait_publishers(dir, c.ranks, 10) && vt_start(&t, 40, 230, argv, env) == 0;
   bool term = ok;
   char why[2300] = "the job or the terminal did not start";
   if (ok)
@@ -359,7 +359,7 @@ static void collectives_environment_help_and_restart(void) {
   vt_term t;
   char *argv[] = {nccltop, "-d", "200", NULL};
   char *env[] = {env_dir, NULL};
-  bool ok = sim_e > 0 && wait_endpoints(dir, e.ranks, 10) && vt_start(&t, 45, 200, argv, env) == 0;
+  bool ok = sim_e > 0 && wait_publishers(dir, e.ranks, 10) && vt_start(&t, 45, 200, argv, env) == 0;
   bool term = ok;
   if (ok) ok = vt_wait_for(&t, "[overview]", 15) && vt_wait_for(&t, "3/3", 15);
   if (ok) ok = collectives_view(&t);
@@ -449,7 +449,7 @@ static void channel_details_split_kernel_phases(void) {
   vt_term t;
   char *argv[] = {nccltop, "-d", "200", NULL};
   char *env[] = {env_dir, NULL};
-  bool ok = sim > 0 && wait_endpoints(dir, c.ranks, 10) && vt_start(&t, 30, 220, argv, env) == 0;
+  bool ok = sim > 0 && wait_publishers(dir, c.ranks, 10) && vt_start(&t, 30, 220, argv, env) == 0;
   bool term = ok;
   if (ok) {
     vt_send(&t, "3\r"); /* the channel grid, details of rank 0's channel 0 */

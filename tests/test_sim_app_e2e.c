@@ -96,7 +96,7 @@ static bool run_det(nt_sim_config *c, frame_check check, const char *label) {
   pid_t sim = nt_sim_spawn(c);
   viewer v = {.fd = -1, .pid = -1};
   bool started =
-      sim > 0 && wait_endpoints(dir, c->ranks, 20) && viewer_start(&v, dir, "100", "2000");
+      sim > 0 && wait_publishers(dir, c->ranks, 20) && viewer_start(&v, dir, "100", "2000");
   char why[512] = "no frame";
   bool ok = false;
   cJSON *last = NULL;
@@ -291,7 +291,7 @@ static void run_ahead_in_real_time(void) {
   pid_t sim = nt_sim_spawn(&c);
   viewer v = {.fd = -1, .pid = -1};
   bool started =
-      sim > 0 && wait_endpoints(dir, c.ranks, 20) && viewer_start(&v, dir, "200", "2000");
+      sim > 0 && wait_publishers(dir, c.ranks, 20) && viewer_start(&v, dir, "200", "2000");
   double done = 0;
   int kinds[6] = {0};
   static const char *const names[6] = {"root", "stall", "hung_op", "straggler", "silent", "drops"};

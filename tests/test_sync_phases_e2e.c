@@ -40,7 +40,7 @@ static bool watch(const nt_sim_config *c, const char *dir, double seconds, seen 
   viewer v = {.fd = -1, .pid = -1};
   pid_t sim = nt_sim_spawn(c);
   bool started =
-      sim > 0 && wait_endpoints(dir, c->ranks, 30) && viewer_start(&v, dir, "250", "2000");
+      sim > 0 && wait_publishers(dir, c->ranks, 30) && viewer_start(&v, dir, "250", "2000");
   for (double end = now_s() + seconds; started;) {
     cJSON *f = viewer_frame(&v, end);
     if (!f) break;

@@ -38,7 +38,7 @@ static bool write_file(const char *path, const char *data, size_t len) {
 static int xml_errors(nt_model *m) {
   int n = 0;
   for (uint32_t i = 0; i < nt_model_nerrors(m); i++)
-    if (strstr(nt_model_error_at(m, i)->text, ".sock:")) n++;
+    if (strstr(nt_model_error_at(m, i)->text, "ipc://")) n++;
   return n;
 }
 
@@ -51,7 +51,7 @@ typedef struct {
 
 static bool watch_start(watch *w, nt_sim_config *c) {
   w->job = nt_sim_spawn(c);
-  if (w->job <= 0 || !wait_endpoints(w->dir, c->ranks, 10)) return false;
+  if (w->job <= 0 || !wait_publishers(w->dir, c->ranks, 10)) return false;
   nt_options o;
   nt_options_defaults(&o);
   o.dir = w->dir;

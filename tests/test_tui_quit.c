@@ -11,6 +11,7 @@
 #include <cjson/cJSON.h>
 
 #include "testlib.h"
+#include "../proto/nccltop_proto.h"
 #include "vterm_harness.h"
 
 static char nccltop[PATH_MAX + 16];
@@ -102,36 +103,48 @@ static void a_second_signal_still_restores_the_terminal(void) {
   CHECK(ok);
 }
 
-/* The processes of the demo: its ranks (from their socket files' names in
- * the demo's directory under tmp) and their parent, the simulator. */
+static long parent_of(long pid) {
+  char stat[64], buf[512];
+  snprintf(stat, sizeof stat, "/proc/%ld/stat", pid);
+  FILE *f = fopen(stat, "r");
+  int ppid = 0;
+  if (f && fgets(buf, sizeof buf, f)) {
+    const char *close_paren = strrchr(buf, ')');
+    if (close_paren) sscanf(close_paren + 2, "%*c %d", &ppid);
+  }
+  if (f) fclose(f);
+  return ppid;
+}
+
+/* The processes of the demo: the simulator (the child of the viewer, whose
+ * socket file in the demo's directory under tmp names it) and its ranks. */
 static int demo_processes(const char *tmp, pid_t *pids, int cap) {
   char path[PATH_MAX] = "";
-  int n = 0;
   DIR *d = opendir(tmp);
   struct dirent *de;
   while (d && (de = readdir(d)))
     if (!strncmp(de->d_name, "nccltop-demo-", 13))
       snprintf(path, sizeof path, "%s/%s", tmp, de->d_name);
   if (d) closedir(d);
+  uint32_t viewer = 0;
   d = path[0] ? opendir(path) : NULL;
-  while (d && (de = readdir(d)) && n + 1 < cap) {
+  while (d && (de = readdir(d)) && !viewer)
+    viewer = nt_endpoint_parse_viewer_name(de->d_name, NULL);
+  if (d) closedir(d);
+  long sim = 0;
+  int n = 0;
+  d = viewer ? opendir("/proc") : NULL;
+  while (d && (de = readdir(d)) && !sim) {
     long pid = strtol(de->d_name, NULL, 10);
-    if (pid <= 0) continue;
-    pids[n++] = (pid_t)pid;
-    char stat[64], buf[512];
-    snprintf(stat, sizeof stat, "/proc/%ld/stat", pid);
-    FILE *f = fopen(stat, "r");
-    int ppid = 0;
-    if (f && fgets(buf, sizeof buf, f)) {
-      const char *close_paren = strrchr(buf, ')');
-      if (close_paren) sscanf(close_paren + 2, "%*c %d", &ppid);
-    }
-    if (f) fclose(f);
-    if (ppid > 1 && pids[0] != ppid) {
-      memmove(pids + 1, pids, (size_t)n * sizeof *pids);
-      pids[0] = ppid;
-      n++;
-    }
+    if (pid > 0 && parent_of(pid) == (long)viewer) sim = pid;
+  }
+  if (d) closedir(d);
+  if (!sim) return 0;
+  pids[n++] = (pid_t)sim;
+  d = opendir("/proc");
+  while (d && (de = readdir(d)) && n < cap) {
+    long pid = strtol(de->d_name, NULL, 10);
+    if (pid > 0 && parent_of(pid) == sim) pids[n++] = (pid_t)pid;
   }
   if (d) closedir(d);
   return n;

@@ -1,7 +1,7 @@
-/* `nccltop relay`: one per node. It finds the node's publishers the way the
- * viewer does (the endpoint directory's <pid>[.<pidns>].sock files, dead
- * processes dropped, publishers coming and going: discover.h holds the
- * rules both use) and forwards their
+/* `nccltop relay`: one per node. It takes the node's publishers the way the
+ * viewer does (its socket file in the endpoint directory, which they connect
+ * to; and the <pid>[.<pidns>].sock files of publishers older than 0.2, dead
+ * processes dropped: discover.h holds the rules both use) and forwards their
  * messages to any number of viewers, and to other relays, over TCP.
  *
  * Design. The forwarding is libzmq's own zmq_proxy_steerable between an
@@ -44,6 +44,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 #include <zmq.h>
@@ -86,6 +87,8 @@ typedef struct {
   void *zctx, *xsub, *xpub;
   char dir[256];
   int dirfd;
+  nt_inbox in; /* the XSUB's socket file in the directory: publishers connect to it */
+  bool inbox_noted;
   uint64_t pidns;
   bool dir_error_noted, full_noted;
   publisher *pubs;
@@ -218,11 +221,32 @@ static bool hold_dir(relay *r) {
       if (zmq_connect(r->xsub, addr) == 0) snprintf(p->addr, sizeof p->addr, "%s", addr);
       p->keep_until_s = mono_s() + REBIND_GRACE_S;
     }
+    nt_inbox_unbind(&r->in, r->xsub, r->dirfd);
     close(r->dirfd);
   }
   r->dirfd = fd;
   r->dir_error_noted = false;
   return true;
+}
+
+/* The XSUB's socket file, where the publishers (0.2 on) connect; bound again
+ * when it was removed. */
+static void hold_inbox(relay *r) {
+  struct stat st;
+  if (r->in.name[0] && fstatat(r->dirfd, r->in.name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+      S_ISSOCK(st.st_mode))
+    return;
+  nt_inbox_unbind(&r->in, r->xsub, r->dirfd);
+  if (nt_inbox_bind(&r->in, r->xsub, r->dirfd) != 0) {
+    if (!r->inbox_noted)
+      fprintf(stderr, "nccltop relay: cannot listen in %s for publishers: %s (still trying)\n",
+              r->dir, zmq_strerror(zmq_errno()));
+    r->inbox_noted = true;
+    return;
+  }
+  if (r->inbox_noted || !r->quiet)
+    fprintf(stderr, "nccltop relay: publishers connect to %s/%s\n", r->dir, r->in.name);
+  r->inbox_noted = false;
 }
 
 static void add(relay *r, const char *name, uint32_t pid, uint64_t pidns) {
@@ -266,6 +290,7 @@ static void found(void *ctx, const char *name, uint32_t pid, uint64_t pidns) {
  * When the directory cannot be listed, what is connected stays. */
 static void scan(relay *r) {
   if (hold_dir(r)) {
+    hold_inbox(r);
     for (uint32_t i = 0; i < r->npubs; i++) r->pubs[i].seen = false;
     if (nt_discover_list(r->dirfd, sizeof r->pubs[0].name, found, r) != 0) {
       for (uint32_t i = 0; i < r->npubs; i++) r->pubs[i].seen = true;
@@ -574,6 +599,7 @@ out:
   if (r.xpub) zmq_close(r.xpub);
   nt_zap_stop(zap);
   if (r.zctx) zmq_ctx_term(r.zctx);
+  nt_inbox_unbind(&r.in, NULL, r.dirfd); /* the file: ZeroMQ 4.3 leaves it */
   if (r.dirfd >= 0) close(r.dirfd);
   free(r.pubs);
   return rc;

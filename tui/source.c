@@ -1,8 +1,13 @@
-/* The live source: one SUB socket per local publisher found in the endpoint
- * directory (so a dead one can be closed alone), plus one per --connect
- * endpoint. Every message is decoded and applied to the model; whatever
- * fails becomes a model error with its reason and never disturbs the other
- * publishers. Nothing here blocks longer than the caller's timeout.
+/* The live source: one SUB socket, the inbox, bound in the endpoint
+ * directory, which every local publisher connects to (from 0.2 a plugin
+ * never listens: a process that accepts connections can be killed by them,
+ * see plugin/local.c); each message names its sender through the kernel's
+ * credentials, so every publisher still has an endpoint of its own here.
+ * Then one SUB socket per --connect endpoint, and one per publisher older
+ * than 0.2 found listening in the directory. Every message is decoded and
+ * applied to the model; whatever fails becomes a model error with its
+ * reason and never disturbs the other publishers. Nothing here blocks
+ * longer than the caller's timeout.
  *
  * A tcp:// --connect endpoint (a relay) speaks CURVE with the user's keypair
  * and must prove the --server-key (curve.h), unless --insecure; without a
@@ -140,7 +145,7 @@ static endpoint *add_endpoint(nt_source *s, nt_model *m, const char *addr, const
 
 static void remove_endpoint(nt_source *s, uint32_t i) {
   if (s->eps[i].mon) zmq_close(s->eps[i].mon);
-  zmq_close(s->eps[i].sock);
+  if (s->eps[i].sock) zmq_close(s->eps[i].sock);
   s->eps[i] = s->eps[--s->neps];
 }
 
@@ -178,10 +183,11 @@ nt_source *nt_source_open(const nt_options *o, char *err, size_t errlen) {
   s->cap = MAX_ENDPOINTS + 8 + nhosts;
   s->connect = calloc(8 + nhosts, sizeof *s->connect);
   s->eps = calloc(s->cap, sizeof *s->eps);
-  s->items = calloc(s->cap, sizeof *s->items);
+  s->items = calloc(s->cap + 1, sizeof *s->items);
+  s->item_ep = calloc(s->cap + 1, sizeof *s->item_ep);
   s->scratch = nt_snapshot_new();
   s->hello = calloc(1, sizeof *s->hello);
-  if (!s->connect || !s->eps || !s->items || !s->scratch || !s->hello) {
+  if (!s->connect || !s->eps || !s->items || !s->item_ep || !s->scratch || !s->hello) {
     snprintf(err, errlen, "out of memory");
     nt_hostlist_free(hosts);
     nt_source_close(s);
@@ -300,15 +306,18 @@ void nt_source_close(nt_source *s) {
   if (!s) return;
   for (uint32_t i = 0; i < s->neps; i++) {
     if (s->eps[i].mon) zmq_close(s->eps[i].mon);
-    zmq_close(s->eps[i].sock);
+    if (s->eps[i].sock) zmq_close(s->eps[i].sock);
   }
+  if (s->inbox) zmq_close(s->inbox);
   if (s->zctx) zmq_ctx_term(s->zctx);
-  if (s->dirfd >= 0) close(s->dirfd); /* only now: ZeroMQ connected through it */
+  nt_inbox_unbind(&s->in, NULL, s->dirfd); /* the file: ZeroMQ 4.3 leaves it */
+  if (s->dirfd >= 0) close(s->dirfd);      /* only now: ZeroMQ connected through it */
   nt_snapshot_free(s->scratch);
   free(s->connect);
   free(s->hello);
   free(s->eps);
   free(s->items);
+  free(s->item_ep);
   free(s);
 }
 
@@ -341,6 +350,8 @@ int nt_source_connect(nt_source *s, nt_model *m, const char *addr) {
 
 /* discover.h says why a publisher in another PID namespace counts as alive. */
 static bool publisher_alive(const nt_source *s, const endpoint *e) {
+  if (e->peer) /* the kernel's pid, ours to ask (0: it has none here) */
+    return !e->peer_pid || kill((pid_t)e->peer_pid, 0) == 0 || errno != ESRCH;
   return nt_discover_alive(e->pid, e->pidns, s->pidns);
 }
 
@@ -350,7 +361,8 @@ static void drop_gone(nt_source *s, nt_model *m) {
   double now = nt_now_s();
   for (uint32_t i = 0; i < s->neps;) {
     endpoint *e = &s->eps[i];
-    if (e->name[0] && ((!e->seen && now >= e->keep_until_s) || !publisher_alive(s, e))) {
+    bool file_gone = e->name[0] && !e->seen && now >= e->keep_until_s;
+    if ((e->name[0] || e->peer) && (file_gone || !publisher_alive(s, e))) {
       if (s->tap) s->tap(s->tap_arg, e->endpoint, e->pid, NULL, 0, NULL, 0, now);
       nt_model_endpoint_gone(m, e->endpoint);
       remove_endpoint(s, i);
@@ -393,10 +405,75 @@ static bool hold_dir(nt_source *s, nt_model *m) {
    * differ and a late reconnect through the old one cannot land here. */
   if (s->dirfd >= 0) {
     move_endpoints(s, fd);
+    nt_inbox_unbind(&s->in, s->inbox, s->dirfd);
     close(s->dirfd);
   }
   s->dirfd = fd;
   return true;
+}
+
+/* The inbox, bound in the directory we hold; bound again when its file was
+ * removed (a cleanup of /tmp): the publishers find the new one at their next
+ * scan. A failure is noted once, until a bind works. */
+static void hold_inbox(nt_source *s, nt_model *m) {
+  struct stat st;
+  if (s->in.name[0] && fstatat(s->dirfd, s->in.name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+      S_ISSOCK(st.st_mode))
+    return;
+  if (!s->inbox) {
+    int64_t maxmsg = (int64_t)NT_MAX_MESSAGE_BYTES + 4096;
+    s->inbox = zmq_socket(s->zctx, ZMQ_SUB);
+    if (s->inbox && (set_int(s->inbox, ZMQ_LINGER, 0) || set_int(s->inbox, ZMQ_RCVHWM, RCVHWM) ||
+                     zmq_setsockopt(s->inbox, ZMQ_MAXMSGSIZE, &maxmsg, sizeof maxmsg) ||
+                     zmq_setsockopt(s->inbox, ZMQ_SUBSCRIBE, "", 0))) {
+      zmq_close(s->inbox);
+      s->inbox = NULL;
+    }
+  }
+  nt_inbox_unbind(&s->in, s->inbox, s->dirfd);
+  if (!s->inbox || nt_inbox_bind(&s->in, s->inbox, s->dirfd) != 0) {
+    if (!s->inbox_noted)
+      nt_source_note(m, "endpoints", false, "cannot listen in %s for publishers: %s", s->dir,
+                     zmq_strerror(zmq_errno()));
+    s->inbox_noted = true;
+    return;
+  }
+  s->inbox_noted = false;
+}
+
+endpoint *nt_source_peer(nt_source *s, nt_model *m, uint32_t peer_pid) {
+  for (uint32_t i = 0; i < s->neps; i++)
+    if (s->eps[i].peer && s->eps[i].peer_pid == peer_pid) return &s->eps[i];
+  if (s->neps >= s->cap) {
+    if (!s->full_noted)
+      nt_source_note(m, "endpoints", false, "more than %u endpoints; pid %u not read", s->cap,
+                     (unsigned)peer_pid);
+    s->full_noted = true;
+    return NULL;
+  }
+  endpoint *e = &s->eps[s->neps++];
+  memset(e, 0, sizeof *e);
+  e->peer = true;
+  e->peer_pid = peer_pid;
+  /* In our PID namespace the kernel's pid is the one its messages carry;
+   * from another (a container) they carry their own, the first one named. */
+  e->pid = nt_pid_in_our_ns(peer_pid, s->pidns) ? peer_pid : 0;
+  e->seen = true;
+  e->since_s = nt_now_s();
+  /* A long directory is cut in the name people read; the pid stays in. */
+  char dir[96];
+  size_t dl = strlen(s->dir);
+  if (dl < sizeof dir) {
+    memcpy(dir, s->dir, dl + 1);
+  } else {
+    memcpy(dir, "...", 3);
+    memcpy(dir + 3, s->dir + dl - (sizeof dir - 4), sizeof dir - 3);
+  }
+  if (peer_pid)
+    snprintf(e->endpoint, sizeof e->endpoint, "ipc://%s (pid %u)", dir, (unsigned)peer_pid);
+  else
+    snprintf(e->endpoint, sizeof e->endpoint, "ipc://%s (another PID namespace)", dir);
+  return e;
 }
 
 /* Connects to the publisher whose socket file is `name`. */
@@ -442,6 +519,7 @@ static void scan(nt_source *s, nt_model *m) {
   for (uint32_t i = 0; i < s->neps; i++) s->eps[i].seen = true;
   for (uint32_t i = 0; i < s->neps; i++) s->eps[i].listed = false;
   bool held = hold_dir(s, m);
+  if (held) hold_inbox(s, m);
   struct scan_ctx c = {s, m};
   if (!held || nt_discover_list(s->dirfd, sizeof s->eps[0].name, found_local, &c) != 0) {
     if (held && !s->dir_error_noted)
@@ -511,28 +589,43 @@ int nt_source_poll(nt_source *s, nt_model *m, int timeout_ms) {
     note_silent_connects(s, m, start);
     s->next_scan_s = start + SCAN_PERIOD_S;
   }
-  if (s->neps == 0) {
+  int nitems = 0;
+  if (s->in.name[0]) {
+    s->item_ep[nitems] = -1;
+    s->items[nitems++] = (zmq_pollitem_t){.socket = s->inbox, .events = ZMQ_POLLIN};
+  }
+  for (uint32_t i = 0; i < s->neps; i++) {
+    if (!s->eps[i].sock) continue;
+    s->item_ep[nitems] = (int)i;
+    s->items[nitems++] = (zmq_pollitem_t){.socket = s->eps[i].sock, .events = ZMQ_POLLIN};
+  }
+  if (nitems == 0) {
     int ms = remaining_ms(deadline);
     struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000};
     if (ms > 0) nanosleep(&ts, NULL); /* a signal ends it early: fine */
     return 0;
   }
-  for (uint32_t i = 0; i < s->neps; i++)
-    s->items[i] = (zmq_pollitem_t){.socket = s->eps[i].sock, .events = ZMQ_POLLIN};
-  if (zmq_poll(s->items, (int)s->neps, remaining_ms(deadline)) <= 0) return 0;
+  if (zmq_poll(s->items, nitems, remaining_ms(deadline)) <= 0) return 0;
   /* Round-robin over the ready sockets, a message each per pass, so one
-   * chatty publisher cannot starve the others; bounded so the screen stays
+   * chatty publisher cannot starve the others (ZeroMQ queues the inbox's
+   * publishers fairly among themselves); bounded so the screen stays
    * responsive. */
+  uint32_t peers = 0;
+  for (uint32_t i = 0; i < s->neps; i++) peers += s->eps[i].peer;
   int n = 0;
   for (bool any = true; any && n < NT_SOURCE_MAX_PER_POLL;) {
     any = false;
-    for (uint32_t i = 0; i < s->neps && n < NT_SOURCE_MAX_PER_POLL; i++) {
-      if (!(s->items[i].revents & ZMQ_POLLIN)) continue;
-      if (nt_source_receive(s, &s->eps[i], m)) {
-        any = true;
-        n++;
-      } else {
-        s->items[i].revents = 0;
+    for (int i = 0; i < nitems && n < NT_SOURCE_MAX_PER_POLL; i++) {
+      int k = s->item_ep[i];
+      /* The inbox speaks for all its publishers: as many turns as they are. */
+      for (uint32_t turn = 0; turn < (k < 0 && peers ? peers : 1); turn++) {
+        if (!(s->items[i].revents & ZMQ_POLLIN) || n >= NT_SOURCE_MAX_PER_POLL) break;
+        if (k < 0 ? nt_source_receive_inbox(s, m) : nt_source_receive(s, &s->eps[k], m)) {
+          any = true;
+          n++;
+        } else {
+          s->items[i].revents = 0;
+        }
       }
     }
   }

@@ -9,11 +9,13 @@
 #include <zmq.h>
 
 #include "curve.h"
+#include "discover.h"
 #include "viewer.h"
 
 typedef struct {
-  void *sock;
-  uint32_t pid;   /* from the socket file's name; 0 for --connect endpoints */
+  void *sock;     /* NULL for a publisher that connected to our inbox */
+  uint32_t pid;   /* the pid it speaks for: from the socket file's name, or the
+                     sender's; 0 for --connect endpoints */
   uint64_t pidns; /* from the name too; 0 when it has none */
   bool seen;      /* still in the directory at the last scan */
   bool listed;    /* in the listing under way */
@@ -27,12 +29,22 @@ typedef struct {
   bool secure;         /* CURVE */
   bool handshaking;    /* connected, handshake not done yet */
   bool refusal_noted;  /* a failed handshake was noted; again only after a success */
+  /* A publisher that connected to our inbox: the sender's pid as the kernel
+   * saw it (in our namespace); pid is that too when the sender lives in our
+   * PID namespace, else the first pid its messages name (a container's). */
+  bool peer;
+  uint32_t peer_pid;
 } endpoint;
 
 struct nt_source {
   void *zctx;
   char dir[256];
   int dirfd;            /* the endpoint directory, checked; -1 while none is usable */
+  void *inbox;          /* SUB bound in the directory: the publishers connect to it */
+  nt_inbox in;          /* its file there */
+  bool inbox_noted;     /* a failed bind was noted; again only after one works */
+  bool sender_noted;    /* a message with no usable sender was noted */
+  int *item_ep;         /* what each poll item is: an endpoint index, -1 the inbox */
   uint64_t pidns;       /* our PID namespace (nt_endpoint_pidns) */
   char (*connect)[160]; /* --connect endpoints, then tcp://HOST:PORT of --hosts */
   int nconnect;
@@ -66,6 +78,12 @@ void nt_source_note(nt_model *m, const char *source, bool bad, const char *fmt, 
 /* Receives one whole message of e and applies it; false when the socket
  * has none (source_recv.c). */
 bool nt_source_receive(nt_source *s, endpoint *e, nt_model *m);
+/* Receives one whole message from the inbox and applies it as its sender's
+ * endpoint's (found or added); false when the inbox has none. */
+bool nt_source_receive_inbox(nt_source *s, nt_model *m);
+/* The endpoint of a publisher that connected to the inbox, by the sender's
+ * pid; added when new (NULL when the table is full). */
+endpoint *nt_source_peer(nt_source *s, nt_model *m, uint32_t peer_pid);
 /* Reads the socket monitors of the tcp:// endpoints: a refused handshake
  * becomes one model error (source_monitor.c). */
 void nt_source_poll_monitors(nt_source *s, nt_model *m);

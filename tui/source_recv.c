@@ -11,6 +11,12 @@ static bool topic_is(const zmq_msg_t *t, const char *name) {
   return zmq_msg_size((zmq_msg_t *)t) == n && memcmp(zmq_msg_data((zmq_msg_t *)t), name, n) == 0;
 }
 
+/* A publisher from another PID namespace that connected to the inbox speaks
+ * for the first pid it names, and that one only. */
+static void bind_first(endpoint *e, uint32_t pid) {
+  if (e->peer && !e->pid) e->pid = pid;
+}
+
 /* Decodes and applies one two-frame message. The endpoint's pid (0 for a
  * --connect one) tells the model whom it may speak for. */
 static void dispatch(nt_source *s, endpoint *e, nt_model *m, zmq_msg_t *topic, zmq_msg_t *body) {
@@ -22,20 +28,23 @@ static void dispatch(nt_source *s, endpoint *e, nt_model *m, zmq_msg_t *topic, z
     s->tap(s->tap_arg, e->endpoint, e->pid, zmq_msg_data(topic), zmq_msg_size(topic), data, len,
            now);
   if (topic_is(topic, NT_TOPIC_SNAPSHOT)) {
-    if (nt_snapshot_decode((const uint8_t *)data, len, s->scratch, err, sizeof err) == 0)
+    if (nt_snapshot_decode((const uint8_t *)data, len, s->scratch, err, sizeof err) == 0) {
+      bind_first(e, s->scratch->pid);
       nt_model_apply_snapshot(m, e->endpoint, e->pid, s->scratch, now);
-    else
+    } else
       nt_source_note(m, e->endpoint, true, "snapshot: %s", err);
   } else if (topic_is(topic, NT_TOPIC_HELLO)) {
-    if (nt_hello_decode(data, len, s->hello, err, sizeof err) == 0)
+    if (nt_hello_decode(data, len, s->hello, err, sizeof err) == 0) {
+      bind_first(e, s->hello->pid);
       nt_model_apply_hello(m, e->endpoint, e->pid, s->hello, now);
-    else
+    } else
       nt_source_note(m, e->endpoint, true, "%s", err);
   } else if (topic_is(topic, NT_TOPIC_COMM)) {
     nt_comm_info c;
-    if (nt_comm_decode(data, len, &c, err, sizeof err) == 0)
+    if (nt_comm_decode(data, len, &c, err, sizeof err) == 0) {
+      bind_first(e, c.pid);
       nt_model_apply_comm(m, e->endpoint, e->pid, &c, now);
-    else
+    } else
       nt_source_note(m, e->endpoint, true, "%s", err);
   } else if (topic_is(topic, NT_TOPIC_TOPOLOGY)) {
     s->topology_messages++;
@@ -50,38 +59,71 @@ static void dispatch(nt_source *s, endpoint *e, nt_model *m, zmq_msg_t *topic, z
   }
 }
 
-/* Receives one whole message; false when the socket has none. A message is
- * always read to its last frame, so the next one starts clean. */
-bool nt_source_receive(nt_source *s, endpoint *e, nt_model *m) {
-  zmq_msg_t topic, body, extra;
-  zmq_msg_init(&topic);
-  if (zmq_msg_recv(&topic, e->sock, ZMQ_DONTWAIT) < 0) {
-    zmq_msg_close(&topic);
-    return false;
-  }
-  e->heard = true;
+/* Reads the rest of a message whose topic is in; applies it as e's (or
+ * notes why not). A message is always read to its last frame, so the next
+ * one starts clean. */
+static void receive_rest(nt_source *s, void *sock, endpoint *e, nt_model *m, zmq_msg_t *topic) {
+  zmq_msg_t body, extra;
   zmq_msg_init(&body);
   unsigned frames = 1;
-  for (bool more = zmq_msg_more(&topic); more; frames++) {
+  for (bool more = zmq_msg_more(topic); more; frames++) {
     /* ZeroMQ delivers the frames of a message together: they are here. */
     zmq_msg_t *into = frames == 1 ? &body : &extra;
     if (into == &extra) zmq_msg_init(&extra);
-    if (zmq_msg_recv(into, e->sock, ZMQ_DONTWAIT) < 0) {
+    if (zmq_msg_recv(into, sock, ZMQ_DONTWAIT) < 0) {
       if (into == &extra) zmq_msg_close(&extra);
       break;
     }
     more = zmq_msg_more(into);
     if (into == &extra) zmq_msg_close(&extra);
   }
-  if (frames != 2)
+  if (!e)
+    ; /* a sender we cannot tell, or no room for it: noted where it was found */
+  else if (frames != 2)
     nt_source_note(m, e->endpoint, true, "message with %u frame%s, expected 2", frames,
                    frames == 1 ? "" : "s");
   else if (zmq_msg_size(&body) > NT_MAX_MESSAGE_BYTES)
     nt_source_note(m, e->endpoint, true, "message of %zu bytes exceeds the limit of %u",
                    zmq_msg_size(&body), NT_MAX_MESSAGE_BYTES);
   else
-    dispatch(s, e, m, &topic, &body);
-  zmq_msg_close(&topic);
+    dispatch(s, e, m, topic, &body);
   zmq_msg_close(&body);
+}
+
+/* Receives one whole message; false when the socket has none. */
+bool nt_source_receive(nt_source *s, endpoint *e, nt_model *m) {
+  zmq_msg_t topic;
+  zmq_msg_init(&topic);
+  if (zmq_msg_recv(&topic, e->sock, ZMQ_DONTWAIT) < 0) {
+    zmq_msg_close(&topic);
+    return false;
+  }
+  e->heard = true;
+  receive_rest(s, e->sock, e, m, &topic);
+  zmq_msg_close(&topic);
+  return true;
+}
+
+bool nt_source_receive_inbox(nt_source *s, nt_model *m) {
+  zmq_msg_t topic;
+  zmq_msg_init(&topic);
+  if (zmq_msg_recv(&topic, s->inbox, ZMQ_DONTWAIT) < 0) {
+    zmq_msg_close(&topic);
+    return false;
+  }
+  uint32_t pid = 0;
+  endpoint *e = NULL;
+  if (!nt_inbox_sender(&topic, &pid)) {
+    if (!s->sender_noted)
+      nt_source_note(m, "endpoints", false,
+                     "a message without the sender's credentials (or another user's) on %s/%s: "
+                     "dropped",
+                     s->dir, s->in.name);
+    s->sender_noted = true;
+  } else if ((e = nt_source_peer(s, m, pid))) {
+    e->heard = true;
+  }
+  receive_rest(s, s->inbox, e, m, &topic);
+  zmq_msg_close(&topic);
   return true;
 }

@@ -9,7 +9,7 @@
 
 #include "model.h"
 
-#define NT_VERSION "0.1.0"
+#define NT_VERSION "0.2.0"
 
 typedef struct {
   const char *dir;        /* endpoint directory; NULL = nt_endpoint_dir() */
