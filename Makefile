@@ -135,7 +135,7 @@ tsan: deps
 	  build/tsan/tests/test_plugin_runstate build/tsan/tests/test_plugin_abort build/tsan/tests/test_chain \
 	  build/tsan/tests/test_chain_sim \
 	  build/tsan/nccltop \
-	  build/tsan/tests/test_exporter \
+	  build/tsan/tests/test_exporter build/tsan/tests/test_exporter_flood \
 	  $(patsubst %,build/tsan/tests/lib%.so,recorder recorder7 recorder_v3 recorder_v4 chain_refuser chain_noop)
 	TSAN_OPTIONS="halt_on_error=1 suppressions=tests/tsan.supp" build/tsan/tests/test_plugin
 	TSAN_OPTIONS="halt_on_error=1 suppressions=tests/tsan.supp" build/tsan/tests/test_plugin_v3
@@ -143,6 +143,7 @@ tsan: deps
 	TSAN_OPTIONS="halt_on_error=1 suppressions=tests/tsan.supp" build/tsan/tests/test_plugin_runstate
 	TSAN_OPTIONS="halt_on_error=1 suppressions=tests/tsan.supp" build/tsan/tests/test_plugin_abort
 	TSAN_OPTIONS="halt_on_error=1 suppressions=$(CURDIR)/tests/tsan.supp" build/tsan/tests/test_exporter
+	TSAN_OPTIONS="halt_on_error=1 suppressions=$(CURDIR)/tests/tsan.supp" build/tsan/tests/test_exporter_flood
 	TSAN_OPTIONS="halt_on_error=1 suppressions=$(CURDIR)/tests/tsan.supp" build/tsan/tests/test_chain
 	TSAN_OPTIONS="halt_on_error=1 suppressions=$(CURDIR)/tests/tsan.supp" build/tsan/tests/test_chain_sim
 

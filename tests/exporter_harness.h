@@ -75,6 +75,20 @@ static inline void exporter_stop(exporter *e) {
   e->pid = -1;
 }
 
+/* A deterministic 4-rank job that stays up (linger) in dir (24 bytes). */
+static inline pid_t exporter_det_job(nt_sim_config *c, char *dir) {
+  snprintf(dir, 24, "/tmp/nccltop-exp-XXXXXX");
+  if (!mkdtemp(dir)) return -1;
+  base_config(c, dir);
+  c->ranks = 4;
+  c->channels = 2;
+  c->deterministic = true;
+  c->linger_s = 60;
+  pid_t pid = nt_sim_spawn(c);
+  if (pid > 0 && !wait_publishers(dir, c->ranks, 30)) stop_group(&pid);
+  return pid;
+}
+
 /* An HTTP response: status, headers and body (NUL-terminated, heap). */
 typedef struct {
   int status;
@@ -89,19 +103,24 @@ static inline void http_free(http_reply *r) {
   memset(r, 0, sizeof *r);
 }
 
-/* One request to 127.0.0.1:port (HTTP/1.0: the server closes after the
- * reply); false on a connection problem or after `seconds`. */
-static inline bool http_request(int port, const char *method, const char *path, const char *body,
-                                double seconds, http_reply *out) {
+/* One request to 127.0.0.1:port from the loopback address `from` (NULL:
+ * the kernel's choice, 127.0.0.1), HTTP/1.0: the server closes after the
+ * reply; false on a connection problem or after `seconds`. */
+static inline bool http_request_from(const char *from, int port, const char *method,
+                                     const char *path, const char *body, double seconds,
+                                     http_reply *out) {
   memset(out, 0, sizeof *out);
   int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return false;
   struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
   a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  struct sockaddr_in src = {.sin_family = AF_INET};
   struct timeval tv = {(time_t)seconds, 0};
   setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
   setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
-  if (connect(fd, (struct sockaddr *)&a, sizeof a) != 0) {
+  if ((from && (inet_pton(AF_INET, from, &src.sin_addr) != 1 ||
+                bind(fd, (struct sockaddr *)&src, sizeof src) != 0)) ||
+      connect(fd, (struct sockaddr *)&a, sizeof a) != 0) {
     close(fd);
     return false;
   }
@@ -150,6 +169,11 @@ static inline bool http_request(int port, const char *method, const char *path, 
   out->body[out->body_len] = '\0';
   free(buf);
   return true;
+}
+
+static inline bool http_request(int port, const char *method, const char *path, const char *body,
+                                double seconds, http_reply *out) {
+  return http_request_from(NULL, port, method, path, body, seconds, out);
 }
 
 /* The value of header `name` (case-insensitive) in r, copied to buf. */

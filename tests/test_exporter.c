@@ -194,20 +194,6 @@ static void exposition_of_a_model_passes_promtool(void) {
 
 /* ---- a live job ---- */
 
-/* A deterministic 4-rank job that stays up (linger) in dir (24 bytes). */
-static pid_t det_job(nt_sim_config *c, char *dir) {
-  snprintf(dir, 24, "/tmp/nccltop-exp-XXXXXX");
-  if (!mkdtemp(dir)) return -1;
-  base_config(c, dir);
-  c->ranks = 4;
-  c->channels = 2;
-  c->deterministic = true;
-  c->linger_s = 60;
-  pid_t pid = nt_sim_spawn(c);
-  if (pid > 0 && !wait_publishers(dir, c->ranks, 30)) stop_group(&pid);
-  return pid;
-}
-
 static http_reply scrape(int port) {
   http_reply r;
   if (!http_request(port, "GET", "/metrics", NULL, 10, &r)) r.status = -1;
@@ -252,7 +238,7 @@ static cJSON *json_frame(const char *dir) {
 static void numbers_equal_the_schedule_and_the_json_frame(void) {
   nt_sim_config c;
   char dir[24];
-  pid_t sim = det_job(&c, dir);
+  pid_t sim = exporter_det_job(&c, dir);
   exporter e = {.pid = -1};
   const char *const inspector[] = {"--inspector", NULL};
   bool started = sim > 0 && exporter_start(&e, dir, "200ms", inspector);
@@ -381,7 +367,7 @@ static double renders(int port) {
 static void http_paths_methods_and_concurrent_scrapes(void) {
   nt_sim_config c;
   char dir[24];
-  pid_t sim = det_job(&c, dir);
+  pid_t sim = exporter_det_job(&c, dir);
   exporter e = {.pid = -1};
   bool started = sim > 0 && exporter_start(&e, dir, "100ms", NULL);
   http_reply g = {0}, h = {0}, post = {0}, nf = {0}, q = {0};
@@ -454,7 +440,7 @@ static void http_paths_methods_and_concurrent_scrapes(void) {
 static void textfile_is_written_atomically(void) {
   nt_sim_config c;
   char dir[24], out[64];
-  pid_t sim = det_job(&c, dir);
+  pid_t sim = exporter_det_job(&c, dir);
   snprintf(out, sizeof out, "/tmp/nccltop-tf-XXXXXX");
   bool made = mkdtemp(out) != NULL;
   const char *const extra[] = {"--textfile", out, "--per-channel", NULL};

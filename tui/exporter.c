@@ -15,7 +15,11 @@
  *
  * HTTP: GET and HEAD of /metrics (a query string is ignored) answer 200
  * with text/plain; version=0.0.4; another path is a 404; another method a
- * 405 with Allow: GET, HEAD. Connections are bounded in number and time.
+ * 405 with Allow: GET, HEAD. Connections are bounded in number and in time
+ * by the guard (exporter_guard.c): a request must be in within
+ * HTTP_HEADER_S of its start and answered within HTTP_EXCHANGE_S, however
+ * it trickles, and a newcomer displaces the oldest unfinished connection of
+ * an address (or of all) that holds its share.
  *
  * Textfile: written to DIR/.nccltop.prom.XXXXXX (node_exporter reads only
  * *.prom) and renamed to DIR/nccltop.prom after each render, so the
@@ -32,17 +36,24 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "exporter.h"
+#include "exporter_guard.h"
 #include "viewer.h"
 
-#define HTTP_THREADS     4
-#define HTTP_CONNECTIONS 64
-#define HTTP_TIMEOUT_S   10
-#define CONTENT_TYPE     "text/plain; version=0.0.4; charset=utf-8"
+#define HTTP_THREADS         4
+#define HTTP_MAX_CONNECTIONS 1024
+#define HTTP_PER_ADDRESS     32
+#define HTTP_HEADER_S        5 /* the request line and headers, from its start */
+/* The whole request, from its start to the response's last byte: a scrape
+ * slower than Prometheus' default scrape_timeout (10s) is wasted anyway. */
+#define HTTP_EXCHANGE_S 10
+#define HTTP_IDLE_S     10 /* the daemon's own: a silence (the guard's are shorter) */
+#define CONTENT_TYPE    "text/plain; version=0.0.4; charset=utf-8"
 
 /* One rendered exposition, shared by the responses that send it. */
 typedef struct {
@@ -98,6 +109,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
   shelf *s = cls;
   if (!*req) { /* first call: headers only; answer once the body (if any) is in */
     *req = (void *)1;
+    nt_http_guard_request_in(c);
     return MHD_YES;
   }
   if (*upload_size) { /* a body we do not want: drop it */
@@ -326,6 +338,60 @@ static expo *render(nt_model *m, nt_exporter_opts *xo, double now) {
   return e;
 }
 
+/* Every publisher or --hosts entry costs the source a few descriptors and
+ * every HTTP connection one: take what the hard limit allows (at most
+ * 65536), as the monitor does. A failure keeps the old limit. */
+static void raise_fd_limit(void) {
+  struct rlimit r;
+  if (getrlimit(RLIMIT_NOFILE, &r) != 0) return;
+  rlim_t want = r.rlim_max == RLIM_INFINITY || r.rlim_max > 65536 ? 65536 : r.rlim_max;
+  if (want <= r.rlim_cur) return;
+  r.rlim_cur = want;
+  if (setrlimit(RLIMIT_NOFILE, &r) != 0)
+    fprintf(stderr, "nccltop exporter: cannot raise the open-file limit: %s\n", strerror(errno));
+}
+
+/* The connections the HTTP side may hold: HTTP_MAX_CONNECTIONS, and no
+ * more than an eighth of the descriptors (the daemon's own ceiling is half
+ * as much again, for connections being closed), so that the source keeps
+ * the rest. */
+static unsigned http_connection_budget(void) {
+  struct rlimit r;
+  if (getrlimit(RLIMIT_NOFILE, &r) != 0) return 64;
+  rlim_t n = (r.rlim_cur == RLIM_INFINITY || r.rlim_cur > 65536 ? 65536 : r.rlim_cur) / 8;
+  return n > HTTP_MAX_CONNECTIONS ? HTTP_MAX_CONNECTIONS : n < 16 ? 16 : (unsigned)n;
+}
+
+static struct MHD_Daemon *start_http(const struct sockaddr_storage *sa, shelf *sh,
+                                     nt_http_guard **guard) {
+  unsigned most = http_connection_budget();
+  nt_http_limits lim = {.max_connections = most,
+                        .max_per_address =
+                            most / 4 < HTTP_PER_ADDRESS ? most / 4 : HTTP_PER_ADDRESS,
+                        .header_s = HTTP_HEADER_S,
+                        .exchange_s = HTTP_EXCHANGE_S};
+  *guard = nt_http_guard_new(&lim);
+  if (!*guard) return NULL;
+  unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG |
+                   (sa->ss_family == AF_INET6 ? MHD_USE_IPv6 : 0);
+  /* The daemon's own limits are a backstop above the guard's: it refuses
+   * a newcomer outright, where the guard lets it displace someone. */
+  struct MHD_Daemon *d = MHD_start_daemon(
+      flags, 0, NULL, NULL, on_request, sh, MHD_OPTION_EXTERNAL_LOGGER, nt_http_guard_log, *guard,
+      MHD_OPTION_SOCK_ADDR, (const struct sockaddr *)sa, MHD_OPTION_THREAD_POOL_SIZE,
+      (unsigned)HTTP_THREADS, MHD_OPTION_CONNECTION_LIMIT, most + most / 2,
+      MHD_OPTION_PER_IP_CONNECTION_LIMIT, 4 * lim.max_per_address, MHD_OPTION_CONNECTION_TIMEOUT,
+      (unsigned)HTTP_IDLE_S, MHD_OPTION_NOTIFY_CONNECTION, nt_http_guard_on_connection, *guard,
+      MHD_OPTION_NOTIFY_COMPLETED, nt_http_guard_on_completed, *guard, MHD_OPTION_END);
+  if (!d) {
+    int e = errno;
+    nt_http_guard_free(*guard);
+    *guard = NULL;
+    errno = e;
+  }
+  return d;
+}
+
 static void on_signal(int sig) {
   nt_request_quit(sig);
 }
@@ -363,17 +429,13 @@ int nt_exporter_main(int argc, char **argv) {
   sigaction(SIGTERM, &sig, NULL);
   signal(SIGPIPE, SIG_IGN);
 
+  raise_fd_limit();
   shelf sh = {.latest = NULL};
   if (pthread_mutex_init(&sh.lock, NULL) != 0) return 1;
   struct MHD_Daemon *d = NULL;
+  nt_http_guard *guard = NULL;
   if (listen) {
-    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG |
-                     (sa.ss_family == AF_INET6 ? MHD_USE_IPv6 : 0);
-    d = MHD_start_daemon(flags, 0, NULL, NULL, on_request, &sh, MHD_OPTION_SOCK_ADDR,
-                         (struct sockaddr *)&sa, MHD_OPTION_THREAD_POOL_SIZE,
-                         (unsigned)HTTP_THREADS, MHD_OPTION_CONNECTION_LIMIT,
-                         (unsigned)HTTP_CONNECTIONS, MHD_OPTION_CONNECTION_TIMEOUT,
-                         (unsigned)HTTP_TIMEOUT_S, MHD_OPTION_END);
+    d = start_http(&sa, &sh, &guard);
     if (!d) {
       fprintf(stderr, "nccltop exporter: cannot listen on %s: %s\n", listen, strerror(errno));
       pthread_mutex_destroy(&sh.lock);
@@ -424,6 +486,7 @@ int nt_exporter_main(int argc, char **argv) {
     }
   }
   if (d) MHD_stop_daemon(d); /* waits for its threads: no response is left */
+  nt_http_guard_free(guard); /* after the daemon: it told the guard of every close */
   shelf_put(&sh, NULL);
   pthread_mutex_destroy(&sh.lock);
   if (src) nt_source_close(src);
