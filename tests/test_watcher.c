@@ -49,6 +49,7 @@ typedef struct {
 
 typedef struct {
   nt_model *m;
+  nt_snapshot *s; /* reused for every message (one costs the protocol's maxima) */
   int n, relay_from;
   double t;         /* the viewer's clock */
   uint64_t mono_ns; /* the publishers' (one host's monotonic clock) */
@@ -64,12 +65,15 @@ static world *world_new(int n, int relay_from) {
   world *w = calloc(1, sizeof *w + (size_t)n * sizeof(pub));
   if (!w) return NULL;
   w->m = nt_model_new();
+  w->s = nt_snapshot_new();
   w->n = n;
   w->relay_from = relay_from;
   w->t = 100.0;
   w->mono_ns = 5000000000ull;
   for (int r = 0; r < n; r++) w->p[r].launched = 10;
-  if (!w->m) {
+  if (!w->m || !w->s) {
+    nt_model_free(w->m);
+    nt_snapshot_free(w->s);
     free(w);
     return NULL;
   }
@@ -79,6 +83,7 @@ static world *world_new(int n, int relay_from) {
 static void world_free(world *w) {
   if (!w) return;
   nt_model_free(w->m);
+  nt_snapshot_free(w->s);
   free(w);
 }
 
@@ -91,11 +96,7 @@ static void deliver(world *w, int r) {
   else
     snprintf(ep, sizeof ep, "/tmp/nccltop-0/%d.sock", 100 + r);
   for (int k = 0; k < p->nq && !w->broken; k++) {
-    nt_snapshot *s = nt_snapshot_new();
-    if (!s) {
-      w->broken = true;
-      return;
-    }
+    nt_snapshot *s = w->s;
     snprintf(s->host, sizeof s->host, "%s", relayed ? "hostB" : "hostA");
     s->pid = 100 + (uint32_t)r;
     s->seq = p->q[k].seq;
@@ -103,11 +104,11 @@ static void deliver(world *w, int r) {
     s->interval_ms = 100;
     s->ncomms = 1;
     s->comms[0] = (nt_comm_row){.comm_hash = HASH, .rank = r, .nranks = w->n, .nnodes = 2};
-    s->seq_rows[s->nseq++] = (nt_seq_row){.func = NT_FUNC_ALLREDUCE, .launched = p->q[k].launched};
+    s->nseq = 1;
+    s->seq_rows[0] = (nt_seq_row){.func = NT_FUNC_ALLREDUCE, .launched = p->q[k].launched};
     s->process.dropped_events = p->q[k].dropped_events;
     if (nt_model_apply_snapshot(w->m, ep, relayed ? 0 : 100 + (uint32_t)r, s, w->t) != 0)
       w->broken = true;
-    nt_snapshot_free(s);
   }
   p->nq = 0;
 }
