@@ -36,8 +36,14 @@
  * The report: roots first (most waiters first), then the stalls that
  * explain them, then the other stalls (one line per communicator when more
  * than COLLAPSE_AT of its ranks are stuck), operations that do not
- * progress (likewise), stragglers, silent publishers, drops; the cap cuts
- * from the end, never a root before the rest.
+ * progress (likewise), stragglers, silent publishers and drops (one line
+ * per relay, per host or per kind of drop when many processes share it:
+ * alerts_publishers.c); the cap cuts from the end, never a root before the
+ * rest.
+ *
+ * Silence and lateness are measured in the time the viewer read
+ * (model_watch.c): a viewer that was stopped, or a relay that held the
+ * messages, is the watcher's fault, not the job's.
  *
  * A straggler is a rank late by more than the stall time: the other ranks
  * of its communicator launched an operation of some function (NCCL's
@@ -155,6 +161,28 @@ nt_alert *al_add(ctx *c, int kind, int prio, double key, const rank_info *ri) {
     a->nlisted = 1;
   }
   return a;
+}
+
+void al_runs(const int32_t *v, uint32_t n, char *buf, size_t cap) {
+  size_t used = 0;
+  buf[0] = '\0';
+  for (uint32_t k = 0; k < n;) {
+    uint32_t e = k;
+    while (e + 1 < n && (int64_t)v[e + 1] == (int64_t)v[e] + 1) e++;
+    char one[32];
+    if (e == k)
+      snprintf(one, sizeof one, "%s%d", k ? "," : "", v[k]);
+    else
+      snprintf(one, sizeof one, "%s%d-%d", k ? "," : "", v[k], v[e]);
+    size_t len = strlen(one);
+    if (used + len + 4 >= cap) {
+      snprintf(buf + used, cap - used, ",...");
+      return;
+    }
+    memcpy(buf + used, one, len + 1);
+    used += len;
+    k = e + 1;
+  }
 }
 
 /* Time a process's snapshot has aged since it arrived (0 once ended). */
@@ -315,92 +343,6 @@ static void hung_ops(ctx *c) {
   }
 }
 
-/* ---- publishers ---- */
-
-typedef struct {
-  const char *endpoint;
-  uint32_t index; /* in the model's table */
-} by_source;
-
-static int cmp_by_endpoint(const void *a, const void *b) {
-  return strcmp(((const by_source *)a)->endpoint, ((const by_source *)b)->endpoint);
-}
-
-/* A --connect endpoint (a node's relay) all of whose live processes went
- * silent at once: the relay, or the link to it, is down, not each of its
- * processes; one alert says so, and its processes (marked in `covered`,
- * indexed like the model's table) get no alert of their own. */
-static void silent_relays(ctx *c, bool *covered) {
-  by_source *by = malloc(((size_t)c->m->nprocs + 1) * sizeof *by);
-  uint32_t n = 0;
-  if (!by) return;
-  for (uint32_t i = 0; i < c->m->nprocs; i++) {
-    nt_model_process *p = &c->m->procs[i]->pub;
-    if (p->cur && !p->ended && p->endpoint_pid == 0 && !nt_model_process_replaced(c->m, p))
-      by[n++] = (by_source){p->endpoint, i};
-  }
-  qsort(by, n, sizeof *by, cmp_by_endpoint);
-  for (uint32_t g = 0, end; g < n; g = end) {
-    bool all = true;
-    double age = 1e300;
-    for (end = g; end < n && !strcmp(by[end].endpoint, by[g].endpoint); end++) {
-      const nt_model_process *p = &c->m->procs[by[end].index]->pub;
-      all = all && p->stale;
-      double since = al_since(c, p);
-      if (since < age) age = since;
-    }
-    if (!all || end - g < 2) continue; /* one process: said as a process */
-    nt_model_process *first = &c->m->procs[by[g].index]->pub;
-    nt_alert *a = al_add(c, NT_ALERT_SILENT, P_SILENT, 0, NULL);
-    if (!a) break;
-    a->proc = first;
-    a->count = end - g;
-    a->age_s = age;
-    al_say(a,
-           "%s (host %s, %u processes) sent nothing for %s: the relay or the link to it is down; "
-           "what its ranks do is unknown, not stalled",
-           first->endpoint, first->host, end - g, AGE(a->age_s));
-    for (uint32_t k = g; k < end; k++) covered[by[k].index] = true;
-  }
-  free(by);
-}
-
-static void publishers(ctx *c) {
-  bool *covered = calloc((size_t)c->m->nprocs + 1, sizeof *covered);
-  if (covered) silent_relays(c, covered);
-  for (uint32_t i = 0; i < c->m->nprocs; i++) {
-    proc_slot *slot = c->m->procs[i];
-    nt_model_process *p = &slot->pub;
-    if (!p->cur || nt_model_process_replaced(c->m, p)) continue;
-    char me[160];
-    if (p->stale && !p->ended && !slot->is_root && !(covered && covered[i])) {
-      nt_alert *a = al_add(c, NT_ALERT_SILENT, P_SILENT, 0, NULL);
-      if (!a) return;
-      a->proc = p;
-      a->age_s = al_since(c, p);
-      al_say(a, "%s sent nothing for %s: the process is hung, stopped or overloaded",
-             al_who(p, me, sizeof me), AGE(a->age_s));
-    }
-    const nt_process_counters *pc = &p->cur->process;
-    /* What the plugin could not keep, and what this viewer did not get (a
-     * viewer too slow to read loses messages; ZeroMQ drops them for it). */
-    if (pc->dropped_events || pc->unsent_messages || pc->dropped_ops || pc->dropped_rows ||
-        p->lost_messages) {
-      nt_alert *a = al_add(c, NT_ALERT_DROPS, P_DROPS, 0, NULL);
-      if (!a) return;
-      a->proc = p;
-      a->count = (uint32_t)(p->lost_messages > UINT32_MAX ? UINT32_MAX : p->lost_messages);
-      al_say(a,
-             "%s: plugin dropped %llu events, %llu operations, %llu rows, %llu messages unsent; "
-             "this viewer lost %llu messages",
-             al_who(p, me, sizeof me), (unsigned long long)pc->dropped_events,
-             (unsigned long long)pc->dropped_ops, (unsigned long long)pc->dropped_rows,
-             (unsigned long long)pc->unsent_messages, (unsigned long long)p->lost_messages);
-    }
-  }
-  free(covered);
-}
-
 /* By priority; within one, by key (roots: most waiters; stragglers: most
  * behind), then by communicator and rank, so one rank's lines stay
  * together. */
@@ -438,6 +380,7 @@ static uint32_t *build_ranks(ctx *c) {
     ri->r = rows[i];
     ri->slot = (proc_slot *)rows[i].proc;
     ri->silent = ri->r.proc->stale || ri->r.proc->ended;
+    ri->held = c->now_s < ri->r.proc->held_until_s;
     ri->gpu_wait = ri->first_wait = NT_WAIT_NONE;
     ri->missing_peer = -1;
     ri->index = ri->low = ri->scc = -1;
@@ -468,7 +411,7 @@ static uint32_t alerts(nt_model *m, uint32_t stall_ms, nt_alert *out, uint32_t c
       hung_ops(&c);
       al_stragglers(&c);
       al_sync_phases(&c);
-      publishers(&c);
+      al_publishers(&c);
     }
     if (c.nitems) qsort(c.items, c.nitems, sizeof *c.items, item_cmp);
     for (; n < c.nitems && n < cap; n++) out[n] = c.items[n].a;

@@ -1,7 +1,8 @@
 /* The diagnosis' internal contract between its files: alerts.c (the
- * report: stalls, operations that do not progress, publishers, ranking
- * and the cap), alerts_graph.c (one pass over every process's rows, the
- * waits-on graph and its roots) and alerts_straggler.c (lateness). See
+ * report: stalls, operations that do not progress, ranking and the cap),
+ * alerts_graph.c (one pass over every process's rows, the waits-on graph
+ * and its roots), alerts_straggler.c (lateness), alerts_sync.c (sync
+ * phases) and alerts_publishers.c (silent publishers, drops). See
  * alerts.c for how each alert is decided. Viewer-internal: only the
  * alerts*.c files include it. */
 #ifndef NCCLTOP_TUI_ALERTS_INTERNAL_H
@@ -28,6 +29,7 @@ typedef struct {
   nt_model_rank r;
   proc_slot *slot;
   bool silent;    /* stale or ended: its last snapshot is not now */
+  bool held;      /* its path held its messages back: not judged late (model.h) */
   bool stuck;     /* a running channel without progress for the stall time */
   int gpu_wait;   /* a stuck wait on its own GPU, NT_WAIT_NONE */
   int first_wait; /* the wait of its oldest stuck channel */
@@ -105,11 +107,18 @@ rank_info *al_find_rank(ctx *c, uint64_t hash, int rank, const nt_model_process 
 nt_alert *al_add(ctx *c, int kind, int prio, double key, const rank_info *ri);
 /* Time a process's snapshot has aged since it arrived (0 once ended). */
 double al_since(const ctx *c, const nt_model_process *p);
+/* "72-79", "0-3,8-11", "0,8,16": sorted numbers as runs; a list too long
+ * for the buffer ends in "...". */
+void al_runs(const int32_t *v, uint32_t n, char *buf, size_t cap);
 __attribute__((format(printf, 2, 3))) void al_say(nt_alert *a, const char *fmt, ...);
 
 /* alerts_graph.c */
 void al_scan(ctx *c, const uint32_t *pos); /* rows into states, edges, stuck groups */
 bool al_find_roots(ctx *c);                /* false: out of memory */
+
+/* alerts_publishers.c: silent publishers and drops, after the roots
+ * (a root's process is not said silent as well). */
+void al_publishers(ctx *c);
 
 /* alerts_straggler.c */
 void al_stragglers(ctx *c);

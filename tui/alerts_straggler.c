@@ -70,12 +70,13 @@ static void top_note(nt_top_hist *h, uint64_t top, uint64_t least, double now) {
 }
 
 /* How long ago the others first launched more than `launched` (0: never
- * seen), and that count. */
-static double lateness(const nt_top_hist *h, uint64_t launched, double now, uint64_t *next) {
+ * seen), and that count; in the time the viewer read (model_watch.c): a
+ * viewer that did not read makes nobody late. */
+static double lateness(const ctx *c, const nt_top_hist *h, uint64_t launched, uint64_t *next) {
   for (uint32_t i = 0; i < h->n; i++)
     if (h->top[i] > launched) {
       *next = h->top[i];
-      return now - h->t[i];
+      return nt_watch_since(c->m, h->t[i], c->now_s);
     }
   return 0;
 }
@@ -105,7 +106,7 @@ static late_info late_of(const ctx *c, const rank_info *ri, nt_top_hist *const h
     if (q->comm_index != ri->r.comm_index || q->func >= NT_FUNC_COUNT || !hist[q->func]) continue;
     const nt_top_hist *h = hist[q->func];
     uint64_t next = 0, top = h->n ? h->top[h->n - 1] : 0;
-    double late = lateness(h, q->launched, c->now_s, &next);
+    double late = lateness(c, h, q->launched, &next);
     if (late * 1e9 < (double)c->stall_ns) continue;
     uint32_t lag = (uint32_t)(top - q->launched);
     if (parts) {
@@ -164,30 +165,6 @@ static int host_rank_cmp(const void *a, const void *b) {
   return x->i < y->i ? -1 : x->i > y->i;
 }
 
-/* "72-79", "0-3,8-11", "0,8,16": sorted ranks as runs; a list too long for
- * the buffer ends in "...". */
-static void rank_runs(const host_rank *v, uint32_t n, char *buf, size_t cap) {
-  size_t used = 0;
-  buf[0] = '\0';
-  for (uint32_t k = 0; k < n;) {
-    uint32_t e = k;
-    while (e + 1 < n && (int64_t)v[e + 1].rank == (int64_t)v[e].rank + 1) e++;
-    char one[32];
-    if (e == k)
-      snprintf(one, sizeof one, "%s%d", k ? "," : "", v[k].rank);
-    else
-      snprintf(one, sizeof one, "%s%d-%d", k ? "," : "", v[k].rank, v[e].rank);
-    size_t len = strlen(one);
-    if (used + len + 4 >= cap) {
-      snprintf(buf + used, cap - used, ",...");
-      return;
-    }
-    memcpy(buf + used, one, len + 1);
-    used += len;
-    k = e + 1;
-  }
-}
-
 /* The functions every one of the ranks v[0..n) of one host is late on; 0
  * (no node line) unless they are two or more, on a known host. A slow
  * node's ranks are late on the same functions, but not always latest on
@@ -209,7 +186,7 @@ static double late_on(const ctx *c, const rank_info *ri, const nt_top_hist *h, i
     const nt_seq_row *q = &s->seq_rows[k];
     if (q->comm_index != ri->r.comm_index || q->func != f) continue;
     uint64_t next = 0, top = h->n ? h->top[h->n - 1] : 0;
-    double late = lateness(h, q->launched, c->now_s, &next);
+    double late = lateness(c, h, q->launched, &next);
     if (late * 1e9 < (double)c->stall_ns || late <= worst) continue;
     worst = late;
     *lag = (uint32_t)(top - q->launched);
@@ -257,7 +234,7 @@ static void node_line(ctx *c, const host_rank *v, uint32_t n, uint32_t common,
   for (uint32_t k = 0; k < n; k++) a->ranks[k] = v[k].rank;
   a->nlisted = n;
   char runs[96], lags[32], comm[64] = "", cl[48], more[64] = "";
-  rank_runs(v, n, runs, sizeof runs);
+  al_runs(a->ranks, n, runs, sizeof runs);
   if (lag_min == lag_max)
     snprintf(lags, sizeof lags, "%u", lag_max);
   else
@@ -281,13 +258,13 @@ static void late_ranks(ctx *c, uint32_t g, uint32_t end, nt_top_hist *const hist
   uint32_t nlate = 0;
   for (uint32_t i = g; i < end; i++) {
     late_info li = {0};
-    if (!c->ranks[i].silent) li = late_of(c, &c->ranks[i], hist, NULL, 0);
+    if (!c->ranks[i].silent && !c->ranks[i].held) li = late_of(c, &c->ranks[i], hist, NULL, 0);
     nlate += li.total > 0;
     if (v) v[i - g] = (host_rank){c->ranks[i].r.proc->host, c->ranks[i].r.rank, i, li};
   }
   if (nlate < 2 || c->per_rank || !v) { /* no node line possible */
     for (uint32_t i = g; nlate && i < end; i++)
-      if (!c->ranks[i].silent) straggler(c, &c->ranks[i], hist);
+      if (!c->ranks[i].silent && !c->ranks[i].held) straggler(c, &c->ranks[i], hist);
     return;
   }
   uint32_t n = end - g;
@@ -311,7 +288,8 @@ static void launch_range(const ctx *c, uint32_t g, uint32_t end, uint64_t top[NT
   for (int f = 0; f < NT_FUNC_COUNT; f++) top[f] = 0, least[f] = UINT64_MAX;
   for (uint32_t i = g; i < end; i++) {
     const nt_snapshot *t = c->ranks[i].r.proc->cur;
-    if (c->ranks[i].silent) continue;
+    /* What a held rank's path delivers now is old: not the pace. */
+    if (c->ranks[i].silent || c->ranks[i].held) continue;
     for (uint32_t x = 0; x < t->nseq; x++) {
       const nt_seq_row *q = &t->seq_rows[x];
       if (q->comm_index != c->ranks[i].r.comm_index || q->func >= NT_FUNC_COUNT ||

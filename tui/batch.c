@@ -13,8 +13,18 @@
  *  "left_out": {"processes", "ranks"}: entries not in this frame, which would
  *     have taken it past NT_JSON_FRAME_CAP bytes (0 and 0 normally),
  *  "errors": ["<endpoint>: <reason>", ...]  newest first, at most 8,
+ *  "watcher": {"gaps": the viewer's gaps so far, "paused_s": their time,
+ *     "lost_unread": messages lost over them and over relays' gaps,
+ *     "notes": [{"kind": viewer|path, "text", "source" (the path's endpoint,
+ *       "" the viewer), "host", "processes" (the path's), "paths" (folded
+ *       into this note; 0 the viewer), "paused_s" (how long nothing came),
+ *       "open": bool (the viewer's gap goes on), "ago_s" (since it ended),
+ *       "resume_in_s" (settling until then; 0 settled), "lost_messages"}]:
+ *       the gaps told now, the viewer's first (model.h: the watcher)},
  *  "processes": [{"host", "pid", "stale": bool, "ended": bool, "nccl_version",
- *     "plugin_version", "abi", "seq", "lost_messages", "restarts", "event_mask",
+ *     "plugin_version", "abi", "seq", "lost_messages", "lost_unread" (of
+ *     those, lost while the viewer or a relay between did not read),
+ *     "restarts", "event_mask",
  *     "counters": {"events", "dropped_events", "unknown_events", "foreign_ops",
  *                  "reclaimed_ops", "dropped_rows", "unsent_messages"},
  *     "proxy": [proxy threads not attributed to any communicator, as below]}],
@@ -178,6 +188,7 @@ static void process_json(nt_jo *w, const nt_frame *f, const nt_frame_proc *p) {
   nt_jo_u64(w, "abi", c->abi_version);
   nt_jo_u64(w, "seq", p->seq);
   nt_jo_u64(w, "lost_messages", p->lost_messages);
+  nt_jo_u64(w, "lost_unread", p->lost_unread);
   nt_jo_u64(w, "restarts", p->restarts);
   nt_jo_u64(w, "event_mask", c->event_mask);
   nt_jo_obj(w, "counters");
@@ -238,6 +249,32 @@ static void comms_json(nt_jo *w, const nt_frame *f) {
   nt_jo_end(w);
 }
 
+static void watcher_json(nt_jo *w, const nt_frame *f) {
+  nt_jo_obj(w, "watcher");
+  nt_jo_u64(w, "gaps", f->watch_totals.gaps);
+  nt_jo_num(w, "paused_s", f->watch_totals.paused_s);
+  nt_jo_u64(w, "lost_unread", f->watch_totals.lost_unread);
+  nt_jo_arr(w, "notes");
+  for (uint32_t i = 0; i < f->nwatch; i++) {
+    const nt_watch_note *n = &f->watch[i];
+    nt_jo_obj(w, NULL);
+    nt_jo_str(w, "kind", n->kind == NT_WATCH_VIEWER ? "viewer" : "path");
+    nt_jo_str(w, "text", n->text);
+    nt_jo_str(w, "source", n->source);
+    nt_jo_str(w, "host", n->host);
+    nt_jo_u64(w, "processes", n->processes);
+    nt_jo_u64(w, "paths", n->paths);
+    nt_jo_num(w, "paused_s", n->gap_s);
+    nt_jo_bool(w, "open", n->open);
+    nt_jo_num(w, "ago_s", n->ago_s);
+    nt_jo_num(w, "resume_in_s", n->resume_in_s);
+    nt_jo_u64(w, "lost_messages", n->lost);
+    nt_jo_end(w);
+  }
+  nt_jo_end(w);
+  nt_jo_end(w);
+}
+
 const char *nt_frame_json(const nt_frame *f, nt_jo *w) {
   nt_jo_reset(w);
   nt_jo_obj(w, NULL);
@@ -260,6 +297,7 @@ const char *nt_frame_json(const nt_frame *f, nt_jo *w) {
     nt_jo_str(w, NULL, line);
   }
   nt_jo_end(w);
+  watcher_json(w, f);
   frame_room room = {.limit = NT_JSON_FRAME_CAP - FRAME_REST_BYTES};
   nt_jo_arr(w, "processes");
   for (uint32_t i = 0; i < f->nprocs; i++) {
@@ -318,6 +356,7 @@ void nt_frame_text(FILE *out, const nt_frame *f) {
           (unsigned long long)f->refused, nt_fmt_size((double)f->memory_bytes, mem, sizeof mem));
   for (uint32_t i = 0; i < f->nerrors && i < 3; i++)
     fprintf(out, "error: %s: %s\n", f->errors[i].source, f->errors[i].text);
+  for (uint32_t i = 0; i < f->nwatch; i++) fprintf(out, "WATCHER %s\n", f->watch[i].text);
   nt_batch_alerts_text(out, f);
   fprintf(out, "%-7s %-16s %-30s %8s %-7s %6s %6s %6s %6s %6s %9s\n", "RANK", "COMM", "HOST:PID",
           "TID", "STATE", "IDLE%", "ACTV%", "SLEEP%", "WAKE%", "APND%", "APPENDS");

@@ -151,6 +151,7 @@ static bool add_proc(nt_frame *f, const nt_model_process *p, bool with_env) {
   x->counters = s->process;
   x->seq = s->seq;
   x->lost_messages = p->lost_messages;
+  x->lost_unread = p->lost_unread;
   x->restarts = p->restarts;
   x->ncomms = s->ncomms;
   copy_str(x->phase, sizeof x->phase, phase_name(s, s->process.phase));
@@ -458,6 +459,8 @@ static void build_viewer(nt_frame *f, nt_model *m) {
   f->lost_messages = 0;
   for (uint32_t i = 0; i < f->publishers; i++)
     f->lost_messages += nt_model_process_at(m, i)->lost_messages;
+  f->nwatch = nt_model_watch_notes(m, f->watch, NT_WATCH_NOTES, f->now_s);
+  nt_model_watch_totals(m, &f->watch_totals);
 }
 
 static int cmp_proc(const void *a, const void *b) {

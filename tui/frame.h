@@ -52,6 +52,7 @@ typedef struct {
   char nccl_version[32], plugin_version[32]; /* "" before its hello */
   nt_process_counters counters;
   uint64_t seq, lost_messages, restarts;
+  uint64_t lost_unread; /* of lost_messages, the watcher's (model.h) */
   uint32_t ncomms;
   char phase[NT_FRAME_PHASE]; /* its phase now, "" none */
   uint32_t proxy0, nproxy;    /* its proxy threads of no communicator, in proxy[] */
@@ -158,6 +159,11 @@ typedef struct {
   double last_data_s; /* newest snapshot's arrival, 0 none */
   nt_model_error errors[NT_FRAME_ERRORS];
   uint32_t nerrors; /* kept, newest first */
+  /* the watcher: gaps in what the viewer read, told now (the viewer's
+   * first), and the totals (model.h) */
+  nt_watch_note watch[NT_WATCH_NOTES];
+  uint32_t nwatch;
+  nt_watch_totals watch_totals;
   /* rows */
   nt_frame_proc *procs; /* sorted by (host, pid) */
   nt_frame_rank *ranks; /* sorted by (comm hash, rank) */

@@ -402,8 +402,12 @@ static int follow(nt_model *m, proc_slot *p, const nt_snapshot *s, double now_s)
   nt_model_process *q = &p->pub;
   if (s->seq > q->cur->seq) {
     uint64_t gap = s->seq - q->cur->seq - 1;
+    nt_watch_arrival(m, p, s, now_s); /* before cur moves: was it silent, or its path? */
     int rc = advance(m, p, s, now_s);
-    if (rc == 0) q->lost_messages += gap;
+    if (rc == 0 && gap) {
+      q->lost_messages += gap;
+      nt_watch_lost(m, p, gap, now_s);
+    }
     return rc;
   }
   /* Sequence numbers went back. A new incarnation of the pid (same host:
@@ -425,6 +429,7 @@ int nt_model_apply_snapshot(nt_model *m, const char *endpoint, uint32_t endpoint
                             const nt_snapshot *s, double now_s) {
   m->messages++;
   see_time(m, now_s);
+  nt_watch_reading(m, now_s);
   src_slot *src = source_for(m, endpoint, endpoint_pid, s->pid, now_s);
   proc_slot *p = src ? find_proc(m, src, s->host, s->pid, now_s) : NULL;
   if (!p) return -1;
@@ -434,6 +439,10 @@ int nt_model_apply_snapshot(nt_model *m, const char *endpoint, uint32_t endpoint
   char detail[96];
   int why = q->cur ? jumped(q, s, now_s, detail, sizeof detail) : -1;
   if (why >= 0) return nt_refuse(m, src, endpoint, why, detail, now_s);
+  /* The counters before, when s follows them (not a first, not a restart). */
+  nt_process_counters was = {0};
+  bool follows = q->cur && s->seq > q->cur->seq;
+  if (follows) was = q->cur->process;
   int rc = q->cur ? follow(m, p, s, now_s) : start_over(m, p, s, now_s);
   recount(m, p);
   if (rc == 1) return 0; /* ignored: an old copy */
@@ -443,6 +452,7 @@ int nt_model_apply_snapshot(nt_model *m, const char *endpoint, uint32_t endpoint
     return -1;
   }
   q->stale = false;
+  nt_watch_counters(p, follows ? &was : NULL, now_s);
   if (s->final)
     mark_ended(q, now_s);
   else
@@ -455,6 +465,7 @@ int nt_model_apply_hello(nt_model *m, const char *endpoint, uint32_t endpoint_pi
                          const nt_hello *h, double now_s) {
   m->messages++;
   see_time(m, now_s);
+  nt_watch_reading(m, now_s);
   src_slot *src = source_for(m, endpoint, endpoint_pid, h->pid, now_s);
   proc_slot *p = src ? find_proc(m, src, h->host, h->pid, now_s) : NULL;
   if (!p) return -1;
@@ -489,6 +500,7 @@ int nt_model_apply_comm(nt_model *m, const char *endpoint, uint32_t endpoint_pid
                         const nt_comm_info *c, double now_s) {
   m->messages++;
   see_time(m, now_s);
+  nt_watch_reading(m, now_s);
   src_slot *src = source_for(m, endpoint, endpoint_pid, c->pid, now_s);
   proc_slot *p = src ? find_proc(m, src, "", c->pid, now_s) : NULL;
   if (!p) return -1;
@@ -521,13 +533,17 @@ void nt_model_tick(nt_model *m, double now_s) {
       continue;
     }
     i++;
-    if (!p->cur) continue;
-    double interval = (p->cur->interval_ms ? p->cur->interval_ms : 100) / 1000.0;
-    double limit = NT_STALE_INTERVALS * interval;
-    if (limit < NT_STALE_MIN_S) limit = NT_STALE_MIN_S;
-    p->stale = now_s - p->cur_time_s > limit;
+    /* Silent for that long while the viewer read (model_watch.c): a viewer
+     * that did not read makes nobody stale. */
+    if (p->cur) p->stale = nt_watch_since(m, p->cur_time_s, now_s) > nt_stale_limit(p);
   }
   nt_runs_tick(m);
+}
+
+double nt_stale_limit(const nt_model_process *p) {
+  double interval = (p->cur && p->cur->interval_ms ? p->cur->interval_ms : 100) / 1000.0;
+  double limit = NT_STALE_INTERVALS * interval;
+  return limit < NT_STALE_MIN_S ? NT_STALE_MIN_S : limit;
 }
 
 void nt_model_endpoint_gone(nt_model *m, const char *endpoint) {

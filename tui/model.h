@@ -101,6 +101,13 @@ typedef struct {
   uint32_t run;        /* the run (job) it belongs to: see nt_model_run_summary */
   double last_msg_s;   /* its newest message (unseen entries expire by it) */
   size_t bytes;        /* what it costs: the entry and its snapshot buffers */
+  /* The watcher (model_watch.c): of lost_messages, those lost while the
+   * viewer, or the path to this process (a relay), was not reading: the
+   * watcher's loss, not the job's. */
+  uint64_t lost_unread;
+  double drops_s;      /* when a drop counter last grew (the plugin's, or a loss
+                          not in lost_unread); 0 never: the drops alert */
+  double held_until_s; /* its path held its messages: lateness not judged before */
 } nt_model_process;
 
 /* One rank: a (process, communicator) pair, the unit the views list. */
@@ -139,7 +146,9 @@ void nt_model_note_error(nt_model *m, const char *source, const char *text, doub
 /* A problem that is not a bad message (an endpoint directory refused, a
  * connect that failed): kept in the same list, not counted as bad. */
 void nt_model_note_problem(nt_model *m, const char *source, const char *text, double now_s);
-/* Marks stale / ended publishers and drops those ended more than
+/* Marks stale publishers (silent NT_STALE_INTERVALS intervals of the time
+ * the viewer read, at least NT_STALE_MIN_S: see the watcher below) and
+ * ended ones, and drops those ended more than
  * NT_MODEL_ENDED_KEEP_S ago, and those that never sent a snapshot and were
  * silent NT_MODEL_UNSEEN_KEEP_S; call once per frame. */
 void nt_model_tick(nt_model *m, double now_s);
@@ -213,6 +222,64 @@ void nt_model_channel_derive(const nt_model_process *p, const nt_channel_row *ro
  * never progressed (progress_age_ns UINT64_MAX) is not: its age is
  * unknown. */
 bool nt_model_channel_stalled(const nt_channel_row *row, uint32_t stall_ms);
+
+/* ---- the watcher (model_watch.c) ----
+ *
+ * What the viewer could not read is not the job's fault. Two gaps are told
+ * apart from a job that stopped sending:
+ * - the viewer's own: the loops that drive the model note each pass
+ *   (nt_source_poll does, and every message applied counts as one); a pass
+ *   later than NT_WATCH_GAP_FACTOR times the loop's usual period (never
+ *   less than NT_WATCH_GAP_MIN_S, never more than NT_WATCH_GAP_MAX_S) is a
+ *   gap: the viewer was stopped (Ctrl-Z, SIGSTOP), descheduled, or blocked
+ *   writing its output. Silence (stale) and lateness (stragglers) count
+ *   only the time the viewer read: its gaps, the one going on included,
+ *   are left out. Sequence gaps over a gap or up to NT_WATCH_SETTLE_S after
+ *   it are its loss (lost_unread), not the job's.
+ * - a path's (a relay, or the link to it): a process silent to a reading
+ *   viewer whose next snapshot shows that it kept sending (a sequence gap,
+ *   or a publisher clock that moved less than half the silence: the
+ *   message was held on the way) was not silent; its loss then is the
+ *   path's, and its lateness is not judged for NT_WATCH_SETTLE_S, while
+ *   what the path held back is read. While the path is silent, a relay all
+ *   of whose processes went silent is one alert (alerts.c).
+ * A model that is never given a pass (a replay, a test) has no gaps. */
+#define NT_WATCH_GAP_FACTOR 4.0
+#define NT_WATCH_GAP_MIN_S  0.5
+#define NT_WATCH_GAP_MAX_S  2.0
+#define NT_WATCH_SETTLE_S   5.0
+#define NT_WATCH_SHOW_S     15.0 /* a gap is told this long after it ended */
+/* A drops alert lasts this long after the last new loss. */
+#define NT_DROPS_CLEAR_S 10.0
+
+/* One pass of the loop that drives the model (it reads its sources now). */
+void nt_model_note_pass(nt_model *m, double now_s);
+
+enum nt_watch_kind { NT_WATCH_VIEWER, NT_WATCH_PATH };
+/* A gap in what the viewer read, as the frame tells it. */
+typedef struct {
+  int kind;                   /* enum nt_watch_kind */
+  char source[64];            /* the path's endpoint; "" the viewer's */
+  char host[NT_MAX_HOST + 1]; /* the path's processes' host; "" */
+  uint32_t processes;         /* the path's processes (paths: how many) */
+  uint32_t paths;             /* paths this note folds (1; 0 the viewer) */
+  double gap_s;               /* how long nothing was read (so far, when open) */
+  bool open;                  /* the viewer's gap still going on */
+  double ago_s;               /* since it ended */
+  double resume_in_s;         /* until the settling after it ends; 0 settled */
+  uint64_t lost;              /* messages lost over it: the watcher's */
+  char text[256];             /* one line for people; sanitized */
+} nt_watch_note;
+#define NT_WATCH_NOTES 4 /* the viewer's, and paths (folded beyond 2) */
+/* Gaps told now (ended within NT_WATCH_SHOW_S, or going on), the viewer's
+ * first. */
+uint32_t nt_model_watch_notes(nt_model *m, nt_watch_note *out, uint32_t cap, double now_s);
+typedef struct {
+  uint32_t gaps;        /* the viewer's gaps so far */
+  double paused_s;      /* their time */
+  uint64_t lost_unread; /* messages lost over them and over paths' gaps */
+} nt_watch_totals;
+void nt_model_watch_totals(const nt_model *m, nt_watch_totals *out);
 
 /* ---- operations (ops.c) ---- */
 
@@ -305,7 +372,8 @@ enum nt_alert_kind {
   NT_ALERT_HUNG_OP,   /* an operation in flight longer than the stall time */
   NT_ALERT_STRAGGLER, /* a rank that launched fewer operations than the others */
   NT_ALERT_SILENT,    /* a publisher that stopped sending (stale) */
-  NT_ALERT_DROPS,     /* the plugin dropped events or messages */
+  NT_ALERT_DROPS,     /* the plugin dropped events or messages, or this viewer lost
+                         some while reading: within the last NT_DROPS_CLEAR_S */
   NT_ALERT_COUNT,
 };
 const char *nt_alert_kind_name(int kind); /* "root", "stall", ... */

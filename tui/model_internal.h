@@ -54,7 +54,31 @@ typedef struct {
   size_t bytes;   /* of its processes */
   uint32_t noted; /* refusal reasons already in the error list, a bit each */
   double last_s;  /* its newest message */
+  /* its newest gap (model_watch.c): its processes came back from a silence
+   * having sent all along */
+  double gap_s, gap_end_s; /* how long; when the first came back, 0 none */
+  uint64_t gap_lost;       /* messages lost over it */
+  uint32_t gap_procs;      /* processes that came back from it */
+  char gap_host[NT_MAX_HOST + 1];
 } src_slot;
+
+/* The viewer's gaps (model_watch.c). */
+/* Recent gaps kept; an older one is forgotten: its time then counts as
+ * read (a silence that old is judged, never excused). */
+#define NT_WATCH_BLIND 16
+typedef struct {
+  double pass_s;  /* the newest pass, 0 none: no gap is ever found */
+  double usual_s; /* the loop's usual period, learned (a decaying maximum) */
+  struct {
+    double start, end;
+  } blind[NT_WATCH_BLIND];
+  uint32_t nblind, blind_head;
+  double gap_start_s, gap_end_s; /* the newest gap, 0 none */
+  uint64_t gap_lost;             /* messages lost over it */
+  uint32_t gaps;
+  double paused_s;
+  uint64_t lost_unread;
+} nt_watch_state;
 
 /* A process as the model keeps it; `pub` first, so the pointers handed out
  * (nt_model_process *) convert back. */
@@ -105,6 +129,7 @@ struct nt_model {
   /* KernelPhase totals per rank (alerts_sync.c) */
   nt_sync_hist *syncs;
   uint32_t nsyncs, syncs_cap;
+  nt_watch_state watch; /* model_watch.c */
 };
 
 /* model_source.c: the source of a message, found or remembered; NULL when
@@ -139,6 +164,24 @@ void nt_runs_free(nt_model *m);
 void nt_alerts_free(nt_model *m);
 /* model_topo.c: frees every topology held. */
 void nt_model_topologies_free(nt_model *m);
+
+/* model_watch.c, fed by model.c. A message was applied now (the viewer
+ * reads: a pass, once passes are noted at all). */
+void nt_watch_reading(nt_model *m, double now_s);
+/* Before s follows p's latest snapshot: whether p comes back from a
+ * silence having sent all along (a path's gap: held, noted on its source). */
+void nt_watch_arrival(nt_model *m, proc_slot *p, const nt_snapshot *s, double now_s);
+/* p's latest snapshot followed one `gap` sequence numbers back: lost
+ * messages, the watcher's or not. */
+void nt_watch_lost(nt_model *m, proc_slot *p, uint64_t gap, double now_s);
+/* p's latest snapshot was applied; `was` the counters of the one before
+ * (NULL: a first one, or a restart): a drop counter that grew is news. */
+void nt_watch_counters(proc_slot *p, const nt_process_counters *was, double now_s);
+/* The time in [t, now] the viewer read (its gaps left out, an open one
+ * too): what silence and lateness are measured in. */
+double nt_watch_since(const nt_model *m, double t, double now_s);
+/* How long a publisher may stay silent before it is stale. */
+double nt_stale_limit(const nt_model_process *p);
 
 /* A process entry's slot (the entry is the slot's first member). */
 static inline proc_slot *slot_of(const nt_model_process *p) {

@@ -579,6 +579,7 @@ static int remaining_ms(double deadline) {
 
 int nt_source_poll(nt_source *s, nt_model *m, int timeout_ms) {
   double start = nt_now_s(), deadline = start + (timeout_ms > 0 ? timeout_ms : 0) / 1000.0;
+  nt_model_note_pass(m, start); /* the viewer reads now: a late pass was a gap (model.h) */
   if (!s->connected) {
     for (int i = 0; i < s->nconnect; i++) add_endpoint(s, m, s->connect[i], s->connect[i], 0);
     s->connected = true;

@@ -40,6 +40,12 @@ void nt_view_overview(nt_screen *s, int y) {
   char line[512];
   int n = 0;
   const nt_frame *f = s->f;
+  /* What the viewer itself missed (Ctrl-Z, a stalled relay) comes first:
+   * it says why the job is not blamed for it. */
+  for (uint32_t i = 0; i < f->nwatch; i++) {
+    snprintf(line, sizeof line, "~ %-9s %s", "watcher", f->watch[i].text);
+    if (!alert_lines(s, &y, &n, nt_warn_attr(s), line)) break;
+  }
   if (f->nalerts == 0) {
     nt_scroll_line(s, &y, &n, A_BOLD,
                    "No alerts: nothing stalled, no operation overdue, no straggler.");
