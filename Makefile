@@ -158,11 +158,11 @@ FUZZ_SRC_fuzz_meta := $(PROTO_SRC)
 FUZZ_SRC_fuzz_topo := $(TOPO_SRC) $(PROTO_SRC)
 FUZZ_SRC_fuzz_plugin := $(PLUGIN_SRC) $(filter-out %_decode.c,$(PROTO_SRC))
 FUZZ_SRC_fuzz_hostlist := tui/hostlist.c
-FUZZ_SRC_fuzz_recording := tui/record_file.c
+FUZZ_SRC_fuzz_recording := tui/record_file.c tui/outfile.c
 FUZZ_BINS := $(addprefix build/fuzz/,$(FUZZ_TARGETS))
 
 build/fuzz/%: tests/fuzz/%.c $(PROTO_SRC) $(TOPO_SRC) $(PLUGIN_SRC) tui/hostlist.c tui/hostlist.h \
-    tui/record_file.c | deps
+    tui/record_file.c tui/outfile.c | deps
 	@mkdir -p $(dir $@)
 	clang $(FUZZ_CFLAGS) -o $@ $< $(FUZZ_SRC_$*) -lcjson -lexpat -lzmq -lzstd -lpthread -lm
 

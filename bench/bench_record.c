@@ -118,7 +118,7 @@ int main(int argc, char **argv) {
   nt_snapshot *s = nt_snapshot_new();
   uint8_t *buf = malloc(NT_MAX_MESSAGE_BYTES);
   char err[700];
-  nt_rec_writer *w = s && buf ? nt_rec_create(path, 1000.0, err, sizeof err) : NULL;
+  nt_rec_writer *w = s && buf ? nt_rec_create(path, 1000.0, true, err, sizeof err) : NULL;
   if (!w) {
     fprintf(stderr, "bench_record: cannot create %s\n", path);
     return 1;

@@ -12,12 +12,12 @@ _nccltop() {
 
   local viewer_opts="-b --batch -n --iterations --json -d --delay --stall-ms -C --no-color
     -A --ascii --dir --connect --hosts --hostfile --server-key --insecure --topology --max-memory
-    --record -V --version -h --help"
+    --record --force -V --version -h --help"
   local record_opts="--dir --connect --hosts --hostfile --duration --max-size --last --until-alert --after
-    --stall-ms --max-memory --help"
+    --stall-ms --max-memory --force --help"
   local replay_opts="-b --batch -n --iterations --json -d --delay --speed --stall-ms -C
     --no-color -A --ascii --max-memory --help"
-  local export_opts="--chrome-trace --stall-ms --help"
+  local export_opts="--chrome-trace --stall-ms --force --help"
   local sim_opts="--ranks --comms --channels --steps --iterations --duration --linger
     --deterministic --nccl-version --abi --plugin --interval-ms --dir --nodes --quiet --stall-rank
     --stall-after --straggler --straggle-ms --net --env --rank-env --run-ahead --graph

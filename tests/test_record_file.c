@@ -30,7 +30,7 @@ static void endpoint_of(int i, char *buf, size_t cap) {
 
 static bool write_file(void) {
   char err[600];
-  nt_rec_writer *w = nt_rec_create(path, 100.0, err, sizeof err);
+  nt_rec_writer *w = nt_rec_create(path, 100.0, false, err, sizeof err);
   if (!w) return fprintf(stderr, "    %s\n", err), false;
   static uint8_t body[5000];
   for (int i = 0; i < NREC; i++) {

@@ -18,7 +18,7 @@ static char path[128];
 static bool write_recording(void) {
   char err[600];
   nt_snapshot *s = nt_snapshot_new();
-  nt_rec_writer *w = s ? nt_rec_create(path, 1000.0, err, sizeof err) : NULL;
+  nt_rec_writer *w = s ? nt_rec_create(path, 1000.0, false, err, sizeof err) : NULL;
   static uint8_t buf[1 << 16];
   bool ok = w != NULL;
   const char *ep = "ipc:///tmp/fake/4242.sock";

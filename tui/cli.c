@@ -77,7 +77,9 @@ void nt_usage(FILE *f) {
           "      --hostfile FILE    the same from a file: host or host:port per line, # comments\n"
           "      --topology FILE    NCCL topology XML for the topology view\n"
           "      --max-memory MIB   what publishers' data may take, 16.. (default 1024)\n"
-          "      --record FILE      also record what is received to FILE (see nccltop record)\n"
+          "      --record FILE      also record what is received to FILE (see nccltop record);\n"
+          "                         an existing FILE is kept (exit status 2) unless --force\n"
+          "      --force            with --record: replace an existing FILE\n"
           "  -V, --version          print the version\n"
           "  -h, --help             this text\n"
           "\n");
@@ -95,6 +97,7 @@ void nt_sim_usage(FILE *f) {
 enum { OPT_JSON = 256, OPT_STALL, OPT_DIR, OPT_CONNECT, OPT_TOPOLOGY, OPT_MAX_MEMORY, OPT_RECORD };
 enum { OPT_HOSTS = 320, OPT_HOSTFILE };      /* --hosts, --hostfile */
 enum { OPT_SERVER_KEY = 340, OPT_INSECURE }; /* --server-key, --insecure */
+enum { OPT_FORCE = 360 };                    /* --force (with --record) */
 
 static const char short_opts[] = ":bn:d:CAVh"; /* leading colon: a missing value is told apart */
 static const struct option long_opts[] = {
@@ -114,6 +117,7 @@ static const struct option long_opts[] = {
     {"server-key", required_argument, NULL, OPT_SERVER_KEY},
     {"insecure", no_argument, NULL, OPT_INSECURE},
     {"record", required_argument, NULL, OPT_RECORD},
+    {"force", no_argument, NULL, OPT_FORCE},
     {"version", no_argument, NULL, 'V'},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
@@ -207,6 +211,7 @@ int nt_options_parse(nt_options *o, int argc, char **argv) {
     case OPT_SERVER_KEY: o->server_key = optarg; break;
     case OPT_INSECURE: o->insecure = true; break;
     case OPT_RECORD: o->record = optarg; break;
+    case OPT_FORCE: o->force = true; break;
     case OPT_MAX_MEMORY:
       if (parse_u32("--max-memory", optarg, 16, 1048576, &o->max_memory_mib)) return 2;
       break;
@@ -237,6 +242,10 @@ int nt_options_parse(nt_options *o, int argc, char **argv) {
   }
   if (o->json && !o->batch) {
     fprintf(stderr, "nccltop: --json needs -b (batch mode)\n");
+    return 2;
+  }
+  if (o->force && !o->record) {
+    fprintf(stderr, "nccltop: --force goes with --record (it replaces an existing FILE)\n");
     return 2;
   }
   char err[512];

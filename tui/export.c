@@ -36,6 +36,7 @@ typedef struct {
   int tid; /* trace pid */
   int32_t rank, nranks;
   bool named;
+  bool clock_ok;           /* its first snapshot's clocks were within int64 */
   int64_t clock_offset_ns; /* wall - mono of the process's first snapshot */
   bool have_prev;
   uint64_t prev_mono_ns;
@@ -55,6 +56,8 @@ typedef struct {
   uint64_t *seen;
   size_t seen_cap, nseen;
   uint64_t slices, counters, instants;
+  uint64_t unplaced; /* events left out: their publisher's clocks are out of range */
+  const char *path;  /* the recording, for messages */
   bool failed;
 } exporter;
 
@@ -146,9 +149,32 @@ static trace_rank *rank_of(exporter *x, const char *key, uint64_t comm_hash) {
   return r;
 }
 
-static double ts_of(const exporter *x, const trace_rank *r, uint64_t mono_ns) {
-  int64_t wall = (int64_t)mono_ns + r->clock_offset_ns;
-  return (double)(wall - (int64_t)x->start_wall_ns) / 1000.0;
+/* Counters add up publishers' numbers: they stop at the top, not wrap. */
+static uint64_t sat_add(uint64_t a, uint64_t b) {
+  return a > UINT64_MAX - b ? UINT64_MAX : a + b;
+}
+
+/* Microseconds after the recording's start of a time on a publisher's
+ * monotonic clock, through its wall clock. Its clocks come from the file:
+ * every step is checked, and a time that does not fit is left out (said
+ * once). */
+static bool ts_of(exporter *x, const trace_rank *r, uint64_t mono_ns, double *ts_us) {
+  int64_t wall, rel;
+  if (r->clock_ok && mono_ns <= INT64_MAX &&
+      !__builtin_add_overflow((int64_t)mono_ns, r->clock_offset_ns, &wall) &&
+      !__builtin_sub_overflow(wall, (int64_t)x->start_wall_ns, &rel)) {
+    *ts_us = (double)rel / 1000.0;
+    return true;
+  }
+  if (!x->unplaced++) {
+    char who[sizeof r->key * 4];
+    nt_sanitize(r->key, strlen(r->key), who, sizeof who);
+    fprintf(stderr,
+            "nccltop export: %s: publisher %s: a time out of range (monotonic %" PRIu64
+            " ns, clock offset %" PRId64 " ns); such events are left out\n",
+            x->path, who, mono_ns, r->clock_offset_ns);
+  }
+  return false;
 }
 
 static const char *comm_name_of(const nt_model_process *p, uint64_t hash) {
@@ -172,9 +198,9 @@ static void one_slice(exporter *x, trace_rank *r, const nt_snapshot *s, const nt
   uint64_t parts[7] = {r->comm_hash, op->kind, op->func, op->seq, (uint64_t)(int64_t)op->root_peer,
                        op->bytes,    start};
   key = fnv(key, parts, sizeof parts);
-  if (!first_time(x, key)) return;
-  cJSON *e =
-      event(nt_func_name(op->func), "X", r->tid, op->kind == NT_OP_P2P ? 2 : 1, ts_of(x, r, start));
+  double ts;
+  if (!first_time(x, key) || !ts_of(x, r, start, &ts)) return;
+  cJSON *e = event(nt_func_name(op->func), "X", r->tid, op->kind == NT_OP_P2P ? 2 : 1, ts);
   if (!e) return (void)(x->failed = true);
   cJSON_AddNumberToObject(e, "dur", (double)op->duration_ns / 1000.0);
   cJSON_AddStringToObject(e, "cat", op->kind == NT_OP_P2P ? "p2p" : "collective");
@@ -222,7 +248,9 @@ static void add_snapshot(exporter *x, nt_model *m, const char *endpoint, const n
       r->named = true;
       r->rank = cr->rank;
       r->nranks = cr->nranks;
-      r->clock_offset_ns = (int64_t)s->wall_ns - (int64_t)s->mono_ns;
+      /* Both within int64 (and not negative): their difference is too. */
+      r->clock_ok = s->wall_ns <= INT64_MAX && s->mono_ns <= INT64_MAX;
+      r->clock_offset_ns = r->clock_ok ? (int64_t)s->wall_ns - (int64_t)s->mono_ns : 0;
       char host[4 * NT_MAX_HOST + 1], cname[4 * NT_MAX_NAME + 1], name[1024];
       const char *cn = comm_name_of(p, cr->comm_hash);
       nt_sanitize(s->host, strlen(s->host), host, sizeof host);
@@ -256,15 +284,16 @@ static void add_snapshot(exporter *x, nt_model *m, const char *endpoint, const n
       if (ch->comm_index != c) continue;
       for (int k = 0; k < 3; k++) {
         int w = nt_dir_wait(ch->dir, k);
-        if (w >= 0 && w < NT_WAIT_COUNT) wait[w] += ch->wait_ns[k];
+        if (w >= 0 && w < NT_WAIT_COUNT) wait[w] = sat_add(wait[w], ch->wait_ns[k]);
       }
-      bytes += ch->bytes;
+      bytes = sat_add(bytes, ch->bytes);
     }
     for (uint32_t i = 0; i < s->nproxy; i++)
       if (s->proxy[i].comm_index == c)
-        for (int k = 0; k < NT_PROXY_NSTATES; k++) state[k] += s->proxy[i].state_ns[k];
-    double ts = ts_of(x, r, s->mono_ns);
-    if (r->have_prev && s->mono_ns > r->prev_mono_ns) {
+        for (int k = 0; k < NT_PROXY_NSTATES; k++)
+          state[k] = sat_add(state[k], s->proxy[i].state_ns[k]);
+    double ts;
+    if (r->have_prev && s->mono_ns > r->prev_mono_ns && ts_of(x, r, s->mono_ns, &ts)) {
       double dt = (double)(s->mono_ns - r->prev_mono_ns) / 1e9;
       const char *wk[NT_WAIT_COUNT];
       double wv[NT_WAIT_COUNT];
@@ -339,21 +368,25 @@ static void add_alerts(exporter *x, nt_model *m, uint32_t stall_ms, double now_s
 }
 
 static void export_usage(FILE *f) {
-  fprintf(f, "usage: nccltop export FILE --chrome-trace OUT.json [--stall-ms MS]\n"
+  fprintf(f, "usage: nccltop export FILE --chrome-trace OUT.json [--stall-ms MS] [--force]\n"
              "  a recording as Chrome trace event JSON: open OUT.json in ui.perfetto.dev or\n"
-             "  chrome://tracing (a process per rank, a slice per operation, counters, alerts)\n");
+             "  chrome://tracing (a process per rank, a slice per operation, counters, alerts)\n"
+             "  --force     replace an existing OUT.json (without it, it is kept: exit 2); OUT\n"
+             "              is never FILE itself, nor a link to it\n");
 }
 
 int nt_export_main(int argc, char **argv) {
-  enum { O_TRACE = 256, O_STALL };
+  enum { O_TRACE = 256, O_STALL, O_FORCE };
   static const struct option opts[] = {
       {"chrome-trace", required_argument, NULL, O_TRACE},
       {"stall-ms", required_argument, NULL, O_STALL},
+      {"force", no_argument, NULL, O_FORCE},
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0},
   };
   const char *out_path = NULL;
   uint32_t stall_ms = 2000;
+  unsigned out_flags = NT_OUT_SPECIAL; /* /dev/stdout, a FIFO: written as they are */
   optind = 0;
   opterr = 0;
   int ch;
@@ -361,6 +394,7 @@ int nt_export_main(int argc, char **argv) {
     char *end;
     switch (ch) {
     case O_TRACE: out_path = optarg; break;
+    case O_FORCE: out_flags |= NT_OUT_REPLACE; break;
     case O_STALL: {
       errno = 0;
       unsigned long v = strtoul(optarg, &end, 10);
@@ -391,18 +425,37 @@ int nt_export_main(int argc, char **argv) {
     fprintf(stderr, "nccltop export: %s\n", err);
     return 1;
   }
-  exporter x = {.first_event = true, .start_wall_ns = nt_rec_header_of(rd)->start_wall_ns};
+  /* The output is never the recording (a slip of tab completion would
+   * destroy it), whatever name or link leads to it, and an existing one is
+   * replaced only with --force, by a rename once the trace is whole. */
+  nt_file_id input = nt_rec_file_id(rd);
+  if (nt_out_check(out_path, out_flags, &input, 1, err, sizeof err) != 0) {
+    fprintf(stderr, "nccltop export: %s\n", err);
+    nt_rec_close_reader(rd);
+    return 2;
+  }
+  nt_outfile of;
+  if (nt_out_open(&of, out_path, out_flags, &input, 1, err, sizeof err) != 0) {
+    fprintf(stderr, "nccltop export: %s\n", err);
+    nt_rec_close_reader(rd);
+    return 1;
+  }
+  exporter x = {.first_event = true,
+                .start_wall_ns = nt_rec_header_of(rd)->start_wall_ns,
+                .path = argv[optind]};
   x.ranks = calloc(MAX_RANKS, sizeof *x.ranks);
   nt_model *m = nt_model_new();
   nt_rec_applier *ap = nt_rec_applier_new();
-  x.out = fopen(out_path, "w");
+  if ((x.out = fdopen(of.fd, "w"))) of.fd = -1; /* the stream closes it */
   int rc = 0;
+  bool broken = false; /* nothing worth keeping was written */
   if (!x.out) {
-    fprintf(stderr, "nccltop export: cannot create %s: %s\n", out_path, strerror(errno));
+    fprintf(stderr, "nccltop export: cannot write %s: %s\n", out_path, strerror(errno));
     rc = 1;
   } else if (!x.ranks || !m || !ap) {
     fprintf(stderr, "nccltop export: out of memory\n");
     rc = 1;
+    broken = true;
   }
   static uint64_t prev[256];
   uint32_t nprev = 0;
@@ -410,7 +463,7 @@ int nt_export_main(int argc, char **argv) {
   if (rc == 0 &&
       fprintf(x.out, "{\"displayTimeUnit\":\"ms\",\"otherData\":{\"source\":\"nccltop\"},"
                      "\"traceEvents\":[") < 0)
-    rc = 1;
+    x.failed = true;
   nt_rec_record r;
   int got = 0;
   while (rc == 0 && !x.failed && (got = nt_rec_next(rd, &r, err, sizeof err)) == 1) {
@@ -426,14 +479,24 @@ int nt_export_main(int argc, char **argv) {
   }
   if (got != 1 && err[0]) fprintf(stderr, "nccltop export: %s\n", err);
   if (got < 0) rc = 1;
-  if (x.out && (fprintf(x.out, "\n]}\n") < 0 || x.failed)) rc = 1;
-  if (x.out && fclose(x.out) != 0) rc = 1;
-  if (x.failed) fprintf(stderr, "nccltop export: cannot write %s\n", out_path);
+  /* A read error leaves the trace of what came before it (as replay prints
+   * the frames before it); a write error leaves the old OUT, if any. */
+  bool keep = x.out && !broken && !x.failed && fprintf(x.out, "\n]}\n") >= 0;
+  if (x.out && fclose(x.out) != 0) keep = false;
+  if (keep && nt_out_commit(&of, err, sizeof err) != 0) {
+    fprintf(stderr, "nccltop export: %s\n", err);
+    keep = false;
+  } else if (!keep && x.out && !broken) {
+    fprintf(stderr, "nccltop export: cannot write %s\n", out_path);
+  }
+  if (!keep) rc = 1;
+  nt_out_discard(&of); /* after the commit: nothing left to remove */
   if (rc == 0)
     fprintf(stderr,
             "nccltop export: %u ranks, %" PRIu64 " operations, %" PRIu64
-            " counter samples, %" PRIu64 " alerts in %s\n",
-            x.nranks, x.slices, x.counters, x.instants, out_path);
+            " counter samples, %" PRIu64 " alerts in %s%s\n",
+            x.nranks, x.slices, x.counters, x.instants, out_path,
+            x.unplaced ? " (some left out: see above)" : "");
   nt_rec_applier_free(ap);
   nt_model_free(m);
   nt_rec_close_reader(rd);

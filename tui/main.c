@@ -138,10 +138,14 @@ static void raise_fd_limit(void) {
 
 static int run_viewer(nt_options *o) {
   raise_fd_limit();
-  char err[256];
+  char err[700];
   install_signals();
   if (o->batch && nt_source_check(o, err, sizeof err) != 0) {
     fprintf(stderr, "nccltop: %s\n", err);
+    return 2;
+  }
+  if (o->record && nt_recorder_check(o->record, o->force, o, err, sizeof err) != 0) {
+    fprintf(stderr, "nccltop: --record: %s\n", err);
     return 2;
   }
   o->start_s = nt_now_s();
@@ -155,7 +159,8 @@ static int run_viewer(nt_options *o) {
   }
   int rc = 1;
   nt_recorder *rec = NULL;
-  if (o->record && !(rec = nt_recorder_attach(src, o->record, o->start_s, err, sizeof err))) {
+  if (o->record &&
+      !(rec = nt_recorder_attach(src, o->record, o->start_s, o->force, err, sizeof err))) {
     fprintf(stderr, "nccltop: --record: %s\n", err);
   } else if (!o->topology || load_topology(m, o->topology) == 0) {
     rc = o->batch ? run_batch(m, src, o, rec) : nt_screen_run(m, src, o);

@@ -205,11 +205,21 @@ static nt_recorder *recorder_new(const char *path, double start_s) {
   return r;
 }
 
-nt_recorder *nt_recorder_attach(nt_source *src, const char *path, double start_s, char *err,
-                                size_t errlen) {
+int nt_recorder_check(const char *path, bool force, const nt_options *o, char *err, size_t errlen) {
+  /* The files the command reads: a recording must not replace one. */
+  const char *in[] = {o->topology, o->hostfile, o->server_key};
+  nt_file_id ids[3];
+  int n = 0;
+  for (int i = 0; i < 3; i++)
+    if (in[i] && nt_file_id_of(in[i], &ids[n]) == 0) n++;
+  return nt_out_check(path, force ? NT_OUT_REPLACE : 0, ids, n, err, errlen);
+}
+
+nt_recorder *nt_recorder_attach(nt_source *src, const char *path, double start_s, bool replace,
+                                char *err, size_t errlen) {
   nt_recorder *r = recorder_new(path, start_s);
   if (!r) return snprintf(err, errlen, "out of memory"), NULL;
-  if (!(r->w = nt_rec_create(path, start_s, err, errlen))) {
+  if (!(r->w = nt_rec_create(path, start_s, replace, err, errlen))) {
     recorder_free(r);
     return NULL;
   }
@@ -254,13 +264,15 @@ static void record_usage(FILE *f) {
           "  --hostfile FILE       the same from a file, one host or host:port per line\n"
           "  --duration TIME       stop after TIME (30s, 10m, 2h; default: until interrupted)\n"
           "  --max-size SIZE       rotate at SIZE (500M, 2G): FILE becomes FILE.1, a new FILE\n"
-          "                        starts (the older FILE.1 is replaced)\n"
+          "                        starts (replacing the FILE.1 of the rotation before)\n"
           "  --last TIME           black box: keep only the last TIME in memory (at most 256 MiB)\n"
           "  --until-alert KIND    ...and write it when an alert of KIND fires (root, stall,\n"
           "                        hung_op, straggler, silent, drops, any); needs --last\n"
           "  --after TIME          with --until-alert: keep recording TIME after it (default 30s)\n"
           "  --stall-ms MS         the stall threshold of the analysis (default 2000)\n"
           "  --max-memory MIB      what publishers' data may take in the analysis (default 1024)\n"
+          "  --force               replace an existing FILE (and FILE.1 with --max-size);\n"
+          "                        without it an existing one is kept and nothing recorded\n"
           "  -h, --help            this text\n");
 }
 
@@ -313,7 +325,8 @@ static int rotate(nt_recorder *r, double now) {
              strerror(errno));
     return -1;
   }
-  if (!(r->w = nt_rec_create(r->path, r->start_s, r->err, sizeof r->err))) return -1;
+  /* FILE was just moved away: a file there now is someone else's. */
+  if (!(r->w = nt_rec_create(r->path, r->start_s, false, r->err, sizeof r->err))) return -1;
   write_sticky(r, now + 1);
   return r->failed ? -1 : 0;
 }
@@ -337,7 +350,8 @@ int nt_record_main(int argc, char **argv) {
     O_STALL,
     O_MEM,
     O_HOSTS,
-    O_HOSTFILE
+    O_HOSTFILE,
+    O_FORCE
   };
   static const struct option opts[] = {
       {"dir", required_argument, NULL, O_DIR},
@@ -351,6 +365,7 @@ int nt_record_main(int argc, char **argv) {
       {"after", required_argument, NULL, O_AFTER},
       {"stall-ms", required_argument, NULL, O_STALL},
       {"max-memory", required_argument, NULL, O_MEM},
+      {"force", no_argument, NULL, O_FORCE},
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0},
   };
@@ -359,6 +374,7 @@ int nt_record_main(int argc, char **argv) {
   double duration = 0, last = 0, after = DEFAULT_AFTER_S;
   int64_t max_size = 0;
   int until = -1;
+  bool force = false;
   optind = 0;
   opterr = 0;
   int ch;
@@ -376,6 +392,7 @@ int nt_record_main(int argc, char **argv) {
       break;
     case O_HOSTS: o.hosts = v; break;
     case O_HOSTFILE: o.hostfile = v; break;
+    case O_FORCE: force = true; break;
     case O_DURATION:
     case O_LAST:
     case O_AFTER: {
@@ -443,8 +460,11 @@ int nt_record_main(int argc, char **argv) {
     return 2;
   }
   const char *path = argv[optind];
-  char err[600];
-  if (nt_source_check(&o, err, sizeof err) != 0) {
+  char err[600], rotated[520];
+  snprintf(rotated, sizeof rotated, "%s.1", path);
+  if (nt_source_check(&o, err, sizeof err) != 0 ||
+      nt_recorder_check(path, force, &o, err, sizeof err) != 0 ||
+      (max_size && nt_recorder_check(rotated, force, &o, err, sizeof err) != 0)) {
     fprintf(stderr, "nccltop record: %s\n", err);
     return 2;
   }
@@ -473,7 +493,7 @@ int nt_record_main(int argc, char **argv) {
   r->blackbox = until >= 0;
   r->window_s = last;
   int rc = 0;
-  if (!r->blackbox && !(r->w = nt_rec_create(path, start, err, sizeof err))) {
+  if (!r->blackbox && !(r->w = nt_rec_create(path, start, force, err, sizeof err))) {
     fprintf(stderr, "nccltop record: %s\n", err);
     rc = 1;
   }
@@ -495,7 +515,7 @@ int nt_record_main(int argc, char **argv) {
     uint32_t n = nt_model_alerts(m, o.stall_ms, alerts, 64, now);
     for (uint32_t i = 0; i < n; i++) {
       if (until != NT_ALERT_COUNT && alerts[i].kind != until) continue;
-      if (!(r->w = nt_rec_create(path, start, r->err, sizeof r->err))) {
+      if (!(r->w = nt_rec_create(path, start, force, r->err, sizeof r->err))) {
         r->failed = true;
         break;
       }

@@ -12,6 +12,7 @@
 #include <unistd.h>
 #include <zstd.h>
 
+#include "outfile.h"
 #include "recording.h"
 
 static void put16(uint8_t *p, uint16_t v) {
@@ -112,7 +113,8 @@ static void chunk_header(uint8_t h[NT_REC_CHUNK_HEADER], uint32_t nrecords, uint
   put64(h + 24, last_ns);
 }
 
-nt_rec_writer *nt_rec_create(const char *path, double start_mono_s, char *err, size_t errlen) {
+nt_rec_writer *nt_rec_create(const char *path, double start_mono_s, bool replace, char *err,
+                             size_t errlen) {
   nt_rec_writer *w = calloc(1, sizeof *w);
   if (!w) return snprintf(err, errlen, "out of memory"), NULL;
   w->fd = -1;
@@ -128,12 +130,17 @@ nt_rec_writer *nt_rec_create(const char *path, double start_mono_s, char *err, s
     return NULL;
   }
   snprintf(w->path, sizeof w->path, "%s", path);
-  w->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (w->fd < 0) {
-    snprintf(err, errlen, "cannot create %s: %s", path, strerror(errno));
+  /* Never truncated in place: a new file (0600: it carries every rank's
+   * environment), or with `replace` one written beside the old and renamed
+   * over it once its header is whole, so the name holds the old recording or
+   * a readable new one at every moment, and a recorder killed later leaves
+   * the new one there, readable to its last record. */
+  nt_outfile of;
+  if (nt_out_open(&of, path, replace ? NT_OUT_REPLACE : 0, NULL, 0, err, errlen) != 0) {
     nt_rec_close(w, NULL, 0);
     return NULL;
   }
+  w->fd = of.fd;
   char host[NT_REC_MAX_HOST + 1] = "";
   if (gethostname(host, sizeof host - 1) != 0) snprintf(host, sizeof host, "unknown");
   host[NT_REC_MAX_HOST] = '\0';
@@ -144,7 +151,8 @@ nt_rec_writer *nt_rec_create(const char *path, double start_mono_s, char *err, s
   /* The wall clock at start_mono_s: now's, less the time since then. */
   double since = ((double)mono.tv_sec + mono.tv_nsec / 1e9) - start_mono_s;
   uint64_t wall_ns = (uint64_t)wall.tv_sec * 1000000000ull + (uint64_t)wall.tv_nsec;
-  if (since > 0) wall_ns -= (uint64_t)(since * 1e9);
+  uint64_t back = since > 0 && since < 1e9 ? (uint64_t)(since * 1e9) : 0;
+  wall_ns = back < wall_ns ? wall_ns - back : 0;
   uint8_t h[NT_REC_FILE_HEADER + NT_REC_MAX_HOST];
   memset(h, 0, sizeof h);
   memcpy(h, NT_REC_MAGIC, 8);
@@ -155,8 +163,11 @@ nt_rec_writer *nt_rec_create(const char *path, double start_mono_s, char *err, s
   put64(h + 24, nt_rec_ns_of(start_mono_s));
   put16(h + 32, (uint16_t)hl);
   memcpy(h + NT_REC_FILE_HEADER, host, hl);
-  if (write_all(w->fd, h, NT_REC_FILE_HEADER + hl) != 0) {
-    snprintf(err, errlen, "cannot write %s: %s", path, strerror(errno));
+  bool wrote = write_all(w->fd, h, NT_REC_FILE_HEADER + hl) == 0;
+  if (!wrote) snprintf(err, errlen, "cannot write %s: %s", path, strerror(errno));
+  if (!wrote || nt_out_commit(&of, err, errlen) != 0) {
+    nt_out_discard(&of);
+    w->fd = -1;
     nt_rec_close(w, NULL, 0);
     return NULL;
   }
@@ -310,7 +321,10 @@ struct nt_rec_reader {
   uint8_t *buf;
   size_t buf_cap, buf_start, buf_len;
   char endpoint[NT_REC_MAX_ENDPOINT + 1];
-  uint64_t last_ns; /* the last record's time */
+  uint64_t chunk_first_ns; /* the chunk's first time: its records are within its span */
+  uint64_t last_ns;        /* the last record's time */
+  uint64_t max_first_ns;   /* the latest a chunk may start (NT_REC_MAX_TIME_NS) */
+  uint64_t dev, ino;       /* which file it is */
   bool failed;
 };
 
@@ -331,7 +345,8 @@ nt_rec_reader *nt_rec_open(const char *path, char *err, size_t errlen) {
   nt_rec_reader *r = calloc(1, sizeof *r);
   if (!r) return snprintf(err, errlen, "out of memory"), NULL;
   snprintf(r->path, sizeof r->path, "%s", path);
-  r->fd = open(path, O_RDONLY | O_CLOEXEC);
+  /* O_NONBLOCK: a FIFO or a device is refused below, not waited on in open. */
+  r->fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
   struct stat st;
   if (r->fd < 0 || fstat(r->fd, &st) != 0) {
     snprintf(err, errlen, "cannot open %s: %s", path, strerror(errno));
@@ -344,6 +359,8 @@ nt_rec_reader *nt_rec_open(const char *path, char *err, size_t errlen) {
     return NULL;
   }
   r->file_size = (uint64_t)st.st_size;
+  r->dev = (uint64_t)st.st_dev;
+  r->ino = (uint64_t)st.st_ino;
   uint8_t h[NT_REC_FILE_HEADER + NT_REC_MAX_HOST];
   if (r->file_size < 8 || pread_all(r->fd, h, 8, 0) != 0 || memcmp(h, NT_REC_MAGIC, 8) != 0) {
     snprintf(err, errlen, "%s: not an nccltop recording (offset 0: no %s magic)", path,
@@ -375,6 +392,20 @@ nt_rec_reader *nt_rec_open(const char *path, char *err, size_t errlen) {
   r->header.flags = get32(h + 12);
   r->header.start_wall_ns = get64(h + 16);
   r->header.start_mono_ns = get64(h + 24);
+  /* Times stay within NT_REC_MAX_TIME_NS, so that no sum of a start and a
+   * record time overflows, here or in what reads them. */
+  for (int k = 0; k < 2; k++) {
+    uint64_t v = k ? r->header.start_mono_ns : r->header.start_wall_ns;
+    if (v > NT_REC_MAX_TIME_NS - NT_REC_CHUNK_SPAN_NS) {
+      snprintf(err, errlen, "%s: start time %llu ns out of range (offset %d; at most 2^62)", path,
+               (unsigned long long)v, k ? 24 : 16);
+      nt_rec_close_reader(r);
+      return NULL;
+    }
+  }
+  uint64_t later = r->header.start_mono_ns > r->header.start_wall_ns ? r->header.start_mono_ns
+                                                                     : r->header.start_wall_ns;
+  r->max_first_ns = NT_REC_MAX_TIME_NS - NT_REC_CHUNK_SPAN_NS - later;
   memcpy(r->header.host, h + NT_REC_FILE_HEADER, hl);
   r->header.host[hl] = '\0';
   r->data_start = r->pos = hlen;
@@ -392,6 +423,10 @@ nt_rec_reader *nt_rec_open(const char *path, char *err, size_t errlen) {
 
 const nt_rec_header *nt_rec_header_of(const nt_rec_reader *r) {
   return &r->header;
+}
+
+nt_file_id nt_rec_file_id(const nt_rec_reader *r) {
+  return (nt_file_id){.dev = r->dev, .ino = r->ino, .name = r->path};
 }
 
 void nt_rec_close_reader(nt_rec_reader *r) {
@@ -423,6 +458,14 @@ static int open_chunk(nt_rec_reader *r, char *err, size_t errlen) {
   if (pread_all(r->fd, h, sizeof h, r->pos) != 0)
     return fail(r, err, errlen, r->pos, strerror(errno));
   if (memcmp(h, NT_REC_CHUNK_MAGIC, 4) != 0) return fail(r, err, errlen, r->pos, "no chunk header");
+  uint64_t first = get64(h + 16);
+  char why[160];
+  if (first < r->last_ns || first > r->max_first_ns) {
+    snprintf(why, sizeof why, "the chunk's time %.3f s is %s", (double)first / 1e9,
+             first < r->last_ns ? "before the record before it" : "out of range (2^62 ns)");
+    return fail(r, err, errlen, r->pos, why);
+  }
+  r->chunk_first_ns = first;
   uint64_t clen = get64(h + 8);
   r->chunk_offset = r->pos;
   r->pos += sizeof h;
@@ -516,10 +559,23 @@ int nt_rec_next(nt_rec_reader *r, nt_rec_record *out, char *err, size_t errlen) 
           return fail(r, err, errlen, at, "record checksum mismatch in the chunk at this offset");
         out->type = q[0];
         out->t_ns = get64(q + 1);
-        /* Times never go back (the model's clock is monotonic): a file that
-         * says otherwise is taken as if they stood still. */
-        if (out->t_ns < r->last_ns) out->t_ns = r->last_ns;
-        r->last_ns = out->t_ns;
+        /* A record is within its chunk's span (the writer starts a new
+         * chunk after it) and never before the one before it: a time that
+         * jumps beyond what the file has shown so far is refused, not
+         * played out tick by tick. */
+        uint64_t t = out->t_ns, first = r->chunk_first_ns;
+        if (t < first || t - first > NT_REC_CHUNK_SPAN_NS || t < r->last_ns) {
+          char why[200];
+          if (t < r->last_ns)
+            snprintf(why, sizeof why, "record time %.3f s is before the one before it (%.3f s)",
+                     (double)t / 1e9, (double)r->last_ns / 1e9);
+          else
+            snprintf(why, sizeof why, "record time %.3f s is outside its chunk (%.3f s to %.3f s)",
+                     (double)t / 1e9, (double)first / 1e9,
+                     (double)(first + NT_REC_CHUNK_SPAN_NS) / 1e9);
+          return fail(r, err, errlen, at, why);
+        }
+        r->last_ns = t;
         out->pid = get32(q + 9);
         size_t el = q[13];
         q += 14;
@@ -577,8 +633,11 @@ uint32_t nt_rec_index(nt_rec_reader *r, nt_rec_seek_point *out, uint32_t cap) {
   uint8_t h[NT_REC_CHUNK_HEADER];
   while (n < cap && r->file_size - at >= sizeof h && pread_all(r->fd, h, sizeof h, at) == 0 &&
          memcmp(h, NT_REC_CHUNK_MAGIC, 4) == 0) {
+    uint64_t first = get64(h + 16);
+    /* The index ends where the reader would refuse the chunk. */
+    if (first > r->max_first_ns || (n && first < out[n - 1].first_ns)) break;
     out[n].offset = at;
-    out[n].first_ns = get64(h + 16);
+    out[n].first_ns = first;
     n++;
     uint64_t clen = get64(h + 8);
     if (!clen || clen > r->file_size - at - sizeof h) break; /* open or truncated: the last */

@@ -15,6 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "outfile.h"
 #include "viewer.h"
 
 #define NT_REC_MAGIC          "NTRECORD"
@@ -28,6 +29,13 @@
 #define NT_REC_CHUNK_SECONDS  2.0        /* a new chunk (seek point) this often */
 #define NT_REC_CHUNK_RAW      (8u << 20) /* ...or after this many uncompressed bytes */
 #define NT_REC_MAX_RECORD_LEN (NT_MAX_MESSAGE_BYTES + 512)
+/* A chunk's records lie within this much of its first (the writer starts a
+ * new chunk after NT_REC_CHUNK_SECONDS); a reader refuses one beyond it. */
+#define NT_REC_CHUNK_SPAN_NS ((uint64_t)(NT_REC_CHUNK_SECONDS * 1e9))
+/* Every time a recording gives (a start time of the header; a start plus a
+ * record's time) is at most 2^62 ns: 146 years of uptime, or the wall clock
+ * up to the year 2116. So the sum or difference of two always fits int64. */
+#define NT_REC_MAX_TIME_NS (1ull << 62)
 
 /* FRAME: the monitor (-b --record) printed a frame at this time. */
 enum nt_rec_type { NT_REC_MESSAGE = 1, NT_REC_GONE = 2, NT_REC_FRAME = 3 };
@@ -65,9 +73,13 @@ uint64_t nt_rec_ns_of(double mono_s);
 
 /* ---- writer ---- */
 typedef struct nt_rec_writer nt_rec_writer;
-/* Creates (truncates) path and writes the header; start_mono_s is the
- * monotonic time receive times count from. NULL with one line in err. */
-nt_rec_writer *nt_rec_create(const char *path, double start_mono_s, char *err, size_t errlen);
+/* Creates path (mode 0600) and writes the header; start_mono_s is the
+ * monotonic time receive times count from. An existing path is refused,
+ * or with `replace` (--force) replaced as outfile.h says: the new file,
+ * written beside it, is renamed over it once its header is written. NULL
+ * with one line in err. */
+nt_rec_writer *nt_rec_create(const char *path, double start_mono_s, bool replace, char *err,
+                             size_t errlen);
 /* Appends one record (time in the viewer's monotonic seconds); -1 with one
  * line in err on a write error (the file stays readable up to the last
  * record written). */
@@ -83,16 +95,23 @@ int nt_rec_close(nt_rec_writer *w, char *err, size_t errlen);
 /* ---- reader ---- */
 double nt_rec_time_s(const nt_rec_header *h, uint64_t t_ns);
 typedef struct nt_rec_reader nt_rec_reader;
-/* Opens and checks the header: not a recording, a newer version, a bad
- * header are refused with one line in err. */
+/* Opens and checks the header: not a regular file (a FIFO is refused, not
+ * waited on), not a recording, a newer version, a bad header, a start time
+ * beyond NT_REC_MAX_TIME_NS are refused with one line in err. */
 nt_rec_reader *nt_rec_open(const char *path, char *err, size_t errlen);
 const nt_rec_header *nt_rec_header_of(const nt_rec_reader *r);
+/* The file opened (an output must not be it: outfile.h). */
+nt_file_id nt_rec_file_id(const nt_rec_reader *r);
 /* The next record: 1, 0 at the end (a truncated end is not an error: a
  * note is left in err, "" otherwise), -1 on corruption (err names the
- * offset; what was returned before stays good). */
+ * offset; what was returned before stays good). Times are checked: a
+ * record's is never before the one before it and within its chunk's
+ * NT_REC_CHUNK_SPAN_NS, a chunk's no earlier than the record before it,
+ * every one within NT_REC_MAX_TIME_NS; anything else is corruption. */
 int nt_rec_next(nt_rec_reader *r, nt_rec_record *out, char *err, size_t errlen);
 /* The seek points: the chunks' offsets and first receive times, read from
- * the chunk headers without decompressing. Returns the count (<= cap). */
+ * the chunk headers without decompressing, up to the first chunk header
+ * the reader would refuse. Returns the count (<= cap). */
 typedef struct {
   uint64_t offset;
   uint64_t first_ns;
@@ -115,10 +134,15 @@ const nt_snapshot *nt_rec_last_snapshot(const nt_rec_applier *a);
 
 /* ---- the live source's tap (record.c) ---- */
 typedef struct nt_recorder nt_recorder;
+/* Whether FILE may be recorded to (before anything starts): it does not
+ * exist, or force (--force) and it is a regular file; never one of the
+ * files the options name to read (--topology, --hostfile, --server-key).
+ * 0, or -1 with one line in err (a usage error). */
+int nt_recorder_check(const char *path, bool force, const nt_options *o, char *err, size_t errlen);
 /* The viewer's --record FILE: every message the source receives goes to
- * FILE. NULL with err. */
-nt_recorder *nt_recorder_attach(nt_source *src, const char *path, double start_s, char *err,
-                                size_t errlen);
+ * FILE (replaced if `replace`, see nt_rec_create). NULL with err. */
+nt_recorder *nt_recorder_attach(nt_source *src, const char *path, double start_s, bool replace,
+                                char *err, size_t errlen);
 /* The batch monitor printed a frame at now_s (a FRAME record); NULL: no-op. */
 void nt_recorder_frame(nt_recorder *rec, double now_s);
 /* Detaches and closes; returns 0, or -1 after printing a write error. */

@@ -78,10 +78,16 @@ static void apply_until(feed *f, nt_model *m, double until) {
 
 /* A recording of the batch monitor (-b --record) holds the times it
  * printed its frames: the same frames, printed at the same times, after
- * the same messages. */
+ * the same messages. A FRAME record no later than the frame before it is
+ * not printed again: the monitor never printed two frames in the same
+ * nanosecond (it would be the same frame), so the frames printed are at
+ * most the distinct times the file gives, not the records it decompresses
+ * to (a file of one FRAME record repeated millions of times is one frame). */
 static int run_recorded_frames(feed *f, nt_model *m, const nt_options *o, double speed) {
   double wall0 = nt_now_s(), first = -1;
   int frame = 0;
+  bool printed = false;
+  uint64_t printed_ns = 0;
   while (f->have && !nt_quit_requested() && (!o->iterations || frame < o->iterations)) {
     double t = rec_time(f);
     if (f->rec.type != NT_REC_FRAME) {
@@ -89,6 +95,12 @@ static int run_recorded_frames(feed *f, nt_model *m, const nt_options *o, double
       advance(f);
       continue;
     }
+    if (printed && f->rec.t_ns <= printed_ns) {
+      advance(f);
+      continue;
+    }
+    printed = true;
+    printed_ns = f->rec.t_ns;
     if (first < 0) first = t;
     if (speed > 0) {
       double at = wall0 + (t - first) / speed;
@@ -103,14 +115,31 @@ static int run_recorded_frames(feed *f, nt_model *m, const nt_options *o, double
   return f->rc;
 }
 
+/* A frame every -d of the recording's time, from its start. A quiet
+ * stretch (no record received) is shown by its first frame only: the
+ * frames up to the one whose interval holds the next record are skipped,
+ * and not waited for. So a recording that starts long after its recorder
+ * (a black box written after a day of waiting) or has a long gap prints at
+ * most two frames per interval that holds data, and its time, however far
+ * it jumps, costs no frames. */
 static int run_batch(feed *f, nt_model *m, const nt_options *o, double speed) {
   double delay = o->delay_ms / 1000.0, next = f->start_s + delay;
-  double wall0 = nt_now_s(), last_t = 0;
+  double wall0 = nt_now_s(), last_t = 0, skipped = 0;
+  bool was_quiet = false;
   for (int frame = 0; !nt_quit_requested() && (!o->iterations || frame < o->iterations);) {
+    bool quiet = !(f->have && rec_time(f) <= next);
+    if (quiet && was_quiet && f->have) { /* to the interval of the next record */
+      double to = next + floor((rec_time(f) - next) / delay) * delay;
+      while (to < rec_time(f)) to += delay;
+      skipped += to - next;
+      next = to;
+      quiet = false;
+    }
+    was_quiet = quiet;
     apply_until(f, m, next);
     if (f->have) last_t = rec_time(f);
     if (speed > 0) {
-      double at = wall0 + (next - f->start_s - delay) / speed;
+      double at = wall0 + (next - f->start_s - delay - skipped) / speed;
       while (!nt_quit_requested() && nt_now_s() < at) sleep_until(at);
       if (nt_quit_requested()) break;
     }

@@ -37,6 +37,7 @@ typedef struct {
   const char *server_key;
   bool insecure;
   const char *record; /* --record FILE: what the source receives goes there too */
+  bool force;         /* --force: --record may replace an existing FILE */
   /* `nccltop replay` on the screen: the recording replaces the source
    * (recording.h); NULL live. */
   struct nt_replay *replay;
