@@ -32,7 +32,7 @@ static bool start(char *dir, nt_sim_config *c, pid_t *sim, viewer *v) {
   c->interval_ms = 100;
   c->duration_s = 45;
   *sim = nt_sim_spawn(c);
-  return *sim > 0 && wait_endpoints(dir, c->ranks, 30) && viewer_start(v, dir, "250", STALL_MS);
+  return *sim > 0 && wait_publishers(dir, c->ranks, 30) && viewer_start(v, dir, "250", STALL_MS);
 }
 
 /* Frames until every rank has been seen in `n` frames in a row. */
