@@ -112,11 +112,14 @@ static void run_attack(const attack *a) {
   exporter e = {.pid = -1};
   bool started = sim > 0 && exporter_start(&e, dir, "200ms", NULL);
   http_reply r = {0};
-  for (double end = now_s() + 20; started && r.status != 200 && now_s() < end; nap_ms(100)) {
+  /* Serving, with the job's 4 publishers connected (their connections are
+   * part of the resting descriptors the attack's must go back to). */
+  bool serving = false;
+  for (double end = now_s() + 20; started && !serving && now_s() < end; nap_ms(100)) {
     http_free(&r);
     if (!http_request(e.port, "GET", "/metrics", NULL, PROBE_S, &r)) r.status = -1;
+    serving = r.status == 200 && strstr(r.body, "nccltop_publishers{state=\"live\"} 4");
   }
-  bool serving = r.status == 200;
   http_free(&r);
   int base = serving ? sockets_of(e.pid) : -1;
 

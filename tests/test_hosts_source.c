@@ -5,8 +5,10 @@
  * usage error (exit status 2) with the position of the mistake. The relays
  * here are ZeroMQ XPUB sockets of this test on 127.0.0.1, on ports the
  * kernel picked. */
+#include <dirent.h>
 #include <stdlib.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 #include <zmq.h>
@@ -195,7 +197,7 @@ static void many_silent_hosts_are_one_line(void) {
   CHECK_EQ_U64(per_endpoint, 0);
   CHECK_EQ_U64(nerrors, 2); /* and the missing directory */
   CHECK_STR(text, "nothing received yet from 20 endpoints (tcp://127.1.3.1:9, ...): no relay "
-                  "there, or not reachable (still trying)");
+                  "there, not reachable, or refusing our key (still trying)");
 }
 
 /* Thousands of hosts: each gets its endpoint, past the 2048 local
@@ -223,6 +225,75 @@ static void four_thousand_hosts_each_get_an_endpoint(void) {
   CHECK_EQ_U64(neps, 4000);
 }
 
+/* A 253-byte name (DNS's longest) is connected; two that differ only at
+ * their end stay two endpoints, each named within the model's 159 bytes. */
+static void the_longest_host_names_are_connected(void) {
+  char list[600];
+  memset(list, 'a', 252);
+  list[252] = '[';
+  memcpy(list + 253, "1-2]:9", 7);
+  nt_options o;
+  nt_options_defaults(&o);
+  o.dir = "/nonexistent-nccltop-dir";
+  o.hosts = list;
+  o.insecure = true; /* no key needed; the name (one label over 63 bytes) never reaches DNS */
+  char err[256];
+  nt_model *m = nt_model_new();
+  nt_source *src = m ? nt_source_open(&o, err, sizeof err) : NULL;
+  if (!src) fprintf(stderr, "    %s\n", err);
+  CHECK(src != NULL);
+  nt_source_poll(src, m, 10);
+  uint32_t neps = nt_source_nendpoints(src);
+  nt_source_close(src);
+  nt_model_free(m);
+  CHECK_EQ_U64(neps, 2);
+}
+
+/* Thousands of remote hosts under a low descriptor limit (B14 of the third
+ * attack run): the local job's directory gets its descriptors first, the
+ * remote endpoints only what is left beside a reserve, and the ones left
+ * out are said in one line. Run in a child: the limit stays there. */
+static void hosts_never_take_the_local_jobs_descriptors(void) {
+  fflush(NULL);
+  pid_t c = fork();
+  if (c == 0) {
+    char dir[] = "/tmp/nccltop-hostfd-XXXXXX";
+    struct rlimit r;
+    getrlimit(RLIMIT_NOFILE, &r);
+    r.rlim_cur = 512;
+    if (!mkdtemp(dir) || setrlimit(RLIMIT_NOFILE, &r) != 0) _exit(2);
+    nt_options o;
+    nt_options_defaults(&o);
+    o.dir = dir;
+    o.hosts = "127.0.[1-16].[1-254]:9"; /* 4064 relays that are not there */
+    char err[256];
+    nt_model *m = nt_model_new();
+    nt_source *src = m ? nt_source_open(&o, err, sizeof err) : NULL;
+    if (!src) _exit(3);
+    for (double end = now() + 1.5; now() < end;) nt_source_poll(src, m, 50);
+    uint32_t neps = nt_source_nendpoints(src), said = 0, inbox = 0, dir_errors = 0;
+    for (uint32_t i = 0; i < nt_model_nerrors(m); i++) {
+      const nt_model_error *e = nt_model_error_at(m, i);
+      said += strstr(e->text, "remote endpoints not connected") != NULL;
+      dir_errors += !strcmp(e->source, "endpoints");
+    }
+    /* The viewer's socket for the local publishers is in the directory. */
+    DIR *d = opendir(dir);
+    for (struct dirent *de; d && (de = readdir(d));)
+      inbox += nt_endpoint_parse_viewer_name(de->d_name, NULL) != 0;
+    if (d) closedir(d);
+    nt_source_close(src);
+    nt_model_free(m);
+    rmdir(dir);
+    fprintf(stderr, "    limit 512: %u of 4064 remote endpoints, %u line(s) saying so, inbox %u\n",
+            neps, said, inbox);
+    _exit(neps > 100 && neps < 4064 && said == 1 && inbox == 1 && dir_errors == 0 ? 0 : 1);
+  }
+  int st = -1;
+  CHECK(c > 0 && waitpid(c, &st, 0) == c);
+  CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+}
+
 static int parse(const char *a, const char *b, const char *c, const char *d, nt_options *o) {
   char *argv[] = {(char *)"nccltop", (char *)a, (char *)b, (char *)c, (char *)d, NULL};
   int argc = 1;
@@ -242,12 +313,12 @@ static void wrong_lists_are_usage_errors(void) {
   CHECK(parse("--hosts", "a", "--hosts", "b", &o) == 2);
   CHECK(parse("--hostfile", "/nonexistent/hosts", NULL, NULL, &o) == 2);
   CHECK(parse("--hosts", "tcp://a:1", NULL, NULL, &o) == 2);
-  char name[200];
-  memset(name, 'h', 150);
-  name[150] = '\0';
-  CHECK(parse("--hosts", name, NULL, NULL, &o) == 2); /* too long for an endpoint */
-  name[147] = '\0';
-  CHECK(parse("--hosts", name, NULL, NULL, &o) == 0);
+  char name[300];
+  memset(name, 'h', 254);
+  name[254] = '\0';
+  CHECK(parse("--hosts", name, NULL, NULL, &o) == 2); /* longer than DNS allows */
+  name[253] = '\0';
+  CHECK(parse("--hosts", name, NULL, NULL, &o) == 0); /* as long as DNS allows: taken */
   /* What the error says: the list's own message, after the option. */
   o.hosts = "gpu[1-3],x]";
   o.hostfile = NULL;
@@ -264,6 +335,8 @@ int main(void) {
   TEST_RUN(a_host_without_port_is_reached_on_7460);
   TEST_RUN(wrong_lists_are_usage_errors);
   TEST_RUN(many_silent_hosts_are_one_line);
+  TEST_RUN(the_longest_host_names_are_connected);
+  TEST_RUN(hosts_never_take_the_local_jobs_descriptors);
   struct rlimit r;
   if (getrlimit(RLIMIT_NOFILE, &r) == 0 && r.rlim_cur < 16384 &&
       (r.rlim_max == RLIM_INFINITY || r.rlim_max >= 16384)) {

@@ -258,9 +258,6 @@ int nt_options_parse(nt_options *o, int argc, char **argv) {
   return 0;
 }
 
-/* "tcp://" HOST ":" PORT must fit the source's endpoint names (160 bytes). */
-#define MAX_HOST_IN_ENDPOINT (159 - 12)
-
 struct nt_hostlist *nt_options_hosts(const nt_options *o, char *err, size_t errlen) {
   err[0] = '\0';
   if (!o->hosts && !o->hostfile) return NULL;
@@ -282,10 +279,6 @@ struct nt_hostlist *nt_options_hosts(const nt_options *o, char *err, size_t errl
                "%s: %u hosts, at most %d for one viewer (relays can feed relays: watch a few "
                "that each watch many)",
                o->hosts ? "--hosts" : "--hostfile", n, NT_VIEWER_MAX_HOSTS);
-    for (uint32_t i = 0; i < n && !err[0]; i++)
-      if (strlen(nt_hostlist_host(l, i)) > MAX_HOST_IN_ENDPOINT)
-        snprintf(err, errlen, "%s: host %.40s... is longer than %d bytes",
-                 o->hosts ? "--hosts" : "--hostfile", nt_hostlist_host(l, i), MAX_HOST_IN_ENDPOINT);
   }
   if (err[0]) {
     nt_hostlist_free(l);

@@ -23,6 +23,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <limits.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -44,9 +46,21 @@
  * --connect endpoint silent this long has nobody (reachable) behind it. */
 #define CONNECT_SILENT_S 3.0
 /* A remote endpoint (--connect, --hosts) that refuses is tried again after
- * 100 ms, doubling up to this: thousands of hosts whose relays are down
- * would otherwise cost the viewer a core in reconnects. */
-#define RECONNECT_MAX_MS 4000
+ * 500 ms, doubling up to this, or up to 4 ms per remote endpoint when there
+ * are more (at most 30 s): thousands of hosts whose relays are down would
+ * otherwise cost the viewer a core in reconnects (about 250 tries a second
+ * in all, whatever their number). */
+#define RECONNECT_MAX_MS      4000
+#define RECONNECT_PER_HOST_MS 4
+#define RECONNECT_CAP_MS      30000
+/* Socket monitors (two descriptors each) tell a refused handshake apart;
+ * past this many remote endpoints they are left out (a silent one is then
+ * said together with the others: "no relay, not reachable, or refused"). */
+#define MAX_MONITORS 64
+/* Descriptors kept for the endpoint directory and the local publishers
+ * when remote endpoints are connected (each takes two: its socket's eventfd
+ * and its connection). */
+#define LOCAL_RESERVE_FDS 128
 /* More silent endpoints than this at one scan are said in one line. */
 #define SILENT_ONE_LINE 8
 /* After the endpoint directory was removed or replaced, a publisher binds
@@ -72,6 +86,20 @@ void nt_source_note(nt_model *m, const char *source, bool bad, const char *fmt, 
     nt_model_note_problem(m, source, text, nt_now_s());
 }
 
+/* The name people read (and the model and recordings key by, 159 bytes at
+ * most): `shown` itself, or, when longer, its head and a hash of all of it,
+ * so two long names never become one. */
+static void shorten(const char *shown, char *out, size_t cap) {
+  size_t n = strlen(shown);
+  if (n < cap) {
+    memcpy(out, shown, n + 1);
+    return;
+  }
+  uint64_t h = 1469598103934665603ull;
+  for (const char *p = shown; *p; p++) h = (h ^ (uint8_t)*p) * 1099511628211ull;
+  snprintf(out, cap, "%.*s...#%016llx", (int)(cap - 21), shown, (unsigned long long)h);
+}
+
 /* Connects a SUB socket to addr; `shown` names it in the model. */
 static endpoint *add_endpoint(nt_source *s, nt_model *m, const char *addr, const char *shown,
                               uint32_t pid) {
@@ -81,11 +109,14 @@ static endpoint *add_endpoint(nt_source *s, nt_model *m, const char *addr, const
     s->full_noted = true;
     return NULL;
   }
-  if (strlen(addr) >= sizeof s->eps[0].addr || strlen(shown) >= sizeof s->eps[0].endpoint) {
+  if (strlen(addr) >= sizeof s->eps[0].addr) {
     nt_source_note(m, "connect", false, "endpoint name longer than %zu bytes",
-                   sizeof s->eps[0].endpoint - 1);
+                   sizeof s->eps[0].addr - 1);
     return NULL;
   }
+  char name[sizeof s->eps[0].endpoint];
+  shorten(shown, name, sizeof name);
+  shown = name;
   bool tcp = !pid && !strncmp(addr, "tcp://", 6);
   bool secure = tcp && !s->insecure && s->keys_rc == 0;
   if (tcp && !s->insecure && s->keys_rc < 0)
@@ -108,11 +139,11 @@ static endpoint *add_endpoint(nt_source *s, nt_model *m, const char *addr, const
   bool ok = sock && !set_int(sock, ZMQ_LINGER, 0) && !set_int(sock, ZMQ_RCVHWM, RCVHWM) &&
             !zmq_setsockopt(sock, ZMQ_MAXMSGSIZE, &maxmsg, sizeof maxmsg) &&
             !zmq_setsockopt(sock, ZMQ_SUBSCRIBE, "", 0) &&
-            (pid != 0 || !set_int(sock, ZMQ_RECONNECT_IVL_MAX, RECONNECT_MAX_MS)) &&
+            (pid != 0 || !set_int(sock, ZMQ_RECONNECT_IVL_MAX, (int)s->reconnect_max_ms)) &&
             (!secure || !nt_curve_set_client(sock, &s->keys, s->server_key));
-  if (ok && tcp) {
-    /* A relay that refuses us is tried twice a second, not ten times. */
+  if (ok && tcp) /* a relay that refuses us is tried twice a second, not ten times */
     ok = !set_int(sock, ZMQ_RECONNECT_IVL, TCP_RECONNECT_MS);
+  if (ok && tcp && s->monitors < MAX_MONITORS) {
     char mep[64];
     snprintf(mep, sizeof mep, "inproc://nccltop-monitor-%u", s->monitors++);
     ok = ok &&
@@ -221,6 +252,10 @@ nt_source *nt_source_open(const nt_options *o, char *err, size_t errlen) {
              nt_hostlist_host(hosts, i), port ? (unsigned)port : NT_HOSTS_DEFAULT_PORT);
   }
   s->nhosts = nhosts;
+  uint64_t spread = (uint64_t)s->nconnect * RECONNECT_PER_HOST_MS;
+  s->reconnect_max_ms = spread < RECONNECT_MAX_MS   ? RECONNECT_MAX_MS
+                        : spread > RECONNECT_CAP_MS ? RECONNECT_CAP_MS
+                                                    : (uint32_t)spread;
   if (hosts) nt_hostlist_ranged(hosts, s->hosts, sizeof s->hosts);
   nt_hostlist_free(hosts);
   s->insecure = o->insecure;
@@ -554,7 +589,8 @@ static void note_silent_connects(nt_source *s, nt_model *m, double now) {
   if (one_line)
     nt_source_note(
         m, "connect", false,
-        "nothing received yet from %u endpoints (%s, ...): no relay there, or not reachable "
+        "nothing received yet from %u endpoints (%s, ...): no relay there, not reachable, or "
+        "refusing our key "
         "(still trying)",
         silent, s->eps[first].endpoint);
   for (uint32_t i = first; i < s->neps; i++) {
@@ -565,13 +601,72 @@ static void note_silent_connects(nt_source *s, nt_model *m, double now) {
     if (!one_line)
       nt_source_note(
           m, e->endpoint, false,
-          "nothing received in %.0f s: no publisher there, or not reachable (still trying)",
-          CONNECT_SILENT_S);
+          "nothing received in %.0f s: no publisher there, or not reachable%s (still trying)",
+          CONNECT_SILENT_S, e->mon || !e->secure ? "" : ", or refusing our key");
   }
 }
 
 /* One failed handshake with a relay, in the model's error list (once until
  * a handshake succeeds again: ZeroMQ retries every second). */
+/* A remote endpoint that never sent anything (a relay that is not there,
+ * of thousands in a --hosts list) is not polled with the others: each
+ * polled socket costs ZeroMQ a look on every pass. */
+static bool quiet_remote(const endpoint *e) {
+  return !e->pid && !e->peer && !e->heard;
+}
+
+/* Once a second: the quiet remote endpoints that have something now join
+ * the others (their first messages are read here). */
+static void wake_quiet(nt_source *s, nt_model *m) {
+  for (uint32_t i = 0; i < s->neps; i++) {
+    endpoint *e = &s->eps[i];
+    int events = 0;
+    size_t len = sizeof events;
+    if (!e->sock || !quiet_remote(e) || zmq_getsockopt(e->sock, ZMQ_EVENTS, &events, &len) != 0 ||
+        !(events & ZMQ_POLLIN))
+      continue;
+    for (int k = 0; k < 16 && nt_source_receive(s, e, m); k++) {
+    }
+  }
+}
+
+/* Descriptors this process may still open. */
+static unsigned long fds_room(void) {
+  struct rlimit r;
+  if (getrlimit(RLIMIT_NOFILE, &r) != 0) return 0;
+  unsigned long limit = r.rlim_cur == RLIM_INFINITY ? ULONG_MAX : (unsigned long)r.rlim_cur;
+  unsigned long open = 0;
+  DIR *d = opendir("/proc/self/fd");
+  if (!d) return limit; /* no /proc: ZeroMQ's own refusals say it */
+  while (readdir(d)) open++;
+  closedir(d);
+  open = open > 2 ? open - 2 : 0; /* "." and ".." (the listing's own descriptor is gone now) */
+  return limit > open ? limit - open : 0;
+}
+
+/* The --connect endpoints and the --hosts relays, once, after the endpoint
+ * directory and the inbox have their descriptors: as many as the limit
+ * leaves room for beside LOCAL_RESERVE_FDS for the local job; the others
+ * are said in one line (a local job hidden by remote ones would be worse). */
+static void connect_remote(nt_source *s, nt_model *m) {
+  s->connected = true;
+  unsigned long room = s->nconnect ? fds_room() : 0;
+  int i = 0;
+  for (; i < s->nconnect; i++) {
+    bool tcp = !strncmp(s->connect[i], "tcp://", 6);
+    unsigned long cost = 2 + (tcp && s->monitors < MAX_MONITORS ? 2 : 0);
+    if (room < LOCAL_RESERVE_FDS + cost) break;
+    room -= cost;
+    add_endpoint(s, m, s->connect[i], s->connect[i], 0);
+  }
+  if (i < s->nconnect)
+    nt_source_note(m, "connect", false,
+                   "%d of %d remote endpoints not connected (from %s on): the descriptor limit "
+                   "(ulimit -n) leaves room for %d beside the local job; raise it, or watch "
+                   "through relays that each watch many",
+                   s->nconnect - i, s->nconnect, s->connect[i], i);
+}
+
 static int remaining_ms(double deadline) {
   double left = (deadline - nt_now_s()) * 1000.0;
   return left <= 0 ? 0 : left >= 1e9 ? 1000000000 : (int)left;
@@ -580,23 +675,21 @@ static int remaining_ms(double deadline) {
 int nt_source_poll(nt_source *s, nt_model *m, int timeout_ms) {
   double start = nt_now_s(), deadline = start + (timeout_ms > 0 ? timeout_ms : 0) / 1000.0;
   nt_model_note_pass(m, start); /* the viewer reads now: a late pass was a gap (model.h) */
-  if (!s->connected) {
-    for (int i = 0; i < s->nconnect; i++) add_endpoint(s, m, s->connect[i], s->connect[i], 0);
-    s->connected = true;
-  }
   if (start >= s->next_scan_s) {
     scan(s, m);
+    wake_quiet(s, m);
     nt_source_poll_monitors(s, m); /* once a second: thousands of relays cost no more */
     note_silent_connects(s, m, start);
     s->next_scan_s = start + SCAN_PERIOD_S;
   }
+  if (!s->connected) connect_remote(s, m); /* after the directory has what it needs */
   int nitems = 0;
   if (s->in.name[0]) {
     s->item_ep[nitems] = -1;
     s->items[nitems++] = (zmq_pollitem_t){.socket = s->inbox, .events = ZMQ_POLLIN};
   }
   for (uint32_t i = 0; i < s->neps; i++) {
-    if (!s->eps[i].sock) continue;
+    if (!s->eps[i].sock || quiet_remote(&s->eps[i])) continue; /* wake_quiet looks at those */
     s->item_ep[nitems] = (int)i;
     s->items[nitems++] = (zmq_pollitem_t){.socket = s->eps[i].sock, .events = ZMQ_POLLIN};
   }

@@ -23,8 +23,9 @@ typedef struct {
   double since_s;      /* connected at */
   double keep_until_s; /* kept this long while absent (the directory was re-opened) */
   char name[48];       /* the socket file's name; "" for --connect endpoints */
-  char addr[160];      /* what the SUB socket connects to */
-  char endpoint[160];  /* what people read: ipc://<dir>/<name>, or the --connect address */
+  char addr[272];      /* what the SUB socket connects to ("tcp://" 253-byte host ":" port) */
+  char endpoint[160];  /* what people read: ipc://<dir>/<name>, or the --connect address
+                          (a longer one cut, with a hash of it to keep it unique) */
   void *mon;           /* the socket monitor's PAIR (tcp:// --connect endpoints) */
   bool secure;         /* CURVE */
   bool handshaking;    /* connected, handshake not done yet */
@@ -46,7 +47,7 @@ struct nt_source {
   bool sender_noted;    /* a message with no usable sender was noted */
   int *item_ep;         /* what each poll item is: an endpoint index, -1 the inbox */
   uint64_t pidns;       /* our PID namespace (nt_endpoint_pidns) */
-  char (*connect)[160]; /* --connect endpoints, then tcp://HOST:PORT of --hosts */
+  char (*connect)[272]; /* --connect endpoints, then tcp://HOST:PORT of --hosts */
   int nconnect;
   uint32_t nhosts; /* of which from --hosts / --hostfile */
   char hosts[200]; /* them, compactly (nt_hostlist_ranged) */
@@ -65,9 +66,11 @@ struct nt_source {
   nt_curve_keys keys;
   char keys_err[320];
   char server_key[NT_CURVE_KEY_LEN + 1];
-  unsigned monitors; /* names the monitors' inproc endpoints */
-  bool nokey_noted;  /* a non-loopback tcp:// endpoint was refused for want of a key */
-  nt_source_tap tap; /* sees every message received (a recorder), or NULL */
+  unsigned monitors;         /* names the monitors' inproc endpoints; also how many there are */
+  uint32_t reconnect_max_ms; /* a refusing remote endpoint is tried at least this often */
+  bool budget_noted;         /* remote endpoints left out for want of descriptors: said */
+  bool nokey_noted;          /* a non-loopback tcp:// endpoint was refused for want of a key */
+  nt_source_tap tap;         /* sees every message received (a recorder), or NULL */
   void *tap_arg;
 };
 
