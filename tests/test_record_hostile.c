@@ -220,8 +220,8 @@ static int lines(const char *s) {
 }
 
 static void show(const char *what) {
-  fprintf(stderr, "    %s: rc %d, %zu bytes out, %d stderr lines: %s", what, res.rc,
-          res.out_bytes, lines(res.err), res.err[0] ? res.err : "\n");
+  fprintf(stderr, "    %s: rc %d, %zu bytes out, %d stderr lines: %s", what, res.rc, res.out_bytes,
+          lines(res.err), res.err[0] ? res.err : "\n");
 }
 
 static bool same_bytes(const char *p, const char *want, size_t n) {
@@ -278,7 +278,7 @@ static void no_command_writes_a_file_it_reads(void) {
   char topo[200];
   path_in(topo, sizeof topo, "topo.xml");
   CHECK(spit(topo, xml, sizeof xml - 1));
-  char *mv[] = {nccltop, "-b",       "-n", "1",  "-d",      "100",   "--dir",
+  char *mv[] = {nccltop, "-b",         "-n", "1",        "-d", "100",     "--dir",
                 empty,   "--topology", topo, "--record", topo, "--force", NULL};
   run(mv, 30, 1 << 20);
   if (res.rc != 2) show("--record the --topology file");
@@ -358,8 +358,8 @@ static void existing_outputs_are_kept_without_force_and_replaced_with_it(void) {
   snprintf(rot1, sizeof rot1, "%s.1", rot);
   unlink(rot);
   CHECK(spit(rot1, keep, sizeof keep - 1));
-  char *mv[] = {nccltop, "record", rot, "--dir", empty, "--duration", "0.3s", "--max-size", "64K",
-                NULL};
+  char *mv[] = {nccltop,      "record", rot,          "--dir", empty,
+                "--duration", "0.3s",   "--max-size", "64K",   NULL};
   run(mv, 30, 1 << 20);
   CHECK_EQ_U64(res.rc, 2);
   CHECK(strstr(res.err, ".1 already exists"));
@@ -383,8 +383,8 @@ static void a_fifo_given_as_a_recording_is_refused_at_once(void) {
   };
   for (int i = 0; i < 4; i++) {
     run(cmds[i], 10, 1 << 20);
-    bool ok = res.rc == (i == 3 ? 2 : 1) && lines(res.err) == 1 &&
-              strstr(res.err, "not a regular file");
+    bool ok =
+        res.rc == (i == 3 ? 2 : 1) && lines(res.err) == 1 && strstr(res.err, "not a regular file");
     if (!ok) show(cmds[i][1]);
     CHECK(ok);
   }

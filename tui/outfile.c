@@ -23,8 +23,8 @@ static bool special(mode_t mode) {
   return S_ISFIFO(mode) || S_ISCHR(mode);
 }
 
-int nt_out_check(const char *path, unsigned flags, const nt_file_id *inputs, int ninputs,
-                 char *err, size_t errlen) {
+int nt_out_check(const char *path, unsigned flags, const nt_file_id *inputs, int ninputs, char *err,
+                 size_t errlen) {
   struct stat l, st;
   if (lstat(path, &l) != 0) {
     if (errno == ENOENT) return 0; /* a new name (a missing directory fails when it is created) */
@@ -112,8 +112,10 @@ int nt_out_commit(nt_outfile *f, char *err, size_t errlen) {
 void nt_out_discard(nt_outfile *f) {
   if (f->fd >= 0) close(f->fd);
   f->fd = -1;
-  if (f->tmp[0]) unlink(f->tmp);
-  else if (f->created) unlink(f->path);
+  if (f->tmp[0])
+    unlink(f->tmp);
+  else if (f->created)
+    unlink(f->path);
   f->tmp[0] = '\0';
   f->created = false;
 }

@@ -37,8 +37,8 @@ enum {
 
 /* Whether path may be written with these flags and these inputs: 0, or -1
  * with one line in err (a usage error: nothing was touched). */
-int nt_out_check(const char *path, unsigned flags, const nt_file_id *inputs, int ninputs,
-                 char *err, size_t errlen);
+int nt_out_check(const char *path, unsigned flags, const nt_file_id *inputs, int ninputs, char *err,
+                 size_t errlen);
 
 typedef struct {
   int fd;
