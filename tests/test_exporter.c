@@ -201,20 +201,27 @@ static http_reply scrape(int port) {
 }
 
 /* Scrapes until rank 0's send steps reach the schedule's total. */
+/* A scrape once every rank's send steps are all in (each publisher finds
+ * the exporter's socket on its own scan: they do not arrive together). */
 static http_reply scrape_done(const nt_sim_config *c, int port) {
-  uint64_t want = 0;
-  for (int ch = 0; ch < c->channels; ch++) {
-    nt_sim_channel_expect x;
-    nt_sim_expect_channel(c, 0, 0, ch, NT_DIR_SEND, &x);
-    want += x.steps;
-  }
-  const char *const must[] = {"rank=\"0\"", "dir=\"send\"", NULL};
   http_reply r = {0};
   for (double end = now_s() + 30; now_s() < end; nap_ms(200)) {
     http_free(&r);
     r = scrape(port);
-    if (r.status == 200 && prom_value(r.body, "nccltop_channel_steps_total", must) == (double)want)
-      break;
+    bool all = r.status == 200;
+    for (int rank = 0; all && rank < c->ranks; rank++) {
+      uint64_t want = 0;
+      for (int ch = 0; ch < c->channels; ch++) {
+        nt_sim_channel_expect x;
+        nt_sim_expect_channel(c, rank, 0, ch, NT_DIR_SEND, &x);
+        want += x.steps;
+      }
+      char rl[32];
+      snprintf(rl, sizeof rl, "rank=\"%d\"", rank);
+      const char *const must[] = {rl, "dir=\"send\"", NULL};
+      all = prom_value(r.body, "nccltop_channel_steps_total", must) == (double)want;
+    }
+    if (all) break;
   }
   return r;
 }
