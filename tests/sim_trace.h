@@ -284,12 +284,18 @@ static inline void reset(void) {
   tr.set_clock_lines = tr.flush_lines = tr.lines = 0;
 }
 
+/* Adds the lines of `f` to the trace (several processes' recordings make
+ * one job; handles are per process). */
+static inline void load_stream(FILE *f) {
+  static char l[2048];
+  while (fgets(l, sizeof l, f)) parse_line(l, ++tr.lines);
+}
+
 static inline int load(const char *path) {
   reset();
   FILE *f = fopen(path, "r");
   if (!f) return -1;
-  static char l[2048];
-  while (fgets(l, sizeof l, f)) parse_line(l, ++tr.lines);
+  load_stream(f);
   fclose(f);
   return 0;
 }

@@ -522,7 +522,10 @@ static void the_grammar_rejects_what_nccl_never_emits(void) {
   e = second_of(NT_EV_COLL, "AllGather");
   CHECK(e && e->seq == 0 && parent_of(e)->captured == 1);
   parent_of(e)->captured = 0;
-  REJECTS(&c, "parent on different threads");
+  /* NCCL's rules refuse the repeated seqNumber of an eager Coll; the
+   * simulator's, its thread */
+  REJECTS(&c, "seqNumber 0 after 0");
+  CHECK(strstr(sim_problem(&c) ? why : "", "parent on different threads") != NULL);
   parent_of(e)->captured = 1;
   long proxy = 0;
   for (int i = 0; i < tr.nev && !proxy; i++)
@@ -531,7 +534,8 @@ static void the_grammar_rejects_what_nccl_never_emits(void) {
     ev_t *f = &tr.ev[i];
     if (f->pid == e->pid && f->ctx == e->ctx && f->tid == e->tid) f->tid = f->stop_tid = proxy;
   }
-  REJECTS(&c, "proxy and callback events on one thread");
+  REJECTS(&c, "application-side event type 1 on the proxy thread");
+  CHECK(strstr(sim_problem(&c) ? why : "", "proxy and callback events on one thread") != NULL);
 }
 
 int main(void) {
