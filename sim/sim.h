@@ -112,6 +112,10 @@ typedef struct {
 typedef struct {
   uint64_t state_ns[5]; /* idle, active, sleep, wakeup, append */
   uint64_t appends, appended_ops, wakeups;
+  /* AppendEnd counts, besides appended_ops, the profiler proxy ops of
+   * KernelCh up to 2.30 (one per channel of every operation): these many
+   * more when the mask has KernelCh. */
+  uint64_t profiler_ops;
   int final_state; /* enum nt_proxy_state at the end */
 } nt_sim_proxy_expect;
 

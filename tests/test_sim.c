@@ -122,6 +122,55 @@ static void the_recorded_clock_adds_up_to_the_expectations(void) {
   }
 }
 
+/* The size of the first record (by line) of op `op`'s steps, and whether
+ * it is a SendWait/RecvFlushWait (NCCL sets the size there). */
+static unsigned long long first_step_size(const ev_t *op, bool *valid) {
+  int best = INT32_MAX;
+  unsigned long long size = 0;
+  for (int i = 0; i < tr.nev; i++) {
+    const ev_t *s = &tr.ev[i];
+    if (s->type != NT_EV_PROXY_STEP || s->pid != op->pid || s->parent != op->h || !s->nrec ||
+        s->rec_line[0] > best)
+      continue;
+    best = s->rec_line[0];
+    size = s->size[0];
+    *valid = s->states[0] == NT_ST_STEP_SEND_WAIT || s->states[0] == NT_ST_STEP_RECV_FLUSH_WAIT;
+  }
+  return size;
+}
+
+/* S2, as the real 2.28.9 recordings show it: NCCL reuses a proxy args slot
+ * without clearing it, so an op's step records carry the transSize its
+ * slot's previous op set last until the op's own first SendWait or
+ * RecvFlushWait (the slot here: the channel and direction of the
+ * deterministic schedule, whose steps have 128 KiB + 4 KiB x step). */
+static void an_ops_first_records_carry_the_previous_ops_size(void) {
+  rec_opts o = {.abi = 5, .channels = 2, .steps = 3, .iterations = 3};
+  nt_sim_config c;
+  CHECK(run_recorded(&o, &c) == 0);
+  CHECK_STR(grammar_problem(&c), "none");
+  int fresh = 0, stale = 0;
+  for (int i = 0; i < tr.nev; i++) {
+    const ev_t *op = &tr.ev[i];
+    if (op->type != NT_EV_PROXY_OP) continue;
+    bool first = true, valid = false;
+    for (int k = 0; k < i && first; k++)
+      first = !(tr.ev[k].type == NT_EV_PROXY_OP && tr.ev[k].pid == op->pid &&
+                tr.ev[k].ch == op->ch && tr.ev[k].send == op->send);
+    unsigned long long size = first_step_size(op, &valid);
+    CHECK(!valid);
+    if (first) {
+      CHECK_EQ_U64(size, 0); /* a slot never used: calloc'd */
+      fresh++;
+    } else {
+      CHECK_EQ_U64(size, 131072 + 4096 * (3 - 1)); /* the previous op's last step */
+      stale++;
+    }
+  }
+  CHECK_EQ_U64(fresh, 2 * 2 * 2);
+  CHECK_EQ_U64(stale, 2 * 2 * 2 * 2);
+}
+
 static void v5_event_order_matches_nccl(void) {
   rec_opts o = {.abi = 5};
   nt_sim_config c;
@@ -340,6 +389,7 @@ int main(void) {
   TEST_RUN(options_are_parsed_with_ranges);
   TEST_RUN(expectations_are_the_schedule_by_hand);
   TEST_RUN(the_recorded_clock_adds_up_to_the_expectations);
+  TEST_RUN(an_ops_first_records_carry_the_previous_ops_size);
   TEST_RUN(v5_event_order_matches_nccl);
   TEST_RUN(v4_gets_its_own_init_order_and_no_api_events);
   TEST_RUN(v3_gets_two_argument_init_and_only_its_states);
