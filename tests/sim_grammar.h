@@ -145,8 +145,8 @@ static inline const char *sim_problem(const nt_sim_config *c) {
       /* the simulator's other functions count float32 */
       if (e->int8 != (!strcmp(e->func, "AllGather") || !strcmp(e->func, "Broadcast")))
         return BAD("%s Coll line %d: int8 %d", e->func, e->line, e->int8);
-      if (abi == 3 && !e->named)
-        return BAD("2.26 Coll line %d carries no communicator name", e->line);
+      if (abi == 3 && e->named == c->unnamed)
+        return BAD("2.26 Coll line %d: named %d, --unnamed %d", e->line, e->named, c->unnamed);
       if (sim_symmetric_problem(c, e, ver)) return why;
       break;
     case NT_EV_GROUP_API:

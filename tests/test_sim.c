@@ -171,6 +171,34 @@ static void an_ops_first_records_carry_the_previous_ops_size(void) {
   CHECK_EQ_U64(stale, 2 * 2 * 2 * 2);
 }
 
+/* --unnamed: NCCL passes init no name (NULL), as for PyTorch's process
+ * groups (every real 2.28.9 recording: name=-), and 2.26 none on its Coll
+ * and P2p descriptors; the communicators stay apart by their hash and the
+ * totals hold. */
+static void unnamed_communicators_get_no_name(void) {
+  nt_sim_config c;
+  char *argv[] = {"--unnamed", "-b"};
+  nt_sim_defaults(&c);
+  CHECK(nt_sim_parse_args(&c, 2, argv) == 1 && c.unnamed);
+  for (int abi = 3; abi <= 5; abi += 2) {
+    rec_opts o = {.abi = abi, .comms = 2, .channels = 2, .steps = 3, .iterations = 2};
+    config_for(&o, &c);
+    c.unnamed = true;
+    env_for(&o);
+    CHECK(nt_sim_run(&c) == 0);
+    CHECK(load(trace_path) == 0);
+    unlink(trace_path);
+    CHECK_EQ_U64(tr.nctx, 2 * 2);
+    int named = 0;
+    for (int i = 0; i < tr.nev; i++) named += tr.ev[i].named;
+    CHECK_EQ_U64(named, 0);
+    for (int i = 0; i < tr.nctx && abi == 5; i++) /* told apart by their hash */
+      CHECK(!tr.ctx[i].named && tr.ctx[i].comm == (tr.ctx[i].hash == nt_sim_comm_hash(1)));
+    CHECK_STR(grammar_problem(&c), "none");
+    if (abi == 5) CHECK_STR(totals_problem(&c), "none");
+  }
+}
+
 static void v5_event_order_matches_nccl(void) {
   rec_opts o = {.abi = 5};
   nt_sim_config c;
@@ -390,6 +418,7 @@ int main(void) {
   TEST_RUN(expectations_are_the_schedule_by_hand);
   TEST_RUN(the_recorded_clock_adds_up_to_the_expectations);
   TEST_RUN(an_ops_first_records_carry_the_previous_ops_size);
+  TEST_RUN(unnamed_communicators_get_no_name);
   TEST_RUN(v5_event_order_matches_nccl);
   TEST_RUN(v4_gets_its_own_init_order_and_no_api_events);
   TEST_RUN(v3_gets_two_argument_init_and_only_its_states);

@@ -220,7 +220,7 @@ static void what_the_recordings_needed_is_in_them(void) {
   for (int i = 0; i < ntraces; i++) {
     reset();
     CHECK(add_recording(traces[i]) == 0);
-    for (int c = 0; c < tr.nctx; c++) unnamed += tr.ctx[c].comm < 0;
+    for (int c = 0; c < tr.nctx; c++) unnamed += !tr.ctx[c].named;
     for (int k = 0; k < tr.nev; k++) {
       const ev_t *e = &tr.ev[k];
       const ctx_t *x = ctx_of(e->pid, e->ctx);
