@@ -21,7 +21,7 @@ _nccltop() {
   local sim_opts="--ranks --comms --channels --steps --iterations --duration --linger
     --deterministic --nccl-version --abi --plugin --interval-ms --dir --nodes --quiet --stall-rank
     --stall-after --straggler --straggle-ms --net --env --rank-env --run-ahead --graph
-    --alltoall --broadcast --pxn --collnet --ce --user-tag --symmetric --help"
+    --alltoall --broadcast --pxn --collnet --ce --user-tag --symmetric --unnamed --help"
   local topo_opts="--env --from-env --nccl-version --json --compact --full --help"
   local relay_opts="--listen --dir --connect --authorized-keys --server-key --insecure -q --quiet
     -h --help"

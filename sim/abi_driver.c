@@ -184,7 +184,8 @@ static void start_v3(sim_ctx *c, void **h, const nt_descr_v5 *e) {
   switch (e->type) {
   case NT_EV_COLL:
     v3.parentObj = e->coll.parentGroup;
-    v3.coll.name = c->name; /* StartTaskEvents: the comm's name and hash */
+    /* StartTaskEvents: the comm's name (NULL when it has none) and hash */
+    v3.coll.name = c->name[0] ? c->name : NULL;
     v3.coll.commHash = c->hash;
     v3.coll.seqNumber = e->coll.seqNumber;
     v3.coll.func = e->coll.func;
@@ -200,7 +201,7 @@ static void start_v3(sim_ctx *c, void **h, const nt_descr_v5 *e) {
     break;
   case NT_EV_P2P:
     v3.parentObj = e->p2p.parentGroup;
-    v3.p2p.name = c->name;
+    v3.p2p.name = c->name[0] ? c->name : NULL;
     v3.p2p.commHash = c->hash;
     v3.p2p.func = e->p2p.func;
     v3.p2p.buff = e->p2p.buff;

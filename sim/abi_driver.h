@@ -21,6 +21,14 @@ static inline nt_descr_v5 sim_descr(int type, void *parent, int rank) {
   return e;
 }
 
+/* The descriptor of an API event (GroupApi, CollApi, P2pApi, KernelLaunch):
+ * NCCL never sets their rank, so every rank reports 0 (profiler.cc
+ * ncclProfilerStart{GroupApi,CollApi,P2pApi,KernelLaunch}Event, 2.28 ..
+ * 2.31; so in the real 2.28.9 recordings: docs/NCCL-BEHAVIOUR.md M5). */
+static inline nt_descr_v5 sim_api_descr(int type, void *parent) {
+  return sim_descr(type, parent, 0);
+}
+
 typedef struct {
   void *lib;
   int abi; /* 3..7 */

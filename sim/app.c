@@ -121,20 +121,20 @@ static int func_index(const char *func) {
  * `captured`: inside a CUDA graph capture (the descriptors say so). */
 void sim_op_api(sim_comm *c, const sim_op_desc *d, sim_work *w, bool captured, sim_api_ev *a) {
   sim_ctx *x = &c->px;
-  int abi = x->d->abi, rank = c->r->rank, m = x->on ? sim_mask_now(x) : 0;
+  int abi = x->d->abi, m = x->on ? sim_mask_now(x) : 0;
   size_t count = (size_t)(d->bytes / 4);
   nt_descr_v5 e;
   memset(a, 0, sizeof *a);
   a->mask = w->mask = m;
   if (sim_mask_wants(abi, m, NT_EV_GROUP_API)) {
-    e = sim_descr(NT_EV_GROUP_API, NULL, rank);
+    e = sim_api_descr(NT_EV_GROUP_API, NULL);
     e.groupApi.groupDepth = 1; /* inside the operation's implicit group */
     e.groupApi.graphCaptured = captured;
     a->gapi = sim_start(x, &e);
   }
   sim_record(x, a->gapi, NT_ST_GROUP_START_API_STOP, NULL);
   for (int i = 0; w->p2p && i < 2 && sim_mask_wants(abi, m, NT_EV_P2P_API); i++) {
-    e = sim_descr(NT_EV_P2P_API, a->gapi, rank);
+    e = sim_api_descr(NT_EV_P2P_API, a->gapi);
     e.p2pApi.func = i ? "Recv" : "Send";
     e.p2pApi.count = count;
     e.p2pApi.datatype = "ncclFloat32";
@@ -143,7 +143,7 @@ void sim_op_api(sim_comm *c, const sim_op_desc *d, sim_work *w, bool captured, s
     sim_stop(x, a->papi[i]);
   }
   if (!w->p2p && sim_mask_wants(abi, m, NT_EV_COLL_API)) {
-    e = sim_descr(NT_EV_COLL_API, a->gapi, rank);
+    e = sim_api_descr(NT_EV_COLL_API, a->gapi);
     e.collApi.func = d->func;
     e.collApi.count = count; /* what the application passed */
     e.collApi.datatype = "ncclFloat32";
@@ -158,7 +158,7 @@ void sim_op_api(sim_comm *c, const sim_op_desc *d, sim_work *w, bool captured, s
   bool unseen =
       !w->p2p && sim_sym_op(c->r->cfg, c->index, d->func) && !sim_sym_reported(x->d->nccl_version);
   if (!unseen && sim_mask_wants(abi, m, NT_EV_KERNEL_LAUNCH)) {
-    e = sim_descr(NT_EV_KERNEL_LAUNCH, a->gapi, rank);
+    e = sim_api_descr(NT_EV_KERNEL_LAUNCH, a->gapi);
     sim_stop(x, sim_start(x, &e));
   }
 }
@@ -310,13 +310,13 @@ static void issue_sym_group(sim_comm *c, const sim_op_desc *d, sim_work *w) {
   nt_descr_v5 e;
   void *gapi = NULL, *capi[2] = {NULL, NULL};
   if (sim_mask_wants(abi, m, NT_EV_GROUP_API)) {
-    e = sim_descr(NT_EV_GROUP_API, NULL, rank);
+    e = sim_api_descr(NT_EV_GROUP_API, NULL);
     e.groupApi.groupDepth = 1;
     gapi = sim_start(x, &e);
   }
   sim_record(x, gapi, NT_ST_GROUP_START_API_STOP, NULL);
   for (int i = 0; i < 2 && sim_mask_wants(abi, m, NT_EV_COLL_API); i++) {
-    e = sim_descr(NT_EV_COLL_API, gapi, rank);
+    e = sim_api_descr(NT_EV_COLL_API, gapi);
     e.collApi.func = d[i].func;
     e.collApi.count = (size_t)(d[i].bytes / 4);
     e.collApi.datatype = "ncclFloat32";
@@ -326,7 +326,7 @@ static void issue_sym_group(sim_comm *c, const sim_op_desc *d, sim_work *w) {
   sim_record(x, gapi, NT_ST_GROUP_END_API_START, NULL);
   if (sim_sym_reported(x->d->nccl_version)) {
     if (sim_mask_wants(abi, m, NT_EV_KERNEL_LAUNCH)) {
-      e = sim_descr(NT_EV_KERNEL_LAUNCH, gapi, rank);
+      e = sim_api_descr(NT_EV_KERNEL_LAUNCH, gapi);
       sim_stop(x, sim_start(x, &e));
     }
     void *group = NULL, *coll[2] = {NULL, NULL};

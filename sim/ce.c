@@ -105,7 +105,7 @@ void sim_ce_issue(sim_comm *c, const sim_op_desc *d, sim_work *w) {
   void *gapi = NULL, *capi = NULL;
   w->mask = m;
   if (sim_mask_wants(abi, m, NT_EV_GROUP_API)) {
-    sim_ce_descr e = ce_descr(NT_EV_GROUP_API, NULL, rank);
+    sim_ce_descr e = ce_descr(NT_EV_GROUP_API, NULL, 0); /* API events: rank 0 (M5) */
     nt_descr_v6 g;
     memcpy(&g, &e, sizeof g);
     g.groupApi.groupDepth = 1;
@@ -113,7 +113,7 @@ void sim_ce_issue(sim_comm *c, const sim_op_desc *d, sim_work *w) {
   }
   sim_record(x, gapi, NT_ST_GROUP_START_API_STOP, NULL);
   if (sim_mask_wants(abi, m, NT_EV_COLL_API)) {
-    sim_ce_descr e = ce_descr(NT_EV_COLL_API, gapi, rank);
+    sim_ce_descr e = ce_descr(NT_EV_COLL_API, gapi, 0);
     nt_descr_v6 a;
     memcpy(&a, &e, sizeof a);
     a.collApi.func = d->func;

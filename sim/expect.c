@@ -105,6 +105,9 @@ void nt_sim_expect_proxy(const nt_sim_config *c, int rank, int comm, nt_sim_prox
   out->state_ns[NT_PROXY_APPEND] = it * SIM_APPEND_NS;
   out->appends = it + 1; /* + the shutdown's, of no ops */
   out->appended_ops = it * 2 * (uint64_t)c->channels;
+  /* the profiled operations' kernels (a hidden Broadcast's mask is empty) */
+  out->profiler_ops =
+      sim_v_kernel_thread(sim_version_of(c)) ? 0 : mix(c, comm).profiled * (uint64_t)c->channels;
   out->wakeups = it + 1;              /* + the shutdown's */
   sim_scn_expect_proxy(c, rank, out); /* --pxn, --collnet, --ce */
 }

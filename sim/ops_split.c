@@ -32,7 +32,8 @@ static bool wants_api(const sim_ctx *x, const nt_sim_config *cfg, int m, int typ
 
 static void *p2p_event(sim_ctx *x, int type, void *parent, int rank, const char *func, size_t count,
                        int peer, void *group) {
-  nt_descr_v5 e = sim_descr(type, parent, rank);
+  nt_descr_v5 e =
+      type == NT_EV_P2P_API ? sim_api_descr(type, parent) : sim_descr(type, parent, rank);
   if (type == NT_EV_P2P_API) {
     e.p2pApi.func = func;
     e.p2pApi.count = count;
@@ -49,10 +50,10 @@ static void *p2p_event(sim_ctx *x, int type, void *parent, int rank, const char 
 }
 
 /* The GroupApi around the call, with its first state; NULL when none. */
-static void *group_api(sim_ctx *x, const nt_sim_config *cfg, int m, int rank) {
+static void *group_api(sim_ctx *x, const nt_sim_config *cfg, int m) {
   void *g = NULL;
   if (wants_api(x, cfg, m, NT_EV_GROUP_API)) {
-    nt_descr_v5 e = sim_descr(NT_EV_GROUP_API, NULL, rank);
+    nt_descr_v5 e = sim_api_descr(NT_EV_GROUP_API, NULL);
     e.groupApi.groupDepth = 1;
     g = sim_start(x, &e);
   }
@@ -69,7 +70,7 @@ void sim_issue_alltoall(sim_comm *c, const sim_op_desc *d, sim_work *w) {
   void *api[2][SIM_MAX_RANKS] = {{NULL}}, *p2p[2][SIM_MAX_RANKS] = {{NULL}};
   w->mask = m;
   w->p2p = true;
-  void *gapi = group_api(x, cfg, m, rank);
+  void *gapi = group_api(x, cfg, m);
   for (int r = 0; r < n && r < SIM_MAX_RANKS; r++)
     for (int dir = 0; dir < 2 && wants_api(x, cfg, m, NT_EV_P2P_API); dir++) {
       api[dir][r] = p2p_event(x, NT_EV_P2P_API, gapi, rank, dir ? "Recv" : "Send", count, r, NULL);
@@ -77,7 +78,7 @@ void sim_issue_alltoall(sim_comm *c, const sim_op_desc *d, sim_work *w) {
     }
   sim_record(x, gapi, NT_ST_GROUP_END_API_START, NULL);
   if (wants_api(x, cfg, m, NT_EV_KERNEL_LAUNCH)) {
-    nt_descr_v5 e = sim_descr(NT_EV_KERNEL_LAUNCH, gapi, rank);
+    nt_descr_v5 e = sim_api_descr(NT_EV_KERNEL_LAUNCH, gapi);
     sim_stop(x, sim_start(x, &e));
   }
   void *group = NULL;

@@ -85,7 +85,15 @@ void px_op_event(sim_comm *c, sim_op *op);
  * inside the Append burst); 2.26 at its first progress pass (net.cc
  * {send,recv}ProxyProgress, state ncclProxyOpReady): op_first_pass. */
 void px_op_start(sim_comm *c, const sim_work *w, sim_op *op, int ch, int send) {
+  /* NCCL reuses the proxy's args without clearing them (ncclProxyOpToArgs
+   * leaves sub->transSize alone): until this op's first SendWait or
+   * RecvFlushWait its step records carry what the slot's previous op left
+   * (S2; so in every op of the real 2.28.9 recordings). 2.26 never resets
+   * its running total either (V3), but the plugin counts 2.26's bytes from
+   * 0 per op, so that is not played. */
+  uint64_t stale = sim_v_native_v3(px_ver) ? 0 : op->trans;
   memset(op, 0, sizeof *op);
+  op->trans = stale;
   op->ch = ch;
   op->send = send;
   op->mask = w->mask;
@@ -223,6 +231,18 @@ void px_kernel_stop(sim_comm *c, const sim_work *w, void *h, uint64_t ptimer, ui
   a.kernelCh.pTimer = ptimer;
   sim_record(&c->px, h, NT_ST_KERNEL_CH_STOP, &a);
   sim_stop(&c->px, h);
+}
+
+/* Up to 2.30 a task whose mask has KernelCh gets a profiler proxy op per
+ * channel (enqueue.cc addProfilerProxyOpIfNeeded, proxy.cc
+ * SaveProxyProfiler), appended to its own rank's proxy with the network
+ * ops and counted in AppendEnd, but started as no ProxyOp (ncclProxyOpToArgs
+ * skips ncclPatternProfiler); 2.31 posts the kernel's work to its profiler
+ * thread instead (R3). */
+int px_profiler_ops(const sim_comm *c, const sim_work *w) {
+  bool kernel =
+      !w->scn.origin_pid && !w->sym && sim_mask_wants(c->px.d->abi, w->mask, NT_EV_KERNEL_CH);
+  return kernel && !sim_v_kernel_thread(px_ver) ? c->r->cfg->channels : 0;
 }
 
 uint64_t px_kernel_key(const sim_work *w, int ch) {

@@ -59,6 +59,9 @@ void px_op_stop(sim_comm *c, const sim_op *op);
 void px_step_record(sim_comm *c, const sim_op *op, void *h, int state);
 void px_kernel_stop(sim_comm *c, const sim_work *w, void *h, uint64_t ptimer, uint64_t key);
 uint64_t px_kernel_key(const sim_work *w, int ch);
+/* The profiler proxy ops NCCL appends with an operation's own (AppendEnd
+ * counts them; no ProxyOp event): one per channel its kernel reports. */
+int px_profiler_ops(const sim_comm *c, const sim_work *w);
 
 void *px_ctrl_start(sim_comm *c);
 void *px_step_start(sim_comm *c, const sim_work *w, const sim_op *op, int step);

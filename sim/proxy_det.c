@@ -138,6 +138,7 @@ void sim_proxy_det_main(sim_comm *c) {
       appended += !ops[ch][0].skip + !ops[ch][1].skip;
       held[ch] = NULL;
     }
+    appended += px_profiler_ops(c, &w);
     sim_vclock_pass(SIM_APPEND_NS);
     px_ctrl_record(c, h, NT_ST_CTRL_APPEND_END, appended);
     sim_stop(&c->px, h);

@@ -127,7 +127,12 @@ static void rt_append(rt_proxy *p) {
     if (k->used) continue;
     sim_work w;
     if (sim_queue_pop(c, &w, false) != 1) break;
+    uint64_t stale[SIM_MAX_CHANNELS][2]; /* sub->transSize survives the slot's reuse */
+    for (int ch = 0; ch < p->nch; ch++)
+      for (int dir = 0; dir < 2; dir++) stale[ch][dir] = k->ops[ch][dir].op.trans;
     memset(k, 0, sizeof *k);
+    for (int ch = 0; ch < p->nch; ch++)
+      for (int dir = 0; dir < 2; dir++) k->ops[ch][dir].op.trans = stale[ch][dir];
     k->used = true;
     k->seq = p->seq++;
     k->w = w;
@@ -153,6 +158,7 @@ static void rt_append(rt_proxy *p) {
         added += !o->finished;
       }
     }
+    added += px_profiler_ops(c, &k->w);
   }
   if (!burst) return;
   px_ctrl_record(c, h, NT_ST_CTRL_APPEND_END, added);

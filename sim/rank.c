@@ -275,7 +275,10 @@ int sim_rank_main(const nt_sim_config *cfg, int rank, pid_t parent) {
     int nnodes = sim_graph_intra(cfg, k) || (cfg->symmetric && k == 0) ? 1
                  : cfg->nodes > 0                                      ? cfg->nodes
                                                                        : cfg->ranks;
-    int rc = sim_driver_init(&r.drv, &c->px, nt_sim_comm_hash(k), name, nnodes, cfg->ranks, rank);
+    /* --unnamed: config.commName left NULL, as PyTorch leaves it (so in
+     * every real 2.28.9 recording: name=-) */
+    const char *named = cfg->unnamed ? NULL : name;
+    int rc = sim_driver_init(&r.drv, &c->px, nt_sim_comm_hash(k), named, nnodes, cfg->ranks, rank);
     c->px.user_tag = k == 0 ? cfg->user_tag : 0; /* --user-tag: communicator 0's calls */
     if (rc != 0 && !cfg->quiet)
       fprintf(stderr,

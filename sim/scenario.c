@@ -112,6 +112,8 @@ void sim_scn_expect_proxy(const nt_sim_config *c, int rank, nt_sim_proxy_expect 
   o->state_ns[NT_PROXY_APPEND] = items * SIM_APPEND_NS;
   o->appends = items + 1; /* + the shutdown's, of no ops */
   o->appended_ops = own * 2 * ch + foreign * ch - proxied * ch;
+  /* its own operations' kernels, CollNet ones too; a CE one has none */
+  o->profiler_ops = sim_v_kernel_thread(sim_version_of(c)) ? 0 : own * ch;
   o->wakeups = items + 1;
 }
 

@@ -184,7 +184,7 @@ static int parse_rank_env(const char *opt, const char *v, nt_sim_config *c) {
 }
 
 /* The scenario switches (--pxn, --collnet, --ce; --graph, --alltoall,
- * --broadcast; --symmetric). Returns 1 when `name` is one, 0 when not, -1 when given a
+ * --broadcast; --symmetric; --unnamed). Returns 1 when `name` is one, 0 when not, -1 when given a
  * value. */
 static int parse_scenario_flag(nt_sim_config *c, const char *name, bool has_value) {
   bool *flag = !strcmp(name, "--pxn")         ? &c->pxn
@@ -194,6 +194,7 @@ static int parse_scenario_flag(nt_sim_config *c, const char *name, bool has_valu
                : !strcmp(name, "--alltoall")  ? &c->alltoall
                : !strcmp(name, "--broadcast") ? &c->broadcast
                : !strcmp(name, "--symmetric") ? &c->symmetric
+               : !strcmp(name, "--unnamed")   ? &c->unnamed
                                               : NULL;
   if (!flag) return 0;
   if (has_value) {

@@ -69,6 +69,8 @@ typedef struct {
   bool symmetric;        /* --symmetric: communicator 0's AllReduce, AllGather and
                             ReduceScatter run as symmetric kernels (2.27+,
                             real time; sim/symmetric.h) */
+  bool unnamed;          /* --unnamed: the communicators have no name (NCCL passes
+                            NULL, as for PyTorch's process groups) */
 } nt_sim_config;
 
 void nt_sim_defaults(nt_sim_config *c);
@@ -93,7 +95,7 @@ int nt_sim_spawn(const nt_sim_config *c);
  * --interval-ms N --quiet --stall-rank R --stall-after S --straggler R
  * --straggle-ms MS --net ib|socket --env NAME=VALUE --rank-env R:NAME=VALUE
  * --run-ahead MS --graph --alltoall --broadcast --pxn --collnet --ce
- * --symmetric)
+ * --symmetric --unnamed)
  * from argv, leaving others alone. Returns the number of arguments consumed
  * at the front, or -1 with a message on stderr. */
 int nt_sim_parse_args(nt_sim_config *c, int argc, char **argv);
@@ -112,6 +114,10 @@ typedef struct {
 typedef struct {
   uint64_t state_ns[5]; /* idle, active, sleep, wakeup, append */
   uint64_t appends, appended_ops, wakeups;
+  /* AppendEnd counts, besides appended_ops, the profiler proxy ops of
+   * KernelCh up to 2.30 (one per channel of every operation): these many
+   * more when the mask has KernelCh. */
+  uint64_t profiler_ops;
   int final_state; /* enum nt_proxy_state at the end */
 } nt_sim_proxy_expect;
 

@@ -60,6 +60,7 @@ typedef struct {
 typedef struct {
   int pid, rank, comm, version, nranks, nnodes, log, line, finalizes, finalize_line;
   unsigned long long ctx, hash;
+  bool named; /* init got a communicator name (not NULL) */
 } ctx_t;
 
 static struct {
@@ -168,8 +169,13 @@ static inline void parse_line(const char *l, int n) {
     c->nnodes = (int)num(rest, "nnodes=");
     c->rank = (int)num(rest, "rank=");
     c->log = (int)num(rest, "log=");
+    const char *nm = field(rest, " name=");
+    c->named = nm && *nm != '-';
     const char *name = field(rest, "name=sim-comm-");
     c->comm = name ? atoi(name) : -1;
+    /* an unnamed communicator of the simulator (--unnamed): by its hash */
+    for (int k = 0; c->comm < 0 && c->hash && k < 8; k++)
+      if (c->hash == nt_sim_comm_hash(k)) c->comm = k;
     return;
   }
   tr.last_call[ps] = n;
@@ -284,12 +290,18 @@ static inline void reset(void) {
   tr.set_clock_lines = tr.flush_lines = tr.lines = 0;
 }
 
+/* Adds the lines of `f` to the trace (several processes' recordings make
+ * one job; handles are per process). */
+static inline void load_stream(FILE *f) {
+  static char l[2048];
+  while (fgets(l, sizeof l, f)) parse_line(l, ++tr.lines);
+}
+
 static inline int load(const char *path) {
   reset();
   FILE *f = fopen(path, "r");
   if (!f) return -1;
-  static char l[2048];
-  while (fgets(l, sizeof l, f)) parse_line(l, ++tr.lines);
+  load_stream(f);
   fclose(f);
   return 0;
 }

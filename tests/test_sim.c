@@ -122,6 +122,83 @@ static void the_recorded_clock_adds_up_to_the_expectations(void) {
   }
 }
 
+/* The size of the first record (by line) of op `op`'s steps, and whether
+ * it is a SendWait/RecvFlushWait (NCCL sets the size there). */
+static unsigned long long first_step_size(const ev_t *op, bool *valid) {
+  int best = INT32_MAX;
+  unsigned long long size = 0;
+  for (int i = 0; i < tr.nev; i++) {
+    const ev_t *s = &tr.ev[i];
+    if (s->type != NT_EV_PROXY_STEP || s->pid != op->pid || s->parent != op->h || !s->nrec ||
+        s->rec_line[0] > best)
+      continue;
+    best = s->rec_line[0];
+    size = s->size[0];
+    *valid = s->states[0] == NT_ST_STEP_SEND_WAIT || s->states[0] == NT_ST_STEP_RECV_FLUSH_WAIT;
+  }
+  return size;
+}
+
+/* S2, as the real 2.28.9 recordings show it: NCCL reuses a proxy args slot
+ * without clearing it, so an op's step records carry the transSize its
+ * slot's previous op set last until the op's own first SendWait or
+ * RecvFlushWait (the slot here: the channel and direction of the
+ * deterministic schedule, whose steps have 128 KiB + 4 KiB x step). */
+static void an_ops_first_records_carry_the_previous_ops_size(void) {
+  rec_opts o = {.abi = 5, .channels = 2, .steps = 3, .iterations = 3};
+  nt_sim_config c;
+  CHECK(run_recorded(&o, &c) == 0);
+  CHECK_STR(grammar_problem(&c), "none");
+  int fresh = 0, stale = 0;
+  for (int i = 0; i < tr.nev; i++) {
+    const ev_t *op = &tr.ev[i];
+    if (op->type != NT_EV_PROXY_OP) continue;
+    bool first = true, valid = false;
+    for (int k = 0; k < i && first; k++)
+      first = !(tr.ev[k].type == NT_EV_PROXY_OP && tr.ev[k].pid == op->pid &&
+                tr.ev[k].ch == op->ch && tr.ev[k].send == op->send);
+    unsigned long long size = first_step_size(op, &valid);
+    CHECK(!valid);
+    if (first) {
+      CHECK_EQ_U64(size, 0); /* a slot never used: calloc'd */
+      fresh++;
+    } else {
+      CHECK_EQ_U64(size, 131072 + 4096 * (3 - 1)); /* the previous op's last step */
+      stale++;
+    }
+  }
+  CHECK_EQ_U64(fresh, 2 * 2 * 2);
+  CHECK_EQ_U64(stale, 2 * 2 * 2 * 2);
+}
+
+/* --unnamed: NCCL passes init no name (NULL), as for PyTorch's process
+ * groups (every real 2.28.9 recording: name=-), and 2.26 none on its Coll
+ * and P2p descriptors; the communicators stay apart by their hash and the
+ * totals hold. */
+static void unnamed_communicators_get_no_name(void) {
+  nt_sim_config c;
+  char *argv[] = {"--unnamed", "-b"};
+  nt_sim_defaults(&c);
+  CHECK(nt_sim_parse_args(&c, 2, argv) == 1 && c.unnamed);
+  for (int abi = 3; abi <= 5; abi += 2) {
+    rec_opts o = {.abi = abi, .comms = 2, .channels = 2, .steps = 3, .iterations = 2};
+    config_for(&o, &c);
+    c.unnamed = true;
+    env_for(&o);
+    CHECK(nt_sim_run(&c) == 0);
+    CHECK(load(trace_path) == 0);
+    unlink(trace_path);
+    CHECK_EQ_U64(tr.nctx, 2 * 2);
+    int named = 0;
+    for (int i = 0; i < tr.nev; i++) named += tr.ev[i].named;
+    CHECK_EQ_U64(named, 0);
+    for (int i = 0; i < tr.nctx && abi == 5; i++) /* told apart by their hash */
+      CHECK(!tr.ctx[i].named && tr.ctx[i].comm == (tr.ctx[i].hash == nt_sim_comm_hash(1)));
+    CHECK_STR(grammar_problem(&c), "none");
+    if (abi == 5) CHECK_STR(totals_problem(&c), "none");
+  }
+}
+
 static void v5_event_order_matches_nccl(void) {
   rec_opts o = {.abi = 5};
   nt_sim_config c;
@@ -340,6 +417,8 @@ int main(void) {
   TEST_RUN(options_are_parsed_with_ranges);
   TEST_RUN(expectations_are_the_schedule_by_hand);
   TEST_RUN(the_recorded_clock_adds_up_to_the_expectations);
+  TEST_RUN(an_ops_first_records_carry_the_previous_ops_size);
+  TEST_RUN(unnamed_communicators_get_no_name);
   TEST_RUN(v5_event_order_matches_nccl);
   TEST_RUN(v4_gets_its_own_init_order_and_no_api_events);
   TEST_RUN(v3_gets_two_argument_init_and_only_its_states);

@@ -193,18 +193,21 @@ static void broadcast_on_2_29_is_a_coll_api_and_nothing_else(void) {
     if (e->type == NT_EV_COLL_API && !strcmp(e->func, "Broadcast"))
       CHECK(e->count == (32 << 10) / 4 && !strcmp(e->dtype, "ncclFloat32") && e->root == 0);
   }
-  /* its proxy ops still run: every Append burst says 2 x channels ops, but
-   * the one at shutdown, which takes none */
-  int bursts = 0, empty = 0;
+  /* its proxy ops still run: every Append burst says 2 x channels ops, and
+   * the others' KernelCh profiler ops (one per channel, the Broadcast's
+   * empty mask has none), but the one at shutdown, which takes none */
+  int bursts = 0, empty = 0, bcast = 0;
   for (int i = 0; i < tr.nev; i++) {
     const ev_t *e = &tr.ev[i];
     if (e->type != NT_EV_PROXY_CTRL || e->nrec != 2 || e->states[0] != NT_ST_CTRL_APPEND) continue;
     bursts++;
     empty += e->size[1] == 0;
-    CHECK(e->size[1] == 4 || e->size[1] == 0);
+    bcast += e->size[1] == 4;
+    CHECK(e->size[1] == 4 + 2 || e->size[1] == 4 || e->size[1] == 0);
   }
   CHECK(empty >= 1); /* one per proxy thread */
   CHECK_EQ_U64(bursts - empty, 2 * 3);
+  CHECK_EQ_U64(bcast, 2); /* one Broadcast per rank */
   nt_sim_comm_expect ce;
   nt_sim_expect_comm(&c, 0, 0, &ce);
   CHECK_EQ_U64(ce.colls, 2);
@@ -522,7 +525,10 @@ static void the_grammar_rejects_what_nccl_never_emits(void) {
   e = second_of(NT_EV_COLL, "AllGather");
   CHECK(e && e->seq == 0 && parent_of(e)->captured == 1);
   parent_of(e)->captured = 0;
-  REJECTS(&c, "parent on different threads");
+  /* NCCL's rules refuse the repeated seqNumber of an eager Coll; the
+   * simulator's, its thread */
+  REJECTS(&c, "seqNumber 0 after 0");
+  CHECK(strstr(sim_problem(&c) ? why : "", "parent on different threads") != NULL);
   parent_of(e)->captured = 1;
   long proxy = 0;
   for (int i = 0; i < tr.nev && !proxy; i++)
@@ -531,7 +537,8 @@ static void the_grammar_rejects_what_nccl_never_emits(void) {
     ev_t *f = &tr.ev[i];
     if (f->pid == e->pid && f->ctx == e->ctx && f->tid == e->tid) f->tid = f->stop_tid = proxy;
   }
-  REJECTS(&c, "proxy and callback events on one thread");
+  REJECTS(&c, "application-side event type 1 on the proxy thread");
+  CHECK(strstr(sim_problem(&c) ? why : "", "proxy and callback events on one thread") != NULL);
 }
 
 int main(void) {

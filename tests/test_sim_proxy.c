@@ -3,7 +3,7 @@
  * the originating pid, context and parent), --collnet (ProxyOps started
  * with isSend 0 and never stopped, no steps) and --ce (copy-engine
  * collectives: CeColl / CeSync / CeBatch only). Each runs under the
- * recording plugin and is checked against NCCL's grammar (sim_grammar.h)
+ * recording plugin and is checked against NCCL's grammar (sim_grammar_nccl.h, sim_grammar.h)
  * and the deterministic expectations; hand-altered traces show the grammar
  * still refuses what NCCL never does. (The same through the real plugin and
  * the viewer: test_sim_proxy_e2e.c.) */

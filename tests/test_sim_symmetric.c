@@ -6,7 +6,8 @@
  * proxy op; 2.27 .. 2.30 no Group, Coll, KernelLaunch or KernelCh for them;
  * 2.26 has none (refused). Runs the simulator in real time under the
  * recording plugin and checks the trace with the ABI grammar
- * (tests/sim_grammar.h symmetric_problem, sym_child_problem). */
+ * (tests/sim_grammar_nccl.h symmetric_nccl_problem, sym_child_problem; tests/sim_grammar.h
+ * sim_symmetric_problem). */
 #include <signal.h>
 #include <sys/wait.h>
 
