@@ -5,7 +5,7 @@ BUILD ?= build
 CC ?= cc
 SAN ?=
 # Packages the build needs (pkg-config names); scripts/install-deps.sh installs them.
-PKGS := libzmq ncursesw libcjson vterm expat libmicrohttpd libzstd
+PKGS := libzmq ncursesw libcjson vterm expat libmicrohttpd libzstd liblzma
 
 CFLAGS_COMMON := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -g -O2 -fPIC \
   -fvisibility=hidden -fno-omit-frame-pointer -MMD -MP
@@ -21,7 +21,7 @@ CFLAGS += $(CFLAGS_COMMON)
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 CPPFLAGS += $(PKG_CFLAGS)
 LIBS_PLUGIN := -lzmq -lpthread
-LIBS_VIEWER := -lzmq -lncursesw -lcjson -lexpat -lmicrohttpd -lzstd -ldl -lpthread -lm
+LIBS_VIEWER := -lzmq -lncursesw -lcjson -lexpat -lmicrohttpd -lzstd -llzma -ldl -lpthread -lm
 
 PROTO_SRC := $(wildcard proto/*.c)
 PLUGIN_SRC := $(wildcard plugin/*.c)

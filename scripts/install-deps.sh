@@ -2,7 +2,7 @@
 # Installs the Debian 12 packages nccltop needs to build and test.
 # Run as root (the Makefile does this for you when it runs as root).
 set -eu
-PACKAGES="build-essential pkg-config libzmq3-dev libncurses-dev libcjson-dev libzstd-dev \
+PACKAGES="build-essential pkg-config libzmq3-dev libncurses-dev libcjson-dev libzstd-dev liblzma-dev \
 libexpat1-dev libvterm-dev libmicrohttpd-dev prometheus clang-format clang libclang-rt-14-dev \
 groff-base"
 if [ "$(id -u)" != 0 ]; then

@@ -21,7 +21,7 @@ _nccltop() {
   local sim_opts="--ranks --comms --channels --steps --iterations --duration --linger
     --deterministic --nccl-version --abi --plugin --interval-ms --dir --nodes --quiet --stall-rank
     --stall-after --straggler --straggle-ms --net --env --rank-env --run-ahead --graph
-    --alltoall --broadcast --pxn --collnet --ce --user-tag --symmetric --unnamed --help"
+    --alltoall --broadcast --pxn --collnet --ce --user-tag --symmetric --unnamed --trace --speed --help"
   local topo_opts="--env --from-env --nccl-version --json --compact --full --help"
   local relay_opts="--listen --dir --connect --authorized-keys --server-key --insecure -q --quiet
     -h --help"
@@ -49,7 +49,7 @@ _nccltop() {
   # Values of the options that take one.
   case $prev in
   --topology | --plugin | --hostfile | --record | --chrome-trace | --authorized-keys | \
-    --server-key)
+    --server-key | --trace)
     compopt -o filenames 2>/dev/null
     COMPREPLY=($(compgen -f -- "$cur"))
     return 0

@@ -59,7 +59,7 @@ int nt_sim_default_plugin(char *buf, size_t cap) {
 /* A deterministic run needs the plugin's virtual-clock hook, which only its
  * test-only build exports: tests/libnccl-profiler-nccltop-test.so next to
  * this executable (the build tree), unless NCCLTOP_PLUGIN says otherwise. */
-static int det_plugin(char *buf, size_t cap) {
+int nt_sim_test_plugin(char *buf, size_t cap) {
   const char *env = getenv("NCCLTOP_PLUGIN");
   if (env && *env) return -1;
   char exe[PATH_MAX];
@@ -397,7 +397,8 @@ int nt_sim_run(const nt_sim_config *cfg) {
   nt_sim_config c = *cfg;
   char plugin[PATH_MAX];
   if (check_config(&c) != 0) return 1;
-  if (!c.plugin && c.deterministic && det_plugin(plugin, sizeof plugin) == 0) c.plugin = plugin;
+  if (!c.plugin && c.deterministic && nt_sim_test_plugin(plugin, sizeof plugin) == 0)
+    c.plugin = plugin;
   if (!c.plugin) {
     if (nt_sim_default_plugin(plugin, sizeof plugin) != 0) {
       fprintf(stderr, "nccltop sim: cannot find libnccl-profiler-nccltop.so next to nccltop; "

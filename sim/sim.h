@@ -77,6 +77,10 @@ void nt_sim_defaults(nt_sim_config *c);
 /* <dir of this executable>/libnccl-profiler-nccltop.so, or ../lib/... next to
  * it, or $NCCLTOP_PLUGIN; written into buf, 0 on success. */
 int nt_sim_default_plugin(char *buf, size_t cap);
+/* The plugin's test-only build (its virtual-clock hook), next to this
+ * executable: <dir>/tests/libnccl-profiler-nccltop-test.so (the build tree);
+ * 0 when it is there and $NCCLTOP_PLUGIN does not say otherwise. */
+int nt_sim_test_plugin(char *buf, size_t cap);
 
 /* The node of a rank under --nodes (0 without it). */
 int nt_sim_node_of(const nt_sim_config *c, int rank);

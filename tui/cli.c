@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "../sim/sim.h"
+#include "../sim/trace.h"
 #include "hostlist.h"
 #include "viewer.h"
 
@@ -37,7 +38,12 @@ static void sim_options(FILE *f) {
              "             --stall-rank R --stall-after S (rank R's GPU stops after S s)\n"
              "             --straggler R --straggle-ms MS (rank R enqueues every op MS late)\n"
              "             --net ib|socket (the network plugin the ranks report)\n"
-             "             --env NAME=VALUE (every rank) --rank-env R:NAME=VALUE (rank R)\n");
+             "             --env NAME=VALUE (every rank) --rank-env R:NAME=VALUE (rank R)\n"
+             "sim recordings: --trace PATH [--trace PATH ...] [--speed X|max] plays recordings\n"
+             "             of real NCCL's profiler calls (a file per process, .xz or .zst too,\n"
+             "             or a directory of them) through the plugin as one job, at the\n"
+             "             recorded times; with --plugin --dir --interval-ms --linger --env\n"
+             "             --quiet only (below)\n");
 }
 
 void nt_usage(FILE *f) {
@@ -89,9 +95,12 @@ void nt_usage(FILE *f) {
 
 void nt_sim_usage(FILE *f) {
   fprintf(f, "usage: nccltop sim [sim options]    run a simulated job (one process per rank)\n"
+             "       nccltop sim --trace PATH ...  play recordings of real NCCL\n"
              "       nccltop demo [sim options] [monitor options]\n"
              "\n");
   sim_options(f);
+  fprintf(f, "\n");
+  nt_trace_usage(f);
 }
 
 enum { OPT_JSON = 256, OPT_STALL, OPT_DIR, OPT_CONNECT, OPT_TOPOLOGY, OPT_MAX_MEMORY, OPT_RECORD };

@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../sim/trace.h"
 #include "../topo/topo.h"
 #include "curve.h"
 #include "demo.h"
@@ -346,6 +347,13 @@ static int cmd_sim(int argc, char **argv) {
       nt_sim_usage(stdout);
       return 0;
     }
+  /* --trace: play recordings of real NCCL instead of simulating. */
+  if (nt_trace_wanted(argc - 1, argv + 1)) {
+    nt_trace_config t;
+    nt_trace_defaults(&t);
+    if (nt_trace_parse_args(&t, argc - 1, argv + 1) != 0) return 2;
+    return nt_trace_run(&t);
+  }
   int used = nt_sim_parse_args(&sim, argc - 1, argv + 1);
   if (used < 0) return 2;
   if (used != argc - 1) {
