@@ -141,8 +141,10 @@ static void *start_proxy_op(struct nt_thread *t, void *context, const struct nt_
   f->self = f;
   op->dir = (uint8_t)dir;
   op->begun = 0;
+  op->stepped = 0;
   op->v3_bytes = 0;
   op->start_ns = now;
+  if (task) nt_task_began(task, now, false);
   op->row = row;
   op->is_net = 0;
   op->task = task;
@@ -186,6 +188,10 @@ static void *start_proxy_step(struct nt_thread *t, const struct nt_ev *ev) {
   s->bytes_counted = 0;
   s->since_ns = nt_clock_ns();
   s->active = 1;
+  if (!op->stepped) { /* its operation's execution begins with its first step */
+    op->stepped = 1;
+    if (op->task) nt_task_began(op->task, s->since_ns, true);
+  }
   atomic_store_explicit(&op->row->cur_step, ev->step, memory_order_relaxed);
   return s;
 }
@@ -261,7 +267,10 @@ nt_nccl_result nt_start(void *context, void **handle, const struct nt_ev *ev) {
   case NT_EV_KERNEL_PHASE: *handle = start_kernel_phase(t, ev); break;
   case NT_EV_COLL:
   case NT_EV_P2P: *handle = nt_op_start(t, context, ev); break;
-  case NT_EV_GROUP: *handle = &nt_ignored_handle; break;
+  case NT_EV_GROUP: /* ours to count the groups by, no handle */
+    t->group_serial++;
+    *handle = &nt_ignored_handle;
+    break;
   case NT_EV_GROUP_API:
   case NT_EV_COLL_API:
   case NT_EV_P2P_API:

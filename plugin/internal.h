@@ -182,6 +182,16 @@ struct nt_task {
   int32_t root_peer;
   uint64_t seq, count, bytes, enqueue_ns;
   _Atomic uint64_t last_stop_ns; /* the latest child stop */
+  /* When its execution began: its first ProxyStep's start, else its first
+   * ProxyOp's (proxystep masked off); 0 until then (nt_task_began). */
+  _Atomic uint64_t first_step_ns, first_op_ns;
+  /* The group it was started in (its thread's group_serial, 0 none), and
+   * whether it is a Send or Recv with itself (a local copy in the group's
+   * kernel: NCCL gives it no child at all, so it completes with the
+   * group's other operations, retire.c). */
+  uint32_t group;
+  uint16_t thread; /* its thread's slot: the group is that thread's */
+  uint8_t self_p2p;
   /* A child began (nt_run: running, else queued) and when a child last
    * progressed: what tells work the GPU has not reached from stuck work. */
   _Atomic uint8_t begun;
@@ -244,6 +254,7 @@ struct nt_op {
    * either (InProgress on its first progress pass from 2.27, whatever the
    * mask; 2.26's per-step op states), so it will be stopped (proxyop_pool.c). */
   uint8_t is_net;
+  uint8_t stepped; /* a step of it started: its task's first_step_ns is set */
   uint64_t start_ns;
   uint64_t v3_bytes; /* NCCL 2.26: the op's running transSize counted so far */
   struct nt_chan_row *row;
@@ -342,6 +353,9 @@ struct nt_thread {
   _Atomic uint32_t tasks_hw; /* task slots [0, tasks_hw) have been used */
   struct nt_ctrl ctrl;
   struct nt_api api, gapi;
+  /* Owner only: the group the thread is in (each Group event starts one);
+   * p2p operations of one group run in one kernel. */
+  uint32_t group_serial;
   /* Owner only: the open group's Broadcasts counted from their CollApi. */
   struct nt_task *bcast_pending[NT_BCAST_PENDING];
   uint32_t nbcast_pending;
@@ -493,6 +507,9 @@ struct nt_task *nt_task_attach(struct nt_thread *t, void *parent);
 /* untimed: the child was reclaimed, not stopped; gpu_ns: a kernel channel's
  * GPU time (0 for proxy ops). */
 void nt_task_detach(struct nt_task *k, uint64_t now, bool untimed, uint64_t gpu_ns);
+/* A child began at now: its first step (step) or its ProxyOp. Once per
+ * child, on the proxy thread. */
+void nt_task_began(struct nt_task *k, uint64_t now, bool step);
 
 /* proxyop_pool.c: the ProxyOp pool. NCCL never stops some ops (P2): those
  * of CollNet operations are recognised at start and never take a slot; any

@@ -24,6 +24,19 @@ static struct nt_task *task_alloc(struct nt_thread *t) {
   return NULL;
 }
 
+/* The earliest of what its children report (several proxy threads may
+ * start children of one operation). */
+static void store_min(_Atomic uint64_t *p, uint64_t v) {
+  uint64_t cur = atomic_load_explicit(p, memory_order_relaxed);
+  while ((!cur || v < cur) && !atomic_compare_exchange_weak_explicit(
+                                  p, &cur, v, memory_order_relaxed, memory_order_relaxed)) {
+  }
+}
+
+void nt_task_began(struct nt_task *k, uint64_t now, bool step) {
+  store_min(step ? &k->first_step_ns : &k->first_op_ns, now);
+}
+
 static void store_max(_Atomic uint64_t *p, uint64_t v) {
   uint64_t cur = atomic_load_explicit(p, memory_order_relaxed);
   while (v > cur && !atomic_compare_exchange_weak_explicit(p, &cur, v, memory_order_relaxed,
@@ -61,6 +74,14 @@ struct nt_task *nt_task_open(struct nt_thread *t, struct nt_context *c, const st
     k->expect_proxy = 0;
     if (!k->nchannels) k->expect_kernel = 0;
   }
+  /* A Send or Recv with itself: a copy inside its group's kernel, which
+   * NCCL gives no child (no ProxyOp, no KernelCh: seen in every 2.28.9
+   * recording): it completes with its group (retire.c). */
+  int rank = ev->rank >= 0 ? ev->rank : c->rank;
+  k->group = t->group_serial;
+  k->thread = (uint16_t)(t - nt_g.threads);
+  k->self_p2p = !coll && rank >= 0 && ev->op.root_peer == rank;
+  if (k->self_p2p) k->expect_proxy = k->expect_kernel = 0;
   k->quiet = 0;
   k->ctx = c;
   k->root_peer = ev->op.root_peer;
@@ -76,6 +97,8 @@ struct nt_task *nt_task_open(struct nt_thread *t, struct nt_context *c, const st
   atomic_store_explicit(&k->kernel_children, 0, memory_order_relaxed);
   k->kwait = k->seen_kch = 0;
   atomic_store_explicit(&k->last_stop_ns, 0, memory_order_relaxed);
+  atomic_store_explicit(&k->first_step_ns, 0, memory_order_relaxed);
+  atomic_store_explicit(&k->first_op_ns, 0, memory_order_relaxed);
   atomic_store_explicit(&k->gpu_ns, 0, memory_order_relaxed);
   atomic_store_explicit(&k->sync_ns, 0, memory_order_relaxed);
   atomic_store_explicit(&k->compute_ns, 0, memory_order_relaxed);

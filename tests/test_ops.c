@@ -95,19 +95,20 @@ static void case_a_collective_completes_at_its_last_child(void) {
   CHECK_EQ_U64(r->count, 1);
   CHECK_EQ_U64(r->done, 1);
   CHECK_EQ_U64(r->bytes, 4096);
-  CHECK_EQ_U64(r->time_ns, 9000 - 1000); /* from enqueue to the last child's stop */
+  CHECK_EQ_U64(r->time_ns, 9000 - 1200); /* from its first child's start to its last stop */
   l = log_row(H.snap, NT_FUNC_ALLREDUCE, 7);
   CHECK(l && l->state == NT_OPS_DONE && l->timing == NT_TIMING_HOST);
-  CHECK_EQ_U64(l->duration_ns, 8000);
+  CHECK_EQ_U64(l->duration_ns, 7800);
   CHECK(l->dtype == NT_DT_FLOAT32 && l->nchannels == 2 && l->nwarps == 16 && l->count == 1024);
   const nt_seq_row *q = seq_row(H.snap, NT_FUNC_ALLREDUCE);
   CHECK(q && q->launched == 8 && q->done == 1);
   CHECK_EQ_U64(H.snap->comms[0].colls_enqueued, 1);
 }
 
-/* Operations of one communicator run in order: the second one's time
- * starts when the first one ended, not when it was enqueued. */
-static void case_back_to_back_operations_are_timed_from_the_previous_end(void) {
+/* An operation's time is its execution, from its first step's start to
+ * its last child's stop: not its time in the queue (a CPU that runs ahead
+ * enqueues it long before), nor the previous operation's. */
+static void case_time_is_execution_not_queue(void) {
   void *ctx = setup(NULL);
   CHECK(ctx != NULL);
   void *c1 = coll(ctx, "AllGather", 0, 256, "RING", "LL128");
@@ -115,19 +116,29 @@ static void case_back_to_back_operations_are_timed_from_the_previous_end(void) {
   ph_now = 1500;
   void *c2 = coll(ctx, "AllGather", 1, 256, "RING", "LL128");
   H.v5->stopEvent(c2);
+  ph_now = 2000; /* the proxy takes both at once, as it does */
   void *a = child_op(ctx, c1, 0), *b = child_op(ctx, c2, 0);
-  ph_now = 5000;
+  ph_now = 100000; /* the GPU reaches them much later: the first steps */
+  nt_descr_v5 d = ph_step(a, 0);
+  void *sa = NULL, *sb = NULL;
+  H.v5->startEvent(ctx, &sa, &d);
+  ph_now = 103000;
+  d = ph_step(b, 0);
+  H.v5->startEvent(ctx, &sb, &d);
+  ph_now = 104000;
+  H.v5->stopEvent(sa);
   H.v5->stopEvent(a);
-  ph_now = 7000;
+  ph_now = 106000;
+  H.v5->stopEvent(sb);
   H.v5->stopEvent(b);
   CHECK(ph_latest(&H) == 0);
   const nt_oplog_row *l1 = log_row(H.snap, NT_FUNC_ALLGATHER, 0);
   const nt_oplog_row *l2 = log_row(H.snap, NT_FUNC_ALLGATHER, 1);
   CHECK(l1 && l2);
-  CHECK_EQ_U64(l1->duration_ns, 4000);
-  CHECK_EQ_U64(l2->duration_ns, 2000);
+  CHECK_EQ_U64(l1->duration_ns, 4000); /* not 104 us from its enqueue */
+  CHECK_EQ_U64(l2->duration_ns, 3000); /* not 2 us from the first one's end */
   const nt_op_row *r = op_row(H.snap, NT_FUNC_ALLGATHER, 0);
-  CHECK(r && r->count == 2 && r->done == 2 && r->time_ns == 6000);
+  CHECK(r && r->count == 2 && r->done == 2 && r->time_ns == 7000);
 }
 
 static void case_kernel_channels_give_gpu_time(void) {
@@ -229,6 +240,73 @@ static void case_phases_attribute_operations(void) {
   CHECK(ph_latest(&H) == 0);
   CHECK_EQ_U64(H.snap->nphases, NT_MAX_PHASES);
   CHECK_EQ_U64(H.snap->process.phase, 0);
+}
+
+static void *p2p(void *ctx, void *group, const char *func, int peer) {
+  nt_descr_v5 d = ph_simple(NT_EV_P2P);
+  d.rank = 1; /* setup's rank */
+  d.p2p.func = func;
+  d.p2p.datatype = "ncclFloat32";
+  d.p2p.count = 256;
+  d.p2p.peer = peer;
+  d.p2p.nChannels = 1;
+  d.p2p.parentGroup = group;
+  void *h = NULL;
+  H.v5->startEvent(ctx, &h, &d);
+  return h;
+}
+
+/* An all_to_all's own slice: a Send and a Recv with itself, which NCCL
+ * gives no child at all (every 2.28.9 recording). They complete with their
+ * group (one kernel), as long as it took; before, they never completed. */
+static void case_self_send_and_recv_complete_with_their_group(void) {
+  void *ctx = setup(NULL);
+  CHECK(ctx != NULL);
+  nt_descr_v5 g = ph_simple(NT_EV_GROUP);
+  void *grp = NULL;
+  H.v5->startEvent(ctx, &grp, &g);
+  void *ss = p2p(ctx, grp, "Send", 1), *sr = p2p(ctx, grp, "Recv", 1);
+  void *s0 = p2p(ctx, grp, "Send", 0), *r0 = p2p(ctx, grp, "Recv", 0);
+  CHECK(ss && sr && s0 && r0);
+  H.v5->stopEvent(ss);
+  H.v5->stopEvent(sr);
+  H.v5->stopEvent(s0);
+  H.v5->stopEvent(r0);
+  H.v5->stopEvent(grp);
+  ph_now = 2000;
+  void *a = child_op(ctx, s0, 0), *b = child_op(ctx, r0, 0);
+  ph_now = 3000;
+  nt_descr_v5 d = ph_step(a, 0);
+  void *st = NULL, *rt = NULL;
+  H.v5->startEvent(ctx, &st, &d);
+  ph_now = 3500;
+  d = ph_step(b, 0);
+  H.v5->startEvent(ctx, &rt, &d);
+  /* The group goes on: its self copies are not done yet. */
+  CHECK(ph_latest(&H) == 0);
+  const nt_seq_row *q = seq_row(H.snap, NT_FUNC_SEND);
+  CHECK(q && q->launched == 2 && q->done == 0);
+  ph_now = 7000;
+  H.v5->stopEvent(st);
+  H.v5->stopEvent(a);
+  ph_now = 8000;
+  H.v5->stopEvent(rt);
+  H.v5->stopEvent(b);
+  CHECK(ph_latest(&H) == 0);
+  q = seq_row(H.snap, NT_FUNC_SEND);
+  const nt_seq_row *r = seq_row(H.snap, NT_FUNC_RECV);
+  CHECK(q && q->done == 2 && r && r->done == 2);
+  /* Each self copy is timed as its group: from the first step (3000) to
+   * the last stop (8000). */
+  int selves = 0;
+  for (uint32_t i = 0; i < H.snap->noplog; i++) {
+    const nt_oplog_row *l = &H.snap->oplog[i];
+    if (l->kind != NT_OP_P2P || l->root_peer != 1) continue;
+    CHECK(l->state == NT_OPS_DONE && l->timing == NT_TIMING_HOST);
+    CHECK_EQ_U64(l->duration_ns, 5000);
+    selves++;
+  }
+  CHECK_EQ_U64(selves, 2);
 }
 
 static void case_p2p_operations_have_their_peer(void) {
@@ -393,8 +471,7 @@ int main(void) {
     void (*fn)(void);
   } cases[] = {
       {"a_collective_completes_at_its_last_child", case_a_collective_completes_at_its_last_child},
-      {"back_to_back_operations_are_timed_from_the_previous_end",
-       case_back_to_back_operations_are_timed_from_the_previous_end},
+      {"time_is_execution_not_queue", case_time_is_execution_not_queue},
       {"kernel_channels_give_gpu_time", case_kernel_channels_give_gpu_time},
       {"operations_without_children_are_only_enqueued",
        case_operations_without_children_are_only_enqueued},
@@ -402,6 +479,8 @@ int main(void) {
        case_an_operation_that_never_completes_stays_in_flight},
       {"phases_attribute_operations", case_phases_attribute_operations},
       {"p2p_operations_have_their_peer", case_p2p_operations_have_their_peer},
+      {"self_send_and_recv_complete_with_their_group",
+       case_self_send_and_recv_complete_with_their_group},
       {"api_events_are_counted", case_api_events_are_counted},
       {"net_plugin_events_are_decoded", case_net_plugin_events_are_decoded},
       {"late_children_are_counted", case_late_children_are_counted},

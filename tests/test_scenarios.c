@@ -16,12 +16,11 @@ static double bus_factor(const char *func, int n) {
   return !strcmp(func, "AllReduce") ? 2.0 * (n - 1) / n : (double)(n - 1) / n;
 }
 
-/* Host time of one collective on the deterministic schedule: from the
- * previous one's last proxy-op stop through idle, sleep, wakeup, append and
- * the steps. */
+/* Host time of one collective on the deterministic schedule: its
+ * execution, from its first step's start to its last proxy op's stop (not
+ * the proxy's idle, sleep, wakeup and append before it). */
 static uint64_t det_op_ns(const nt_sim_config *c) {
-  return SIM_IDLE_NS + SIM_SLEEP_NS + SIM_WAKEUP_NS + SIM_APPEND_NS +
-         sim_det_work_ns(c->channels, c->steps);
+  return sim_det_work_ns(c->channels, c->steps);
 }
 
 static const char *ops_mismatch(const nt_sim_config *c, const cJSON *f, char *why, size_t cap) {
