@@ -385,14 +385,29 @@ bool al_find_roots(ctx *c) {
   if (reach_from_stuck(c, q)) components(c, q, q + c->n + 1, q + 2 * ((size_t)c->n + 1));
   for (uint32_t k = 0; k < c->nscc; k++) {
     if (!c->scc_sink[k]) continue;
-    root_info *rt = &c->roots[c->nroots++];
-    rt->first = c->scc_first[k];
-    rt->n = c->scc_first[k + 1] - c->scc_first[k];
-    rt->age = 0;
-    for (uint32_t i = 0; i < rt->n; i++) {
-      const rank_info *ri = &c->ranks[c->members[rt->first + i]];
-      double age = ri->stuck ? ri->stuck_age : ri->silent ? al_since(c, ri->r.proc) : ri->old_age;
-      if (age > rt->age) rt->age = age;
+    uint32_t first = c->scc_first[k], n = c->scc_first[k + 1] - first, fresh = 0;
+    /* A cycle needs every member's wait to be current: each one stalled by
+     * its own last report (a silent one's wait is old news, a progressing
+     * one waits on nobody for long). Members that are not are where the
+     * waits end: each its own root, first in the component. */
+    if (n > 1)
+      for (uint32_t i = 0; i < n; i++) {
+        const rank_info *ri = &c->ranks[c->members[first + i]];
+        if (ri->stuck && !ri->silent) continue;
+        uint32_t tmp = c->members[first + fresh];
+        c->members[first + fresh++] = c->members[first + i];
+        c->members[first + i] = tmp;
+      }
+    for (uint32_t j = 0; j < (fresh ? fresh : 1); j++) {
+      root_info *rt = &c->roots[c->nroots++];
+      rt->first = first + j;
+      rt->n = fresh ? 1 : n;
+      rt->age = 0;
+      for (uint32_t i = 0; i < rt->n; i++) {
+        const rank_info *ri = &c->ranks[c->members[rt->first + i]];
+        double age = ri->stuck ? ri->stuck_age : ri->silent ? al_since(c, ri->r.proc) : ri->old_age;
+        if (age > rt->age) rt->age = age;
+      }
     }
   }
   for (uint32_t k = 0; k < c->nroots; k++) c->roots[k].waiters = walk_back(c, k, q);
