@@ -294,8 +294,8 @@ static void a_job_starting_with_few_descriptors_survives(void) {
     viewer_t v;
     CHECK(viewer_open(&v, dir) == 0);
     job j;
-    CHECK(job_spawn(&j, (job_spec){.dir = dir, .free_fds = ks[i], .fill_fd = -1, .seconds = 2}));
-    viewer_pump(&v, 2.5);
+    CHECK(job_spawn(&j, (job_spec){.dir = dir, .free_fds = ks[i], .fill_fd = -1, .seconds = 1.5}));
+    viewer_pump(&v, 2.0);
     int status = job_end(&j, 20);
     viewer_close(&v);
     remove_dir(dir);
