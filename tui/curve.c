@@ -271,9 +271,12 @@ void nt_authkeys_free(nt_authkeys *ak) {
 
 /* ----- ZAP ----- */
 
+/* A ROUTER, not the usual REP: requests can be read several at a time and
+ * answered together (each carries the routing id of the handshake it comes
+ * from, then the empty frame of a REQ envelope). */
 void *nt_zap_bind(void *zctx, char *err, size_t errlen) {
   int zero = 0;
-  void *sock = zmq_socket(zctx, ZMQ_REP);
+  void *sock = zmq_socket(zctx, ZMQ_ROUTER);
   if (!sock || zmq_setsockopt(sock, ZMQ_LINGER, &zero, sizeof zero) ||
       zmq_bind(sock, ZAP_ENDPOINT) != 0) {
     snprintf(err, errlen, "cannot start the authentication handler: %s", zmq_strerror(zmq_errno()));
@@ -283,13 +286,14 @@ void *nt_zap_bind(void *zctx, char *err, size_t errlen) {
   return sock;
 }
 
-/* A request: version, request id, domain, address, identity, mechanism,
- * credentials. Only libzmq's own sessions can reach an inproc endpoint of
- * our context, but every frame is still read bounded. */
+/* A request: routing id, empty frame, then version, request id, domain,
+ * address, identity, mechanism, credentials. Only libzmq's own sessions can
+ * reach an inproc endpoint of our context, but every frame is still read
+ * bounded. */
 int nt_zap_recv(void *sock, nt_zap_request *rq) {
   memset(rq, 0, sizeof *rq);
-  char f[8][128];
-  int sizes[8] = {0}, n = 0;
+  char f[10][128];
+  int sizes[10] = {0}, n = 0;
   for (bool more = true; more;) {
     zmq_msg_t m;
     zmq_msg_init(&m);
@@ -298,7 +302,7 @@ int nt_zap_recv(void *sock, nt_zap_request *rq) {
       zmq_msg_close(&m);
       return n == 0 && e == EAGAIN ? 0 : -1;
     }
-    if (n < 8) {
+    if (n < 10) {
       size_t len = zmq_msg_size(&m) < sizeof f[n] - 1 ? zmq_msg_size(&m) : sizeof f[n] - 1;
       memcpy(f[n], zmq_msg_data(&m), len);
       f[n][len] = '\0';
@@ -307,14 +311,15 @@ int nt_zap_recv(void *sock, nt_zap_request *rq) {
     more = zmq_msg_more(&m);
     zmq_msg_close(&m);
   }
-  if (n >= 2) {
-    rq->reqid_len = sizes[1] < (int)sizeof rq->reqid ? (size_t)sizes[1] : sizeof rq->reqid;
-    memcpy(rq->reqid, f[1], rq->reqid_len);
-  }
-  if (n >= 4) snprintf(rq->addr, sizeof rq->addr, "%.60s", f[3]);
-  if (n >= 6) snprintf(rq->mechanism, sizeof rq->mechanism, "%.15s", f[5]);
-  if (n >= 7 && !strcmp(rq->mechanism, "CURVE") && sizes[6] == 32)
-    (void)zmq_z85_encode(rq->key, (const uint8_t *)f[6], 32);
+  if (n < 4 || sizes[0] > (int)sizeof rq->route || sizes[1] != 0) return -1;
+  rq->route_len = (size_t)sizes[0];
+  memcpy(rq->route, f[0], rq->route_len);
+  rq->reqid_len = sizes[3] < (int)sizeof rq->reqid ? (size_t)sizes[3] : sizeof rq->reqid;
+  memcpy(rq->reqid, f[3], rq->reqid_len);
+  if (n >= 6) snprintf(rq->addr, sizeof rq->addr, "%.60s", f[5]);
+  if (n >= 8) snprintf(rq->mechanism, sizeof rq->mechanism, "%.15s", f[7]);
+  if (n >= 9 && !strcmp(rq->mechanism, "CURVE") && sizes[8] == 32)
+    (void)zmq_z85_encode(rq->key, (const uint8_t *)f[8], 32);
   return 1;
 }
 
@@ -323,8 +328,8 @@ static int send_frame(void *sock, const char *s, bool more) {
 }
 
 int nt_zap_reply(void *sock, const nt_zap_request *rq, bool ok) {
-  /* The REP socket must answer every request, whatever it held. */
-  return send_frame(sock, "1.0", true) ||
+  return zmq_send(sock, rq->route, rq->route_len, ZMQ_SNDMORE) < 0 || send_frame(sock, "", true) ||
+                 send_frame(sock, "1.0", true) ||
                  zmq_send(sock, rq->reqid, rq->reqid_len, ZMQ_SNDMORE) < 0 ||
                  send_frame(sock, ok ? "200" : "400", true) ||
                  send_frame(sock, ok ? "OK" : "not authorized", true) ||

@@ -87,9 +87,12 @@ bool nt_authkeys_has(const nt_authkeys *ak, const char *key);
 void nt_authkeys_free(nt_authkeys *ak);
 
 /* ZAP, ZeroMQ's authentication protocol, on inproc://zeromq.zap.01 of a
- * context: the REP socket answering it (bound before any handshake can
- * ask), one request read (the caller decides), and the answer. */
+ * context: the socket answering it (bound before any handshake can ask),
+ * one request read (the caller decides; several may be read before they
+ * are answered), and the answer. */
 typedef struct {
+  char route[64]; /* which handshake asks (a ROUTER's routing id) */
+  size_t route_len;
   char reqid[64];
   size_t reqid_len;
   char mechanism[16];             /* "NULL", "CURVE" */
@@ -100,7 +103,8 @@ void *nt_zap_bind(void *zctx, char *err, size_t errlen);
 /* Makes every handshake on sock ask ZAP, the NULL mechanism's too (a
  * domain set; nt_curve_set_server sets it). */
 int nt_zap_require(void *sock);
-/* Reads one request without waiting: 1 read, 0 none waiting, -1 error. */
+/* Reads one request without waiting: 1 read, 0 none waiting, -1 a
+ * malformed one (dropped). */
 int nt_zap_recv(void *sock, nt_zap_request *rq);
 /* 200 or 400; the user id of an accepted CURVE peer is its key. */
 int nt_zap_reply(void *sock, const nt_zap_request *rq, bool ok);

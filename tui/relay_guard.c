@@ -248,40 +248,48 @@ void nt_guard_keys_checked(nt_guard *g, unsigned wanted) {
   atomic_store(&g->keys_done, wanted);
 }
 
-static void answer(nt_guard *g) {
-  nt_zap_request rq;
-  int rc = nt_zap_recv(g->zap, &rq);
-  if (rc <= 0) return;
-  bool ok;
-  if (g->curve) {
-    ok = rq.key[0] && key_ok(g, rq.key);
+static void refused_key(nt_guard *g, const nt_zap_request *rq) {
+  /* A refused viewer retries twice a second: the same key is logged again
+   * only after ten seconds, with the count of the attempts between. */
+  double now = mono_s();
+  if (strcmp(rq->key, g->last_key) != 0 || now >= g->last_key_s + LOG_EVERY_S) {
+    char again[64] = "";
+    if (!strcmp(rq->key, g->last_key) && g->key_repeats)
+      snprintf(again, sizeof again, " (%lu attempts since the last line)", g->key_repeats);
+    fprintf(stderr, "nccltop relay: refused viewer key %s from %s: not in %s%s\n",
+            rq->key[0] ? rq->key : "(none: not CURVE)", rq->addr,
+            g->auth_file[0] ? g->auth_file : "the authorized keys", again);
+    snprintf(g->last_key, sizeof g->last_key, "%s", rq->key);
+    g->last_key_s = now;
+    g->key_repeats = 0;
   } else {
-    /* Another user's connection is ended here, before we answer: its
-     * handshake waits for this answer, so it never gets a message. */
-    if (g->same_user) check_users(g, list_conns(g, mono_s()));
-    ok = true;
+    g->key_repeats++;
   }
-  if (!ok) {
-    /* A refused viewer retries twice a second: the same key is logged again
-     * only after ten seconds, with the count of the attempts between. */
-    double now = mono_s();
-    if (strcmp(rq.key, g->last_key) != 0 || now >= g->last_key_s + LOG_EVERY_S) {
-      char again[64] = "";
-      if (!strcmp(rq.key, g->last_key) && g->key_repeats)
-        snprintf(again, sizeof again, " (%lu attempts since the last line)", g->key_repeats);
-      fprintf(stderr, "nccltop relay: refused viewer key %s from %s: not in %s%s\n",
-              rq.key[0] ? rq.key : "(none: not CURVE)", rq.addr,
-              g->auth_file[0] ? g->auth_file : "the authorized keys", again);
-      snprintf(g->last_key, sizeof g->last_key, "%s", rq.key);
-      g->last_key_s = now;
-      g->key_repeats = 0;
-    } else {
-      g->key_repeats++;
-    }
+}
+
+/* The requests waiting, ZAP_BATCH at most, answered together: without a
+ * key, one look at the connections serves them all (another user's are
+ * ended here, before we answer: their handshakes wait for this answer, so
+ * they never get a message). */
+#define ZAP_BATCH 256
+
+static void answer(nt_guard *g) {
+  static nt_zap_request rq[ZAP_BATCH]; /* guard thread only */
+  int n = 0;
+  for (int tries = 0; n < ZAP_BATCH && tries < 2 * ZAP_BATCH; tries++) {
+    int rc = nt_zap_recv(g->zap, &rq[n]);
+    if (rc == 0) break;
+    if (rc > 0) n++; /* a malformed one is dropped */
   }
-  if (nt_zap_reply(g->zap, &rq, ok) != 0)
-    fprintf(stderr, "nccltop relay: cannot answer an authentication request: %s\n",
-            zmq_strerror(zmq_errno()));
+  if (!n) return;
+  if (!g->curve && g->same_user) check_users(g, list_conns(g, mono_s()));
+  for (int i = 0; i < n; i++) {
+    bool ok = !g->curve || (rq[i].key[0] && key_ok(g, rq[i].key));
+    if (!ok) refused_key(g, &rq[i]);
+    if (nt_zap_reply(g->zap, &rq[i], ok) != 0)
+      fprintf(stderr, "nccltop relay: cannot answer an authentication request: %s\n",
+              zmq_strerror(zmq_errno()));
+  }
 }
 
 /* The handshakes that failed on the listening socket (a refused key is
