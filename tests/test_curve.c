@@ -322,6 +322,104 @@ static void without_keys_only_loopback(void) {
   CHECK(rh_file_has(log, "CURVE needs a key"));
 }
 
+/* B13. Key files are read bounded: --authorized-keys naming /dev/zero or a
+ * FIFO is refused at once with one line (before: the authentication thread
+ * spun on /dev/zero's NUL bytes, or blocked opening the FIFO, the relay
+ * served nobody, and SIGTERM did not end it); so is a secret key that is a
+ * FIFO (the viewer and the relay read it). A running relay whose file turns
+ * into a FIFO keeps the keys it had, says so once, still serves its own
+ * key, and ends within a second of SIGTERM. */
+static void key_files_that_are_not_files_are_refused_at_once(void) {
+  char fifo[128], log[160], dir[96];
+  snprintf(fifo, sizeof fifo, "%s/fifo", root);
+  snprintf(log, sizeof log, "%s/b13.log", root);
+  snprintf(dir, sizeof dir, "%s/empty", root);
+  mkdir(dir, 0700);
+  bool made = mkfifo(fifo, 0600) == 0;
+  const char *bad[] = {"/dev/zero", fifo};
+  int rcs[2];
+  bool said[2];
+  double took[2];
+  for (int i = 0; i < 2; i++) {
+    unlink(log);
+    double t0 = rh_now();
+    rcs[i] =
+        rh_wait(rh_relay(cfg_a, log, dir, rh_free_port(), "--authorized-keys", bad[i], NULL), 5);
+    took[i] = rh_now() - t0;
+    char want[200];
+    snprintf(want, sizeof want, "--authorized-keys: %s is not a regular file; refusing it", bad[i]);
+    said[i] = rh_file_has(log, want);
+  }
+  /* The secret key itself a FIFO (a user of its own). */
+  char cfg_f[96], keydir[128], key[160];
+  snprintf(cfg_f, sizeof cfg_f, "%s/f", root);
+  snprintf(keydir, sizeof keydir, "%s/nccltop", cfg_f);
+  mkdir(cfg_f, 0700);
+  mkdir(keydir, 0700);
+  snprintf(key, sizeof key, "%s/key", keydir);
+  bool key_fifo = mkfifo(key, 0600) == 0;
+  unlink(log);
+  int key_rc = rh_wait(rh_relay(cfg_f, log, dir, rh_free_port(), NULL, NULL, NULL), 5);
+  bool key_said = rh_file_has(log, "is not a regular file; refusing it");
+
+  /* A running relay; its file becomes a FIFO. */
+  char auth[200];
+  snprintf(auth, sizeof auth, "%s/auth", root);
+  FILE *f = fopen(auth, "we");
+  if (f) {
+    fprintf(f, "# nobody yet\n");
+    fclose(f);
+  }
+  unlink(log);
+  unsigned port = rh_free_port();
+  char ep[64];
+  snprintf(ep, sizeof ep, "tcp://127.0.0.1:%u", port);
+  pid_t relay = rh_relay(cfg_a, log, dir, port, "--authorized-keys", auth, NULL);
+  bool up = relay > 0 && rh_wait_file(log, "listening on", 10);
+  bool swapped = up && unlink(auth) == 0 && mkfifo(auth, 0600) == 0;
+  /* A key the relay does not know makes it look at the file again. */
+  int ranks = -1;
+  char err[512], key_a[200];
+  snprintf(key_a, sizeof key_a, "%s/nccltop/key.pub", cfg_a);
+  if (swapped) watch(cfg_b, ep, key_a, "refused by the relay", &ranks, err, sizeof err, 10);
+  bool kept = rh_wait_file(log, "not a regular file; refusing it; keeping the keys read before", 5);
+  /* Our own key is still served: the relay answers (a frame with no error
+   * about the handshake). */
+  static rh_viewer v;
+  bool served = false;
+  if (up && rh_viewer_start(&v, cfg_a, 20, 200, "--dir", dir, "--connect", ep, NULL, NULL)) {
+    cJSON *fr;
+    double deadline = rh_now() + 6;
+    while (!served && (fr = rh_viewer_frame(&v, deadline))) {
+      served = rh_num(fr, "time") >= 1.0 && !rh_error_with(fr, "handshake") &&
+               !rh_error_with(fr, "refused");
+      cJSON_Delete(fr);
+    }
+    rh_viewer_stop(&v);
+  }
+  double t0 = rh_now();
+  if (relay > 0) kill(-relay, SIGTERM);
+  int term_rc = relay > 0 ? rh_wait(relay, 1.0) : -1;
+  double term_s = rh_now() - t0;
+  unlink(fifo);
+  unlink(auth);
+  unlink(key);
+  fprintf(stderr,
+          "    /dev/zero: exit %d after %.2f s; FIFO: exit %d after %.2f s; a FIFO secret key: "
+          "exit %d; running relay: SIGTERM -> exit %d after %.2f s\n",
+          rcs[0], took[0], rcs[1], took[1], key_rc, term_rc, term_s);
+  CHECK(made);
+  CHECK(rcs[0] == 2 && said[0]);
+  CHECK(rcs[1] == 2 && said[1]);
+  CHECK(key_fifo);
+  CHECK(key_rc == 1 && key_said);
+  CHECK(up && swapped);
+  CHECK(ranks == 0);
+  CHECK(kept);
+  CHECK(served);
+  CHECK(term_rc == 0); /* within a second */
+}
+
 int main(void) {
   rh_find_bindir();
   signal(SIGPIPE, SIG_IGN);
@@ -335,6 +433,7 @@ int main(void) {
   TEST_RUN(curve_accepts_the_same_user_and_refuses_others);
   TEST_RUN(curve_relay_feeds_relay_with_local_publishers);
   TEST_RUN(without_keys_only_loopback);
+  TEST_RUN(key_files_that_are_not_files_are_refused_at_once);
   rh_rmdir(root);
   return TEST_DONE();
 }

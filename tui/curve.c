@@ -2,13 +2,10 @@
  * Z85 text: what zmq_curve_keypair gives and what people can paste. */
 #include <errno.h>
 #include <fcntl.h>
-#include <pthread.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 #include <zmq.h>
 
@@ -45,21 +42,85 @@ bool nt_curve_key_valid(const char *z) {
   return z && strlen(z) == NT_CURVE_KEY_LEN && zmq_z85_decode(raw, z) != NULL;
 }
 
-/* The first line of a small file that is not blank or a comment, trimmed,
- * into out (cap bytes). 0; 1 when the file does not exist; -1 otherwise. */
-static int first_key_line(const char *path, char *out, size_t cap, char *err, size_t errlen) {
-  FILE *f = fopen(path, "re");
-  if (!f) {
-    if (errno == ENOENT) return 1;
+/* Reads a small file whole, without ever waiting on it: opened
+ * non-blocking (a FIFO's open returns at once), then refused unless fstat
+ * says it is a regular file; at most cap bytes. The text, NUL-terminated
+ * (the caller frees it), its length and its stat; NULL with *missing set
+ * when there is no such file, or with the reason in err. */
+static char *read_regular(const char *path, size_t cap, size_t *len, struct stat *st, bool *missing,
+                          char *err, size_t errlen) {
+  *missing = false;
+  int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+  if (fd < 0) {
+    *missing = errno == ENOENT;
     snprintf(err, errlen, "cannot read %s: %s", path, strerror(errno));
-    return -1;
+    return NULL;
   }
-  char line[256];
+  char *buf = NULL;
+  if (fstat(fd, st) != 0) {
+    snprintf(err, errlen, "cannot read %s: %s", path, strerror(errno));
+  } else if (!S_ISREG(st->st_mode)) {
+    snprintf(err, errlen, "%s is not a regular file; refusing it", path);
+  } else if ((unsigned long long)st->st_size > cap) {
+    snprintf(err, errlen, "%s is larger than %zu bytes; refusing it", path, cap);
+  } else if (!(buf = malloc(cap + 1))) {
+    snprintf(err, errlen, "out of memory reading %s", path);
+  } else {
+    size_t n = 0;
+    ssize_t r = 1;
+    while (n <= cap && r > 0) { /* cap + 1 bytes: a file that grew is caught */
+      r = read(fd, buf + n, cap + 1 - n);
+      if (r < 0 && errno == EINTR)
+        r = 1;
+      else if (r > 0)
+        n += (size_t)r;
+    }
+    if (r < 0 || n > cap) {
+      if (r < 0)
+        snprintf(err, errlen, "cannot read %s: %s", path, strerror(errno));
+      else
+        snprintf(err, errlen, "%s is larger than %zu bytes; refusing it", path, cap);
+      free(buf);
+      buf = NULL;
+    } else {
+      buf[n] = '\0';
+      *len = n;
+    }
+  }
+  close(fd);
+  return buf;
+}
+
+/* The first word of the next line of text (from *at), trimmed, in place;
+ * *at moves past the line. NULL at the end. */
+static char *next_first_word(char *text, size_t len, size_t *at) {
+  if (*at >= len) return NULL;
+  char *line = text + *at;
+  char *nl = memchr(line, '\n', len - *at);
+  size_t n = nl ? (size_t)(nl - line) : len - *at;
+  *at += n + 1;
+  line[n] = '\0';
+  char *s = line + strspn(line, " \t");
+  s[strcspn(s, " \t\r")] = '\0';
+  return s;
+}
+
+/* The first line of a small key file that is not blank or a comment,
+ * trimmed, into out (cap bytes). 0; 1 when the file does not exist; -1
+ * otherwise. st, when not NULL, gets the file's stat. */
+static int first_key_line(const char *path, char *out, size_t cap, struct stat *st_out, char *err,
+                          size_t errlen) {
+  size_t len = 0;
+  bool missing;
+  struct stat st;
+  char *text = read_regular(path, NT_CURVE_KEY_FILE_MAX, &len, &st, &missing, err, errlen);
+  if (!text) return missing ? 1 : -1;
+  if (st_out) *st_out = st;
   int rc = -1;
   snprintf(err, errlen, "%s holds no key", path);
-  for (int i = 0; i < 64 && fgets(line, sizeof line, f); i++) {
-    char *s = line + strspn(line, " \t");
-    s[strcspn(s, " \t\r\n")] = '\0';
+  size_t at = 0;
+  char *s;
+  while ((s = next_first_word(text, len, &at))) {
     /* '#' is a Z85 character: a line is a comment only when its first word
      * is not a key. */
     if (!*s || (*s == '#' && !nt_curve_key_valid(s))) continue;
@@ -71,7 +132,7 @@ static int first_key_line(const char *path, char *out, size_t cap, char *err, si
     }
     break;
   }
-  fclose(f);
+  free(text);
   return rc;
 }
 
@@ -84,21 +145,24 @@ int nt_curve_load(nt_curve_keys *k, char *err, size_t errlen) {
     return 1;
   }
   struct stat st;
-  if (stat(path, &st) == 0 && (st.st_mode & 077)) {
+  int rc = first_key_line(path, k->sec, sizeof k->sec, &st, err, errlen);
+  if (rc == 1) snprintf(err, errlen, "no key in %s (run 'nccltop keygen')", path);
+  if (rc == 0 && (st.st_mode & 077)) {
     snprintf(err, errlen, "%s is readable by others (mode %03o); chmod 600 it", path,
              (unsigned)(st.st_mode & 0777));
-    return -1;
+    rc = -1;
   }
-  int rc = first_key_line(path, k->sec, sizeof k->sec, err, errlen);
-  if (rc == 1) snprintf(err, errlen, "no key in %s (run 'nccltop keygen')", path);
-  if (rc != 0) return rc;
+  if (rc != 0) {
+    memset(k->sec, 0, sizeof k->sec);
+    return rc;
+  }
   if (zmq_curve_public(k->pub, k->sec) != 0) {
     snprintf(err, errlen, "%s: not a CURVE secret key", path);
     return -1;
   }
   char filed[NT_CURVE_KEY_LEN + 1];
   char e2[256];
-  int prc = first_key_line(pubpath, filed, sizeof filed, e2, sizeof e2);
+  int prc = first_key_line(pubpath, filed, sizeof filed, NULL, e2, sizeof e2);
   if (prc == 0 && strcmp(filed, k->pub) != 0) {
     snprintf(err, errlen, "%s does not match %s (run 'nccltop keygen --force')", pubpath, path);
     return -1;
@@ -111,15 +175,18 @@ int nt_curve_key_arg(const char *arg, char out[NT_CURVE_KEY_LEN + 1], char *err,
     memcpy(out, arg, NT_CURVE_KEY_LEN + 1);
     return 0;
   }
-  int rc = first_key_line(arg, out, NT_CURVE_KEY_LEN + 1, err, errlen);
+  int rc = first_key_line(arg, out, NT_CURVE_KEY_LEN + 1, NULL, err, errlen);
   if (rc == 1) snprintf(err, errlen, "server key '%.80s' is neither a Z85 key nor a file", arg);
   return rc == 0 ? 0 : -1;
 }
 
+int nt_zap_require(void *sock) {
+  return zmq_setsockopt(sock, ZMQ_ZAP_DOMAIN, ZAP_DOMAIN, strlen(ZAP_DOMAIN));
+}
+
 int nt_curve_set_server(void *sock, const nt_curve_keys *k) {
   int one = 1;
-  return zmq_setsockopt(sock, ZMQ_ZAP_DOMAIN, ZAP_DOMAIN, strlen(ZAP_DOMAIN)) ||
-         zmq_setsockopt(sock, ZMQ_CURVE_SERVER, &one, sizeof one) ||
+  return nt_zap_require(sock) || zmq_setsockopt(sock, ZMQ_CURVE_SERVER, &one, sizeof one) ||
          zmq_setsockopt(sock, ZMQ_CURVE_SECRETKEY, k->sec, NT_CURVE_KEY_LEN);
 }
 
@@ -147,150 +214,128 @@ bool nt_endpoint_is_loopback(const char *ep) {
          b < 256 && c >= 0 && c < 256 && d >= 0 && d < 256;
 }
 
+/* ----- authorized keys ----- */
+
+static int key_cmp(const void *a, const void *b) {
+  return strcmp(a, b);
+}
+
+int nt_authkeys_load(nt_authkeys *ak, const char *path, char *err, size_t errlen) {
+  size_t len = 0;
+  bool missing;
+  struct stat st;
+  char *text = read_regular(path, NT_CURVE_AUTH_MAX_BYTES, &len, &st, &missing, err, errlen);
+  if (!text && !missing) return -1;
+  nt_authkeys fresh = {0};
+  if (text) {
+    /* At most one key per 41 bytes (40 and a newline), plus a last line. */
+    fresh.keys = malloc((len / (NT_CURVE_KEY_LEN + 1) + 1) * sizeof *fresh.keys);
+    if (!fresh.keys) {
+      free(text);
+      snprintf(err, errlen, "out of memory reading %s", path);
+      return -1;
+    }
+    size_t at = 0;
+    char *s;
+    while ((s = next_first_word(text, len, &at)))
+      if (nt_curve_key_valid(s)) memcpy(fresh.keys[fresh.n++], s, NT_CURVE_KEY_LEN + 1);
+    free(text);
+    qsort(fresh.keys, fresh.n, sizeof *fresh.keys, key_cmp);
+    fresh.exists = true;
+    fresh.dev = (unsigned long long)st.st_dev;
+    fresh.ino = (unsigned long long)st.st_ino;
+    fresh.size = (unsigned long long)st.st_size;
+    fresh.mtime_ns = (long long)st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec;
+  }
+  nt_authkeys_free(ak);
+  *ak = fresh;
+  return 0;
+}
+
+bool nt_authkeys_stale(const nt_authkeys *ak, const char *path) {
+  struct stat st;
+  if (stat(path, &st) != 0) return ak->exists;
+  return !ak->exists || (unsigned long long)st.st_dev != ak->dev ||
+         (unsigned long long)st.st_ino != ak->ino || (unsigned long long)st.st_size != ak->size ||
+         (long long)st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec != ak->mtime_ns;
+}
+
+bool nt_authkeys_has(const nt_authkeys *ak, const char *key) {
+  return ak->n && bsearch(key, ak->keys, ak->n, sizeof *ak->keys, key_cmp) != NULL;
+}
+
+void nt_authkeys_free(nt_authkeys *ak) {
+  free(ak->keys);
+  memset(ak, 0, sizeof *ak);
+}
+
 /* ----- ZAP ----- */
 
-struct nt_zap {
-  void *zctx;
-  pthread_t thread;
-  atomic_bool stop;
-  atomic_ulong refused;
-  char auth_file[600];
-  char own[NT_CURVE_KEY_LEN + 1];
-  void *ready; /* the REP socket, bound before the thread starts */
-  char last_key[NT_CURVE_KEY_LEN + 1];
-  double last_log_s;
-  unsigned long repeats;
-};
-
-/* Whether key (Z85) is own or a line of the file. */
-static bool authorized(const nt_zap *z, const char *key) {
-  if (!strcmp(key, z->own)) return true;
-  if (!z->auth_file[0]) return false;
-  FILE *f = fopen(z->auth_file, "re");
-  if (!f) return false;
-  char line[256];
-  bool ok = false;
-  size_t total = 0;
-  while (!ok && fgets(line, sizeof line, f) && total < NT_CURVE_AUTH_MAX_BYTES) {
-    total += strlen(line);
-    char *s = line + strspn(line, " \t");
-    s[strcspn(s, " \t\r\n")] = '\0'; /* the first word; '#' is a Z85 character */
-    ok = *s && !strcmp(s, key);
+/* A ROUTER, not the usual REP: requests can be read several at a time and
+ * answered together (each carries the routing id of the handshake it comes
+ * from, then the empty frame of a REQ envelope). */
+void *nt_zap_bind(void *zctx, char *err, size_t errlen) {
+  int zero = 0;
+  void *sock = zmq_socket(zctx, ZMQ_ROUTER);
+  if (!sock || zmq_setsockopt(sock, ZMQ_LINGER, &zero, sizeof zero) ||
+      zmq_bind(sock, ZAP_ENDPOINT) != 0) {
+    snprintf(err, errlen, "cannot start the authentication handler: %s", zmq_strerror(zmq_errno()));
+    if (sock) zmq_close(sock);
+    return NULL;
   }
-  fclose(f);
-  return ok;
+  return sock;
+}
+
+/* A request: routing id, empty frame, then version, request id, domain,
+ * address, identity, mechanism, credentials. Only libzmq's own sessions can
+ * reach an inproc endpoint of our context, but every frame is still read
+ * bounded. */
+int nt_zap_recv(void *sock, nt_zap_request *rq) {
+  memset(rq, 0, sizeof *rq);
+  char f[10][128];
+  int sizes[10] = {0}, n = 0;
+  for (bool more = true; more;) {
+    zmq_msg_t m;
+    zmq_msg_init(&m);
+    if (zmq_msg_recv(&m, sock, n == 0 ? ZMQ_DONTWAIT : 0) < 0) {
+      int e = zmq_errno();
+      zmq_msg_close(&m);
+      return n == 0 && e == EAGAIN ? 0 : -1;
+    }
+    if (n < 10) {
+      size_t len = zmq_msg_size(&m) < sizeof f[n] - 1 ? zmq_msg_size(&m) : sizeof f[n] - 1;
+      memcpy(f[n], zmq_msg_data(&m), len);
+      f[n][len] = '\0';
+      sizes[n++] = (int)zmq_msg_size(&m);
+    }
+    more = zmq_msg_more(&m);
+    zmq_msg_close(&m);
+  }
+  if (n < 4 || sizes[0] > (int)sizeof rq->route || sizes[1] != 0) return -1;
+  rq->route_len = (size_t)sizes[0];
+  memcpy(rq->route, f[0], rq->route_len);
+  rq->reqid_len = sizes[3] < (int)sizeof rq->reqid ? (size_t)sizes[3] : sizeof rq->reqid;
+  memcpy(rq->reqid, f[3], rq->reqid_len);
+  if (n >= 6) snprintf(rq->addr, sizeof rq->addr, "%.60s", f[5]);
+  if (n >= 8) snprintf(rq->mechanism, sizeof rq->mechanism, "%.15s", f[7]);
+  if (n >= 9 && !strcmp(rq->mechanism, "CURVE") && sizes[8] == 32)
+    (void)zmq_z85_encode(rq->key, (const uint8_t *)f[8], 32);
+  return 1;
 }
 
 static int send_frame(void *sock, const char *s, bool more) {
   return zmq_send(sock, s, strlen(s), more ? ZMQ_SNDMORE : 0) < 0 ? -1 : 0;
 }
 
-/* One request: version, request id, domain, address, identity, mechanism,
- * credentials; answered 200 or 400. */
-static void zap_answer(nt_zap *z, void *sock) {
-  char f[8][128];
-  int sizes[8], n = 0;
-  int more = 1;
-  size_t ml = sizeof more;
-  while (more) {
-    if (n < 8) {
-      int r = zmq_recv(sock, f[n], sizeof f[n] - 1, 0);
-      if (r < 0) return;
-      sizes[n] = r > (int)sizeof f[n] - 1 ? (int)sizeof f[n] - 1 : r;
-      f[n][sizes[n]] = '\0';
-      n++;
-    } else {
-      char junk[8];
-      if (zmq_recv(sock, junk, sizeof junk, 0) < 0) return;
-    }
-    if (zmq_getsockopt(sock, ZMQ_RCVMORE, &more, &ml) != 0) return;
-  }
-  bool ok = false;
-  char key[NT_CURVE_KEY_LEN + 1] = "", addr[64] = "?";
-  if (n >= 7 && !strcmp(f[5], "CURVE") && sizes[6] == 32) {
-    if (zmq_z85_encode(key, (const uint8_t *)f[6], 32)) ok = authorized(z, key);
-  }
-  if (n >= 4) snprintf(addr, sizeof addr, "%.60s", f[3]);
-  if (!ok) {
-    atomic_fetch_add(&z->refused, 1);
-    /* A refused viewer retries twice a second: the same key is logged again
-     * only after ten seconds, with the count of the attempts between. */
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    double now = (double)ts.tv_sec + ts.tv_nsec / 1e9;
-    if (strcmp(key, z->last_key) != 0 || now >= z->last_log_s + 10.0) {
-      char again[64] = "";
-      if (!strcmp(key, z->last_key) && z->repeats)
-        snprintf(again, sizeof again, " (%lu attempts since the last line)", z->repeats);
-      fprintf(stderr, "nccltop relay: refused viewer key %s from %s: not in %s%s\n",
-              key[0] ? key : "(none: not CURVE)", addr,
-              z->auth_file[0] ? z->auth_file : "the authorized keys", again);
-      snprintf(z->last_key, sizeof z->last_key, "%s", key);
-      z->last_log_s = now;
-      z->repeats = 0;
-    } else {
-      z->repeats++;
-    }
-  }
-  /* The REP socket must answer every request, whatever it held. */
-  char reqid[128] = "";
-  int idlen = n >= 2 ? sizes[1] : 0;
-  if (idlen) memcpy(reqid, f[1], (size_t)idlen);
-  if (send_frame(sock, "1.0", true) || zmq_send(sock, reqid, (size_t)idlen, ZMQ_SNDMORE) < 0 ||
-      send_frame(sock, ok ? "200" : "400", true) ||
-      send_frame(sock, ok ? "OK" : "key not authorized", true) || send_frame(sock, key, true) ||
-      send_frame(sock, "", false))
-    fprintf(stderr, "nccltop relay: cannot answer an authentication request: %s\n",
-            zmq_strerror(zmq_errno()));
-}
-
-static void *zap_thread(void *arg) {
-  nt_zap *z = arg;
-  void *sock = z->ready;
-  while (!atomic_load(&z->stop)) {
-    zmq_pollitem_t it = {.socket = sock, .events = ZMQ_POLLIN};
-    int rc = zmq_poll(&it, 1, 200);
-    if (rc < 0 && zmq_errno() != EINTR) break;
-    if (rc > 0) zap_answer(z, sock);
-  }
-  zmq_close(sock);
-  return NULL;
-}
-
-nt_zap *nt_zap_start(void *zctx, const char *auth_file, const char *own_pub, char *err,
-                     size_t errlen) {
-  nt_zap *z = calloc(1, sizeof *z);
-  if (!z) return snprintf(err, errlen, "out of memory"), NULL;
-  z->zctx = zctx;
-  snprintf(z->auth_file, sizeof z->auth_file, "%s", auth_file ? auth_file : "");
-  snprintf(z->own, sizeof z->own, "%s", own_pub);
-  int zero = 0;
-  z->ready = zmq_socket(zctx, ZMQ_REP);
-  if (!z->ready || zmq_setsockopt(z->ready, ZMQ_LINGER, &zero, sizeof zero) ||
-      zmq_bind(z->ready, ZAP_ENDPOINT) != 0) {
-    snprintf(err, errlen, "cannot start the authentication handler: %s", zmq_strerror(zmq_errno()));
-    if (z->ready) zmq_close(z->ready);
-    free(z);
-    return NULL;
-  }
-  if (pthread_create(&z->thread, NULL, zap_thread, z) != 0) {
-    snprintf(err, errlen, "cannot start the authentication thread");
-    zmq_close(z->ready);
-    free(z);
-    return NULL;
-  }
-  return z;
-}
-
-void nt_zap_stop(nt_zap *z) {
-  if (!z) return;
-  atomic_store(&z->stop, true);
-  pthread_join(z->thread, NULL);
-  free(z);
-}
-
-unsigned long nt_zap_refused(const nt_zap *z) {
-  return atomic_load(&((nt_zap *)z)->refused);
+int nt_zap_reply(void *sock, const nt_zap_request *rq, bool ok) {
+  return zmq_send(sock, rq->route, rq->route_len, ZMQ_SNDMORE) < 0 || send_frame(sock, "", true) ||
+                 send_frame(sock, "1.0", true) ||
+                 zmq_send(sock, rq->reqid, rq->reqid_len, ZMQ_SNDMORE) < 0 ||
+                 send_frame(sock, ok ? "200" : "400", true) ||
+                 send_frame(sock, ok ? "OK" : "not authorized", true) ||
+                 send_frame(sock, ok ? rq->key : "", true) || send_frame(sock, "", false)
+             ? -1
+             : 0;
 }
 
 /* ----- keygen ----- */

@@ -11,7 +11,8 @@
  *                    ignored), other lines (comments starting with '#',
  *                    blank ones) ignored; '#' is also a Z85 character, so a
  *                    line whose first word is a key is a key. The relay's
- *                    own public key is always accepted.
+ *                    own public key is always accepted. Read once, and
+ *                    again when it changes (nt_authkeys_stale).
  * The common HPC case, one user with a shared home directory, needs nothing
  * but `nccltop keygen`: the relay's server key and every viewer's client key
  * are the same keypair, and a viewer's default --server-key is key.pub. */
@@ -60,17 +61,53 @@ int nt_curve_set_none(void *sock);
  * ::1, localhost); false for anything else, wildcards included. */
 bool nt_endpoint_is_loopback(const char *ep);
 
-/* The ZAP handler: a thread answering ZeroMQ's authentication requests on
- * inproc://zeromq.zap.01 in context zctx. A CURVE client is accepted when its
- * public key is own_pub or a line of auth_file (read again at each request,
- * so an edit needs no restart; a missing file is an empty list). Every
- * refusal is logged as one line on stderr with the key and the address. */
-typedef struct nt_zap nt_zap;
-nt_zap *nt_zap_start(void *zctx, const char *auth_file, const char *own_pub, char *err,
-                     size_t errlen);
-void nt_zap_stop(nt_zap *z);
-/* Counts since the start (tests read them through the relay's log). */
-unsigned long nt_zap_refused(const nt_zap *z);
+/* Key files are read bounded: regular files only (a FIFO or a device is
+ * refused at once, never waited on), at most NT_CURVE_KEY_FILE_MAX bytes
+ * for a key, NT_CURVE_AUTH_MAX_BYTES for the authorized keys. */
+#define NT_CURVE_KEY_FILE_MAX (64u << 10)
+
+/* The authorized keys, read into memory: whoever answers ZeroMQ's
+ * authentication requests never touches the file. */
+typedef struct {
+  char (*keys)[NT_CURVE_KEY_LEN + 1]; /* sorted, for nt_authkeys_has */
+  size_t n;
+  bool exists; /* false: no such file, an empty list */
+  /* What was read; when one of these changes the file is read again. */
+  unsigned long long dev, ino, size;
+  long long mtime_ns;
+} nt_authkeys;
+/* Reads path into ak (which it replaces only on success). 0 (a missing
+ * file is an empty list); -1 with the reason in err: not a regular file,
+ * larger than NT_CURVE_AUTH_MAX_BYTES, unreadable. */
+int nt_authkeys_load(nt_authkeys *ak, const char *path, char *err, size_t errlen);
+/* Whether path now names another file, or the same one changed, than what
+ * ak holds (a stat, nothing opened). */
+bool nt_authkeys_stale(const nt_authkeys *ak, const char *path);
+bool nt_authkeys_has(const nt_authkeys *ak, const char *key);
+void nt_authkeys_free(nt_authkeys *ak);
+
+/* ZAP, ZeroMQ's authentication protocol, on inproc://zeromq.zap.01 of a
+ * context: the socket answering it (bound before any handshake can ask),
+ * one request read (the caller decides; several may be read before they
+ * are answered), and the answer. */
+typedef struct {
+  char route[64]; /* which handshake asks (a ROUTER's routing id) */
+  size_t route_len;
+  char reqid[64];
+  size_t reqid_len;
+  char mechanism[16];             /* "NULL", "CURVE" */
+  char addr[64];                  /* the peer's IP address */
+  char key[NT_CURVE_KEY_LEN + 1]; /* CURVE: the client's public key; "" otherwise */
+} nt_zap_request;
+void *nt_zap_bind(void *zctx, char *err, size_t errlen);
+/* Makes every handshake on sock ask ZAP, the NULL mechanism's too (a
+ * domain set; nt_curve_set_server sets it). */
+int nt_zap_require(void *sock);
+/* Reads one request without waiting: 1 read, 0 none waiting, -1 a
+ * malformed one (dropped). */
+int nt_zap_recv(void *sock, nt_zap_request *rq);
+/* 200 or 400; the user id of an accepted CURVE peer is its key. */
+int nt_zap_reply(void *sock, const nt_zap_request *rq, bool ok);
 
 /* `nccltop keygen [--force]`. */
 int nt_keygen_main(int argc, char **argv);

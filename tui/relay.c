@@ -1,80 +1,75 @@
 /* `nccltop relay`: one per node. It takes the node's publishers the way the
- * viewer does (its socket file in the endpoint directory, which they connect
- * to; and the <pid>[.<pidns>].sock files of publishers older than 0.2, dead
- * processes dropped: discover.h holds the rules both use) and forwards their
- * messages to any number of viewers, and to other relays, over TCP.
+ * viewer does (relay_local.c) and forwards their messages to any number of
+ * viewers, and to other relays, over TCP.
  *
- * Design. The forwarding is libzmq's own zmq_proxy_steerable between an
- * XSUB socket, connected to every publisher's ipc endpoint (and to upstream
- * relays, --connect), and an XPUB socket bound on --listen. XPUB_VERBOSE
- * passes every viewer's subscription up to the publishers, each of which
- * answers a new subscription with its full snapshot, hello and
- * communicators: a viewer that joins late is complete at once. ZeroMQ
- * sockets are not thread-safe, so one thread owns both and alternates:
- *   loop { rescan the directory, connect/disconnect the XSUB;
- *          zmq_proxy_steerable(xsub, xpub, NULL, control) }
- * where a timer thread sends TERMINATE on an inproc PAIR (the control
- * socket) about once a second. While the loop rescans, messages wait in the
- * sockets' queues; nothing is lost by the pause.
+ * Design. One thread owns every ZeroMQ socket and runs the forwarding loop
+ * itself (no zmq_proxy):
+ *   - XSUB sockets towards the publishers: one bound in the endpoint
+ *     directory (publishers from 0.2 on connect to it), one connected to
+ *     older publishers' files, one per upstream relay (--connect);
+ *   - an XPUB socket bound on --listen, towards viewers and downstream
+ *     relays.
+ * It polls them all, forwards every well-formed message (two frames, a
+ * known topic) from an XSUB to the XPUB whole, reads what the viewers sent
+ * (relay_subs.c: subscriptions stop here, relay loops are refused), and
+ * about every TICK_S rescans the directory and keeps time. A libzmq 4.3
+ * XSUB must never have one of its connections ended, by us or by itself
+ * processing commands while we send on it, in the middle of a message it
+ * has begun to give us (zmq_poll takes a message's first frame already):
+ * it then reads the rest from another connection and aborts (`!_more`,
+ * fq.cpp:112). That killed the relay when a job ended after a subscription
+ * flood: zmq_proxy_steerable returned on its timer's TERMINATE with a
+ * message begun (the flood kept every publisher answering, so there always
+ * was one), and the scan then disconnected the job's dead publishers. So
+ * every message begun is read to its end at once, subscriptions are sent
+ * only after the reads of a turn, and a connection is ended only on a
+ * socket read to its end in that turn.
  *
  * Back-pressure. Every send is ZeroMQ's non-blocking XPUB: a viewer that
  * reads too slowly loses messages (ZeroMQ drops them for that viewer alone;
  * the viewer counts the sequence gaps per publisher as lost_messages), and
  * no publisher ever waits for the relay. The memory the relay may hold is
  * bounded by the high-water marks times the protocol's largest message
- * (NT_MAX_MESSAGE_BYTES, 4 MiB, enforced with ZMQ_MAXMSGSIZE): XSUB_RCVHWM
+ * (NT_MAX_MESSAGE_BYTES, 4 MiB, enforced with ZMQ_MAXMSGSIZE): 100
  * messages per publisher and XPUB_SNDHWM per viewer, each counted once in
- * the socket and once in ZeroMQ's I/O pipe. A usual snapshot is a few KiB,
- * so in practice a slow viewer costs XPUB_SNDHWM small messages.
+ * the socket and once in ZeroMQ's I/O pipe; plus what viewers send, bounded
+ * by the guard (relay_guard.h) and relay_subs.c. A usual snapshot is a few
+ * KiB, so in practice a slow viewer costs XPUB_SNDHWM small messages.
  *
  * Security: TCP with ZeroMQ CURVE (curve.h). The relay's keypair is the
  * user's (`nccltop keygen`); it accepts the viewers whose public keys are in
  * its authorized-keys file, and its own. Without a key it listens only on
- * loopback addresses, unencrypted, and says so; --insecure is needed to
- * listen elsewhere without CURVE. A relay restart is seen by viewers as a
- * reconnection (ZeroMQ retries every second) followed by fresh snapshots. */
-#include <dirent.h>
+ * loopback addresses, unencrypted, and lets in only our own user's
+ * processes (relay_guard.h); --insecure is needed to listen elsewhere
+ * without CURVE (and then checks nobody). A relay restart is seen by
+ * viewers as a reconnection (ZeroMQ retries every second) followed by fresh
+ * snapshots. */
 #include <errno.h>
-#include <fcntl.h>
 #include <getopt.h>
-#include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/resource.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 #include <zmq.h>
 
 #include "../proto/nccltop_proto.h"
 #include "curve.h"
-#include "discover.h"
 #include "relay.h"
+#include "relay_conns.h"
+#include "relay_internal.h"
 
-#define MAX_PUBLISHERS 4096
-#define MAX_UPSTREAM   8
-#define XSUB_RCVHWM    100 /* per publisher (or upstream relay) */
-#define XPUB_SNDHWM    256 /* per viewer (or downstream relay) */
-#define CONTROL_EP     "inproc://nccltop-relay-control"
-#define MONITOR_EP     "inproc://nccltop-relay-monitor"
-#define TICK_MS        1000
-#define LOG_EVERY_S    10.0
-/* After the endpoint directory was removed or replaced, a publisher binds
- * again within its check period (2 s); until then it is kept (as the
- * viewer does, source.c). */
-#define REBIND_GRACE_S 5.0
-
-typedef struct {
-  char name[48];  /* the socket file's name */
-  char addr[160]; /* what the XSUB connected to */
-  uint32_t pid;
-  uint64_t pidns;
-  bool seen;
-  double keep_until_s; /* kept this long while absent (the directory was re-opened) */
-} publisher;
+#define XPUB_SNDHWM  256 /* per viewer (or downstream relay) */
+#define XPUB_RCVHWM  100 /* what a viewer may have queued towards us */
+#define MONITOR_EP   "inproc://nccltop-relay-monitor"
+#define TICK_S       0.1
+#define SCAN_S       1.0
+#define AUTH_CHECK_S 2.0
+#define READ_MAX     256 /* messages read from one socket per turn */
 
 typedef struct {
   const char *listen, *dir, *auth_file, *server_key;
@@ -83,22 +78,8 @@ typedef struct {
   bool insecure, quiet;
 } relay_options;
 
-typedef struct {
-  void *zctx, *xsub, *xpub;
-  char dir[256];
-  int dirfd;
-  nt_inbox in; /* the XSUB's socket file in the directory: publishers connect to it */
-  bool inbox_noted;
-  uint64_t pidns;
-  bool dir_error_noted, full_noted;
-  publisher *pubs;
-  uint32_t npubs;
-  bool quiet;
-} relay;
-
-/* Set by the signal handler, read by the timer thread too (lock-free). */
+/* Set by the signal handler. */
 static atomic_int quit_sig;
-static atomic_bool threads_stop;
 
 static void on_signal(int sig) {
   atomic_store(&quit_sig, sig);
@@ -106,6 +87,12 @@ static void on_signal(int sig) {
 
 static int set_int(void *s, int opt, int v) {
   return zmq_setsockopt(s, opt, &v, sizeof v);
+}
+
+double nt_relay_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
 static void usage(FILE *f) {
@@ -181,224 +168,88 @@ static int parse(relay_options *o, int argc, char **argv) {
   return 0;
 }
 
-static double mono_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+/* ----- forwarding ----- */
+
+static bool known_topic(const zmq_msg_t *m) {
+  static const char *topics[] = {NT_TOPIC_SNAPSHOT, NT_TOPIC_HELLO, NT_TOPIC_COMM,
+                                 NT_TOPIC_TOPOLOGY};
+  size_t len = zmq_msg_size((zmq_msg_t *)m);
+  for (size_t i = 0; i < sizeof topics / sizeof *topics; i++)
+    if (len == strlen(topics[i]) && !memcmp(zmq_msg_data((zmq_msg_t *)m), topics[i], len))
+      return true;
+  return false;
 }
 
-/* ----- discovery: the viewer's rules (source.c) for the XSUB socket ----- */
-
-static bool publisher_alive(const relay *r, uint32_t pid, uint64_t pidns) {
-  return nt_discover_alive(pid, pidns, r->pidns);
-}
-
-static void drop(relay *r, uint32_t i, const char *why) {
-  publisher *p = &r->pubs[i];
-  (void)zmq_disconnect(r->xsub, p->addr);
-  if (!r->quiet) fprintf(stderr, "nccltop relay: - %s/%s (%s)\n", r->dir, p->name, why);
-  r->pubs[i] = r->pubs[--r->npubs];
-}
-
-/* Holds the directory open, checked; when its path names another directory
- * now, every publisher is connected again through the new one (they bind
- * again there within their check period). */
-static bool hold_dir(relay *r) {
-  if (r->dirfd >= 0 && nt_endpoint_dir_same(r->dir, r->dirfd)) return true;
-  char err[512] = "";
-  int fd = nt_endpoint_dir_open(r->dir, false, err, sizeof err);
-  if (fd < 0) {
-    if (!r->dir_error_noted) fprintf(stderr, "nccltop relay: %s (still watching)\n", err);
-    r->dir_error_noted = true;
-    return false;
+static int send_part(void *s, zmq_msg_t *m, int flags) {
+  for (int i = 0; i < 3; i++) {
+    if (zmq_msg_send(m, s, flags | ZMQ_DONTWAIT) >= 0) return 0;
+    if (zmq_errno() != EINTR) break;
   }
-  if (r->dirfd >= 0) {
-    for (uint32_t i = 0; i < r->npubs; i++) {
-      publisher *p = &r->pubs[i];
-      char addr[sizeof p->addr];
-      if (nt_endpoint_fd_address(fd, p->name, addr, sizeof addr) != 0) continue;
-      (void)zmq_disconnect(r->xsub, p->addr);
-      if (zmq_connect(r->xsub, addr) == 0) snprintf(p->addr, sizeof p->addr, "%s", addr);
-      p->keep_until_s = mono_s() + REBIND_GRACE_S;
+  return -1;
+}
+
+/* A message to every viewer. A lossy XPUB takes every message whole (it
+ * drops it for a viewer that is behind); should the second frame ever be
+ * refused, an empty frame ends the message, which viewers then reject,
+ * rather than leave it open to swallow the next one. */
+static void forward(relay *r, zmq_msg_t *topic, zmq_msg_t *body) {
+  static bool noted;
+  if (send_part(r->xpub, topic, ZMQ_SNDMORE) != 0) return;
+  if (send_part(r->xpub, body, 0) == 0) return;
+  zmq_msg_t end;
+  zmq_msg_init(&end);
+  (void)send_part(r->xpub, &end, 0);
+  zmq_msg_close(&end);
+  if (!noted) fprintf(stderr, "nccltop relay: cannot forward: %s\n", zmq_strerror(zmq_errno()));
+  noted = true;
+}
+
+enum { FROM_LOCAL, FROM_LEGACY, FROM_UPSTREAM };
+
+/* Reads up to READ_MAX messages from s, each to its end at once, and
+ * forwards the well-formed ones. True when s was read to its end. */
+static bool read_publishers(relay *r, void *s, int from, upstream *u) {
+  for (int i = 0; i < READ_MAX; i++) {
+    zmq_msg_t topic, body;
+    zmq_msg_init(&topic);
+    zmq_msg_init(&body);
+    if (zmq_msg_recv(&topic, s, ZMQ_DONTWAIT) < 0) {
+      bool drained = zmq_errno() == EAGAIN;
+      zmq_msg_close(&topic);
+      zmq_msg_close(&body);
+      return drained;
     }
-    nt_inbox_unbind(&r->in, r->xsub, r->dirfd);
-    close(r->dirfd);
-  }
-  r->dirfd = fd;
-  r->dir_error_noted = false;
-  return true;
-}
-
-/* The XSUB's socket file, where the publishers (0.2 on) connect; bound again
- * when it was removed. */
-static void hold_inbox(relay *r) {
-  struct stat st;
-  if (r->in.name[0] && fstatat(r->dirfd, r->in.name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-      S_ISSOCK(st.st_mode))
-    return;
-  nt_inbox_unbind(&r->in, r->xsub, r->dirfd);
-  if (nt_inbox_bind(&r->in, r->xsub, r->dirfd) != 0) {
-    if (!r->inbox_noted)
-      fprintf(stderr, "nccltop relay: cannot listen in %s for publishers: %s (still trying)\n",
-              r->dir, zmq_strerror(zmq_errno()));
-    r->inbox_noted = true;
-    return;
-  }
-  if (r->inbox_noted || !r->quiet)
-    fprintf(stderr, "nccltop relay: publishers connect to %s/%s\n", r->dir, r->in.name);
-  r->inbox_noted = false;
-}
-
-static void add(relay *r, const char *name, uint32_t pid, uint64_t pidns) {
-  if (r->npubs >= MAX_PUBLISHERS) {
-    if (!r->full_noted)
-      fprintf(stderr, "nccltop relay: more than %d publishers; %s not forwarded\n", MAX_PUBLISHERS,
-              name);
-    r->full_noted = true;
-    return;
-  }
-  publisher *p = &r->pubs[r->npubs];
-  memset(p, 0, sizeof *p);
-  if (strlen(name) >= sizeof p->name ||
-      nt_endpoint_fd_address(r->dirfd, name, p->addr, sizeof p->addr) != 0)
-    return;
-  if (zmq_connect(r->xsub, p->addr) != 0) {
-    fprintf(stderr, "nccltop relay: cannot connect to %s/%s: %s\n", r->dir, name,
-            zmq_strerror(zmq_errno()));
-    return;
-  }
-  snprintf(p->name, sizeof p->name, "%s", name);
-  p->pid = pid;
-  p->pidns = pidns;
-  p->seen = true;
-  r->npubs++;
-  if (!r->quiet) fprintf(stderr, "nccltop relay: + %s/%s\n", r->dir, name);
-}
-
-static void found(void *ctx, const char *name, uint32_t pid, uint64_t pidns) {
-  relay *r = ctx;
-  uint32_t i = 0;
-  while (i < r->npubs && strcmp(r->pubs[i].name, name) != 0) i++;
-  if (i < r->npubs)
-    r->pubs[i].seen = true;
-  else if (publisher_alive(r, pid, pidns))
-    add(r, name, pid, pidns);
-}
-
-/* The viewer's scan (source.c): new live publishers connected, those whose
- * file is gone (after the grace period) or whose process ended dropped.
- * When the directory cannot be listed, what is connected stays. */
-static void scan(relay *r) {
-  if (hold_dir(r)) {
-    hold_inbox(r);
-    for (uint32_t i = 0; i < r->npubs; i++) r->pubs[i].seen = false;
-    if (nt_discover_list(r->dirfd, sizeof r->pubs[0].name, found, r) != 0) {
-      for (uint32_t i = 0; i < r->npubs; i++) r->pubs[i].seen = true;
-      if (!r->dir_error_noted)
-        fprintf(stderr, "nccltop relay: cannot list %s: %s\n", r->dir, strerror(errno));
-      r->dir_error_noted = true;
+    /* The rest of a message is there as soon as its first frame is. */
+    int parts = 1;
+    bool more = zmq_msg_more(&topic);
+    if (more && zmq_msg_recv(&body, s, ZMQ_DONTWAIT) >= 0) {
+      parts++;
+      more = zmq_msg_more(&body);
     }
+    while (more) {
+      zmq_msg_t extra;
+      zmq_msg_init(&extra);
+      more = zmq_msg_recv(&extra, s, ZMQ_DONTWAIT) >= 0 && zmq_msg_more(&extra);
+      zmq_msg_close(&extra);
+      parts++;
+    }
+    uint32_t pid = 0;
+    bool ok = parts == 2 && known_topic(&topic);
+    if (ok && from == FROM_LOCAL) {
+      /* Only our own user can reach the 0700 directory; a message without
+       * our credentials is not a publisher's. */
+      ok = nt_inbox_sender(&topic, &pid);
+      if (ok) nt_relay_note_sender(r, pid);
+    }
+    if (ok && from == FROM_UPSTREAM && u->looped) ok = false; /* our own, come back */
+    if (ok) forward(r, &topic, &body);
+    zmq_msg_close(&topic);
+    zmq_msg_close(&body);
   }
-  for (uint32_t i = 0; i < r->npubs;) {
-    publisher *p = &r->pubs[i];
-    if (!p->seen && mono_s() >= p->keep_until_s)
-      drop(r, i, "socket file gone");
-    else if (!publisher_alive(r, p->pid, p->pidns))
-      drop(r, i, "process ended");
-    else
-      i++;
-  }
+  return false;
 }
 
-/* ----- threads: the timer and the XPUB's monitor ----- */
-
-static void *timer_thread(void *zctx) {
-  void *pair = zmq_socket(zctx, ZMQ_PAIR);
-  if (!pair || set_int(pair, ZMQ_LINGER, 0) || zmq_connect(pair, CONTROL_EP) != 0) {
-    fprintf(stderr, "nccltop relay: the timer cannot start: %s\n", zmq_strerror(zmq_errno()));
-    if (pair) zmq_close(pair);
-    atomic_store(&quit_sig, SIGTERM);
-    return NULL;
-  }
-  while (!atomic_load(&threads_stop)) {
-    for (int i = 0; i < TICK_MS / 50 && !atomic_load(&threads_stop); i++) {
-      struct timespec ts = {0, 50 * 1000000L};
-      nanosleep(&ts, NULL);
-      if (atomic_load(&quit_sig)) break; /* end the proxy at once */
-    }
-    (void)zmq_send(pair, "TERMINATE", 9, ZMQ_DONTWAIT);
-    if (atomic_load(&quit_sig)) {
-      struct timespec ts = {0, 50 * 1000000L};
-      nanosleep(&ts, NULL);
-    }
-  }
-  zmq_close(pair);
-  return NULL;
-}
-
-/* Logs the handshakes that failed on the XPUB (a refused key is logged by
- * the ZAP handler, with the key). */
-static void *monitor_thread(void *zctx) {
-  void *mon = zmq_socket(zctx, ZMQ_PAIR);
-  if (!mon || set_int(mon, ZMQ_LINGER, 0) || zmq_connect(mon, MONITOR_EP) != 0) {
-    if (mon) zmq_close(mon);
-    return NULL;
-  }
-  set_int(mon, ZMQ_RCVTIMEO, 200);
-  double next_log = 0;
-  unsigned long skipped = 0;
-  uint16_t last_event = 0;
-  uint32_t last_value = 0;
-  while (!atomic_load(&threads_stop)) {
-    uint8_t ev[6];
-    char addr[256];
-    int n = zmq_recv(mon, ev, sizeof ev, 0);
-    if (n < 0) continue;
-    int more = 0;
-    size_t ml = sizeof more;
-    int an = 0;
-    if (zmq_getsockopt(mon, ZMQ_RCVMORE, &more, &ml) == 0 && more)
-      an = zmq_recv(mon, addr, sizeof addr - 1, 0);
-    addr[an > 0 ? (an < (int)sizeof addr ? an : (int)sizeof addr - 1) : 0] = '\0';
-    if (n < 6) continue;
-    uint16_t event;
-    uint32_t value;
-    memcpy(&event, ev, 2);
-    memcpy(&value, ev + 2, 4);
-    /* A refused viewer retries every half second: one line per kind and
-     * ten seconds, with the count of the others. */
-    double now = mono_s();
-    if (event == ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL &&
-        (value == EPIPE || value == ECONNRESET || value == ECONNABORTED))
-      continue; /* a peer that went away mid-handshake: the viewer says why */
-    if (event == last_event && value == last_value && now < next_log) {
-      skipped++;
-      continue;
-    }
-    char more_text[64] = "";
-    if (skipped && event == last_event && value == last_value)
-      snprintf(more_text, sizeof more_text, " (%lu more since the last line)", skipped);
-    next_log = now + LOG_EVERY_S;
-    last_event = event;
-    last_value = value;
-    skipped = 0;
-    if (event == ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL)
-      fprintf(stderr,
-              "nccltop relay: a viewer's handshake on %s failed (protocol error 0x%x%s)%s\n", addr,
-              value,
-              value == ZMQ_PROTOCOL_ERROR_ZMTP_CRYPTOGRAPHIC
-                  ? ": it does not have this relay's public key as --server-key"
-              : value == ZMQ_PROTOCOL_ERROR_ZMTP_MECHANISM_MISMATCH
-                  ? ": one side uses CURVE, the other --insecure"
-                  : "",
-              more_text);
-    else
-      fprintf(stderr, "nccltop relay: a viewer's handshake on %s failed (%s)%s\n", addr,
-              zmq_strerror((int)value), more_text);
-  }
-  zmq_close(mon);
-  return NULL;
-}
+/* ----- start ----- */
 
 static void raise_fd_limit(void) {
   struct rlimit rl;
@@ -407,26 +258,27 @@ static void raise_fd_limit(void) {
   (void)setrlimit(RLIMIT_NOFILE, &rl);
 }
 
-/* ----- the relay ----- */
+static void random_id(uint8_t id[8]) {
+  if (getrandom(id, 8, GRND_NONBLOCK) == 8) return;
+  uint64_t x = (uint64_t)getpid() << 32 ^ (uint64_t)(nt_relay_now() * 1e9);
+  memcpy(id, &x, 8);
+}
 
-static int setup(relay *r, const relay_options *o, const nt_curve_keys *keys,
-                 const char *upstream_key) {
-  int64_t maxmsg = (int64_t)NT_MAX_MESSAGE_BYTES + 4096;
+/* The listening socket: viewers' messages bounded (each sends one
+ * subscription; with libzmq 4.3.4 the size limit applies to handshake
+ * frames too, and CURVE's INITIATE takes a few hundred bytes), every
+ * handshake through the guard's ZAP handler unless --insecure. */
+static int setup_xpub(relay *r, const relay_options *o, const nt_curve_keys *keys) {
+  int64_t inmax = 4096;
   r->xpub = zmq_socket(r->zctx, ZMQ_XPUB);
-  r->xsub = zmq_socket(r->zctx, ZMQ_XSUB);
-  if (!r->xpub || !r->xsub || set_int(r->xpub, ZMQ_LINGER, 0) ||
-      set_int(r->xpub, ZMQ_SNDHWM, XPUB_SNDHWM) || set_int(r->xpub, ZMQ_XPUB_VERBOSE, 1) ||
-      set_int(r->xsub, ZMQ_LINGER, 0) || set_int(r->xsub, ZMQ_RCVHWM, XSUB_RCVHWM) ||
-      zmq_setsockopt(r->xsub, ZMQ_MAXMSGSIZE, &maxmsg, sizeof maxmsg)) {
+  if (!r->xpub || set_int(r->xpub, ZMQ_LINGER, 0) || set_int(r->xpub, ZMQ_SNDHWM, XPUB_SNDHWM) ||
+      set_int(r->xpub, ZMQ_RCVHWM, XPUB_RCVHWM) || set_int(r->xpub, ZMQ_XPUB_VERBOSE, 1) ||
+      zmq_setsockopt(r->xpub, ZMQ_MAXMSGSIZE, &inmax, sizeof inmax)) {
     fprintf(stderr, "nccltop relay: cannot create sockets: %s\n", zmq_strerror(zmq_errno()));
     return 1;
   }
-  /* Viewers send a subscription each and nothing larger; with libzmq 4.3.4
-   * the limit applies to handshake frames too, and CURVE's INITIATE (vouch
-   * and metadata) takes a few hundred bytes. */
-  int64_t inmax = 4096;
-  if (zmq_setsockopt(r->xpub, ZMQ_MAXMSGSIZE, &inmax, sizeof inmax) ||
-      (keys && nt_curve_set_server(r->xpub, keys))) {
+  if ((keys && nt_curve_set_server(r->xpub, keys)) ||
+      (!keys && !o->insecure && nt_zap_require(r->xpub))) {
     fprintf(stderr, "nccltop relay: cannot set up CURVE: %s\n", zmq_strerror(zmq_errno()));
     return 1;
   }
@@ -439,17 +291,101 @@ static int setup(relay *r, const relay_options *o, const nt_curve_keys *keys,
             zmq_strerror(zmq_errno()));
     return 1;
   }
-  for (int i = 0; i < o->nupstream; i++) {
-    const char *ep = o->upstream[i];
+  return 0;
+}
+
+static int setup_upstreams(relay *r, const relay_options *o, const nt_curve_keys *keys,
+                           const char *upstream_key) {
+  for (int k = 0; k < o->nupstream; k++) {
+    const char *ep = o->upstream[k];
+    upstream *u = &r->ups[r->nups];
+    u->ep = ep;
+    u->sock = zmq_socket(r->zctx, ZMQ_XSUB);
     bool tcp = !strncmp(ep, "tcp://", 6);
-    int rc = tcp && keys ? nt_curve_set_client(r->xsub, keys, upstream_key) : 0;
-    if (rc == 0) rc = zmq_connect(r->xsub, ep);
+    int rc = !u->sock || nt_relay_set_xsub(u->sock) ? -1 : 0;
+    if (rc == 0 && tcp && keys) rc = nt_curve_set_client(u->sock, keys, upstream_key);
+    if (rc == 0) {
+      r->nups++;
+      nt_relay_upstream_marks(r, r->nups - 1);
+      rc = zmq_connect(u->sock, ep);
+    }
     if (rc != 0) {
       fprintf(stderr, "nccltop relay: --connect %s: %s\n", ep, zmq_strerror(zmq_errno()));
       return 2;
     }
-    if (tcp && keys && nt_curve_set_none(r->xsub) != 0) return 1;
     if (!r->quiet) fprintf(stderr, "nccltop relay: + upstream %s\n", ep);
+  }
+  return 0;
+}
+
+/* The authorized keys, read again when the file changed (held: what was
+ * read last, its keys given to the guard); a file that has become unusable
+ * keeps the keys we had, said once. */
+static void reload_keys(relay *r, const char *auth, nt_authkeys *held, bool *noted) {
+  if (!nt_authkeys_stale(held, auth)) return;
+  nt_authkeys fresh = {0};
+  char err[700];
+  if (nt_authkeys_load(&fresh, auth, err, sizeof err) != 0) {
+    if (!*noted)
+      fprintf(stderr, "nccltop relay: --authorized-keys: %s; keeping the keys read before\n", err);
+    *noted = true;
+    return;
+  }
+  *noted = false;
+  *held = fresh;
+  held->keys = NULL;
+  held->n = 0;
+  nt_guard_set_keys(r->guard, &fresh);
+}
+
+/* ----- the loop ----- */
+
+static int run(relay *r, const char *auth, nt_authkeys held) {
+  bool keys_noted = false;
+  double next_scan = 0, next_auth = nt_relay_now() + AUTH_CHECK_S;
+  while (!atomic_load(&quit_sig)) {
+    zmq_pollitem_t it[3 + MAX_UPSTREAM];
+    int n = 0, up_at[MAX_UPSTREAM];
+    it[n++] = (zmq_pollitem_t){.socket = r->xpub, .events = ZMQ_POLLIN};
+    it[n++] = (zmq_pollitem_t){.socket = r->local, .events = ZMQ_POLLIN};
+    if (r->legacy) it[n++] = (zmq_pollitem_t){.socket = r->legacy, .events = ZMQ_POLLIN};
+    for (int k = 0; k < r->nups; k++) {
+      up_at[k] = r->ups[k].sock ? n : -1;
+      if (r->ups[k].sock)
+        it[n++] = (zmq_pollitem_t){.socket = r->ups[k].sock, .events = ZMQ_POLLIN};
+    }
+    double now = nt_relay_now();
+    int wait_ms = next_scan > now ? (int)((next_scan - now) * 1000) + 1 : 0;
+    if (wait_ms > TICK_S * 1000) wait_ms = (int)(TICK_S * 1000);
+    int rc = zmq_poll(it, n, wait_ms);
+    if (rc < 0 && zmq_errno() != EINTR) {
+      fprintf(stderr, "nccltop relay: forwarding stopped: %s\n", zmq_strerror(zmq_errno()));
+      return 1;
+    }
+    /* Reads first: every message begun is read whole before anything else
+     * touches these sockets (see the top). */
+    r->legacy_drained = true;
+    if (rc > 0) {
+      if (it[1].revents & ZMQ_POLLIN) (void)read_publishers(r, r->local, FROM_LOCAL, NULL);
+      if (r->legacy && (it[2].revents & ZMQ_POLLIN))
+        r->legacy_drained = read_publishers(r, r->legacy, FROM_LEGACY, NULL);
+      for (int k = 0; k < r->nups; k++)
+        if (up_at[k] >= 0 && (it[up_at[k]].revents & ZMQ_POLLIN))
+          (void)read_publishers(r, r->ups[k].sock, FROM_UPSTREAM, &r->ups[k]);
+      if (it[0].revents & ZMQ_POLLIN) nt_relay_drain_viewers(r);
+    }
+    nt_relay_tick_subs(r); /* may refuse an upstream: it[] is rebuilt next turn */
+    now = nt_relay_now();
+    if (now >= next_scan) {
+      nt_relay_scan(r, r->legacy_drained);
+      next_scan = now + SCAN_S;
+    }
+    unsigned wanted = auth ? nt_guard_keys_wanted(r->guard) : 0;
+    if (auth && (now >= next_auth || wanted)) {
+      reload_keys(r, auth, &held, &keys_noted);
+      if (wanted) nt_guard_keys_checked(r->guard, wanted);
+      next_auth = now + AUTH_CHECK_S;
+    }
   }
   return 0;
 }
@@ -498,16 +434,26 @@ int nt_relay_main(int argc, char **argv) {
                 o.upstream[i]);
         return 2;
       }
-    fprintf(stderr, "nccltop relay: %s; listening on loopback only, unencrypted\n", err);
+    fprintf(stderr,
+            "nccltop relay: %s; listening on loopback only, unencrypted, for our own user's "
+            "processes only\n",
+            err);
   }
+  nt_authkeys authkeys = {0};
   if (have_keys) {
     if (o.auth_file)
       snprintf(auth, sizeof auth, "%s", o.auth_file);
     else if (nt_curve_config_path(NT_CURVE_AUTH_FILE, auth, sizeof auth) != 0)
       auth[0] = '\0';
+    /* Read now, bounded: a FIFO or a device is refused here, at once. */
+    if (auth[0] && nt_authkeys_load(&authkeys, auth, err, sizeof err) != 0) {
+      fprintf(stderr, "nccltop relay: --authorized-keys: %s\n", err);
+      return 2;
+    }
     if (o.server_key) {
       if (nt_curve_key_arg(o.server_key, upstream_key, err, sizeof err) != 0) {
         fprintf(stderr, "nccltop relay: --server-key: %s\n", err);
+        nt_authkeys_free(&authkeys);
         return 2;
       }
     } else {
@@ -521,13 +467,19 @@ int nt_relay_main(int argc, char **argv) {
                                                       : -1;
   if (n < 0 || (size_t)n >= sizeof r.dir) {
     fprintf(stderr, "nccltop relay: endpoint directory name too long\n");
+    nt_authkeys_free(&authkeys);
     return 2;
   }
   r.pubs = calloc(MAX_PUBLISHERS, sizeof *r.pubs);
-  if (!r.pubs) {
+  r.senders = calloc(MAX_PUBLISHERS, sizeof *r.senders);
+  if (!r.pubs || !r.senders) {
     fprintf(stderr, "nccltop relay: out of memory\n");
+    free(r.pubs);
+    free(r.senders);
+    nt_authkeys_free(&authkeys);
     return 1;
   }
+  random_id(r.id);
   raise_fd_limit();
   struct sigaction sa;
   memset(&sa, 0, sizeof sa);
@@ -539,33 +491,45 @@ int nt_relay_main(int argc, char **argv) {
   signal(SIGPIPE, SIG_IGN);
 
   int rc = 1;
-  nt_zap *zap = NULL;
-  void *control = NULL;
-  pthread_t timer, monitor;
-  bool timer_on = false, monitor_on = false;
+  void *zap = NULL;
   r.zctx = zmq_ctx_new();
   if (!r.zctx) {
     fprintf(stderr, "nccltop relay: cannot create a ZeroMQ context\n");
     goto out;
   }
-  if (have_keys && !(zap = nt_zap_start(r.zctx, auth, keys.pub, err, sizeof err))) {
+  /* The ZAP handler exists before the first handshake can ask for it:
+   * libzmq 4.3 lets a handshake through when nobody answers. */
+  if (!o.insecure && !(zap = nt_zap_bind(r.zctx, err, sizeof err))) {
     fprintf(stderr, "nccltop relay: %s\n", err);
     goto out;
   }
-  if ((rc = setup(&r, &o, have_keys ? &keys : NULL, upstream_key)) != 0) goto out;
+  if ((rc = setup_xpub(&r, &o, have_keys ? &keys : NULL)) != 0) goto out;
   rc = 1;
-  monitor_on = pthread_create(&monitor, NULL, monitor_thread, r.zctx) == 0;
-  control = zmq_socket(r.zctx, ZMQ_PAIR);
-  if (!control || set_int(control, ZMQ_LINGER, 0) || zmq_bind(control, CONTROL_EP) != 0 ||
-      pthread_create(&timer, NULL, timer_thread, r.zctx) != 0) {
-    fprintf(stderr, "nccltop relay: cannot start: %s\n", zmq_strerror(zmq_errno()));
-    goto out;
-  }
-  timer_on = true;
   char bound[256] = "";
   size_t bl = sizeof bound;
   if (zmq_getsockopt(r.xpub, ZMQ_LAST_ENDPOINT, bound, &bl) != 0)
     snprintf(bound, sizeof bound, "%s", o.listen);
+  nt_guard_config gc = {.zctx = r.zctx,
+                        .zap = zap,
+                        .monitor_ep = MONITOR_EP,
+                        .port = nt_endpoint_port(bound),
+                        .same_user = !have_keys && !o.insecure,
+                        .own_pub = have_keys ? keys.pub : NULL,
+                        .auth_file = auth};
+  nt_authkeys held = authkeys; /* which file the keys came from, for reload_keys */
+  held.keys = NULL;
+  held.n = 0;
+  if (!(r.guard = nt_guard_start(&gc, &authkeys, err, sizeof err))) {
+    fprintf(stderr, "nccltop relay: %s\n", err);
+    goto out;
+  }
+  zap = NULL; /* the guard's now */
+  r.local = zmq_socket(r.zctx, ZMQ_XSUB);
+  if (!r.local || nt_relay_set_xsub(r.local)) {
+    fprintf(stderr, "nccltop relay: cannot create sockets: %s\n", zmq_strerror(zmq_errno()));
+    goto out;
+  }
+  if ((rc = setup_upstreams(&r, &o, have_keys ? &keys : NULL, upstream_key)) != 0) goto out;
   if (have_keys)
     fprintf(stderr,
             "nccltop relay: listening on %s (CURVE; public key %s; viewers' keys from %s)\n", bound,
@@ -573,34 +537,22 @@ int nt_relay_main(int argc, char **argv) {
   else
     fprintf(stderr, "nccltop relay: listening on %s (no CURVE: plain TCP)\n", bound);
   fprintf(stderr, "nccltop relay: forwarding the publishers in %s\n", r.dir);
-
-  while (!atomic_load(&quit_sig)) {
-    scan(&r);
-    /* A TERMINATE that came while we scanned would end the next proxy at
-     * once: take what is waiting first. */
-    char cmd[16];
-    while (zmq_recv(control, cmd, sizeof cmd, ZMQ_DONTWAIT) >= 0) {
-    }
-    if (atomic_load(&quit_sig)) break;
-    if (zmq_proxy_steerable(r.xsub, r.xpub, NULL, control) != 0 && zmq_errno() != EINTR) {
-      fprintf(stderr, "nccltop relay: forwarding stopped: %s\n", zmq_strerror(zmq_errno()));
-      goto out;
-    }
-  }
-  rc = 0;
-  fprintf(stderr, "nccltop relay: stopped (signal %d)\n", atomic_load(&quit_sig));
+  if ((rc = run(&r, have_keys && auth[0] ? auth : NULL, held)) == 0)
+    fprintf(stderr, "nccltop relay: stopped (signal %d)\n", atomic_load(&quit_sig));
 out:
-  atomic_store(&threads_stop, true);
-  if (timer_on) pthread_join(timer, NULL);
+  nt_guard_stop(r.guard);
+  if (zap) zmq_close(zap);
   if (r.xpub) (void)zmq_socket_monitor(r.xpub, NULL, 0);
-  if (monitor_on) pthread_join(monitor, NULL);
-  if (control) zmq_close(control);
-  if (r.xsub) zmq_close(r.xsub);
+  for (int k = 0; k < r.nups; k++)
+    if (r.ups[k].sock) zmq_close(r.ups[k].sock);
+  if (r.legacy) zmq_close(r.legacy);
+  if (r.local) zmq_close(r.local);
   if (r.xpub) zmq_close(r.xpub);
-  nt_zap_stop(zap);
   if (r.zctx) zmq_ctx_term(r.zctx);
   nt_inbox_unbind(&r.in, NULL, r.dirfd); /* the file: ZeroMQ 4.3 leaves it */
   if (r.dirfd >= 0) close(r.dirfd);
+  nt_authkeys_free(&authkeys);
   free(r.pubs);
+  free(r.senders);
   return rc;
 }

@@ -57,6 +57,9 @@
  * past this many remote endpoints they are left out (a silent one is then
  * said together with the others: "no relay, not reachable, or refused"). */
 #define MAX_MONITORS 64
+/* Up to this many --connect endpoints are polled on every pass, heard from
+ * or not (quiet_remote). */
+#define POLL_ALL_CONNECTS 64
 /* Descriptors kept for the endpoint directory and the local publishers
  * when remote endpoints are connected (each takes two: its socket's eventfd
  * and its connection). */
@@ -610,9 +613,11 @@ static void note_silent_connects(nt_source *s, nt_model *m, double now) {
  * a handshake succeeds again: ZeroMQ retries every second). */
 /* A remote endpoint that never sent anything (a relay that is not there,
  * of thousands in a --hosts list) is not polled with the others: each
- * polled socket costs ZeroMQ a look on every pass. */
-static bool quiet_remote(const endpoint *e) {
-  return !e->pid && !e->peer && !e->heard;
+ * polled socket costs ZeroMQ a look on every pass. A few --connect
+ * endpoints are always polled, so a relay's first messages show at once
+ * rather than at the next scan. */
+static bool quiet_remote(const nt_source *s, const endpoint *e) {
+  return s->nconnect > POLL_ALL_CONNECTS && !e->pid && !e->peer && !e->heard;
 }
 
 /* Once a second: the quiet remote endpoints that have something now join
@@ -622,8 +627,8 @@ static void wake_quiet(nt_source *s, nt_model *m) {
     endpoint *e = &s->eps[i];
     int events = 0;
     size_t len = sizeof events;
-    if (!e->sock || !quiet_remote(e) || zmq_getsockopt(e->sock, ZMQ_EVENTS, &events, &len) != 0 ||
-        !(events & ZMQ_POLLIN))
+    if (!e->sock || !quiet_remote(s, e) ||
+        zmq_getsockopt(e->sock, ZMQ_EVENTS, &events, &len) != 0 || !(events & ZMQ_POLLIN))
       continue;
     for (int k = 0; k < 16 && nt_source_receive(s, e, m); k++) {
     }
@@ -689,7 +694,7 @@ int nt_source_poll(nt_source *s, nt_model *m, int timeout_ms) {
     s->items[nitems++] = (zmq_pollitem_t){.socket = s->inbox, .events = ZMQ_POLLIN};
   }
   for (uint32_t i = 0; i < s->neps; i++) {
-    if (!s->eps[i].sock || quiet_remote(&s->eps[i])) continue; /* wake_quiet looks at those */
+    if (!s->eps[i].sock || quiet_remote(s, &s->eps[i])) continue; /* wake_quiet looks at those */
     s->item_ep[nitems] = (int)i;
     s->items[nitems++] = (zmq_pollitem_t){.socket = s->eps[i].sock, .events = ZMQ_POLLIN};
   }
