@@ -389,6 +389,91 @@ static void a_cycle_through_a_rank_not_stalled_is_no_cycle(void) {
   nt_model_free(m);
 }
 
+/* The stalls and stuck operations of the ranks that wait on a root are
+ * its consequences: each says which root it follows from (under), after
+ * everything else, so the report has one line for the cause (real NCCL,
+ * 2.28.9: 10+ lines a frame for one late rank at 4 ranks). Rank 1 stops;
+ * ranks 0, 2 and 3 are stalled with an operation running, no progress. */
+static void consequences_fold_under_their_root(void) {
+  nt_model *m = nt_model_new();
+  nt_snapshot *s = nt_snapshot_new();
+  CHECK(m && s);
+  head(s, 701, 1);
+  uint16_t ci = comm(s, HASH, 1, 4);
+  chan(s, ci, NT_DIR_SEND, 2, NT_WAIT_SEND_NET, NT_RUN_RUNNING, 0.01);
+  CHECK(put(m, s, 1.0));
+  for (int r = 0; r < 4; r++) {
+    if (r == 1) continue;
+    head(s, 700 + (uint32_t)r, 1);
+    ci = comm(s, HASH, r, 4);
+    if (r == 0) chan(s, ci, NT_DIR_SEND, 1, NT_WAIT_SEND_PEER, NT_RUN_RUNNING, 8);
+    if (r == 2) chan(s, ci, NT_DIR_RECV, 1, NT_WAIT_RECV_NET, NT_RUN_RUNNING, 8);
+    if (r == 3) chan(s, ci, NT_DIR_RECV, 2, NT_WAIT_NONE, NT_RUN_RUNNING, 8);
+    op(s, ci, NT_RUN_RUNNING, 0, 8, 8);
+    CHECK(put(m, s, 10.0));
+  }
+  nt_model_tick(m, 10.0);
+  nt_alert a[32];
+  uint32_t n = nt_model_alerts(m, 2000, a, 32, 10.0);
+  CHECK(n >= 1 && a[0].kind == NT_ALERT_ROOT && a[0].rank == 1 && a[0].under == -1);
+  uint32_t top = 0, folded = 0, stalls = 0, hung = 0;
+  for (uint32_t i = 0; i < n; i++) {
+    if (a[i].under < 0) {
+      top++;
+      fprintf(stderr, "    %s\n", a[i].text);
+      continue;
+    }
+    folded++;
+    CHECK(a[i].under == 0); /* the root's place */
+    CHECK(a[i].rank != 1);
+    stalls += a[i].kind == NT_ALERT_STALL;
+    hung += a[i].kind == NT_ALERT_HUNG_OP;
+    if (folded > 1) CHECK(a[i - 1].under >= 0); /* together, after the rest */
+  }
+  CHECK_EQ_U64(top, 1);    /* the root stands for them all */
+  CHECK_EQ_U64(stalls, 3); /* ranks 0, 2, 3 */
+  CHECK_EQ_U64(hung, 3);   /* and their operations */
+  CHECK_EQ_U64(folded, n - 1);
+  /* Capped below them: the root stays, its consequences go first. */
+  uint32_t n2 = nt_model_alerts(m, 2000, a, 2, 10.0);
+  CHECK(n2 == 2 && a[0].kind == NT_ALERT_ROOT && a[1].under == 0);
+  nt_snapshot_free(s);
+  nt_model_free(m);
+}
+
+/* Two roots in two communicators: each consequence points at its own. */
+static void each_consequence_points_at_its_own_root(void) {
+  nt_model *m = nt_model_new();
+  nt_snapshot *s = nt_snapshot_new();
+  CHECK(m && s);
+  for (int k = 0; k < 2; k++) {
+    uint64_t hash = HASH + (uint64_t)k;
+    for (int r = 0; r < 4; r++) {
+      head(s, 800 + 10 * (uint32_t)k + (uint32_t)r, 1);
+      uint16_t ci = comm(s, hash, r, 4);
+      /* ring_frozen: rank k+1 stalled in its GPU, its predecessor waits
+       * on it for credit (k = 1 has a second waiter through rank 3). */
+      ring_frozen(s, ci, r, 4, k + 1, 6);
+      op(s, ci, NT_RUN_RUNNING, 0, 6, 6);
+      CHECK(put(m, s, 1.0));
+    }
+  }
+  nt_alert a[32];
+  uint32_t n = nt_model_alerts(m, 2000, a, 32, 1.0);
+  CHECK_EQ_U64(count_kind(a, n, NT_ALERT_ROOT), 2);
+  uint32_t folded = 0;
+  for (uint32_t i = 0; i < n; i++) {
+    if (a[i].under < 0) continue;
+    folded++;
+    const nt_alert *root = &a[a[i].under];
+    CHECK(root->kind == NT_ALERT_ROOT && root->comm_hash == a[i].comm_hash);
+    if (a[i].kind == NT_ALERT_STALL && a[i].rank >= 0) CHECK(a[i].peer == root->rank);
+  }
+  CHECK(folded >= 2); /* each predecessor's stall */
+  nt_snapshot_free(s);
+  nt_model_free(m);
+}
+
 /* ---- PXN ---- */
 
 /* Rank 0's GPU stops. Its sends run in rank 1's proxy (PXN, a relay row
@@ -459,6 +544,8 @@ int main(void) {
   TEST_RUN(a_late_publisher_during_run_ahead_is_no_root);
   TEST_RUN(a_cycle_of_waits_is_one_root);
   TEST_RUN(a_cycle_through_a_rank_not_stalled_is_no_cycle);
+  TEST_RUN(consequences_fold_under_their_root);
+  TEST_RUN(each_consequence_points_at_its_own_root);
   TEST_RUN(a_relay_rows_gpu_wait_is_the_relayed_ranks);
   TEST_RUN(hash_zero_communicators_are_never_compared);
   return TEST_DONE();

@@ -110,7 +110,10 @@ static bool cell_bold(vt_term *t, int row, int col) {
 
 /* ---- a stalled rank on the overview ---- */
 
-static bool overview_shows_the_stall(vt_term *t, int stalled, int n, char *why, size_t cap) {
+/* unfolded: after '+', the waiting ranks' own lines under the root;
+ * before, one line says how many there are. */
+static bool overview_shows_the_stall(vt_term *t, int stalled, int n, bool unfolded, char *why,
+                                     size_t cap) {
   int head = row_with(t, ROW("ALERTS (", "most important first"));
   if (head < 0) return snprintf(why, cap, "no ALERTS header"), false;
   char first[2048], me[32];
@@ -126,12 +129,24 @@ static bool overview_shows_the_stall(vt_term *t, int stalled, int n, char *why, 
     if (r != stalled && row_with(t, ROW("root", other)) >= 0)
       return snprintf(why, cap, "a root line for %s", other), false;
   }
-  /* The stalls name the peer they wait on. */
+  /* The stalls of the ranks waiting on it name the peer they wait on,
+   * folded under the root (real NCCL: 10+ lines for one cause at 4 ranks)
+   * until '+' shows them, indented. */
   char pred[32], peer[32];
   snprintf(pred, sizeof pred, "rank %d/%d", (stalled - 1 + n) % n, n);
   snprintf(peer, sizeof peer, "waiting on rank %d ", stalled);
-  if (row_with(t, ROW("! stall", pred, "send channel", "in send_peer_wait", peer)) < 0)
-    return snprintf(why, cap, "no send_peer_wait stall of %s on rank %d", pred, stalled), false;
+  int waiter = row_with(t, ROW("! stall", pred, "send channel", "in send_peer_wait", peer));
+  int more = row_with(t, ROW("    + ", "more under it", "ranks waiting on it"));
+  if (unfolded && (waiter < 0 || more >= 0))
+    return snprintf(why, cap, "unfolded: no send_peer_wait stall of %s on rank %d", pred, stalled),
+           false;
+  char at[2048];
+  if (unfolded && strncmp(screen_row(t, waiter, at, sizeof at), "    ! stall", 11) != 0)
+    return snprintf(why, cap, "unfolded: the stall of %s is not indented", pred), false;
+  if (!unfolded && (waiter >= 0 || more <= head + 1 || more > head + 4))
+    return snprintf(why, cap, "folded: %s's stall shown (%d) or no '+ more' line under the root",
+                    pred, waiter),
+           false;
   /* The successor's receives wait on it too, but may be queued (its GPU
    * never reached them): no stall line needed (PROTOCOL 1.2). */
   if (row_with(t, ROW("! stall", me, "in recv_gpu_wait", "its GPU not draining data from")) < 0)
@@ -164,14 +179,18 @@ static void stalled_rank_on_the_overview(void) {
   if (ok) {
     /* All of it on one screen: steady for a few updates. */
     double end = vt_now() + 10;
-    int steady = 0;
-    while (steady < 3 && vt_now() < end) {
-      vt_pump(&t, 200);
-      vt_text(&t);
-      steady = overview_shows_the_stall(&t, 2, 4, why, sizeof why) ? steady + 1 : 0;
+    for (int unfolded = 0; unfolded < 2 && ok; unfolded++) {
+      if (unfolded) vt_send(&t, "+");
+      int steady = 0;
+      while (steady < 3 && vt_now() < end) {
+        vt_pump(&t, 200);
+        vt_text(&t);
+        steady = overview_shows_the_stall(&t, 2, 4, unfolded, why, sizeof why) ? steady + 1 : 0;
+      }
+      ok = steady >= 3;
+      if (!ok) fprintf(stderr, "    %s; the screen shows:\n%s\n", why, t.text);
     }
-    ok = steady >= 3;
-    if (!ok) fprintf(stderr, "    %s; the screen shows:\n%s\n", why, t.text);
+    if (ok) vt_send(&t, "-");
   }
   if (ok) {
     /* A narrower terminal cuts the lines, but the root stays on top. */

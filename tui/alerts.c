@@ -39,7 +39,10 @@
  * progress (likewise), stragglers, silent publishers and drops (one line
  * per relay, per host or per kind of drop when many processes share it:
  * alerts_publishers.c); the cap cuts from the end, never a root before the
- * rest.
+ * rest. The stalls and stuck operations of the ranks that wait on a root
+ * are its consequences: they come last, each pointing at its root
+ * (nt_alert.under), and the screen folds them under it (real NCCL gave
+ * 10+ lines a frame for one late rank at 4 ranks).
  *
  * Silence and lateness are measured in the time the viewer read
  * (model_watch.c): a viewer that was stopped, or a relay that held the
@@ -147,11 +150,13 @@ nt_alert *al_add(ctx *c, int kind, int prio, double key, const rank_info *ri) {
   memset(it, 0, sizeof *it);
   it->prio = prio;
   it->key = key;
+  it->root_k = it->under_k = -1;
   nt_alert *a = &it->a;
   a->kind = kind;
   a->peer = -1;
   a->wait = NT_WAIT_NONE;
   a->func = NT_FUNC_OTHER;
+  a->under = -1;
   if (ri) {
     a->proc = ri->r.proc;
     a->comm_hash = ri->r.comm_hash;
@@ -161,6 +166,15 @@ nt_alert *al_add(ctx *c, int kind, int prio, double key, const rank_info *ri) {
     a->nlisted = 1;
   }
   return a;
+}
+
+void al_fold_last(ctx *c, int32_t k) {
+  if (!c->nitems || k < 0 || (uint32_t)k >= c->nroots) return;
+  item *it = &c->items[c->nitems - 1];
+  it->sub = it->prio;
+  it->prio = P_FOLDED;
+  it->key = 0; /* ordered as its root is, once the roots' places are known */
+  it->under_k = k;
 }
 
 void al_runs(const int32_t *v, uint32_t n, char *buf, size_t cap) {
@@ -192,11 +206,18 @@ double al_since(const ctx *c, const nt_model_process *p) {
 
 /* ---- stalls ---- */
 
+/* A rank that waits on one root, and is none itself: its lines are that
+ * root's consequences. */
+static int32_t consequence_of(const rank_info *ri) {
+  return ri->named_root ? -1 : ri->root;
+}
+
 static void stall_lines(ctx *c, rank_info *ri, int prio) {
   for (uint32_t j = ri->g0; j < ri->g0 + ri->ng; j++) {
     const stall_group *g = &c->groups[j];
     nt_alert *a = al_add(c, NT_ALERT_STALL, prio, 0, ri);
     if (!a) return;
+    al_fold_last(c, consequence_of(ri));
     char me[160], them[104] = "", hp[96];
     rank_info *peer = al_find_rank(c, ri->r.comm_hash, g->peer, ri->r.proc);
     if (peer) snprintf(them, sizeof them, " (%s)", al_who(peer->r.proc, hp, sizeof hp));
@@ -267,6 +288,7 @@ static void stall_summary(ctx *c, uint32_t g, uint32_t end, uint32_t nstuck) {
   (void)nstuck;
   al_say(a, "comm %s: %u ranks stalled up to %s: %s; %s", al_comm_label(&first->r, cl), shown,
          AGE(age), parts, tail);
+  al_fold_last(c, root);
 }
 
 static void stalls(ctx *c) {
@@ -303,16 +325,20 @@ static void hung_line(ctx *c, const rank_info *ri) {
          ri->r.rank, ri->r.nranks, al_rank_who(c, ri, me), nt_func_name(op->func), seq,
          nt_fmt_size((double)op->bytes, size, sizeof size), nt_algo_name(op->algo),
          nt_proto_name(op->proto), AGE(a->age_s), op->children_open, op->children, more);
+  al_fold_last(c, consequence_of(ri));
 }
 
 static void hung_ops(ctx *c) {
   for (uint32_t g = 0; g < c->n;) {
     uint32_t end = g, nh = 0, ops = 0;
+    int32_t root = -1; /* the one root all of them wait on, else -1 */
     const rank_info *oldest = NULL;
     while (end < c->n && c->ranks[end].r.comm_hash == c->ranks[g].r.comm_hash) end++;
     for (uint32_t i = g; i < end; i++) {
       const rank_info *ri = &c->ranks[i];
       if (!ri->hung) continue;
+      int32_t k = consequence_of(ri);
+      root = nh == 0 ? k : root == k ? root : -1;
       nh++;
       ops += ri->nhung;
       if (!oldest || ri->hung->age_ns > oldest->hung->age_ns) oldest = ri;
@@ -338,6 +364,7 @@ static void hung_ops(ctx *c) {
           "%s%s on rank %d (%s), in flight %s",
           al_comm_label(&oldest->r, cl), nh, ops, nt_func_name(op->func), seq, oldest->r.rank,
           al_rank_who(c, oldest, me), AGE(a->age_s));
+      al_fold_last(c, root);
     }
     g = end;
   }
@@ -351,6 +378,7 @@ static int item_cmp(const void *a, const void *b) {
   const nt_alert *x = &i->a, *y = &j->a;
   if (i->prio != j->prio) return i->prio - j->prio;
   if (i->key != j->key) return i->key < j->key ? 1 : -1;
+  if (i->sub != j->sub) return i->sub - j->sub;
   if (x->comm_hash != y->comm_hash) return x->comm_hash < y->comm_hash ? -1 : 1;
   if (x->rank != y->rank) return x->rank - y->rank;
   return x->age_s < y->age_s ? 1 : x->age_s > y->age_s ? -1 : 0;
@@ -393,6 +421,42 @@ static uint32_t *build_ranks(ctx *c) {
   return pos;
 }
 
+/* Sorted, capped, and each folded alert pointed at its root's place in
+ * `out`: the roots first (their order decides their consequences' order),
+ * then the rest; a consequence whose root was cut stands alone. */
+static uint32_t report(ctx *c, nt_alert *out, uint32_t cap) {
+  if (!c->nitems) return 0;
+  int32_t *place = c->nroots ? malloc(c->nroots * sizeof *place) : NULL;
+  if (!place) /* no roots, or no memory to place them: nothing folded */
+    for (uint32_t i = 0; i < c->nitems; i++)
+      if (c->items[i].under_k >= 0) c->items[i].prio = c->items[i].sub, c->items[i].under_k = -1;
+  qsort(c->items, c->nitems, sizeof *c->items, item_cmp);
+  if (place) {
+    for (uint32_t k = 0; k < c->nroots; k++) place[k] = -1;
+    for (uint32_t i = 0; i < c->nitems && i < cap; i++)
+      if (c->items[i].root_k >= 0) place[c->items[i].root_k] = (int32_t)i;
+    for (uint32_t i = 0; i < c->nitems; i++) {
+      item *it = &c->items[i];
+      if (it->under_k < 0) continue;
+      int32_t at = place[it->under_k];
+      if (at < 0) { /* its root is not in the report: not folded */
+        it->prio = it->sub;
+        it->under_k = -1;
+      } else {
+        it->key = (double)(c->nitems - (uint32_t)at); /* in the roots' order */
+      }
+    }
+    qsort(c->items, c->nitems, sizeof *c->items, item_cmp);
+  }
+  uint32_t n = 0;
+  for (; n < c->nitems && n < cap; n++) {
+    out[n] = c->items[n].a;
+    out[n].under = c->items[n].under_k >= 0 ? place[c->items[n].under_k] : -1;
+  }
+  free(place);
+  return n;
+}
+
 static uint32_t alerts(nt_model *m, uint32_t stall_ms, nt_alert *out, uint32_t cap, double now_s,
                        bool per_rank) {
   ctx c = {
@@ -413,8 +477,7 @@ static uint32_t alerts(nt_model *m, uint32_t stall_ms, nt_alert *out, uint32_t c
       al_sync_phases(&c);
       al_publishers(&c);
     }
-    if (c.nitems) qsort(c.items, c.nitems, sizeof *c.items, item_cmp);
-    for (; n < c.nitems && n < cap; n++) out[n] = c.items[n].a;
+    n = report(&c, out, cap);
   }
   free(pos);
   free(c.ranks);

@@ -257,6 +257,7 @@ static void say_root(ctx *c, uint32_t k) {
   rank_info *ri = &c->ranks[c->members[rt->first]];
   nt_alert *a = al_add(c, NT_ALERT_ROOT, P_ROOT, (double)rt->waiters + rt->age / 1e9, ri);
   if (!a) return;
+  c->items[c->nitems - 1].root_k = (int32_t)k;
   char me[160], waiters[64];
   a->count = rt->waiters;
   waiters_text(rt->waiters, rt->n > 1, waiters);
@@ -366,6 +367,11 @@ static void silent_roots(ctx *c) {
       rt->waiters = waiting;
       rt->age = silent_s;
       ri->named_root = true;
+      for (uint32_t k = g; k < end; k++) { /* what they wait on, for their own lines */
+        rank_info *o = &c->ranks[k];
+        if (o->silent || !(o->old_age > 0 && o->old_age <= silent_s + stall_s)) continue;
+        o->root = o->root == -1 ? (int32_t)(rt - c->roots) : -2;
+      }
     }
     g = end;
   }

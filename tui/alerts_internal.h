@@ -54,10 +54,16 @@ typedef struct {
 typedef struct {
   nt_alert a;
   int prio;
-  double key; /* larger first within a priority */
+  double key;      /* larger first within a priority */
+  int sub;         /* folded: the priority it had (what explains first) */
+  int32_t root_k;  /* a root alert: its root (c->roots), else -1 */
+  int32_t under_k; /* folded under root under_k (a consequence of it), else -1 */
 } item;
 
-enum { P_ROOT, P_EXPLAIN, P_STALL, P_HUNG, P_STRAGGLER, P_SILENT, P_DROPS };
+/* P_FOLDED: the consequences of a root (the stalls and stuck operations of
+ * the ranks that wait on it), after everything else, so the cap cuts them
+ * first; each says which root it follows from (nt_alert.under). */
+enum { P_ROOT, P_EXPLAIN, P_STALL, P_HUNG, P_STRAGGLER, P_SILENT, P_DROPS, P_FOLDED };
 
 typedef struct {
   uint32_t first, n; /* members: c->members[first .. first + n) */
@@ -105,6 +111,8 @@ rank_info *al_find_rank(ctx *c, uint64_t hash, int rank, const nt_model_process 
 /* A new alert of `kind` at priority `prio` (larger `key` first within it);
  * NULL when out of memory. */
 nt_alert *al_add(ctx *c, int kind, int prio, double key, const rank_info *ri);
+/* The alert just added is a consequence of root k: folded under it. */
+void al_fold_last(ctx *c, int32_t k);
 /* Time a process's snapshot has aged since it arrived (0 once ended). */
 double al_since(const ctx *c, const nt_model_process *p);
 /* "72-79", "0-3,8-11", "0,8,16": sorted numbers as runs; a list too long

@@ -7,6 +7,9 @@
  *          (a straggler late in its launch counts, or one the others'
  *          kernels wait for in their sync phases, NCCL 2.31; a root alert
  *          with the sync-phase numbers added says sync_phases too),
+ *          "under": the index in "alerts" of the root it follows from (a
+ *          stall or stuck operation of a rank that waits on that root;
+ *          these come last), else -1,
  *          "ranks": [rank] (every rank the alert is about, lowest first:
  *          its rank; for a node's straggler line, every rank of the
  *          communicator on that host, "host" and "pid" then the lowest
@@ -250,6 +253,7 @@ void nt_batch_job_json(nt_jo *w, const nt_frame *f) {
     nt_jo_u64(w, "count", a->count);
     nt_jo_num(w, "age_s", a->age_s);
     nt_jo_str(w, "evidence", nt_alert_evidence_name(a->evidence));
+    nt_jo_i64(w, "under", a->under);
     nt_jo_arr(w, "ranks");
     for (uint32_t k = 0; k < a->nlisted; k++) nt_jo_i64(w, NULL, a->ranks[k]);
     nt_jo_end(w);
@@ -328,9 +332,19 @@ void nt_batch_job_json(nt_jo *w, const nt_frame *f) {
 
 /* ---- text ---- */
 
+/* Folded as the screen folds them: a root stands for the lines of the
+ * ranks that wait on it (--json lists each, with its root). */
 void nt_batch_alerts_text(FILE *out, const nt_frame *f) {
-  for (uint32_t i = 0; i < f->nalerts; i++)
-    fprintf(out, "ALERT %-9s %s\n", nt_alert_kind_name(f->alerts[i].kind), f->alerts[i].text);
+  for (uint32_t i = 0; i < f->nalerts; i++) {
+    const nt_frame_alert *a = &f->alerts[i];
+    if (a->under >= 0) continue;
+    fprintf(out, "ALERT %-9s %s\n", nt_alert_kind_name(a->kind), a->text);
+    if (a->folded)
+      fprintf(out,
+              "      %-9s + %u more under it: the stalls and stuck operations of the ranks "
+              "waiting on it (--json lists each)\n",
+              "", a->folded);
+  }
 }
 
 void nt_batch_ops_text(FILE *out, const nt_frame *f) {

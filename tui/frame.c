@@ -335,8 +335,16 @@ static void build_alerts(nt_frame *f, nt_model *m) {
     copy_str(x->text, sizeof x->text, a[i].text);
     x->nlisted = x->has_rank && a[i].nlisted <= NT_ALERT_MAX_RANKS ? a[i].nlisted : 0;
     memcpy(x->ranks, a[i].ranks, x->nlisted * sizeof *x->ranks);
+    x->under = a[i].under >= 0 && (uint32_t)a[i].under < i ? a[i].under : -1;
+    x->folded = 0;
   }
   f->nalerts = n;
+  f->nfolded = 0;
+  for (uint32_t i = 0; i < n; i++)
+    if (f->alerts[i].under >= 0) {
+      f->alerts[f->alerts[i].under].folded++;
+      f->nfolded++;
+    }
   free(a);
 }
 

@@ -132,6 +132,8 @@ typedef struct {
    * has_rank */
   int32_t ranks[NT_ALERT_MAX_RANKS];
   uint32_t nlisted;
+  int32_t under;   /* folded under the root alert of this index (nt_alert.under), -1 */
+  uint32_t folded; /* a root: how many alerts are folded under it */
 } nt_frame_alert;
 
 typedef struct {
@@ -181,6 +183,7 @@ typedef struct {
   /* the job */
   nt_frame_alert alerts[NT_FRAME_MAX_ALERTS];
   uint32_t nalerts;
+  uint32_t nfolded; /* of them, folded under a root: nalerts - nfolded lines of their own */
   nt_frame_stat *stats;
   uint32_t nstats;
   nt_phase_stat phases[NT_MAX_PHASES + 1];

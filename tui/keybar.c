@@ -84,7 +84,7 @@ void nt_draw_keybar(nt_screen *s) {
 
 void nt_draw_alerts_band(nt_screen *s) {
   const nt_rect *r = &s->lay.alerts;
-  uint32_t n = s->f->nalerts;
+  uint32_t n = s->f->nalerts - s->f->nfolded; /* lines of their own: the roots stand for the rest */
   if (r->h <= 0 || !n) return;
   const nt_frame_alert *a = &s->f->alerts[0];
   char line[512];

@@ -52,6 +52,11 @@ const nt_key_binding nt_keys[] = {
      "go to its start / end)",
      NT_ACT_SLOWER},
     {']', NULL, NULL, NT_ACT_FASTER},
+    {'+', "+ -",
+     "overview: show / fold the alerts under each root (the stalls and stuck operations of the "
+     "ranks that wait on it)",
+     NT_ACT_UNFOLD},
+    {'-', NULL, NULL, NT_ACT_FOLD},
     {'t', "t", "topology: show the next one received (publishers sent several)", NT_ACT_TOPO_NEXT},
     {'p', "p", "topology what-if: NCCL_P2P_DISABLE=1 on/off", NT_ACT_WHATIF_P2P},
     {'l', "l", "topology what-if: next NCCL_P2P_LEVEL", NT_ACT_WHATIF_P2P_LEVEL},

@@ -412,6 +412,11 @@ typedef struct {
    * communicator's summary. */
   int32_t ranks[NT_ALERT_MAX_RANKS];
   uint32_t nlisted;
+  /* A consequence of a root (a stall or stuck operation of a rank that
+   * waits on it): the root alert's index in the same list, which comes
+   * before it; -1 for the others. The screen folds these under their
+   * root. */
+  int32_t under;
 } nt_alert;
 /* Alerts now, most important first (roots, stalls, hung operations,
  * stragglers, silent publishers, drops). Tracks how long ranks have been

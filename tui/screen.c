@@ -170,6 +170,8 @@ static bool act(nt_screen *s, int action) {
       s->filter[0] = '\0';
     break;
   case NT_ACT_PAUSE: s->paused = !s->paused; break;
+  case NT_ACT_UNFOLD: s->unfold = true; break;
+  case NT_ACT_FOLD: s->unfold = false; break;
   case NT_ACT_REDRAW: clear(); break;
   case NT_ACT_SEARCH: start_prompt(s, NT_ACT_SEARCH); break;
   case NT_ACT_SEARCH_NEXT:

@@ -39,6 +39,8 @@ enum nt_action {
   NT_ACT_VIEW_7,
   NT_ACT_SEARCH_NEXT,
   NT_ACT_TOPO_NEXT,
+  NT_ACT_UNFOLD, /* the overview: show the alerts folded under their roots */
+  NT_ACT_FOLD,
   NT_ACT_SLOWER, /* replay: half the speed */
   NT_ACT_FASTER, /* replay: twice the speed */
   /* topology view what-ifs (keep these last: >= NT_ACT_WHATIF_P2P recompute) */
@@ -104,6 +106,7 @@ typedef struct {
   const nt_options *o;
   int view, prev_view;
   bool paused, detail;
+  bool unfold; /* the overview shows the alerts folded under each root (+, -) */
   int sort;
   int proxy_sort; /* the proxy view's sort column; 0 (its RANK): the rank order */
   int last_key;

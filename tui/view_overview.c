@@ -36,6 +36,15 @@ static bool alert_lines(nt_screen *s, int *y, int *n, int attr, const char *text
   return true;
 }
 
+/* One alert: "! stall  ...", indented under its root when unfolded. */
+static bool alert_line(nt_screen *s, int *y, int *n, const nt_frame_alert *a, const char *indent) {
+  char line[512];
+  bool bad = a->kind <= NT_ALERT_HUNG_OP;
+  snprintf(line, sizeof line, "%s%s %-9s %s", indent, bad ? "!" : "-", nt_alert_kind_name(a->kind),
+           a->text);
+  return alert_lines(s, y, n, bad ? nt_stall_attr(s) : nt_warn_attr(s), line);
+}
+
 void nt_view_overview(nt_screen *s, int y) {
   char line[512];
   int n = 0;
@@ -50,17 +59,31 @@ void nt_view_overview(nt_screen *s, int y) {
     nt_scroll_line(s, &y, &n, A_BOLD,
                    "No alerts: nothing stalled, no operation overdue, no straggler.");
   } else {
-    snprintf(line, sizeof line, "ALERTS (%u), most important first", f->nalerts);
+    if (f->nfolded)
+      snprintf(line, sizeof line, "ALERTS (%u, and %u under their roots: %s), most important first",
+               f->nalerts - f->nfolded, f->nfolded, s->unfold ? "- folds them" : "+ shows them");
+    else
+      snprintf(line, sizeof line, "ALERTS (%u), most important first", f->nalerts);
     nt_scroll_line(s, &y, &n, A_BOLD, line);
     for (uint32_t i = 0; i < f->nalerts; i++) {
       const nt_frame_alert *a = &f->alerts[i];
-      bool bad = a->kind <= NT_ALERT_HUNG_OP;
-      snprintf(line, sizeof line, "%s %-9s %s", bad ? "!" : "-", nt_alert_kind_name(a->kind),
-               a->text);
-      if (!alert_lines(s, &y, &n, bad ? nt_stall_attr(s) : nt_warn_attr(s), line)) {
+      if (a->under >= 0) continue; /* under its root, which came before */
+      if (!alert_line(s, &y, &n, a, "")) {
         n += (int)(f->nalerts - i - 1);
         break;
       }
+      if (!a->folded) continue;
+      if (!s->unfold) {
+        snprintf(line, sizeof line,
+                 "    + %u more under it: the stalls and stuck operations of the ranks waiting on "
+                 "it",
+                 a->folded);
+        if (!alert_lines(s, &y, &n, 0, line)) break;
+        continue;
+      }
+      for (uint32_t k = i + 1; k < f->nalerts; k++)
+        if (f->alerts[k].under == (int32_t)i && !alert_line(s, &y, &n, &f->alerts[k], "    "))
+          break;
     }
   }
   nt_scroll_line(s, &y, &n, 0, "");

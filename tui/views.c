@@ -97,8 +97,8 @@ void nt_draw_header(nt_screen *s) {
   if (s->filter[0]) snprintf(extra + n, sizeof extra - (size_t)n, "  filter \"%s\"", s->filter);
   snprintf(line, sizeof line,
            " nccltop [%s]  %-6s %s  publishers %u  ranks %u  alerts %u%s  sort %s  mem %s",
-           nt_views[s->view].name, mode, age, f->publishers, s->nranks, f->nalerts, extra,
-           s->view == NT_VIEW_PROXY ? nt_proxy_sort_name(s) : nt_sort_name(s->sort),
+           nt_views[s->view].name, mode, age, f->publishers, s->nranks, f->nalerts - f->nfolded,
+           extra, s->view == NT_VIEW_PROXY ? nt_proxy_sort_name(s) : nt_sort_name(s->sort),
            nt_fmt_size((double)f->memory_bytes, mem, sizeof mem));
   attron(s->o->color && has_colors() ? COLOR_PAIR(NT_C_HEAD) : A_REVERSE);
   mvhline(0, 0, ' ', s->cols);
