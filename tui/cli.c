@@ -33,6 +33,8 @@ static void sim_options(FILE *f) {
              "             --run-ahead MS (GPU computes MS per step while the CPU enqueues ahead)\n"
              "             --graph (CUDA graph replays) --alltoall --broadcast (NCCL 2.28+/2.29+\n"
              "             report them as Send/Recv, as a CollApi only)\n"
+             "             --unnamed (communicators without a name, as PyTorch's: told apart\n"
+             "               by their hash)\n"
              "sim scenarios: --pxn (odd ranks' sends run in the proxy of rank - 1), --collnet\n"
              "             (CollNet AllReduces), --ce (copy-engine AllGathers, NCCL 2.29+)\n"
              "             --stall-rank R --stall-after S (rank R's GPU stops after S s)\n"
