@@ -4,8 +4,11 @@ PREFIX ?= /usr/local
 BUILD ?= build
 CC ?= cc
 SAN ?=
-# Packages the build needs (pkg-config names); scripts/install-deps.sh installs them.
-PKGS := libzmq ncursesw libcjson vterm expat libmicrohttpd libzstd liblzma
+# Packages the build needs (pkg-config names), and those only the tests need
+# (with the tools in TEST_TOOLS); scripts/install-deps.sh installs them all.
+PKGS := libzmq ncursesw libcjson expat libmicrohttpd libzstd liblzma
+TEST_PKGS := vterm
+TEST_TOOLS := clang-format clang promtool groff
 
 CFLAGS_COMMON := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -g -O2 -fPIC \
   -fvisibility=hidden -fno-omit-frame-pointer -MMD -MP
@@ -17,9 +20,11 @@ ifeq ($(SAN),thread)
   CFLAGS_COMMON += -fsanitize=thread -O1
   LDSAN := -fsanitize=thread
 endif
-CFLAGS += $(CFLAGS_COMMON)
-PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
-CPPFLAGS += $(PKG_CFLAGS)
+# What the code needs comes first; a user's CFLAGS, CPPFLAGS and LDFLAGS
+# (make CFLAGS=-O0) add to it, never replace it.
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+NT_CFLAGS = $(CFLAGS_COMMON) $(CFLAGS)
+NT_CPPFLAGS = $(PKG_CFLAGS) $(CPPFLAGS)
 LIBS_PLUGIN := -lzmq -lpthread
 LIBS_VIEWER := -lzmq -lncursesw -lcjson -lexpat -lmicrohttpd -lzstd -llzma -ldl -lpthread -lm
 
@@ -48,70 +53,78 @@ TESTS := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRC))
 FIXTURES := $(patsubst tests/fixtures/%.c,$(BUILD)/tests/lib%.so,$(wildcard tests/fixtures/*.c))
 BENCHES := $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRC))
 
-.PHONY: scale-test all deps test check demo bench install clean format format-check tsan gpu-test gpu-build screenshots \
+.PHONY: scale-test all build-deps deps test check demo bench install clean format format-check tsan gpu-test gpu-build screenshots \
   fuzz fuzz-smoke
-all: deps $(PLUGIN_SO) $(NCCLTOP)
+all: build-deps $(PLUGIN_SO) $(NCCLTOP)
 
-# Installs missing packages when root, otherwise prints the command to run.
+# `make` only checks that the build's packages are there; it never installs
+# anything. `make deps` (and `make test`, which needs the test tools too)
+# installs what is missing when root, otherwise prints the command to run.
+build-deps:
+	@pkg-config --exists $(PKGS) 2>/dev/null || { \
+	  echo "nccltop: missing build packages (pkg-config: $(PKGS)); run: sudo make deps" >&2; \
+	  exit 1; }
+
 deps:
-	@if ! pkg-config --exists $(PKGS) 2>/dev/null || ! command -v clang-format >/dev/null || \
-	    ! command -v clang >/dev/null || ! command -v promtool >/dev/null; then \
+	@missing=; pkg-config --exists $(PKGS) $(TEST_PKGS) 2>/dev/null || missing=1; \
+	for t in $(TEST_TOOLS); do command -v $$t >/dev/null || missing=1; done; \
+	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" = 0 ]; then sh scripts/install-deps.sh; \
-	  else echo "nccltop: missing build packages; run: sudo sh scripts/install-deps.sh" >&2; exit 1; fi; \
+	  else echo "nccltop: missing packages; run: sudo sh scripts/install-deps.sh" >&2; exit 1; fi; \
 	fi
 
-$(BUILD)/obj/%.o: %.c | deps
+$(BUILD)/obj/%.o: %.c | build-deps
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
+	$(CC) $(NT_CPPFLAGS) $(NT_CFLAGS) -c $< -o $@
 
 # -z nodelete: NCCL dlcloses the plugin after the last finalize, and a
 # publisher thread that finalize had to leave behind must not run unmapped code.
 PLUGIN_LDFLAGS := -shared -Wl,-z,defs -Wl,-z,nodelete -Wl,--exclude-libs,ALL \
   -Wl,-soname,libnccl-profiler-nccltop.so
 $(PLUGIN_SO): $(PLUGIN_OBJ) $(PROTO_PLUGIN_OBJ)
-	$(CC) $(PLUGIN_LDFLAGS) $(LDSAN) -o $@ $^ $(LIBS_PLUGIN)
+	$(CC) $(PLUGIN_LDFLAGS) $(LDSAN) $(LDFLAGS) -o $@ $^ $(LIBS_PLUGIN)
 
 # A test-only build of the plugin whose topology open blocks (as on a stalled
 # network mount), for tests/test_hostile_plugin.c; never installed.
 STUCK_SO := $(BUILD)/tests/libnccl-profiler-nccltop-stuck.so
-$(BUILD)/obj-stuck/%.o: %.c | deps
+$(BUILD)/obj-stuck/%.o: %.c | build-deps
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(CFLAGS) -DNT_TEST_HOOKS -DNT_TEST_TOPO_OPEN_BLOCKS -c $< -o $@
+	$(CC) $(NT_CPPFLAGS) $(NT_CFLAGS) -DNT_TEST_HOOKS -DNT_TEST_TOPO_OPEN_BLOCKS -c $< -o $@
 $(STUCK_SO): $(patsubst %.c,$(BUILD)/obj-stuck/%.o,$(PLUGIN_SRC)) $(PROTO_PLUGIN_OBJ)
 	@mkdir -p $(dir $@)
-	$(CC) $(PLUGIN_LDFLAGS) $(LDSAN) -o $@ $^ $(LIBS_PLUGIN)
+	$(CC) $(PLUGIN_LDFLAGS) $(LDSAN) $(LDFLAGS) -o $@ $^ $(LIBS_PLUGIN)
 
 # The test-only build with the test hooks (nccltop_sim_set_clock: the
 # simulator's virtual clock), for the tests and deterministic simulated
 # runs; the production plugin exports no test hook. Never installed.
 TEST_SO := $(BUILD)/tests/libnccl-profiler-nccltop-test.so
-$(BUILD)/obj-test/%.o: %.c | deps
+$(BUILD)/obj-test/%.o: %.c | build-deps
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(CFLAGS) -DNT_TEST_HOOKS -c $< -o $@
+	$(CC) $(NT_CPPFLAGS) $(NT_CFLAGS) -DNT_TEST_HOOKS -c $< -o $@
 $(TEST_SO): $(patsubst %.c,$(BUILD)/obj-test/%.o,$(PLUGIN_SRC)) $(PROTO_PLUGIN_OBJ)
 	@mkdir -p $(dir $@)
-	$(CC) $(PLUGIN_LDFLAGS) $(LDSAN) -o $@ $^ $(LIBS_PLUGIN)
+	$(CC) $(PLUGIN_LDFLAGS) $(LDSAN) $(LDFLAGS) -o $@ $^ $(LIBS_PLUGIN)
 
 $(NCCLTOP): $(BUILD)/obj/tui/main.o $(VIEWER_OBJ)
-	$(CC) $(LDSAN) -o $@ $^ $(LIBS_VIEWER)
+	$(CC) $(LDSAN) $(LDFLAGS) -o $@ $^ $(LIBS_VIEWER)
 
-$(BUILD)/tests/%: tests/%.c $(VIEWER_OBJ) | deps
+$(BUILD)/tests/%: tests/%.c $(VIEWER_OBJ) | build-deps
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(VIEWER_OBJ) $(LDSAN) $(LIBS_VIEWER) -lvterm -lutil
+	$(CC) $(NT_CPPFLAGS) $(NT_CFLAGS) -o $@ $< $(VIEWER_OBJ) $(LDSAN) $(LDFLAGS) $(LIBS_VIEWER) -lvterm -lutil
 
-$(BUILD)/bench/%: bench/%.c $(VIEWER_OBJ) | deps
+$(BUILD)/bench/%: bench/%.c $(VIEWER_OBJ) | build-deps
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(VIEWER_OBJ) $(LDSAN) $(LIBS_VIEWER) -lvterm -lutil
+	$(CC) $(NT_CPPFLAGS) $(NT_CFLAGS) -o $@ $< $(VIEWER_OBJ) $(LDSAN) $(LDFLAGS) $(LIBS_VIEWER) -lvterm -lutil
 
 # Plugins tests load instead of ours (tests/fixtures/NAME.c -> libNAME.so).
-$(BUILD)/tests/lib%.so: tests/fixtures/%.c | deps
+$(BUILD)/tests/lib%.so: tests/fixtures/%.c | build-deps
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(CFLAGS) -shared $(LDSAN) -o $@ $< -lpthread
+	$(CC) $(NT_CPPFLAGS) $(NT_CFLAGS) -shared $(LDSAN) -o $@ $< -lpthread
 
 # The clock-only baseline plugin bench/ compares against.
-$(BUILD)/bench/libnccl-profiler-clockonly.so: bench/clockonly/clockonly_plugin.c | deps
+$(BUILD)/bench/libnccl-profiler-clockonly.so: bench/clockonly/clockonly_plugin.c | build-deps
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(CFLAGS) -shared -o $@ $<
+	$(CC) $(NT_CPPFLAGS) $(NT_CFLAGS) -shared -o $@ $<
 
 # The test suite runs the sanitized build (build/san) so every test is also an
 # ASan + UBSan run; then the one test too heavy for 128 sanitized processes
@@ -124,7 +137,7 @@ test: deps format-check
 scale-test: $(PLUGIN_SO) $(TEST_SO) $(NCCLTOP) $(BUILD)/tests/test_diagnosis_e2e
 	BUILD=$(BUILD) sh tests/run.sh $(BUILD)/tests/test_diagnosis_e2e
 
-check: $(PLUGIN_SO) $(TEST_SO) $(STUCK_SO) $(NCCLTOP) $(TESTS) $(FIXTURES) gpu-build
+check: deps $(PLUGIN_SO) $(TEST_SO) $(STUCK_SO) $(NCCLTOP) $(TESTS) $(FIXTURES) gpu-build
 	BUILD=$(BUILD) sh tests/run.sh $(TESTS)
 
 # The plugin's concurrency tests under ThreadSanitizer.
@@ -173,10 +186,10 @@ fuzz: $(FUZZ_BINS)
 fuzz-smoke: $(FUZZ_BINS)
 	FUZZ_SECONDS=3 sh tests/fuzz/run.sh $(FUZZ_TARGETS)
 
-demo: all
+demo: deps all
 	$(NCCLTOP) demo
 
-bench: all $(BENCHES) $(BUILD)/bench/libnccl-profiler-clockonly.so
+bench: deps all $(BENCHES) $(BUILD)/bench/libnccl-profiler-clockonly.so
 	sh bench/run.sh $(BUILD)
 
 # The real-NCCL program builds wherever CUDA and NCCL headers exist.
@@ -184,14 +197,14 @@ CUDA ?= /usr/local/cuda
 HAVE_NCCL := $(wildcard $(CUDA)/include/nccl.h)
 gpu-build: $(if $(HAVE_NCCL),$(BUILD)/gpu/nccl_app) $(BUILD)/gpu/check_json
 
-$(BUILD)/gpu/nccl_app: tests/gpu/nccl_app.c | deps
+$(BUILD)/gpu/nccl_app: tests/gpu/nccl_app.c | build-deps
 	@mkdir -p $(dir $@)
 	$(CC) -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -O2 -I$(CUDA)/include -o $@ $< \
 	  -L$(CUDA)/lib64 -Wl,-rpath,$(CUDA)/lib64 -lnccl -lcudart -ldl
 
-$(BUILD)/gpu/check_json: tests/gpu/check_json.c | deps
+$(BUILD)/gpu/check_json: tests/gpu/check_json.c | build-deps
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(LDSAN) -lcjson
+	$(CC) $(NT_CPPFLAGS) $(NT_CFLAGS) -o $@ $< $(LDSAN) -lcjson
 
 gpu-test: all gpu-build
 	sh tests/gpu/run.sh $(BUILD)
@@ -216,6 +229,15 @@ install: all
 	install -m 644 scripts/nccltop-completion.bash $(DESTDIR)$(BASHCOMPDIR)/nccltop
 	install -m 644 $(EXAMPLE_TOPOLOGIES) $(DESTDIR)$(DATADIR)/examples/topologies/
 	install -m 644 examples/grafana/nccltop.json $(DESTDIR)$(DATADIR)/examples/grafana/
+	@# NCCL_PROFILER_PLUGIN=nccltop makes NCCL dlopen libnccl-profiler-nccltop.so by
+	@# name: the loader finds it in $(PREFIX)/lib only through its cache. A staged
+	@# install (DESTDIR) is the package's business.
+	@if [ -z "$(DESTDIR)" ]; then \
+	  if [ "$$(id -u)" = 0 ]; then PATH="$$PATH:/sbin:/usr/sbin" ldconfig || exit 1; fi; \
+	  PATH="$$PATH:/sbin:/usr/sbin" ldconfig -p 2>/dev/null | \
+	    grep -q "=> $(PREFIX)/lib/libnccl-profiler-nccltop.so$$" || \
+	  echo "nccltop: $(PREFIX)/lib is not on the loader's path, so NCCL_PROFILER_PLUGIN=nccltop will not find the plugin: add $(PREFIX)/lib to /etc/ld.so.conf.d/ and run ldconfig, or use NCCL_PROFILER_PLUGIN=$(PREFIX)/lib/libnccl-profiler-nccltop.so" >&2; \
+	fi
 
 format:
 	clang-format -i $$(git ls-files '*.c' '*.h')

@@ -1,6 +1,7 @@
 #!/bin/sh
 # Installs the Debian 12 packages nccltop needs to build and test.
-# Run as root (the Makefile does this for you when it runs as root).
+# Run as root (`make deps`, `make test` and `make demo` run it for you as root;
+# `make` alone never does: it only checks the build packages).
 set -eu
 PACKAGES="build-essential pkg-config libzmq3-dev libncurses-dev libcjson-dev libzstd-dev liblzma-dev \
 libexpat1-dev libvterm-dev libmicrohttpd-dev prometheus clang-format clang libclang-rt-14-dev \

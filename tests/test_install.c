@@ -484,6 +484,87 @@ static bool find_root(void) {
   return true;
 }
 
+/* `make CFLAGS=-O0` (a packager's or a debugging user's flags) adds to the
+ * flags the code needs: C11, position-independent, hidden symbols. A dry
+ * run prints the compile line without building. */
+static void user_flags_add_to_the_codes_flags(void) {
+  char cmd[PATH_MAX * 3];
+  snprintf(cmd, sizeof cmd,
+           "cd %s && env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make --no-print-directory -n -B "
+           "BUILD=%s/flags CFLAGS=-O0 CPPFLAGS=-DNT_USER_FLAG %s/flags/obj/proto/names.o",
+           root, dest, dest);
+  int st;
+  char *out = run(cmd, &st);
+  const char *line = out ? strstr(out, "proto/names.c") : NULL;
+  bool ok = st == 0 && line;
+  static const char *const need[] = {"-std=c11", "-fPIC", "-fvisibility=hidden", "-Wall",
+                                     "-DNT_USER_FLAG"};
+  for (size_t i = 0; ok && i < sizeof need / sizeof need[0]; i++) ok = strstr(out, need[i]);
+  /* The user's -O0 comes after the default -O2, so it is the one in force. */
+  const char *o2 = out ? strstr(out, "-O2") : NULL, *o0 = out ? strstr(out, "-O0") : NULL;
+  ok = ok && o2 && o0 && o0 > o2;
+  if (!ok) fprintf(stderr, "    %s:\n%s\n", cmd, out ? out : "(no output)");
+  free(out);
+  CHECK(ok);
+}
+
+/* `make` needs the build's packages alone: with no test tool on the PATH
+ * (clang-format, clang, promtool, groff) its check passes, and it never
+ * installs anything (no install-deps in what `make` would run). */
+static void make_needs_no_test_tool(void) {
+  char bin[PATH_MAX], cmd[PATH_MAX * 4];
+  snprintf(bin, sizeof bin, "%s/bin", dest);
+  snprintf(cmd, sizeof cmd,
+           "mkdir -p %s && for t in pkg-config cc gcc make mkdir; do p=$(command -v $t) && "
+           "ln -sf \"$p\" %s/$t; done; true",
+           bin, bin);
+  int st;
+  free(run(cmd, &st));
+  snprintf(cmd, sizeof cmd,
+           "cd %s && env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL PATH=%s make --no-print-directory "
+           "build-deps && env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL PATH=%s make "
+           "--no-print-directory -n -B BUILD=%s/notools all",
+           root, bin, bin, dest);
+  char *out = run(cmd, &st);
+  bool ok = out && st == 0 && !strstr(out, "install-deps") && !strstr(out, "apt-get") &&
+            !strstr(out, "clang-format") && !strstr(out, "promtool");
+  if (!ok) fprintf(stderr, "    %s (status %d):\n%.2000s\n", cmd, st, out ? out : "(no output)");
+  free(out);
+  CHECK(ok);
+}
+
+/* NCCL_PROFILER_PLUGIN=nccltop makes NCCL dlopen libnccl-profiler-nccltop.so
+ * by name, which the loader finds through its cache: `make install` must
+ * leave the plugin there. Run for real, in a mount namespace of its own (a
+ * copy of /etc, so the system's cache is untouched, and an empty
+ * /usr/local), as root only. */
+static void the_installed_plugin_is_found_by_name(void) {
+  if (geteuid() != 0) {
+    TEST_SKIP(the_installed_plugin_is_found_by_name, "needs root (a mount namespace)");
+    return;
+  }
+  char cmd[PATH_MAX * 4];
+  int st;
+  snprintf(cmd, sizeof cmd, "unshare -m true");
+  free(run(cmd, &st));
+  if (st != 0) {
+    TEST_SKIP(the_installed_plugin_is_found_by_name, "unshare -m is not allowed here");
+    return;
+  }
+  snprintf(cmd, sizeof cmd,
+           "unshare -m sh -ec 'mount --make-rprivate / && cp -a /etc %s/etc && "
+           "mount --bind %s/etc /etc && mount -t tmpfs nccltop-test /usr/local && cd %s && "
+           "env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL timeout 900 make --no-print-directory install "
+           "BUILD=%s SAN=%s PREFIX=/usr/local >/dev/null && ldconfig -p'",
+           dest, dest, root, build, BUILD_SAN);
+  char *out = run(cmd, &st);
+  bool ok = out && st == 0 && strstr(out, "libnccl-profiler-nccltop.so") &&
+            strstr(out, "=> /usr/local/lib/libnccl-profiler-nccltop.so");
+  if (!ok) fprintf(stderr, "    %s (status %d):\n%.3000s\n", cmd, st, out ? out : "(no output)");
+  free(out);
+  CHECK(ok);
+}
+
 int main(void) {
   if (!find_root()) {
     fprintf(stderr, "cannot find the repository above this test\n");
@@ -499,6 +580,9 @@ int main(void) {
   TEST_RUN(man_page_names_every_option_and_variable);
   TEST_RUN(man_page_lists_every_key);
   TEST_RUN(completion_parses_defines_and_offers_every_option);
+  TEST_RUN(user_flags_add_to_the_codes_flags);
+  TEST_RUN(make_needs_no_test_tool);
+  TEST_RUN(the_installed_plugin_is_found_by_name);
   char cmd[128];
   snprintf(cmd, sizeof cmd, "rm -rf %s", dest);
   if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dest);
