@@ -1,5 +1,5 @@
 /* nccltop's profiler plugin: what libnccl-profiler-nccltop.so exports besides
- * the NCCL ABI tables (ncclProfiler_v3 ... _v6, see nccl_profiler_abi.h).
+ * the NCCL ABI tables (ncclProfiler_v3 ... _v7, see nccl_profiler_abi.h).
  *
  * Applications reach these with dlsym(RTLD_DEFAULT, "nccltop_tag") or
  * ctypes.CDLL(path).nccltop_tag; none of them ever blocks or fails the job.

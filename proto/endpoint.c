@@ -1,6 +1,6 @@
 /* Where viewers bind and publishers look: one directory per user, 0700,
  * holding the viewers' viewer-<pid>-<serial>-<pidns>.sock files (and the
- * <pid>.<pidns>.sock files of publishers older than 0.9, which bound). The directory is refused
+ * <pid>.<pidns>.sock files of publishers older than 0.2, which bound). The directory is refused
  * unless it is a real directory owned by us that nobody else can enter: anyone who can write it
  * could impersonate a job, anyone who can read it could watch one.
  *

@@ -11,7 +11,7 @@
  *   profilerContext and Coll/P2p handle. Rank 2k+1's proxy thread runs only
  *   its receives; with an odd number of ranks the last one has no pair. The
  *   simulator keeps every ring hop a network hop (nNodes = ranks).
- * --collnet (collnet.c): every AllReduce whose index in its communicator's
+ * --collnet (scenario.c): every AllReduce whose index in its communicator's
  *   sequence is odd runs on CollNet (CollNetDirect when index / 2 is even,
  *   else CollNetChain; protocol SIMPLE). Per channel NCCL posts a send and a
  *   receive op to the CollNet peer (nRanks: channel->collnetDirect.out, and

@@ -1,6 +1,6 @@
 /* The viewer's state store: everything nccltop knows about every publisher.
  *
- * Sources (live ZeroMQ sockets, and later replay files) feed decoded messages
+ * Sources (live ZeroMQ sockets, and recordings being replayed) feed decoded messages
  * in; batch output, JSON and every screen read the same model. Nothing here
  * draws or touches a socket, so tests drive it directly.
  *

@@ -1,5 +1,5 @@
 /* The views: header, proxy threads, channel grid (+ details), help. They
- * read the model and draw; nothing here changes state. Strings from other
+ * read the frame (frame.h) and draw; nothing here changes state. Strings from other
  * processes were sanitized when they entered the model. */
 #include <curses.h>
 #include <stdio.h>
