@@ -129,16 +129,30 @@ $(BUILD)/bench/libnccl-profiler-clockonly.so: bench/clockonly/clockonly_plugin.c
 # The test suite runs the sanitized build (build/san) so every test is also an
 # ASan + UBSan run; then the one test too heavy for 128 sanitized processes
 # (the diagnosis of a 128-rank job) again in the release build, where it runs.
+# Builds with every core (a clean clone's build is most of make test's time).
+NPROC := $(shell nproc 2>/dev/null || echo 2)
 test: deps format-check
-	$(MAKE) fuzz-smoke
-	$(MAKE) BUILD=build/san SAN=1 check
-	$(MAKE) scale-test
+	$(MAKE) -j$(NPROC) fuzz-smoke
+	$(MAKE) -j$(NPROC) BUILD=build/san SAN=1 check
+	$(MAKE) -j$(NPROC) scale-test
 
 scale-test: $(PLUGIN_SO) $(TEST_SO) $(NCCLTOP) $(BUILD)/tests/test_diagnosis_e2e
 	BUILD=$(BUILD) sh tests/run.sh $(BUILD)/tests/test_diagnosis_e2e
 
+# TEST_JOBS test binaries at a time (most of them wait on processes they
+# started, so two share two cores well), each killed after TEST_TIMEOUT
+# seconds; the slowest first (ASan, 2 cores: 60 s down to 10 s), so that
+# none of them is left to run alone at the end.
+TEST_JOBS ?= 2
+TEST_TIMEOUT ?= 600
+SLOW_TESTS := test_hostile_viewer test_job_limits test_relay test_sync_phases_e2e \
+  test_endpoint_race test_demo_nodes test_exporter_flood test_watcher_e2e test_record \
+  test_diagnosis_e2e test_sim_versions test_faults_restart test_hostile_peer
+TESTS_SLOW_FIRST := $(foreach t,$(SLOW_TESTS),$(filter $(BUILD)/tests/$(t),$(TESTS))) \
+  $(filter-out $(patsubst %,$(BUILD)/tests/%,$(SLOW_TESTS)),$(TESTS))
 check: deps $(PLUGIN_SO) $(TEST_SO) $(STUCK_SO) $(NCCLTOP) $(TESTS) $(FIXTURES) gpu-build
-	BUILD=$(BUILD) sh tests/run.sh $(TESTS)
+	BUILD=$(BUILD) TEST_JOBS=$(TEST_JOBS) TEST_TIMEOUT=$(TEST_TIMEOUT) sh tests/run.sh \
+	  $(TESTS_SLOW_FIRST)
 
 # The plugin's concurrency tests under ThreadSanitizer.
 tsan: deps
