@@ -60,8 +60,8 @@ static char *run(const char *env, const char *names, int *status, double *took) 
 static bool make_stand_ins(void) {
   return script("pass", "echo 'ok   a' >&2; echo 'ok   b' >&2; echo '2 passed, 0 failed'") &&
          script("fail", "echo 'FAIL c' >&2; echo '1 passed, 1 failed'; exit 1") &&
-         script("crash", "echo 'ok   d' >&2; kill -SEGV $$") &&
-         script("quiet", "exit 0") && script("hang", "echo 'ok   e' >&2; exec sleep 60") &&
+         script("crash", "echo 'ok   d' >&2; kill -SEGV $$") && script("quiet", "exit 0") &&
+         script("hang", "echo 'ok   e' >&2; exec sleep 60") &&
          /* Two that write a line at a time for a while: side by side, the
           * runner must still print each one's lines together. */
          script("slow1", "for i in 1 2 3 4 5; do echo \"one $i\" >&2; sleep 0.1; done; "
