@@ -1,7 +1,9 @@
 /* The viewer's clock and its quit flag: the two things every loop (batch,
- * screen) and the signal handler share; and what gives the terminal back
- * when a second signal ends the process before the screen could. */
+ * screen, relay, exporter, record) and the signal handler share; the one
+ * signal set-up of every command; and what gives the terminal back when a
+ * second signal ends the process before the screen could. */
 #include <signal.h>
+#include <stdatomic.h>
 #include <string.h>
 #include <termios.h>
 #include <time.h>
@@ -9,7 +11,11 @@
 
 #include "viewer.h"
 
-static volatile sig_atomic_t quit_signal;
+/* Atomic, not only volatile: the relay's forwarding thread reads it while
+ * the handler may run on another thread (lock-free, so signal-safe). */
+static atomic_int quit_signal;
+static void (*last_words)(void);
+static volatile sig_atomic_t second_ends;
 
 double nt_now_s(void) {
   struct timespec ts;
@@ -18,11 +24,35 @@ double nt_now_s(void) {
 }
 
 void nt_request_quit(int sig) {
-  quit_signal = sig ? sig : -1;
+  atomic_store(&quit_signal, sig ? sig : -1);
 }
 
 int nt_quit_requested(void) {
-  return quit_signal;
+  return atomic_load(&quit_signal);
+}
+
+static void on_stop_signal(int sig) {
+  if (second_ends && atomic_load(&quit_signal)) {
+    if (last_words) last_words();
+    signal(sig, SIG_DFL);
+    raise(sig);
+    return;
+  }
+  nt_request_quit(sig);
+}
+
+int nt_signals_install(bool second_signal_ends, void (*before_ending)(void)) {
+  last_words = before_ending;
+  second_ends = second_signal_ends;
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_stop_signal;
+  sigemptyset(&sa.sa_mask);
+  static const int stops[] = {SIGINT, SIGTERM, SIGHUP};
+  for (size_t i = 0; i < sizeof stops / sizeof stops[0]; i++)
+    if (sigaction(stops[i], &sa, NULL) != 0) return -1;
+  sa.sa_handler = SIG_IGN; /* a closed pipe is a write error the command reports */
+  return sigaction(SIGPIPE, &sa, NULL);
 }
 
 static struct termios term_shell;

@@ -392,10 +392,6 @@ static struct MHD_Daemon *start_http(const struct sockaddr_storage *sa, shelf *s
   return d;
 }
 
-static void on_signal(int sig) {
-  nt_request_quit(sig);
-}
-
 int nt_exporter_main(int argc, char **argv) {
   ex_options o;
   memset(&o, 0, sizeof o);
@@ -421,13 +417,7 @@ int nt_exporter_main(int argc, char **argv) {
     fprintf(stderr, "nccltop exporter: %s\n", err);
     return 2;
   }
-  struct sigaction sig;
-  memset(&sig, 0, sizeof sig);
-  sig.sa_handler = on_signal;
-  sigemptyset(&sig.sa_mask);
-  sigaction(SIGINT, &sig, NULL);
-  sigaction(SIGTERM, &sig, NULL);
-  signal(SIGPIPE, SIG_IGN);
+  if (nt_signals_install(false, NULL) != 0) perror("nccltop exporter: signal handlers");
 
   raise_fd_limit();
   shelf sh = {.latest = NULL};

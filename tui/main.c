@@ -31,16 +31,10 @@ static volatile sig_atomic_t demo_job_done;        /* batch: it ended well; a la
 /* The first SIGINT/SIGTERM/SIGHUP asks the running loop to stop (the screen
  * restores the terminal, the demo stops its job and removes its directory);
  * a second one, if the loop has not stopped, ends the process the default
- * way, the job's group with it. Only async-signal-safe calls here. */
-static void on_quit(int sig) {
-  if (nt_quit_requested()) {
-    if (demo_sim > 0) kill(-demo_sim, SIGKILL);
-    nt_term_restore_now();
-    signal(sig, SIG_DFL);
-    raise(sig);
-    return;
-  }
-  nt_request_quit(sig);
+ * way, after this: the job's group goes too. Async-signal-safe only. */
+static void before_ending(void) {
+  if (demo_sim > 0) kill(-demo_sim, SIGKILL);
+  nt_term_restore_now();
 }
 
 /* The demo's simulator exited: reaped here. The viewer stops when the job
@@ -63,15 +57,11 @@ static void on_child(int sig) {
 static void install_signals(void) {
   struct sigaction sa;
   memset(&sa, 0, sizeof sa);
-  sa.sa_handler = on_quit;
-  sigemptyset(&sa.sa_mask);
-  sigaction(SIGINT, &sa, NULL);
-  sigaction(SIGTERM, &sa, NULL);
-  sigaction(SIGHUP, &sa, NULL);
   sa.sa_handler = on_child;
   sa.sa_flags = SA_NOCLDSTOP | SA_RESTART;
-  sigaction(SIGCHLD, &sa, NULL);
-  signal(SIGPIPE, SIG_IGN); /* a closed pipe is a write error: batch mode stops */
+  sigemptyset(&sa.sa_mask);
+  if (nt_signals_install(true, before_ending) != 0 || sigaction(SIGCHLD, &sa, NULL) != 0)
+    perror("nccltop: signal handlers");
 }
 
 /* Prints a frame every delay_ms; polls the source in between. */

@@ -305,10 +305,6 @@ static int64_t parse_size(const char *v) {
   return (int64_t)(x * mul);
 }
 
-static void on_signal(int sig) {
-  nt_request_quit(sig);
-}
-
 /* Closes FILE, moves it to FILE.1 and starts a new FILE with the
  * introductions, so each file replays alone. */
 static int rotate(nt_recorder *r, double now) {
@@ -468,14 +464,7 @@ int nt_record_main(int argc, char **argv) {
     fprintf(stderr, "nccltop record: %s\n", err);
     return 2;
   }
-  struct sigaction sa;
-  memset(&sa, 0, sizeof sa);
-  sa.sa_handler = on_signal;
-  sigemptyset(&sa.sa_mask);
-  sigaction(SIGINT, &sa, NULL);
-  sigaction(SIGTERM, &sa, NULL);
-  sigaction(SIGHUP, &sa, NULL);
-  signal(SIGPIPE, SIG_IGN);
+  if (nt_signals_install(false, NULL) != 0) perror("nccltop record: signal handlers");
 
   double start = nt_now_s();
   nt_model *m = nt_model_new();

@@ -47,7 +47,6 @@
 #include <errno.h>
 #include <getopt.h>
 #include <signal.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -62,6 +61,7 @@
 #include "relay.h"
 #include "relay_conns.h"
 #include "relay_internal.h"
+#include "signals.h"
 
 #define XPUB_SNDHWM  256 /* per viewer (or downstream relay) */
 #define XPUB_RCVHWM  100 /* what a viewer may have queued towards us */
@@ -77,13 +77,6 @@ typedef struct {
   int nupstream;
   bool insecure, quiet;
 } relay_options;
-
-/* Set by the signal handler. */
-static atomic_int quit_sig;
-
-static void on_signal(int sig) {
-  atomic_store(&quit_sig, sig);
-}
 
 static int set_int(void *s, int opt, int v) {
   return zmq_setsockopt(s, opt, &v, sizeof v);
@@ -343,7 +336,7 @@ static void reload_keys(relay *r, const char *auth, nt_authkeys *held, bool *not
 static int run(relay *r, const char *auth, nt_authkeys held) {
   bool keys_noted = false;
   double next_scan = 0, next_auth = nt_relay_now() + AUTH_CHECK_S;
-  while (!atomic_load(&quit_sig)) {
+  while (!nt_quit_requested()) {
     zmq_pollitem_t it[3 + MAX_UPSTREAM];
     int n = 0, up_at[MAX_UPSTREAM];
     it[n++] = (zmq_pollitem_t){.socket = r->xpub, .events = ZMQ_POLLIN};
@@ -481,14 +474,7 @@ int nt_relay_main(int argc, char **argv) {
   }
   random_id(r.id);
   raise_fd_limit();
-  struct sigaction sa;
-  memset(&sa, 0, sizeof sa);
-  sa.sa_handler = on_signal;
-  sigemptyset(&sa.sa_mask);
-  sigaction(SIGINT, &sa, NULL);
-  sigaction(SIGTERM, &sa, NULL);
-  sigaction(SIGHUP, &sa, NULL);
-  signal(SIGPIPE, SIG_IGN);
+  if (nt_signals_install(false, NULL) != 0) perror("nccltop relay: signal handlers");
 
   int rc = 1;
   void *zap = NULL;
@@ -538,7 +524,7 @@ int nt_relay_main(int argc, char **argv) {
     fprintf(stderr, "nccltop relay: listening on %s (no CURVE: plain TCP)\n", bound);
   fprintf(stderr, "nccltop relay: forwarding the publishers in %s\n", r.dir);
   if ((rc = run(&r, have_keys && auth[0] ? auth : NULL, held)) == 0)
-    fprintf(stderr, "nccltop relay: stopped (signal %d)\n", atomic_load(&quit_sig));
+    fprintf(stderr, "nccltop relay: stopped (signal %d)\n", nt_quit_requested());
 out:
   nt_guard_stop(r.guard);
   if (zap) zmq_close(zap);

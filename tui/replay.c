@@ -13,18 +13,6 @@
 #include "recording.h"
 #include "viewer.h"
 
-/* The first signal stops the replay (the screen gives the terminal back);
- * a second one, if it has not stopped, ends the process the default way. */
-static void on_quit(int sig) {
-  if (nt_quit_requested()) {
-    nt_term_restore_now();
-    signal(sig, SIG_DFL);
-    raise(sig);
-    return;
-  }
-  nt_request_quit(sig);
-}
-
 static void replay_usage(FILE *f) {
   fprintf(f, "usage: nccltop replay FILE [options]   show a recording as the monitor saw it\n"
              "  the monitor's screen on the recording's clock: Space pauses, Left Right seek\n"
@@ -202,14 +190,9 @@ int nt_replay_main(int argc, char **argv) {
     fprintf(stderr, "nccltop replay: --dir, --connect and --record are for live sources\n");
     return 2;
   }
-  struct sigaction sa;
-  memset(&sa, 0, sizeof sa);
-  sa.sa_handler = on_quit;
-  sigemptyset(&sa.sa_mask);
-  sigaction(SIGINT, &sa, NULL);
-  sigaction(SIGTERM, &sa, NULL);
-  sigaction(SIGHUP, &sa, NULL);
-  signal(SIGPIPE, SIG_IGN);
+  /* The first signal stops the replay (the screen gives the terminal
+   * back); a second one, if it has not stopped, ends the process. */
+  if (nt_signals_install(true, nt_term_restore_now) != 0) perror("nccltop replay: signal handlers");
   char err[700];
   if (!o.batch) {
     nt_replay *rp = nt_replay_open(path, &o, err, sizeof err);

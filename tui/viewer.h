@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "model.h"
+#include "signals.h"
 
 #define NT_VERSION "0.2.0"
 
@@ -57,10 +58,6 @@ enum nt_view_id {
 
 double nt_now_s(void); /* CLOCK_MONOTONIC in seconds */
 
-/* Set (async-signal-safe) by the SIGINT/SIGTERM handler; the batch loop and
- * the screen's loop end when it is non-zero. Returns the signal number. */
-void nt_request_quit(int sig);
-int nt_quit_requested(void);
 /* While the screen is on: the shell's terminal modes and the terminfo
  * strings that leave the screen (keypad off, cursor on, alternate screen
  * off); nt_term_restore_now (async-signal-safe) puts them back when a
