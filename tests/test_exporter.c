@@ -499,6 +499,27 @@ static int run_status(const char *const *args) {
   return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
+/* SIGINT, SIGTERM and SIGHUP (the ssh session that started it closing)
+ * each stop the exporter cleanly: status 0, as every command does. */
+static void every_stop_signal_ends_it_cleanly(void) {
+  char dir[] = "/tmp/nccltop-expsig-XXXXXX";
+  CHECK(mkdtemp(dir) != NULL);
+  static const int sigs[] = {SIGINT, SIGTERM, SIGHUP};
+  for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++) {
+    exporter e = {.pid = -1};
+    bool started = exporter_start(&e, dir, "100ms", NULL);
+    int st = started ? (kill(e.pid, sigs[i]), wait_exit(e.pid, 10)) : -1;
+    if (st == -1 && e.pid > 0) {
+      kill(e.pid, SIGKILL);
+      waitpid(e.pid, NULL, 0);
+    }
+    if (!(WIFEXITED(st) && WEXITSTATUS(st) == 0))
+      fprintf(stderr, "    signal %d: wait status %d\n", sigs[i], st);
+    CHECK(started && st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0);
+  }
+  remove_dir(dir);
+}
+
 static void bad_options_are_refused(void) {
   CHECK_EQ_U64(run_status((const char *const[]){"--listen", "nonsense", NULL}), 2);
   CHECK_EQ_U64(run_status((const char *const[]){"--listen", "127.0.0.1:99999", NULL}), 2);
@@ -517,6 +538,7 @@ int main(void) {
   TEST_RUN(numbers_equal_the_schedule_and_the_json_frame);
   TEST_RUN(http_paths_methods_and_concurrent_scrapes);
   TEST_RUN(textfile_is_written_atomically);
+  TEST_RUN(every_stop_signal_ends_it_cleanly);
   TEST_RUN(bad_options_are_refused);
   return TEST_DONE();
 }
