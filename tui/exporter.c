@@ -42,6 +42,7 @@
 #include <unistd.h>
 
 #include "exporter.h"
+#include "drive.h"
 #include "exporter_guard.h"
 #include "viewer.h"
 
@@ -392,6 +393,29 @@ static struct MHD_Daemon *start_http(const struct sockaddr_storage *sa, shelf *s
   return d;
 }
 
+/* Each tick: the exposition rendered once, written to the textfile and put
+ * on the shelf the HTTP threads serve from. */
+typedef struct {
+  nt_model *m;
+  nt_exporter_opts xo;
+  const char *textfile;
+  shelf *sh;
+  bool said; /* the textfile's write error, said once: it keeps trying */
+} tick_ctx;
+
+static int exposition_tick(void *ctx, double now) {
+  tick_ctx *t = ctx;
+  expo *e = render(t->m, &t->xo, now);
+  if (!e) return 0;
+  if (t->textfile && write_textfile(t->textfile, e) != 0 && !t->said) {
+    fprintf(stderr, "nccltop exporter: cannot write %s/nccltop.prom: %s\n", t->textfile,
+            strerror(errno));
+    t->said = true;
+  }
+  shelf_put(t->sh, e);
+  return 0;
+}
+
 int nt_exporter_main(int argc, char **argv) {
   ex_options o;
   memset(&o, 0, sizeof o);
@@ -447,33 +471,17 @@ int nt_exporter_main(int argc, char **argv) {
   if (!src) {
     fprintf(stderr, "nccltop exporter: %s\n", m ? err : "out of memory");
   } else {
-    nt_exporter_opts xo = {
-        .stall_ms = o.view.stall_ms, .per_channel = o.per_channel, .inspector = o.inspector};
-    double delay = o.view.delay_ms / 1000.0, next = nt_now_s();
-    bool said = false;
-    rc = 0;
-    for (int n = 0; !nt_quit_requested() && (!o.iterations || n < o.iterations);) {
-      double now = nt_now_s();
-      if (now >= next) {
-        nt_model_tick(m, now);
-        expo *e = render(m, &xo, now);
-        if (e) {
-          if (o.textfile && write_textfile(o.textfile, e) != 0 && !said) {
-            fprintf(stderr, "nccltop exporter: cannot write %s/nccltop.prom: %s\n", o.textfile,
-                    strerror(errno));
-            said = true; /* once: it keeps trying */
-          }
-          shelf_put(&sh, e);
-        }
-        n++;
-        next += delay;
-        if (next < now) next = now + delay;
-        nt_source_poll(src, m, 0);
-        continue;
-      }
-      int wait_ms = (int)((next - now) * 1000) + 1;
-      nt_source_poll(src, m, wait_ms < 100 ? wait_ms : 100);
-    }
+    tick_ctx t = {
+        .m = m,
+        .xo = {.stall_ms = o.view.stall_ms, .per_channel = o.per_channel, .inspector = o.inspector},
+        .textfile = o.textfile,
+        .sh = &sh};
+    nt_drive dr = {.delay_s = o.view.delay_ms / 1000.0,
+                   .tick_at_once = true,
+                   .iterations = o.iterations,
+                   .on_tick = exposition_tick,
+                   .ctx = &t};
+    rc = nt_drive_run(src, m, &dr);
   }
   if (d) MHD_stop_daemon(d); /* waits for its threads: no response is left */
   nt_http_guard_free(guard); /* after the daemon: it told the guard of every close */

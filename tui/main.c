@@ -18,6 +18,7 @@
 #include "../topo/topo.h"
 #include "curve.h"
 #include "demo.h"
+#include "drive.h"
 #include "relay.h"
 #include "exporter.h"
 #include "recording.h"
@@ -64,39 +65,47 @@ static void install_signals(void) {
     perror("nccltop: signal handlers");
 }
 
+typedef struct {
+  nt_model *m;
+  const nt_options *o;
+  nt_recorder *rec;
+} batch_run;
+
+enum { BATCH_PRINT_FAILED = 1, BATCH_JOB_DONE = 2 };
+
+static int batch_frame(void *ctx, double now) {
+  batch_run *b = ctx;
+  if (nt_batch_print(stdout, b->m, b->o, now) != 0) return BATCH_PRINT_FAILED;
+  nt_recorder_frame(b->rec, now); /* --record: replay prints its frames at these times */
+  return 0;
+}
+
+static int batch_between(void *ctx, double now) {
+  (void)ctx;
+  (void)now;
+  return demo_job_done ? BATCH_JOB_DONE : 0;
+}
+
 /* Prints a frame every delay_ms; polls the source in between. */
 static int run_batch(nt_model *m, nt_source *src, const nt_options *o, nt_recorder *rec) {
   double until = nt_now_s() + o->wait_first_s;
   while (!nt_model_last_data_s(m) && nt_now_s() < until && !nt_quit_requested() && !demo_job_done)
     nt_source_poll(src, m, 50);
-  double delay = o->delay_ms / 1000.0, next = nt_now_s() + delay;
-  for (int frame = 0; !nt_quit_requested() && (!o->iterations || frame < o->iterations);) {
-    double now = nt_now_s();
-    if (demo_job_done) {
-      /* The demo's job ended (a short one can end before the first frame):
-       * what its ranks sent last is read, then shown once. */
-      for (double end = now + 0.2; nt_now_s() < end;) nt_source_poll(src, m, 20);
-      if (!nt_model_last_data_s(m)) return 0;
-      next = now = nt_now_s();
-    }
-    if (now >= next) {
-      nt_model_tick(m, now);
-      if (nt_batch_print(stdout, m, o, now) != 0) return 1;
-      nt_recorder_frame(rec, now); /* --record: replay prints its frames at these times */
-      frame++;
-      next += delay;
-      if (next < now) next = now + delay; /* fell behind: do not print a burst */
-      if (demo_job_done) break;
-      /* A frame can take longer than the delay (a thousand ranks): read what
-       * came meanwhile anyway, or every publisher would look stale and
-       * ZeroMQ's queues would grow. */
-      nt_source_poll(src, m, 0);
-      continue;
-    }
-    int wait_ms = (int)((next - now) * 1000) + 1;
-    nt_source_poll(src, m, wait_ms < 100 ? wait_ms : 100);
-  }
-  return 0;
+  batch_run b = {m, o, rec};
+  nt_drive d = {.delay_s = o->delay_ms / 1000.0,
+                .iterations = o->iterations,
+                .on_tick = batch_frame,
+                .between = batch_between,
+                .ctx = &b};
+  int rc = demo_job_done ? BATCH_JOB_DONE : nt_drive_run(src, m, &d);
+  if (rc != BATCH_JOB_DONE) return rc == BATCH_PRINT_FAILED ? 1 : 0;
+  /* The demo's job ended (a short one can end before the first frame): what
+   * its ranks sent last is read, then shown once. */
+  for (double end = nt_now_s() + 0.2; nt_now_s() < end;) nt_source_poll(src, m, 20);
+  if (!nt_model_last_data_s(m)) return 0;
+  double now = nt_now_s();
+  nt_model_tick(m, now);
+  return batch_frame(&b, now) ? 1 : 0;
 }
 
 static int load_topology(nt_model *m, const char *path) {

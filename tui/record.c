@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "drive.h"
 #include "recording.h"
 #include "viewer.h"
 
@@ -334,6 +335,65 @@ static int alert_kind(const char *name) {
   return -1;
 }
 
+/* What the recording loop needs between its ticks and at them. */
+typedef struct {
+  nt_recorder *r;
+  nt_model *m;
+  const char *path;
+  bool force;
+  double start;
+  int64_t max_size;
+  double stop_at; /* 0: no end yet */
+  double after;   /* --after: how long a black box records past its alert */
+  int until;      /* the alert kind a black box waits for (NT_ALERT_COUNT: any) */
+  uint32_t stall_ms;
+} rec_run;
+
+/* After every read: the end of --duration (or of --after), --max-size's
+ * rotation, a write that failed. */
+static int rec_between(void *ctx, double now) {
+  rec_run *x = ctx;
+  nt_recorder *r = x->r;
+  if (x->stop_at && now >= x->stop_at) return 1;
+  if (x->max_size && r->w && nt_rec_size(r->w) >= (uint64_t)x->max_size && rotate(r, now) != 0)
+    r->failed = true;
+  return r->failed;
+}
+
+/* Every ALERT_PERIOD_S: a black box still waiting looks at the alerts; on
+ * the one it waits for, it writes the history it kept and records on. */
+static int rec_tick(void *ctx, double now) {
+  rec_run *x = ctx;
+  nt_recorder *r = x->r;
+  if (!r->blackbox || r->w) return 0;
+  nt_alert alerts[64];
+  uint32_t n = nt_model_alerts(x->m, x->stall_ms, alerts, 64, now);
+  for (uint32_t i = 0; i < n; i++) {
+    if (x->until != NT_ALERT_COUNT && alerts[i].kind != x->until) continue;
+    if (!(r->w = nt_rec_create(x->path, x->start, x->force, r->err, sizeof r->err))) {
+      r->failed = true;
+      return 1;
+    }
+    double first = r->ring_n ? r->ring[r->ring_head]->t : now;
+    write_sticky(r, first);
+    uint64_t before = r->messages;
+    while (r->ring_n) {
+      kept *k = r->ring[r->ring_head];
+      nt_rec_record rec = as_record(k);
+      write_record(r, &rec, k->t);
+      ring_drop_front(r);
+    }
+    fprintf(stderr,
+            "nccltop record: alert %s: %s\nnccltop record: wrote %.0f s of history (%llu "
+            "messages) to %s; recording %.0f s more\n",
+            nt_alert_kind_name(alerts[i].kind), alerts[i].text, now - first,
+            (unsigned long long)(r->messages - before), x->path, x->after);
+    x->stop_at = now + x->after;
+    break;
+  }
+  return 0;
+}
+
 int nt_record_main(int argc, char **argv) {
   enum {
     O_DIR = 256,
@@ -487,45 +547,19 @@ int nt_record_main(int argc, char **argv) {
     rc = 1;
   }
   nt_source_set_tap(src, tap, r);
-  double next_alert = start + ALERT_PERIOD_S, stop_at = duration > 0 ? start + duration : 0;
-  nt_alert alerts[64];
-  while (rc == 0 && !nt_quit_requested() && !r->failed) {
-    nt_source_poll(src, m, 100);
-    double now = nt_now_s();
-    if (stop_at && now >= stop_at) break;
-    if (max_size && r->w && nt_rec_size(r->w) >= (uint64_t)max_size && rotate(r, now) != 0) {
-      r->failed = true;
-      break;
-    }
-    if (now < next_alert) continue;
-    next_alert = now + ALERT_PERIOD_S;
-    nt_model_tick(m, now);
-    if (!r->blackbox || r->w) continue;
-    uint32_t n = nt_model_alerts(m, o.stall_ms, alerts, 64, now);
-    for (uint32_t i = 0; i < n; i++) {
-      if (until != NT_ALERT_COUNT && alerts[i].kind != until) continue;
-      if (!(r->w = nt_rec_create(path, start, force, r->err, sizeof r->err))) {
-        r->failed = true;
-        break;
-      }
-      double first = r->ring_n ? r->ring[r->ring_head]->t : now;
-      write_sticky(r, first);
-      uint64_t before = r->messages;
-      while (r->ring_n) {
-        kept *k = r->ring[r->ring_head];
-        nt_rec_record rec = as_record(k);
-        write_record(r, &rec, k->t);
-        ring_drop_front(r);
-      }
-      fprintf(stderr,
-              "nccltop record: alert %s: %s\nnccltop record: wrote %.0f s of history (%llu "
-              "messages) to %s; recording %.0f s more\n",
-              nt_alert_kind_name(alerts[i].kind), alerts[i].text, now - first,
-              (unsigned long long)(r->messages - before), path, after);
-      stop_at = now + after;
-      break;
-    }
-  }
+  rec_run run = {.r = r,
+                 .m = m,
+                 .path = path,
+                 .force = force,
+                 .start = start,
+                 .max_size = max_size,
+                 .stop_at = duration > 0 ? start + duration : 0,
+                 .after = after,
+                 .until = until,
+                 .stall_ms = o.stall_ms};
+  nt_drive d = {
+      .delay_s = ALERT_PERIOD_S, .on_tick = rec_tick, .between = rec_between, .ctx = &run};
+  if (rc == 0) nt_drive_run(src, m, &d);
   nt_source_set_tap(src, NULL, NULL);
   nt_source_close(src);
   if (r->failed) {
