@@ -499,6 +499,44 @@ static int run_status(const char *const *args) {
   return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
+/* What `nccltop SUB ARGS` prints on stderr (first line), and its status. */
+static int said(const char *sub, const char *args, char *line, size_t cap) {
+  char cmd[1024];
+  snprintf(cmd, sizeof cmd, "'%.900s' %s %s 2>&1 >/dev/null", nccltop, sub, args);
+  FILE *p = popen(cmd, "r");
+  line[0] = '\0';
+  if (!p) return -1;
+  if (!fgets(line, (int)cap, p)) line[0] = '\0';
+  while (fgetc(p) != EOF) {
+  }
+  int st = pclose(p);
+  line[strcspn(line, "\n")] = '\0';
+  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* The viewer's options that record and the exporter share are checked in
+ * one place: the same ranges and words, said as the subcommand (record
+ * took --hosts twice silently, and said ranges its own way). */
+static void shared_options_say_what_the_viewer_says(void) {
+  static const char *const bad[] = {"--stall-ms 5", "--max-memory 1", "-d 1ms",
+                                    "--hosts a --hosts b"};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    char viewer[512], exp[512], rec[512], args[256];
+    int sv = said("", bad[i], viewer, sizeof viewer);
+    int se = said("exporter", bad[i], exp, sizeof exp);
+    bool record_has_it = strcmp(bad[i], "-d 1ms") != 0; /* record has no -d */
+    snprintf(args, sizeof args, "/tmp/nccltop-never-written %s", bad[i]);
+    int sr = record_has_it ? said("record", args, rec, sizeof rec) : 2;
+    const char *v = strchr(viewer, ':'), *e = strchr(exp, ':'), *r = strchr(rec, ':');
+    bool same = v && e && !strcmp(v, e) && (!record_has_it || (r && !strcmp(v, r)));
+    if (!same || sv != 2 || se != 2 || sr != 2)
+      fprintf(stderr, "    %s: viewer %d '%s', exporter %d '%s', record %d '%s'\n", bad[i], sv,
+              viewer, se, exp, sr, record_has_it ? rec : "-");
+    CHECK(sv == 2 && se == 2 && sr == 2 && same);
+    CHECK(!strncmp(exp, "nccltop exporter: ", 18));
+  }
+}
+
 /* SIGINT, SIGTERM and SIGHUP (the ssh session that started it closing)
  * each stop the exporter cleanly: status 0, as every command does. */
 static void every_stop_signal_ends_it_cleanly(void) {
@@ -539,6 +577,7 @@ int main(void) {
   TEST_RUN(http_paths_methods_and_concurrent_scrapes);
   TEST_RUN(textfile_is_written_atomically);
   TEST_RUN(every_stop_signal_ends_it_cleanly);
+  TEST_RUN(shared_options_say_what_the_viewer_says);
   TEST_RUN(bad_options_are_refused);
   return TEST_DONE();
 }

@@ -145,13 +145,13 @@ void nt_options_defaults(nt_options *o) {
   o->ascii = !cs || strcmp(cs, "UTF-8") != 0;
 }
 
-static int parse_u32(const char *opt, const char *v, unsigned long lo, unsigned long hi,
-                     uint32_t *out) {
+static int parse_u32(const char *prog, const char *opt, const char *v, unsigned long lo,
+                     unsigned long hi, uint32_t *out) {
   char *end;
   errno = 0;
   unsigned long x = strtoul(v, &end, 10);
   if (errno || end == v || *end || v[0] == '-' || x < lo || x > hi) {
-    fprintf(stderr, "nccltop: %s must be a whole number from %lu to %lu, not '%s'\n", opt, lo, hi,
+    fprintf(stderr, "%s: %s must be a whole number from %lu to %lu, not '%s'\n", prog, opt, lo, hi,
             v);
     return -1;
   }
@@ -160,7 +160,7 @@ static int parse_u32(const char *opt, const char *v, unsigned long lo, unsigned 
 }
 
 /* -d/--delay: "500ms", "0.5s", "2s"; a bare number is milliseconds. */
-static int parse_delay(const char *v, uint32_t *out) {
+static int parse_delay(const char *prog, const char *v, uint32_t *out) {
   char *end = NULL;
   errno = 0;
   double x = (v[0] >= '0' && v[0] <= '9') || v[0] == '.' ? strtod(v, &end) : -1;
@@ -172,9 +172,9 @@ static int parse_delay(const char *v, uint32_t *out) {
   }
   if (x < 0 || errno || end == v || x < 50 || x > 60000) {
     fprintf(stderr,
-            "nccltop: -d/--delay must be a time from 50ms to 60s (500ms, 0.5s; a bare number is "
+            "%s: -d/--delay must be a time from 50ms to 60s (500ms, 0.5s; a bare number is "
             "milliseconds), not '%s'\n",
-            v);
+            prog, v);
     return -1;
   }
   *out = (uint32_t)(x + 0.5);
@@ -195,57 +195,75 @@ static void bad_option(const char *prog, int ch, char **argv) {
     fprintf(stderr, "%s: unknown option '%s'; try 'nccltop --help'\n", prog, name);
 }
 
+/* One option (its getopt code) with its value: 0 set, 1 done (--version,
+ * --help printed), 2 refused (said in one line, prog first), 3 not one of
+ * the viewer's. The one place each option's range and message live. */
+static int apply_option(nt_options *o, const char *prog, int ch, const char *arg) {
+  uint32_t v;
+  switch (ch) {
+  case 'b': o->batch = true; return 0;
+  case 'n':
+    if (parse_u32(prog, "-n/--iterations", arg, 1, 1000000000, &v)) return 2;
+    o->iterations = (int)v;
+    return 0;
+  case OPT_JSON: o->json = true; return 0;
+  case 'd': return parse_delay(prog, arg, &o->delay_ms) ? 2 : 0;
+  case OPT_STALL: return parse_u32(prog, "--stall-ms", arg, 10, 86400000, &o->stall_ms) ? 2 : 0;
+  case 'C': o->color = false; return 0;
+  case 'A': o->ascii = true; return 0;
+  case OPT_DIR: o->dir = arg; return 0;
+  case OPT_TOPOLOGY: o->topology = arg; return 0;
+  case OPT_SERVER_KEY: o->server_key = arg; return 0;
+  case OPT_INSECURE: o->insecure = true; return 0;
+  case OPT_RECORD: o->record = arg; return 0;
+  case OPT_FORCE: o->force = true; return 0;
+  case OPT_MAX_MEMORY:
+    return parse_u32(prog, "--max-memory", arg, 16, 1048576, &o->max_memory_mib) ? 2 : 0;
+  case OPT_CONNECT:
+    if (o->nconnect >= 8) {
+      fprintf(stderr, "%s: at most 8 --connect endpoints\n", prog);
+      return 2;
+    }
+    o->connect[o->nconnect++] = arg;
+    return 0;
+  case OPT_HOSTS:
+  case OPT_HOSTFILE:
+    if (*(ch == OPT_HOSTS ? &o->hosts : &o->hostfile)) {
+      fprintf(stderr, "%s: %s given twice; %s\n", prog, ch == OPT_HOSTS ? "--hosts" : "--hostfile",
+              ch == OPT_HOSTS ? "join the lists with commas" : "put the hosts in one file");
+      return 2;
+    }
+    *(ch == OPT_HOSTS ? &o->hosts : &o->hostfile) = arg;
+    return 0;
+  case 'V': printf("nccltop %s\n", NT_VERSION); return 1;
+  case 'h': nt_usage(stdout); return 1;
+  default: return 3;
+  }
+}
+
+int nt_options_set(nt_options *o, const char *prog, const char *name, const char *value) {
+  for (const struct option *l = long_opts; l->name; l++) {
+    if (strcmp(l->name, name) != 0) continue;
+    if ((l->has_arg == required_argument) != (value != NULL)) break;
+    int rc = apply_option(o, prog, l->val, value);
+    return rc == 3 ? 2 : rc;
+  }
+  fprintf(stderr, "%s: --%s is not an option of the viewer's\n", prog, name);
+  return 2;
+}
+
 int nt_options_parse(nt_options *o, int argc, char **argv) {
   optind = 0; /* GNU: start over (tests and `demo` parse more than once) */
   opterr = 0; /* bad_option says it, in one line */
   const char *prog = argv[0] && !strcmp(argv[0], "nccltop demo") ? argv[0] : "nccltop";
   int ch;
-  uint32_t v;
   while ((ch = getopt_long(argc, argv, short_opts, long_opts, NULL)) != -1) {
-    switch (ch) {
-    case 'b': o->batch = true; break;
-    case 'n':
-      if (parse_u32("-n/--iterations", optarg, 1, 1000000000, &v)) return 2;
-      o->iterations = (int)v;
-      break;
-    case OPT_JSON: o->json = true; break;
-    case 'd':
-      if (parse_delay(optarg, &o->delay_ms)) return 2;
-      break;
-    case OPT_STALL:
-      if (parse_u32("--stall-ms", optarg, 10, 86400000, &o->stall_ms)) return 2;
-      break;
-    case 'C': o->color = false; break;
-    case 'A': o->ascii = true; break;
-    case OPT_DIR: o->dir = optarg; break;
-    case OPT_TOPOLOGY: o->topology = optarg; break;
-    case OPT_SERVER_KEY: o->server_key = optarg; break;
-    case OPT_INSECURE: o->insecure = true; break;
-    case OPT_RECORD: o->record = optarg; break;
-    case OPT_FORCE: o->force = true; break;
-    case OPT_MAX_MEMORY:
-      if (parse_u32("--max-memory", optarg, 16, 1048576, &o->max_memory_mib)) return 2;
-      break;
-    case OPT_CONNECT:
-      if (o->nconnect >= 8) {
-        fprintf(stderr, "nccltop: at most 8 --connect endpoints\n");
-        return 2;
-      }
-      o->connect[o->nconnect++] = optarg;
-      break;
-    case OPT_HOSTS:
-    case OPT_HOSTFILE:
-      if (*(ch == OPT_HOSTS ? &o->hosts : &o->hostfile)) {
-        fprintf(stderr, "nccltop: %s given twice; %s\n", ch == OPT_HOSTS ? "--hosts" : "--hostfile",
-                ch == OPT_HOSTS ? "join the lists with commas" : "put the hosts in one file");
-        return 2;
-      }
-      *(ch == OPT_HOSTS ? &o->hosts : &o->hostfile) = optarg;
-      break;
-    case 'V': printf("nccltop %s\n", NT_VERSION); return 1;
-    case 'h': nt_usage(stdout); return 1;
-    default: bad_option(prog, ch, argv); return 2;
+    int rc = apply_option(o, prog, ch, optarg);
+    if (rc == 3) {
+      bad_option(prog, ch, argv);
+      return 2;
     }
+    if (rc) return rc;
   }
   if (optind < argc) {
     fprintf(stderr, "%s: unexpected argument '%s'; try 'nccltop --help'\n", prog, argv[optind]);

@@ -194,12 +194,9 @@ static int parse_args(ex_options *o, int argc, char **argv) {
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0},
   };
-  /* Values go through the viewer's own parser (same ranges, same
-   * messages): each option is handed to nt_options_parse alone. */
   optind = 0;
   opterr = 0;
   int ch;
-  char *one[4];
   while ((ch = getopt_long(argc, argv, ":d:n:h", longs, NULL)) != -1) {
     switch (ch) {
     case X_LISTEN: o->listen = optarg; break;
@@ -224,24 +221,15 @@ static int parse_args(ex_options *o, int argc, char **argv) {
     case X_HOSTS:
     case X_HOSTFILE:
     case X_MEM: {
-      int save = optind;
-      one[0] = (char *)"nccltop";
-      one[1] = (char *)(ch == 'd'          ? "--delay"
-                        : ch == X_STALL    ? "--stall-ms"
-                        : ch == X_DIR      ? "--dir"
-                        : ch == X_MEM      ? "--max-memory"
-                        : ch == X_HOSTS    ? "--hosts"
-                        : ch == X_HOSTFILE ? "--hostfile"
-                                           : "--connect");
-      one[2] = optarg;
-      one[3] = NULL;
-      if (ch == X_CONNECT && o->view.nconnect >= 8) {
-        fprintf(stderr, "nccltop exporter: at most 8 --connect endpoints\n");
-        return 2;
-      }
-      int rc = nt_options_parse(&o->view, 3, one);
-      optind = save; /* nt_options_parse started getopt over: resume ours */
-      if (rc) return 2;
+      /* The viewer's own options: its ranges and messages. */
+      const char *name = ch == 'd'          ? "delay"
+                         : ch == X_STALL    ? "stall-ms"
+                         : ch == X_DIR      ? "dir"
+                         : ch == X_MEM      ? "max-memory"
+                         : ch == X_HOSTS    ? "hosts"
+                         : ch == X_HOSTFILE ? "hostfile"
+                                            : "connect";
+      if (nt_options_set(&o->view, "nccltop exporter", name, optarg) != 0) return 2;
       break;
     }
     case ':':

@@ -436,18 +436,23 @@ int nt_record_main(int argc, char **argv) {
   int ch;
   while ((ch = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
     const char *v = optarg;
-    char *end;
     switch (ch) {
-    case O_DIR: o.dir = v; break;
+    case O_DIR:
     case O_CONNECT:
-      if (o.nconnect >= 8) {
-        fprintf(stderr, "nccltop record: at most 8 --connect endpoints\n");
-        return 2;
-      }
-      o.connect[o.nconnect++] = v;
+    case O_HOSTS:
+    case O_HOSTFILE:
+    case O_STALL:
+    case O_MEM: {
+      /* The viewer's own options: its ranges and messages. */
+      const char *name = ch == O_DIR        ? "dir"
+                         : ch == O_CONNECT  ? "connect"
+                         : ch == O_HOSTS    ? "hosts"
+                         : ch == O_HOSTFILE ? "hostfile"
+                         : ch == O_STALL    ? "stall-ms"
+                                            : "max-memory";
+      if (nt_options_set(&o, "nccltop record", name, v) != 0) return 2;
       break;
-    case O_HOSTS: o.hosts = v; break;
-    case O_HOSTFILE: o.hostfile = v; break;
+    }
     case O_FORCE: force = true; break;
     case O_DURATION:
     case O_LAST:
@@ -480,21 +485,6 @@ int nt_record_main(int argc, char **argv) {
         return 2;
       }
       break;
-    case O_STALL:
-    case O_MEM: {
-      errno = 0;
-      unsigned long x = strtoul(v, &end, 10);
-      bool stall = ch == O_STALL;
-      if (errno || *end || end == v || v[0] == '-' || x < (stall ? 10ul : 16ul) ||
-          x > (stall ? 86400000ul : 1048576ul)) {
-        fprintf(stderr, "nccltop record: %s must be a whole number from %s, not '%s'\n",
-                stall ? "--stall-ms" : "--max-memory", stall ? "10 to 86400000" : "16 to 1048576",
-                v);
-        return 2;
-      }
-      *(stall ? &o.stall_ms : &o.max_memory_mib) = (uint32_t)x;
-      break;
-    }
     case 'h': record_usage(stdout); return 0;
     default:
       fprintf(stderr, "nccltop record: %s '%s'; try 'nccltop record --help'\n",

@@ -132,6 +132,11 @@ void nt_options_defaults(nt_options *o);
  * or the version was printed (exit 0), 2 after a usage error was printed on
  * stderr (exit 2). The strings stay argv's. */
 int nt_options_parse(nt_options *o, int argc, char **argv);
+/* One of the viewer's long options (name without "--"; value NULL for a
+ * flag), for a subcommand that shares it (record, exporter): the same
+ * ranges and messages, said as `prog`. 0, 1 (printed help or version) or
+ * 2 (refused, one line on stderr). */
+int nt_options_set(nt_options *o, const char *prog, const char *name, const char *value);
 /* `demo` arguments (argv[0] "demo"): simulator options go into sim, the rest
  * (with their values) into viewer[1..], viewer[0] = argv[0], NULL-terminated;
  * viewer has room for argc + 1 pointers. -1 after a simulator option error. */
