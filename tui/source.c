@@ -219,9 +219,8 @@ nt_source *nt_source_open(const nt_options *o, char *err, size_t errlen) {
   s->eps = calloc(s->cap, sizeof *s->eps);
   s->items = calloc(s->cap + 1, sizeof *s->items);
   s->item_ep = calloc(s->cap + 1, sizeof *s->item_ep);
-  s->scratch = nt_snapshot_new();
-  s->hello = calloc(1, sizeof *s->hello);
-  if (!s->connect || !s->eps || !s->items || !s->item_ep || !s->scratch || !s->hello) {
+  s->ingest = nt_ingest_new();
+  if (!s->connect || !s->eps || !s->items || !s->item_ep || !s->ingest) {
     snprintf(err, errlen, "out of memory");
     nt_hostlist_free(hosts);
     nt_source_close(s);
@@ -350,9 +349,8 @@ void nt_source_close(nt_source *s) {
   if (s->zctx) zmq_ctx_term(s->zctx);
   nt_inbox_unbind(&s->in, NULL, s->dirfd); /* the file: ZeroMQ 4.3 leaves it */
   if (s->dirfd >= 0) close(s->dirfd);      /* only now: ZeroMQ connected through it */
-  nt_snapshot_free(s->scratch);
+  nt_ingest_free(s->ingest);
   free(s->connect);
-  free(s->hello);
   free(s->eps);
   free(s->items);
   free(s->item_ep);

@@ -10,6 +10,7 @@
 
 #include "curve.h"
 #include "discover.h"
+#include "ingest.h"
 #include "viewer.h"
 
 typedef struct {
@@ -59,8 +60,7 @@ struct nt_source {
   double next_scan_s;
   bool dir_error_noted, full_noted;
   uint64_t topology_messages;
-  nt_snapshot *scratch;
-  nt_hello *hello;
+  nt_ingest *ingest; /* decodes every message into the model */
   bool insecure;
   int keys_rc; /* nt_curve_load: 0 keys, 1 none, -1 unusable (keys_err) */
   nt_curve_keys keys;

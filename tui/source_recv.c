@@ -6,57 +6,20 @@
 
 #include "source_internal.h"
 
-static bool topic_is(const zmq_msg_t *t, const char *name) {
-  size_t n = strlen(name);
-  return zmq_msg_size((zmq_msg_t *)t) == n && memcmp(zmq_msg_data((zmq_msg_t *)t), name, n) == 0;
-}
-
-/* A publisher from another PID namespace that connected to the inbox speaks
- * for the first pid it names, and that one only. */
-static void bind_first(endpoint *e, uint32_t pid) {
-  if (e->peer && !e->pid) e->pid = pid;
-}
-
-/* Decodes and applies one two-frame message. The endpoint's pid (0 for a
- * --connect one) tells the model whom it may speak for. */
+/* Hands one two-frame message to the tap (a recorder), then to the model
+ * (ingest.c). The endpoint's pid (0 for a --connect one) tells the model
+ * whom it may speak for; a publisher from another PID namespace that
+ * connected to the inbox speaks for the first pid it names, and that one
+ * only. */
 static void dispatch(nt_source *s, endpoint *e, nt_model *m, zmq_msg_t *topic, zmq_msg_t *body) {
-  const char *data = zmq_msg_data(body);
-  size_t len = zmq_msg_size(body);
-  char err[256];
   double now = nt_now_s();
   if (s->tap)
-    s->tap(s->tap_arg, e->endpoint, e->pid, zmq_msg_data(topic), zmq_msg_size(topic), data, len,
-           now);
-  if (topic_is(topic, NT_TOPIC_SNAPSHOT)) {
-    if (nt_snapshot_decode((const uint8_t *)data, len, s->scratch, err, sizeof err) == 0) {
-      bind_first(e, s->scratch->pid);
-      nt_model_apply_snapshot(m, e->endpoint, e->pid, s->scratch, now);
-    } else
-      nt_source_note(m, e->endpoint, true, "snapshot: %s", err);
-  } else if (topic_is(topic, NT_TOPIC_HELLO)) {
-    if (nt_hello_decode(data, len, s->hello, err, sizeof err) == 0) {
-      bind_first(e, s->hello->pid);
-      nt_model_apply_hello(m, e->endpoint, e->pid, s->hello, now);
-    } else
-      nt_source_note(m, e->endpoint, true, "%s", err);
-  } else if (topic_is(topic, NT_TOPIC_COMM)) {
-    nt_comm_info c;
-    if (nt_comm_decode(data, len, &c, err, sizeof err) == 0) {
-      bind_first(e, c.pid);
-      nt_model_apply_comm(m, e->endpoint, e->pid, &c, now);
-    } else
-      nt_source_note(m, e->endpoint, true, "%s", err);
-  } else if (topic_is(topic, NT_TOPIC_TOPOLOGY)) {
-    s->topology_messages++;
-    /* The model keeps what is shown steady and skips a re-sent file. */
-    nt_model_set_topology(m, data, len, e->endpoint, now);
-  } else {
-    char clean[80];
-    size_t tn = zmq_msg_size(topic);
-    nt_source_note(m, e->endpoint, true, "unknown topic '%s'%s",
-                   nt_sanitize(zmq_msg_data(topic), tn < 40 ? tn : 40, clean, sizeof clean),
-                   tn > 40 ? "..." : "");
-  }
+    s->tap(s->tap_arg, e->endpoint, e->pid, zmq_msg_data(topic), zmq_msg_size(topic),
+           zmq_msg_data(body), zmq_msg_size(body), now);
+  nt_ingested r =
+      nt_ingest_message(s->ingest, m, e->endpoint, &e->pid, e->peer, zmq_msg_data(topic),
+                        zmq_msg_size(topic), zmq_msg_data(body), zmq_msg_size(body), now);
+  if (r.topic == NT_IN_TOPOLOGY) s->topology_messages++;
 }
 
 /* Reads the rest of a message whose topic is in; applies it as e's (or
