@@ -292,7 +292,7 @@ static void chan_spec(nt_screen *s, nt_list *l) {
   if (nch > NT_LIST_MAX_COLS - 1) nch = NT_LIST_MAX_COLS - 1;
   chan_cols[0] = (nt_list_col){"RANK COMM HOST", 27, 0, false};
   for (int c = 0; c < nch; c++) {
-    snprintf(chan_titles[c + 1], sizeof chan_titles[c + 1], "ch%-2d S/R", c);
+    snprintf(chan_titles[c + 1], sizeof chan_titles[c + 1], "ch%-2u S/R", (unsigned char)c);
     chan_cols[c + 1] = (nt_list_col){chan_titles[c + 1], 10, 0, false};
   }
   int end = s->bottom - (s->detail ? 0 : 1); /* the legend's line when no detail */
