@@ -246,7 +246,12 @@ static void text_frame_has_the_proxy_and_channel_rows(void) {
   bool proxy = strstr(text, "00c0ffee12345678") && strstr(text, "gpu\\x1B[31m\"7:4242") &&
                strstr(text, " sleep ") && strstr(text, "  25.0   50.0   25.0    0.0    0.0") &&
                strstr(text, "STALE");
-  bool send = strstr(text, "send_peer_wait") && strstr(text, "STALLED");
+  /* The stalled send shows the wait it is stuck in (cur_wait), not the
+   * interval's dominant one (send_peer_wait), as its alert does. */
+  const char *srow = strstr(text, " send ");
+  bool send = srow && strstr(srow, "send_net_wait") && strstr(srow, "STALLED") &&
+              strstr(srow, "send_net_wait") < strstr(srow, "STALLED") &&
+              !strstr(text, "send_peer_wait");
   bool recv = strstr(text, "recv_net_wait") != NULL;
   bool raw_escape = strchr(text, '\x1b') != NULL;
   if (!(header && error && proxy && send && recv)) fprintf(stderr, "%s", text);

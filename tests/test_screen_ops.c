@@ -204,9 +204,15 @@ static void stalled_rank_on_the_overview(void) {
               screen_row(&t, head + 1, line, sizeof line));
   }
   if (ok) {
-    /* The channels view marks the stalled rank's channels. */
+    /* The channels view marks the stalled channels, each with the wait it
+     * is stuck in, as the alerts say: the stalled rank's receives wait on
+     * its own GPU, its predecessor's sends for its credit (the interval's
+     * dominant wait, from before the stall, showed "!NET/" there: the grid
+     * contradicted the alert). */
     vt_send(&t, "3");
-    ok = vt_wait_for(&t, "[channels]", 5) && wait_row(&t, 5, ROW("2/4 ", "!")) >= 0;
+    ok = vt_wait_for(&t, "[channels]", 5) && wait_row(&t, 5, ROW("2/4 ", "!", "/GPU")) >= 0 &&
+         wait_row(&t, 5, ROW("1/4 ", "!PEER/")) >= 0;
+    if (!ok) fprintf(stderr, "    the channels view:\n%s\n", t.text);
   }
   if (ok) {
     vt_send(&t, "q");

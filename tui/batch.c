@@ -380,7 +380,7 @@ void nt_frame_text(FILE *out, const nt_frame *f) {
       if (row->relay_rank >= 0) snprintf(relay, sizeof relay, "  relay r%d", row->relay_rank);
       fprintf(out, "%-7s %016llx %3u %-4s %5d %-15s %9.0f %10s %6llu %-7s %6d%s%s%s\n", rank,
               (unsigned long long)r->comm_hash, row->channel, dir_name(row->dir), row->peer,
-              nt_wait_name(fc->dominant_wait), fc->steps_per_s,
+              nt_wait_name(nt_frame_channel_wait(fc)), fc->steps_per_s,
               nt_fmt_rate(fc->bytes_per_s, rate, sizeof rate),
               (unsigned long long)(row->ops_started - row->ops_done), nt_run_name(row->run_state),
               row->cur_step, fc->stalled ? "  STALLED" : "", relay, mark(nt_frame_proc_of(f, r)));

@@ -542,6 +542,11 @@ const nt_frame_channel *nt_frame_cell(const nt_frame *f, const nt_frame_rank *r,
   return best;
 }
 
+int nt_frame_channel_wait(const nt_frame_channel *c) {
+  /* Stalled with no step in progress: none ("-"), as its alert says. */
+  return c->stalled ? c->row.cur_wait : c->dominant_wait;
+}
+
 void nt_frame_rank_text(const nt_frame *f, const nt_frame_rank *r, char *buf, size_t cap) {
   const nt_frame_proc *p = &f->procs[r->proc];
   snprintf(buf, cap, "%d/%d %s %016llx %s:%u", r->rank, r->nranks, r->comm_name,

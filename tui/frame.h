@@ -216,6 +216,11 @@ static inline const nt_frame_proc *nt_frame_proc_of(const nt_frame *f, const nt_
  * are another rank's work; NULL when none. */
 const nt_frame_channel *nt_frame_cell(const nt_frame *f, const nt_frame_rank *r, int channel,
                                       int dir);
+/* The wait to show for a channel (enum nt_wait): a stalled one's is the
+ * wait it is stuck in (no step completes, so the last interval's dominant
+ * wait is what came before the stall), the others' the one that took most
+ * of the last interval. The grid and the text agree with the alerts. */
+int nt_frame_channel_wait(const nt_frame_channel *c);
 /* "0/8 name 0123456789abcdef host:pid": what search and filters match. */
 void nt_frame_rank_text(const nt_frame *f, const nt_frame_rank *r, char *buf, size_t cap);
 /* The previous run's most used algorithm and protocol for (func, bucket). */

@@ -269,10 +269,9 @@ static void chan_cell(void *ctx, int i, int col, int y, int x, int w, bool curso
   /* "!GPU/NET": each half coloured by what it waits on (its own GPU, a
    * peer's credit, the network), the whole cell red when stalled. */
   const char *mark = stalled ? "!" : queued ? "~" : "";
-  const char *parts[3] = {sr ? wait_tag(sr->dominant_wait) : "-", "/",
-                          rr ? wait_tag(rr->dominant_wait) : "-"};
-  int waits[3] = {sr ? sr->dominant_wait : NT_WAIT_NONE, NT_WAIT_NONE,
-                  rr ? rr->dominant_wait : NT_WAIT_NONE};
+  int waits[3] = {sr ? nt_frame_channel_wait(sr) : NT_WAIT_NONE, NT_WAIT_NONE,
+                  rr ? nt_frame_channel_wait(rr) : NT_WAIT_NONE};
+  const char *parts[3] = {sr ? wait_tag(waits[0]) : "-", "/", rr ? wait_tag(waits[2]) : "-"};
   int base = (cursor ? A_REVERSE : 0) | (stalled ? nt_stall_attr(s) : 0);
   attron(base);
   mvaddnstr(y, x, mark, w);
@@ -330,9 +329,10 @@ void nt_view_channels(nt_screen *s, int y) {
   } else {
     mvaddnstr(
         s->bottom - 1, 0,
-        "cell = dominant wait send/recv: GPU = its own GPU (yellow), PEER = the receiver has "
-        "not granted credit (magenta), NET = on the wire (cyan), FLSH = arrived, flush or "
-        "next pass; ! = stalled; ~ = queued (the GPU has not reached it yet); Enter = details",
+        "cell = wait send/recv (stalled: the one it is stuck in; else the one that took most of "
+        "the last update): GPU = its own GPU (yellow), PEER = the receiver has not granted "
+        "credit (magenta), NET = on the wire (cyan), FLSH = arrived, flush or next pass; ! = "
+        "stalled; ~ = queued (the GPU has not reached it yet); Enter = details",
         s->cols);
   }
 }
