@@ -194,6 +194,51 @@ static void demo_cleans_up_on_a_signal(void) {
   CHECK(ok);
 }
 
+/* A wrapper that forwards a signal (timeout, srun) makes the demo get two:
+ * the second ends it at once, and still its job goes and its directory is
+ * removed (it stayed, with its socket files, before). */
+static void demo_cleans_up_on_a_second_signal_too(void) {
+  char tmp[] = "/tmp/nccltop-qdemo2-XXXXXX", env_tmp[64];
+  CHECK(mkdtemp(tmp) != NULL);
+  snprintf(env_tmp, sizeof env_tmp, "TMPDIR=%s", tmp);
+  vt_term t;
+  char *argv[] = {nccltop,   "demo", "--ranks", "2",   "--comms", "1",
+                  "--nodes", "2",    "-d",      "200", NULL};
+  char *env[] = {env_tmp, NULL};
+  pid_t pids[8];
+  int n = 0;
+  bool ok = start(&t, argv, env) == 0 && vt_wait_for(&t, "sim-comm-0", 20);
+  for (double end = vt_now() + 10; ok && (n = demo_processes(tmp, pids, 8)) < 1 && vt_now() < end;)
+    vt_pump(&t, 100);
+  if (ok && n < 1) {
+    fprintf(stderr, "    the demo's simulator not found\n");
+    ok = false;
+  }
+  kill(t.pid, SIGTERM); /* two kinds: the same signal twice would be one */
+  kill(t.pid, SIGINT);
+  int st = vt_wait_exit(&t, 5);
+  vt_pump(&t, 50);
+  if (ok && (st == -1 || alt_screen || !cursor_visible)) {
+    fprintf(stderr, "    status %d, alternate screen %d, cursor visible %d\n", st, alt_screen,
+            cursor_visible);
+    ok = false;
+  }
+  vt_stop(&t);
+  for (double end = vt_now() + 5; ok && n && !gone(pids[0]) && vt_now() < end;) usleep(50000);
+  if (ok && n && !gone(pids[0])) {
+    fprintf(stderr, "    the demo's simulator %d outlived it\n", (int)pids[0]);
+    ok = false;
+  }
+  if (rmdir(tmp) != 0) {
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "ls -lR %s >&2; rm -rf %s", tmp, tmp);
+    fprintf(stderr, "    the demo left its directory in %s:\n", tmp);
+    if (system(cmd) != 0) fprintf(stderr, "    cannot remove %s\n", tmp);
+    ok = false;
+  }
+  CHECK(ok);
+}
+
 /* Runs `nccltop ARGS` (stdout and stderr together) under a 10 s bound; the
  * output in out, the time it took in *secs; returns the exit status. */
 static int run(const char *args, char *out, size_t cap, double *secs) {
@@ -353,6 +398,7 @@ int main(void) {
   TEST_RUN(monitor_quits_on_the_first_signal);
   TEST_RUN(a_second_signal_still_restores_the_terminal);
   TEST_RUN(demo_cleans_up_on_a_signal);
+  TEST_RUN(demo_cleans_up_on_a_second_signal_too);
   TEST_RUN(demo_with_a_job_that_cannot_run_ends_at_once);
   TEST_RUN(demo_in_batch_ends_with_its_job);
   TEST_RUN(demo_in_batch_shows_a_short_jobs_final_state);

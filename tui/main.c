@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -29,12 +30,42 @@ static volatile sig_atomic_t demo_sim_status = -1; /* its wait status, once it e
 static volatile sig_atomic_t demo_batch;           /* batch: the demo ends with its job */
 static volatile sig_atomic_t demo_job_done;        /* batch: it ended well; a last frame */
 
+static char demo_dir[128]; /* the demo's directory, once made */
+
+/* Empties and removes directory `at` (relative to dirfd `parent`), its
+ * node<k> subdirectories too, with async-signal-safe calls only: openat,
+ * the getdents64 system call (readdir is not safe), unlinkat. */
+static void remove_now(int parent, const char *at, int depth) {
+  int fd = openat(parent, at, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return;
+  static char buf[2][4096] __attribute__((aligned(8)));
+  long n;
+  while ((n = syscall(SYS_getdents64, fd, buf[depth], sizeof buf[depth])) > 0) {
+    for (long off = 0; off < n;) {
+      /* struct linux_dirent64: ino (8), off (8), reclen (2), type (1), name */
+      const char *e = buf[depth] + off;
+      unsigned short reclen;
+      memcpy(&reclen, e + 16, sizeof reclen);
+      const char *name = e + 19;
+      if (reclen == 0) break;
+      off += reclen;
+      if (!strcmp(name, ".") || !strcmp(name, "..")) continue;
+      if (unlinkat(fd, name, 0) != 0 && depth == 0) remove_now(fd, name, 1);
+    }
+  }
+  close(fd);
+  unlinkat(parent, at, AT_REMOVEDIR);
+}
+
 /* The first SIGINT/SIGTERM/SIGHUP asks the running loop to stop (the screen
  * restores the terminal, the demo stops its job and removes its directory);
  * a second one, if the loop has not stopped, ends the process the default
- * way, after this: the job's group goes too. Async-signal-safe only. */
+ * way, after this: the job's group goes too, and the demo's directory
+ * (wrappers such as timeout and srun forward a signal a second time).
+ * Async-signal-safe only. */
 static void before_ending(void) {
   if (demo_sim > 0) kill(-demo_sim, SIGKILL);
+  if (demo_dir[0]) remove_now(AT_FDCWD, demo_dir, 0);
   nt_term_restore_now();
 }
 
@@ -293,6 +324,7 @@ static int cmd_demo(int argc, char **argv) {
   }
   sim.dir = dir;
   o.dir = dir;
+  memcpy(demo_dir, dir, sizeof demo_dir);
   o.wait_first_s = 15; /* frames of the demo start once its ranks publish */
   demo_batch = o.batch;
   install_signals(); /* from here on a signal must not skip the clean-up */
@@ -333,6 +365,7 @@ static int cmd_demo(int argc, char **argv) {
     }
   }
   if (errfd >= 0) close(errfd);
+  demo_dir[0] = '\0';
   remove_dir(dir);
   free(vargv);
   return rc;
