@@ -416,9 +416,14 @@ static void collectives_environment_help_and_restart(void) {
 
 /* README: nccltop "attaches at any time (before or after the job starts)".
  * It waits for publishers, updating, and shows the job once it starts. */
+/* On a node where no job has run yet, the endpoint directory does not
+ * exist: the monitor says it waits for NCCL processes (it said "last
+ * error: ... No such file or directory"), and shows the job once the job's
+ * plugin has made the directory. */
 static void monitor_started_before_the_job(void) {
-  char dir[] = "/tmp/nccltop-scrops-XXXXXX", env_dir[64];
-  CHECK(mkdtemp(dir) != NULL);
+  char top[] = "/tmp/nccltop-scrops-XXXXXX", dir[64], env_dir[96];
+  CHECK(mkdtemp(top) != NULL);
+  snprintf(dir, sizeof dir, "%s/ep", top); /* made by the job */
   snprintf(env_dir, sizeof env_dir, "NCCLTOP_DIR=%s", dir);
   nt_sim_config c;
   base_config(&c, dir);
@@ -435,12 +440,13 @@ static void monitor_started_before_the_job(void) {
   bool ok = vt_start(&t, 30, 120, argv, env) == 0;
   bool term = ok;
   if (ok) ok = vt_wait_for(&t, "waiting for NCCL processes", 10);
+  if (!ok && term) fprintf(stderr, "    no waiting line:\n%s\n", vt_text(&t));
   if (ok) {
-    /* Several updates with nothing to show; still running. */
+    /* Several updates with nothing to show; still running, no error. */
     double end = vt_now() + 1;
     while (vt_now() < end) vt_pump(&t, 50);
-    ok = waitpid(t.pid, NULL, WNOHANG) == 0;
-    if (!ok) fprintf(stderr, "    the monitor exited with no publisher:\n%s\n", vt_text(&t));
+    ok = waitpid(t.pid, NULL, WNOHANG) == 0 && !strstr(vt_text(&t), "error");
+    if (!ok) fprintf(stderr, "    with no job yet:\n%s\n", vt_text(&t));
   }
   if (ok) {
     sim = nt_sim_spawn(&c);
@@ -454,6 +460,7 @@ static void monitor_started_before_the_job(void) {
   if (term) vt_stop(&t);
   stop_group(&sim);
   remove_dir(dir);
+  rmdir(top);
   CHECK(ok);
 }
 

@@ -430,6 +430,10 @@ static void move_endpoints(nt_source *s, int fd) {
  * once, and the publishers already connected keep working. */
 static bool hold_dir(nt_source *s, nt_model *m) {
   if (s->dirfd >= 0 && nt_endpoint_dir_same(s->dir, s->dirfd)) return true;
+  /* None yet: no job has run here, and the first one makes it (the
+   * plugin). Nothing is wrong: the screen says it waits for one. */
+  struct stat st;
+  if (s->dirfd < 0 && lstat(s->dir, &st) != 0 && errno == ENOENT) return false;
   char err[512] = "";
   int fd = nt_endpoint_dir_open(s->dir, false, err, sizeof err);
   if (fd < 0) {
