@@ -117,6 +117,17 @@ static void search_next_and_filter_cancel(void) {
     ok = wait_cursor_on(&t, "0/2", 5);
   }
   if (ok) {
+    /* A search that matches nothing says so (it said nothing at all), the
+     * cursor stays, and the next key takes the message away. */
+    vt_send(&t, "/xyz\r");
+    ok = vt_wait_for(&t, "search: no rank matches \"xyz\"", 5) && wait_cursor_on(&t, "0/2", 5);
+    if (!ok) fprintf(stderr, "    after a search for xyz:\n%s\n", t.text);
+    if (ok) {
+      vt_send(&t, "2");
+      ok = wait_gone(&t, "no rank matches \"xyz\"", 5);
+    }
+  }
+  if (ok) {
     vt_send(&t, "\\1/2"); /* a filter being typed applies at once ... */
     ok = vt_wait_for(&t, "filter \"1/2\"", 5) && wait_gone(&t, "0/2", 5);
   }

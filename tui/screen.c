@@ -56,6 +56,8 @@ static void start_prompt(nt_screen *s, int which) {
 
 /* Moves the cursor to the next row (from the current one + from) whose text
  * contains the search string. */
+/* A search that matches nothing says so (htop turns its bar red); the
+ * cursor stays. */
 static void search_next(nt_screen *s, int from) {
   for (uint32_t k = 0; k < s->nranks; k++) {
     int i = (int)((s->row + from + (int)k) % (int)s->nranks);
@@ -66,6 +68,7 @@ static void search_next(nt_screen *s, int from) {
       return;
     }
   }
+  snprintf(s->missed, sizeof s->missed, "search: no rank matches \"%.40s\"", s->search);
 }
 
 /* A key while a search or filter line is open: edit, Enter applies, Esc
@@ -209,6 +212,14 @@ void nt_screen_draw(nt_screen *s) {
   nt_draw_alerts_band(s);
   nt_views[s->view].draw(s, s->lay.list.y);
   nt_draw_keybar(s);
+  if (!s->prompt && s->missed[0]) {
+    move(s->rows - 1, 0);
+    clrtoeol();
+    int attr = nt_stall_attr(s) | A_REVERSE;
+    attron(attr);
+    mvaddnstr(s->rows - 1, 0, s->missed, s->cols);
+    attroff(attr);
+  }
   if (s->prompt) {
     char line[128];
     snprintf(line, sizeof line, "%s: %s_  (Enter: %s, Esc: cancel)",
@@ -262,6 +273,7 @@ int nt_screen_run(nt_model *m, nt_source *src, const nt_options *o) {
     bool input = false;
     for (int key; running && (key = getch()) != ERR; input = true) {
       if (key == KEY_RESIZE) continue;
+      s.missed[0] = '\0';
       if (s.prompt)
         prompt_key(&s, key);
       else

@@ -116,6 +116,7 @@ typedef struct {
   char filter_was[64]; /* the filter before the line was opened (Esc goes back to it) */
   char watching[320];  /* what the header says is watched (nt_source_watching) */
   char search[64];     /* last search */
+  char missed[96];     /* a search that found nothing: said on the key bar until the next key */
   nt_proxy_history hist[NT_SCREEN_MAX_HISTORY];
   /* topology view */
   nt_topo_env topo_env;
