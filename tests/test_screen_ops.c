@@ -204,6 +204,29 @@ static void stalled_rank_on_the_overview(void) {
               screen_row(&t, head + 1, line, sizeof line));
   }
   if (ok) {
+    /* At 80 columns the header drops whole fields, never a number cut in
+     * half: its alert count is the overview's, and the sort and the filter
+     * stay (they read "alerts 1" for 10, and "so", "fi"). */
+    vt_resize(&t, 24, 80);
+    vt_send(&t, "\\2/4\r");
+    double end = vt_now() + 5;
+    char head[2048] = "", want[64] = "";
+    do {
+      vt_pump(&t, 100);
+      vt_text(&t);
+      int at = row_with(&t, ROW("ALERTS (", "most important first"));
+      char heading[2048];
+      unsigned n = 0;
+      if (at >= 0 && sscanf(screen_row(&t, at, heading, sizeof heading), "ALERTS (%u", &n) == 1)
+        snprintf(want, sizeof want, "alerts %u ", n);
+      screen_row(&t, 0, head, sizeof head);
+      ok = want[0] && strstr(head, want) && strstr(head, "filter \"2/4\"") &&
+           strstr(head, "sort rank");
+    } while (!ok && vt_now() < end);
+    if (!ok) fprintf(stderr, "    at 80 columns, want \"%s\": %s\n", want, head);
+    vt_send(&t, "\033");
+  }
+  if (ok) {
     /* The channels view marks the stalled channels, each with the wait it
      * is stuck in, as the alerts say: the stalled rank's receives wait on
      * its own GPU, its predecessor's sends for its credit (the interval's

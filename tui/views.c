@@ -83,23 +83,40 @@ void nt_draw_header(nt_screen *s) {
     snprintf(age, sizeof age, "data %s ago", nt_fmt_ns((s->now - last) * 1e9, t, sizeof t));
   else
     snprintf(age, sizeof age, "no data yet");
-  char extra[160] = "", mem[32]; /* mem: what the publishers cost, last (--max-memory) */
+  char mem[32]; /* mem: what the publishers cost, last (--max-memory) */
+  /* The fields in the order they are shown, each with its rank: where the
+   * terminal is too narrow for all, the least important go whole (never a
+   * number cut in half: "alerts 1" for 10), so the alerts, the filter and
+   * the sort stay at 80 columns, as htop keeps its meters. Counts of bad,
+   * lost and refused messages only when not zero. */
+  char fields[11][96];
+  int rank[11], nf = 0;
+#define FIELD(r, ...) (snprintf(fields[nf], sizeof fields[nf], __VA_ARGS__), rank[nf++] = (r))
+  FIELD(0, " nccltop [%s]", nt_views[s->view].name);
+  FIELD(0, "%-6s", mode);
+  FIELD(7, "%s", age);
+  FIELD(4, "publishers %u", f->publishers);
+  FIELD(5, "ranks %u", s->nranks);
+  FIELD(1, "alerts %u", f->nalerts - f->nfolded);
+  if (f->bad_messages) FIELD(6, "bad msgs %llu", (unsigned long long)f->bad_messages);
+  if (f->lost_messages) FIELD(6, "lost %llu", (unsigned long long)f->lost_messages);
+  if (f->refused) FIELD(6, "refused %llu", (unsigned long long)f->refused);
+  if (s->filter[0]) FIELD(2, "filter \"%.40s\"", s->filter);
+  FIELD(3, "sort %s", s->view == NT_VIEW_PROXY ? nt_proxy_sort_name(s) : nt_sort_name(s->sort));
+  FIELD(8, "mem %s", nt_fmt_size((double)f->memory_bytes, mem, sizeof mem));
+#undef FIELD
+  bool keep[11] = {false};
+  int width = 0;
+  for (int r = 0; r <= 8; r++)
+    for (int i = 0; i < nf; i++) {
+      int w = (int)strlen(fields[i]) + (width ? 2 : 0);
+      if (rank[i] == r && (r == 0 || width + w <= s->cols)) keep[i] = true, width += w;
+    }
   int n = 0;
-  /* counts shown only when not zero */
-  if (f->bad_messages)
-    n = snprintf(extra, sizeof extra, "  bad msgs %llu", (unsigned long long)f->bad_messages);
-  if (f->lost_messages)
-    n += snprintf(extra + n, sizeof extra - (size_t)n, "  lost %llu",
-                  (unsigned long long)f->lost_messages);
-  if (f->refused)
-    n += snprintf(extra + n, sizeof extra - (size_t)n, "  refused %llu",
-                  (unsigned long long)f->refused);
-  if (s->filter[0]) snprintf(extra + n, sizeof extra - (size_t)n, "  filter \"%s\"", s->filter);
-  snprintf(line, sizeof line,
-           " nccltop [%s]  %-6s %s  publishers %u  ranks %u  alerts %u%s  sort %s  mem %s",
-           nt_views[s->view].name, mode, age, f->publishers, s->nranks, f->nalerts - f->nfolded,
-           extra, s->view == NT_VIEW_PROXY ? nt_proxy_sort_name(s) : nt_sort_name(s->sort),
-           nt_fmt_size((double)f->memory_bytes, mem, sizeof mem));
+  line[0] = '\0';
+  for (int i = 0; i < nf; i++)
+    if (keep[i] && n >= 0 && (size_t)n < sizeof line)
+      n += snprintf(line + n, sizeof line - (size_t)n, "%s%s", n ? "  " : "", fields[i]);
   attron(s->o->color && has_colors() ? COLOR_PAIR(NT_C_HEAD) : A_REVERSE);
   mvhline(0, 0, ' ', s->cols);
   mvaddnstr(0, 0, line, s->cols);
