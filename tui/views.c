@@ -93,7 +93,7 @@ void nt_draw_header(nt_screen *s) {
   int rank[11], nf = 0;
 #define FIELD(r, ...) (snprintf(fields[nf], sizeof fields[nf], __VA_ARGS__), rank[nf++] = (r))
   FIELD(0, " nccltop [%s]", nt_views[s->view].name);
-  FIELD(0, "%-6s", mode);
+  FIELD(0, "%s", mode);
   FIELD(7, "%s", age);
   FIELD(4, "publishers %u", f->publishers);
   FIELD(5, "ranks %u", s->nranks);
