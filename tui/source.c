@@ -40,11 +40,7 @@
 /* Messages queued per publisher before ZeroMQ drops (the viewer sees the
  * gap in sequence numbers): ten seconds at the default interval, which
  * bounds the memory a stalled viewer holds. */
-#define RCVHWM        100
-#define SCAN_PERIOD_S 1.0
-/* A publisher answers a new subscriber with a full snapshot at once, so a
- * --connect endpoint silent this long has nobody (reachable) behind it. */
-#define CONNECT_SILENT_S 3.0
+#define RCVHWM 100
 /* A remote endpoint (--connect, --hosts) that refuses is tried again after
  * 500 ms, doubling up to this, or up to 4 ms per remote endpoint when there
  * are more (at most 30 s): thousands of hosts whose relays are down would
@@ -53,19 +49,6 @@
 #define RECONNECT_MAX_MS      4000
 #define RECONNECT_PER_HOST_MS 4
 #define RECONNECT_CAP_MS      30000
-/* Socket monitors (two descriptors each) tell a refused handshake apart;
- * past this many remote endpoints they are left out (a silent one is then
- * said together with the others: "no relay, not reachable, or refused"). */
-#define MAX_MONITORS 64
-/* Up to this many --connect endpoints are polled on every pass, heard from
- * or not (quiet_remote). */
-#define POLL_ALL_CONNECTS 64
-/* Descriptors kept for the endpoint directory and the local publishers
- * when remote endpoints are connected (each takes two: its socket's eventfd
- * and its connection). */
-#define LOCAL_RESERVE_FDS 128
-/* More silent endpoints than this at one scan are said in one line. */
-#define SILENT_ONE_LINE 8
 /* After the endpoint directory was removed or replaced, a publisher binds
  * again within its check period (2 s); until then its endpoint is kept. */
 #define REBIND_GRACE_S 5.0
@@ -104,8 +87,8 @@ static void shorten(const char *shown, char *out, size_t cap) {
 }
 
 /* Connects a SUB socket to addr; `shown` names it in the model. */
-static endpoint *add_endpoint(nt_source *s, nt_model *m, const char *addr, const char *shown,
-                              uint32_t pid) {
+endpoint *nt_source_add_endpoint(nt_source *s, nt_model *m, const char *addr, const char *shown,
+                                 uint32_t pid) {
   if (s->neps >= s->cap) {
     if (!s->full_noted)
       nt_source_note(m, shown, false, "more than %u endpoints; not connected", s->cap);
@@ -146,7 +129,7 @@ static endpoint *add_endpoint(nt_source *s, nt_model *m, const char *addr, const
             (!secure || !nt_curve_set_client(sock, &s->keys, s->server_key));
   if (ok && tcp) /* a relay that refuses us is tried twice a second, not ten times */
     ok = !set_int(sock, ZMQ_RECONNECT_IVL, TCP_RECONNECT_MS);
-  if (ok && tcp && s->monitors < MAX_MONITORS) {
+  if (ok && tcp && s->monitors < NT_SOURCE_MAX_MONITORS) {
     char mep[64];
     snprintf(mep, sizeof mep, "inproc://nccltop-monitor-%u", s->monitors++);
     ok = ok &&
@@ -381,7 +364,7 @@ uint32_t nt_source_nendpoints(const nt_source *s) {
 }
 
 int nt_source_connect(nt_source *s, nt_model *m, const char *addr) {
-  return add_endpoint(s, m, addr, addr, 0) ? 0 : -1;
+  return nt_source_add_endpoint(s, m, addr, addr, 0) ? 0 : -1;
 }
 
 /* discover.h says why a publisher in another PID namespace counts as alive. */
@@ -528,7 +511,7 @@ static void add_local(nt_source *s, nt_model *m, const char *name, uint32_t pid,
       nt_source_note(m, "endpoints", false, "%s/%s: path too long for an endpoint", s->dir, name);
     return;
   }
-  endpoint *e = add_endpoint(s, m, addr, shown, pid);
+  endpoint *e = nt_source_add_endpoint(s, m, addr, shown, pid);
   if (!e) return;
   e->pidns = pidns;
   e->listed = true;
@@ -573,107 +556,6 @@ static void scan(nt_source *s, nt_model *m) {
   drop_gone(s, m);
 }
 
-/* Says once of each --connect endpoint that nothing came from it; ZeroMQ
- * keeps reconnecting, and its data shows as soon as a publisher answers. */
-/* A --connect endpoint whose handshake was refused has said so already. */
-static bool silent_for(const endpoint *e, double now, double secs) {
-  return !e->pid && !e->heard && !e->silence_noted && !e->refusal_noted && now - e->since_s >= secs;
-}
-
-static void note_silent_connects(nt_source *s, nt_model *m, double now) {
-  /* Many at once (the relays of a --hosts list): one line for them all, so
-   * the error list keeps room for the rest; it takes in those that would be
-   * due at the next scan, which the connecting of thousands spreads over. */
-  uint32_t due = 0, silent = 0, first = 0;
-  for (uint32_t i = 0; i < s->neps; i++) {
-    due += silent_for(&s->eps[i], now, CONNECT_SILENT_S);
-    if (silent_for(&s->eps[i], now, CONNECT_SILENT_S - SCAN_PERIOD_S) && !silent++) first = i;
-  }
-  if (!due) return;
-  bool one_line = silent > SILENT_ONE_LINE;
-  if (one_line)
-    nt_source_note(
-        m, "connect", false,
-        "nothing received yet from %u endpoints (%s, ...): no relay there, not reachable, or "
-        "refusing our key "
-        "(still trying)",
-        silent, s->eps[first].endpoint);
-  for (uint32_t i = first; i < s->neps; i++) {
-    endpoint *e = &s->eps[i];
-    if (!silent_for(e, now, one_line ? CONNECT_SILENT_S - SCAN_PERIOD_S : CONNECT_SILENT_S))
-      continue;
-    e->silence_noted = true;
-    if (!one_line)
-      nt_source_note(
-          m, e->endpoint, false,
-          "nothing received in %.0f s: no publisher there, or not reachable%s (still trying)",
-          CONNECT_SILENT_S, e->mon || !e->secure ? "" : ", or refusing our key");
-  }
-}
-
-/* One failed handshake with a relay, in the model's error list (once until
- * a handshake succeeds again: ZeroMQ retries every second). */
-/* A remote endpoint that never sent anything (a relay that is not there,
- * of thousands in a --hosts list) is not polled with the others: each
- * polled socket costs ZeroMQ a look on every pass. A few --connect
- * endpoints are always polled, so a relay's first messages show at once
- * rather than at the next scan. */
-static bool quiet_remote(const nt_source *s, const endpoint *e) {
-  return s->nconnect > POLL_ALL_CONNECTS && !e->pid && !e->peer && !e->heard;
-}
-
-/* Once a second: the quiet remote endpoints that have something now join
- * the others (their first messages are read here). */
-static void wake_quiet(nt_source *s, nt_model *m) {
-  for (uint32_t i = 0; i < s->neps; i++) {
-    endpoint *e = &s->eps[i];
-    int events = 0;
-    size_t len = sizeof events;
-    if (!e->sock || !quiet_remote(s, e) ||
-        zmq_getsockopt(e->sock, ZMQ_EVENTS, &events, &len) != 0 || !(events & ZMQ_POLLIN))
-      continue;
-    for (int k = 0; k < 16 && nt_source_receive(s, e, m); k++) {
-    }
-  }
-}
-
-/* Descriptors this process may still open. */
-static unsigned long fds_room(void) {
-  struct rlimit r;
-  if (getrlimit(RLIMIT_NOFILE, &r) != 0) return 0;
-  unsigned long limit = r.rlim_cur == RLIM_INFINITY ? ULONG_MAX : (unsigned long)r.rlim_cur;
-  unsigned long open = 0;
-  DIR *d = opendir("/proc/self/fd");
-  if (!d) return limit; /* no /proc: ZeroMQ's own refusals say it */
-  while (readdir(d)) open++;
-  closedir(d);
-  open = open > 2 ? open - 2 : 0; /* "." and ".." (the listing's own descriptor is gone now) */
-  return limit > open ? limit - open : 0;
-}
-
-/* The --connect endpoints and the --hosts relays, once, after the endpoint
- * directory and the inbox have their descriptors: as many as the limit
- * leaves room for beside LOCAL_RESERVE_FDS for the local job; the others
- * are said in one line (a local job hidden by remote ones would be worse). */
-static void connect_remote(nt_source *s, nt_model *m) {
-  s->connected = true;
-  unsigned long room = s->nconnect ? fds_room() : 0;
-  int i = 0;
-  for (; i < s->nconnect; i++) {
-    bool tcp = !strncmp(s->connect[i], "tcp://", 6);
-    unsigned long cost = 2 + (tcp && s->monitors < MAX_MONITORS ? 2 : 0);
-    if (room < LOCAL_RESERVE_FDS + cost) break;
-    room -= cost;
-    add_endpoint(s, m, s->connect[i], s->connect[i], 0);
-  }
-  if (i < s->nconnect)
-    nt_source_note(m, "connect", false,
-                   "%d of %d remote endpoints not connected (from %s on): the descriptor limit "
-                   "(ulimit -n) leaves room for %d beside the local job; raise it, or watch "
-                   "through relays that each watch many",
-                   s->nconnect - i, s->nconnect, s->connect[i], i);
-}
-
 static int remaining_ms(double deadline) {
   double left = (deadline - nt_now_s()) * 1000.0;
   return left <= 0 ? 0 : left >= 1e9 ? 1000000000 : (int)left;
@@ -684,19 +566,20 @@ int nt_source_poll(nt_source *s, nt_model *m, int timeout_ms) {
   nt_model_note_pass(m, start); /* the viewer reads now: a late pass was a gap (model.h) */
   if (start >= s->next_scan_s) {
     scan(s, m);
-    wake_quiet(s, m);
+    nt_source_wake_quiet(s, m);
     nt_source_poll_monitors(s, m); /* once a second: thousands of relays cost no more */
-    note_silent_connects(s, m, start);
-    s->next_scan_s = start + SCAN_PERIOD_S;
+    nt_source_note_silent_connects(s, m, start);
+    s->next_scan_s = start + NT_SOURCE_SCAN_PERIOD_S;
   }
-  if (!s->connected) connect_remote(s, m); /* after the directory has what it needs */
+  if (!s->connected) nt_source_connect_remote(s, m); /* after the directory has what it needs */
   int nitems = 0;
   if (s->in.name[0]) {
     s->item_ep[nitems] = -1;
     s->items[nitems++] = (zmq_pollitem_t){.socket = s->inbox, .events = ZMQ_POLLIN};
   }
   for (uint32_t i = 0; i < s->neps; i++) {
-    if (!s->eps[i].sock || quiet_remote(s, &s->eps[i])) continue; /* wake_quiet looks at those */
+    if (!s->eps[i].sock || nt_source_quiet_remote(s, &s->eps[i]))
+      continue; /* nt_source_wake_quiet looks at those */
     s->item_ep[nitems] = (int)i;
     s->items[nitems++] = (zmq_pollitem_t){.socket = s->eps[i].sock, .events = ZMQ_POLLIN};
   }

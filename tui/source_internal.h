@@ -4,6 +4,14 @@
 #ifndef NCCLTOP_SOURCE_INTERNAL_H
 #define NCCLTOP_SOURCE_INTERNAL_H
 
+/* How often the endpoint directory is listed, the socket monitors read and
+ * the quiet remote endpoints looked at. */
+#define NT_SOURCE_SCAN_PERIOD_S 1.0
+/* Socket monitors (two descriptors each) tell a refused handshake apart;
+ * past this many remote endpoints they are left out (a silent one is then
+ * said together with the others: "no relay, not reachable, or refused"). */
+#define NT_SOURCE_MAX_MONITORS 64
+
 #include <stdbool.h>
 #include <stdint.h>
 #include <zmq.h>
@@ -90,5 +98,15 @@ endpoint *nt_source_peer(nt_source *s, nt_model *m, uint32_t peer_pid);
 /* Reads the socket monitors of the tcp:// endpoints: a refused handshake
  * becomes one model error (source_monitor.c). */
 void nt_source_poll_monitors(nt_source *s, nt_model *m);
+
+/* source.c: a new endpoint (an address, the name shown, the pid it may
+ * speak for, 0: any it introduces). */
+endpoint *nt_source_add_endpoint(nt_source *s, nt_model *m, const char *addr, const char *shown,
+                                 uint32_t pid);
+/* source_remote.c: the --connect and --hosts endpoints. */
+void nt_source_connect_remote(nt_source *s, nt_model *m);           /* once, after the local ones */
+bool nt_source_quiet_remote(const nt_source *s, const endpoint *e); /* not polled each pass */
+void nt_source_wake_quiet(nt_source *s, nt_model *m);               /* once a second */
+void nt_source_note_silent_connects(nt_source *s, nt_model *m, double now);
 
 #endif
