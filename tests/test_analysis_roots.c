@@ -389,6 +389,66 @@ static void a_cycle_through_a_rank_not_stalled_is_no_cycle(void) {
   nt_model_free(m);
 }
 
+/* A 4-rank ring's stall ends when the late rank arrives: rank 3's report,
+ * newer than the others', already shows its work progressing (a send
+ * waiting on its own GPU 10 ms), while ranks 0, 1 and 2 still show their
+ * 3 s waits, two of them on rank 3. That is old news, not rank 3 holding
+ * them up: no root until they report again (real NCCL 2.28.9 played on a
+ * loaded machine named rank 3 "where the waits end" for a frame). If
+ * their next reports still wait on rank 3, it is the root; if they
+ * progress, nothing is said. */
+static void ring_wait_on_rank_3(nt_snapshot *s, int r, uint64_t seq, double age_s) {
+  head(s, 700 + (uint32_t)r, seq);
+  uint16_t ci = comm(s, HASH, r, 4);
+  if (r == 3) {
+    chan(s, ci, NT_DIR_SEND, 0, NT_WAIT_SEND_GPU, NT_RUN_RUNNING, 0.01);
+    return;
+  }
+  int peer = r == 0 ? 3 : r == 1 ? 0 : 3;
+  chan(s, ci, r == 2 ? NT_DIR_SEND : NT_DIR_RECV, peer,
+       r == 2 ? NT_WAIT_SEND_PEER : NT_WAIT_RECV_NET, NT_RUN_RUNNING, age_s);
+}
+
+static void a_stall_that_just_ended_names_no_root_until_the_waiters_report(void) {
+  for (int still_waiting = 0; still_waiting < 2; still_waiting++) {
+    nt_model *m = nt_model_new();
+    nt_snapshot *s = nt_snapshot_new();
+    CHECK(m && s);
+    if (!m || !s) return;
+    for (int r = 0; r < 3; r++) {
+      ring_wait_on_rank_3(s, r, 1, 3);
+      CHECK(put(m, s, 10.0));
+    }
+    ring_wait_on_rank_3(s, 3, 1, 0);
+    CHECK(put(m, s, 10.05));
+    nt_alert a[16];
+    uint32_t n = nt_model_alerts(m, 2000, a, 16, 10.05);
+    for (uint32_t i = 0; i < n; i++)
+      if (a[i].kind == NT_ALERT_ROOT) fprintf(stderr, "    too early: %s\n", a[i].text);
+    CHECK_EQ_U64(count_kind(a, n, NT_ALERT_ROOT), 0);
+    CHECK(n > 0); /* the waits themselves are still said */
+    for (int r = 0; r < 3; r++) {
+      if (still_waiting)
+        ring_wait_on_rank_3(s, r, 2, 3.1);
+      else {
+        head(s, 700 + (uint32_t)r, 2);
+        comm(s, HASH, r, 4); /* done: nothing in flight */
+      }
+      CHECK(put(m, s, 10.1));
+    }
+    n = nt_model_alerts(m, 2000, a, 16, 10.1);
+    if (still_waiting) {
+      CHECK(n && a[0].kind == NT_ALERT_ROOT && a[0].rank == 3 && a[0].count == 3);
+      CHECK(n && strstr(a[0].text, "its work progresses"));
+    } else {
+      for (uint32_t i = 0; i < n; i++) fprintf(stderr, "    unexpected: %s\n", a[i].text);
+      CHECK_EQ_U64(n, 0);
+    }
+    nt_snapshot_free(s);
+    nt_model_free(m);
+  }
+}
+
 /* The stalls and stuck operations of the ranks that wait on a root are
  * its consequences: each says which root it follows from (under), after
  * everything else, so the report has one line for the cause (real NCCL,
@@ -544,6 +604,7 @@ int main(void) {
   TEST_RUN(a_late_publisher_during_run_ahead_is_no_root);
   TEST_RUN(a_cycle_of_waits_is_one_root);
   TEST_RUN(a_cycle_through_a_rank_not_stalled_is_no_cycle);
+  TEST_RUN(a_stall_that_just_ended_names_no_root_until_the_waiters_report);
   TEST_RUN(consequences_fold_under_their_root);
   TEST_RUN(each_consequence_points_at_its_own_root);
   TEST_RUN(a_relay_rows_gpu_wait_is_the_relayed_ranks);

@@ -25,6 +25,11 @@
  * its own GPU wait; or queued, idle, progressing other work, silent) or a
  * cycle of ranks that all wait on each other. Each is one root alert, with
  * how many ranks wait on it, directly or not (a reverse walk from it). A
+ * root that is not stuck itself rests on the others' reports alone, which
+ * may be older than its own (for an interval after a long stall ends, the
+ * ranks that waited still show the wait while the rank they waited on
+ * already progresses): it is named once each rank waiting on it directly
+ * has reported since it first looked so (nt_root_claim). A
  * silent rank of a communicator whose other ranks have work in flight older
  * than the stall time is a root too (an operation starts only when every
  * rank enqueued it: the others may be merely queued).

@@ -377,6 +377,54 @@ static void silent_roots(ctx *c) {
   }
 }
 
+/* ---- roots that rest on the others' reports (nt_root_claim) ---- */
+
+static nt_root_claim *claim_of(nt_model *m, const rank_info *ri) {
+  for (uint32_t i = 0; i < m->nclaims; i++) {
+    nt_root_claim *cl = &m->claims[i];
+    if (cl->comm_hash == ri->r.comm_hash && cl->rank == ri->r.rank && cl->proc == ri->r.proc)
+      return cl;
+  }
+  if (m->nclaims == NT_ROOT_CLAIMS) return NULL;
+  nt_root_claim *cl = &m->claims[m->nclaims++];
+  *cl = (nt_root_claim){.comm_hash = ri->r.comm_hash,
+                        .rank = ri->r.rank,
+                        .proc = ri->r.proc,
+                        .since_s = ri->r.proc->cur_time_s};
+  return cl;
+}
+
+/* Whether root k may be named now: a stuck, silent or cyclic root is its
+ * own evidence; any other needs each rank waiting on it directly to have
+ * reported since it first looked like the end of the waits (a table too
+ * full to remember it names it at once, as before). */
+static bool root_confirmed(ctx *c, uint32_t k) {
+  const root_info *rt = &c->roots[k];
+  uint32_t v = c->members[rt->first];
+  const rank_info *ri = &c->ranks[v];
+  if (rt->n > 1 || ri->stuck || ri->silent) return true;
+  nt_root_claim *cl = claim_of(c->m, ri);
+  if (!cl) return true;
+  cl->seen = true;
+  for (uint32_t e = c->rev_off[v]; e < c->rev_off[v + 1]; e++)
+    if (c->ranks[c->rev[e]].r.proc->cur_time_s < cl->since_s) return false;
+  return true;
+}
+
+/* Keeps the roots that may be named; forgets the claims no longer made. */
+static void confirm_roots(ctx *c) {
+  nt_model *m = c->m;
+  for (uint32_t i = 0; i < m->nclaims; i++) m->claims[i].seen = false;
+  uint32_t keep = 0;
+  for (uint32_t k = 0; k < c->nroots; k++)
+    if (root_confirmed(c, k)) c->roots[keep++] = c->roots[k];
+  c->nroots = keep;
+  keep = 0;
+  for (uint32_t i = 0; i < m->nclaims; i++)
+    if (m->claims[i].seen) m->claims[keep++] = m->claims[i];
+  m->nclaims = keep;
+}
+
 bool al_find_roots(ctx *c) {
   uint32_t *q = malloc(((size_t)c->n + 1) * 3 * sizeof *q);
   c->members = malloc(((size_t)c->n + 1) * sizeof *c->members);
@@ -416,6 +464,7 @@ bool al_find_roots(ctx *c) {
       }
     }
   }
+  confirm_roots(c);
   for (uint32_t k = 0; k < c->nroots; k++) c->roots[k].waiters = walk_back(c, k, q);
   silent_roots(c);
   for (uint32_t k = 0; k < c->nroots; k++) say_root(c, k);

@@ -37,6 +37,22 @@ typedef struct {
   uint64_t sync[NT_SYNC_SAMPLES], total[NT_SYNC_SAMPLES];
 } nt_sync_hist;
 
+/* A root that rests on the others' reports alone (alerts_graph.c): a rank
+ * the waits end at that is not stuck itself (it progresses other work, is
+ * queued, or has launched nothing). Its waiters' reports may be older than
+ * its own (a stall that just ended looks like one for an interval), so it
+ * is named only once each rank waiting on it directly has reported since
+ * it first looked so (since_s, the viewer's clock). Keyed by
+ * (communicator, rank, process). */
+#define NT_ROOT_CLAIMS 32
+typedef struct {
+  uint64_t comm_hash;
+  int32_t rank;
+  const void *proc; /* compared, never read */
+  double since_s;   /* arrival of its first report that showed it so */
+  bool seen;        /* a candidate in the last nt_model_alerts */
+} nt_root_claim;
+
 /* One distinct topology file received (or given with --topology). */
 typedef struct {
   nt_topo *topo;
@@ -129,6 +145,9 @@ struct nt_model {
   /* KernelPhase totals per rank (alerts_sync.c) */
   nt_sync_hist *syncs;
   uint32_t nsyncs, syncs_cap;
+  /* roots waiting for their waiters' fresh reports (alerts_graph.c) */
+  nt_root_claim claims[NT_ROOT_CLAIMS];
+  uint32_t nclaims;
   nt_watch_state watch; /* model_watch.c */
 };
 
