@@ -15,7 +15,13 @@
  */
 #include <curses.h>
 
-#include "../tui/screen.h"
+#include "../tui/screen_internal.h"
+#include "../tui/batch.h"
+#include "../tui/cli.h"
+#include "../tui/frame.h"
+#include "../tui/json_out.h"
+#include "../tui/model.h"
+#include "../tui/options.h"
 #include "bench_job.h"
 
 static const int views[] = {NT_VIEW_OVERVIEW, NT_VIEW_PROXY, NT_VIEW_CHANNELS, NT_VIEW_OPS,

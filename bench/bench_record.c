@@ -14,6 +14,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../tui/batch.h"
+#include "../tui/cli.h"
+#include "../tui/model.h"
+#include "../tui/options.h"
 #include "../tui/recording.h"
 
 #define COMMS    2

@@ -14,8 +14,11 @@
 #include <string.h>
 
 #include "testlib.h"
+#include "../tui/batch.h"
 #include "../tui/exporter.h"
-#include "../tui/viewer.h"
+#include "../tui/frame.h"
+#include "../tui/json_out.h"
+#include "../tui/model.h"
 
 #define HASH    0xc0ffee0000000400ull
 #define ROUNDS  5

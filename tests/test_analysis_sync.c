@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "testlib.h"
-#include "../tui/viewer.h"
+#include "../tui/model.h"
 
 #define HASH 0xc0ffee0000000300ull
 #define MS   1000000ull /* ns */

@@ -6,7 +6,10 @@
 #include <stdlib.h>
 
 #include "testlib.h"
-#include "../tui/viewer.h"
+#include "../tui/batch.h"
+#include "../tui/cli.h"
+#include "../tui/model.h"
+#include "../tui/options.h"
 
 #define HASH 0x00c0ffee12345678ull
 

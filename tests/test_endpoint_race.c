@@ -19,7 +19,10 @@
 
 #include "testlib.h"
 #include "plugin_harness.h"
-#include "../tui/viewer.h"
+#include "../tui/cli.h"
+#include "../tui/model.h"
+#include "../tui/options.h"
+#include "../tui/source.h"
 
 #define NOBODY 65534
 

@@ -8,7 +8,7 @@
 
 #include "exporter_harness.h"
 #include "../tui/exporter.h"
-#include "../tui/viewer.h"
+#include "../tui/model.h"
 
 #define HASH 0x00c0ffee12345678ull
 /* The only complaints promtool may have: the NCCL Inspector's names keep

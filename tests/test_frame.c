@@ -7,8 +7,14 @@
 #include <curses.h>
 #include <stdlib.h>
 
+#include "../tui/screen_internal.h"
 #include "testlib.h"
-#include "../tui/screen.h"
+#include "../tui/batch.h"
+#include "../tui/cli.h"
+#include "../tui/frame.h"
+#include "../tui/json_out.h"
+#include "../tui/model.h"
+#include "../tui/options.h"
 
 #define HASH 0xc0ffee00c0ffee00ull
 

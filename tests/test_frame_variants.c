@@ -9,8 +9,14 @@
 #include <curses.h>
 #include <stdlib.h>
 
+#include "../tui/screen_internal.h"
 #include "testlib.h"
-#include "../tui/screen.h"
+#include "../tui/batch.h"
+#include "../tui/cli.h"
+#include "../tui/frame.h"
+#include "../tui/json_out.h"
+#include "../tui/model.h"
+#include "../tui/options.h"
 
 #define HASH 0x5e11c0117e00ull
 

@@ -15,7 +15,10 @@
 
 #include "testlib.h"
 #include "../tui/hostlist.h"
-#include "../tui/viewer.h"
+#include "../tui/cli.h"
+#include "../tui/model.h"
+#include "../tui/options.h"
+#include "../tui/source.h"
 
 #define RELAYS 12
 

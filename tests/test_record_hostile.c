@@ -31,6 +31,7 @@
 #include <zstd.h>
 
 #include "testlib.h"
+#include "../tui/model.h"
 #include "../tui/recording.h"
 
 static char nccltop[PATH_MAX + 16];

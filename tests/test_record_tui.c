@@ -9,6 +9,7 @@
 
 #include "testlib.h"
 #include "vterm_harness.h"
+#include "../tui/model.h"
 #include "../tui/recording.h"
 
 static char nccltop[PATH_MAX + 16];

@@ -11,7 +11,11 @@
 #include <zmq.h>
 
 #include "testlib.h"
-#include "../tui/viewer.h"
+#include "../tui/cli.h"
+#include "../tui/clock.h"
+#include "../tui/model.h"
+#include "../tui/options.h"
+#include "../tui/source.h"
 
 #define HASH 0x1234abcd5678ef00ull
 

@@ -26,8 +26,11 @@
 #include <string.h>
 
 #include "testlib.h"
+#include "../tui/batch.h"
 #include "../tui/exporter.h"
-#include "../tui/viewer.h"
+#include "../tui/frame.h"
+#include "../tui/json_out.h"
+#include "../tui/model.h"
 
 #define HASH      0xfeed000000000400ull
 #define QCAP      20

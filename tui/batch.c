@@ -65,6 +65,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "batch.h"
 #include "batch_json.h"
 
 #define ERRORS_IN_FRAME 8

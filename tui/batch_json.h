@@ -6,7 +6,7 @@
 #include <stdio.h>
 
 #include "json_out.h"
-#include "viewer.h"
+#include "frame.h"
 
 /* Adds "api", "seq", "in_flight" and "net" to a rank's object. */
 void nt_batch_rank_ops(nt_jo *w, const nt_frame *f, const nt_frame_rank *r);

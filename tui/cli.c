@@ -7,10 +7,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "source.h"
+#include "cli.h"
 #include "../sim/sim.h"
 #include "../sim/trace.h"
 #include "hostlist.h"
-#include "viewer.h"
+#include "options.h"
 
 /* The simulator's options: `nccltop --help` and `nccltop sim --help`. */
 static void sim_options(FILE *f) {
@@ -285,35 +287,6 @@ int nt_options_parse(nt_options *o, int argc, char **argv) {
     return 2;
   }
   return 0;
-}
-
-struct nt_hostlist *nt_options_hosts(const nt_options *o, char *err, size_t errlen) {
-  err[0] = '\0';
-  if (!o->hosts && !o->hostfile) return NULL;
-  nt_hostlist *l = nt_hostlist_new();
-  char why[400];
-  if (!l) {
-    snprintf(err, errlen, "out of memory");
-    return NULL;
-  }
-  if (o->hosts && nt_hostlist_add(l, o->hosts, strlen(o->hosts), why, sizeof why) != 0)
-    snprintf(err, errlen, "--hosts: %s", why);
-  else if (o->hostfile && nt_hostlist_add_file(l, o->hostfile, why, sizeof why) != 0)
-    snprintf(err, errlen, "--hostfile %.200s: %s", o->hostfile, why);
-  if (!err[0]) {
-    nt_hostlist_uniq(l);
-    uint32_t n = nt_hostlist_count(l);
-    if (n > NT_VIEWER_MAX_HOSTS)
-      snprintf(err, errlen,
-               "%s: %u hosts, at most %d for one viewer (relays can feed relays: watch a few "
-               "that each watch many)",
-               o->hosts ? "--hosts" : "--hostfile", n, NT_VIEWER_MAX_HOSTS);
-  }
-  if (err[0]) {
-    nt_hostlist_free(l);
-    return NULL;
-  }
-  return l;
 }
 
 /* Whether a viewer option, as written, takes the next argument as value. */

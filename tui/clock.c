@@ -9,7 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "viewer.h"
+#include "clock.h"
 
 /* Atomic, not only volatile: the relay's forwarding thread reads it while
  * the handler may run on another thread (lock-free, so signal-safe). */

@@ -1,5 +1,6 @@
 /* The headless loop (drive.h): one place that decides when a tick is due
  * and how long to wait for the source in between. */
+#include "clock.h"
 #include "drive.h"
 
 int nt_drive_run(nt_source *src, nt_model *m, const nt_drive *d) {

@@ -5,7 +5,8 @@
 
 #include <stdbool.h>
 
-#include "viewer.h"
+#include "model.h"
+#include "source.h"
 
 typedef struct {
   double delay_s;    /* between ticks */

@@ -23,8 +23,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "commands.h"
+#include "model.h"
 #include "recording.h"
-#include "viewer.h"
 
 #define MAX_RANKS      8192
 #define ALERT_PERIOD_S 0.5

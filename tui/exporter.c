@@ -42,9 +42,14 @@
 #include <unistd.h>
 
 #include "exporter.h"
+#include "cli.h"
+#include "clock.h"
+#include "commands.h"
+#include "model.h"
+#include "options.h"
+#include "source.h"
 #include "drive.h"
 #include "exporter_guard.h"
-#include "viewer.h"
 
 #define HTTP_THREADS         4
 #define HTTP_MAX_CONNECTIONS 1024

@@ -4,7 +4,8 @@
  *
  * nt_exporter_render (exporter_render.c) writes one exposition of the model;
  * exporter.c runs the source, renders once per interval and serves the
- * latest text. Tests call the renderer on a model they fill themselves. */
+ * latest text (its entry point: commands.h). Tests call the renderer on a
+ * model they fill themselves. */
 #ifndef NCCLTOP_EXPORTER_H
 #define NCCLTOP_EXPORTER_H
 
@@ -37,8 +38,5 @@ int nt_exporter_render(FILE *f, nt_model *m, const nt_exporter_opts *o, double n
  * valid UTF-8 never reach it (the model sanitized publisher strings), but a
  * control byte is written as '?' all the same. */
 void nt_prom_label_value(FILE *f, const char *v);
-
-/* `nccltop exporter ...` (argv[0] "exporter"); returns the exit status. */
-int nt_exporter_main(int argc, char **argv);
 
 #endif

@@ -11,7 +11,7 @@
 #include <time.h>
 
 #include "exporter_guard.h"
-#include "viewer.h"
+#include "clock.h"
 
 #define SWEEP_NS    250000000L
 #define LOG_EVERY_S 60.0

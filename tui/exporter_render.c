@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "exporter.h"
+#include "model.h"
 
 #define MAX_RANKS  65536
 #define MAX_ALERTS 256

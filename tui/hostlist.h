@@ -30,8 +30,9 @@
 #define NT_HOSTLIST_MAX_BYTES  (4u << 20) /* every name, with its NUL */
 #define NT_HOSTLIST_MAX_TEXT   (1u << 20) /* a list as written, or a host file */
 #define NT_HOSTLIST_MAX_GROUPS 16         /* bracket groups in one name */
-/* The port a host is reached on when the list gives none: the relays'. */
-#include "relay.h"
+/* The TCP port a relay listens on unless its --listen says otherwise, and
+ * so the port a host is reached on when the list gives none. */
+#define NT_RELAY_DEFAULT_PORT 7460
 #define NT_HOSTS_DEFAULT_PORT NT_RELAY_DEFAULT_PORT
 
 typedef struct nt_hostlist nt_hostlist;

@@ -5,7 +5,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "screen.h"
+#include "frame.h"
+#include "screen_internal.h"
 
 static const struct {
   int action;

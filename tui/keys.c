@@ -2,7 +2,8 @@
  * drift from what the keys do. Every F-key has a letter alias. */
 #include <curses.h>
 
-#include "screen.h"
+#include "options.h"
+#include "screen_internal.h"
 
 const nt_key_binding nt_keys[] = {
     {'h', "F1 h ?", "help (this screen)", NT_ACT_HELP},

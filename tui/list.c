@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "screen.h"
+#include "actions.h"
 
 int nt_list_page(const nt_list *l) {
   return l->area.h > 1 ? l->area.h - 1 : 0;

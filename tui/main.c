@@ -20,10 +20,15 @@
 #include "curve.h"
 #include "demo.h"
 #include "drive.h"
-#include "relay.h"
-#include "exporter.h"
-#include "recording.h"
-#include "viewer.h"
+#include "batch.h"
+#include "cli.h"
+#include "clock.h"
+#include "commands.h"
+#include "model.h"
+#include "options.h"
+#include "recorder.h"
+#include "screen.h"
+#include "source.h"
 
 static volatile pid_t demo_sim;                    /* the demo's simulator (its process group) */
 static volatile sig_atomic_t demo_sim_status = -1; /* its wait status, once it exited */

@@ -12,8 +12,14 @@
 #include <string.h>
 
 #include "drive.h"
+#include "cli.h"
+#include "clock.h"
+#include "commands.h"
+#include "model.h"
+#include "options.h"
+#include "recorder.h"
 #include "recording.h"
-#include "viewer.h"
+#include "source.h"
 
 #define STICKY_MAX      4096         /* hello, comm and topology messages kept for a new file */
 #define STICKY_BYTES    (64u << 20)  /* ...and the bytes they may take */

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "ingest.h"
+#include "model.h"
 #include "recording.h"
 
 struct nt_rec_applier {

@@ -6,8 +6,8 @@
  * its last whole message. The reader validates everything it reads: a file
  * is untrusted input; every error is one line that names the file offset.
  *
- * record.c is `nccltop record` and the viewer's --record; replay.c is
- * `nccltop replay`; export.c is `nccltop export`. */
+ * recorder.h is the viewer's --record (and `nccltop record`), replay.h
+ * the screen's replay of a recording. */
 #ifndef NCCLTOP_RECORDING_H
 #define NCCLTOP_RECORDING_H
 
@@ -15,8 +15,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "model.h"
 #include "outfile.h"
-#include "viewer.h"
 
 #define NT_REC_MAGIC          "NTRECORD"
 #define NT_REC_VERSION        1
@@ -131,53 +131,5 @@ void nt_rec_apply(nt_rec_applier *a, nt_model *m, const nt_rec_record *r, double
 /* The last snapshot nt_rec_apply decoded (valid after a snapshot record was
  * applied successfully; export reads its operation log). NULL otherwise. */
 const nt_snapshot *nt_rec_last_snapshot(const nt_rec_applier *a);
-
-/* ---- the live source's tap (record.c) ---- */
-typedef struct nt_recorder nt_recorder;
-/* Whether FILE may be recorded to (before anything starts): it does not
- * exist, or force (--force) and it is a regular file; never one of the
- * files the options name to read (--topology, --hostfile, --server-key).
- * 0, or -1 with one line in err (a usage error). */
-int nt_recorder_check(const char *path, bool force, const nt_options *o, char *err, size_t errlen);
-/* The viewer's --record FILE: every message the source receives goes to
- * FILE (replaced if `replace`, see nt_rec_create). NULL with err. */
-nt_recorder *nt_recorder_attach(nt_source *src, const char *path, double start_s, bool replace,
-                                char *err, size_t errlen);
-/* The batch monitor printed a frame at now_s (a FRAME record); NULL: no-op. */
-void nt_recorder_frame(nt_recorder *rec, double now_s);
-/* Detaches and closes; returns 0, or -1 after printing a write error. */
-int nt_recorder_detach(nt_source *src, nt_recorder *rec);
-
-/* ---- interactive replay (replay_ctl.c): what the screen loop asks ----
- * The replay owns the model: after a seek it is a new one (read it again
- * with nt_replay_model after every nt_replay_poll). The clock is the
- * recording's (the model's now), in the viewer's monotonic seconds. */
-typedef struct nt_replay nt_replay;
-nt_replay *nt_replay_open(const char *path, const nt_options *o, char *err, size_t errlen);
-void nt_replay_close(nt_replay *r);
-/* Applies what is due at the replay clock; waits up to timeout_ms. */
-void nt_replay_poll(nt_replay *r, int timeout_ms);
-nt_model *nt_replay_model(nt_replay *r);
-double nt_replay_clock(nt_replay *r);
-void nt_replay_toggle_pause(nt_replay *r);
-bool nt_replay_paused(const nt_replay *r);
-/* Moves the clock by delta_s (negative: back; the model is rebuilt from
- * the nearest chunk NT_REPLAY_WARMUP_S before), or to the start (-INF
- * with to_end false) or the end (to_end true). */
-#define NT_REPLAY_WARMUP_S 30.0
-void nt_replay_seek(nt_replay *r, double delta_s);
-void nt_replay_seek_end(nt_replay *r, bool to_end);
-/* Speed x2 (faster) or /2 (slower), 1/16..64. */
-void nt_replay_speed(nt_replay *r, bool faster);
-double nt_replay_speed_of(const nt_replay *r);
-/* --speed: 1/16..64 (0, "max": 64). */
-void nt_replay_set_speed(nt_replay *r, double speed);
-/* "REPLAY 0:12.3 of 1:40.0  x2  paused  FILE": the header's watching line. */
-void nt_replay_status(const nt_replay *r, char *buf, size_t cap);
-
-/* Subcommands. */
-int nt_record_main(int argc, char **argv);
-int nt_replay_main(int argc, char **argv);
-int nt_export_main(int argc, char **argv);
 
 #endif

@@ -58,10 +58,11 @@
 
 #include "../proto/nccltop_proto.h"
 #include "curve.h"
-#include "relay.h"
+#include "clock.h"
+#include "commands.h"
+#include "hostlist.h"
 #include "relay_conns.h"
 #include "relay_internal.h"
-#include "signals.h"
 
 #define XPUB_SNDHWM  256 /* per viewer (or downstream relay) */
 #define XPUB_RCVHWM  100 /* what a viewer may have queued towards us */

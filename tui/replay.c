@@ -10,8 +10,15 @@
 #include <string.h>
 #include <time.h>
 
+#include "replay.h"
+#include "batch.h"
+#include "cli.h"
+#include "clock.h"
+#include "commands.h"
+#include "model.h"
+#include "options.h"
 #include "recording.h"
-#include "viewer.h"
+#include "screen.h"
 
 static void replay_usage(FILE *f) {
   fprintf(f, "usage: nccltop replay FILE [options]   show a recording as the monitor saw it\n"

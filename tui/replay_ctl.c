@@ -9,7 +9,11 @@
 #include <string.h>
 #include <time.h>
 
+#include "clock.h"
+#include "model.h"
+#include "options.h"
 #include "recording.h"
+#include "replay.h"
 
 #define MAX_SEEK_POINTS (1u << 17) /* 2 s chunks: three days */
 #define TICK_S          0.5        /* model ticks while fast-forwarding */

@@ -4,7 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "screen.h"
+#include "frame.h"
+#include "screen_internal.h"
 
 const char *nt_sort_name(int sort) {
   static const char *names[NT_SORT_COUNT] = {"rank", "stalled first", "host"};

@@ -9,8 +9,13 @@
 #include <termios.h>
 #include <unistd.h>
 
-#include "recording.h"
-#include "screen.h"
+#include "clock.h"
+#include "frame.h"
+#include "model.h"
+#include "options.h"
+#include "replay.h"
+#include "screen_internal.h"
+#include "source.h"
 
 static void colors(const nt_options *o) {
   if (!o->color || !has_colors()) return;

@@ -16,10 +16,13 @@
 #include <stdint.h>
 #include <zmq.h>
 
+#include "clock.h"
+#include "hostlist.h"
 #include "curve.h"
 #include "discover.h"
 #include "ingest.h"
-#include "viewer.h"
+#include "model.h"
+#include "source.h"
 
 typedef struct {
   void *sock;     /* NULL for a publisher that connected to our inbox */

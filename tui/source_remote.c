@@ -124,3 +124,32 @@ void nt_source_connect_remote(nt_source *s, nt_model *m) {
                    "through relays that each watch many",
                    s->nconnect - i, s->nconnect, s->connect[i], i);
 }
+
+struct nt_hostlist *nt_options_hosts(const nt_options *o, char *err, size_t errlen) {
+  err[0] = '\0';
+  if (!o->hosts && !o->hostfile) return NULL;
+  nt_hostlist *l = nt_hostlist_new();
+  char why[400];
+  if (!l) {
+    snprintf(err, errlen, "out of memory");
+    return NULL;
+  }
+  if (o->hosts && nt_hostlist_add(l, o->hosts, strlen(o->hosts), why, sizeof why) != 0)
+    snprintf(err, errlen, "--hosts: %s", why);
+  else if (o->hostfile && nt_hostlist_add_file(l, o->hostfile, why, sizeof why) != 0)
+    snprintf(err, errlen, "--hostfile %.200s: %s", o->hostfile, why);
+  if (!err[0]) {
+    nt_hostlist_uniq(l);
+    uint32_t n = nt_hostlist_count(l);
+    if (n > NT_VIEWER_MAX_HOSTS)
+      snprintf(err, errlen,
+               "%s: %u hosts, at most %d for one viewer (relays can feed relays: watch a few "
+               "that each watch many)",
+               o->hosts ? "--hosts" : "--hostfile", n, NT_VIEWER_MAX_HOSTS);
+  }
+  if (err[0]) {
+    nt_hostlist_free(l);
+    return NULL;
+  }
+  return l;
+}

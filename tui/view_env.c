@@ -5,7 +5,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "screen.h"
+#include "frame.h"
+#include "screen_internal.h"
 
 static const nt_run_env *entry_in(const nt_run_summary *r, const char *name) {
   for (uint32_t i = 0; i < r->nenv; i++)

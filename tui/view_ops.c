@@ -7,7 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "screen.h"
+#include "frame.h"
+#include "screen_internal.h"
 
 /* The width an algorithm column needs for a variant's label, at least
  * `have` and at most 21. */

@@ -6,7 +6,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "screen.h"
+#include "frame.h"
+#include "screen_internal.h"
 
 /* An alert wraps under itself, indented past its kind, so that its cause
  * and who waits on it can be read at any width (the first line names the

@@ -5,7 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "screen.h"
+#include "frame.h"
+#include "options.h"
+#include "screen_internal.h"
 
 enum {
   C_RANK,

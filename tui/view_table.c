@@ -1,7 +1,8 @@
 /* The table of views: adding one is its own file (draw, and an action
- * handler when it has a cursor), its id in enum nt_view_id (viewer.h, for
+ * handler when it has a cursor), its id in enum nt_view_id (options.h, for
  * --view) and one line here. */
-#include "screen.h"
+#include "options.h"
+#include "screen_internal.h"
 
 const nt_view_def nt_views[NT_VIEW_COUNT] = {
     [NT_VIEW_OVERVIEW] = {"overview", nt_view_overview, NULL, true},

@@ -6,7 +6,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "screen.h"
+#include "model.h"
+#include "screen_internal.h"
 
 #define LEFT_W    8
 #define EXPLAIN_H 5

@@ -5,7 +5,10 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "screen.h"
+#include "frame.h"
+#include "model.h"
+#include "options.h"
+#include "screen_internal.h"
 
 int nt_state_attr(const nt_screen *s, int state) {
   bool color = s->o->color && has_colors();

@@ -1,0 +1,58 @@
+/* The viewer's settings, as the command line gives them (cli.c parses
+ * them): the one header every layer of the monitor may read. Plain data:
+ * it includes nothing of the monitor. */
+#ifndef NCCLTOP_OPTIONS_H
+#define NCCLTOP_OPTIONS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct nt_replay;
+
+#define NT_VERSION "0.2.0"
+
+typedef struct {
+  const char *dir;        /* endpoint directory; NULL = nt_endpoint_dir() */
+  const char *connect[8]; /* extra endpoints (tcp://host:port of a relay) */
+  int nconnect;
+  const char *hosts;    /* --hosts LIST: relays on these hosts (Slurm hostlist syntax) */
+  const char *hostfile; /* --hostfile FILE: the same, one list per line */
+  uint32_t delay_ms;    /* screen refresh / batch interval, default 500 */
+  uint32_t stall_ms;    /* --stall-ms, default 2000 */
+  int iterations;       /* -n: frames (batch) or screen updates, 0 = forever */
+  bool batch;           /* -b */
+  bool json;            /* --json (batch) */
+  bool color;           /* false with -C or NO_COLOR */
+  bool ascii;           /* -A / --ascii, or a non-UTF-8 locale */
+  int initial_view;     /* enum nt_view_id */
+  const char *topology; /* --topology FILE */
+  double start_s;       /* nt_now_s() when the viewer started; 0: the first frame's time */
+  double wait_first_s;  /* batch: wait up to this long for the first snapshot before the
+                           first frame (demo: its ranks are starting), 0 = do not wait */
+  /* --max-memory: the model's byte budget (nt_model_set_budget), in MiB */
+  uint32_t max_memory_mib;
+  /* tcp:// --connect endpoints (relays): CURVE with the user's keypair
+   * (curve.h) checking this server key (Z85 or a file; NULL: our own
+   * key.pub), unless --insecure. */
+  const char *server_key;
+  bool insecure;
+  const char *record; /* --record FILE: what the source receives goes there too */
+  bool force;         /* --force: --record may replace an existing FILE */
+  /* `nccltop replay` on the screen: the recording replaces the source
+   * (recording.h); NULL live. */
+  struct nt_replay *replay;
+} nt_options;
+
+/* Views, in Tab order; digits 1.. select them. */
+enum nt_view_id {
+  NT_VIEW_OVERVIEW,
+  NT_VIEW_PROXY,
+  NT_VIEW_CHANNELS,
+  NT_VIEW_OPS,
+  NT_VIEW_TOPO,
+  NT_VIEW_ENV,
+  NT_VIEW_HELP,
+  NT_VIEW_COUNT
+};
+
+#endif
