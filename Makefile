@@ -35,7 +35,7 @@ PROTO_SRC := $(wildcard proto/*.c)
 PLUGIN_SRC := $(wildcard plugin/*.c)
 SIM_SRC := $(wildcard sim/*.c)
 TOPO_SRC := $(wildcard topo/*.c)
-TUI_SRC := $(filter-out tui/main.c,$(wildcard tui/*.c))
+MONITOR_SRC := $(filter-out monitor/commands/main.c,$(wildcard monitor/*/*.c))
 TEST_SRC := $(wildcard tests/test_*.c)
 BENCH_SRC := $(wildcard bench/*.c)
 
@@ -47,8 +47,8 @@ PLUGIN_OBJ := $(call obj,$(PLUGIN_SRC))
 PROTO_PLUGIN_OBJ := $(filter-out %_decode.o,$(PROTO_OBJ))
 SIM_OBJ := $(call obj,$(SIM_SRC))
 TOPO_OBJ := $(call obj,$(TOPO_SRC))
-TUI_OBJ := $(call obj,$(TUI_SRC))
-VIEWER_OBJ := $(TUI_OBJ) $(SIM_OBJ) $(TOPO_OBJ) $(PROTO_OBJ)
+MONITOR_OBJ := $(call obj,$(MONITOR_SRC))
+VIEWER_OBJ := $(MONITOR_OBJ) $(SIM_OBJ) $(TOPO_OBJ) $(PROTO_OBJ)
 
 PLUGIN_SO := $(BUILD)/libnccl-profiler-nccltop.so
 NCCLTOP := $(BUILD)/nccltop
@@ -108,7 +108,7 @@ $(TEST_SO): $(patsubst %.c,$(BUILD)/obj-test/%.o,$(PLUGIN_SRC)) $(PROTO_PLUGIN_O
 	@mkdir -p $(dir $@)
 	$(CC) $(PLUGIN_LDFLAGS) $(LDSAN) $(LDFLAGS) -o $@ $^ $(LIBS_PLUGIN)
 
-$(NCCLTOP): $(BUILD)/obj/tui/main.o $(VIEWER_OBJ)
+$(NCCLTOP): $(BUILD)/obj/monitor/commands/main.o $(VIEWER_OBJ)
 	$(CC) $(LDSAN) $(LDFLAGS) -o $@ $^ $(LIBS_VIEWER)
 
 $(BUILD)/tests/%: tests/%.c $(VIEWER_OBJ) | build-deps
@@ -187,8 +187,8 @@ FUZZ_SRC_fuzz_snapshot := $(PROTO_SRC)
 FUZZ_SRC_fuzz_meta := $(PROTO_SRC)
 FUZZ_SRC_fuzz_topo := $(TOPO_SRC) $(PROTO_SRC)
 FUZZ_SRC_fuzz_plugin := $(PLUGIN_SRC) $(filter-out %_decode.c,$(PROTO_SRC))
-FUZZ_SRC_fuzz_hostlist := tui/hostlist.c
-FUZZ_SRC_fuzz_recording := tui/record_file.c tui/outfile.c
+FUZZ_SRC_fuzz_hostlist := monitor/feeds/hostlist.c
+FUZZ_SRC_fuzz_recording := monitor/feeds/record_file.c monitor/feeds/outfile.c
 FUZZ_BINS := $(addprefix build/fuzz/,$(FUZZ_TARGETS))
 
 # Each source is compiled once for every target that links it (instrumented,

@@ -10,7 +10,7 @@
 #include <time.h>
 
 #include "../proto/nccltop_proto.h"
-#include "../tui/model.h"
+#include "../monitor/core/model.h"
 
 #define COMMS    4
 #define CHANNELS 32

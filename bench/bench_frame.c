@@ -15,13 +15,13 @@
  */
 #include <curses.h>
 
-#include "../tui/screen_internal.h"
-#include "../tui/batch.h"
-#include "../tui/cli.h"
-#include "../tui/frame.h"
-#include "../tui/json_out.h"
-#include "../tui/model.h"
-#include "../tui/options.h"
+#include "../monitor/screen/screen_internal.h"
+#include "../monitor/outputs/batch.h"
+#include "../monitor/commands/cli.h"
+#include "../monitor/core/frame.h"
+#include "../monitor/outputs/json_out.h"
+#include "../monitor/core/model.h"
+#include "../monitor/options.h"
 #include "bench_job.h"
 
 static const int views[] = {NT_VIEW_OVERVIEW, NT_VIEW_PROXY, NT_VIEW_CHANNELS, NT_VIEW_OPS,

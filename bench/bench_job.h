@@ -12,7 +12,7 @@
 #include <time.h>
 
 #include "../proto/nccltop_proto.h"
-#include "../tui/model.h"
+#include "../monitor/core/model.h"
 
 #define RANKS    1024
 #define CHANNELS 32

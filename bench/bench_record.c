@@ -14,11 +14,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../tui/batch.h"
-#include "../tui/cli.h"
-#include "../tui/model.h"
-#include "../tui/options.h"
-#include "../tui/recording.h"
+#include "../monitor/outputs/batch.h"
+#include "../monitor/commands/cli.h"
+#include "../monitor/core/model.h"
+#include "../monitor/options.h"
+#include "../monitor/feeds/recording.h"
 
 #define COMMS    2
 #define CHANNELS 16

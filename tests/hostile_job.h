@@ -1,6 +1,6 @@
 /* What the hostile-plugin tests share: a job (a forked child that loads the
  * real plugin with a logger and produces events), the log it captured, and
- * a legitimate viewer (a SUB socket, as tui/source.c has). */
+ * a legitimate viewer (a SUB socket, as monitor/feeds/source.c has). */
 #ifndef NCCLTOP_HOSTILE_JOB_H
 #define NCCLTOP_HOSTILE_JOB_H
 
@@ -190,7 +190,7 @@ __attribute__((unused)) static long status_kb(pid_t pid, const char *field) {
   return kb;
 }
 
-/* ---- a legitimate viewer: a SUB socket, as tui/source.c has ------------- */
+/* ---- a legitimate viewer: a SUB socket, as monitor/feeds/source.c has ------------- */
 
 typedef struct {
   void *zctx, *sub;

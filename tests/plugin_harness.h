@@ -26,7 +26,7 @@
 #include "testlib.h"
 #include "../plugin/nccl_profiler_abi.h"
 #include "../proto/nccltop_proto.h"
-#include "../tui/discover.h"
+#include "../monitor/feeds/discover.h"
 
 typedef struct {
   void *lib;

@@ -23,7 +23,7 @@
 #include "../proto/nccltop_proto.h"
 #include "../sim/schedule.h"
 #include "../sim/sim.h"
-#include "../tui/discover.h"
+#include "../monitor/feeds/discover.h"
 
 static char bindir[PATH_MAX], nccltop[PATH_MAX + 16], plugin[PATH_MAX + 64];
 

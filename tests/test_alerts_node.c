@@ -1,4 +1,4 @@
-/* A slow node (tui/alerts_straggler.c), on hand-made snapshots: when every
+/* A slow node (monitor/core/alerts_straggler.c), on hand-made snapshots: when every
  * rank of a communicator on one host is a straggler by its launch counts
  * (two or more, latest on the same function), one alert names the node
  * and lists its ranks (nt_alert.ranks, JSON "ranks"); ranks of a host that
@@ -14,11 +14,11 @@
 #include <string.h>
 
 #include "testlib.h"
-#include "../tui/batch.h"
-#include "../tui/exporter.h"
-#include "../tui/frame.h"
-#include "../tui/json_out.h"
-#include "../tui/model.h"
+#include "../monitor/outputs/batch.h"
+#include "../monitor/outputs/exporter.h"
+#include "../monitor/core/frame.h"
+#include "../monitor/outputs/json_out.h"
+#include "../monitor/core/model.h"
 
 #define HASH    0xc0ffee0000000400ull
 #define ROUNDS  5

@@ -7,7 +7,7 @@
 #include <time.h>
 
 #include "testlib.h"
-#include "../tui/model.h"
+#include "../monitor/core/model.h"
 
 #define HASH 0xc0ffee0000000100ull
 #define S    1000000000ull /* ns per second */

@@ -1,4 +1,4 @@
-/* Sync-phase evidence (NCCL 2.31 KernelPhase, tui/alerts_sync.c) on
+/* Sync-phase evidence (NCCL 2.31 KernelPhase, monitor/core/alerts_sync.c) on
  * hand-made snapshots: the rank the others' kernels wait for in their sync
  * phases is named a straggler with evidence sync_phases; a balanced job,
  * one whose ranks all wait alike, a process with no previous snapshot, no
@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "testlib.h"
-#include "../tui/model.h"
+#include "../monitor/core/model.h"
 
 #define HASH 0xc0ffee0000000300ull
 #define MS   1000000ull /* ns */

@@ -6,10 +6,10 @@
 #include <stdlib.h>
 
 #include "testlib.h"
-#include "../tui/batch.h"
-#include "../tui/cli.h"
-#include "../tui/model.h"
-#include "../tui/options.h"
+#include "../monitor/outputs/batch.h"
+#include "../monitor/commands/cli.h"
+#include "../monitor/core/model.h"
+#include "../monitor/options.h"
 
 #define HASH 0x00c0ffee12345678ull
 

@@ -19,10 +19,10 @@
 
 #include "testlib.h"
 #include "plugin_harness.h"
-#include "../tui/cli.h"
-#include "../tui/model.h"
-#include "../tui/options.h"
-#include "../tui/source.h"
+#include "../monitor/commands/cli.h"
+#include "../monitor/core/model.h"
+#include "../monitor/options.h"
+#include "../monitor/feeds/source.h"
 
 #define NOBODY 65534
 

@@ -7,8 +7,8 @@
 #include <pthread.h>
 
 #include "exporter_harness.h"
-#include "../tui/exporter.h"
-#include "../tui/model.h"
+#include "../monitor/outputs/exporter.h"
+#include "../monitor/core/model.h"
 
 #define HASH 0x00c0ffee12345678ull
 /* The only complaints promtool may have: the NCCL Inspector's names keep

@@ -1,4 +1,4 @@
-/* The frame model (tui/frame.c): built from a model fed hand-made
+/* The frame model (monitor/core/frame.c): built from a model fed hand-made
  * snapshots, its numbers are exact; the JSON frame carries exactly them;
  * the screen shows exactly them (drawn in this process on an ncurses
  * screen, read back cell by cell); and a frame outlives the model it came
@@ -7,14 +7,14 @@
 #include <curses.h>
 #include <stdlib.h>
 
-#include "../tui/screen_internal.h"
+#include "../monitor/screen/screen_internal.h"
 #include "testlib.h"
-#include "../tui/batch.h"
-#include "../tui/cli.h"
-#include "../tui/frame.h"
-#include "../tui/json_out.h"
-#include "../tui/model.h"
-#include "../tui/options.h"
+#include "../monitor/outputs/batch.h"
+#include "../monitor/commands/cli.h"
+#include "../monitor/core/frame.h"
+#include "../monitor/outputs/json_out.h"
+#include "../monitor/core/model.h"
+#include "../monitor/options.h"
 
 #define HASH 0xc0ffee00c0ffee00ull
 

@@ -9,14 +9,14 @@
 #include <curses.h>
 #include <stdlib.h>
 
-#include "../tui/screen_internal.h"
+#include "../monitor/screen/screen_internal.h"
 #include "testlib.h"
-#include "../tui/batch.h"
-#include "../tui/cli.h"
-#include "../tui/frame.h"
-#include "../tui/json_out.h"
-#include "../tui/model.h"
-#include "../tui/options.h"
+#include "../monitor/outputs/batch.h"
+#include "../monitor/commands/cli.h"
+#include "../monitor/core/frame.h"
+#include "../monitor/outputs/json_out.h"
+#include "../monitor/core/model.h"
+#include "../monitor/options.h"
 
 #define HASH 0x5e11c0117e00ull
 

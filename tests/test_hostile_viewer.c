@@ -23,12 +23,12 @@
 
 #include "testlib.h"
 #include "scenario_harness.h"
-#include "../tui/batch.h"
-#include "../tui/cli.h"
-#include "../tui/clock.h"
-#include "../tui/model.h"
-#include "../tui/options.h"
-#include "../tui/source.h"
+#include "../monitor/outputs/batch.h"
+#include "../monitor/commands/cli.h"
+#include "../monitor/feeds/clock.h"
+#include "../monitor/core/model.h"
+#include "../monitor/options.h"
+#include "../monitor/feeds/source.h"
 
 /* ---- the job: `nccltop sim` started with fork+exec (this process has
  * ZeroMQ threads by then), leading its own process group ---- */

@@ -1,4 +1,4 @@
-/* Slurm hostlist expansion (tui/hostlist.c): Slurm's documented examples,
+/* Slurm hostlist expansion (monitor/feeds/hostlist.c): Slurm's documented examples,
  * zero padding, several bracket groups, ports, host files, every error
  * with its position, and the caps (an over-large range is an error, never
  * an allocation). */
@@ -6,7 +6,7 @@
 #include <unistd.h>
 
 #include "testlib.h"
-#include "../tui/hostlist.h"
+#include "../monitor/feeds/hostlist.h"
 
 /* The expansion of text joined with spaces ("" on an error, the error in
  * err); ports written as name:port. */

@@ -1,4 +1,4 @@
-/* --hosts and --hostfile (tui/cli.c, tui/source.c): the viewer subscribes to
+/* --hosts and --hostfile (monitor/commands/cli.c, monitor/feeds/source.c): the viewer subscribes to
  * tcp://HOST:PORT of every host of the list and the file, repeats dropped,
  * more than the 8 endpoints --connect allows, port 7460 unless the list
  * gives one; the header says what it watches; a wrong list or file is a
@@ -14,11 +14,11 @@
 #include <zmq.h>
 
 #include "testlib.h"
-#include "../tui/hostlist.h"
-#include "../tui/cli.h"
-#include "../tui/model.h"
-#include "../tui/options.h"
-#include "../tui/source.h"
+#include "../monitor/feeds/hostlist.h"
+#include "../monitor/commands/cli.h"
+#include "../monitor/core/model.h"
+#include "../monitor/options.h"
+#include "../monitor/feeds/source.h"
 
 #define RELAYS 12
 

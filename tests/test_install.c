@@ -4,7 +4,7 @@
  * `nccltop topo --help` (and exporter, record, replay, export, relay, keygen --help) and README's
  * Commands section give, every variable
  * README names or the code reads with getenv, and every key of README's key
- * table and of tui/keys.c's (the help screen's); the completion script
+ * table and of monitor/screen/keys.c's (the help screen's); the completion script
  * parses, defines its completion and offers every long option.
  *
  * The install is that of the build this test belongs to (BUILD is the
@@ -394,8 +394,8 @@ static void man_page_lists_every_key(void) {
   free(sec);
   free(readme);
   int from_readme = want.n;
-  /* tui/keys.c: the help screen's labels ("F1 h ?"), C escapes undone. */
-  char *keys = slurp(root, "tui/keys.c");
+  /* monitor/screen/keys.c: the help screen's labels ("F1 h ?"), C escapes undone. */
+  char *keys = slurp(root, "monitor/screen/keys.c");
   for (char *l = keys; l && (l = strstr(l, "\n    {")); l++) {
     char *eol = strchr(l + 1, '\n'), *q = strchr(l + 6, '"');
     if (!q || (eol && q > eol)) continue;

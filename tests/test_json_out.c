@@ -1,4 +1,4 @@
-/* The streaming JSON writer of the viewer's frames (tui/json_out.c): exact
+/* The streaming JSON writer of the viewer's frames (monitor/outputs/json_out.c): exact
  * integers, numbers with at most six decimals, NaN as null, escaping of
  * values and keys, undo, and documents cJSON parses back to the same
  * values. */
@@ -7,7 +7,7 @@
 #include <stdlib.h>
 
 #include "testlib.h"
-#include "../tui/json_out.h"
+#include "../monitor/outputs/json_out.h"
 
 static void numbers_are_exact_or_six_decimals(void) {
   nt_jo w;

@@ -4,7 +4,7 @@
 #include <stdbool.h>
 
 #include "testlib.h"
-#include "../tui/layout.h"
+#include "../monitor/screen/layout.h"
 
 static bool inside(nt_rect r, int rows, int cols) {
   return r.h == 0 || (r.y >= 0 && r.x >= 0 && r.h > 0 && r.y + r.h <= rows && r.x + r.w <= cols);

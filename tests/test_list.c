@@ -1,8 +1,8 @@
 /* The list panel's arithmetic, without a terminal: columns dropped by
  * priority, horizontal scroll, and a cursor kept in view by every move. */
-#include "../tui/screen_internal.h"
+#include "../monitor/screen/screen_internal.h"
 #include "testlib.h"
-#include "../tui/list.h"
+#include "../monitor/screen/list.h"
 
 static const nt_list_col cols[] = {
     {"RANK", 8, 0, false},  {"COMM", 18, 2, false}, {"WHO", 20, 1, false},

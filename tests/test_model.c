@@ -4,7 +4,7 @@
 #include <stdlib.h>
 
 #include "testlib.h"
-#include "../tui/model.h"
+#include "../monitor/core/model.h"
 
 #define HASH_A 0xa0a0a0a0a0a0a0a0ull
 #define HASH_B 0x0b0b0b0b0b0b0b0bull

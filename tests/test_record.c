@@ -10,7 +10,7 @@
 #include <sys/stat.h>
 
 #include "scenario_harness.h"
-#include "../tui/recording.h"
+#include "../monitor/feeds/recording.h"
 
 static char dir[32];
 

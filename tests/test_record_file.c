@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "testlib.h"
-#include "../tui/recording.h"
+#include "../monitor/feeds/recording.h"
 
 #define NREC 300
 

@@ -31,8 +31,8 @@
 #include <zstd.h>
 
 #include "testlib.h"
-#include "../tui/model.h"
-#include "../tui/recording.h"
+#include "../monitor/core/model.h"
+#include "../monitor/feeds/recording.h"
 
 static char nccltop[PATH_MAX + 16];
 static char dir[] = "/tmp/nccltop-rhost-XXXXXX";

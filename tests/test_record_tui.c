@@ -9,8 +9,8 @@
 
 #include "testlib.h"
 #include "vterm_harness.h"
-#include "../tui/model.h"
-#include "../tui/recording.h"
+#include "../monitor/core/model.h"
+#include "../monitor/feeds/recording.h"
 
 static char nccltop[PATH_MAX + 16];
 static char dir[] = "/tmp/nccltop-rtui-XXXXXX";

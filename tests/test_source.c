@@ -11,11 +11,11 @@
 #include <zmq.h>
 
 #include "testlib.h"
-#include "../tui/cli.h"
-#include "../tui/clock.h"
-#include "../tui/model.h"
-#include "../tui/options.h"
-#include "../tui/source.h"
+#include "../monitor/commands/cli.h"
+#include "../monitor/feeds/clock.h"
+#include "../monitor/core/model.h"
+#include "../monitor/options.h"
+#include "../monitor/feeds/source.h"
 
 #define HASH 0x1234abcd5678ef00ull
 

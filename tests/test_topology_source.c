@@ -6,10 +6,10 @@
 #include <sys/stat.h>
 
 #include "scenario_harness.h"
-#include "../tui/cli.h"
-#include "../tui/model.h"
-#include "../tui/options.h"
-#include "../tui/source.h"
+#include "../monitor/commands/cli.h"
+#include "../monitor/core/model.h"
+#include "../monitor/options.h"
+#include "../monitor/feeds/source.h"
 
 #define TOPO_A "examples/topologies/pcie-2socket-4gpu.xml"
 #define TOPO_B "examples/topologies/nvswitch-8gpu-8nic.xml"

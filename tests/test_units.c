@@ -5,7 +5,7 @@
 #include <stdint.h>
 
 #include "testlib.h"
-#include "../tui/units.h"
+#include "../monitor/core/units.h"
 
 typedef struct {
   double v;

@@ -1,4 +1,4 @@
-/* The watcher (tui/model_watch.c), on a hand-made job: a viewer that did
+/* The watcher (monitor/core/model_watch.c), on a hand-made job: a viewer that did
  * not read (stopped, descheduled, blocked writing) or a relay that held
  * its processes' messages is not the job's fault, and a drop is news.
  *
@@ -26,11 +26,11 @@
 #include <string.h>
 
 #include "testlib.h"
-#include "../tui/batch.h"
-#include "../tui/exporter.h"
-#include "../tui/frame.h"
-#include "../tui/json_out.h"
-#include "../tui/model.h"
+#include "../monitor/outputs/batch.h"
+#include "../monitor/outputs/exporter.h"
+#include "../monitor/core/frame.h"
+#include "../monitor/outputs/json_out.h"
+#include "../monitor/core/model.h"
 
 #define HASH      0xfeed000000000400ull
 #define QCAP      20

@@ -1,4 +1,4 @@
-/* libFuzzer target: Slurm hostlist expansion (tui/hostlist.c), as a list
+/* libFuzzer target: Slurm hostlist expansion (monitor/feeds/hostlist.c), as a list
  * and as a host file, then de-duplication and the compact form. Whatever
  * the input, every name is 1..253 bytes of [A-Za-z0-9._-], the count stays
  * under the cap, and an error leaves the list as it was. */
@@ -9,7 +9,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "../../tui/hostlist.h"
+#include "../../monitor/feeds/hostlist.h"
 
 static void check_names(const nt_hostlist *l) {
   if (nt_hostlist_count(l) > NT_HOSTLIST_MAX_HOSTS) abort();

@@ -1,4 +1,4 @@
-/* libFuzzer target: the recording reader (tui/record_file.c) on any bytes:
+/* libFuzzer target: the recording reader (monitor/feeds/record_file.c) on any bytes:
  * header, chunk headers, zstd frames, records, the index and seeking. */
 #include <stdint.h>
 #include <stdio.h>
@@ -7,7 +7,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "../../tui/recording.h"
+#include "../../monitor/feeds/recording.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   static int fd = -1;

@@ -1,0 +1,316 @@
+/* The interactive loop: poll the source (never longer than 50 ms), handle
+ * every pending key, redraw on a timer and after input. Keys map to actions
+ * through one table (keys.c); views only draw. */
+#include <curses.h>
+#include <locale.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <termios.h>
+#include <unistd.h>
+
+#include "../feeds/clock.h"
+#include "../core/frame.h"
+#include "../core/model.h"
+#include "../options.h"
+#include "../feeds/replay.h"
+#include "screen_internal.h"
+#include "../feeds/source.h"
+
+static void colors(const nt_options *o) {
+  if (!o->color || !has_colors()) return;
+  start_color();
+  use_default_colors();
+  init_pair(NT_C_IDLE, COLOR_WHITE, -1);
+  init_pair(NT_C_ACTIVE, COLOR_GREEN, -1);
+  init_pair(NT_C_SLEEP, COLOR_BLUE, -1);
+  init_pair(NT_C_WAKEUP, COLOR_YELLOW, -1);
+  init_pair(NT_C_APPEND, COLOR_MAGENTA, -1);
+  init_pair(NT_C_STALL, COLOR_WHITE, COLOR_RED);
+  init_pair(NT_C_HEAD, COLOR_BLACK, COLOR_CYAN);
+  init_pair(NT_C_WARN, COLOR_YELLOW, -1);
+  init_pair(NT_C_WAIT_SELF, COLOR_YELLOW, -1);
+  init_pair(NT_C_WAIT_PEER, COLOR_MAGENTA, -1);
+  init_pair(NT_C_WAIT_NET, COLOR_CYAN, -1);
+}
+
+/* What endwin would send, kept for a signal handler (nt_term_restore_now). */
+static void save_leave_sequence(const struct termios *shell) {
+  static const char *const caps[] = {"rmkx", "cnorm", "rmcup"};
+  char seq[256] = "";
+  for (size_t i = 0; i < sizeof caps / sizeof caps[0]; i++) {
+    const char *v = tigetstr(caps[i]);
+    if (v && v != (char *)-1 && strlen(seq) + strlen(v) < sizeof seq) strcat(seq, v);
+  }
+  nt_term_restore_set(shell, seq);
+}
+
+static void clamp_cursor(nt_screen *s) {
+  int nrows = (int)s->nranks, ncols = s->nchannels;
+  if (s->row >= nrows) s->row = nrows - 1;
+  if (s->row < 0) s->row = 0;
+  if (s->col >= ncols) s->col = ncols - 1;
+  if (s->col < 0) s->col = 0;
+}
+
+static void start_prompt(nt_screen *s, int which) {
+  s->prompt = which;
+  snprintf(s->filter_was, sizeof s->filter_was, "%s", s->filter);
+  snprintf(s->input, sizeof s->input, "%s", which == NT_ACT_FILTER ? s->filter : "");
+}
+
+/* Moves the cursor to the next row (from the current one + from) whose text
+ * contains the search string. */
+/* A search that matches nothing says so (htop turns its bar red); the
+ * cursor stays. */
+static void search_next(nt_screen *s, int from) {
+  for (uint32_t k = 0; k < s->nranks; k++) {
+    int i = (int)((s->row + from + (int)k) % (int)s->nranks);
+    char text[256];
+    nt_frame_rank_text(s->f, nt_screen_rank(s, i), text, sizeof text);
+    if (strstr(text, s->search)) {
+      s->row = i;
+      return;
+    }
+  }
+  snprintf(s->missed, sizeof s->missed, "search: no rank matches \"%.40s\"", s->search);
+}
+
+/* A key while a search or filter line is open: edit, Enter applies, Esc
+ * cancels. The filter applies as it is typed. */
+static void prompt_key(nt_screen *s, int key) {
+  size_t n = strlen(s->input);
+  if (key == 27) { /* the filter goes back to what it was */
+    if (s->prompt == NT_ACT_FILTER) snprintf(s->filter, sizeof s->filter, "%s", s->filter_was);
+    s->prompt = 0;
+    return;
+  }
+  if (key == '\n' || key == '\r' || key == KEY_ENTER) {
+    if (s->prompt == NT_ACT_SEARCH) {
+      snprintf(s->search, sizeof s->search, "%s", s->input);
+      search_next(s, 0);
+    }
+    s->prompt = 0;
+  } else if ((key == KEY_BACKSPACE || key == 127 || key == 8) && n > 0) {
+    s->input[n - 1] = '\0';
+  } else if (key >= 32 && key < 127 && n + 1 < sizeof s->input) {
+    s->input[n] = (char)key;
+    s->input[n + 1] = '\0';
+  }
+  if (s->prompt == NT_ACT_FILTER) snprintf(s->filter, sizeof s->filter, "%s", s->input);
+}
+
+/* Scroll keys of the line views. */
+static bool scroll_action(nt_screen *s, int action, int page) {
+  if (!nt_views[s->view].lines) return false;
+  int *top = &s->scroll[s->view];
+  switch (action) {
+  case NT_ACT_UP: (*top)--; break;
+  case NT_ACT_DOWN: (*top)++; break;
+  case NT_ACT_PAGE_UP: *top -= page; break;
+  case NT_ACT_PAGE_DOWN: *top += page; break;
+  case NT_ACT_HOME: *top = 0; break;
+  case NT_ACT_END: *top = 1 << 20; break; /* the view clamps it */
+  default: return false;
+  }
+  if (*top < 0) *top = 0;
+  return true;
+}
+
+/* In a replay, Space, Left, Right, Home, End, [ and ] move its clock. */
+static bool replay_action(nt_replay *r, int action) {
+  switch (action) {
+  case NT_ACT_PAUSE: nt_replay_toggle_pause(r); return true;
+  case NT_ACT_LEFT: nt_replay_seek(r, -10); return true;
+  case NT_ACT_RIGHT: nt_replay_seek(r, 10); return true;
+  case NT_ACT_HOME: nt_replay_seek_end(r, false); return true;
+  case NT_ACT_END: nt_replay_seek_end(r, true); return true;
+  case NT_ACT_SLOWER: nt_replay_speed(r, false); return true;
+  case NT_ACT_FASTER: nt_replay_speed(r, true); return true;
+  default: return false;
+  }
+}
+
+/* Applies one action; returns false to quit. */
+static bool act(nt_screen *s, int action) {
+  int page = s->rows > 6 ? s->rows - 6 : 1;
+  if (s->o->replay && replay_action(s->o->replay, action)) {
+    s->m = nt_replay_model(s->o->replay); /* a seek may have made a new one */
+    return true;
+  }
+  if (nt_views[s->view].action && nt_views[s->view].action(s, action)) return true;
+  if (scroll_action(s, action, page)) return true;
+  switch (action) {
+  case NT_ACT_QUIT: return false;
+  case NT_ACT_HELP:
+    if (s->view != NT_VIEW_HELP) s->prev_view = s->view;
+    s->view = NT_VIEW_HELP;
+    break;
+  case NT_ACT_NEXT_VIEW: s->view = (s->view + 1) % NT_VIEW_COUNT; break;
+  case NT_ACT_PREV_VIEW: s->view = (s->view + NT_VIEW_COUNT - 1) % NT_VIEW_COUNT; break;
+  case NT_ACT_VIEW_1: s->view = NT_VIEW_OVERVIEW; break;
+  case NT_ACT_VIEW_2: s->view = NT_VIEW_PROXY; break;
+  case NT_ACT_VIEW_3: s->view = NT_VIEW_CHANNELS; break;
+  case NT_ACT_VIEW_4: s->view = NT_VIEW_OPS; break;
+  case NT_ACT_VIEW_5: s->view = NT_VIEW_TOPO; break;
+  case NT_ACT_VIEW_6: s->view = NT_VIEW_ENV; break;
+  case NT_ACT_VIEW_7:
+    if (s->view != NT_VIEW_HELP) s->prev_view = s->view;
+    s->view = NT_VIEW_HELP;
+    break;
+  case NT_ACT_UP: s->row--; break;
+  case NT_ACT_DOWN: s->row++; break;
+  case NT_ACT_LEFT: s->col--; break;
+  case NT_ACT_RIGHT: s->col++; break;
+  case NT_ACT_PAGE_UP: s->row -= page; break;
+  case NT_ACT_PAGE_DOWN: s->row += page; break;
+  case NT_ACT_HOME: s->row = 0; break;
+  case NT_ACT_END: s->row = (int)s->nranks - 1; break;
+  case NT_ACT_ENTER:
+    if (s->view == NT_VIEW_CHANNELS) s->detail = true;
+    break;
+  case NT_ACT_BACK:
+    if (s->detail)
+      s->detail = false;
+    else if (s->view == NT_VIEW_HELP)
+      s->view = s->prev_view;
+    else
+      s->filter[0] = '\0';
+    break;
+  case NT_ACT_PAUSE: s->paused = !s->paused; break;
+  case NT_ACT_UNFOLD: s->unfold = true; break;
+  case NT_ACT_FOLD: s->unfold = false; break;
+  case NT_ACT_REDRAW: clear(); break;
+  case NT_ACT_SEARCH: start_prompt(s, NT_ACT_SEARCH); break;
+  case NT_ACT_SEARCH_NEXT:
+    if (s->search[0])
+      search_next(s, 1);
+    else
+      start_prompt(s, NT_ACT_SEARCH);
+    break;
+  case NT_ACT_FILTER: start_prompt(s, NT_ACT_FILTER); break;
+  case NT_ACT_SORT_NEXT: s->sort = (s->sort + 1) % NT_SORT_COUNT; break;
+  case NT_ACT_SORT_PREV: s->sort = (s->sort + NT_SORT_COUNT - 1) % NT_SORT_COUNT; break;
+  default: break;
+  }
+  if (s->view != NT_VIEW_CHANNELS) s->detail = false;
+  clamp_cursor(s);
+  return true;
+}
+
+void nt_screen_draw(nt_screen *s) {
+  getmaxyx(stdscr, s->rows, s->cols);
+  erase();
+  if (s->rows < 5 || s->cols < 30) {
+    mvaddnstr(0, 0, "terminal too small", s->cols);
+    refresh();
+    return;
+  }
+  /* The frame's rows as the filter and sort say (paused, the frame is the
+   * one that was shown: it owns what it shows). */
+  nt_screen_collect(s);
+  clamp_cursor(s);
+  bool band = s->f->nalerts && s->view != NT_VIEW_OVERVIEW && s->view != NT_VIEW_HELP;
+  nt_layout(s->rows, s->cols, band ? 1 : 0, s->detail && s->view == NT_VIEW_CHANNELS, &s->lay);
+  s->bottom = s->lay.list.y + s->lay.list.h;
+  nt_draw_header(s);
+  nt_draw_alerts_band(s);
+  nt_views[s->view].draw(s, s->lay.list.y);
+  nt_draw_keybar(s);
+  if (!s->prompt && s->missed[0]) {
+    move(s->rows - 1, 0);
+    clrtoeol();
+    int attr = nt_stall_attr(s) | A_REVERSE;
+    attron(attr);
+    mvaddnstr(s->rows - 1, 0, s->missed, s->cols);
+    attroff(attr);
+  }
+  if (s->prompt) {
+    char line[128];
+    snprintf(line, sizeof line, "%s: %s_  (Enter: %s, Esc: cancel)",
+             s->prompt == NT_ACT_FILTER ? "filter" : "search", s->input,
+             s->prompt == NT_ACT_FILTER ? "keep" : "find");
+    move(s->rows - 1, 0);
+    clrtoeol();
+    attron(A_REVERSE);
+    mvaddnstr(s->rows - 1, 0, line, s->cols);
+    attroff(A_REVERSE);
+  }
+  refresh();
+}
+
+int nt_screen_run(nt_model *m, nt_source *src, const nt_options *o) {
+  static nt_screen s;
+  memset(&s, 0, sizeof s);
+  if (!(s.f = nt_frame_new())) {
+    fprintf(stderr, "nccltop: out of memory\n");
+    return 1;
+  }
+  nt_frame_opts fo = {.stall_ms = o->stall_ms, .start_s = o->start_s};
+  s.m = m;
+  s.o = o;
+  s.view = s.prev_view = o->initial_view;
+  if (src) nt_source_watching(src, s.watching, sizeof s.watching);
+  struct termios shell;
+  bool have_shell = tcgetattr(STDOUT_FILENO, &shell) == 0;
+  if (!initscr()) {
+    nt_frame_free(s.f);
+    return 1;
+  }
+  if (have_shell) save_leave_sequence(&shell);
+  cbreak();
+  noecho();
+  keypad(stdscr, TRUE);
+  nodelay(stdscr, TRUE);
+  set_escdelay(25);
+  curs_set(0);
+  colors(o);
+  int updates = 0;
+  double next_draw = 0;
+  bool running = true, built = false;
+  while (running && !nt_quit_requested()) { /* a signal quits as q does */
+    if (o->replay) { /* the recording instead of the source; its model may be new */
+      nt_replay_poll(o->replay, 50);
+      s.m = m = nt_replay_model(o->replay);
+    } else {
+      nt_source_poll(src, m, 50);
+    }
+    bool input = false;
+    for (int key; running && (key = getch()) != ERR; input = true) {
+      if (key == KEY_RESIZE) continue;
+      s.missed[0] = '\0';
+      if (s.prompt)
+        prompt_key(&s, key);
+      else
+        running = act(&s, nt_key_action(key, s.view));
+      s.last_key = key;
+    }
+    m = s.m;
+    /* The model's clock (a replay's own); redraws go by the wall clock. */
+    double wall = nt_now_s();
+    s.now = o->replay ? nt_replay_clock(o->replay) : wall;
+    if (o->replay) nt_replay_status(o->replay, s.watching, sizeof s.watching);
+    if (!running) break;
+    if (input || wall >= next_draw) {
+      nt_model_tick(m, s.now);
+      bool update = wall >= next_draw;
+      /* Every update, whatever the view: the diagnosis tracks how long
+       * ranks lag. Paused, the frame shown stays. */
+      if ((update && !s.paused) || !built) {
+        nt_frame_build(s.f, m, &fo, s.now);
+        nt_screen_sample(&s);
+        built = true;
+      }
+      /* Paused, the screen holds still: redrawn only for a key. */
+      if (input || !s.paused) nt_screen_draw(&s);
+      if (update) {
+        next_draw = wall + o->delay_ms / 1000.0;
+        if (o->iterations && ++updates >= o->iterations) break;
+      }
+    }
+  }
+  endwin();
+  nt_term_restore_clear(); /* after: a signal meanwhile still restores it */
+  nt_frame_free(s.f);
+  return 0;
+}

@@ -1,0 +1,169 @@
+/* The interactive monitor's internals: key table, screen state, views. */
+#ifndef NCCLTOP_SCREEN_INTERNAL_H
+#define NCCLTOP_SCREEN_INTERNAL_H
+
+#include <stdbool.h>
+
+#include "actions.h"
+#include "layout.h"
+#include "list.h"
+#include "../core/frame.h"
+#include "../core/model.h"
+#include "../options.h"
+
+#define NT_TOPO_VIEW_MAX 256 /* GPUs + NICs shown */
+
+/* Orders of the rank rows (F6, < >). */
+enum nt_sort { NT_SORT_RANK, NT_SORT_STALLED, NT_SORT_HOST, NT_SORT_COUNT };
+const char *nt_sort_name(int sort);
+
+#define NT_HISTORY 24 /* proxy-state samples per thread, one per screen update */
+
+typedef struct {
+  int key;
+  const char *keys_text; /* NULL: an alias, shown with the entry above */
+  const char *help;
+  int action;
+} nt_key_binding;
+
+extern const nt_key_binding nt_keys[]; /* ends with key 0 */
+/* The action of a key in a view: the topology what-ifs only in the
+ * topology view (where their letters mean nothing else), so `n` is the
+ * next search match elsewhere. */
+int nt_key_action(int key, int view);
+
+/* Colour pairs (attributes fall back to bold/reverse without colour). */
+enum {
+  NT_C_IDLE = 1,
+  NT_C_ACTIVE,
+  NT_C_SLEEP,
+  NT_C_WAKEUP,
+  NT_C_APPEND,
+  NT_C_STALL,
+  NT_C_HEAD,
+  NT_C_WARN,
+  NT_C_WAIT_SELF, /* a wait on the rank's own GPU */
+  NT_C_WAIT_PEER, /* a wait on a peer (credit) */
+  NT_C_WAIT_NET,  /* data on the wire */
+};
+
+#define NT_SCREEN_MAX_RANKS NT_FRAME_MAX_RANKS
+
+typedef struct {
+  uint32_t pid, tid;
+  uint8_t state[NT_HISTORY]; /* dominant state of each update, oldest first */
+  int n;
+  bool seen;
+} nt_proxy_history;
+
+#define NT_SCREEN_MAX_HISTORY 1024
+
+typedef struct {
+  nt_model *m;
+  const nt_options *o;
+  int view, prev_view;
+  bool paused, detail;
+  bool unfold; /* the overview shows the alerts folded under each root (+, -) */
+  int sort;
+  int proxy_sort; /* the proxy view's sort column; 0 (its RANK): the rank order */
+  int last_key;
+  int prompt;          /* 0, NT_ACT_SEARCH or NT_ACT_FILTER while typing */
+  char input[64];      /* the line being typed */
+  char filter[64];     /* rows must contain this text */
+  char filter_was[64]; /* the filter before the line was opened (Esc goes back to it) */
+  char watching[320];  /* what the header says is watched (nt_source_watching) */
+  char search[64];     /* last search */
+  char missed[96];     /* a search that found nothing: said on the key bar until the next key */
+  nt_proxy_history hist[NT_SCREEN_MAX_HISTORY];
+  /* topology view */
+  nt_topo_env topo_env;
+  uint32_t topo_gen;
+  int trow, tcol, ttop, tleft;
+  unsigned char topo_changed[NT_TOPO_VIEW_MAX * NT_TOPO_VIEW_MAX];
+  int nhist;
+  int row, col;              /* cursor: rank row, channel column */
+  int scroll[NT_VIEW_COUNT]; /* line views (overview, collectives, environment) */
+  /* The frame shown (frame.h): built at each update, kept as it is while
+   * paused (it owns its copies: the model may drop what it showed). */
+  nt_frame *f;
+  int rows, cols;
+  /* Where each part goes this frame (layout.h); views draw in lay.list,
+   * from its first line down to `bottom` (exclusive: the detail panel or
+   * the key bar starts there). */
+  nt_layout_rects lay;
+  int bottom;
+  nt_list_state lists[NT_VIEW_COUNT]; /* the list views' own scroll and cursor */
+  /* The frame's ranks as shown: filtered and sorted (indices into f->ranks). */
+  uint32_t order[NT_SCREEN_MAX_RANKS];
+  uint32_t nranks;
+  int nchannels; /* channel columns: highest channel id + 1 of the ranks shown */
+  double now;
+} nt_screen;
+
+/* The i-th rank shown. */
+static inline const nt_frame_rank *nt_screen_rank(const nt_screen *s, int i) {
+  return &s->f->ranks[s->order[i]];
+}
+
+/* Draws the whole screen (header, view, key bar) from s->f on stdscr, at
+ * the terminal's size now. */
+void nt_screen_draw(nt_screen *s);
+/* Drawing (view_*.c); each draws below the header from line `y`. */
+void nt_draw_header(nt_screen *s);
+/* The key bar (keybar.c): the text of the items that fit in cols, and the
+ * drawing on lay.keys; returns the number of items. */
+int nt_keybar_text(char *out, size_t cap, int cols);
+void nt_draw_keybar(nt_screen *s);
+/* The alerts band on lay.alerts (the overview lists them itself). */
+void nt_draw_alerts_band(nt_screen *s);
+/* The views (view_table.c), indexed by enum nt_view_id, in Tab order; the
+ * digit keys select them in this order. A view draws below the header from
+ * line y; its action handler (NULL: none) takes the keys it understands
+ * (cursor, what-ifs) before the screen's; a line view scrolls by lines. */
+typedef struct {
+  const char *name; /* in the header: "[name]" */
+  void (*draw)(nt_screen *s, int y);
+  bool (*action)(nt_screen *s, int action);
+  bool lines;
+} nt_view_def;
+extern const nt_view_def nt_views[NT_VIEW_COUNT];
+/* Cursor and scroll keys of the list views; false if not handled. */
+bool nt_channels_action(nt_screen *s, int action);
+bool nt_proxy_list_action(nt_screen *s, int action);
+/* What the proxy view is sorted by, for the header. */
+const char *nt_proxy_sort_name(const nt_screen *s);
+void nt_view_proxy(nt_screen *s, int y);
+void nt_view_channels(nt_screen *s, int y);
+void nt_view_help(nt_screen *s, int y);
+void nt_view_overview(nt_screen *s, int y);
+void nt_view_ops(nt_screen *s, int y);
+void nt_view_env(nt_screen *s, int y);
+int nt_stall_attr(const nt_screen *s);
+/* The attribute of a wait state by what it waits on: its own GPU, a peer,
+ * the network (enum nt_wait). */
+int nt_wait_attr(const nt_screen *s, int wait);
+/* An htop meter: [|||||     ] of width w (brackets included), the filled
+ * part share (0..1) of it, in attr. */
+void nt_meter(const nt_screen *s, int y, int x, int w, double share, int attr);
+int nt_warn_attr(const nt_screen *s);
+/* A line of a scrolling view: drawn when line `*n` (counted from 0) is
+ * within the window of the view's scroll, then *n advances; returns false
+ * once the screen is full (the line still counted). A loop that stops
+ * there adds the lines it did not format to *n, so that the scroll can
+ * reach the last line. attr 0: plain. */
+bool nt_scroll_line(nt_screen *s, int *y, int *n, int attr, const char *text);
+/* After a line view drew its n lines: its scroll stops at the last page. */
+void nt_scroll_clamp(nt_screen *s, int n);
+void nt_view_topo(nt_screen *s, int y);
+/* Cursor and what-if keys of the topology view; false if not handled. */
+bool nt_topo_view_action(nt_screen *s, int action);
+int nt_state_attr(const nt_screen *s, int proxy_state);
+/* The history of a proxy thread (NULL if none yet). */
+const nt_proxy_history *nt_history_of(const nt_screen *s, uint32_t pid, uint32_t tid);
+/* The frame's ranks, filtered and sorted as the screen shows them (order,
+ * nranks, nchannels). */
+void nt_screen_collect(nt_screen *s);
+/* Appends the frame's dominant states to the histories (once per update). */
+void nt_screen_sample(nt_screen *s);
+
+#endif

@@ -1,0 +1,159 @@
+/* The overview: alerts first (where a stall's waits end, stalled channels
+ * and the peer they wait on, operations that do not complete, stragglers,
+ * silent publishers), each wrapped to be read whole, then one line per
+ * communicator and per process. */
+#include <curses.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "../core/frame.h"
+#include "screen_internal.h"
+
+/* An alert wraps under itself, indented past its kind, so that its cause
+ * and who waits on it can be read at any width (the first line names the
+ * rank; at most ALERT_LINES lines, the last one cut by the screen). Cut at
+ * a blank where there is one in the line's second half, never inside a
+ * UTF-8 sequence. */
+#define ALERT_LINES  4
+#define ALERT_INDENT 12
+static bool alert_lines(nt_screen *s, int *y, int *n, int attr, const char *text) {
+  const char *p = text;
+  char buf[600];
+  for (int k = 0; *p && k < ALERT_LINES; k++) {
+    int room = (s->cols > 2 * ALERT_INDENT ? s->cols : 2 * ALERT_INDENT) - (k ? ALERT_INDENT : 0);
+    size_t len = strlen(p), cut = len;
+    if (len > (size_t)room && k < ALERT_LINES - 1) {
+      cut = (size_t)room;
+      size_t b = cut;
+      while (b > cut / 2 && p[b] != ' ') b--;
+      if (p[b] == ' ') cut = b;
+      while (cut > 1 && ((unsigned char)p[cut] & 0xC0) == 0x80) cut--;
+    }
+    snprintf(buf, sizeof buf, "%*s%.*s", k ? ALERT_INDENT : 0, "", (int)cut, p);
+    if (!nt_scroll_line(s, y, n, attr, buf)) return false;
+    p += cut;
+    while (*p == ' ') p++;
+  }
+  return true;
+}
+
+/* One alert: "! stall  ...", indented under its root when unfolded. */
+static bool alert_line(nt_screen *s, int *y, int *n, const nt_frame_alert *a, const char *indent) {
+  char line[512];
+  bool bad = a->kind <= NT_ALERT_HUNG_OP;
+  snprintf(line, sizeof line, "%s%s %-9s %s", indent, bad ? "!" : "-", nt_alert_kind_name(a->kind),
+           a->text);
+  return alert_lines(s, y, n, bad ? nt_stall_attr(s) : nt_warn_attr(s), line);
+}
+
+void nt_view_overview(nt_screen *s, int y) {
+  char line[512];
+  int n = 0;
+  const nt_frame *f = s->f;
+  /* What the viewer itself missed (Ctrl-Z, a stalled relay) comes first:
+   * it says why the job is not blamed for it. */
+  for (uint32_t i = 0; i < f->nwatch; i++) {
+    snprintf(line, sizeof line, "~ %-9s %s", "watcher", f->watch[i].text);
+    if (!alert_lines(s, &y, &n, nt_warn_attr(s), line)) break;
+  }
+  if (f->nalerts == 0) {
+    nt_scroll_line(s, &y, &n, A_BOLD,
+                   "No alerts: nothing stalled, no operation overdue, no straggler.");
+  } else {
+    if (f->nfolded)
+      snprintf(line, sizeof line, "ALERTS (%u, and %u under their roots: %s), most important first",
+               f->nalerts - f->nfolded, f->nfolded, s->unfold ? "- folds them" : "+ shows them");
+    else
+      snprintf(line, sizeof line, "ALERTS (%u), most important first", f->nalerts);
+    nt_scroll_line(s, &y, &n, A_BOLD, line);
+    for (uint32_t i = 0; i < f->nalerts; i++) {
+      const nt_frame_alert *a = &f->alerts[i];
+      if (a->under >= 0) continue; /* under its root, which came before */
+      if (!alert_line(s, &y, &n, a, "")) {
+        n += (int)(f->nalerts - i - 1);
+        break;
+      }
+      if (!a->folded) continue;
+      if (!s->unfold) {
+        snprintf(line, sizeof line,
+                 "    + %u more under it: the stalls and stuck operations of the ranks waiting on "
+                 "it",
+                 a->folded);
+        if (!alert_lines(s, &y, &n, 0, line)) break;
+        continue;
+      }
+      for (uint32_t k = i + 1; k < f->nalerts; k++)
+        if (f->alerts[k].under == (int32_t)i && !alert_line(s, &y, &n, &f->alerts[k], "    "))
+          break;
+    }
+  }
+  nt_scroll_line(s, &y, &n, 0, "");
+  /* Columns drop by priority on narrow screens: the communicator, its
+   * ranks and stalled channels stay. */
+  static const nt_list_col ccols[] = {
+      {"COMMUNICATOR", 24, 0, false},
+      {"HASH", 16, 4, false},
+      {"RANKS", 9, 0, true},
+      {"NODES", 6, 3, true},
+      {"LAUNCHED (min-max)", 21, 2, true},
+      {"DONE/s", 9, 1, true},
+      {"STALLED", 8, 0, true},
+      {"PHASE NOW", 16, 2, false},
+  };
+  enum { NC = sizeof ccols / sizeof ccols[0] };
+  bool keep[NC];
+  nt_list_fit(ccols, NC, 1, s->cols, keep);
+  nt_scroll_line(s, &y, &n, A_BOLD, nt_list_line(line, sizeof line, ccols, NC, keep, NULL));
+  for (uint32_t i = 0; i < f->ncomms; i++) {
+    const nt_frame_comm *c = &f->comms[i];
+    char hash[24], ranks[24], nodes[16], launched[48], done[24], stalled[16];
+    snprintf(hash, sizeof hash, "%016llx", (unsigned long long)c->hash);
+    snprintf(ranks, sizeof ranks, "%u/%d", c->ranks, c->nranks);
+    snprintf(nodes, sizeof nodes, "%d", c->nnodes);
+    snprintf(launched, sizeof launched, "%llu-%llu", (unsigned long long)c->launched_min,
+             (unsigned long long)c->launched_max);
+    snprintf(done, sizeof done, "%.1f", c->done_per_s);
+    snprintf(stalled, sizeof stalled, "%u", c->stalled);
+    const char *cells[NC] = {
+        c->name[0] ? c->name : "-",  hash, ranks, nodes, launched, done, stalled,
+        c->phase[0] ? c->phase : "-"};
+    if (!nt_scroll_line(s, &y, &n, c->stalled ? nt_stall_attr(s) : 0,
+                        nt_list_line(line, sizeof line, ccols, NC, keep, cells))) {
+      n += (int)(f->ncomms - i - 1);
+      break;
+    }
+  }
+  nt_scroll_line(s, &y, &n, 0, "");
+  static const nt_list_col pcols[] = {
+      {"PROCESS", 28, 0, false}, {"NCCL", 8, 2, false},   {"ABI", 4, 4, true},
+      {"COMMS", 5, 3, true},     {"EVENTS", 12, 3, true}, {"DROPPED", 9, 1, true},
+      {"UNSENT", 9, 3, true},    {"STATE", 14, 0, false},
+  };
+  enum { NP = sizeof pcols / sizeof pcols[0] };
+  bool pkeep[NP];
+  nt_list_fit(pcols, NP, 1, s->cols, pkeep);
+  nt_scroll_line(s, &y, &n, A_BOLD, nt_list_line(line, sizeof line, pcols, NP, pkeep, NULL));
+  for (uint32_t i = 0; i < f->nprocs; i++) {
+    const nt_frame_proc *p = &f->procs[i];
+    const nt_process_counters *c = &p->counters;
+    char who[96], abi[16], comms_n[16], events[24], dropped[24], unsent[24];
+    snprintf(who, sizeof who, "%s:%u", p->host, p->pid);
+    snprintf(abi, sizeof abi, "%u", c->abi_version);
+    snprintf(comms_n, sizeof comms_n, "%u", p->ncomms);
+    snprintf(events, sizeof events, "%llu", (unsigned long long)c->events);
+    snprintf(dropped, sizeof dropped, "%llu",
+             (unsigned long long)(c->dropped_events + c->dropped_ops));
+    snprintf(unsent, sizeof unsent, "%llu", (unsigned long long)c->unsent_messages);
+    const char *cells[NP] = {who,    p->nccl_version[0] ? p->nccl_version : "?",
+                             abi,    comms_n,
+                             events, dropped,
+                             unsent, p->ended ? "ended" : p->stale ? "STALE (silent)" : "live"};
+    if (!nt_scroll_line(s, &y, &n, p->stale && !p->ended ? nt_warn_attr(s) : 0,
+                        nt_list_line(line, sizeof line, pcols, NP, pkeep, cells))) {
+      n += (int)(f->nprocs - i - 1);
+      break;
+    }
+  }
+  /* Keep the scroll within what there is. */
+  nt_scroll_clamp(s, n);
+}
