@@ -53,6 +53,9 @@ typedef struct {
   int32_t parent; /* start: the parent's event (from parent_from) */
   int32_t pgroup; /* start: a Coll's or P2p's parent group event, -1 none */
   uint8_t pgroup_from;
+  uint32_t type; /* start: the event's type */
+  void *ctx[2];  /* start: its context in each plugin (kept here: reading the
+                    recorded event would cost a cache miss per call) */
   nt_state_args_v5 args;
 } rop;
 
@@ -143,6 +146,9 @@ static int rank_build(rank *rk, const tr_proc *p, const nt_profiler_v5 *pl[2], i
       o->pgroup = -1;
       if (c->verb == TR_START) {
         o->verb = R_START;
+        o->type = e->type;
+        o->ctx[0] = ctx_of(rk, 0, &e->ctx);
+        o->ctx[1] = ctx_of(rk, 1, &e->ctx);
         o->parent = e->parent.idx;
         o->parent_from = from_of(rk, &e->parent, t);
         tr_descr_v5(&fake, e, (void *)(uintptr_t)e->parent.raw, &rk->descr[c->ref]);
@@ -225,19 +231,18 @@ static void replay_once(worker *w) {
   for (uint32_t i = 0; i < th->nops; i++) {
     const rop *o = &th->ops[i];
     if (o->verb == R_START) {
-      const tr_event *e = &rk->p->ev[o->ev];
       nt_descr_v5 *d = &rk->descr[o->ev];
       if (o->parent_from != FROM_RAW)
         d->parentObj = ref_handle(w, o->parent, o->parent_from, &waited_wall, &waited_cpu);
       if (o->pgroup >= 0) {
         void *g = ref_handle(w, o->pgroup, o->pgroup_from, &waited_wall, &waited_cpu);
-        if (e->type == NT_EV_COLL)
+        if (o->type == NT_EV_COLL)
           d->coll.parentGroup = g;
         else
           d->p2p.parentGroup = g;
       }
       void *h = NULL;
-      errors += p->startEvent(ctx_of(rk, w->plugin, &e->ctx), &h, d) != NT_NCCL_SUCCESS;
+      errors += p->startEvent(o->ctx[w->plugin], &h, d) != NT_NCCL_SUCCESS;
       calls++;
       rk->h[o->ev].h = h;
       atomic_store_explicit(&rk->h[o->ev].loop, w->loop, memory_order_release);
