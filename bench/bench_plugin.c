@@ -26,52 +26,7 @@
 
 #include "../plugin/nccl_profiler_abi.h"
 
-/* ---- allocation counting ----
- * Only replaying threads count, and only while they replay: the plugin's
- * first call on a thread (TLS, slot) happens in an uncounted warm-up. */
-extern void *__libc_malloc(size_t);
-extern void *__libc_calloc(size_t, size_t);
-extern void *__libc_realloc(void *, size_t);
-extern void *__libc_memalign(size_t, size_t);
-extern void __libc_free(void *);
-static _Thread_local volatile bool counting;
-static _Atomic uint64_t allocations;
-
-#define EXPORT __attribute__((visibility("default")))
-static void counted(void) {
-  if (counting) atomic_fetch_add_explicit(&allocations, 1, memory_order_relaxed);
-}
-EXPORT void *malloc(size_t n) {
-  counted();
-  return __libc_malloc(n);
-}
-EXPORT void *calloc(size_t a, size_t b) {
-  counted();
-  return __libc_calloc(a, b);
-}
-EXPORT void *realloc(void *p, size_t n) {
-  counted();
-  return __libc_realloc(p, n);
-}
-EXPORT void *memalign(size_t align, size_t n) {
-  counted();
-  return __libc_memalign(align, n);
-}
-EXPORT void *aligned_alloc(size_t align, size_t n) {
-  counted();
-  return __libc_memalign(align, n);
-}
-EXPORT int posix_memalign(void **out, size_t align, size_t n) {
-  if (align < sizeof(void *) || (align & (align - 1)) != 0) return EINVAL;
-  counted();
-  void *p = __libc_memalign(align, n);
-  if (!p) return ENOMEM;
-  *out = p;
-  return 0;
-}
-EXPORT void free(void *p) {
-  __libc_free(p);
-}
+#include "alloc_count.h"
 
 /* ---- the replayed stream ---- */
 #define CHANNELS    8
@@ -299,17 +254,6 @@ static int cmp_double(const void *a, const void *b) {
 static double median(double *v, int n) {
   qsort(v, (size_t)n, sizeof v[0], cmp_double);
   return v[n / 2];
-}
-
-/* The counters see allocations made through another library's malloc call
- * (strdup inside libc): the proof that interposition reaches the plugin. */
-static bool counting_works(void) {
-  atomic_store(&allocations, 0);
-  counting = true;
-  char *volatile copy = strdup("x");
-  counting = false;
-  free(copy);
-  return copy && atomic_load(&allocations) == 1;
 }
 
 int main(int argc, char **argv) {

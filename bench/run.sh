@@ -13,8 +13,12 @@ if [ ! -f "$PLUGIN" ]; then
   PLUGIN=$BASELINE
 fi
 "$BUILD/bench/bench_plugin" "$PLUGIN" "$BASELINE" "${BENCH_COLLECTIVES:-2000}" || status=1
+echo
+echo "== plugin on real NCCL call sequences (bench_replay)"
+TRACES=tests/traces/nccl-2.28.9-pytorch
+"$BUILD/bench/bench_replay" "$PLUGIN" "$BASELINE" "$TRACES/story2" "$TRACES/story4" || status=1
 for b in "$BUILD"/bench/bench_*; do
-  case "$b" in */bench_plugin | *.d) continue ;; esac
+  case "$b" in */bench_plugin | */bench_replay | *.d) continue ;; esac
   [ -x "$b" ] || continue
   echo
   echo "== $(basename "$b")"

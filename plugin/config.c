@@ -126,6 +126,15 @@ void nt_config_load(struct nt_config *c) {
     else
       nt_log(NT_NCCL_LOG_WARN, "NCCLTOP_CHAIN is too long; nothing chained");
   }
+  if ((v = getenv("NCCLTOP_CLOCK")) && *v) {
+    if (strcmp(v, "tsc") == 0)
+      c->clock = NT_CLOCK_CHOICE_TSC;
+    else if (strcmp(v, "monotonic") == 0)
+      c->clock = NT_CLOCK_CHOICE_MONOTONIC;
+    else if (strcmp(v, "auto") != 0)
+      nt_log(NT_NCCL_LOG_WARN, "NCCLTOP_CLOCK=%.32s not understood (auto, tsc, monotonic); auto",
+             v);
+  }
   load_dir(c);
   load_topo_path(c);
   load_env(c);

@@ -164,26 +164,26 @@ static struct nt_op *op_of(void *h) {
 /* Steps live inside their op, in slot step % NT_STEPS_PER_OP, as NCCL keeps
  * them. NCCL may start a step slot again without stopping it (a recv step
  * whose irecv could not be posted yet): the restart simply replaces it. */
-static void stop_step(struct nt_step *s);
+static void stop_step(struct nt_step *s, uint64_t now);
 
-static void *start_proxy_step(struct nt_thread *t, const struct nt_ev *ev) {
-  struct nt_op *op = op_of(ev->parent);
+static void *start_proxy_step(struct nt_thread *t, void *parent, int step) {
+  struct nt_op *op = op_of(parent);
   if (!op) {
-    if (ev->parent) NT_ADD(t->unknown_events, 1);
+    if (parent) NT_ADD(t->unknown_events, 1);
     return NULL;
   }
-  struct nt_step *s = &op->steps[(unsigned)ev->step % NT_STEPS_PER_OP];
+  struct nt_step *s = &op->steps[(unsigned)step % NT_STEPS_PER_OP];
   /* Its slot still holds an earlier step NCCL never stopped (V4: 2.26
    * stops only the first of the recv steps done in one pass). NCCL keeps
    * at most 8 steps of an op in flight, so that step is done: counted,
    * its wait ending now, in the pass that reuses its slot. The same step
    * started again (its irecv could not be posted) just replaces itself. */
-  if (s->active && s->step != ev->step) stop_step(s);
+  if (s->active && s->step != step) stop_step(s, nt_clock_ns());
   op->is_net = 1;
   s->kind = NT_K_STEP;
   s->self = s;
   s->op = op;
-  s->step = ev->step;
+  s->step = step;
   s->wait = NT_WAIT_NONE;
   s->bytes_counted = 0;
   s->since_ns = nt_clock_ns();
@@ -192,7 +192,7 @@ static void *start_proxy_step(struct nt_thread *t, const struct nt_ev *ev) {
     op->stepped = 1;
     if (op->task) nt_task_began(op->task, s->since_ns, true);
   }
-  atomic_store_explicit(&op->row->cur_step, ev->step, memory_order_relaxed);
+  atomic_store_explicit(&op->row->cur_step, step, memory_order_relaxed);
   return s;
 }
 
@@ -254,7 +254,7 @@ nt_nccl_result nt_start(void *context, void **handle, const struct nt_ev *ev) {
   }
   NT_ADD(t->events, 1);
   switch (ev->type) {
-  case NT_EV_PROXY_STEP: *handle = start_proxy_step(t, ev); break;
+  case NT_EV_PROXY_STEP: *handle = start_proxy_step(t, ev->parent, ev->step); break;
   case NT_EV_PROXY_OP: *handle = start_proxy_op(t, context, ev); break;
   case NT_EV_PROXY_CTRL: {
     struct nt_context *c = nt_context_check(context);
@@ -281,6 +281,19 @@ nt_nccl_result nt_start(void *context, void **handle, const struct nt_ev *ev) {
   case NT_EV_CE_BATCH: *handle = nt_ce_start(t, context, ev); break;
   default: NT_ADD(t->unknown_events, 1); break;
   }
+  return NT_NCCL_SUCCESS;
+}
+
+nt_nccl_result nt_start_step(void **handle, void *parent, int step) {
+  if (handle) *handle = NULL;
+  if (inert() || !handle) return NT_NCCL_SUCCESS;
+  struct nt_thread *t = nt_thread_self();
+  if (NT_UNLIKELY(!t)) {
+    atomic_fetch_add_explicit(&nt_g.slotless_events, 1, memory_order_relaxed);
+    return NT_NCCL_SUCCESS;
+  }
+  NT_ADD(t->events, 1);
+  *handle = start_proxy_step(t, parent, step);
   return NT_NCCL_SUCCESS;
 }
 
@@ -404,10 +417,9 @@ static void record_step(struct nt_thread *t, struct nt_step *s, int state, uint6
   if (past_first_wait(wait) || s->op->begun) op_progress(s->op, now);
 }
 
-static void stop_step(struct nt_step *s) {
+static void stop_step(struct nt_step *s, uint64_t now) {
   if (!s->active) return;
   struct nt_chan_row *row = s->op->row;
-  uint64_t now = nt_clock_ns();
   step_close_wait(s, row, now);
   s->active = 0;
   NT_ADD(row->steps, 1);
@@ -421,9 +433,9 @@ static void stop_op(struct nt_op *op) {
   op->faces[op->cur_face].self = NULL; /* its handle is stale from now on */
   /* An op stops when all its steps are done, in the same proxy pass: a
    * step still open here is one NCCL did not stop (V4), done by now. */
+  uint64_t now = nt_clock_ns(); /* one read for the op and the steps it ends */
   for (int i = 0; i < NT_STEPS_PER_OP; i++)
-    if (op->steps[i].active) stop_step(&op->steps[i]);
-  uint64_t now = nt_clock_ns();
+    if (op->steps[i].active) stop_step(&op->steps[i], now);
   NT_ADD(op->row->ops_done, 1);
   if (op->begun) NT_ADD(op->row->begun_done, 1);
   NT_SET(op->row->last_progress_ns, now);
@@ -505,7 +517,11 @@ nt_nccl_result nt_stop(void *handle) {
   }
   NT_ADD(t->events, 1);
   switch (nt_handle_kind(handle)) {
-  case NT_K_STEP: stop_step(handle); break;
+  case NT_K_STEP: {
+    struct nt_step *s = handle;
+    if (s->active) stop_step(s, nt_clock_ns()); /* the clock only for a live step */
+    break;
+  }
   case NT_K_OP: {
     struct nt_op *op = op_of(handle);
     if (op) stop_op(op);
@@ -584,7 +600,8 @@ nt_nccl_result nt_record(void *handle, int state, uint64_t trans_size, bool has_
      * of those done in one pass (V4): the others end here, exactly. */
     if ((state == NT_ST_V3_OP_SEND_DONE || state == NT_ST_V3_OP_RECV_DONE) && count > 0)
       for (int i = 0; i < NT_STEPS_PER_OP; i++)
-        if (op->steps[i].active && op->steps[i].step < count) stop_step(&op->steps[i]);
+        if (op->steps[i].active && op->steps[i].step < count)
+          stop_step(&op->steps[i], nt_clock_ns());
     break;
   }
   case NT_K_NET: break; /* NetPluginUpdate: the plugin's data, nothing we aggregate */

@@ -387,6 +387,7 @@ struct nt_config {
   nt_env_var env[NT_MAX_ENV];
   /* NCCLTOP_HOSTNAME: the host name to report; empty: gethostname()'s */
   char host[NT_MAX_HOST + 1];
+  int clock; /* NCCLTOP_CLOCK: NT_CLOCK_CHOICE_* */
 };
 
 /* Process-wide state (state.c). */
@@ -406,8 +407,84 @@ struct nt_global {
 };
 extern struct nt_global nt_g;
 
-/* clock.c: the one clock read on the event path. */
-uint64_t nt_clock_ns(void);
+/* clock.c: the event path's clock, CLOCK_MONOTONIC nanoseconds, read from
+ * the CPU's invariant counter where it can be trusted (see clock.c). */
+enum { NT_CLOCK_MONOTONIC = 0, NT_CLOCK_TICKS = 1 };
+/* NCCLTOP_CLOCK (config.c): auto (default), tsc, monotonic. */
+enum { NT_CLOCK_CHOICE_AUTO = 0, NT_CLOCK_CHOICE_TSC, NT_CLOCK_CHOICE_MONOTONIC };
+/* The counter's time may stray this far from CLOCK_MONOTONIC before the
+ * plugin gives it up. */
+#define NT_CLOCK_TRUST_NS 5000000ll
+/* ns = base_ns + ((min(ticks, limit) - base_ticks) * mult) >> 32, ticks
+ * before base_ticks counting as base_ticks: each calibration starts where
+ * the one before it stops (limit), so times never go back. */
+struct nt_clock_cal {
+  _Atomic uint32_t gen; /* odd while the publisher writes it */
+  nt_counter base_ticks, base_ns, mult, limit;
+};
+struct nt_clock {
+  _Atomic int source;   /* NT_CLOCK_*; MONOTONIC until nt_clock_init says otherwise */
+  _Atomic uint32_t cur; /* the record readers use */
+  struct nt_clock_cal cal[2];
+} __attribute__((aligned(64)));
+extern struct nt_clock nt_clk;
+#if defined(__x86_64__)
+#define NT_HAVE_TICKS 1
+#define NT_TICKS_NAME "tsc"
+static inline uint64_t nt_ticks(void) {
+  uint32_t lo, hi;
+  __asm__ volatile("rdtsc" : "=a"(lo), "=d"(hi));
+  return (uint64_t)hi << 32 | lo;
+}
+#elif defined(__aarch64__)
+#define NT_HAVE_TICKS 1
+#define NT_TICKS_NAME "cntvct"
+static inline uint64_t nt_ticks(void) {
+  uint64_t v;
+  __asm__ volatile("mrs %0, cntvct_el0" : "=r"(v));
+  return v;
+}
+#else
+#define NT_HAVE_TICKS 0
+#define NT_TICKS_NAME "none"
+static inline uint64_t nt_ticks(void) {
+  return 0;
+}
+#endif
+uint64_t nt_clock_mono_ns(void); /* clock_gettime(CLOCK_MONOTONIC) */
+static inline uint64_t nt_clock_ticks_or_mono(void) {
+  if (NT_LIKELY(atomic_load_explicit(&nt_clk.source, memory_order_relaxed) == NT_CLOCK_TICKS)) {
+    for (;;) {
+      const struct nt_clock_cal *c =
+          &nt_clk.cal[atomic_load_explicit(&nt_clk.cur, memory_order_acquire) & 1];
+      uint32_t gen = atomic_load_explicit(&c->gen, memory_order_acquire);
+      uint64_t ticks = nt_ticks();
+      uint64_t bt = NT_GET(c->base_ticks), bn = NT_GET(c->base_ns), m = NT_GET(c->mult);
+      uint64_t lim = NT_GET(c->limit);
+      if (NT_UNLIKELY((gen & 1) || NT_SEQ_READ_RECHECK(c->gen) != gen)) continue;
+      if (ticks > lim) ticks = lim;
+      uint64_t d = ticks > bt ? ticks - bt : 0;
+      return bn + (uint64_t)(((unsigned __int128)d * m) >> 32);
+    }
+  }
+  return nt_clock_mono_ns();
+}
+#ifdef NT_TEST_HOOKS
+extern uint64_t (*_Atomic nt_sim_clock)(void); /* nccltop_sim_set_clock's */
+#endif
+static inline uint64_t nt_clock_ns(void) {
+#ifdef NT_TEST_HOOKS
+  uint64_t (*fn)(void) = atomic_load_explicit(&nt_sim_clock, memory_order_relaxed);
+  if (NT_UNLIKELY(fn != NULL)) return fn();
+#endif
+  return nt_clock_ticks_or_mono();
+}
+/* At the first init (NCCL's thread): picks the source, first calibration,
+ * one log line saying which. */
+void nt_clock_init(int choice);
+/* Publisher: recalibrates when due (force: now). */
+void nt_clock_tick(uint64_t mono_now, bool force);
+const char *nt_clock_name(void); /* "tsc", "cntvct" or "monotonic" */
 
 /* log.c: NCCL's logger (subsystem PROFILE) when we have it, else stderr when
  * NCCLTOP_DEBUG is set; never stdout. */
@@ -431,7 +508,11 @@ struct nt_identity {
 };
 struct nt_identity nt_context_identity(const struct nt_context *c);
 struct nt_thread *nt_thread_claim(void); /* NULL when every slot is taken */
-extern __thread struct nt_thread *nt_self;
+/* initial-exec: one %fs-relative load on every call, where the default
+ * model of a dlopen'd library calls __tls_get_addr. It takes 8 bytes of
+ * the static TLS space glibc keeps for libraries loaded later. */
+#define NT_TLS_FAST __attribute__((tls_model("initial-exec")))
+extern __thread struct nt_thread *nt_self NT_TLS_FAST;
 static inline struct nt_thread *nt_thread_self(void) {
   struct nt_thread *t = nt_self;
   return NT_LIKELY(t != NULL) ? t : nt_thread_claim();
@@ -463,6 +544,8 @@ struct nt_ev {
   struct nt_ev_op op;   /* Coll / P2p, CollApi, CeColl */
 };
 nt_nccl_result nt_start(void *context, void **handle, const struct nt_ev *ev);
+/* ProxyStep, the most frequent start: nt_start without building an nt_ev. */
+nt_nccl_result nt_start_step(void **handle, void *parent, int step);
 nt_nccl_result nt_stop(void *handle);
 /* count: AppendEnd's appended proxy ops; a v3 (2.26) Send/RecvDone's
  * steps of the op done so far. */

@@ -389,6 +389,7 @@ static void run(struct pub *p) {
     int n = outlets(p, o);
     int rc = wait_for(o, n, wait_ms, items);
     now = real_ns();
+    nt_clock_tick(now, false); /* the event path's calibration, when due */
     /* ZeroMQ failed us: start it afresh later, keep retiring meanwhile. */
     if (rc < 0 && errno != EINTR) {
       if (!p->room_noted)

@@ -12,7 +12,7 @@
 #include "internal.h"
 
 struct nt_global nt_g = {.contexts_lock = PTHREAD_MUTEX_INITIALIZER};
-__thread struct nt_thread *nt_self;
+__thread struct nt_thread *nt_self NT_TLS_FAST;
 
 static pthread_mutex_t init_lock = PTHREAD_MUTEX_INITIALIZER;
 static int live_contexts;
@@ -194,6 +194,7 @@ static bool first_init(int abi) {
   nt_config_load(&nt_g.cfg);
   if (nt_g.cfg.disabled) return true;
   nt_g.pid = getpid();
+  nt_clock_init(nt_g.cfg.clock);
   for (int i = 0; i < NT_MAX_CONTEXTS; i++) nt_g.contexts[i].index = i;
   if (!map_region()) {
     nt_log(NT_NCCL_LOG_WARN, "cannot reserve memory for event pools; plugin inert");

@@ -100,7 +100,7 @@ static void play_init(tr_player *pl, const tr_call *c) {
 }
 
 /* The descriptor in v5/v6's layout (v4 and v7 are built from it). */
-static void descr_v5(const tr_player *pl, const tr_event *e, void *parent, nt_descr_v5 *d) {
+void tr_descr_v5(const tr_player *pl, const tr_event *e, void *parent, nt_descr_v5 *d) {
   memset(d, 0, sizeof *d);
   d->type = e->type;
   d->parentObj = parent;
@@ -186,7 +186,7 @@ static void start_v3(const tr_player *pl, const tr_event *e, void *ctx, void *pa
   d.parentObj = parent;
   d.rank = e->rank;
   nt_descr_v5 v5;
-  descr_v5(pl, e, parent, &v5);
+  tr_descr_v5(pl, e, parent, &v5);
   switch (e->type) {
   case NT_EV_COLL:
     d.coll.name = e->label;
@@ -218,7 +218,7 @@ static void start_v3(const tr_player *pl, const tr_event *e, void *ctx, void *pa
 
 static void start_v4(const tr_player *pl, const tr_event *e, void *ctx, void *parent, void **h) {
   nt_descr_v5 v5;
-  descr_v5(pl, e, parent, &v5);
+  tr_descr_v5(pl, e, parent, &v5);
   nt_descr_v4 d;
   memset(&d, 0, sizeof d);
   d.type = (uint8_t)e->type;
@@ -232,7 +232,7 @@ static void start_v4(const tr_player *pl, const tr_event *e, void *ctx, void *pa
 
 static void start_v7(const tr_player *pl, const tr_event *e, void *ctx, void *parent, void **h) {
   nt_descr_v5 v5;
-  descr_v5(pl, e, parent, &v5);
+  tr_descr_v5(pl, e, parent, &v5);
   nt_descr_v7 d;
   memset(&d, 0, sizeof d);
   memcpy(&d, &v5, sizeof v5); /* v6's members at v6's offsets */
@@ -274,7 +274,7 @@ static void play_start(tr_player *pl, const tr_call *c) {
     start_v7(pl, e, ctx, parent, &h);
   else {
     nt_descr_v5 v5;
-    descr_v5(pl, e, parent, &v5);
+    tr_descr_v5(pl, e, parent, &v5);
     d->v5->startEvent(ctx, &h, &v5);
   }
   pl->handles[c->ref] = h;

@@ -141,6 +141,9 @@ typedef struct {
 /* NCCL's gating: whether NCCL would start an event of `type` for a plugin
  * whose mask is `mask` (asking for a child event produces its ancestors). */
 bool tr_mask_wants(int abi, int mask, uint32_t type);
+/* The v5/v6 descriptor of event e started under `parent` (its parentGroup
+ * and a ProxyOp's pid mapped through pl), as play does; for bench/ too. */
+void tr_descr_v5(const tr_player *pl, const tr_event *e, void *parent, nt_descr_v5 *d);
 /* Plays call k of the process. */
 void tr_call_play(tr_player *pl, uint32_t k);
 /* Finalizes the contexts still on (a play stopped early). */
