@@ -103,17 +103,29 @@ int nt_topo_p2p_level(const nt_topo *t, const nt_topo_env *e) {
 
 /* An integer the way NCCL_PARAM reads it. 1 with a note when the text is
  * not a clean number; -1 when NCCL would keep its default (overflow). */
-static int read_int(const char *name, const char *v, int *out, char *err, size_t errlen) {
+int nt_nccl_param(const char *name, const char *v, long long *out, char *err, size_t errlen) {
   if (!*v) return snprintf(err, errlen, "%s is empty: NCCL keeps its default", name), -1;
   char *end;
   errno = 0;
   long long x = strtoll(v, &end, 0);
-  if (errno || x < INT32_MIN || x > INT32_MAX)
+  if (errno)
     return snprintf(err, errlen, "%s=%.32s is out of range: NCCL keeps its default", name, v), -1;
-  *out = (int)x;
+  *out = x;
   if (end == v || *end)
     return snprintf(err, errlen, "%s=%.32s: NCCL reads it as %lld", name, v, x), 1;
   return 0;
+}
+
+/* An NCCL_PARAM kept in an int here: a value beyond it is refused as NCCL
+ * would refuse one beyond int64. */
+static int read_int(const char *name, const char *v, int *out, char *err, size_t errlen) {
+  long long x;
+  int rc = nt_nccl_param(name, v, &x, err, errlen);
+  if (rc < 0) return rc;
+  if (x < INT32_MIN || x > INT32_MAX)
+    return snprintf(err, errlen, "%s=%.32s is out of range: NCCL keeps its default", name, v), -1;
+  *out = (int)x;
+  return rc;
 }
 
 static int set_level(nt_topo_env *e, const char *name, const char *v, char *err, size_t errlen) {

@@ -195,6 +195,10 @@ int topo_local_net(struct nt_topo *t, int gpu, int channel);
 int topo_nic_local_gpu(struct nt_topo *t, int net);
 int topo_p2p_level(const struct nt_topo *t);
 int topo_p2p_level_env(const struct nt_topo *t, const nt_topo_env *e);
+/* env.c: a variable NCCL reads with NCCL_PARAM (int64): 0 read; 1 read,
+ * though NCCL stops at junk ("12x" is 12, "x" is 0; said in err); -1
+ * unset (empty) or out of range, NCCL keeps its default (said in err). */
+int nt_nccl_param(const char *name, const char *v, long long *out, char *err, size_t errlen);
 int topo_gdr_level(const struct nt_topo *t);
 bool topo_check_p2p(struct nt_topo *t, int g1, int g2, bool *read, int *via);
 int topo_check_gdr(struct nt_topo *t, int gpu, int net, int read); /* 0 off, 1 on, 2 PCI */

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "internal.h"
 #include "topo.h"
 #include "tuning.h"
 #include "tuning_internal.h"
@@ -93,16 +94,7 @@ int nt_tune_env_set(nt_tune_env *e, const char *a, char *err, size_t errlen) {
   for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++) {
     if (strcmp(name, ints[i].name)) continue;
     /* NCCL_PARAM: unset when empty, default on overflow, junk reads as 0 */
-    if (!*v) return snprintf(err, errlen, "%s is empty: NCCL keeps its default", name), -1;
-    char *end;
-    errno = 0;
-    long long x = strtoll(v, &end, 0);
-    if (errno)
-      return snprintf(err, errlen, "%s=%.32s is out of range: NCCL keeps its default", name, v), -1;
-    *(long long *)((char *)e + ints[i].off) = x;
-    if (end == v || *end)
-      return snprintf(err, errlen, "%s=%.32s: NCCL reads it as %lld", name, v, x), 1;
-    return 0;
+    return nt_nccl_param(name, v, (long long *)((char *)e + ints[i].off), err, errlen);
   }
   return snprintf(err, errlen, "%.64s is not a variable nccltop's tuning model reads", name), -1;
 }
