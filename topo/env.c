@@ -10,22 +10,14 @@
 
 #include "internal.h"
 
-const char *const nt_topo_env_names[] = {"NCCL_P2P_DISABLE",
-                                         "NCCL_P2P_LEVEL",
-                                         "NCCL_NET_GDR_LEVEL",
-                                         "NCCL_NET_GDR_READ",
-                                         "NCCL_NET_GDR_C2C",
-                                         "NCCL_PXN_DISABLE",
-                                         "NCCL_PXN_C2C",
-                                         "NCCL_NVB_DISABLE",
-                                         "NCCL_NETDEVS_POLICY",
-                                         "NCCL_P2P_READ_ENABLE",
-                                         "NCCL_P2P_USE_CUDA_MEMCPY",
-                                         "NCCL_NET_DISABLE_INTRA",
-                                         "NCCL_NET_GDR_MLOPART",
-                                         "NCCL_TOPO_SPLIT_MLOPART",
-                                         "NCCL_IGNORE_DISABLED_P2P",
-                                         NULL};
+const char *const nt_topo_env_names[] = {
+    "NCCL_P2P_DISABLE",     "NCCL_P2P_LEVEL",           "NCCL_NET_GDR_LEVEL",
+    "NCCL_NET_GDR_READ",    "NCCL_NET_GDR_C2C",         "NCCL_PXN_DISABLE",
+    "NCCL_PXN_C2C",         "NCCL_NVB_DISABLE",         "NCCL_NETDEVS_POLICY",
+    "NCCL_P2P_READ_ENABLE", "NCCL_P2P_USE_CUDA_MEMCPY", "NCCL_NET_DISABLE_INTRA",
+    "NCCL_NET_GDR_MLOPART", "NCCL_TOPO_SPLIT_MLOPART",  "NCCL_IGNORE_DISABLED_P2P",
+    "NCCL_MIN_NCHANNELS",   "NCCL_MAX_NCHANNELS",       "NCCL_MIN_NRINGS",
+    "NCCL_MAX_NRINGS",      "NCCL_CROSS_NIC",           NULL};
 
 const char *nt_path_name(int type) {
   static const char *names[NT_PATH_COUNT] = {"LOC", "NVL", "NVB", "C2C", "PIX", "PXB",
@@ -89,7 +81,12 @@ void nt_topo_env_defaults(nt_topo_env *e) {
                      .net_disable_intra = 0,
                      .gdr_mlopart = 0,
                      .split_mlopart = 1,
-                     .ignore_disabled_p2p = 0};
+                     .ignore_disabled_p2p = 0,
+                     .min_nchannels = -2,
+                     .max_nchannels = -2,
+                     .min_nrings = -2,
+                     .max_nrings = -2,
+                     .cross_nic = 2};
 }
 
 int nt_topo_gdr_level(const nt_topo_env *e) {
@@ -188,7 +185,12 @@ int nt_topo_env_set(nt_topo_env *e, const char *a, char *err, size_t errlen) {
               {"NCCL_NET_DISABLE_INTRA", offsetof(nt_topo_env, net_disable_intra)},
               {"NCCL_NET_GDR_MLOPART", offsetof(nt_topo_env, gdr_mlopart)},
               {"NCCL_TOPO_SPLIT_MLOPART", offsetof(nt_topo_env, split_mlopart)},
-              {"NCCL_IGNORE_DISABLED_P2P", offsetof(nt_topo_env, ignore_disabled_p2p)}};
+              {"NCCL_IGNORE_DISABLED_P2P", offsetof(nt_topo_env, ignore_disabled_p2p)},
+              {"NCCL_MIN_NCHANNELS", offsetof(nt_topo_env, min_nchannels)},
+              {"NCCL_MAX_NCHANNELS", offsetof(nt_topo_env, max_nchannels)},
+              {"NCCL_MIN_NRINGS", offsetof(nt_topo_env, min_nrings)},
+              {"NCCL_MAX_NRINGS", offsetof(nt_topo_env, max_nrings)},
+              {"NCCL_CROSS_NIC", offsetof(nt_topo_env, cross_nic)}};
   for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++)
     if (!strcmp(name, ints[i].name)) {
       int x, rc = read_int(name, v, &x, err, errlen);

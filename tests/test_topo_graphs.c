@@ -1,0 +1,515 @@
+/* topo/'s channel search and connection (nccltop topo --graphs) on the real
+ * NCCL dumps in ../shared/topologies (or $NCCLTOP_SHARED_TOPOLOGIES; the
+ * tests that need them are skipped when absent) and on our examples.
+ * Expected graphs are derived by hand from NCCL 2.28.9's src/graph/
+ * search.cc (ncclTopoSearchInit, ncclTopoCompute and its recursion,
+ * ncclTopoDupChannels), connect.cc and trees.cc; the comment above each
+ * check gives the derivation. Invariants (every GPU once per channel, no
+ * hop the paths forbid or the graph's type excludes, rings through every
+ * rank, trees that are trees) run on every file, one and two nodes, both
+ * versions. */
+#include <cjson/cJSON.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "testlib.h"
+#include "../topo/topo.h"
+
+static const char *shared_dir(void) {
+  const char *d = getenv("NCCLTOP_SHARED_TOPOLOGIES");
+  if (d && *d && access(d, R_OK) == 0) return d;
+  return access("../shared/topologies", R_OK) == 0 ? "../shared/topologies" : NULL;
+}
+
+static nt_topo *load(const char *dir, const char *file) {
+  char path[512], err[512];
+  snprintf(path, sizeof path, "%s/%s", dir, file);
+  nt_topo *t = nt_topo_load_file(path, err, sizeof err);
+  if (!t) fprintf(stderr, "    %s\n", err);
+  return t;
+}
+
+/* Computes t under version and up to two variables, then the graphs. */
+static nt_topo_graphs *graphs(nt_topo *t, int version, int nodes, const char *a, const char *b) {
+  nt_topo_env e;
+  char err[512];
+  nt_topo_env_defaults(&e);
+  e.version = version;
+  if ((a && nt_topo_env_set(&e, a, err, sizeof err) != 0) ||
+      (b && nt_topo_env_set(&e, b, err, sizeof err) != 0) ||
+      nt_topo_compute(t, &e, err, sizeof err) != 0) {
+    fprintf(stderr, "    %s\n", err);
+    return NULL;
+  }
+  nt_topo_graphs *g = nt_topo_graphs_compute(t, nodes, err, sizeof err);
+  if (!g) fprintf(stderr, "    %s\n", err);
+  return g;
+}
+
+static int dev_of(const nt_topo *t, int endpoint) {
+  nt_topo_endpoint e;
+  if (endpoint < 0) return -1;
+  nt_topo_endpoint_at(t, endpoint, &e);
+  return e.dev;
+}
+
+/* Channel c of graph `which` is the GPUs with these dev numbers. */
+static bool channel_is(const nt_topo *t, const nt_topo_graphs *g, int which, int c, const int *devs,
+                       int n) {
+  for (int k = 0; k < n; k++)
+    if (dev_of(t, nt_topo_graphs_channel_gpu(g, which, c, k)) != devs[k]) return false;
+  return nt_topo_graphs_channel_gpu(g, which, c, n) == -1;
+}
+
+static int path_type(const nt_topo *t, int i, int j) {
+  nt_topo_pair p;
+  return nt_topo_pair_at(t, i, j, &p) ? p.type : NT_PATH_DIS;
+}
+
+/* The invariants every result keeps (returns the failures). */
+static int check_invariants(const nt_topo *t, const nt_topo_graphs *g, const char *what) {
+  int bad = 0, ngpus = nt_topo_ngpus(t), nodes = nt_topo_graphs_nodes(g);
+  int nranks = nt_topo_graphs_nranks(g), nch = nt_topo_graphs_nchannels(g);
+#define INV(cond)                                                                                  \
+  do {                                                                                             \
+    if (!(cond)) {                                                                                 \
+      if (bad++ < 5) fprintf(stderr, "    %s: %s (line %d)\n", what, #cond, __LINE__);             \
+    }                                                                                              \
+  } while (0)
+  INV(nranks == nodes * ngpus);
+  INV(nch >= 1 && nch <= 64);
+  for (int which = 0; which < 2; which++) {
+    nt_topo_graph_info gi;
+    INV(nt_topo_graphs_graph(g, which, &gi));
+    INV(gi.nchannels >= 1 && gi.ngpus == ngpus);
+    INV(gi.bw_intra > 0 && gi.type_intra < NT_PATH_DIS);
+    for (int c = 0; c < gi.nchannels; c++) {
+      int seen[64] = {0}, order[64];
+      for (int k = 0; k < ngpus; k++) {
+        order[k] = nt_topo_graphs_channel_gpu(g, which, c, k);
+        INV(order[k] >= 0 && order[k] < ngpus);
+        if (order[k] >= 0 && order[k] < ngpus) seen[order[k]]++;
+      }
+      for (int k = 0; k < ngpus; k++) INV(seen[k] == 1); /* every GPU exactly once */
+      if (gi.bw_intra < 0.2) continue;                   /* NCCL's fallback: any order, 0.1 GB/s */
+      /* every hop a path the graph's type allows, never one NCCL forbids;
+       * a ring inside one node closes on its first GPU */
+      int hops = which == 0 && nodes == 1 ? ngpus : ngpus - 1;
+      for (int k = 0; k < hops && ngpus > 1; k++) {
+        int ty = path_type(t, order[k], order[(k + 1) % ngpus]);
+        INV(ty < NT_PATH_DIS && ty <= gi.type_intra);
+      }
+      int in = nt_topo_graphs_channel_net(g, which, c, 0),
+          out = nt_topo_graphs_channel_net(g, which, c, 1);
+      if (nodes == 1) {
+        INV(in == -1 && out == -1);
+      } else {
+        INV(in >= ngpus && out >= ngpus);
+        INV(path_type(t, in, order[0]) <= gi.type_inter);
+        /* the ring leaves from its last GPU, trees from their first */
+        int last = which == 0 ? order[ngpus - 1] : order[0];
+        if (gi.pattern != NT_PATTERN_BALANCED_TREE) INV(path_type(t, last, out) <= gi.type_inter);
+      }
+    }
+  }
+  for (int c = 0; c < nch; c++) {
+    const int *ring = nt_topo_graphs_ring(g, c);
+    INV(ring != NULL);
+    if (!ring) continue;
+    int *seen = calloc((size_t)nranks, sizeof *seen);
+    int roots = 0;
+    for (int i = 0; i < nranks; i++) {
+      INV(ring[i] >= 0 && ring[i] < nranks);
+      if (ring[i] >= 0 && ring[i] < nranks) seen[ring[i]]++;
+    }
+    for (int r = 0; r < nranks; r++) INV(seen[r] == 1); /* every rank once per ring */
+    for (int r = 0; r < nranks; r++) {
+      int up, down[3];
+      INV(nt_topo_graphs_tree(g, c, r, &up, down));
+      if (up == -1) roots++;
+      if (up >= 0) { /* the parent lists r among its children */
+        int pu, pd[3];
+        INV(nt_topo_graphs_tree(g, c, up, &pu, pd));
+        INV(pd[0] == r || pd[1] == r || pd[2] == r);
+      }
+      for (int k = 0; k < 3; k++)
+        if (down[k] >= 0) {
+          int cu, cd[3];
+          INV(nt_topo_graphs_tree(g, c, down[k], &cu, cd) && cu == r);
+        }
+      int x = r, steps = 0; /* up leads to the root: no cycle */
+      while (x >= 0 && steps <= nranks) {
+        int xd[3];
+        nt_topo_graphs_tree(g, c, x, &x, xd);
+        steps++;
+      }
+      INV(steps <= nranks);
+    }
+    INV(roots == 1);
+    free(seen);
+  }
+#undef INV
+  return bad;
+}
+
+/* simai 8x A100 (sm 80) on NVSwitch, one node, 2.28.9.
+ * Ring: each GPU has 12 NVLinks x 20 GB/s = 240 GB/s to the NVSwitch
+ * (ncclTopoSearchInit: maxBw = totalBw = 240). speedArrayIntra starts at
+ * 40: 240/40 = 6 channels use every GPU's NVSwitch links up exactly, so
+ * nChannels x bw = 240 >= totalBw ends pass 1 at once. The first order
+ * tried is the PCI order 0..7 (no NET; NVSwitch present only shapes the
+ * next-GPU sort) and every later channel replays it (sameChannels 1).
+ * ncclTopoDupChannels: bw 40 >= 25 and sm 80 is not > 80, so 12 channels
+ * at 20. Pass 2 asks 12 channels at 30 (360 > 240): none. Tree: 12 channels
+ * (= ring), totalBw x 8/7 = 274.3 so 40x12 and 30x12 are skipped, 20x12 =
+ * 240 fits a chain 0..7 exactly: perfect at once, kept BALANCED (no
+ * simpler-tree retry before sm 90), no dup (20 < 25); pass 2's 30 fails.
+ * Connected: min(12,12) x 2 = 24 channels; inside one node the ring is the
+ * channel order and the tree a chain 0->1->..->7 (up = previous GPU). */
+static void a100_nvswitch_one_node(void) {
+  const char *dir = shared_dir();
+  nt_topo *t = load(dir, "simai-8xa100-bcm-5nic.xml");
+  CHECK(t != NULL);
+  if (!t) return;
+  nt_topo_graphs *g = graphs(t, NT_NCCL_228, 1, NULL, NULL);
+  CHECK(g != NULL);
+  if (!g) return nt_topo_free(t);
+  nt_topo_graph_info r, tr;
+  CHECK(nt_topo_graphs_graph(g, 0, &r) && nt_topo_graphs_graph(g, 1, &tr));
+  CHECK(r.pattern == NT_PATTERN_RING && r.nchannels == 12);
+  CHECK(r.bw_intra == 20.0 && r.bw_inter == 20.0);
+  CHECK(r.type_intra == NT_PATH_NVL && r.type_inter == NT_PATH_PIX && r.same_channels == 1);
+  static const int order[] = {0, 1, 2, 3, 4, 5, 6, 7};
+  for (int c = 0; c < 12; c++) CHECK(channel_is(t, g, 0, c, order, 8));
+  CHECK(tr.pattern == NT_PATTERN_BALANCED_TREE && tr.nchannels == 12 && tr.bw_intra == 20.0);
+  CHECK(nt_topo_graphs_nchannels(g) == 24 && nt_topo_graphs_nranks(g) == 8);
+  const int *ring = nt_topo_graphs_ring(g, 23);
+  CHECK(ring && ring[0] == 0 && ring[1] == 1 && ring[7] == 7);
+  int up, down[3];
+  CHECK(nt_topo_graphs_tree(g, 0, 0, &up, down) && up == -1 && down[0] == 1 && down[1] == -1);
+  CHECK(nt_topo_graphs_tree(g, 5, 7, &up, down) && up == 6 && down[0] == -1);
+  CHECK(check_invariants(t, g, "simai-8 1 node") == 0);
+  nt_topo_graphs_free(g);
+  nt_topo_free(t);
+}
+
+/* IBM gx3d 8x H100 (sm 90), NVSwitch with 18 NVLinks x 20.6 = 370.8 GB/s
+ * per GPU, one node, 2.28.9. sm90SpeedArrayIntra starts at 60: 6 channels
+ * (7 x 60 = 420 > 370.8), 360 < totalBw so pass 1 goes on; lower speeds
+ * never beat 360 (50x7, 40x9, 30x12, ... 11x32 = 352). Dup: 60 >= 50, so 12
+ * channels at 30; pass 2's 12 x 40 = 480 cannot fit. Tree (12 channels):
+ * totalBw x 8/7 = 423.8 skips 60 and 50 and 40 (480); 30 x 12 = 360 fits
+ * the chain: perfect, still BALANCED (perfect skips the simpler-tree try);
+ * sm 90 with 30 < 50 and 12 > 4 channels: no dup; pass 2's intra 40 fails. */
+static void h100_nvswitch_one_node(void) {
+  nt_topo *t = load(shared_dir(), "ibm-gx3d-h100-8gpu-8nic.xml");
+  CHECK(t != NULL);
+  if (!t) return;
+  for (int v = 0; v < 2; v++) { /* the same search in 2.30.7 */
+    nt_topo_graphs *g = graphs(t, v ? NT_NCCL_230 : NT_NCCL_228, 1, NULL, NULL);
+    CHECK(g != NULL);
+    if (!g) continue;
+    nt_topo_graph_info r, tr;
+    CHECK(nt_topo_graphs_graph(g, 0, &r) && nt_topo_graphs_graph(g, 1, &tr));
+    CHECK(r.nchannels == 12 && r.bw_intra == 30.0 && r.type_intra == NT_PATH_NVL);
+    CHECK(tr.nchannels == 12 && tr.bw_intra == 30.0 && tr.pattern == NT_PATTERN_BALANCED_TREE);
+    CHECK(nt_topo_graphs_nchannels(g) == 24);
+    CHECK(check_invariants(t, g, "ibm 1 node") == 0);
+    nt_topo_graphs_free(g);
+  }
+  nt_topo_free(t);
+}
+
+/* The same A100 box as two nodes (2.28.9): channels start and end on a
+ * NIC. NICs are 200 Gb/s = 25 GB/s; the best GPU->NIC path is PXB at 24
+ * (Gen4 x16), so maxBw = 24 and sm80's speedArrayInter {48, 30, 28, 24..}
+ * starts at 24. typeInter starts at PIX (no PIX NIC: nothing), then PXB:
+ * NET1..4 are PXB to their GPUs, NET0 (on the root port) is PHB and GDR-
+ * less. A NIC carries one 24 GB/s channel (25 - 24 < 24; RecNet truncates
+ * the channel's bw to an integer): 4 channels, in and out on the same NIC
+ * (crossNic 0: same guid and port). Lower speeds never beat 4 x 24 = 96
+ * (12 x 8 = 96 ties with more hops). 24 < 25: no dup. Rings come back to
+ * the NIC from the last GPU: the next-GPU sort, all GPUs alike, runs in
+ * reverse, so channel c is GPU 2c, 2c-1, ... down: 0 7 6 5 4 3 2 1 for NET1.
+ * Connected: 4 x 2 = 8 channels; node 0's last GPU sends to node 1's first. */
+static void a100_two_nodes(void) {
+  nt_topo *t = load(shared_dir(), "simai-8xa100-bcm-5nic.xml");
+  CHECK(t != NULL);
+  if (!t) return;
+  nt_topo_graphs *g = graphs(t, NT_NCCL_228, 2, NULL, NULL);
+  CHECK(g != NULL);
+  if (!g) return nt_topo_free(t);
+  nt_topo_graph_info r, tr;
+  CHECK(nt_topo_graphs_graph(g, 0, &r) && nt_topo_graphs_graph(g, 1, &tr));
+  CHECK(r.nchannels == 4 && r.bw_inter == 24.0 && r.bw_intra == 24.0);
+  CHECK(r.type_intra == NT_PATH_NVL && r.type_inter == NT_PATH_PXB && r.cross_nic == 0);
+  bool used[8] = {false};
+  for (int c = 0; c < 4; c++) {
+    int in = dev_of(t, nt_topo_graphs_channel_net(g, 0, c, 0));
+    int out = dev_of(t, nt_topo_graphs_channel_net(g, 0, c, 1));
+    CHECK(in == out && in >= 1 && in <= 4 && !used[in]);
+    if (in >= 0 && in < 8) used[in] = true;
+  }
+  static const int ch0[] = {0, 7, 6, 5, 4, 3, 2, 1};
+  CHECK(channel_is(t, g, 0, 0, ch0, 8));
+  CHECK(nt_topo_graphs_nranks(g) == 16 && nt_topo_graphs_nchannels(g) == 8);
+  const int *ring = nt_topo_graphs_ring(g, 0);
+  static const int want[] = {0, 7, 6, 5, 4, 3, 2, 1, 8, 15, 14, 13, 12, 11, 10, 9};
+  CHECK(ring && memcmp(ring, want, sizeof want) == 0);
+  /* Trees: node 0's first GPU (rank 0) is the root of tree 0 and has node
+   * 1's first GPU (rank 8) as its second child (btree over 2 nodes: node 1
+   * is child 1 of node 0); in the mirrored tree (channel 4 = 0 + 4) rank 8
+   * is the root and rank 0 its child. */
+  int up, down[3];
+  CHECK(nt_topo_graphs_tree(g, 0, 0, &up, down) && up == -1 && down[0] == 1 && down[1] == 8);
+  CHECK(nt_topo_graphs_tree(g, 0, 8, &up, down) && up == 0 && down[0] == 9);
+  CHECK(nt_topo_graphs_tree(g, 4, 0, &up, down) && up == 8);
+  CHECK(nt_topo_graphs_tree(g, 4, 8, &up, down) && up == -1 && down[1] == 0);
+  CHECK(check_invariants(t, g, "simai-8 2 nodes") == 0);
+  nt_topo_graphs_free(g);
+  nt_topo_free(t);
+}
+
+/* GB10: one GPU (sm 121). inter = 0 with one GPU: maxBw = totalBw =
+ * LOC_BW; sm100SpeedArrayIntra starts at 90; a ring of one GPU uses no link,
+ * so 32 (MAXCHANNELS/2) channels at 90 end the search at once; dup stays at
+ * 32 (the maximum). The tree search becomes TREE (one GPU). Connected: 64. */
+static void gb10_one_gpu(void) {
+  nt_topo *t = load(shared_dir(), "nvidia-dgx-spark-gb10-c2c.xml");
+  CHECK(t != NULL);
+  if (!t) return;
+  nt_topo_graphs *g = graphs(t, NT_NCCL_228, 1, NULL, NULL);
+  CHECK(g != NULL);
+  if (!g) return nt_topo_free(t);
+  nt_topo_graph_info r, tr;
+  CHECK(nt_topo_graphs_graph(g, 0, &r) && nt_topo_graphs_graph(g, 1, &tr));
+  CHECK(r.nchannels == 32 && r.bw_intra == 90.0 && r.type_intra == NT_PATH_LOC);
+  CHECK(tr.pattern == NT_PATTERN_TREE && tr.nchannels == 32);
+  CHECK(nt_topo_graphs_nchannels(g) == 64);
+  CHECK(check_invariants(t, g, "gb10") == 0);
+  nt_topo_graphs_free(g);
+  nt_topo_free(t);
+}
+
+/* Variables: NCCL_MAX_NCHANNELS caps the connected channels (the first
+ * ones kept); NCCL_MIN_NCHANNELS repeats them (channel 24 + k = channel k);
+ * the new name beats NCCL_MIN_NRINGS; NCCL_CROSS_NIC=1 lets a ring leave
+ * by another NIC, so H100's channels need no PXN hop (type PIX, not PXN,
+ * and out != in); NCCL_P2P_DISABLE=1 sends every GPU pair through the CPUs
+ * (Ice Lake's 10 GB/s inter-socket link: one SYS channel). */
+static void variables_move_the_graphs(void) {
+  nt_topo *t = load(shared_dir(), "simai-8xa100-bcm-5nic.xml");
+  CHECK(t != NULL);
+  if (!t) return;
+  nt_topo_graphs *g = graphs(t, NT_NCCL_228, 1, "NCCL_MAX_NCHANNELS=4", NULL);
+  CHECK(g && nt_topo_graphs_nchannels(g) == 4);
+  nt_topo_graphs_free(g);
+  g = graphs(t, NT_NCCL_228, 1, "NCCL_MIN_NCHANNELS=40", "NCCL_MIN_NRINGS=30");
+  CHECK(g && nt_topo_graphs_nchannels(g) == 40);
+  if (g) CHECK(memcmp(nt_topo_graphs_ring(g, 30), nt_topo_graphs_ring(g, 6), 8 * sizeof(int)) == 0);
+  nt_topo_graphs_free(g);
+  g = graphs(t, NT_NCCL_228, 1, "NCCL_P2P_DISABLE=1", NULL);
+  nt_topo_graph_info r;
+  CHECK(g && nt_topo_graphs_graph(g, 0, &r) && r.type_intra == NT_PATH_SYS && r.nchannels == 1);
+  if (g) CHECK(check_invariants(t, g, "simai-8 P2P off") == 0);
+  nt_topo_graphs_free(g);
+  nt_topo_free(t);
+
+  t = load(shared_dir(), "ibm-gx3d-h100-8gpu-8nic.xml");
+  CHECK(t != NULL);
+  if (!t) return;
+  g = graphs(t, NT_NCCL_228, 2, NULL, NULL);
+  CHECK(g && nt_topo_graphs_graph(g, 0, &r) && r.type_inter == NT_PATH_PXN && r.cross_nic == 0);
+  nt_topo_graphs_free(g);
+  g = graphs(t, NT_NCCL_228, 2, "NCCL_CROSS_NIC=1", NULL);
+  CHECK(g && nt_topo_graphs_graph(g, 0, &r) && r.type_inter == NT_PATH_PIX && r.cross_nic == 1);
+  if (g) {
+    CHECK(nt_topo_graphs_channel_net(g, 0, 0, 0) != nt_topo_graphs_channel_net(g, 0, 0, 1));
+    CHECK(check_invariants(t, g, "ibm cross NIC") == 0);
+  }
+  nt_topo_graphs_free(g);
+  nt_topo_free(t);
+}
+
+static int check_dir(const char *dir, bool shared) {
+  int bad = 0;
+  static const char *real[] = {"ibm-gx3d-h100-8gpu-8nic.xml",
+                               "simai-8xa100-bcm-5nic.xml",
+                               "simai-1xa100-2nic.xml",
+                               "azure-ncv4-4xa100-pcie.xml",
+                               "azure-ncv4-4xa100-nvlink-pairs-2023.xml",
+                               "nvidia-dgx-spark-gb10-c2c.xml"};
+  static const char *ours[] = {"grace-c2c.xml", "nics-behind-switches.xml",
+                               "nvswitch-8gpu-8nic.xml", "pcie-2socket-4gpu.xml"};
+  const char **files = shared ? real : ours;
+  int n = shared ? 6 : 4;
+  for (int i = 0; i < n; i++) {
+    nt_topo *t = load(dir, files[i]);
+    if (!t) {
+      bad++;
+      continue;
+    }
+    for (int v = 0; v < 2; v++)
+      for (int nodes = 1; nodes <= 3; nodes++) {
+        nt_topo_graphs *g = graphs(t, v ? NT_NCCL_230 : NT_NCCL_228, nodes, NULL, NULL);
+        char what[160];
+        snprintf(what, sizeof what, "%s v%d %d nodes", files[i], v, nodes);
+        if (!g) {
+          bad++;
+          continue;
+        }
+        bad += check_invariants(t, g, what);
+        nt_topo_graphs_free(g);
+      }
+    nt_topo_free(t);
+  }
+  return bad;
+}
+
+static void every_real_file_keeps_the_invariants(void) {
+  CHECK(check_dir(shared_dir(), true) == 0);
+}
+
+static void every_example_keeps_the_invariants(void) {
+  CHECK(check_dir("examples/topologies", false) == 0);
+}
+
+/* Runs nt_topo_main with stdout and stderr in files; returns the status. */
+static int run_cli(const char *out, const char *errf, int argc, const char **argv) {
+  fflush(stdout);
+  fflush(stderr);
+  int saved = dup(1), saved_err = dup(2);
+  int fd = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  int fe = open(errf, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  if (saved < 0 || saved_err < 0 || fd < 0 || fe < 0) return -100;
+  dup2(fd, 1);
+  dup2(fe, 2);
+  close(fd);
+  close(fe);
+  int rc = nt_topo_main(argc, (char **)argv);
+  fflush(stdout);
+  fflush(stderr);
+  dup2(saved, 1);
+  dup2(saved_err, 2);
+  close(saved);
+  close(saved_err);
+  return rc;
+}
+
+static char *slurp(const char *path) {
+  FILE *f = fopen(path, "r");
+  if (!f) return NULL;
+  char *buf = calloc(1, 1 << 22);
+  size_t n = buf ? fread(buf, 1, (1 << 22) - 1, f) : 0;
+  (void)n;
+  fclose(f);
+  return buf;
+}
+
+static int lines_in(const char *path) {
+  char *s = slurp(path);
+  int n = 0;
+  for (char *p = s; p && *p; p++) n += *p == '\n';
+  free(s);
+  return n;
+}
+
+/* The JSON document has the documented keys; bad arguments are exit 2 with
+ * one error line; a file without GPUs is exit 1. */
+static void cli_graphs(void) {
+  char out[] = "/tmp/nccltop-graphs-out-XXXXXX", errf[] = "/tmp/nccltop-graphs-err-XXXXXX";
+  int fd = mkstemp(out), fe = mkstemp(errf);
+  CHECK(fd >= 0 && fe >= 0);
+  close(fd);
+  close(fe);
+  const char *ex = "examples/topologies/nvswitch-8gpu-8nic.xml";
+  CHECK(run_cli(out, errf, 6, (const char *[]){"topo", ex, "--graphs", "--nodes", "2", "--json"}) ==
+        0);
+  char *s = slurp(out);
+  cJSON *j = s ? cJSON_Parse(s) : NULL;
+  CHECK(j != NULL);
+  if (j) {
+    CHECK(cJSON_GetObjectItem(j, "nodes")->valueint == 2);
+    CHECK(cJSON_GetObjectItem(j, "ranks")->valueint == 16);
+    cJSON *gs = cJSON_GetObjectItem(j, "graphs");
+    CHECK(cJSON_GetArraySize(gs) == 2);
+    cJSON *g0 = cJSON_GetArrayItem(gs, 0), *g1 = cJSON_GetArrayItem(gs, 1);
+    CHECK(!strcmp(cJSON_GetObjectItem(g0, "pattern")->valuestring, "ring"));
+    CHECK(!strcmp(cJSON_GetObjectItem(g1, "pattern")->valuestring, "tree"));
+    CHECK(cJSON_IsString(cJSON_GetObjectItem(g0, "type_intra")));
+    CHECK(cJSON_IsNumber(cJSON_GetObjectItem(g0, "bw_inter")));
+    CHECK(cJSON_IsNumber(cJSON_GetObjectItem(g0, "same_channels")));
+    cJSON *ch = cJSON_GetObjectItem(g0, "channel");
+    int nch = cJSON_GetObjectItem(g0, "channels")->valueint;
+    CHECK(cJSON_GetArraySize(ch) == nch);
+    cJSON *c0 = cJSON_GetArrayItem(ch, 0);
+    CHECK(cJSON_GetArraySize(cJSON_GetObjectItem(c0, "gpus")) == 8);
+    CHECK(cJSON_GetObjectItem(c0, "net_in")->valueint >= 0);
+    int conn = cJSON_GetObjectItem(j, "channels")->valueint;
+    cJSON *rings = cJSON_GetObjectItem(j, "rings"), *trees = cJSON_GetObjectItem(j, "trees");
+    CHECK(cJSON_GetArraySize(rings) == conn);
+    CHECK(cJSON_GetArraySize(cJSON_GetObjectItem(cJSON_GetArrayItem(rings, 0), "ranks")) == 16);
+    CHECK(cJSON_GetArraySize(trees) == conn * 16);
+    cJSON *t0 = cJSON_GetArrayItem(trees, 0);
+    CHECK(cJSON_GetObjectItem(t0, "rank") && cJSON_GetObjectItem(t0, "up") &&
+          cJSON_GetArraySize(cJSON_GetObjectItem(t0, "down")) == 3);
+    cJSON_Delete(j);
+  }
+  free(s);
+  CHECK(run_cli(out, errf, 3, (const char *[]){"topo", ex, "--graphs"}) == 0);
+  s = slurp(out);
+  CHECK(s && strstr(s, "ring search") && strstr(s, "rings (from rank 0)"));
+  free(s);
+  static const char *bad[][5] = {{"topo", "X", "--graphs", "--nodes", "0"},
+                                 {"topo", "X", "--graphs", "--nodes", "x2"},
+                                 {"topo", "X", "--graphs", "--nodes", "129"},
+                                 {"topo", "X", "--nodes", "2", NULL},
+                                 {"topo", "X", "--graphs", "--compact", NULL},
+                                 {"topo", "X", "--graphs", "--nodes", NULL},
+                                 {"topo", "X", "--graphs", "--env", "NCCL_CROSS_NIC="}};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    const char *argv[5];
+    int argc = 0;
+    for (int k = 0; k < 5 && bad[i][k]; k++)
+      argv[argc++] = !strcmp(bad[i][k], "X") ? ex : bad[i][k];
+    CHECK(run_cli(out, errf, argc, argv) == 2);
+    CHECK(lines_in(errf) == 1);
+  }
+  /* no GPU: one error line, exit 1 */
+  char nogpu[] = "/tmp/nccltop-graphs-nogpu-XXXXXX";
+  fd = mkstemp(nogpu);
+  CHECK(fd >= 0);
+  const char *xml = "<system version=\"1\"><cpu numaid=\"0\" arch=\"x86_64\" "
+                    "vendor=\"GenuineIntel\" familyid=\"6\" modelid=\"106\"></cpu></system>\n";
+  CHECK(write(fd, xml, strlen(xml)) == (ssize_t)strlen(xml));
+  close(fd);
+  CHECK(run_cli(out, errf, 3, (const char *[]){"topo", nogpu, "--graphs"}) == 1);
+  CHECK(lines_in(errf) == 1);
+  unlink(nogpu);
+  unlink(out);
+  unlink(errf);
+}
+
+int main(void) {
+  if (shared_dir()) {
+    TEST_RUN(a100_nvswitch_one_node);
+    TEST_RUN(h100_nvswitch_one_node);
+    TEST_RUN(a100_two_nodes);
+    TEST_RUN(gb10_one_gpu);
+    TEST_RUN(variables_move_the_graphs);
+    TEST_RUN(every_real_file_keeps_the_invariants);
+  } else {
+    const char *why = "../shared/topologies absent (set NCCLTOP_SHARED_TOPOLOGIES)";
+    TEST_SKIP(a100_nvswitch_one_node, why);
+    TEST_SKIP(h100_nvswitch_one_node, why);
+    TEST_SKIP(a100_two_nodes, why);
+    TEST_SKIP(gb10_one_gpu, why);
+    TEST_SKIP(variables_move_the_graphs, why);
+    TEST_SKIP(every_real_file_keeps_the_invariants, why);
+  }
+  TEST_RUN(every_example_keeps_the_invariants);
+  TEST_RUN(cli_graphs);
+  return TEST_DONE();
+}
