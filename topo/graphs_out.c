@@ -29,8 +29,8 @@ static void print_graph(FILE *out, const nt_topo *t, const nt_topo_graphs *g, in
   if (!nt_topo_graphs_graph(g, which, &gi)) return;
   bool inter = nt_topo_graphs_nodes(g) > 1;
   fprintf(out,
-          "%s search (%s): %d channel%s, %.6g GB/s intra, %.6g GB/s inter, type %s/%s, "
-          "same channels %d, cross NIC %d\n",
+          "%s search: %s, %d channel%s, bw %.6g/%.6g GB/s, type %s/%s, sameChannels %d, "
+          "crossNic %d\n",
           which == 0 ? "ring" : "tree", nt_topo_pattern_name(gi.pattern), gi.nchannels,
           gi.nchannels == 1 ? "" : "s", gi.bw_intra, gi.bw_inter, nt_path_name(gi.type_intra),
           nt_path_name(gi.type_inter), gi.same_channels, gi.cross_nic);
