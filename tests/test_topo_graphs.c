@@ -333,6 +333,228 @@ static void variables_move_the_graphs(void) {
   nt_topo_free(t);
 }
 
+/* IBM gx3d (H100, one ConnectX-7 per GPU, each PIX to its GPU) over two
+ * nodes, 2.28.9: NICs are tried in each GPU's preferred order (GPU c's own
+ * NIC for channel c: nets[(nChannels + i) % count]), a channel starts on
+ * the NIC's local GPU c, and behind an NVSwitch the next-GPU sort keeps
+ * only the two neighbours, the previous one first (next is moved to the
+ * front, then prev). So channel c is c, c-1, ..., c+1 (mod 8), and it must
+ * come back to the same NIC (crossNic 0: same guid and port) from GPU c+1,
+ * through GPU c: typeInter PXN. Without the neighbour rule channel 5 would
+ * be 5 3 2 1 0 4 7 6. */
+static void h100_two_nodes_neighbours_and_pxn(void) {
+  nt_topo *t = load(shared_dir(), "ibm-gx3d-h100-8gpu-8nic.xml");
+  CHECK(t != NULL);
+  if (!t) return;
+  nt_topo_graphs *g = graphs(t, NT_NCCL_228, 2, NULL, NULL);
+  CHECK(g != NULL);
+  if (!g) return nt_topo_free(t);
+  nt_topo_graph_info r;
+  CHECK(nt_topo_graphs_graph(g, 0, &r) && r.nchannels == 8 && r.bw_inter == 24.0);
+  CHECK(r.type_inter == NT_PATH_PXN && r.cross_nic == 0);
+  for (int c = 0; c < 8; c++) {
+    int order[8];
+    for (int k = 0; k < 8; k++) order[k] = (c - k + 8) % 8;
+    CHECK(channel_is(t, g, 0, c, order, 8));
+    int in = nt_topo_graphs_channel_net(g, 0, c, 0), out = nt_topo_graphs_channel_net(g, 0, c, 1);
+    CHECK(in == out && path_type(t, in, nt_topo_graphs_channel_gpu(g, 0, c, 0)) == NT_PATH_PIX);
+  }
+  nt_topo_graphs_free(g);
+  nt_topo_free(t);
+}
+
+/* Our example (H100s, one 400G NIC per GPU, 48 GB/s PCIe) over two nodes:
+ * the ring search settles on crossNic 2 (an odd channel leaves by the NIC
+ * the previous channel came in on: channel 1 ends on NET 0, where channel
+ * 0 started). With 8 (even) channels NCCL's Postset swaps the channel pairs
+ * on odd nodes, so ring 0 runs through node 0 in channel 0's order and
+ * through node 1 in channel 1's: 0 7 6 5 4 3 2 1, then 9 10 .. 15 8. */
+static void cross_nic_rings_swap_on_odd_nodes(void) {
+  char err[512];
+  nt_topo *t = nt_topo_load_file("examples/topologies/nvswitch-8gpu-8nic.xml", err, sizeof err);
+  CHECK(t != NULL);
+  if (!t) return;
+  nt_topo_graphs *g = graphs(t, NT_NCCL_228, 2, NULL, NULL);
+  CHECK(g != NULL);
+  if (!g) return nt_topo_free(t);
+  nt_topo_graph_info r;
+  CHECK(nt_topo_graphs_graph(g, 0, &r) && r.cross_nic == 2 && r.nchannels % 2 == 0);
+  static const int ch0[] = {0, 7, 6, 5, 4, 3, 2, 1}, ch1[] = {1, 2, 3, 4, 5, 6, 7, 0};
+  CHECK(channel_is(t, g, 0, 0, ch0, 8) && channel_is(t, g, 0, 1, ch1, 8));
+  CHECK(nt_topo_graphs_channel_net(g, 0, 1, 1) == nt_topo_graphs_channel_net(g, 0, 0, 0));
+  static const int want[] = {0, 7, 6, 5, 4, 3, 2, 1, 9, 10, 11, 12, 13, 14, 15, 8};
+  const int *ring = nt_topo_graphs_ring(g, 0);
+  CHECK(ring && memcmp(ring, want, sizeof want) == 0);
+  CHECK(check_invariants(t, g, "example 2 nodes") == 0);
+  nt_topo_graphs_free(g);
+  nt_topo_free(t);
+}
+
+/* Azure NC A100 v4 (4 PCIe A100s, one per AMD NUMA node, one socket NIC)
+ * over two nodes, 2.28.9: every GPU pair is SYS (12 GB/s), only GPU0 is
+ * PHB to the NIC. Without an NVSwitch, RecNet first tries the PCI order
+ * from the NIC on its own 1024-step budget: NET0 -> 0 1 2 3 -> NET0, one
+ * channel at 12, typeInter SYS (the last GPU reaches the NIC only through
+ * SYS). The normal search after it can only tie (CompareGraphs needs more
+ * bandwidth or fewer hops), so the PCI order stays; without that first try
+ * the next-GPU sort would give 0 1 3 2. */
+static void pcie_two_nodes_pci_order_first(void) {
+  nt_topo *t = load(shared_dir(), "azure-ncv4-4xa100-pcie.xml");
+  CHECK(t != NULL);
+  if (!t) return;
+  nt_topo_graphs *g = graphs(t, NT_NCCL_228, 2, NULL, NULL);
+  nt_topo_graph_info r;
+  CHECK(g && nt_topo_graphs_graph(g, 0, &r));
+  if (g) {
+    static const int order[] = {0, 1, 2, 3};
+    CHECK(r.nchannels == 1 && r.bw_inter == 12.0 && r.type_intra == NT_PATH_SYS);
+    CHECK(r.type_inter == NT_PATH_SYS && channel_is(t, g, 0, 0, order, 4));
+    CHECK(dev_of(t, nt_topo_graphs_channel_net(g, 0, 0, 0)) == 0);
+    CHECK(nt_topo_graphs_nchannels(g) == 2);
+  }
+  nt_topo_graphs_free(g);
+  nt_topo_free(t);
+}
+
+/* The example with every `from` replaced by `to` (up to two pairs). */
+static nt_topo *variant(const char *from1, const char *to1, const char *from2, const char *to2) {
+  char err[512];
+  size_t len;
+  char *src =
+      nt_topo_read_file("examples/topologies/nvswitch-8gpu-8nic.xml", &len, err, sizeof err);
+  if (!src) return NULL;
+  char *out = malloc(len * 2 + 1), *o = out;
+  for (const char *p = src; out && *p;) {
+    if (!strncmp(p, from1, strlen(from1))) {
+      o += sprintf(o, "%s", to1), p += strlen(from1);
+    } else if (from2 && !strncmp(p, from2, strlen(from2))) {
+      o += sprintf(o, "%s", to2), p += strlen(from2);
+    } else {
+      *o++ = *p++;
+    }
+  }
+  nt_topo *t =
+      out ? nt_topo_load_buffer(out, (size_t)(o - out), "variant.xml", err, sizeof err) : NULL;
+  if (!t) fprintf(stderr, "    %s\n", err);
+  free(src);
+  free(out);
+  return t;
+}
+
+/* Where 2.28.9 and 2.30.7 differ.
+ * (1) The example's GPUs as sm 80, two nodes: a balanced tree comes back to
+ * the NIC from its second GPU, and for trees the way back (NIC -> that GPU,
+ * never PXN-rewritten: PHB or SYS) must be within typeInter too. 2.28 caps
+ * typeInter at the worst GPU->NIC type (PXN): no tree at all, NCCL's
+ * fallback (1 channel, 0.1 GB/s, SYS/SYS), and the job aligns on that one
+ * channel (connected 2). 2.30 lets Ampere go to SYS (search.cc: "Ampere
+ * relies on BALANCED_TREE which sometimes needs to come back through SYS"):
+ * 16 channels, typeInter SYS.
+ * (2) sm 100 with 18 NVLinks x 40.1 = 721.8 GB/s, one node: the tree needs
+ * 16 channels (= ring: 8 at 90, doubled to 16 at 45); 16 x 50 > 721.8, and
+ * 2.28's sm100 intra speeds go 50 -> 40, 2.30's 50 -> 45 -> 40. */
+static void versions_differ_where_nccl_does(void) {
+  nt_topo *t = variant("sm=\"90\"", "sm=\"80\"", NULL, NULL);
+  CHECK(t != NULL);
+  if (!t) return;
+  nt_topo_graphs *g = graphs(t, NT_NCCL_228, 2, NULL, NULL);
+  nt_topo_graph_info tr;
+  CHECK(g && nt_topo_graphs_graph(g, 1, &tr));
+  if (g) {
+    CHECK(tr.nchannels == 1 && tr.bw_intra < 0.11 && tr.type_inter == NT_PATH_SYS);
+    CHECK(nt_topo_graphs_nchannels(g) == 2);
+    CHECK(check_invariants(t, g, "sm80 2.28") == 0);
+  }
+  nt_topo_graphs_free(g);
+  g = graphs(t, NT_NCCL_230, 2, NULL, NULL);
+  CHECK(g && nt_topo_graphs_graph(g, 1, &tr));
+  if (g) {
+    CHECK(tr.nchannels == 16 && tr.type_inter == NT_PATH_SYS && tr.bw_inter == 24.0);
+    CHECK(nt_topo_graphs_nchannels(g) == 32);
+    CHECK(check_invariants(t, g, "sm80 2.30") == 0);
+  }
+  nt_topo_graphs_free(g);
+  nt_topo_free(t);
+
+  t = variant("sm=\"90\"", "sm=\"100\"", NULL, NULL);
+  CHECK(t != NULL);
+  if (!t) return;
+  for (int v = 0; v < 2; v++) {
+    g = graphs(t, v ? NT_NCCL_230 : NT_NCCL_228, 1, NULL, NULL);
+    nt_topo_graph_info r;
+    CHECK(g && nt_topo_graphs_graph(g, 0, &r) && nt_topo_graphs_graph(g, 1, &tr));
+    if (g) {
+      CHECK(r.nchannels == 16 && r.bw_intra == 45.0);
+      CHECK(tr.nchannels == 16 && tr.bw_intra == (v ? 45.0 : 40.0));
+    }
+    nt_topo_graphs_free(g);
+  }
+  nt_topo_free(t);
+}
+
+/* Three A100s (sm 80) on root ports of one Intel CPU, Gen4 x16 (24 GB/s):
+ * every GPU pair is PHB, above the default P2P level, so through the CPU. A
+ * PHB path through an Intel root complex costs 6/5 of the bandwidth on its
+ * PCI links (search.cc followPath). maxBw 24 starts the ring at 20 (x 1.2
+ * = 24: one channel; a ring uses each GPU's link once each way); lower speeds: 12 would fit two
+ * channels without the overhead (2 x 12 = 24 > 20) but 2 x 14.4 > 24 with it; 10 gives two channels
+ * = 20, not more; 9/20 < .49 stops. So one channel at 20. On an AMD CPU (no overhead) the same
+ * machine gets 2 x 12. */
+/* clang-format off */
+#define ROOT_PORT_3GPU(vendor)                                                                          \
+  "<system version=\"1\"><cpu numaid=\"0\" arch=\"x86_64\" vendor=\"" vendor "\" familyid=\"6\" " \
+  "modelid=\"106\">"                                                                                \
+  "<pci busid=\"0000:11:00.0\" class=\"0x030200\" link_speed=\"16.0 GT/s PCIe\" link_width=\"16\">" \
+  "<gpu dev=\"0\" sm=\"80\" rank=\"0\" gdr=\"1\"/></pci>"                                           \
+  "<pci busid=\"0000:21:00.0\" class=\"0x030200\" link_speed=\"16.0 GT/s PCIe\" link_width=\"16\">" \
+  "<gpu dev=\"1\" sm=\"80\" rank=\"1\" gdr=\"1\"/></pci>"                                           \
+  "<pci busid=\"0000:31:00.0\" class=\"0x030200\" link_speed=\"16.0 GT/s PCIe\" link_width=\"16\">" \
+  "<gpu dev=\"2\" sm=\"80\" rank=\"2\" gdr=\"1\"/></pci>"                                           \
+  "</cpu></system>"
+/* clang-format on */
+static void intel_root_complex_overhead(void) {
+  static const char *vendors[] = {"Intel", "AMD"};
+  static const char *xml[] = {ROOT_PORT_3GPU("GenuineIntel"), ROOT_PORT_3GPU("AuthenticAMD")};
+  for (int i = 0; i < 2; i++) {
+    char err[512];
+    nt_topo *t = nt_topo_load_buffer(xml[i], strlen(xml[i]), "inline.xml", err, sizeof err);
+    CHECK(t != NULL);
+    if (!t) {
+      fprintf(stderr, "    %s\n", err);
+      continue;
+    }
+    nt_topo_graphs *g = graphs(t, NT_NCCL_228, 1, "NCCL_P2P_LEVEL=PXB", NULL);
+    nt_topo_graph_info r;
+    CHECK(g && nt_topo_graphs_graph(g, 0, &r));
+    if (g) {
+      CHECK(r.type_intra == NT_PATH_PHB);
+      CHECK(i == 0 ? r.nchannels == 1 && r.bw_intra == 20.0
+                   : r.nchannels == 2 && r.bw_intra == 12.0);
+      CHECK(check_invariants(t, g, vendors[i]) == 0);
+    }
+    nt_topo_graphs_free(g);
+    nt_topo_free(t);
+  }
+}
+
+/* Ranks follow the rank attributes, not the file order: with GPU0 and GPU1
+ * swapping ranks, rank 0 runs on the file's second GPU (dev 1), and the
+ * rings name ranks. */
+static void ranks_follow_rank_attributes(void) {
+  nt_topo *t = variant("rank=\"0\"", "rank=\"1\"", "rank=\"1\"", "rank=\"0\"");
+  CHECK(t != NULL);
+  if (!t) return;
+  nt_topo_graphs *g = graphs(t, NT_NCCL_228, 2, NULL, NULL);
+  CHECK(g != NULL);
+  if (g) {
+    CHECK(dev_of(t, nt_topo_graphs_rank_gpu(g, 0)) == 1);
+    CHECK(dev_of(t, nt_topo_graphs_rank_gpu(g, 9)) == 0);
+    CHECK(check_invariants(t, g, "swapped ranks") == 0);
+  }
+  nt_topo_graphs_free(g);
+  nt_topo_free(t);
+}
+
 static int check_dir(const char *dir, bool shared) {
   int bad = 0;
   static const char *real[] = {"ibm-gx3d-h100-8gpu-8nic.xml",
@@ -499,6 +721,8 @@ int main(void) {
     TEST_RUN(a100_two_nodes);
     TEST_RUN(gb10_one_gpu);
     TEST_RUN(variables_move_the_graphs);
+    TEST_RUN(h100_two_nodes_neighbours_and_pxn);
+    TEST_RUN(pcie_two_nodes_pci_order_first);
     TEST_RUN(every_real_file_keeps_the_invariants);
   } else {
     const char *why = "../shared/topologies absent (set NCCLTOP_SHARED_TOPOLOGIES)";
@@ -507,8 +731,14 @@ int main(void) {
     TEST_SKIP(a100_two_nodes, why);
     TEST_SKIP(gb10_one_gpu, why);
     TEST_SKIP(variables_move_the_graphs, why);
+    TEST_SKIP(h100_two_nodes_neighbours_and_pxn, why);
+    TEST_SKIP(pcie_two_nodes_pci_order_first, why);
     TEST_SKIP(every_real_file_keeps_the_invariants, why);
   }
+  TEST_RUN(cross_nic_rings_swap_on_odd_nodes);
+  TEST_RUN(versions_differ_where_nccl_does);
+  TEST_RUN(ranks_follow_rank_attributes);
+  TEST_RUN(intel_root_complex_overhead);
   TEST_RUN(every_example_keeps_the_invariants);
   TEST_RUN(cli_graphs);
   return TEST_DONE();

@@ -525,8 +525,11 @@ static void fallback(topo_search *s, topo_graph *g) {
   g->bw_intra = 0.1f;
   g->type_intra = NT_PATH_SYS;
   g->nchannels = 1;
-  if (!v230(s)) {
-    g->inter[0] = g->inter[1] = 0;
+  if (!v230(s)) { /* NET id 0: the NET whose dev is 0 */
+    int net0 = -1;
+    for (int n = 0; n < t->nnets && net0 < 0; n++)
+      if (t->nodes[t->nets[n]].dev == 0) net0 = n;
+    g->inter[0] = g->inter[1] = (int16_t)net0;
     g->bw_inter = 0.1f;
     g->type_inter = NT_PATH_SYS;
     return;
