@@ -533,6 +533,8 @@ static void intel_root_complex_overhead(void) {
       CHECK(check_invariants(t, g, vendors[i]) == 0);
     }
     nt_topo_graphs_free(g);
+    /* no NIC: NCCL's search fails to connect nodes (ncclTopoGetLocalNet) */
+    CHECK(graphs(t, NT_NCCL_228, 2, NULL, NULL) == NULL);
     nt_topo_free(t);
   }
 }
@@ -551,6 +553,68 @@ static void ranks_follow_rank_attributes(void) {
     CHECK(dev_of(t, nt_topo_graphs_rank_gpu(g, 9)) == 0);
     CHECK(check_invariants(t, g, "swapped ranks") == 0);
   }
+  nt_topo_graphs_free(g);
+  nt_topo_free(t);
+}
+
+/* The largest machine topo/ takes: 64 H100s (sm 90) on one NVSwitch, 18
+ * NVLinks each (370.8 GB/s, as IBM's), 32 per socket, each on its own
+ * switch, two NICs. The search is the one-node H100 derivation above: 6
+ * channels at 60 GB/s, doubled to 12 at 30 (the ring's PCI order 0..63).
+ * Over two nodes it stays within NCCL's step budgets and the stack. */
+static void largest_machine_stays_bounded(void) {
+  size_t cap = 64 * 700 + 4096, len = 0;
+  char *xml = malloc(cap);
+  CHECK(xml != NULL);
+  if (!xml) return;
+  len += (size_t)snprintf(xml + len, cap - len, "<system version=\"1\">");
+  for (int c = 0, g = 0; c < 2; c++) {
+    len += (size_t)snprintf(xml + len, cap - len,
+                            "<cpu numaid=\"%d\" arch=\"x86_64\" vendor=\"GenuineIntel\" "
+                            "familyid=\"6\" modelid=\"143\">",
+                            c);
+    for (int k = 0; k < 32; k++, g++) {
+      int bus = 0x10 + c * 0x40 + k;
+      len += (size_t)snprintf(
+          xml + len, cap - len,
+          "<pci busid=\"0000:%02x:00.0\" class=\"0x060400\" link_speed=\"32.0 GT/s PCIe\" "
+          "link_width=\"16\"><pci busid=\"0000:%02x:01.0\" class=\"0x030200\" link_speed=\"32.0 "
+          "GT/s PCIe\" link_width=\"16\"><gpu dev=\"%d\" sm=\"90\" rank=\"%d\" gdr=\"1\"><nvlink "
+          "target=\"0000:f3:00.0\" count=\"18\" tclass=\"0x068000\"/></gpu></pci>",
+          bus, bus, g, g);
+      if (k == 0)
+        len +=
+            (size_t)snprintf(xml + len, cap - len,
+                             "<pci busid=\"0000:%02x:02.0\" class=\"0x020700\" link_speed=\"32.0 "
+                             "GT/s PCIe\" link_width=\"16\"><nic><net name=\"mlx5_%d\" dev=\"%d\" "
+                             "speed=\"400000\" port=\"1\" guid=\"0x%x\" gdr=\"1\"/></nic></pci>",
+                             bus, c, c, c + 1);
+      len += (size_t)snprintf(xml + len, cap - len, "</pci>");
+    }
+    len += (size_t)snprintf(xml + len, cap - len, "</cpu>");
+  }
+  len += (size_t)snprintf(xml + len, cap - len, "</system>\n");
+  CHECK(len < cap);
+  char err[512];
+  nt_topo *t = nt_topo_load_buffer(xml, len, "64gpu.xml", err, sizeof err);
+  free(xml);
+  CHECK(t != NULL);
+  if (!t) return (void)fprintf(stderr, "    %s\n", err);
+  CHECK(nt_topo_ngpus(t) == 64);
+  nt_topo_graphs *g = graphs(t, NT_NCCL_228, 1, NULL, NULL);
+  nt_topo_graph_info r;
+  CHECK(g && nt_topo_graphs_graph(g, 0, &r));
+  if (g) {
+    CHECK(r.nchannels == 12 && r.bw_intra == 30.0 && r.type_intra == NT_PATH_NVL);
+    int order[64];
+    for (int k = 0; k < 64; k++) order[k] = k;
+    CHECK(channel_is(t, g, 0, 11, order, 64));
+    CHECK(check_invariants(t, g, "64 GPUs") == 0);
+  }
+  nt_topo_graphs_free(g);
+  g = graphs(t, NT_NCCL_228, 2, NULL, NULL);
+  CHECK(g != NULL);
+  if (g) CHECK(check_invariants(t, g, "64 GPUs 2 nodes") == 0);
   nt_topo_graphs_free(g);
   nt_topo_free(t);
 }
@@ -574,7 +638,7 @@ static int check_dir(const char *dir, bool shared) {
       continue;
     }
     for (int v = 0; v < 2; v++)
-      for (int nodes = 1; nodes <= 3; nodes++) {
+      for (int nodes = 1; nodes <= 3; nodes += 2) { /* 2 nodes: the tests above */
         nt_topo_graphs *g = graphs(t, v ? NT_NCCL_230 : NT_NCCL_228, nodes, NULL, NULL);
         char what[160];
         snprintf(what, sizeof what, "%s v%d %d nodes", files[i], v, nodes);
@@ -739,6 +803,7 @@ int main(void) {
   TEST_RUN(versions_differ_where_nccl_does);
   TEST_RUN(ranks_follow_rank_attributes);
   TEST_RUN(intel_root_complex_overhead);
+  TEST_RUN(largest_machine_stays_bounded);
   TEST_RUN(every_example_keeps_the_invariants);
   TEST_RUN(cli_graphs);
   return TEST_DONE();

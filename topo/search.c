@@ -399,6 +399,7 @@ int topo_search_init(topo_search *s, nt_topo *t, bool inter, int cross_nic, char
   s->t = t;
   s->inter = inter;
   s->cross_nic = cross_nic;
+  for (int i = 0; i <= TOPO_MAX_GPUS; i++) s->npref[i] = -1;
   if (t->ngpus == 0)
     return snprintf(err, errlen, "%s: no GPU in the file: NCCL has nothing to connect", t->name),
            -1;

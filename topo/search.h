@@ -33,6 +33,10 @@ typedef struct {
   uint64_t asic[TOPO_MAX_NETS]; /* the guid, or the NET's id without one */
   int local_gpu[TOPO_MAX_NETS]; /* NET's local GPU as a position in t->gpus, -1 */
   bool failed;                  /* a link without its reverse (NCCL fails) */
+  /* each GPU's preferred NICs (the last row: every GPU's), computed once:
+   * they depend on the paths only */
+  int16_t pref[TOPO_MAX_GPUS + 1][TOPO_MAX_NETS];
+  int npref[TOPO_MAX_GPUS + 1]; /* -1: not computed yet */
 } topo_search;
 
 /* search.c: ncclTopoSearchInit, then ncclTopoCompute for graph->pattern

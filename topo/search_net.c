@@ -40,8 +40,14 @@ static void preferred_nets(topo_search *s, int gpu, int *nets, int *count) {
 
 int topo_select_nets(topo_search *s, int type_inter, int gpu, int *nets) {
   nt_topo *t = s->t;
-  int count = 0;
-  preferred_nets(s, gpu, nets, &count);
+  int count = 0, row = gpu == -1 ? TOPO_MAX_GPUS : gpu;
+  if (s->npref[row] < 0) {
+    preferred_nets(s, gpu, nets, &count);
+    for (int i = 0; i < count; i++) s->pref[row][i] = (int16_t)nets[i];
+    s->npref[row] = count;
+  }
+  count = s->npref[row];
+  for (int i = 0; i < count; i++) nets[i] = s->pref[row][i];
   /* NCCL_NETDEVS_POLICY=MAX:n caps the list at n NICs per GPU asked for;
    * other policies add every NIC within type_inter. */
   int max = t->env.netdevs_policy == NT_NETDEVS_MAX
