@@ -221,6 +221,9 @@ nt_topo_graphs *nt_topo_graphs_compute(nt_topo *t, int nodes, char *err, size_t 
   if (nodes < 1 || nodes > NT_TOPO_MAX_GRAPH_NODES)
     return snprintf(err, errlen, "--nodes %d: use 1 to %d", nodes, NT_TOPO_MAX_GRAPH_NODES),
            (nt_topo_graphs *)NULL;
+  if (t->ngpus == 0)
+    return snprintf(err, errlen, "%s: no GPU in the file: NCCL has nothing to connect", t->name),
+           (nt_topo_graphs *)NULL;
   if (nodes > 1 && t->nnets == 0)
     return snprintf(err, errlen, "%s: no network device in the file: NCCL cannot connect %d nodes",
                     t->name, nodes),

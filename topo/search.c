@@ -413,21 +413,26 @@ int topo_search_init(topo_search *s, nt_topo *t, bool inter, int cross_nic, char
     s->max_bw = s->total_bw = LOC_BW;
     return 0;
   }
-  /* 2.28: per GPU; 2.30: per physical GPU (DEV), read here on its first
-   * rank's paths (a rank's paths add only the rank<->DEV hop at 5000 GB/s,
-   * and ranks of the same DEV are not peers) */
-  for (int i = 0; i < t->ngpus; i++) {
-    const topo_node *g = &t->nodes[t->gpus[i]];
-    int dev = v230(s) ? g->devnode : -1;
-    if (dev >= 0) {
-      bool first = true;
-      for (int k = 0; k < i; k++)
-        if (t->nodes[t->gpus[k]].devnode == dev) first = false;
-      if (!first) continue;
+  /* 2.28: per GPU. 2.30: per physical GPU (DEV), on the DEV's own paths,
+   * which NCCL's PXN, GDR and P2P rewrites (on GPU paths) never touch. A
+   * DEV's path to another DEV is read as its path to that DEV's GPU leaf
+   * (one more hop at 5000 GB/s, so the same bandwidth). */
+  if (!v230(s)) {
+    for (int i = 0; i < t->ngpus; i++) {
+      int g = t->gpus[i];
+      float m = inter ? max_path_bw(t, g, t->nets, t->nnets, -1)
+                      : max_path_bw(t, g, t->gpus, t->ngpus, -1);
+      float tb = total_bw(&t->nodes[g]);
+      if (m > s->max_bw) s->max_bw = m;
+      if (tb > s->total_bw) s->total_bw = tb;
     }
-    float m = inter ? max_path_bw(t, t->gpus[i], t->nets, t->nnets, -1)
-                    : max_path_bw(t, t->gpus[i], t->gpus, t->ngpus, dev);
-    float tb = total_bw(dev >= 0 ? &t->nodes[dev] : g);
+    return 0;
+  }
+  for (int d = 0; d < t->nnodes; d++) {
+    if (t->nodes[d].type != NT_NODE_DEV || t->nodes[d].removed) continue;
+    float m =
+        inter ? max_path_bw(t, d, t->nets, t->nnets, -1) : max_path_bw(t, d, t->gpus, t->ngpus, d);
+    float tb = total_bw(&t->nodes[d]);
     if (m > s->max_bw) s->max_bw = m;
     if (tb > s->total_bw) s->total_bw = tb;
   }
