@@ -539,6 +539,38 @@ static void intel_root_complex_overhead(void) {
   }
 }
 
+/* The communicator's channel limits on our NVSwitch example (one node: 12
+ * search channels, 24 connected): NCCL_MAX_CTAS caps like
+ * NCCL_MAX_NCHANNELS, NCCL_MIN_CTAS repeats channels like
+ * NCCL_MIN_NCHANNELS (the larger minimum wins), a value <= 0 is ignored;
+ * max first, then min: MAX_NCHANNELS=2 with MIN_CTAS=5 keeps channels 0
+ * and 1 and repeats them (channel 4 = channel 0). */
+static void cta_limits(void) {
+  char err[512];
+  nt_topo *t = nt_topo_load_file("examples/topologies/nvswitch-8gpu-8nic.xml", err, sizeof err);
+  CHECK(t != NULL);
+  if (!t) return;
+  static const struct {
+    const char *a, *b;
+    int want;
+  } cases[] = {{NULL, NULL, 24},
+               {"NCCL_MAX_CTAS=3", NULL, 3},
+               {"NCCL_MIN_CTAS=30", "NCCL_MIN_NCHANNELS=28", 30},
+               {"NCCL_MIN_CTAS=0", "NCCL_MAX_CTAS=-1", 24},
+               {"NCCL_MAX_NCHANNELS=2", "NCCL_MIN_CTAS=5", 5}};
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    nt_topo_graphs *g = graphs(t, NT_NCCL_228, 1, cases[i].a, cases[i].b);
+    CHECK(g && nt_topo_graphs_nchannels(g) == cases[i].want);
+    if (g && i == 4) {
+      int up0, up4, d0[3], d4[3];
+      CHECK(nt_topo_graphs_tree(g, 0, 3, &up0, d0) && nt_topo_graphs_tree(g, 4, 3, &up4, d4));
+      CHECK(up0 == up4 && d0[0] == d4[0]);
+    }
+    nt_topo_graphs_free(g);
+  }
+  nt_topo_free(t);
+}
+
 /* Ranks follow the rank attributes, not the file order: with GPU0 and GPU1
  * swapping ranks, rank 0 runs on the file's second GPU (dev 1), and the
  * rings name ranks. */
@@ -803,6 +835,7 @@ int main(void) {
   TEST_RUN(versions_differ_where_nccl_does);
   TEST_RUN(ranks_follow_rank_attributes);
   TEST_RUN(intel_root_complex_overhead);
+  TEST_RUN(cta_limits);
   TEST_RUN(largest_machine_stays_bounded);
   TEST_RUN(every_example_keeps_the_invariants);
   TEST_RUN(cli_graphs);

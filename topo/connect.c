@@ -106,11 +106,18 @@ static int connect_all(nt_topo_graphs *g, const nt_topo *t) {
   int final = total;
   if (cc_min >= 90 && N > 1 && ring->bw_intra > 45.0f && final < 16) final = 2 * final;
   int later_copy = final;
+  /* the communicator's CTA limits (NCCL_MIN/MAX_CTAS, a value <= 0
+   * ignored), capped at 64, min no more than max */
+  int min_ctas = t->env.min_ctas > 0 ? t->env.min_ctas : 1;
+  int max_ctas = t->env.max_ctas > 0 ? t->env.max_ctas : NCCL_MAXCHANNELS;
+  if (min_ctas > NCCL_MAXCHANNELS) min_ctas = NCCL_MAXCHANNELS;
+  if (max_ctas > NCCL_MAXCHANNELS) max_ctas = NCCL_MAXCHANNELS;
+  if (min_ctas > max_ctas) min_ctas = max_ctas;
   int maxc = max_channels(&t->env);
   if (final > maxc) final = maxc;
-  if (final > NCCL_MAXCHANNELS) final = NCCL_MAXCHANNELS;
+  if (final > max_ctas) final = max_ctas;
   int minc = min_channels(&t->env);
-  int copy2_from = final, target = minc > 1 ? minc : 1;
+  int copy2_from = final, target = minc > min_ctas ? minc : min_ctas;
   if (target > final) final = target > NCCL_MAXCHANNELS ? NCCL_MAXCHANNELS : target;
   g->nchannels = final;
 

@@ -86,7 +86,9 @@ void nt_topo_env_defaults(nt_topo_env *e) {
                      .max_nchannels = -2,
                      .min_nrings = -2,
                      .max_nrings = -2,
-                     .cross_nic = 2};
+                     .cross_nic = 2,
+                     .min_ctas = 0,
+                     .max_ctas = 0};
 }
 
 int nt_topo_gdr_level(const nt_topo_env *e) {
@@ -190,7 +192,9 @@ int nt_topo_env_set(nt_topo_env *e, const char *a, char *err, size_t errlen) {
               {"NCCL_MAX_NCHANNELS", offsetof(nt_topo_env, max_nchannels)},
               {"NCCL_MIN_NRINGS", offsetof(nt_topo_env, min_nrings)},
               {"NCCL_MAX_NRINGS", offsetof(nt_topo_env, max_nrings)},
-              {"NCCL_CROSS_NIC", offsetof(nt_topo_env, cross_nic)}};
+              {"NCCL_CROSS_NIC", offsetof(nt_topo_env, cross_nic)},
+              {"NCCL_MIN_CTAS", offsetof(nt_topo_env, min_ctas)},
+              {"NCCL_MAX_CTAS", offsetof(nt_topo_env, max_ctas)}};
   for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++)
     if (!strcmp(name, ints[i].name)) {
       int x, rc = read_int(name, v, &x, err, errlen);

@@ -102,6 +102,7 @@ typedef struct {
   int min_nchannels, max_nchannels; /* NCCL_MIN/MAX_NCHANNELS: -2 unset */
   int min_nrings, max_nrings;       /* NCCL_MIN/MAX_NRINGS, their old names: -2 unset */
   int cross_nic;                    /* NCCL_CROSS_NIC: 0 same rail, 1 any NIC, 2 (default) try */
+  int min_ctas, max_ctas;           /* NCCL_MIN/MAX_CTAS: taken when > 0 (else 1 and 64) */
 } nt_topo_env;
 
 void nt_topo_env_defaults(nt_topo_env *e);
