@@ -167,7 +167,9 @@ static int check_invariants(const nt_topo *t, const nt_topo_graphs *g, const cha
  * 240 fits a chain 0..7 exactly: perfect at once, kept BALANCED (no
  * simpler-tree retry before sm 90), no dup (20 < 25); pass 2's 30 fails.
  * Connected: min(12,12) x 2 = 24 channels; inside one node the ring is the
- * channel order and the tree a chain 0->1->..->7 (up = previous GPU). */
+ * channel order and the tree a chain 0->1->..->7 (up = previous GPU). Real
+ * NCCL logged the same on an HGX A100 (NVIDIA/nccl-tests#100: "Channel
+ * 23/24 : 0 1 2 3 4 5 6 7", "Trees [0] 1/-1/-1->0->-1 ..."). */
 static void a100_nvswitch_one_node(void) {
   const char *dir = shared_dir();
   nt_topo *t = load(dir, "simai-8xa100-bcm-5nic.xml");
@@ -439,6 +441,80 @@ static nt_topo *variant(const char *from1, const char *to1, const char *from2, c
   free(src);
   free(out);
   return t;
+}
+
+/* What real NCCL logged, on machines rebuilt from the logs.
+ * (1) NVIDIA/nccl#1358: two GPUs on two Intel sockets of three (SYS at the
+ * 10 GB/s inter-socket link, PCIe Gen4 x16 to each GPU). NCCL printed
+ * "Pattern 4, crossNic 0, nChannels 1, bw 10.000000/10.000000, type
+ * SYS/PIX, sameChannels 1", ring "0 : GPU/0 GPU/1", and "Pattern 1, ...
+ * nChannels 1, bw 10.000000/10.000000". From search.cc: maxBw 10, speeds
+ * (sm < 90) 40 .. 12, 10: one channel at 10 uses the link each way; 5 gives
+ * two at 5, a tie with more hops; dup needs 25.
+ * (2) NVIDIA/nccl#1453: three nodes of 8 H100s with a NIC per GPU logged
+ * "Channel 00/16 : 0 7 6 5 4 3 2 1 8 15 14 13 12 11 10 9 16 23 22 21" and
+ * "Channel 01/16 : 0 7 6 5 4 3 2 9 8 15 14 13 12 11 10 17 16 23 22 21";
+ * IBM's H100 box over three nodes gives those rings (the H100 derivation
+ * above: channel c runs c, c-1, ...; node n's last GPU sends to node n+1's
+ * first) and 16 channels.
+ * (3) NVIDIA/nccl#892: an H800 box (8 NVLinks per GPU instead of 18:
+ * 164.8 GB/s) logged "16 coll channels": at 60 GB/s 2 channels fit, at 40
+ * four (160, the best), dup to 8 at 20 (40 < 50 but only 4 channels), so
+ * 16 connected. Our example with 2 links to each of its 4 NVSwitches. */
+static void matches_real_nccl_logs(void) {
+  static const char *xml =
+      "<system version=\"1\">"
+      "<cpu numaid=\"0\" arch=\"x86_64\" vendor=\"GenuineIntel\" familyid=\"6\" modelid=\"106\">"
+      "<pci busid=\"0000:2a:00.0\" class=\"0x030200\" link_speed=\"16.0 GT/s PCIe\" "
+      "link_width=\"16\"><gpu dev=\"0\" sm=\"80\" rank=\"0\" gdr=\"1\"/></pci></cpu>"
+      "<cpu numaid=\"1\" arch=\"x86_64\" vendor=\"GenuineIntel\" familyid=\"6\" modelid=\"106\">"
+      "</cpu>"
+      "<cpu numaid=\"2\" arch=\"x86_64\" vendor=\"GenuineIntel\" familyid=\"6\" modelid=\"106\">"
+      "<pci busid=\"0000:ab:00.0\" class=\"0x030200\" link_speed=\"16.0 GT/s PCIe\" "
+      "link_width=\"16\"><gpu dev=\"1\" sm=\"80\" rank=\"1\" gdr=\"1\"/></pci></cpu></system>";
+  char err[512];
+  nt_topo *t = nt_topo_load_buffer(xml, strlen(xml), "nccl-1358.xml", err, sizeof err);
+  CHECK(t != NULL);
+  if (t) {
+    nt_topo_graphs *g = graphs(t, NT_NCCL_228, 1, NULL, NULL);
+    nt_topo_graph_info r, tr;
+    CHECK(g && nt_topo_graphs_graph(g, 0, &r) && nt_topo_graphs_graph(g, 1, &tr));
+    if (g) {
+      CHECK(r.pattern == NT_PATTERN_RING && r.cross_nic == 0 && r.nchannels == 1);
+      CHECK(r.bw_intra == 10.0 && r.bw_inter == 10.0 && r.same_channels == 1);
+      CHECK(r.type_intra == NT_PATH_SYS && r.type_inter == NT_PATH_PIX);
+      static const int order[] = {0, 1};
+      CHECK(channel_is(t, g, 0, 0, order, 2));
+      CHECK(tr.pattern == NT_PATTERN_BALANCED_TREE && tr.nchannels == 1 && tr.bw_intra == 10.0);
+    }
+    nt_topo_graphs_free(g);
+    nt_topo_free(t);
+  }
+  t = variant("count=\"4\"", "count=\"2\"", "count=\"5\"", "count=\"2\"");
+  CHECK(t != NULL);
+  if (t) {
+    nt_topo_graphs *g = graphs(t, NT_NCCL_228, 1, NULL, NULL);
+    nt_topo_graph_info r;
+    CHECK(g && nt_topo_graphs_graph(g, 0, &r) && r.nchannels == 8 && r.bw_intra == 20.0);
+    CHECK(g && nt_topo_graphs_nchannels(g) == 16);
+    nt_topo_graphs_free(g);
+    nt_topo_free(t);
+  }
+  const char *dir = shared_dir();
+  if (!dir) return; /* the last one needs IBM's dump */
+  t = load(dir, "ibm-gx3d-h100-8gpu-8nic.xml");
+  CHECK(t != NULL);
+  if (!t) return;
+  nt_topo_graphs *g = graphs(t, NT_NCCL_228, 3, NULL, NULL);
+  CHECK(g && nt_topo_graphs_nchannels(g) == 16);
+  if (g) {
+    static const int c0[] = {0, 7, 6, 5, 4, 3, 2, 1, 8, 15, 14, 13, 12, 11, 10, 9, 16, 23, 22, 21};
+    static const int c1[] = {0, 7, 6, 5, 4, 3, 2, 9, 8, 15, 14, 13, 12, 11, 10, 17, 16, 23, 22, 21};
+    CHECK(memcmp(nt_topo_graphs_ring(g, 0), c0, sizeof c0) == 0);
+    CHECK(memcmp(nt_topo_graphs_ring(g, 1), c1, sizeof c1) == 0);
+  }
+  nt_topo_graphs_free(g);
+  nt_topo_free(t);
 }
 
 /* Where 2.28.9 and 2.30.7 differ.
@@ -836,6 +912,7 @@ int main(void) {
   TEST_RUN(ranks_follow_rank_attributes);
   TEST_RUN(intel_root_complex_overhead);
   TEST_RUN(cta_limits);
+  TEST_RUN(matches_real_nccl_logs);
   TEST_RUN(largest_machine_stays_bounded);
   TEST_RUN(every_example_keeps_the_invariants);
   TEST_RUN(cli_graphs);
