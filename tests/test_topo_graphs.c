@@ -827,6 +827,8 @@ static void cli_graphs(void) {
   if (j) {
     CHECK(cJSON_GetObjectItem(j, "nodes")->valueint == 2);
     CHECK(cJSON_GetObjectItem(j, "ranks")->valueint == 16);
+    cJSON *set = cJSON_GetObjectItem(j, "settings");
+    CHECK(set && cJSON_GetObjectItem(set, "NCCL_CROSS_NIC")->valueint == 2);
     cJSON *gs = cJSON_GetObjectItem(j, "graphs");
     CHECK(cJSON_GetArraySize(gs) == 2);
     cJSON *g0 = cJSON_GetArrayItem(gs, 0), *g1 = cJSON_GetArrayItem(gs, 1);

@@ -141,6 +141,18 @@ char *nt_topo_graphs_to_json(const nt_topo *t, const nt_topo_graphs *g) {
   int nranks = nt_topo_graphs_nranks(g), nch = nt_topo_graphs_nchannels(g);
   add(&b, root, "file", cJSON_CreateString(t->name));
   add(&b, root, "nccl_version", cJSON_CreateString(nt_topo_version_name(t->env.version)));
+  /* the channel variables in effect (-2 or 0: unset, as NCCL reads them);
+   * the path variables are the matrix's (`nccltop topo --json`) */
+  cJSON *set = add(&b, root, "settings", cJSON_CreateObject());
+  const nt_topo_env *e = &t->env;
+  num(&b, set, "NCCL_CROSS_NIC", e->cross_nic);
+  num(&b, set, "NCCL_MIN_NCHANNELS", e->min_nchannels);
+  num(&b, set, "NCCL_MAX_NCHANNELS", e->max_nchannels);
+  num(&b, set, "NCCL_MIN_NRINGS", e->min_nrings);
+  num(&b, set, "NCCL_MAX_NRINGS", e->max_nrings);
+  num(&b, set, "NCCL_MIN_CTAS", e->min_ctas);
+  num(&b, set, "NCCL_MAX_CTAS", e->max_ctas);
+  add(&b, set, "p2p_level", cJSON_CreateString(nt_path_name(nt_topo_p2p_level(t, e))));
   num(&b, root, "nodes", nt_topo_graphs_nodes(g));
   num(&b, root, "ranks", nranks);
   cJSON *devs = add(&b, root, "rank_dev", cJSON_CreateArray());
