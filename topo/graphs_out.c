@@ -134,10 +134,10 @@ static void graph_json(jb *b, cJSON *arr, const nt_topo *t, const nt_topo_graphs
   }
 }
 
-char *nt_topo_graphs_to_json(const nt_topo *t, const nt_topo_graphs *g) {
+/* The document's keys into root; false if any could not be added. NCCL's
+ * model and choice (issue 27's `model`, `choice`) belong beside these. */
+static bool graphs_document(cJSON *root, const nt_topo *t, const nt_topo_graphs *g) {
   jb b = {.ok = true};
-  cJSON *root = cJSON_CreateObject();
-  if (!root) return NULL;
   int nranks = nt_topo_graphs_nranks(g), nch = nt_topo_graphs_nchannels(g);
   add(&b, root, "file", cJSON_CreateString(t->name));
   add(&b, root, "nccl_version", cJSON_CreateString(nt_topo_version_name(t->env.version)));
@@ -181,7 +181,12 @@ char *nt_topo_graphs_to_json(const nt_topo *t, const nt_topo_graphs *g) {
       num(&b, o, "up", up);
       add(&b, o, "down", cJSON_CreateIntArray(down, 3));
     }
-  char *s = b.ok ? cJSON_PrintUnformatted(root) : NULL;
+  return b.ok;
+}
+
+char *nt_topo_graphs_to_json(const nt_topo *t, const nt_topo_graphs *g) {
+  cJSON *root = cJSON_CreateObject();
+  char *s = root && graphs_document(root, t, g) ? cJSON_PrintUnformatted(root) : NULL;
   cJSON_Delete(root);
   return s;
 }
