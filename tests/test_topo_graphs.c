@@ -644,6 +644,25 @@ static void cta_limits(void) {
     }
     nt_topo_graphs_free(g);
   }
+  /* every channel variable is one --from-env takes from the environment */
+  static const char *const vars[] = {"NCCL_MIN_NCHANNELS", "NCCL_MAX_NCHANNELS", "NCCL_MIN_NRINGS",
+                                     "NCCL_MAX_NRINGS",    "NCCL_CROSS_NIC",     "NCCL_MIN_CTAS",
+                                     "NCCL_MAX_CTAS"};
+  for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
+    nt_topo_env e;
+    nt_topo_env_defaults(&e);
+    CHECK(setenv(vars[i], "3", 1) == 0);
+    CHECK(nt_topo_env_from_environ(&e, err, sizeof err) == 1);
+    unsetenv(vars[i]);
+    int got = i == 0   ? e.min_nchannels
+              : i == 1 ? e.max_nchannels
+              : i == 2 ? e.min_nrings
+              : i == 3 ? e.max_nrings
+              : i == 4 ? e.cross_nic
+              : i == 5 ? e.min_ctas
+                       : e.max_ctas;
+    CHECK(got == 3);
+  }
   nt_topo_free(t);
 }
 

@@ -10,14 +10,29 @@
 
 #include "internal.h"
 
-const char *const nt_topo_env_names[] = {
-    "NCCL_P2P_DISABLE",     "NCCL_P2P_LEVEL",           "NCCL_NET_GDR_LEVEL",
-    "NCCL_NET_GDR_READ",    "NCCL_NET_GDR_C2C",         "NCCL_PXN_DISABLE",
-    "NCCL_PXN_C2C",         "NCCL_NVB_DISABLE",         "NCCL_NETDEVS_POLICY",
-    "NCCL_P2P_READ_ENABLE", "NCCL_P2P_USE_CUDA_MEMCPY", "NCCL_NET_DISABLE_INTRA",
-    "NCCL_NET_GDR_MLOPART", "NCCL_TOPO_SPLIT_MLOPART",  "NCCL_IGNORE_DISABLED_P2P",
-    "NCCL_MIN_NCHANNELS",   "NCCL_MAX_NCHANNELS",       "NCCL_MIN_NRINGS",
-    "NCCL_MAX_NRINGS",      "NCCL_CROSS_NIC",           NULL};
+const char *const nt_topo_env_names[] = {"NCCL_P2P_DISABLE",
+                                         "NCCL_P2P_LEVEL",
+                                         "NCCL_NET_GDR_LEVEL",
+                                         "NCCL_NET_GDR_READ",
+                                         "NCCL_NET_GDR_C2C",
+                                         "NCCL_PXN_DISABLE",
+                                         "NCCL_PXN_C2C",
+                                         "NCCL_NVB_DISABLE",
+                                         "NCCL_NETDEVS_POLICY",
+                                         "NCCL_P2P_READ_ENABLE",
+                                         "NCCL_P2P_USE_CUDA_MEMCPY",
+                                         "NCCL_NET_DISABLE_INTRA",
+                                         "NCCL_NET_GDR_MLOPART",
+                                         "NCCL_TOPO_SPLIT_MLOPART",
+                                         "NCCL_IGNORE_DISABLED_P2P",
+                                         "NCCL_MIN_NCHANNELS",
+                                         "NCCL_MAX_NCHANNELS",
+                                         "NCCL_MIN_NRINGS",
+                                         "NCCL_MAX_NRINGS",
+                                         "NCCL_CROSS_NIC",
+                                         "NCCL_MIN_CTAS",
+                                         "NCCL_MAX_CTAS",
+                                         NULL};
 
 const char *nt_path_name(int type) {
   static const char *names[NT_PATH_COUNT] = {"LOC", "NVL", "NVB", "C2C", "PIX", "PXB",
