@@ -22,7 +22,7 @@ _nccltop() {
     --deterministic --nccl-version --abi --plugin --interval-ms --dir --nodes --quiet --stall-rank
     --stall-after --straggler --straggle-ms --net --env --rank-env --run-ahead --graph
     --alltoall --broadcast --pxn --collnet --ce --user-tag --symmetric --unnamed --trace --speed --help"
-  local topo_opts="--env --from-env --nccl-version --json --compact --full --help"
+  local topo_opts="--env --from-env --nccl-version --json --compact --full --graphs --nodes --help"
   local relay_opts="--listen --dir --connect --authorized-keys --server-key --insecure -q --quiet
     -h --help"
   local keygen_opts="--force -h --help"
@@ -31,7 +31,9 @@ _nccltop() {
   local topo_vars="NCCL_P2P_DISABLE= NCCL_P2P_LEVEL= NCCL_NET_GDR_LEVEL= NCCL_NET_GDR_READ=
     NCCL_NET_GDR_C2C= NCCL_PXN_DISABLE= NCCL_PXN_C2C= NCCL_NVB_DISABLE= NCCL_NETDEVS_POLICY=
     NCCL_P2P_READ_ENABLE= NCCL_P2P_USE_CUDA_MEMCPY= NCCL_NET_DISABLE_INTRA=
-    NCCL_NET_GDR_MLOPART= NCCL_TOPO_SPLIT_MLOPART= NCCL_IGNORE_DISABLED_P2P="
+    NCCL_NET_GDR_MLOPART= NCCL_TOPO_SPLIT_MLOPART= NCCL_IGNORE_DISABLED_P2P=
+    NCCL_MIN_NCHANNELS= NCCL_MAX_NCHANNELS= NCCL_MIN_NRINGS= NCCL_MAX_NRINGS= NCCL_CROSS_NIC=
+    NCCL_MIN_CTAS= NCCL_MAX_CTAS="
 
   # The command: the first word after nccltop that is not an option.
   cmd=""

@@ -1,5 +1,6 @@
 /* `nccltop topo FILE.xml [--env NAME=VALUE ...] [--from-env] [--json]
- * [--nccl-version 2.28|2.30]`: NCCL's path matrix of a topology file. Exit
+ * [--nccl-version 2.28|2.30] [--graphs [--nodes N]]`: NCCL's path matrix of
+ * a topology file, or the rings and trees NCCL's search builds on it. Exit
  * status 0, 1 when the file cannot be loaded (or NCCL would refuse it under
  * that version), 2 for a usage error. */
 #include <stdio.h>
@@ -13,6 +14,7 @@
 static void usage(FILE *f) {
   fprintf(f, "usage: nccltop topo FILE.xml [--env NAME=VALUE ...] [--from-env] [--json]\n"
              "                    [--nccl-version 2.28|2.30] [--compact | --full]\n"
+             "                    [--graphs [--nodes N]]\n"
              "  FILE.xml        NCCL's topology (NCCL_TOPO_DUMP_FILE output, or an example)\n"
              "  --env N=V       apply an NCCL variable the way NCCL reads it (repeatable)\n"
              "  --from-env      apply those variables from this shell's environment first\n"
@@ -21,6 +23,10 @@ static void usage(FILE *f) {
              "  --compact       cells numbered by kind, the kinds listed below (fits 80 columns);\n"
              "                  the default on a terminal too narrow for the full matrix\n"
              "  --full          the full matrix, whatever the terminal's width\n"
+             "  --graphs        NCCL's ring and tree search on this machine and the rings and\n"
+             "                  trees it connects, instead of the matrix\n"
+             "  --nodes N       with --graphs: a job over N identical nodes (default 1, at most\n"
+             "                  128)\n"
              "variables:");
   for (int i = 0; nt_topo_env_names[i]; i++)
     fprintf(f, "%s %s", i % 4 == 0 ? "\n " : "", nt_topo_env_names[i]);
@@ -49,10 +55,33 @@ static bool too_wide(const nt_topo *t) {
   return nt_topo_text_width(t) > ws.ws_col;
 }
 
+static int print_graphs(nt_topo *t, int nodes, bool json) {
+  char err[512];
+  nt_topo_graphs *g = nt_topo_graphs_compute(t, nodes, err, sizeof err);
+  if (!g) {
+    fprintf(stderr, "nccltop topo: %s\n", err);
+    return 1;
+  }
+  int rc = 0;
+  if (json) {
+    char *s = nt_topo_graphs_to_json(t, g);
+    if (s)
+      printf("%s\n", s);
+    else
+      fprintf(stderr, "nccltop topo: out of memory\n"), rc = 1;
+    free(s);
+  } else {
+    nt_topo_graphs_print_text(stdout, t, g);
+  }
+  nt_topo_graphs_free(g);
+  return rc;
+}
+
 int nt_topo_main(int argc, char **argv) {
   const char *file = NULL;
-  bool json = false, from_env = false;
-  int form = 0; /* 0: by the terminal's width, 1: compact, 2: full */
+  bool json = false, from_env = false, graphs = false;
+  int nodes = 0; /* 0: --nodes not given */
+  int form = 0;  /* 0: by the terminal's width, 1: compact, 2: full */
   const char *envs[64];
   int nenv = 0, version = NT_NCCL_228;
   for (int i = 1; i < argc; i++) {
@@ -67,6 +96,17 @@ int nt_topo_main(int argc, char **argv) {
         return 2;
       }
       form = want;
+    } else if (!strcmp(argv[i], "--graphs")) {
+      graphs = true;
+    } else if ((v = opt_value(argc, argv, &i, "--nodes", &missing))) {
+      char *end;
+      long n = strtol(v, &end, 10);
+      if (!*v || *end || n < 1 || n > NT_TOPO_MAX_GRAPH_NODES) {
+        fprintf(stderr, "nccltop topo: --nodes %.32s: use a whole number from 1 to %d\n", v,
+                NT_TOPO_MAX_GRAPH_NODES);
+        return 2;
+      }
+      nodes = (int)n;
     } else if (!strcmp(argv[i], "--from-env")) {
       from_env = true;
     } else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
@@ -98,6 +138,14 @@ int nt_topo_main(int argc, char **argv) {
     usage(stderr);
     return 2;
   }
+  if (nodes && !graphs) {
+    fprintf(stderr, "nccltop topo: --nodes needs --graphs\n");
+    return 2;
+  }
+  if (graphs && form) {
+    fprintf(stderr, "nccltop topo: --compact and --full shape the matrix, not --graphs\n");
+    return 2;
+  }
   nt_topo_env env;
   char err[1024];
   nt_topo_env_defaults(&env);
@@ -123,6 +171,8 @@ int nt_topo_main(int argc, char **argv) {
   if (nt_topo_compute(t, &env, err, sizeof err) != 0) {
     fprintf(stderr, "nccltop topo: %s\n", err);
     rc = 1;
+  } else if (graphs) {
+    rc = print_graphs(t, nodes ? nodes : 1, json);
   } else if (json) {
     char *s = nt_topo_to_json(t, &env);
     if (s)

@@ -25,6 +25,13 @@ const char *const nt_topo_env_names[] = {"NCCL_P2P_DISABLE",
                                          "NCCL_NET_GDR_MLOPART",
                                          "NCCL_TOPO_SPLIT_MLOPART",
                                          "NCCL_IGNORE_DISABLED_P2P",
+                                         "NCCL_MIN_NCHANNELS",
+                                         "NCCL_MAX_NCHANNELS",
+                                         "NCCL_MIN_NRINGS",
+                                         "NCCL_MAX_NRINGS",
+                                         "NCCL_CROSS_NIC",
+                                         "NCCL_MIN_CTAS",
+                                         "NCCL_MAX_CTAS",
                                          NULL};
 
 const char *nt_path_name(int type) {
@@ -89,7 +96,14 @@ void nt_topo_env_defaults(nt_topo_env *e) {
                      .net_disable_intra = 0,
                      .gdr_mlopart = 0,
                      .split_mlopart = 1,
-                     .ignore_disabled_p2p = 0};
+                     .ignore_disabled_p2p = 0,
+                     .min_nchannels = -2,
+                     .max_nchannels = -2,
+                     .min_nrings = -2,
+                     .max_nrings = -2,
+                     .cross_nic = 2,
+                     .min_ctas = 0,
+                     .max_ctas = 0};
 }
 
 int nt_topo_gdr_level(const nt_topo_env *e) {
@@ -200,7 +214,14 @@ int nt_topo_env_set(nt_topo_env *e, const char *a, char *err, size_t errlen) {
               {"NCCL_NET_DISABLE_INTRA", offsetof(nt_topo_env, net_disable_intra)},
               {"NCCL_NET_GDR_MLOPART", offsetof(nt_topo_env, gdr_mlopart)},
               {"NCCL_TOPO_SPLIT_MLOPART", offsetof(nt_topo_env, split_mlopart)},
-              {"NCCL_IGNORE_DISABLED_P2P", offsetof(nt_topo_env, ignore_disabled_p2p)}};
+              {"NCCL_IGNORE_DISABLED_P2P", offsetof(nt_topo_env, ignore_disabled_p2p)},
+              {"NCCL_MIN_NCHANNELS", offsetof(nt_topo_env, min_nchannels)},
+              {"NCCL_MAX_NCHANNELS", offsetof(nt_topo_env, max_nchannels)},
+              {"NCCL_MIN_NRINGS", offsetof(nt_topo_env, min_nrings)},
+              {"NCCL_MAX_NRINGS", offsetof(nt_topo_env, max_nrings)},
+              {"NCCL_CROSS_NIC", offsetof(nt_topo_env, cross_nic)},
+              {"NCCL_MIN_CTAS", offsetof(nt_topo_env, min_ctas)},
+              {"NCCL_MAX_CTAS", offsetof(nt_topo_env, max_ctas)}};
   for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++)
     if (!strcmp(name, ints[i].name)) {
       int x, rc = read_int(name, v, &x, err, errlen);

@@ -119,6 +119,7 @@ static int add_nets(builder *b, int nic_el, int nic) {
     nn->net_bw = (float)((speed <= 0 ? 10000 : speed) / 8000.0);
     const char *guid = attr(b, c, "guid");
     nn->guid = guid ? strtoull(guid, NULL, 16) : 0;
+    nn->has_guid = guid != NULL;
     topo_sanitize(attr(b, c, "name"), nn->name, sizeof nn->name);
     snprintf(nn->busid, sizeof nn->busid, "%s", t->nodes[nic].busid);
     t->nets[t->nnets++] = n;

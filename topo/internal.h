@@ -111,8 +111,9 @@ typedef struct {
   float net_bw;
   int port;
   uint64_t guid;
-  int nic;      /* the NIC node */
-  int endpoint; /* matrix index for GPU and NET nodes, else -1 */
+  bool has_guid; /* NCCL takes the NET's id as its ASIC without one */
+  int nic;       /* the NIC node */
+  int endpoint;  /* matrix index for GPU and NET nodes, else -1 */
   int nlinks;
   topo_link links[TOPO_MAX_LINKS];
 } topo_node;

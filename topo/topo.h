@@ -98,6 +98,11 @@ typedef struct {
   int gdr_mlopart;         /* NCCL_NET_GDR_MLOPART (2.30): default 0 */
   int split_mlopart;       /* NCCL_TOPO_SPLIT_MLOPART (2.30): default 1 */
   int ignore_disabled_p2p; /* NCCL_IGNORE_DISABLED_P2P: accepted, no effect (no NVML data) */
+  /* The channel search only (nt_topo_graphs_compute): */
+  int min_nchannels, max_nchannels; /* NCCL_MIN/MAX_NCHANNELS: -2 unset */
+  int min_nrings, max_nrings;       /* NCCL_MIN/MAX_NRINGS, their old names: -2 unset */
+  int cross_nic;                    /* NCCL_CROSS_NIC: 0 same rail, 1 any NIC, 2 (default) try */
+  int min_ctas, max_ctas;           /* NCCL_MIN/MAX_CTAS: taken when > 0 (else 1 and 64) */
 } nt_topo_env;
 
 void nt_topo_env_defaults(nt_topo_env *e);
@@ -237,6 +242,60 @@ void nt_topo_kinds_build(const nt_topo *t, nt_topo_kinds *k);
 int nt_topo_kind_of(const nt_topo_kinds *k, const char *cell); /* 1.., 0 none */
 /* JSON document (cJSON), caller frees; NULL on allocation failure. */
 char *nt_topo_to_json(const nt_topo *t, const nt_topo_env *env);
+
+/* ---- NCCL's channels: the ring and tree graphs and what they connect ----
+ * What NCCL's channel search (src/graph/search.cc) finds on the machine of
+ * the last nt_topo_compute, under its environment, for a communicator over
+ * `nodes` identical copies of it (ranks node-major: node n holds ranks
+ * n*G..n*G+G-1, its GPUs in the order of their rank attribute), and the
+ * rings and trees NCCL then connects (connect.cc). */
+#define NT_TOPO_MAX_GRAPH_NODES 128
+/* NCCL's pattern numbers, as NCCL_GRAPH_DUMP_FILE writes them. */
+enum {
+  NT_PATTERN_BALANCED_TREE = 1,
+  NT_PATTERN_SPLIT_TREE = 2,
+  NT_PATTERN_TREE = 3,
+  NT_PATTERN_RING = 4
+};
+typedef struct nt_topo_graphs nt_topo_graphs;
+/* NULL with the reason when nothing is computed, the file has no GPU or
+ * nodes is out of 1..NT_TOPO_MAX_GRAPH_NODES. The search borrows the
+ * graph's link bandwidths and gives them back: t is unchanged after. */
+nt_topo_graphs *nt_topo_graphs_compute(nt_topo *t, int nodes, char *err, size_t errlen);
+void nt_topo_graphs_free(nt_topo_graphs *g);
+int nt_topo_graphs_nodes(const nt_topo_graphs *g);
+int nt_topo_graphs_nranks(const nt_topo_graphs *g);
+
+/* One search's result (which: 0 the ring graph, 1 the tree graph). */
+typedef struct {
+  int pattern;                /* NT_PATTERN_*: a tree search may settle on TREE */
+  int nchannels;              /* search channels, as the graph dump lists them */
+  double bw_intra, bw_inter;  /* GB/s per channel */
+  int type_intra, type_inter; /* enum nt_path */
+  int same_channels, cross_nic;
+  int ngpus; /* GPUs per channel */
+} nt_topo_graph_info;
+bool nt_topo_graphs_graph(const nt_topo_graphs *g, int which, nt_topo_graph_info *out);
+/* The k-th GPU of search channel c (a GPU endpoint index), -1 out of range. */
+int nt_topo_graphs_channel_gpu(const nt_topo_graphs *g, int which, int c, int k);
+/* The NET a channel comes in on (out = 0) or leaves by (1), as an endpoint
+ * index; -1 on one node, where channels touch no NIC. */
+int nt_topo_graphs_channel_net(const nt_topo_graphs *g, int which, int c, int out);
+
+/* What NCCL connects: its channel count (search channels doubled, then
+ * NCCL_MAX/MIN_NCHANNELS), each channel's ring (nranks ranks from rank 0)
+ * and each rank's tree parent and up to 3 children (-1 for none). */
+int nt_topo_graphs_nchannels(const nt_topo_graphs *g);
+const int *nt_topo_graphs_ring(const nt_topo_graphs *g, int c);
+bool nt_topo_graphs_tree(const nt_topo_graphs *g, int c, int rank, int *up, int down[3]);
+/* The GPU endpoint index a rank runs on (in its node). */
+int nt_topo_graphs_rank_gpu(const nt_topo_graphs *g, int rank);
+const char *nt_topo_pattern_name(int pattern); /* "ring", "tree", "balanced tree", ... */
+
+void nt_topo_graphs_print_text(FILE *out, const nt_topo *t, const nt_topo_graphs *g);
+/* The JSON document (cJSON): nodes, ranks, graphs, rings, trees; the
+ * caller frees; NULL on allocation failure. */
+char *nt_topo_graphs_to_json(const nt_topo *t, const nt_topo_graphs *g);
 
 /* `nccltop topo FILE [--env NAME=VALUE ...] [--from-env] [--json]
  * [--nccl-version 2.28|2.30]`; argv[0] is "topo". Returns the exit code. */
