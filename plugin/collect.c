@@ -177,7 +177,7 @@ void nt_collect(nt_snapshot *s, uint64_t now) {
     }
   }
   nt_retire_collect(s, map, now);
-  s->process.phase = nt_phase_now();
+  s->process.phase = nt_phase_process();
   s->process.unsent_messages = atomic_load(&nt_g.unsent_messages);
   s->process.dropped_events += atomic_load(&nt_g.slotless_events);
   _Atomic int *mask = atomic_load(&nt_g.mask_ptr);

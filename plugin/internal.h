@@ -510,7 +510,8 @@ struct nt_identity nt_context_identity(const struct nt_context *c);
 struct nt_thread *nt_thread_claim(void); /* NULL when every slot is taken */
 /* initial-exec: one %fs-relative load on every call, where the default
  * model of a dlopen'd library calls __tls_get_addr. It takes 8 bytes of
- * the static TLS space glibc keeps for libraries loaded later. */
+ * the static TLS space glibc keeps for libraries loaded later (and 1 more
+ * for phase.c's per-thread phase). */
 #define NT_TLS_FAST __attribute__((tls_model("initial-exec")))
 extern __thread struct nt_thread *nt_self NT_TLS_FAST;
 static inline struct nt_thread *nt_thread_self(void) {
@@ -619,8 +620,12 @@ static inline struct nt_op *nt_oface_op(struct nt_oface *f) {
 void *nt_net_start(struct nt_thread *t, void *context, const struct nt_ev *ev);
 void nt_net_stop(struct nt_net_event *e);
 
-/* phase.c: the phase table nccltop_tag fills. */
+/* phase.c: the phase table nccltop_tag fills. The phase of an operation
+ * the calling thread enqueues now: its own last tag, or the process's when
+ * it never tagged (see phase.c for why). */
 uint8_t nt_phase_now(void);
+/* The phase any thread set last (the process's, for the publisher). */
+uint8_t nt_phase_process(void);
 /* The phase of an operation the user tagged through NCCL (v7 userTag, not
  * 0): "tag:<tag>", interned on the event path; 0 when the table is full. */
 uint8_t nt_phase_of_tag(uint64_t tag);

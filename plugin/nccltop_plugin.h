@@ -11,11 +11,13 @@
 
 #include "nccl_profiler_abi.h"
 
-/* Phase tag: collectives and p2p operations enqueued from now on, by any
- * thread of the process, are attributed to `tag` (cut to 31 bytes); NULL or
- * "" clears it. Up to 63 distinct names; later new names count as no phase.
- * Thread-safe; costs a short mutex and a few string compares, never waits
- * for NCCL or the publisher. */
+/* Phase tag: collectives and p2p operations enqueued from now on by the
+ * calling thread are attributed to `tag` (cut to 31 bytes); NULL or ""
+ * clears it. Operations enqueued by a thread that never called nccltop_tag
+ * (PyTorch's autograd thread, a CUDA graph's host-callback thread, NCCL's
+ * own group thread) take the tag any thread set last. Up to 63 distinct
+ * names; later new names count as no phase. Thread-safe; costs a short
+ * mutex and a few string compares, never waits for NCCL or the publisher. */
 void nccltop_tag(const char *tag);
 
 /* Replace the process-wide NCCL activation mask (NT_EV_* bits) while the job

@@ -10,7 +10,23 @@
  * (application threads) serialise on a mutex among themselves; a userTag is
  * interned on the event path with no lock, no allocation and no system
  * call: a scan of at most NT_MAX_PHASES ready slots (two threads meeting a
- * new tag at once may both intern it; both ids then carry the same name). */
+ * new tag at once may both intern it; both ids then carry the same name).
+ *
+ * Scope: per thread, with the process as the fallback. An operation is in
+ * the phase its enqueuing thread last set; an operation enqueued by a
+ * thread that never called nccltop_tag is in the phase last set by any
+ * thread. Why both: a training loop that drives several communicators from
+ * several threads (one per communicator, as the simulator's demo does) must
+ * not have one thread's tag label the other's operations, while NCCL also
+ * enqueues from threads the application never tags: PyTorch DDP's and
+ * FSDP's gradient collectives run on the autograd engine's thread, a CUDA
+ * graph's replayed plan on a CUDA host-callback thread, a non-blocking
+ * communicator's group on NCCL's own thread; those follow the loop's tag.
+ * Megatron-style TP, DP and PP communicators driven from one thread share
+ * that thread's tag, which is what the loop means. Not per communicator:
+ * the application (Python) does not hold NCCL's communicator handles, and
+ * NCCL 2.31's per-call userTag already names one call. Cost on the event
+ * path: one initial-exec TLS byte read, as for nt_self. */
 #include <pthread.h>
 #include <string.h>
 
@@ -24,11 +40,24 @@ static char names[NT_MAX_PHASES + 1][NT_MAX_PHASE + 1];
 static _Atomic uint64_t tags[NT_MAX_PHASES + 1]; /* SLOT_USER_TAG: the tag */
 static _Atomic uint8_t ready[NT_MAX_PHASES + 1]; /* SLOT_*, set with release */
 static _Atomic uint32_t reserved;                /* ids 1..reserved are taken */
-static _Atomic uint8_t current;
+static _Atomic uint8_t current;                  /* the phase any thread set last */
 static _Atomic int warned_full;
+/* The calling thread's phase + 1; 0 while it has never called nccltop_tag
+ * (then `current` applies). Only its own thread reads or writes it. */
+static __thread uint8_t thread_phase NT_TLS_FAST;
 
 uint8_t nt_phase_now(void) {
+  uint8_t mine = thread_phase;
+  return mine ? (uint8_t)(mine - 1) : atomic_load_explicit(&current, memory_order_relaxed);
+}
+
+uint8_t nt_phase_process(void) {
   return atomic_load_explicit(&current, memory_order_relaxed);
+}
+
+static void set_phase(uint8_t id) {
+  thread_phase = (uint8_t)(id + 1);
+  atomic_store(&current, id);
 }
 
 /* The next free id, 0 when all are taken (logged once). */
@@ -52,7 +81,7 @@ NT_EXPORT void nccltop_tag(const char *tag) {
   if (atomic_load(&nt_g.inert)) return;
   size_t n = tag ? strnlen(tag, NT_MAX_PHASE) : 0; /* longer names are cut */
   if (n == 0) {
-    atomic_store(&current, 0);
+    set_phase(0);
     return;
   }
   uint8_t id = 0;
@@ -70,7 +99,7 @@ NT_EXPORT void nccltop_tag(const char *tag) {
     warn_full();
   }
   pthread_mutex_unlock(&lock);
-  atomic_store(&current, id);
+  set_phase(id);
 }
 
 /* "tag:" and the tag in decimal (at most 24 bytes, within NT_MAX_PHASE). */

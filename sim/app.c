@@ -12,8 +12,9 @@
  * plan on a host-callback thread at each replay (graph.c). A Send/Recv
  * pair is the same with two P2pApi and two P2p events. The activation
  * mask is read once per operation, as NCCL snapshots it into the task; the
- * proxy ops inherit that snapshot. Communicator 0's thread also names the
- * training phase (nccltop_tag) when it changes, as a training loop would. */
+ * proxy ops inherit that snapshot. Each communicator's thread also names
+ * the training phase it is in (nccltop_tag) when it changes, as a training
+ * loop would; the plugin keeps a tag per thread, so the two do not mix. */
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -393,7 +394,7 @@ void *sim_app_main(void *arg) {
   sim_comm *c = arg;
   const nt_sim_config *cfg = c->r->cfg;
   void (*tag)(const char *) = NULL;
-  if (c->index == 0) *(void **)&tag = sim_driver_sym(&c->r->drv, "nccltop_tag");
+  *(void **)&tag = sim_driver_sym(&c->r->drv, "nccltop_tag");
   /* The deterministic schedule is a fixed number of collectives. */
   uint64_t n = cfg->deterministic ? (uint64_t)sim_det_iterations(cfg) : (uint64_t)cfg->iterations;
   uint64_t deadline = 0;

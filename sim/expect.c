@@ -127,9 +127,9 @@ void nt_sim_expect_comm(const nt_sim_config *c, int rank, int comm, nt_sim_comm_
   sim_scn_expect_comm(c, out);
 }
 
-/* The phase of each collective is exact for communicator 0, whose thread
- * names it (with several communicators, the others see whatever phase is
- * current when they enqueue). */
+/* The phase of each collective is exact for every communicator: each
+ * communicator's thread names its own phase, and the plugin keeps a tag per
+ * thread. */
 int nt_sim_expect_ops(const nt_sim_config *c, nt_sim_op_expect *out, int cap) {
   int n = 0;
   for (uint64_t i = 0; i < (uint64_t)sim_det_iterations(c); i++) {

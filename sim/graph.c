@@ -82,7 +82,9 @@ static void *replay_main(void *arg) {
   sim_comm *c = g->c;
   const nt_sim_config *cfg = c->r->cfg;
   void (*tag)(const char *) = NULL;
-  if (c->index == 0) *(void **)&tag = sim_driver_sym(&c->r->drv, "nccltop_tag");
+  /* Each replay thread names its communicator's phase (the plugin keeps a
+   * tag per thread). */
+  *(void **)&tag = sim_driver_sym(&c->r->drv, "nccltop_tag");
   const char *phase = NULL;
   for (uint64_t seq = 0; !sim_stopping(); seq++) {
     if (g->n && seq >= g->n) break;

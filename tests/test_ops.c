@@ -3,6 +3,8 @@
  * statistics, durations, phases, sequence numbers, API counters and network
  * plugin events, read back through the real publisher. Times come from a
  * virtual clock, so every duration is exact. */
+#include <pthread.h>
+
 #include "testlib.h"
 #include "plugin_harness.h"
 #include "../plugin/nccltop_plugin.h"
@@ -242,6 +244,84 @@ static void case_phases_attribute_operations(void) {
   CHECK_EQ_U64(H.snap->process.phase, 0);
 }
 
+/* One operation of `func` enqueued and completed on the calling thread. */
+static void one_op(void *ctx, const char *func, uint64_t seq) {
+  void *c = coll(ctx, func, seq, 64, "RING", "SIMPLE");
+  H.v5->stopEvent(c);
+  void *a = child_op(ctx, c, 0);
+  ph_now += 100;
+  H.v5->stopEvent(a);
+}
+
+static void *ctx_a, *ctx_b;
+static pthread_barrier_t tagged, enqueued;
+
+/* Communicator A's loop: tags "forward", waits until B's thread has
+ * tagged "backward", then enqueues an AllGather; later, after clearing its
+ * tag, a ReduceScatter. */
+static void *thread_a(void *arg) {
+  (void)arg;
+  tag("forward");
+  pthread_barrier_wait(&tagged);
+  pthread_barrier_wait(&enqueued); /* B tagged "backward" and enqueued */
+  one_op(ctx_a, "AllGather", 1);
+  tag("");
+  one_op(ctx_a, "ReduceScatter", 2);
+  return NULL;
+}
+
+static void *thread_b(void *arg) {
+  (void)arg;
+  tag("backward");
+  one_op(ctx_b, "AllReduce", 1);
+  return NULL;
+}
+
+/* A thread that never tagged (PyTorch's autograd thread, a CUDA graph's
+ * host callback): its operations take the tag set last by any thread. */
+static void *thread_untagged(void *arg) {
+  (void)arg;
+  one_op(ctx_b, "Reduce", 3);
+  return NULL;
+}
+
+/* Two communicators driven from two threads, each naming its own phase
+ * (the demo's two communicators, or a loop per communicator): one thread's
+ * tag must not label the other's operations (before, every thread's
+ * operations took the tag set last by any thread). */
+static void case_phases_are_per_thread(void) {
+  void *ctx = setup(NULL);
+  CHECK(ctx != NULL);
+  ctx_a = ctx;
+  ctx_b = ph_init(&H, HASH + 1, 1, 4);
+  CHECK(ctx_b != NULL);
+  CHECK(pthread_barrier_init(&tagged, NULL, 2) == 0);
+  CHECK(pthread_barrier_init(&enqueued, NULL, 2) == 0);
+  pthread_t a, b, u;
+  CHECK(pthread_create(&a, NULL, thread_a, NULL) == 0);
+  pthread_barrier_wait(&tagged);
+  CHECK(pthread_create(&b, NULL, thread_b, NULL) == 0);
+  CHECK(pthread_join(b, NULL) == 0);
+  CHECK(pthread_create(&u, NULL, thread_untagged, NULL) == 0); /* last tag: "backward" */
+  CHECK(pthread_join(u, NULL) == 0);
+  pthread_barrier_wait(&enqueued);
+  CHECK(pthread_join(a, NULL) == 0);
+  CHECK(ph_latest(&H) == 0);
+  CHECK_EQ_U64(H.snap->nphases, 2);
+  CHECK_STR(H.snap->phases[0].name, "forward");
+  CHECK_STR(H.snap->phases[1].name, "backward");
+  const nt_op_row *ag = op_row(H.snap, NT_FUNC_ALLGATHER, 1);
+  CHECK(ag && ag->count == 1);
+  CHECK(op_row(H.snap, NT_FUNC_ALLGATHER, 2) == NULL);
+  CHECK(op_row(H.snap, NT_FUNC_ALLREDUCE, 2) && op_row(H.snap, NT_FUNC_ALLREDUCE, 2)->count == 1);
+  /* A's cleared tag is its own "no phase", not B's "backward". */
+  CHECK(op_row(H.snap, NT_FUNC_REDUCESCATTER, 0) != NULL);
+  CHECK(op_row(H.snap, NT_FUNC_REDUCE, 2) != NULL);
+  CHECK_EQ_U64(H.snap->process.phase, 0); /* A cleared it last */
+  pthread_barrier_destroy(&tagged);
+  pthread_barrier_destroy(&enqueued);
+}
+
 static void *p2p(void *ctx, void *group, const char *func, int peer) {
   nt_descr_v5 d = ph_simple(NT_EV_P2P);
   d.rank = 1; /* setup's rank */
@@ -478,6 +558,7 @@ int main(void) {
       {"an_operation_that_never_completes_stays_in_flight",
        case_an_operation_that_never_completes_stays_in_flight},
       {"phases_attribute_operations", case_phases_attribute_operations},
+      {"phases_are_per_thread", case_phases_are_per_thread},
       {"p2p_operations_have_their_peer", case_p2p_operations_have_their_peer},
       {"self_send_and_recv_complete_with_their_group",
        case_self_send_and_recv_complete_with_their_group},

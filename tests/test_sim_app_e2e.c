@@ -322,6 +322,81 @@ static void run_ahead_in_real_time(void) {
   for (int k = 0; k < 6; k++) CHECK(kinds[k] == 0);
 }
 
+/* The phase the real-time schedule (sim/app.c rt_step) enqueues func in,
+ * and for AllReduce the other one it may be in. */
+static bool phase_fits(const char *func, const char *phase) {
+  if (!strcmp(func, "AllGather")) return !strcmp(phase, "forward");
+  if (!strcmp(func, "ReduceScatter")) return !strcmp(phase, "backward");
+  if (!strcmp(func, "AllReduce")) return !strcmp(phase, "backward") || !strcmp(phase, "optimizer");
+  return true; /* Send/Recv: forward, but a self pair is not counted */
+}
+
+/* Two communicators per rank, each enqueued from its own thread that names
+ * its own phase (the demo's default): every operation is in the phase its
+ * own thread named. Before, a tag was process-wide, and about a third of
+ * the operations took the other communicator's phase (newcomer run 3,
+ * finding 6). Checked on the "recent" operations of every frame: each
+ * function in its schedule's phase, every rank agreeing on each operation. */
+typedef struct {
+  char key[96], phase[32];
+} seen_op;
+
+static void phases_follow_their_thread(void) {
+  char dir[] = "/tmp/nccltop-app-XXXXXX";
+  CHECK(mkdtemp(dir) != NULL);
+  nt_sim_config c;
+  small_job(&c);
+  c.ranks = 4;
+  c.comms = 2;
+  c.dir = dir;
+  c.duration_s = 14;
+  pid_t sim = nt_sim_spawn(&c);
+  viewer v = {.fd = -1, .pid = -1};
+  bool started =
+      sim > 0 && wait_publishers(dir, c.ranks, 20) && viewer_start(&v, dir, "200", "5000");
+  static seen_op seen[4096];
+  int nseen = 0, checked = 0, wrong = 0, split = 0;
+  char first_bad[200] = "";
+  for (double end = now_s() + 8; started;) {
+    cJSON *f = viewer_frame(&v, end);
+    if (!f) break;
+    const cJSON *x;
+    cJSON_ArrayForEach(x, get(f, "recent")) {
+      const char *func = str(x, "func"), *phase = str(x, "phase");
+      if (!strcmp(str(x, "kind"), "p2p")) continue;
+      checked++;
+      if (!phase_fits(func, phase)) {
+        if (!wrong++)
+          snprintf(first_bad, sizeof first_bad, "%s #%g of comm %s on rank %g in '%s'", func,
+                   num(x, "seq"), str(x, "comm"), num(x, "rank"), phase);
+      }
+      char key[96];
+      snprintf(key, sizeof key, "%s/%s/%g", str(x, "comm"), func, num(x, "seq"));
+      int i = 0;
+      while (i < nseen && strcmp(seen[i].key, key)) i++;
+      if (i == nseen && nseen < (int)(sizeof seen / sizeof seen[0])) {
+        snprintf(seen[i].key, sizeof seen[i].key, "%s", key);
+        snprintf(seen[i].phase, sizeof seen[i].phase, "%s", phase);
+        nseen++;
+      } else if (i < nseen && strcmp(seen[i].phase, phase)) {
+        split++;
+      }
+    }
+    cJSON_Delete(f);
+  }
+  if (started) viewer_stop(&v);
+  stop_group(&sim);
+  remove_dir(dir);
+  fprintf(stderr,
+          "    %d recent collectives checked (%d operations): %d in another phase%s%s, %d "
+          "with ranks disagreeing\n",
+          checked, nseen, wrong, wrong ? ", first " : "", first_bad, split);
+  CHECK(started);
+  CHECK(nseen >= 20);
+  CHECK(wrong == 0);
+  CHECK(split == 0);
+}
+
 int main(void) {
   scenario_init();
   TEST_RUN(alltoall_end_to_end);
@@ -329,5 +404,6 @@ int main(void) {
   TEST_RUN(graph_end_to_end);
   TEST_RUN(run_ahead_end_to_end);
   TEST_RUN(run_ahead_in_real_time);
+  TEST_RUN(phases_follow_their_thread);
   return TEST_DONE();
 }
