@@ -160,6 +160,39 @@ static void statistics_add_up_over_ranks_and_phases(void) {
   nt_model_free(m);
 }
 
+/* A rank whose phase spans two communicators: the operations of both run
+ * at the same time, so its busy time can exceed the time the job ran
+ * (newcomer run 3, finding 17). The table says so, and with one
+ * communicator it says nothing. */
+static void phase_busy_time_says_when_communicators_overlap(void) {
+  nt_model *m = nt_model_new();
+  CHECK(m);
+  CHECK(apply(m, with_ops(1, 0, 10, 4000000000ull), 1.0));
+  nt_phase_stat ph[NT_MAX_PHASES + 1];
+  char note[128];
+  CHECK(nt_model_phase_stats(m, ph, NT_MAX_PHASES + 1) == 1);
+  CHECK(ph[0].comms == 1);
+  CHECK(nt_phase_busy_note(ph, 1, note, sizeof note) == NULL);
+  /* Same process, a second communicator in the same phase: 4 s + 3 s of
+   * busy time in a job that may have run 4 s. */
+  nt_snapshot *s = with_ops(1, 0, 10, 4000000000ull);
+  CHECK(s != NULL);
+  s->seq = 2;
+  s->mono_ns = 200000000ull;
+  s->ncomms = 2;
+  s->comms[1] = (nt_comm_row){.comm_hash = HASH + 1, .rank = 0, .nranks = 4, .nnodes = 4};
+  s->nops = 2;
+  s->ops[1] = s->ops[0];
+  s->ops[1].comm_index = 1;
+  s->ops[1].time_ns = 3000000000ull;
+  CHECK(apply(m, s, 1.1));
+  CHECK(nt_model_phase_stats(m, ph, NT_MAX_PHASES + 1) == 1);
+  CHECK(ph[0].comms == 2 && ph[0].ranks == 1 && near(ph[0].time_s, 7.0));
+  const char *n = nt_phase_busy_note(ph, 1, note, sizeof note);
+  CHECK(n != NULL && strstr(n, "2 communicators") != NULL && strlen(n) <= 80);
+  nt_model_free(m);
+}
+
 /* ---- diagnosis ---- */
 
 /* Rank 2's GPU stopped: it waits on nobody. Rank 1 (sends to 2) waits for
@@ -433,6 +466,7 @@ int main(void) {
   TEST_RUN(bus_bandwidth_matches_nccl_tests_for_every_function);
   TEST_RUN(sizes_and_buckets_read_like_people_write_them);
   TEST_RUN(statistics_add_up_over_ranks_and_phases);
+  TEST_RUN(phase_busy_time_says_when_communicators_overlap);
   TEST_RUN(a_stalled_ring_names_the_rank_its_waits_end_at);
   TEST_RUN(a_silent_rank_that_others_wait_on_is_the_root);
   TEST_RUN(a_rank_that_stays_behind_is_a_straggler);

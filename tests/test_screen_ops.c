@@ -263,7 +263,7 @@ static bool collectives_view(vt_term *t) {
   for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
     if (!wait_counts(t, 10, rows[i], NULL, 5, 6, "3")) return false;
   /* The phase table: 12 collectives, a third in each phase, times 3 ranks. */
-  if (wait_row(t, 5, ROW("PHASE (nccltop_tag)", "COUNT", "DONE", "TIME/rank")) < 0) return false;
+  if (wait_row(t, 5, ROW("PHASE (nccltop_tag)", "COUNT", "DONE", "BUSY/rank")) < 0) return false;
   static const char *const phases[] = {"forward", "backward", "optimizer"};
   for (int p = 0; p < 3; p++)
     if (!wait_counts(t, 5, ROW(phases[p]), phases[p], 1, 2, "12")) return false;

@@ -336,15 +336,24 @@ const char *nt_variant_name(const nt_snapshot *s, uint8_t id);
 double nt_stat_algbw(double alg_bytes, double time_s);
 
 /* Per phase (nccltop_tag), over every communicator and rank; "" is the
- * time outside any phase. Sorted by name. */
+ * time outside any phase. Sorted by name. time_s is busy time: the sum of
+ * the operations' times, so where a rank's communicators run operations
+ * at the same time (comms > 1) it counts the overlap twice, and the phases
+ * can add up to more than the job has run. */
 typedef struct {
   char name[4 * NT_MAX_PHASE + 1];
   uint8_t source; /* enum nt_phase_source: NT_PHASE_USER_TAG if a rank says so */
   uint32_t ranks;
+  uint32_t comms; /* the most communicators one rank has operations of in this phase */
   uint64_t count, done, bytes;
   double time_s, alg_bytes, bus_bytes;
 } nt_phase_stat;
+/* At most NT_MAX_PHASES + 1 rows (every phase id and "no phase"). */
 uint32_t nt_model_phase_stats(nt_model *m, nt_phase_stat *out, uint32_t cap);
+/* The note a phase table needs under it when its busy times may overlap
+ * (some rank's phase spans several communicators): one line saying what
+ * BUSY/rank adds up; NULL when no note is needed. */
+const char *nt_phase_busy_note(const nt_phase_stat *ph, uint32_t n, char *buf, size_t cap);
 
 /* Recent and in-flight operations of every rank: in flight first (oldest
  * first), then done ones, newest first. At most `per_rank` done ones per

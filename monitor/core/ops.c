@@ -180,8 +180,31 @@ static int phase_cmp(const void *a, const void *b) {
   return strcmp(((const nt_phase_stat *)a)->name, ((const nt_phase_stat *)b)->name);
 }
 
+/* The communicators of one process seen in one phase row, to count
+ * `comms`; beyond this many, the count stops (the note is the same). */
+#define PHASE_COMMS_SEEN 8
+typedef struct {
+  uint32_t proc; /* the process these are of, + 1; 0 none yet */
+  uint16_t comm[PHASE_COMMS_SEEN];
+  uint32_t n;
+} phase_comms;
+
+static void count_comm(nt_phase_stat *o, phase_comms *pc, uint32_t proc, uint16_t comm) {
+  if (pc->proc != proc + 1) {
+    pc->proc = proc + 1;
+    pc->n = 0;
+  }
+  for (uint32_t i = 0; i < pc->n; i++)
+    if (pc->comm[i] == comm) return;
+  if (pc->n < PHASE_COMMS_SEEN) pc->comm[pc->n++] = comm;
+  if (pc->n > o->comms) o->comms = pc->n;
+}
+
 uint32_t nt_model_phase_stats(nt_model *m, nt_phase_stat *out, uint32_t cap) {
   uint32_t n = 0;
+  phase_comms pcs[NT_MAX_PHASES + 1];
+  if (cap > NT_MAX_PHASES + 1) cap = NT_MAX_PHASES + 1;
+  memset(pcs, 0, sizeof pcs);
   for (uint32_t i = 0; i < m->nprocs; i++) {
     const nt_snapshot *s = m->procs[i]->pub.cur;
     if (!s || m->procs[i]->pub.run != m->run) continue;
@@ -199,6 +222,7 @@ uint32_t nt_model_phase_stats(nt_model *m, nt_phase_stat *out, uint32_t cap) {
         memset(o, 0, sizeof *o);
         snprintf(o->name, sizeof o->name, "%s", name);
       }
+      count_comm(o, &pcs[o - out], i, r->comm_index);
       for (uint32_t j = 0; r->phase && j < s->nphases; j++)
         if (s->phases[j].id == r->phase && s->phases[j].source == NT_PHASE_USER_TAG)
           o->source = NT_PHASE_USER_TAG;
@@ -216,6 +240,18 @@ uint32_t nt_model_phase_stats(nt_model *m, nt_phase_stat *out, uint32_t cap) {
   }
   qsort(out, n, sizeof *out, phase_cmp);
   return n;
+}
+
+const char *nt_phase_busy_note(const nt_phase_stat *ph, uint32_t n, char *buf, size_t cap) {
+  uint32_t most = 0;
+  for (uint32_t i = 0; i < n; i++)
+    if (ph[i].comms > most) most = ph[i].comms;
+  if (most < 2) return NULL;
+  /* One line that fits 80 columns. */
+  snprintf(buf, cap,
+           "BUSY/rank sums %u%s communicators running at once: it can exceed the job's time", most,
+           most >= PHASE_COMMS_SEEN ? "+" : "");
+  return buf;
 }
 
 /* ---- recent operations ---- */

@@ -28,7 +28,10 @@
  *          the done ones over their channels, NCCL 2.31; null when none)}];
  *        "phases": [{"phase" ("" none), "phase_source": nccltop_tag|user_tag
  *          (NCCL 2.31's userTag; "none" for ""), "ranks", "count", "done",
- *          "bytes", "time_ms" (per rank), "algbw_gbs", "busbw_gbs"}];
+ *          "bytes", "time_ms" (busy time per rank: the operations' times summed, so
+ *          with "comms" > 1 overlapping ones count twice), "comms" (the most
+ *          communicators one rank has operations of in the phase),
+ *          "algbw_gbs", "busbw_gbs"}];
  *        "recent": [operation as in "in_flight" plus "host", "pid", "rank",
  *          "comm"], in flight first, at most 64;
  *        "runs": {"current": run, "previous": run or null, "env_diff":
@@ -318,6 +321,7 @@ void nt_batch_job_json(nt_jo *w, const nt_frame *f) {
     nt_jo_u64(w, "done", ph->done);
     nt_jo_u64(w, "bytes", ph->bytes);
     nt_jo_num(w, "time_ms", ph->ranks ? ph->time_s * 1e3 / ph->ranks : 0);
+    nt_jo_u64(w, "comms", ph->comms);
     nt_jo_num(w, "algbw_gbs", nt_stat_algbw(ph->alg_bytes, ph->time_s));
     nt_jo_num(w, "busbw_gbs", nt_stat_algbw(ph->bus_bytes, ph->time_s));
     nt_jo_end(w);
@@ -376,7 +380,7 @@ void nt_batch_ops_text(FILE *out, const nt_frame *f) {
   const nt_phase_stat *ph = f->phases;
   uint32_t np = f->nphases;
   if (np)
-    fprintf(out, "%-20s %8s %8s %12s %9s %9s\n", "PHASE", "COUNT", "DONE", "TIME/rank", "ALGBW",
+    fprintf(out, "%-20s %8s %8s %12s %9s %9s\n", "PHASE", "COUNT", "DONE", "BUSY/rank", "ALGBW",
             "BUSBW");
   for (uint32_t i = 0; i < np; i++) {
     char t[3][NT_UNIT_LEN];
@@ -386,4 +390,6 @@ void nt_batch_ops_text(FILE *out, const nt_frame *f) {
             nt_fmt_rate(nt_stat_algbw(ph[i].alg_bytes, ph[i].time_s) * 1e9, t[1], sizeof t[1]),
             nt_fmt_rate(nt_stat_algbw(ph[i].bus_bytes, ph[i].time_s) * 1e9, t[2], sizeof t[2]));
   }
+  char note[128];
+  if (nt_phase_busy_note(ph, np, note, sizeof note)) fprintf(out, "%s\n", note);
 }

@@ -107,7 +107,7 @@ static void phases_section(nt_screen *s, int *y, int *n) {
   if (!np) return;
   nt_scroll_line(s, y, n, 0, "");
   snprintf(line, sizeof line, "%-24s %8s %8s %14s %10s %10s", "PHASE (nccltop_tag)", "COUNT",
-           "DONE", "TIME/rank", "ALGBW", "BUSBW");
+           "DONE", "BUSY/rank", "ALGBW", "BUSBW");
   nt_scroll_line(s, y, n, A_BOLD, line);
   for (uint32_t i = 0; i < np; i++) {
     double t = ph[i].ranks ? ph[i].time_s / ph[i].ranks : 0;
@@ -122,6 +122,8 @@ static void phases_section(nt_screen *s, int *y, int *n) {
       return;
     }
   }
+  const char *note = nt_phase_busy_note(ph, np, line, sizeof line);
+  if (note) nt_scroll_line(s, y, n, A_DIM, note);
 }
 
 static void recent_section(nt_screen *s, int *y, int *n) {
