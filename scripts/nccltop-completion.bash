@@ -12,11 +12,11 @@ _nccltop() {
 
   local viewer_opts="-b --batch -n --iterations --json -d --delay --stall-ms -C --no-color
     -A --ascii --dir --connect --hosts --hostfile --server-key --insecure --topology --max-memory
-    --record --force -V --version -h --help"
+    --record --force --view --sort --filter --no-config -V --version -h --help"
   local record_opts="--dir --connect --hosts --hostfile --duration --max-size --last --until-alert --after
     --stall-ms --max-memory --force --help"
   local replay_opts="-b --batch -n --iterations --json -d --delay --speed --stall-ms -C
-    --no-color -A --ascii --max-memory --help"
+    --no-color -A --ascii --max-memory --view --sort --filter --no-config --help"
   local export_opts="--chrome-trace --stall-ms --force --help"
   local sim_opts="--ranks --comms --channels --steps --iterations --duration --linger
     --deterministic --nccl-version --abi --plugin --interval-ms --dir --nodes --quiet --stall-rank
@@ -67,6 +67,17 @@ _nccltop() {
     else
       COMPREPLY=($(compgen -W "2.26 2.27 2.28 2.29 2.30 2.31" -- "$cur"))
     fi
+    return 0
+    ;;
+  --view)
+    COMPREPLY=($(compgen -W "overview proxy channels collectives topology environment" -- "$cur"))
+    return 0
+    ;;
+  --sort)
+    COMPREPLY=($(compgen -W "rank stalled host" -- "$cur"))
+    return 0
+    ;;
+  --filter)
     return 0
     ;;
   --until-alert)
@@ -128,8 +139,8 @@ _nccltop() {
   demo)
     # Simulator options first, then the monitor's (-n for frames), -- for the rest.
     COMPREPLY=($(compgen -W "$sim_opts -b --batch -n --json -d --delay --stall-ms -C --no-color
-      -A --ascii --connect --hosts --hostfile --server-key --insecure --topology --max-memory -V
-      --version --" -- "$cur"))
+      -A --ascii --connect --hosts --hostfile --server-key --insecure --topology --max-memory
+      --view --sort --filter --no-config -V --version --" -- "$cur"))
     ;;
   relay)
     COMPREPLY=($(compgen -W "$relay_opts" -- "$cur"))

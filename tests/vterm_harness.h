@@ -50,6 +50,9 @@ static int vt_start(vt_term *t, int rows, int cols, char *const argv[], char *co
     setenv("TERM", "xterm-256color", 1);
     setenv("LANG", "C.UTF-8", 1);
     setenv("LC_ALL", "C.UTF-8", 1);
+    /* No settings file: the user's must not change what a test sees, nor
+     * a test's keys change the user's (a test names its own in env). */
+    setenv("NCCLTOP_CONFIG", "", 1);
     for (int i = 0; env && env[i]; i++) putenv(env[i]);
     execv(argv[0], argv);
     _exit(127);

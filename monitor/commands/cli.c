@@ -12,6 +12,7 @@
 #include "../../sim/sim.h"
 #include "../../sim/trace.h"
 #include "../feeds/hostlist.h"
+#include "../feeds/settings.h"
 #include "../options.h"
 
 /* The simulator's options: `nccltop --help` and `nccltop sim --help`. */
@@ -90,6 +91,13 @@ void nt_usage(FILE *f) {
           "      --record FILE      also record what is received to FILE (see nccltop record);\n"
           "                         an existing FILE is kept (exit status 2) unless --force\n"
           "      --force            with --record: replace an existing FILE\n"
+          "      --view NAME        start in view NAME: overview, proxy, channels, collectives,\n"
+          "                         topology, environment (default overview)\n"
+          "      --sort NAME        rank order: rank, stalled, host (default rank)\n"
+          "      --filter TEXT      show only rows containing TEXT (the \\ key's filter)\n"
+          "      --no-config        neither read nor write the settings file\n"
+          "                         ($NCCLTOP_CONFIG, else ~/.config/nccltop/nccltoprc: the\n"
+          "                         screen saves view, sort and filter there when they change)\n"
           "  -V, --version          print the version\n"
           "  -h, --help             this text\n"
           "\n");
@@ -108,9 +116,10 @@ void nt_sim_usage(FILE *f) {
 }
 
 enum { OPT_JSON = 256, OPT_STALL, OPT_DIR, OPT_CONNECT, OPT_TOPOLOGY, OPT_MAX_MEMORY, OPT_RECORD };
-enum { OPT_HOSTS = 320, OPT_HOSTFILE };      /* --hosts, --hostfile */
-enum { OPT_SERVER_KEY = 340, OPT_INSECURE }; /* --server-key, --insecure */
-enum { OPT_FORCE = 360 };                    /* --force (with --record) */
+enum { OPT_HOSTS = 320, OPT_HOSTFILE };                       /* --hosts, --hostfile */
+enum { OPT_SERVER_KEY = 340, OPT_INSECURE };                  /* --server-key, --insecure */
+enum { OPT_FORCE = 360 };                                     /* --force (with --record) */
+enum { OPT_VIEW = 380, OPT_SORT, OPT_FILTER, OPT_NO_CONFIG }; /* the screen's start */
 
 static const char short_opts[] = ":bn:d:CAVh"; /* leading colon: a missing value is told apart */
 static const struct option long_opts[] = {
@@ -131,6 +140,10 @@ static const struct option long_opts[] = {
     {"insecure", no_argument, NULL, OPT_INSECURE},
     {"record", required_argument, NULL, OPT_RECORD},
     {"force", no_argument, NULL, OPT_FORCE},
+    {"view", required_argument, NULL, OPT_VIEW},
+    {"sort", required_argument, NULL, OPT_SORT},
+    {"filter", required_argument, NULL, OPT_FILTER},
+    {"no-config", no_argument, NULL, OPT_NO_CONFIG},
     {"version", no_argument, NULL, 'V'},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
@@ -219,6 +232,32 @@ static int apply_option(nt_options *o, const char *prog, int ch, const char *arg
   case OPT_INSECURE: o->insecure = true; return 0;
   case OPT_RECORD: o->record = arg; return 0;
   case OPT_FORCE: o->force = true; return 0;
+  case OPT_VIEW:
+    if ((o->initial_view = nt_settings_view_id(arg)) < 0) {
+      fprintf(stderr, "%s: --view must be one of %s, not '%s'\n", prog, nt_settings_view_list(),
+              arg);
+      return 2;
+    }
+    o->view_given = true;
+    return 0;
+  case OPT_SORT:
+    if ((o->initial_sort = nt_settings_sort_id(arg)) < 0) {
+      fprintf(stderr, "%s: --sort must be one of %s, not '%s'\n", prog, nt_settings_sort_list(),
+              arg);
+      return 2;
+    }
+    o->sort_given = true;
+    return 0;
+  case OPT_FILTER:
+    if (!nt_settings_filter_ok(arg, strlen(arg))) {
+      fprintf(stderr, "%s: --filter must be printable text of at most %d bytes\n", prog,
+              NT_SETTINGS_FILTER - 1);
+      return 2;
+    }
+    snprintf(o->initial_filter, sizeof o->initial_filter, "%s", arg);
+    o->filter_given = true;
+    return 0;
+  case OPT_NO_CONFIG: o->no_config = true; return 0;
   case OPT_MAX_MEMORY:
     return parse_u32(prog, "--max-memory", arg, 16, 1048576, &o->max_memory_mib) ? 2 : 0;
   case OPT_CONNECT:
@@ -254,6 +293,33 @@ int nt_options_set(nt_options *o, const char *prog, const char *name, const char
   return 2;
 }
 
+/* The screen's settings file: where it is, and what of it the flags leave
+ * (flags win). A file that cannot be used is one line on stderr (it stays
+ * on the terminal after the screen) and one on the key bar, never a
+ * refusal to start; the screen then saves over it at the next change. */
+void nt_options_load_settings(nt_options *o) {
+  o->settings_path[0] = o->settings_note[0] = '\0';
+  if (o->no_config || o->batch) return;
+  char path[sizeof o->settings_path];
+  if (nt_settings_path(path, sizeof path) != 0) return;
+  snprintf(o->settings_path, sizeof o->settings_path, "%s", path);
+  nt_settings st;
+  char err[200];
+  int rc = nt_settings_read(path, &st, err, sizeof err);
+  if (rc < 0) {
+    /* The key bar has room for the reason; stderr says which file. */
+    snprintf(o->settings_note, sizeof o->settings_note, "settings file not used: %s", err);
+    fprintf(stderr, "nccltop: the settings file %s is not used (%s); using the defaults\n", path,
+            err);
+    return;
+  }
+  if (rc > 0) return;
+  if (!o->view_given && st.view >= 0) o->initial_view = st.view;
+  if (!o->sort_given && st.sort >= 0) o->initial_sort = st.sort;
+  if (!o->filter_given && st.has_filter)
+    snprintf(o->initial_filter, sizeof o->initial_filter, "%s", st.filter);
+}
+
 int nt_options_parse(nt_options *o, int argc, char **argv) {
   optind = 0; /* GNU: start over (tests and `demo` parse more than once) */
   opterr = 0; /* bad_option says it, in one line */
@@ -286,6 +352,7 @@ int nt_options_parse(nt_options *o, int argc, char **argv) {
     fprintf(stderr, "nccltop: %s\n", err);
     return 2;
   }
+  nt_options_load_settings(o);
   return 0;
 }
 

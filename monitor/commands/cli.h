@@ -19,6 +19,11 @@ void nt_options_defaults(nt_options *o);
  * or the version was printed (exit 0), 2 after a usage error was printed on
  * stderr (exit 2). The strings stay argv's. */
 int nt_options_parse(nt_options *o, int argc, char **argv);
+/* The screen's settings file (feeds/settings.h) into o, under the flags
+ * given (they win); nothing with -b or --no-config. nt_options_parse calls
+ * it last. A file that cannot be used: one line on stderr and
+ * o->settings_note, the defaults kept. */
+void nt_options_load_settings(nt_options *o);
 /* One of the viewer's long options (name without "--"; value NULL for a
  * flag), for a subcommand that shares it (record, exporter): the same
  * ranges and messages, said as `prog`. 0, 1 (printed help or version) or

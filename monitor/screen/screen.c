@@ -198,6 +198,23 @@ static bool act(nt_screen *s, int action) {
   return true;
 }
 
+/* The settings file follows what the user changes: written whole when the
+ * view (help aside), the rank order or the filter differs from what it
+ * holds or the screen started with. */
+static void save_settings(nt_screen *s) {
+  if (!s->o->settings_path[0]) return;
+  nt_settings st = {.view = s->view == NT_VIEW_HELP ? s->prev_view : s->view,
+                    .sort = s->sort,
+                    .has_filter = true};
+  snprintf(st.filter, sizeof st.filter, "%s", s->filter);
+  if (st.view == s->saved.view && st.sort == s->saved.sort && !strcmp(st.filter, s->saved.filter))
+    return;
+  s->saved = st;
+  char err[256];
+  if (nt_settings_write(s->o->settings_path, &st, err, sizeof err) != 0 && !s->settings_err[0])
+    snprintf(s->settings_err, sizeof s->settings_err, "%s", err);
+}
+
 void nt_screen_draw(nt_screen *s) {
   getmaxyx(stdscr, s->rows, s->cols);
   erase();
@@ -250,6 +267,12 @@ int nt_screen_run(nt_model *m, nt_source *src, const nt_options *o) {
   s.m = m;
   s.o = o;
   s.view = s.prev_view = o->initial_view;
+  s.sort = o->initial_sort;
+  snprintf(s.filter, sizeof s.filter, "%s", o->initial_filter);
+  s.saved = (nt_settings){.view = s.view, .sort = s.sort, .has_filter = true};
+  snprintf(s.saved.filter, sizeof s.saved.filter, "%s", s.filter);
+  if (o->settings_note[0]) /* on the key bar until the first key; cut to fit */
+    snprintf(s.missed, sizeof s.missed, "%.*s", (int)sizeof s.missed - 1, o->settings_note);
   if (src) nt_source_watching(src, s.watching, sizeof s.watching);
   struct termios shell;
   bool have_shell = tcgetattr(STDOUT_FILENO, &shell) == 0;
@@ -285,6 +308,7 @@ int nt_screen_run(nt_model *m, nt_source *src, const nt_options *o) {
         running = act(&s, nt_key_action(key, s.view));
       s.last_key = key;
     }
+    if (input && !s.prompt) save_settings(&s);
     m = s.m;
     /* The model's clock (a replay's own); redraws go by the wall clock. */
     double wall = nt_now_s();
@@ -311,6 +335,7 @@ int nt_screen_run(nt_model *m, nt_source *src, const nt_options *o) {
   }
   endwin();
   nt_term_restore_clear(); /* after: a signal meanwhile still restores it */
+  if (s.settings_err[0]) fprintf(stderr, "nccltop: settings not saved: %s\n", s.settings_err);
   nt_frame_free(s.f);
   return 0;
 }

@@ -9,6 +9,7 @@
 #include "list.h"
 #include "../core/frame.h"
 #include "../core/model.h"
+#include "../feeds/settings.h"
 #include "../options.h"
 
 #define NT_TOPO_VIEW_MAX 256 /* GPUs + NICs shown */
@@ -98,7 +99,12 @@ typedef struct {
   uint32_t nranks;
   int nchannels; /* channel columns: highest channel id + 1 of the ranks shown */
   double now;
+  /* The settings file (screen.c save_settings): what it holds now, and the
+   * first failure to write it, said after the screen. */
+  nt_settings saved;
+  char settings_err[320];
 } nt_screen;
+_Static_assert(NT_SORT_COUNT == NT_SETTINGS_NSORTS, "the settings file names every rank order");
 
 /* The i-th rank shown. */
 static inline const nt_frame_rank *nt_screen_rank(const nt_screen *s, int i) {
