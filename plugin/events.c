@@ -143,6 +143,7 @@ static void *start_proxy_op(struct nt_thread *t, void *context, const struct nt_
   op->begun = 0;
   op->stepped = 0;
   op->v3_bytes = 0;
+  op->progress_told_ns = 0;
   op->start_ns = now;
   if (task) nt_task_began(task, now, false);
   op->row = row;
@@ -186,11 +187,13 @@ static void *start_proxy_step(struct nt_thread *t, void *parent, int step) {
   s->step = step;
   s->wait = NT_WAIT_NONE;
   s->bytes_counted = 0;
-  s->since_ns = nt_clock_ns();
+  /* A step's time starts at its first wait (record_step): no clock read
+   * here, except for the op's first step, which starts its operation. */
+  s->since_ns = 0;
   s->active = 1;
   if (!op->stepped) { /* its operation's execution begins with its first step */
     op->stepped = 1;
-    if (op->task) nt_task_began(op->task, s->since_ns, true);
+    if (op->task) nt_task_began(op->task, nt_clock_ns(), true);
   }
   atomic_store_explicit(&op->row->cur_step, step, memory_order_relaxed);
   return s;
@@ -363,7 +366,7 @@ static int step_wait_of(int state) {
   }
 }
 
-static void step_close_wait(struct nt_step *s, struct nt_chan_row *row, uint64_t now) {
+static inline void step_close_wait(struct nt_step *s, struct nt_chan_row *row, uint64_t now) {
   if (s->wait != NT_WAIT_NONE && now > s->since_ns) {
     int i = s->wait >= NT_WAIT_RECV_NET ? s->wait - NT_WAIT_RECV_NET : s->wait;
     NT_ADD(row->wait_ns[i], now - s->since_ns);
@@ -373,14 +376,20 @@ static void step_close_wait(struct nt_step *s, struct nt_chan_row *row, uint64_t
 /* The op's first sign that the GPU reached it (a send step the GPU filled,
  * a receive step that got data, or any step done): from then on its
  * channel and its operation are running, no longer queued. */
-static void op_progress(struct nt_op *op, uint64_t now) {
+static inline void op_progress(struct nt_op *op, uint64_t now) {
   if (!op->begun) {
     op->begun = 1;
     NT_ADD(op->row->ops_begun, 1);
     if (op->task && !atomic_load_explicit(&op->task->begun, memory_order_relaxed))
       atomic_store_explicit(&op->task->begun, 1, memory_order_relaxed);
   }
-  if (op->task) atomic_store_explicit(&op->task->last_progress_ns, now, memory_order_relaxed);
+  /* The task is shared with the enqueuing thread and the publisher: its
+   * line is written at most once per NT_PROGRESS_GRAIN_NS per op, far
+   * finer than any age the viewer shows, instead of at every step. */
+  if (op->task && now - op->progress_told_ns >= NT_PROGRESS_GRAIN_NS) {
+    op->progress_told_ns = now;
+    atomic_store_explicit(&op->task->last_progress_ns, now, memory_order_relaxed);
+  }
 }
 
 static bool past_first_wait(int wait) {
@@ -491,20 +500,6 @@ static void stop_kernel_phase(struct nt_thread *t, struct nt_kphase_ev *p) {
     atomic_fetch_add_explicit(p->phase == NT_KPHASE_COMPUTE ? &e->task->compute_ns
                                                             : &e->task->sync_ns,
                               d, memory_order_relaxed);
-}
-
-/* A handle is dereferenced only if it is the ignored handle or lies in our
- * region: NetPlugin stops and some old NCCL paths pass handles unchecked. */
-/* The kind of a handle of ours (internal.h: in the region, aligned, and
- * holding its own address at offset 8), NT_K_NONE for anything else: NCCL
- * hands some handles back unchecked (net plugin stops), and PXN or a
- * replayed CUDA graph can hand us stale or foreign pointers. */
-int nt_handle_kind(const void *h) {
-  if (h == &nt_ignored_handle) return NT_K_IGNORED;
-  if (!nt_handle_in_region(h) || ((uintptr_t)h & 7)) return NT_K_NONE;
-  const void *self;
-  memcpy(&self, (const char *)h + 8, sizeof self);
-  return self == h ? *(const uint8_t *)h : NT_K_NONE;
 }
 
 nt_nccl_result nt_stop(void *handle) {

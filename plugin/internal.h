@@ -21,6 +21,7 @@
 #include <stdbool.h>
 #include <pthread.h>
 #include <stddef.h>
+#include <string.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -116,22 +117,26 @@ enum { NT_LEARNING = 1, NT_LEARNED = 2 };
 
 /* Aggregates per (context, channel, direction, peer, relay rank), owned by
  * one thread. relay_rank is -1, or for PXN the rank of the other process
- * whose ops this thread runs (ctx is then the proxy thread's own). */
+ * whose ops this thread runs (ctx is then the proxy thread's own).
+ * What every step state and step stop writes comes first, in one cache
+ * line (61 bytes); the identity and per-op counts follow. */
 struct nt_chan_row {
-  _Atomic uint64_t key; /* 0 = empty; written last (release) */
-  struct nt_context *ctx;
-  uint8_t channel, dir;
-  int32_t peer, relay_rank;
   nt_counter wait_ns[3];
-  nt_counter steps, bytes, ops_started, ops_done;
-  /* Ops that began (a step past its first wait, or a step done), and how
-   * many of those are done: in flight and none begun is "queued". */
-  nt_counter ops_begun, begun_done;
+  nt_counter steps, bytes;
   nt_counter last_progress_ns; /* 0 = never */
   nt_counter cur_since_ns;
   _Atomic int32_t cur_step;
   _Atomic uint8_t cur_wait;
-};
+  _Atomic uint64_t key __attribute__((aligned(8))); /* 0 = empty; written last (release) */
+  struct nt_context *ctx;
+  uint8_t channel, dir;
+  int32_t peer, relay_rank;
+  nt_counter ops_started, ops_done;
+  /* Ops that began (a step past its first wait, or a step done), and how
+   * many of those are done: in flight and none begun is "queued". */
+  nt_counter ops_begun, begun_done;
+} __attribute__((aligned(64)));
+_Static_assert(offsetof(struct nt_chan_row, cur_wait) < 64, "a step's writes share one line");
 
 struct nt_kernel_row {
   _Atomic uint64_t key;
@@ -244,6 +249,10 @@ struct nt_oface {
   uint8_t face; /* its index in the op's faces */
   const void *self;
 };
+/* How stale a task's last_progress_ns may be (about 1 ms): ages are shown
+ * in seconds, stalls are judged over seconds. */
+#define NT_PROGRESS_GRAIN_NS (UINT64_C(1) << 20)
+
 struct nt_op {
   struct nt_oface faces[NT_OP_FACES]; /* first: a face finds its op */
   uint8_t cur_face;
@@ -256,7 +265,8 @@ struct nt_op {
   uint8_t is_net;
   uint8_t stepped; /* a step of it started: its task's first_step_ns is set */
   uint64_t start_ns;
-  uint64_t v3_bytes; /* NCCL 2.26: the op's running transSize counted so far */
+  uint64_t v3_bytes;         /* NCCL 2.26: the op's running transSize counted so far */
+  uint64_t progress_told_ns; /* last progress time written to its task */
   struct nt_chan_row *row;
   struct nt_task *task; /* the operation it belongs to, NULL unknown */
   struct nt_step steps[NT_STEPS_PER_OP];
@@ -518,7 +528,11 @@ static inline struct nt_thread *nt_thread_self(void) {
   struct nt_thread *t = nt_self;
   return NT_LIKELY(t != NULL) ? t : nt_thread_claim();
 }
-bool nt_handle_in_region(const void *h);
+/* Whether h points into the slot region (inline: every stop and record asks). */
+static inline bool nt_handle_in_region(const void *h) {
+  uintptr_t base = (uintptr_t)nt_g.threads, p = (uintptr_t)h;
+  return base && p >= base && p < base + sizeof(struct nt_thread) * NT_MAX_THREADS;
+}
 
 /* events.c: the hot path, on a version-neutral view of the descriptor. */
 struct nt_ev_op { /* Coll and P2p */
@@ -553,7 +567,17 @@ nt_nccl_result nt_stop(void *handle);
 nt_nccl_result nt_record(void *handle, int state, uint64_t trans_size, bool has_size, int count,
                          uint64_t ptimer);
 extern unsigned char nt_ignored_handle;
-int nt_handle_kind(const void *h); /* NT_K_*, NT_K_NONE for anything not ours */
+/* The kind of a handle of ours (in the region, aligned, and holding its own
+ * address at offset 8), NT_K_NONE for anything else: NCCL hands some handles
+ * back unchecked (net plugin stops), and PXN or a replayed CUDA graph can
+ * hand us stale or foreign pointers. Inline: every stop and record asks. */
+static inline int nt_handle_kind(const void *h) {
+  if (h == &nt_ignored_handle) return NT_K_IGNORED;
+  if (!nt_handle_in_region(h) || ((uintptr_t)h & 7)) return NT_K_NONE;
+  const void *self;
+  memcpy(&self, (const char *)h + 8, sizeof self);
+  return self == h ? *(const uint8_t *)h : NT_K_NONE;
+}
 /* nccltop's activation mask now (what NCCL copies for the next call). */
 static inline int nt_live_mask(void) {
   _Atomic int *p = atomic_load_explicit(&nt_g.mask_ptr, memory_order_relaxed);

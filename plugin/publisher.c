@@ -109,6 +109,7 @@ static void build_hello(struct pub *p) {
   h->pid = (uint32_t)nt_g.pid;
   nccl_version(h->nccl_version, sizeof h->nccl_version);
   snprintf(h->plugin_version, sizeof h->plugin_version, "%s", NT_PLUGIN_VERSION);
+  snprintf(h->clock, sizeof h->clock, "%s", nt_clock_name());
   h->abi_version = (uint8_t)atomic_load(&nt_g.abi);
   h->start_wall_ns = wall_ns();
   /* Copied at the first init: never environ on this thread. */

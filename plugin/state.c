@@ -86,11 +86,6 @@ __attribute__((destructor)) static void unload(void) {
   if (thread_key_ok) pthread_key_delete(thread_key);
 }
 
-bool nt_handle_in_region(const void *h) {
-  uintptr_t base = (uintptr_t)nt_g.threads, p = (uintptr_t)h;
-  return base && p >= base && p < base + sizeof(struct nt_thread) * NT_MAX_THREADS;
-}
-
 /* Takes slot t for the calling thread if it is in state `want`. */
 static bool take(struct nt_thread *t, int want) {
   int expect = want;

@@ -216,6 +216,7 @@ int nt_hello_decode(const char *json, size_t len, nt_hello *h, char *err, size_t
       get_str(o, "plugin_version", h->plugin_version, sizeof h->plugin_version, true, what, err,
               errlen) ||
       get_int(o, "abi", 0, 255, &abi, what, err, errlen) ||
+      get_str(o, "clock", h->clock, sizeof h->clock, true, what, err, errlen) ||
       get_str(o, "start_wall_ns", start, sizeof start, false, what, err, errlen))
     goto out;
   if (parse_u64(start, 10, &h->start_wall_ns) != 0) {

@@ -20,6 +20,7 @@ size_t nt_hello_encode(const nt_hello *h, char *buf, size_t cap) {
   nt_jw_str(&w, "nccl_version", h->nccl_version);
   nt_jw_str(&w, "plugin_version", h->plugin_version);
   nt_jw_u64(&w, "abi", h->abi_version);
+  if (h->clock[0]) nt_jw_str(&w, "clock", h->clock);
   nt_jw_u64_str(&w, "start_wall_ns", h->start_wall_ns);
   nt_jw_open(&w, "env");
   for (uint32_t i = 0; i < h->nenv && i < NT_MAX_ENV; i++)

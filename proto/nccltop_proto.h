@@ -403,6 +403,9 @@ typedef struct {
   char nccl_version[32]; /* "2.28.9", or "" when unknown */
   char plugin_version[32];
   uint8_t abi_version;
+  /* The plugin's event clock: "tsc", "cntvct" (the CPU's counter, converted
+   * to CLOCK_MONOTONIC) or "monotonic"; "" when an older plugin left it out. */
+  char clock[16];
   uint64_t start_wall_ns;
   uint32_t nenv;
   nt_env_var env[NT_MAX_ENV];

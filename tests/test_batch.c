@@ -83,6 +83,7 @@ static nt_model *filled_model(void) {
     h->pid = 4242;
     snprintf(h->nccl_version, sizeof h->nccl_version, "2.28.9");
     snprintf(h->plugin_version, sizeof h->plugin_version, "0.1.0");
+    snprintf(h->clock, sizeof h->clock, "tsc");
     nt_comm_info ci = {.pid = 4242, .comm_hash = HASH, .name = "dp\x1b]0;x\x07\\"};
     ok = nt_model_apply_snapshot(m, "ipc:///d/4242.sock", 4242, a, 1.0) == 0 &&
          nt_model_apply_snapshot(m, "ipc:///d/4242.sock", 4242, b, 1.5) == 0 &&
@@ -161,6 +162,7 @@ static void json_frame_has_the_documented_names_and_exact_values(void) {
   CHECK(num(p, "pid") == 4242);
   CHECK(boolean(p, "stale") == 0 && boolean(p, "ended") == 0);
   CHECK_STR(str(p, "nccl_version"), "2.28.9");
+  CHECK_STR(str(p, "clock"), "tsc");
   CHECK(num(p, "abi") == 5 && num(p, "seq") == 2 && num(p, "lost_messages") == 0);
   const cJSON *k = get(p, "counters");
   CHECK(num(k, "events") == 4000 && num(k, "dropped_events") == 1 &&

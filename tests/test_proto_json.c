@@ -30,7 +30,7 @@ static bool same_hello(const nt_hello *a, const nt_hello *b) {
   uint32_t i = 0;
   SAME(pid) SAME(abi_version) SAME(start_wall_ns) SAME(nenv);
   if (strcmp(a->host, b->host) || strcmp(a->nccl_version, b->nccl_version) ||
-      strcmp(a->plugin_version, b->plugin_version)) {
+      strcmp(a->plugin_version, b->plugin_version) || strcmp(a->clock, b->clock)) {
     fprintf(stderr, "    a string differs\n");
     return false;
   }
@@ -51,6 +51,7 @@ static void hello_round_trip_keeps_every_field(void) {
   hello.pid = 77;
   snprintf(hello.nccl_version, sizeof hello.nccl_version, "2.28.9");
   snprintf(hello.plugin_version, sizeof hello.plugin_version, "0.1.0");
+  snprintf(hello.clock, sizeof hello.clock, "tsc");
   hello.abi_version = 255;
   hello.start_wall_ns = 9007199254740993ull; /* 2^53 + 1: exact only as a string */
   hello.nenv = 3;
@@ -76,6 +77,32 @@ static void hello_round_trip_keeps_every_field(void) {
   n = nt_hello_encode(&hello, json, sizeof json);
   CHECK(nt_hello_decode(json, n, &back, err, sizeof err) == 0);
   CHECK_EQ_U64(back.start_wall_ns, UINT64_MAX);
+}
+
+/* "clock" came after 1.4's other keys: an older plugin leaves it out, and a
+ * reader must take that as unknown, not as an error. */
+static void hello_clock_is_optional_and_bounded(void) {
+  char err[256] = "";
+  static const char base[] = "{\"v\":\"1.4\",\"type\":\"hello\",\"host\":\"h\",\"pid\":5,"
+                             "\"abi\":5,\"start_wall_ns\":\"1\"";
+  char json[512];
+  snprintf(json, sizeof json, "%s}", base);
+  CHECK(nt_hello_decode(json, strlen(json), &back, err, sizeof err) == 0);
+  CHECK_STR(back.clock, "");
+  snprintf(json, sizeof json, "%s,\"clock\":\"monotonic\"}", base);
+  CHECK(nt_hello_decode(json, strlen(json), &back, err, sizeof err) == 0);
+  CHECK_STR(back.clock, "monotonic");
+  snprintf(json, sizeof json, "%s,\"clock\":\"0123456789abcdef\"}", base);
+  CHECK(nt_hello_decode(json, strlen(json), &back, err, sizeof err) != 0);
+  CHECK_STR(err, "hello: field \"clock\" is 16 bytes, limit 15");
+  snprintf(json, sizeof json, "%s,\"clock\":3}", base);
+  CHECK(nt_hello_decode(json, strlen(json), &back, err, sizeof err) != 0);
+  CHECK_STR(err, "hello: field \"clock\" is not a string");
+  memset(&hello, 0, sizeof hello);
+  snprintf(hello.host, sizeof hello.host, "h");
+  hello.pid = 1;
+  CHECK(nt_hello_encode(&hello, json, sizeof json) > 0);
+  CHECK(strstr(json, "clock") == NULL); /* unknown: left out, as an older plugin does */
 }
 
 static void hello_at_every_limit_round_trips(void) {
@@ -441,6 +468,7 @@ static void other_minor_versions_are_accepted(void) {
 int main(void) {
   TEST_RUN(hello_round_trip_keeps_every_field);
   TEST_RUN(hello_at_every_limit_round_trips);
+  TEST_RUN(hello_clock_is_optional_and_bounded);
   TEST_RUN(json_encoders_return_zero_when_the_buffer_is_short);
   TEST_RUN(comm_round_trip_keeps_every_field);
   TEST_RUN(hostile_hello_fields_are_rejected_by_name);

@@ -433,8 +433,12 @@ static void max_size_rotates_and_each_file_replays_alone(void) {
   CHECK_EQ_U64(run(rv, out, err, 60), 0);
   int nf;
   cJSON **fr = frames_of(out, &nf);
+  const cJSON *p0 = nf > 0 ? cJSON_GetArrayItem(get(fr[nf - 1], "processes"), 0) : NULL;
   bool named = nf > 0 && cJSON_GetArraySize(get(fr[nf - 1], "processes")) == c.ranks &&
-               *str(cJSON_GetArrayItem(get(fr[nf - 1], "processes"), 0), "plugin_version");
+               *str(p0, "plugin_version");
+  /* The plugin says which clock its times come from, and the recording keeps it. */
+  const char *clock = p0 ? str(p0, "clock") : "";
+  CHECK(!strcmp(clock, "tsc") || !strcmp(clock, "cntvct") || !strcmp(clock, "monotonic"));
   free_frames(fr, nf);
   CHECK(named);
 }

@@ -147,6 +147,7 @@ static bool add_proc(nt_frame *f, const nt_model_process *p, bool with_env) {
   if (p->have_hello) {
     copy_str(x->nccl_version, sizeof x->nccl_version, p->hello.nccl_version);
     copy_str(x->plugin_version, sizeof x->plugin_version, p->hello.plugin_version);
+    copy_str(x->clock, sizeof x->clock, p->hello.clock);
   }
   x->counters = s->process;
   x->seq = s->seq;

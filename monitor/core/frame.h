@@ -50,6 +50,7 @@ typedef struct {
   uint32_t pid;
   bool stale, ended;
   char nccl_version[32], plugin_version[32]; /* "" before its hello */
+  char clock[16];                            /* the plugin's event clock (nt_hello); "" unknown */
   nt_process_counters counters;
   uint64_t seq, lost_messages, restarts;
   uint64_t lost_unread; /* of lost_messages, the watcher's (model.h) */

@@ -478,6 +478,7 @@ int nt_model_apply_hello(nt_model *m, const char *endpoint, uint32_t endpoint_pi
               sizeof d->nccl_version);
   nt_sanitize(h->plugin_version, strnlen(h->plugin_version, sizeof h->plugin_version),
               d->plugin_version, sizeof d->plugin_version);
+  nt_sanitize(h->clock, strnlen(h->clock, sizeof h->clock), d->clock, sizeof d->clock);
   for (uint32_t i = 0; i < d->nenv; i++) {
     const nt_env_var *v = &h->env[i];
     nt_sanitize(v->name, strnlen(v->name, sizeof v->name), d->env[i].name, sizeof d->env[i].name);

@@ -22,7 +22,8 @@
  *       "resume_in_s" (settling until then; 0 settled), "lost_messages"}]:
  *       the gaps told now, the viewer's first (model.h: the watcher)},
  *  "processes": [{"host", "pid", "stale": bool, "ended": bool, "nccl_version",
- *     "plugin_version", "abi", "seq", "lost_messages", "lost_unread" (of
+ *     "plugin_version", "clock" (the plugin's event clock: "tsc", "cntvct",
+ *     "monotonic"; null from an older plugin), "abi", "seq", "lost_messages", "lost_unread" (of
  *     those, lost while the viewer or a relay between did not read),
  *     "restarts", "event_mask",
  *     "counters": {"events", "dropped_events", "unknown_events", "foreign_ops",
@@ -186,6 +187,10 @@ static void process_json(nt_jo *w, const nt_frame *f, const nt_frame_proc *p) {
   nt_jo_bool(w, "ended", p->ended);
   nt_jo_str(w, "nccl_version", p->nccl_version);
   nt_jo_str(w, "plugin_version", p->plugin_version);
+  if (p->clock[0])
+    nt_jo_str(w, "clock", p->clock);
+  else
+    nt_jo_null(w, "clock");
   nt_jo_u64(w, "abi", c->abi_version);
   nt_jo_u64(w, "seq", p->seq);
   nt_jo_u64(w, "lost_messages", p->lost_messages);

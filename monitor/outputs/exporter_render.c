@@ -193,6 +193,7 @@ static void process_families(FILE *f, nt_model *m) {
     proc_labels(&s, p);
     lab(&s, "nccl_version", p->have_hello ? p->hello.nccl_version : "");
     lab(&s, "plugin_version", p->have_hello ? p->hello.plugin_version : "");
+    lab(&s, "clock", p->have_hello ? p->hello.clock : "");
     lab_int(&s, "abi", p->cur->process.abi_version);
     lab(&s, "state", p->ended ? "ended" : p->stale ? "stale" : "live");
     value(&s, 1);
