@@ -66,13 +66,14 @@ static void load_dir(struct nt_config *c) {
   if (nt_endpoint_dir(c->dir, sizeof c->dir) != 0) c->dir[0] = '\0'; /* the publisher says so */
 }
 
-static void load_topo_path(struct nt_config *c) {
-  const char *v = getenv("NCCL_TOPO_DUMP_FILE");
+/* Where NCCL dumps what the plugin forwards (dump_file.c). */
+static void load_dump_path(const char *var, const char *what, char *dst, size_t cap) {
+  const char *v = getenv(var);
   if (!v || !*v) return;
-  if (strlen(v) < sizeof c->topo_path)
-    strcpy(c->topo_path, v);
+  if (strlen(v) < cap)
+    strcpy(dst, v);
   else
-    nt_log(NT_NCCL_LOG_WARN, "NCCL_TOPO_DUMP_FILE is too long; topology not sent");
+    nt_log(NT_NCCL_LOG_WARN, "%s is too long; %s not sent", var, what);
 }
 
 /* NCCL_* and NCCLTOP_* variables as they are at the first init: what the
@@ -136,6 +137,7 @@ void nt_config_load(struct nt_config *c) {
              v);
   }
   load_dir(c);
-  load_topo_path(c);
+  load_dump_path("NCCL_TOPO_DUMP_FILE", "topology", c->topo_path, sizeof c->topo_path);
+  load_dump_path("NCCL_GRAPH_DUMP_FILE", "graphs", c->graph_path, sizeof c->graph_path);
   load_env(c);
 }

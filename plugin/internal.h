@@ -23,6 +23,7 @@
 #include <stddef.h>
 #include <string.h>
 #include <stdint.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #include "../proto/nccltop_proto.h"
@@ -390,10 +391,11 @@ struct nt_config {
   uint32_t interval_ms;
   uint32_t reclaim_ms;
   char connect[256];
-  char chain[256];      /* NCCLTOP_CHAIN: another profiler plugin to load (chain.c) */
-  char dir[200];        /* the endpoint directory; empty if NCCLTOP_DIR is too long */
-  char topo_path[4096]; /* NCCL_TOPO_DUMP_FILE; empty if unset or too long */
-  uint32_t nenv;        /* NCCL_* and NCCLTOP_* variables, for the hello */
+  char chain[256];       /* NCCLTOP_CHAIN: another profiler plugin to load (chain.c) */
+  char dir[200];         /* the endpoint directory; empty if NCCLTOP_DIR is too long */
+  char topo_path[4096];  /* NCCL_TOPO_DUMP_FILE; empty if unset or too long */
+  char graph_path[4096]; /* NCCL_GRAPH_DUMP_FILE; the same */
+  uint32_t nenv;         /* NCCL_* and NCCLTOP_* variables, for the hello */
   nt_env_var env[NT_MAX_ENV];
   /* NCCLTOP_HOSTNAME: the host name to report; empty: gethostname()'s */
   char host[NT_MAX_HOST + 1];
@@ -499,6 +501,20 @@ const char *nt_clock_name(void); /* "tsc", "cntvct" or "monotonic" */
 /* log.c: NCCL's logger (subsystem PROFILE) when we have it, else stderr when
  * NCCLTOP_DEBUG is set; never stdout. */
 void nt_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* dump_file.c: a file NCCL writes (the topology, the channel graphs) that
+ * the publisher forwards as it is, read without blocking, at most 1 MiB,
+ * again only when it changed. Publisher thread only. */
+struct nt_dump_file {
+  const char *var, *what; /* "NCCL_TOPO_DUMP_FILE", "topology": for the log */
+  const char *path;       /* "" none */
+  char *buf;              /* its content, once NCCL has written it */
+  size_t len;
+  struct stat st; /* the file as last looked at (dev, ino, size, mtime) */
+  bool seen, refused_logged;
+};
+void nt_dump_file_load(struct nt_dump_file *f);
+void nt_dump_file_free(struct nt_dump_file *f);
 
 /* config.c */
 void nt_config_load(struct nt_config *c);

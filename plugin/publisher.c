@@ -67,10 +67,9 @@ struct pub {
   bool room_noted;        /* why ZeroMQ did not start was said; quiet until it starts */
   bool final_sent;        /* give it a moment to leave */
   uint64_t next_start_ns; /* ZeroMQ is not tried again before */
-  char *topo;             /* NCCL_TOPO_DUMP_FILE's content, once NCCL has written it */
-  size_t topo_len;
-  struct stat topo_st; /* the file as last looked at (dev, ino, size, mtime) */
-  bool topo_seen, topo_refused_logged;
+  /* NCCL_TOPO_DUMP_FILE's and NCCL_GRAPH_DUMP_FILE's content, once NCCL
+   * has written them (dump_file.c). */
+  struct nt_dump_file topo, graphs;
 };
 
 /* Ticks follow real time even when the simulator's virtual clock stands still. */
@@ -117,76 +116,10 @@ static void build_hello(struct pub *p) {
   memcpy(h->env, nt_g.cfg.env, sizeof h->env[0] * h->nenv);
 }
 
-/* NCCL writes the topology dump during communicator init (before ours on
- * the dumping rank; other processes may look before it exists, so look
- * again every META_PERIOD_NS). Nothing here may block: the path may name a
- * FIFO or a device, so the file is opened non-blocking and only a regular
- * file is read, at most 1 MiB. It is read again only when it changed (a
- * half-written dump is replaced once NCCL has finished it; a file that stays
- * as it is, good or bad, costs one stat). A stalled network mount can still
- * block open or stat; finalize does not wait for that (nt_publisher_stop). */
-#define TOPO_MAX_BYTES (1u << 20)
-#ifndef NT_TEST_TOPO_OPEN_BLOCKS
-#define TOPO_OPEN_FLAGS (O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY)
-#else /* tests/test_hostile_plugin.c's stuck publisher: an open that blocks */
-#define TOPO_OPEN_FLAGS (O_RDONLY | O_CLOEXEC | O_NOCTTY)
-#endif
-
-static bool same_file(const struct stat *a, const struct stat *b) {
-  return a->st_dev == b->st_dev && a->st_ino == b->st_ino && a->st_size == b->st_size &&
-         a->st_mtim.tv_sec == b->st_mtim.tv_sec && a->st_mtim.tv_nsec == b->st_mtim.tv_nsec;
-}
-
-/* Reads at most cap bytes; the count, or -1 on an error. */
-static ssize_t read_bounded(int fd, char *buf, size_t cap) {
-  size_t n = 0;
-  while (n < cap) {
-    ssize_t r = read(fd, buf + n, cap - n);
-    if (r < 0 && errno == EINTR) continue;
-    if (r < 0) return -1;
-    if (r == 0) break;
-    n += (size_t)r;
-  }
-  return (ssize_t)n;
-}
-
-static void load_topology(struct pub *p) {
-  const char *path = nt_g.cfg.topo_path;
-  struct stat st;
-  if (!*path || stat(path, &st) != 0) return; /* not written yet */
-  if (p->topo_seen && same_file(&st, &p->topo_st)) return;
-  int fd = open(path, TOPO_OPEN_FLAGS);
-  if (fd < 0) return;
-  if (fstat(fd, &st) != 0) {
-    close(fd);
-    return;
-  }
-  p->topo_st = st;
-  p->topo_seen = true;
-  bool regular = S_ISREG(st.st_mode);
-  if (!regular || st.st_size > (off_t)TOPO_MAX_BYTES) {
-    if (!p->topo_refused_logged)
-      nt_log(NT_NCCL_LOG_WARN, "NCCL_TOPO_DUMP_FILE %s is %s; topology not sent", path,
-             regular ? "over 1 MiB" : "not a regular file");
-    p->topo_refused_logged = true;
-    close(fd);
-    return;
-  }
-  char *buf = malloc(TOPO_MAX_BYTES + 1);
-  ssize_t n = buf ? read_bounded(fd, buf, TOPO_MAX_BYTES + 1) : -1;
-  close(fd);
-  if (n <= 0 || n > (ssize_t)TOPO_MAX_BYTES) { /* empty so far, or grew past the limit */
-    free(buf);
-    return;
-  }
-  free(p->topo);
-  p->topo = buf;
-  p->topo_len = (size_t)n;
-}
-
-/* Hello, communicators and the topology, to one outlet. */
+/* Hello, communicators, the topology and NCCL's graphs, to one outlet. */
 static void send_meta(struct pub *p, struct nt_outlet *o) {
-  if (p->topo) nt_outlet_send(o, NT_TOPIC_TOPOLOGY, p->topo, p->topo_len);
+  if (p->topo.buf) nt_outlet_send(o, NT_TOPIC_TOPOLOGY, p->topo.buf, p->topo.len);
+  if (p->graphs.buf) nt_outlet_send(o, NT_TOPIC_GRAPHS, p->graphs.buf, p->graphs.len);
   size_t n = nt_hello_encode(p->hello, p->json, NT_MAX_JSON_BYTES);
   if (n) nt_outlet_send(o, NT_TOPIC_HELLO, p->json, n);
   for (int i = 0; i < NT_MAX_CONTEXTS; i++) {
@@ -419,7 +352,10 @@ static void run(struct pub *p) {
     if (due || flushing) nt_retire_sweep(nt_clock_ns(), flushing ? NT_SWEEP_FLUSH : NT_SWEEP_TICK);
     if (subscribed) {
       bool meta = now >= next_meta;
-      if (meta || fresh) load_topology(p);
+      if (meta || fresh) {
+        nt_dump_file_load(&p->topo);
+        nt_dump_file_load(&p->graphs);
+      }
       if (meta) next_meta = now + META_PERIOD_NS;
       /* One snapshot for all: a reader that joined gets it at once, the
        * others too, so nobody sees a gap in the sequence numbers. */
@@ -447,6 +383,10 @@ static void run(struct pub *p) {
 static void *publisher_main(void *arg) {
   (void)arg;
   struct pub p = {.local.dirfd = -1};
+  p.topo = (struct nt_dump_file){
+      .var = "NCCL_TOPO_DUMP_FILE", .what = "topology", .path = nt_g.cfg.topo_path};
+  p.graphs = (struct nt_dump_file){
+      .var = "NCCL_GRAPH_DUMP_FILE", .what = "graphs", .path = nt_g.cfg.graph_path};
   (void)pthread_setname_np(pthread_self(), "nccltop-pub");
   p.snap = nt_snapshot_new();
   p.hello = calloc(1, sizeof *p.hello);
@@ -481,7 +421,8 @@ static void *publisher_main(void *arg) {
    * last finalize, never on the event path. */
   stop_zmq(&p, p.final_sent ? 100 : 0);
   free(p.buf);
-  free(p.topo);
+  nt_dump_file_free(&p.topo);
+  nt_dump_file_free(&p.graphs);
   free(p.json);
   free(p.hello);
   nt_snapshot_free(p.snap);

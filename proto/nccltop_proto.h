@@ -22,6 +22,7 @@
 #define NT_TOPIC_COMM     "nccltop.comm"
 #define NT_TOPIC_SNAPSHOT "nccltop.snap"
 #define NT_TOPIC_TOPOLOGY "nccltop.topo"
+#define NT_TOPIC_GRAPHS   "nccltop.graphs" /* NCCL_GRAPH_DUMP_FILE, as is */
 
 /* Documented limits: decoders reject anything larger. */
 #define NT_MAX_MESSAGE_BYTES (4u << 20)

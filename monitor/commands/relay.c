@@ -166,7 +166,7 @@ static int parse(relay_options *o, int argc, char **argv) {
 
 static bool known_topic(const zmq_msg_t *m) {
   static const char *topics[] = {NT_TOPIC_SNAPSHOT, NT_TOPIC_HELLO, NT_TOPIC_COMM,
-                                 NT_TOPIC_TOPOLOGY};
+                                 NT_TOPIC_TOPOLOGY, NT_TOPIC_GRAPHS};
   size_t len = zmq_msg_size((zmq_msg_t *)m);
   for (size_t i = 0; i < sizeof topics / sizeof *topics; i++)
     if (len == strlen(topics[i]) && !memcmp(zmq_msg_data((zmq_msg_t *)m), topics[i], len))

@@ -43,6 +43,7 @@ void nt_model_free(nt_model *m) {
   nt_runs_free(m);
   nt_alerts_free(m);
   nt_model_topologies_free(m);
+  nt_model_graphs_free(m);
   nt_sources_free(m);
   for (uint32_t i = 0; i < m->nprocs; i++) proc_free(m->procs[i]);
   free(m);

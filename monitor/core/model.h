@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "../../proto/nccltop_proto.h"
+#include "../../topo/graph_dump.h"
 #include "../../topo/topo.h"
 #include "units.h"
 
@@ -166,6 +167,16 @@ void nt_model_endpoint_gone(nt_model *m, const char *endpoint);
  * error, noted once per distinct file. Returns 0 when the file is held. */
 int nt_model_set_topology(nt_model *m, const char *xml, size_t len, const char *source,
                           double now_s);
+/* NCCL's channel graphs as a publisher forwarded them (NCCL_GRAPH_DUMP_FILE:
+ * the ring, tree, CollNet and NVLS search results of the last communicator
+ * the dumping rank initialised). One is held per source, the latest it
+ * sent; a bad one is a model error, noted once per distinct file. Returns
+ * 0 when the file is held. */
+int nt_model_set_graphs(nt_model *m, const char *xml, size_t len, const char *source, double now_s);
+/* The graphs from `prefer` (the shown topology's source: the same machine)
+ * when that source sent some, else the first received; NULL when none. */
+const nt_graph_dump *nt_model_graphs(const nt_model *m, const char *prefer, const char **source);
+
 /* The topology shown; NULL when none; `source` names where it came from. */
 nt_topo *nt_model_topology(nt_model *m, const char **source);
 /* Bumped each time the topology shown changes (views reset their what-ifs). */

@@ -62,6 +62,13 @@ typedef struct {
 #define NT_MODEL_TOPOLOGIES  8
 #define NT_MODEL_TOPO_FAILED 16
 
+/* NCCL's graph dump (NCCL_GRAPH_DUMP_FILE) one source sent, its latest. */
+typedef struct {
+  nt_graph_dump *dump;
+  uint64_t hash;
+  char source[160];
+} nt_model_graphs_entry;
+
 /* An endpoint messages came from (model_source.c). */
 typedef struct {
   char name[160]; /* as given (source.c's endpoint names are shorter) */
@@ -130,6 +137,10 @@ struct nt_model {
   uint32_t ntopo_failed, topo_failed_head;
   uint32_t topo_generation;
   bool topo_full_noted;
+  /* NCCL's graph dumps, one per source (model_graphs.c); files that did not
+   * load are remembered in topo_failed too (a hash names the content) */
+  nt_model_graphs_entry graphs[NT_MODEL_TOPOLOGIES];
+  uint32_t ngraphs;
   /* runs (runs.c) */
   uint32_t run;              /* the current run's id, 0 before any process */
   nt_run_summary *prev_run;  /* the run before the current one, NULL none */
@@ -183,6 +194,13 @@ void nt_runs_free(nt_model *m);
 void nt_alerts_free(nt_model *m);
 /* model_topo.c: frees every topology held. */
 void nt_model_topologies_free(nt_model *m);
+/* A file's content hash, and the ring of those that did not load (a file
+ * re-sent as it was costs neither a parse nor a second error). */
+uint64_t nt_model_file_hash(const char *p, size_t n);
+bool nt_model_file_known_bad(const nt_model *m, uint64_t h);
+void nt_model_file_remember_bad(nt_model *m, uint64_t h);
+/* model_graphs.c */
+void nt_model_graphs_free(nt_model *m);
 
 /* model_watch.c, fed by model.c. A message was applied now (the viewer
  * reads: a pass, once passes are noted at all). */

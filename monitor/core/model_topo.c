@@ -14,19 +14,19 @@
 #include <stdio.h>
 #include <string.h>
 
-static uint64_t fnv1a(const char *p, size_t n) {
+uint64_t nt_model_file_hash(const char *p, size_t n) {
   uint64_t h = 1469598103934665603ull;
   for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)p[i]) * 1099511628211ull;
   return h;
 }
 
-static bool known_bad(const nt_model *m, uint64_t h) {
+bool nt_model_file_known_bad(const nt_model *m, uint64_t h) {
   for (uint32_t i = 0; i < m->ntopo_failed; i++)
     if (m->topo_failed[i] == h) return true;
   return false;
 }
 
-static void remember_bad(nt_model *m, uint64_t h) {
+void nt_model_file_remember_bad(nt_model *m, uint64_t h) {
   m->topo_failed[m->topo_failed_head] = h;
   m->topo_failed_head = (m->topo_failed_head + 1) % NT_MODEL_TOPO_FAILED;
   if (m->ntopo_failed < NT_MODEL_TOPO_FAILED) m->ntopo_failed++;
@@ -34,17 +34,17 @@ static void remember_bad(nt_model *m, uint64_t h) {
 
 int nt_model_set_topology(nt_model *m, const char *xml, size_t len, const char *source,
                           double now_s) {
-  uint64_t h = fnv1a(xml, len);
+  uint64_t h = nt_model_file_hash(xml, len);
   for (uint32_t i = 0; i < m->ntopos; i++)
     if (m->topos[i].hash == h) return 0;
-  if (known_bad(m, h)) return -1;
+  if (nt_model_file_known_bad(m, h)) return -1;
   char clean[sizeof m->topos[0].source];
   source = source ? source : "";
   nt_sanitize(source, strlen(source), clean, sizeof clean);
   char err[512];
   nt_topo *t = nt_topo_load_buffer(xml, len, clean, err, sizeof err);
   if (!t) {
-    remember_bad(m, h);
+    nt_model_file_remember_bad(m, h);
     nt_model_note_error(m, clean, err, now_s);
     return -1;
   }

@@ -84,6 +84,15 @@ nt_ingested nt_ingest_message(nt_ingest *in, nt_model *m, const char *endpoint, 
     r.ok = true;
     /* The model keeps what is shown steady and skips a re-sent file. */
     nt_model_set_topology(m, data, len, endpoint, now_s);
+  } else if (topic_is(topic, topic_len, NT_TOPIC_GRAPHS)) {
+    r.topic = NT_IN_GRAPHS;
+    r.ok = true;
+    nt_model_set_graphs(m, data, len, endpoint, now_s); /* a bad one is noted there */
+  } else if (topic_len > 8 && memcmp(topic, "nccltop.", 8) == 0) {
+    /* A topic of a newer plugin (PROTOCOL.md): not ours to judge, nothing
+     * is wrong with the job or the message; skipped without a word. */
+    r.topic = NT_IN_UNKNOWN;
+    r.ok = true;
   } else {
     char clean[80];
     snprintf(text, sizeof text, "unknown topic '%s'%s",

@@ -21,6 +21,7 @@ enum nt_ingest_topic {
   NT_IN_HELLO,
   NT_IN_COMM,
   NT_IN_TOPOLOGY,
+  NT_IN_GRAPHS,
   NT_IN_UNKNOWN,
 };
 

@@ -34,7 +34,8 @@ enum nt_action {
   NT_ACT_VIEW_7,
   NT_ACT_SEARCH_NEXT,
   NT_ACT_TOPO_NEXT,
-  NT_ACT_UNFOLD, /* the overview: show the alerts folded under their roots */
+  NT_ACT_TOPO_CHANNELS, /* the topology view: channels (rings, trees) / paths */
+  NT_ACT_UNFOLD,        /* the overview: show the alerts folded under their roots */
   NT_ACT_FOLD,
   NT_ACT_SLOWER, /* replay: half the speed */
   NT_ACT_FASTER, /* replay: twice the speed */

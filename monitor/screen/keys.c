@@ -59,6 +59,10 @@ const nt_key_binding nt_keys[] = {
      NT_ACT_UNFOLD},
     {'-', NULL, NULL, NT_ACT_FOLD},
     {'t', "t", "topology: show the next one received (publishers sent several)", NT_ACT_TOPO_NEXT},
+    {'R', "R",
+     "topology: the channels NCCL builds (rings, trees; NCCL's own with NCCL_GRAPH_DUMP_FILE) / "
+     "the paths",
+     NT_ACT_TOPO_CHANNELS},
     {'p', "p", "topology what-if: NCCL_P2P_DISABLE=1 on/off", NT_ACT_WHATIF_P2P},
     {'l', "l", "topology what-if: next NCCL_P2P_LEVEL", NT_ACT_WHATIF_P2P_LEVEL},
     {'g', "g", "topology what-if: next NCCL_NET_GDR_LEVEL", NT_ACT_WHATIF_GDR_LEVEL},

@@ -80,6 +80,11 @@ typedef struct {
   nt_topo_env topo_env;
   uint32_t topo_gen;
   int trow, tcol, ttop, tleft;
+  uint32_t topo_serial;      /* bumped at each recompute (a new file, a what-if) */
+  bool topo_graphs;          /* R: the channels NCCL builds instead of the paths */
+  int gr_top;                /* the channels panel's first line shown */
+  nt_topo_graphs *gr_search; /* the search of the topology shown (view_graphs.c) */
+  uint32_t gr_serial;        /* the topo_serial gr_search was computed at */
   unsigned char topo_changed[NT_TOPO_VIEW_MAX * NT_TOPO_VIEW_MAX];
   int nhist;
   int row, col;              /* cursor: rank row, channel column */
@@ -161,6 +166,9 @@ bool nt_scroll_line(nt_screen *s, int *y, int *n, int attr, const char *text);
 /* After a line view drew its n lines: its scroll stops at the last page. */
 void nt_scroll_clamp(nt_screen *s, int n);
 void nt_view_topo(nt_screen *s, int y);
+/* The topology view's channels face (view_graphs.c); t may be NULL. */
+void nt_view_graphs(nt_screen *s, nt_topo *t, const char *topo_source, int y);
+void nt_view_graphs_free(nt_screen *s);
 /* Cursor and what-if keys of the topology view; false if not handled. */
 bool nt_topo_view_action(nt_screen *s, int action);
 int nt_state_attr(const nt_screen *s, int proxy_state);

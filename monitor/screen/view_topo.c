@@ -29,6 +29,7 @@ static void recompute(nt_screen *s, nt_topo *t, bool mark) {
   for (int i = 0; i < ne; i++)
     for (int j = 0; j < ne; j++) nt_topo_pair_at(t, i, j, &before[i * ne + j]);
   char err[256];
+  s->topo_serial++;
   if (nt_topo_compute(t, &s->topo_env, err, sizeof err) != 0) {
     nt_model_note_error(s->m, "topology", err, s->now);
     return;
@@ -65,9 +66,28 @@ static int next_level(int level, bool allow_default) {
   return allow_default ? -1 : order[0];
 }
 
+/* The channels face scrolls by lines; its what-ifs act as on the paths. */
+static bool channels_action(nt_screen *s, int action) {
+  switch (action) {
+  case NT_ACT_UP: s->gr_top--; return true;
+  case NT_ACT_DOWN: s->gr_top++; return true;
+  case NT_ACT_PAGE_UP: s->gr_top -= 10; return true;
+  case NT_ACT_PAGE_DOWN: s->gr_top += 10; return true;
+  case NT_ACT_HOME: s->gr_top = 0; return true;
+  case NT_ACT_END: s->gr_top = 1 << 20; return true; /* the drawing clamps it */
+  default: return false;
+  }
+}
+
 bool nt_topo_view_action(nt_screen *s, int action) {
   /* The view resets itself when it sees the new generation. */
   if (action == NT_ACT_TOPO_NEXT) return nt_model_topology_pick(s->m, 1) >= 0;
+  if (action == NT_ACT_TOPO_CHANNELS) {
+    s->topo_graphs = !s->topo_graphs;
+    s->gr_top = 0;
+    return true;
+  }
+  if (s->topo_graphs && channels_action(s, action)) return true;
   nt_topo *t = current(s);
   if (!t) return false;
   nt_topo_env *e = &s->topo_env;
@@ -162,6 +182,10 @@ void nt_view_topo(nt_screen *s, int y) {
   const char *source = "";
   nt_topo *t = current(s);
   nt_model_topology(s->m, &source);
+  if (!t && s->topo_graphs) {
+    nt_view_graphs(s, NULL, "", y); /* NCCL's dump needs no topology */
+    return;
+  }
   if (!t) {
     mvaddnstr(y, 0,
               "no topology: start nccltop with --topology FILE.xml, or run the job with "
@@ -178,6 +202,10 @@ void nt_view_topo(nt_screen *s, int y) {
   snprintf(line, sizeof line, "topology %s%s  %d GPUs, %d NICs  %s", base ? base + 1 : source,
            which, nt_topo_ngpus(t), nt_topo_nnets(t), wi);
   mvaddnstr(y++, 0, line, s->cols);
+  if (s->topo_graphs) {
+    nt_view_graphs(s, t, source, y);
+    return;
+  }
   int ne = nendpoints(t);
   if (ne > NT_TOPO_VIEW_MAX) ne = NT_TOPO_VIEW_MAX;
   if (ne == 0) {
