@@ -302,8 +302,8 @@ double nt_bus_factor(int func, int nranks);
  * bucket), sorted that way. Phases and recent operations are of the current run too. */
 typedef struct {
   uint64_t comm_hash;
-  const char *comm_name; /* sanitized, "" unknown */
-  int32_t nranks;
+  const char *comm_name;  /* sanitized, "" unknown */
+  int32_t nranks, nnodes; /* nnodes: NCCL's, as the communicator reported it (0 unknown) */
   uint8_t kind, func, algo, proto, bucket;
   char variant[NT_MAX_VARIANT + 1]; /* NCCL 2.31's symmetric kernel, "" none; sanitized */
   uint32_t ranks;                   /* ranks that reported the row */
@@ -324,6 +324,29 @@ const char *nt_op_source(const nt_op_stat *r);
 /* The rows' times: "measured" (every operation), "partial" (some) or
  * "unknown" (none: its time and bandwidths are not 0 but unknown). */
 const char *nt_op_timing(const nt_op_stat *r);
+
+/* NCCL's own prediction for a row (ops_model.c): the time NCCL's tuning
+ * model (topo/tuning.h, after ncclTopoTuneModel and ncclTopoGetAlgoTime in
+ * src/graph/tuning.cc) gives one operation of the row's mean size with the
+ * row's algorithm and protocol, on the communicator's machine: the
+ * topology its processes sent (or the only one held), the ring and tree
+ * graphs NCCL's search finds there over nnodes identical nodes, the NCCL
+ * version and the tuning variables of its processes. Like NCCL it assumes
+ * every channel. Unknown (never 0) without a topology, when the topology's
+ * GPUs x nnodes are not the communicator's ranks, for point-to-point,
+ * symmetric-kernel and copy-engine rows, and for algorithms the model has
+ * no bandwidth for. Computed once per communicator and kept until its
+ * inputs change: cheap to call per row per frame. */
+typedef struct {
+  bool known;
+  double time_us;   /* predicted, per operation */
+  double busbw_gbs; /* the bus bandwidth (nccl-tests' sense) that time means */
+  /* measured performance as a share of the model's: predicted over measured
+   * mean time (0.58: "58% of model"); < 0 when no operation was timed */
+  double ratio;
+  const char *why; /* when unknown, why (static text) */
+} nt_op_model;
+void nt_model_op_model(nt_model *m, const nt_op_stat *r, nt_op_model *out);
 /* The algorithm as the views name it: NCCL's ("RING"), or for a
  * symmetric-kernel collective (NCCL 2.31, a kernel variant) "sym:" and
  * the variant's part after the function, as NCCL's own algo field has it

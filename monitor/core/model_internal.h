@@ -58,7 +58,17 @@ typedef struct {
   nt_topo *topo;
   uint64_t hash; /* of the XML, so a re-sent identical file is not reparsed */
   char source[160];
+  /* the file itself (NULL if it could not be copied): NCCL's model of a
+   * communicator loads its own nt_topo from it (ops_model.c), so the
+   * topology view's what-ifs on `topo` never move a prediction */
+  char *xml;
+  size_t xml_len;
 } nt_model_topo_entry;
+/* NCCL's model of one communicator (ops_model.c), kept until what it was
+ * computed from changes: the topology, the shape, the NCCL version or the
+ * variables its processes run with. */
+typedef struct nt_comm_model nt_comm_model;
+#define NT_MODEL_COMM_MODELS 64
 #define NT_MODEL_TOPOLOGIES  8
 #define NT_MODEL_TOPO_FAILED 16
 
@@ -130,6 +140,11 @@ struct nt_model {
   uint32_t ntopo_failed, topo_failed_head;
   uint32_t topo_generation;
   bool topo_full_noted;
+  uint64_t topo_sets; /* files loaded or replaced: predictions revalidate */
+  /* NCCL's model per communicator (ops_model.c), least recently used
+   * replaced */
+  nt_comm_model *comm_models;
+  uint32_t ncomm_models;
   /* runs (runs.c) */
   uint32_t run;              /* the current run's id, 0 before any process */
   nt_run_summary *prev_run;  /* the run before the current one, NULL none */
@@ -181,8 +196,11 @@ void nt_runs_tick(nt_model *m);
 void nt_runs_free(nt_model *m);
 /* alerts.c: frees the launch-count history. */
 void nt_alerts_free(nt_model *m);
-/* model_topo.c: frees every topology held. */
+/* model_topo.c: frees every topology held (and the predictions made from
+ * them). */
 void nt_model_topologies_free(nt_model *m);
+/* ops_model.c: frees the per-communicator models. */
+void nt_op_models_free(nt_model *m);
 
 /* model_watch.c, fed by model.c. A message was applied now (the viewer
  * reads: a pass, once passes are noted at all). */

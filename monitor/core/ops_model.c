@@ -1,0 +1,250 @@
+/* NCCL's own prediction beside what was measured: for each communicator,
+ * NCCL's tuning model (topo/tuning.h) of the graphs NCCL's search finds on
+ * its machine, computed once and kept (at most NT_MODEL_COMM_MODELS, the
+ * least recently used replaced) until what it came from changes; for each
+ * collectives row, the time the model gives its algorithm, protocol and
+ * mean size (ncclTopoGetAlgoTime, src/graph/tuning.cc).
+ *
+ * Which machine: the topology sent by the endpoint of one of the
+ * communicator's processes (the plugin sends NCCL_TOPO_DUMP_FILE), or, when
+ * none did, the only topology the model holds (--topology). The search runs
+ * over nnodes identical copies of it, so it stands for the communicator
+ * only when its GPUs x nnodes are the communicator's ranks. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model_internal.h"
+
+struct nt_comm_model {
+  uint64_t comm_hash;
+  int32_t nranks, nnodes;
+  uint64_t hellos, topo_sets; /* the model's counters when last checked */
+  uint64_t key;               /* of everything the prediction came from */
+  double used_s;
+  bool known;
+  const char *why;
+  nt_tune_model tune;
+};
+
+static uint64_t mix(uint64_t h, const void *p, size_t n) {
+  const unsigned char *b = p;
+  for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 1099511628211ull;
+  return h;
+}
+
+static bool listed(const char *const *names, const char *name) {
+  for (int i = 0; names[i]; i++)
+    if (!strcmp(names[i], name)) return true;
+  return false;
+}
+
+/* 2.30 and later follow 2.30.7's rules, earlier ones 2.28.9's (the
+ * versions topo/ models; "" unknown: 2.28). */
+static int version_of(const char *nccl_version) {
+  int major = 0, minor = 0;
+  if (sscanf(nccl_version, "%d.%d", &major, &minor) == 2 && (major > 2 || minor >= 30))
+    return NT_NCCL_230;
+  return NT_NCCL_228;
+}
+
+/* What a prediction for (comm, nranks, nnodes) is made from, found in the
+ * model now. */
+typedef struct {
+  const nt_model_topo_entry *topo; /* NULL: none */
+  const nt_model_process *proc;    /* one of the communicator's, NULL none */
+  nt_topo_env topo_env;
+  nt_tune_env tune_env;
+  uint64_t key;
+} model_inputs;
+
+static const nt_model_topo_entry *topo_of_endpoint(const nt_model *m, const char *endpoint) {
+  char clean[sizeof m->topos[0].source];
+  nt_sanitize(endpoint, strnlen(endpoint, 128), clean, sizeof clean);
+  for (uint32_t i = 0; i < m->ntopos; i++)
+    if (!strcmp(m->topos[i].source, clean)) return &m->topos[i];
+  return NULL;
+}
+
+static bool has_comm(const nt_model_process *p, uint64_t hash) {
+  for (uint32_t k = 0; p->cur && k < p->cur->ncomms; k++)
+    if (p->cur->comms[k].comm_hash == hash) return true;
+  return false;
+}
+
+static void find_inputs(const nt_model *m, uint64_t hash, int32_t nranks, int32_t nnodes,
+                        model_inputs *in) {
+  memset(in, 0, sizeof *in);
+  for (uint32_t i = 0; i < m->nprocs && !in->topo; i++) {
+    const nt_model_process *p = &m->procs[i]->pub;
+    if (!has_comm(p, hash)) continue;
+    const nt_model_topo_entry *t = topo_of_endpoint(m, p->endpoint);
+    if (!in->proc || t) in->proc = p;
+    in->topo = t;
+  }
+  if (!in->topo && m->ntopos == 1) in->topo = &m->topos[0];
+  nt_topo_env_defaults(&in->topo_env);
+  nt_tune_env_defaults(&in->tune_env);
+  const nt_model_process *p = in->proc;
+  in->topo_env.version = version_of(p && p->have_hello ? p->hello.nccl_version : "");
+  uint64_t h = 1469598103934665603ull;
+  h = mix(h, &in->topo_env.version, sizeof in->topo_env.version);
+  h = mix(h, &nranks, sizeof nranks);
+  h = mix(h, &nnodes, sizeof nnodes);
+  if (in->topo) h = mix(h, &in->topo->hash, sizeof in->topo->hash);
+  /* the variables NCCL's search and tuning read, as the process runs with
+   * them; a value NCCL would refuse is left out (NCCL keeps its default) */
+  for (uint32_t i = 0; p && p->have_hello && i < p->hello.nenv; i++) {
+    const nt_env_var *v = &p->hello.env[i];
+    bool for_topo = listed(nt_topo_env_names, v->name),
+         for_tune = listed(nt_tune_env_names, v->name);
+    if (!for_topo && !for_tune) continue;
+    char a[sizeof v->name + sizeof v->value + 2], err[256];
+    snprintf(a, sizeof a, "%s=%s", v->name, v->value);
+    if (for_topo) (void)nt_topo_env_set(&in->topo_env, a, err, sizeof err);
+    if (for_tune) (void)nt_tune_env_set(&in->tune_env, a, err, sizeof err);
+    h = mix(h, a, strlen(a) + 1);
+  }
+  in->key = h;
+}
+
+/* The graphs and the model for the inputs: once per communicator and
+ * change (a file load and a channel search: milliseconds). */
+static void compute(nt_comm_model *e, const model_inputs *in) {
+  e->known = false;
+  if (!in->topo) {
+    e->why = "no topology (run the job with NCCL_TOPO_DUMP_FILE, or give --topology)";
+    return;
+  }
+  if (e->nranks < 2 || e->nnodes < 1) {
+    e->why = "the communicator's ranks and nodes are unknown";
+    return;
+  }
+  if (!in->topo->xml) {
+    e->why = "out of memory";
+    return;
+  }
+  char err[512];
+  nt_topo *t =
+      nt_topo_load_buffer(in->topo->xml, in->topo->xml_len, in->topo->source, err, sizeof err);
+  nt_topo_graphs *g = NULL;
+  if (!t) {
+    e->why = "the topology does not load";
+  } else if ((int64_t)nt_topo_ngpus(t) * e->nnodes != e->nranks) {
+    e->why = "the topology's GPUs x nodes are not the communicator's ranks";
+  } else if (nt_topo_compute(t, &in->topo_env, err, sizeof err) != 0 ||
+             !(g = nt_topo_graphs_compute(t, e->nnodes, err, sizeof err))) {
+    e->why = "NCCL's channel search fails on the topology";
+  } else if (nt_topo_graphs_tune(t, g, &in->tune_env, &e->tune, err, sizeof err) != 0) {
+    e->why = "NCCL would refuse the job's NCCL_ALGO or NCCL_PROTO";
+  } else {
+    e->known = true;
+    e->why = NULL;
+  }
+  nt_topo_graphs_free(g);
+  nt_topo_free(t);
+}
+
+static nt_comm_model *model_for(nt_model *m, const nt_op_stat *r) {
+  if (!m->comm_models) {
+    m->comm_models = calloc(NT_MODEL_COMM_MODELS, sizeof *m->comm_models);
+    if (!m->comm_models) return NULL;
+  }
+  nt_comm_model *e = NULL, *oldest = NULL;
+  for (uint32_t i = 0; i < m->ncomm_models && !e; i++) {
+    nt_comm_model *x = &m->comm_models[i];
+    if (x->comm_hash == r->comm_hash && x->nranks == r->nranks && x->nnodes == r->nnodes) e = x;
+    if (!oldest || x->used_s < oldest->used_s) oldest = x;
+  }
+  if (e && e->hellos == m->hellos && e->topo_sets == m->topo_sets) {
+    e->used_s = m->now_s;
+    return e;
+  }
+  model_inputs in;
+  find_inputs(m, r->comm_hash, r->nranks, r->nnodes, &in);
+  bool fresh = !e;
+  if (!e) {
+    e = m->ncomm_models < NT_MODEL_COMM_MODELS ? &m->comm_models[m->ncomm_models++] : oldest;
+    e->comm_hash = r->comm_hash;
+    e->nranks = r->nranks;
+    e->nnodes = r->nnodes;
+  }
+  e->hellos = m->hellos;
+  e->topo_sets = m->topo_sets;
+  e->used_s = m->now_s;
+  if (!fresh && e->key == in.key) return e; /* rechecked: nothing it came from changed */
+  e->key = in.key;
+  /* another communicator of the same shape on the same machine: its model */
+  for (uint32_t i = 0; i < m->ncomm_models; i++) {
+    const nt_comm_model *x = &m->comm_models[i];
+    if (x != e && x->key == in.key && x->nranks == e->nranks && x->nnodes == e->nnodes &&
+        (x->known || x->why)) {
+      e->known = x->known;
+      e->why = x->why;
+      e->tune = x->tune;
+      return e;
+    }
+  }
+  compute(e, &in);
+  return e;
+}
+
+static int tune_coll(int func) {
+  switch (func) {
+  case NT_FUNC_ALLREDUCE: return NT_TUNE_ALLREDUCE;
+  case NT_FUNC_ALLGATHER: return NT_TUNE_ALLGATHER;
+  case NT_FUNC_REDUCESCATTER: return NT_TUNE_REDUCESCATTER;
+  case NT_FUNC_BROADCAST: return NT_TUNE_BROADCAST;
+  case NT_FUNC_REDUCE: return NT_TUNE_REDUCE;
+  default: return -1;
+  }
+}
+
+void nt_model_op_model(nt_model *m, const nt_op_stat *r, nt_op_model *out) {
+  memset(out, 0, sizeof *out);
+  out->ratio = -1;
+  int coll = tune_coll(r->func);
+  /* the wire's numbering is NCCL's plus one (0: none) */
+  int algo = r->algo - NT_ALGO_TREE, proto = r->proto - NT_PR_LL;
+  if (r->kind != NT_OP_COLL || coll < 0) {
+    out->why = "NCCL's model covers collectives only";
+    return;
+  }
+  if (r->variant[0] || algo < 0 || algo >= NT_TUNE_NALGOS || proto < 0 ||
+      proto >= NT_TUNE_NPROTOS) {
+    out->why = "no algorithm and protocol NCCL's model knows";
+    return;
+  }
+  if (!r->count) {
+    out->why = "no operation";
+    return;
+  }
+  nt_comm_model *e = model_for(m, r);
+  if (!e) {
+    out->why = "out of memory";
+    return;
+  }
+  if (!e->known) {
+    out->why = e->why;
+    return;
+  }
+  /* NCCL's nBytes, the larger buffer: what nt_alg_bytes counts (the mean
+   * of the done operations when there are) */
+  double bytes = r->done ? r->alg_bytes / (double)r->done
+                         : nt_alg_bytes(r->func, (double)r->bytes / (double)r->count, r->nranks);
+  float us = nt_tune_time(&e->tune, coll, algo, proto, (size_t)bytes);
+  if (us <= 0) {
+    out->why = "NCCL's model gives this algorithm and protocol no bandwidth";
+    return;
+  }
+  out->known = true;
+  out->time_us = us;
+  out->busbw_gbs = bytes * nt_bus_factor(r->func, r->nranks) / ((double)us * 1e-6) / 1e9;
+  if (r->done && r->time_s > 0) out->ratio = (double)us * 1e-6 / (r->time_s / (double)r->done);
+}
+
+void nt_op_models_free(nt_model *m) {
+  free(m->comm_models);
+  m->comm_models = NULL;
+  m->ncomm_models = 0;
+}

@@ -1,0 +1,320 @@
+/* NCCL's own prediction beside what was measured (nt_model_op_model): a
+ * job of 8 ranks on one node of our example's 8 H100 (NVSwitch), the
+ * topology sent by its endpoint as the plugin sends NCCL_TOPO_DUMP_FILE.
+ *
+ * The expected prediction, derived by hand from NCCL 2.28.9's tuning.cc
+ * (topo/README.md "Tuning model") on the graphs the search finds there
+ * (12 ring channels of 30 GB/s, NVL; test_topo_graphs checks them): Ring
+ * Simple AllReduce bandwidth 12 x 30 x 8/14 = 205.714 GB/s, latency 56 us
+ * (base 8.4 + 14 steps x NVLink 3.4), so 64 MiB takes 56 + 67108864 /
+ * (1000 x 205.714) = 382.2 us; the row below measures twice that: 50% of
+ * model. Built from hand-made snapshots; the frame, the text and JSON batch
+ * output, the collectives view and the exporter all read the same numbers. */
+#include <cjson/cJSON.h>
+#include <curses.h>
+#include <math.h>
+#include <stdlib.h>
+
+#include "../monitor/screen/screen_internal.h"
+#include "testlib.h"
+#include "../monitor/outputs/batch.h"
+#include "../monitor/commands/cli.h"
+#include "../monitor/outputs/exporter.h"
+#include "../monitor/core/frame.h"
+#include "../monitor/core/model.h"
+#include "../monitor/options.h"
+
+#define HASH      0x70b0c0117e00ull
+#define HASH_WIDE 0x70b0c0117e01ull /* 16 ranks on one node: not this machine */
+#define EXAMPLE   "examples/topologies/nvswitch-8gpu-8nic.xml"
+
+/* The hand-derived prediction for 64 MiB (see above), in us. */
+static const double predicted_us = 56.0 + 67108864.0 / (1000.0 * 8.0 * 12 * 30 / 14);
+
+static nt_snapshot *snap(void) {
+  nt_snapshot *s = nt_snapshot_new();
+  if (!s) return NULL;
+  snprintf(s->host, sizeof s->host, "node0");
+  s->pid = 100;
+  s->seq = 1;
+  s->mono_ns = 1000000000ull;
+  s->wall_ns = 1700000000000000000ull;
+  s->interval_ms = 100;
+  s->process.abi_version = 7;
+  s->ncomms = 2;
+  s->comms[0] = (nt_comm_row){.comm_hash = HASH, .rank = 0, .nranks = 8, .nnodes = 1};
+  s->comms[1] = (nt_comm_row){.comm_hash = HASH_WIDE, .rank = 0, .nranks = 16, .nnodes = 1};
+  uint64_t big = 1ull << 26, measured_ns = (uint64_t)(2 * predicted_us * 1e3);
+  s->nops = 4;
+  /* 64 MiB Ring/Simple AllReduce at half of NCCL's predicted speed */
+  s->ops[0] = (nt_op_row){.kind = NT_OP_COLL,
+                          .func = NT_FUNC_ALLREDUCE,
+                          .algo = NT_ALGO_RING,
+                          .proto = NT_PR_SIMPLE,
+                          .bucket = 26,
+                          .count = 10,
+                          .bytes = 10 * big,
+                          .done = 10,
+                          .done_bytes = 10 * big,
+                          .time_ns = 10 * measured_ns,
+                          .gpu_done = 10};
+  /* 1 MiB AllGather not timed yet: a prediction, no share */
+  s->ops[1] = (nt_op_row){.kind = NT_OP_COLL,
+                          .func = NT_FUNC_ALLGATHER,
+                          .algo = NT_ALGO_RING,
+                          .proto = NT_PR_LL,
+                          .bucket = 17,
+                          .count = 2,
+                          .bytes = 2 << 17};
+  /* point-to-point: NCCL's model says nothing */
+  s->ops[2] = (nt_op_row){.kind = NT_OP_P2P,
+                          .func = NT_FUNC_SEND,
+                          .bucket = 20,
+                          .count = 1,
+                          .bytes = 1 << 20,
+                          .done = 1,
+                          .done_bytes = 1 << 20,
+                          .time_ns = 100000};
+  /* a communicator the 8-GPU topology cannot stand for */
+  s->ops[3] = (nt_op_row){.kind = NT_OP_COLL,
+                          .comm_index = 1,
+                          .func = NT_FUNC_ALLREDUCE,
+                          .algo = NT_ALGO_RING,
+                          .proto = NT_PR_SIMPLE,
+                          .bucket = 26,
+                          .count = 1,
+                          .bytes = big,
+                          .done = 1,
+                          .done_bytes = big,
+                          .time_ns = measured_ns};
+  return s;
+}
+
+static char *slurp(const char *path, size_t *len) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return NULL;
+  char *buf = malloc(1 << 20);
+  *len = buf ? fread(buf, 1, (1 << 20) - 1, f) : 0;
+  fclose(f);
+  return buf;
+}
+
+/* The job; with_topology: its endpoint sent the example's topology. */
+static nt_model *job(bool with_topology) {
+  nt_model *m = nt_model_new();
+  nt_snapshot *s = snap();
+  bool ok = m && s && nt_model_apply_snapshot(m, "ep1", 0, s, 1.0) == 0;
+  nt_snapshot_free(s);
+  if (ok && with_topology) {
+    size_t len = 0;
+    char *xml = slurp(EXAMPLE, &len);
+    ok = xml && nt_model_set_topology(m, xml, len, "ep1", 1.0) == 0;
+    free(xml);
+  }
+  if (!ok) {
+    nt_model_free(m);
+    return NULL;
+  }
+  return m;
+}
+
+static const nt_frame_opts opts = {.stall_ms = 2000};
+
+static const nt_frame_stat *row(const nt_frame *f, uint64_t comm, int func) {
+  for (uint32_t i = 0; i < f->nstats; i++)
+    if (f->stats[i].st.comm_hash == comm && f->stats[i].st.func == func) return &f->stats[i];
+  return NULL;
+}
+
+#define NEAR(a, b, tol) CHECK(fabs((double)(a) - (double)(b)) <= (tol)*fabs((double)(b)))
+
+static void predicted_beside_measured(void) {
+  nt_model *m = job(true);
+  nt_frame *f = nt_frame_new();
+  CHECK(m && f && nt_frame_build(f, m, &opts, 2.0) == 0);
+  const nt_frame_stat *ar = row(f, HASH, NT_FUNC_ALLREDUCE), *ag = row(f, HASH, NT_FUNC_ALLGATHER),
+                      *send = row(f, HASH, NT_FUNC_SEND),
+                      *wide = row(f, HASH_WIDE, NT_FUNC_ALLREDUCE);
+  CHECK(ar && ag && send && wide);
+  if (ar && ag && send && wide) {
+    CHECK(ar->model.known);
+    NEAR(ar->model.time_us, predicted_us, 1e-4);
+    NEAR(ar->model.ratio, 0.5, 1e-3);
+    /* busBw of 64 MiB in 382.2 us: x 2 x 7/8 (AllReduce on 8 ranks) */
+    NEAR(ar->model.busbw_gbs, 67108864.0 * 1.75 / (predicted_us * 1e-6) / 1e9, 1e-4);
+    /* the AllGather: a prediction for its nBytes (8 x 128 KiB), no share yet */
+    CHECK(ag->model.known && ag->model.time_us > 0 && ag->model.ratio < 0);
+    CHECK(!send->model.known && send->model.why);
+    CHECK(!wide->model.known && wide->model.why && strstr(wide->model.why, "GPUs"));
+  }
+  nt_frame_free(f);
+  nt_model_free(m);
+}
+
+static void unknown_without_a_topology(void) {
+  nt_model *m = job(false);
+  nt_frame *f = nt_frame_new();
+  CHECK(m && f && nt_frame_build(f, m, &opts, 2.0) == 0);
+  const nt_frame_stat *ar = row(f, HASH, NT_FUNC_ALLREDUCE);
+  CHECK(ar && !ar->model.known && ar->model.time_us == 0 && ar->model.ratio < 0);
+  CHECK(ar && ar->model.why && strstr(ar->model.why, "no topology"));
+  nt_frame_free(f);
+  nt_model_free(m);
+}
+
+/* The job's variables reach the model (and a hello revalidates it): with
+ * NCCL_P2P_DISABLE=1 NCCL's search finds 2 ring channels of 11 GB/s
+ * through the CPU instead of 12 of 30 over NVLink, so it predicts a much
+ * slower 64 MiB, and the same measured time is above the model. */
+static void the_jobs_variables_move_the_prediction(void) {
+  nt_model *m = job(true);
+  nt_frame *f = nt_frame_new();
+  CHECK(m && f && nt_frame_build(f, m, &opts, 2.0) == 0);
+  const nt_frame_stat *ar = row(f, HASH, NT_FUNC_ALLREDUCE);
+  double before = ar ? ar->model.time_us : 0;
+  static nt_hello h;
+  memset(&h, 0, sizeof h);
+  h.major = 1;
+  h.minor = 4;
+  snprintf(h.host, sizeof h.host, "node0");
+  h.pid = 100;
+  snprintf(h.nccl_version, sizeof h.nccl_version, "2.28.9");
+  h.nenv = 1;
+  snprintf(h.env[0].name, sizeof h.env[0].name, "NCCL_P2P_DISABLE");
+  snprintf(h.env[0].value, sizeof h.env[0].value, "1");
+  CHECK(nt_model_apply_hello(m, "ep1", 0, &h, 2.5) == 0);
+  CHECK(nt_frame_build(f, m, &opts, 3.0) == 0);
+  ar = row(f, HASH, NT_FUNC_ALLREDUCE);
+  CHECK(ar && ar->model.known && before > 0 && ar->model.time_us > before * 10);
+  CHECK(ar && ar->model.ratio > 1);
+  nt_frame_free(f);
+  nt_model_free(m);
+}
+
+static const cJSON *item(const cJSON *o, const char *k) {
+  return cJSON_GetObjectItemCaseSensitive(o, k);
+}
+
+static void json_and_text_carry_both(void) {
+  nt_model *m = job(true);
+  nt_frame *f = nt_frame_new();
+  CHECK(m && f && nt_frame_build(f, m, &opts, 2.0) == 0);
+  nt_jo w;
+  nt_jo_init(&w);
+  const char *text = nt_frame_json(f, &w);
+  cJSON *root = text ? cJSON_Parse(text) : NULL;
+  nt_jo_free(&w);
+  CHECK(root != NULL);
+  int known = 0, unknown = 0;
+  const cJSON *c;
+  cJSON_ArrayForEach(c, item(root, "collectives")) {
+    const cJSON *t = item(c, "model_time_us"), *b = item(c, "model_busbw_gbs"),
+                *r = item(c, "model_ratio"), *why = item(c, "model_why");
+    if (cJSON_IsNumber(t)) {
+      known++;
+      CHECK(cJSON_IsNumber(b) && cJSON_IsNull(why));
+      if (cJSON_IsNumber(item(c, "avg_us"))) NEAR(r->valuedouble, 0.5, 1e-3);
+    } else {
+      unknown++;
+      CHECK(cJSON_IsNull(t) && cJSON_IsNull(b) && cJSON_IsNull(r) && cJSON_IsString(why));
+    }
+  }
+  CHECK(known == 2 && unknown == 2);
+  cJSON_Delete(root);
+  FILE *t = tmpfile();
+  CHECK(t != NULL);
+  if (t) {
+    nt_frame_text(t, f);
+    char buf[16384];
+    rewind(t);
+    size_t n = fread(buf, 1, sizeof buf - 1, t);
+    buf[n] = '\0';
+    fclose(t);
+    CHECK(strstr(buf, "OF MODEL") && strstr(buf, "MODEL BUSBW"));
+    CHECK(strstr(buf, " 50%\n"));
+  }
+  nt_frame_free(f);
+  nt_model_free(m);
+}
+
+static void the_exporter_has_the_ratio(void) {
+  nt_model *m = job(true);
+  FILE *t = tmpfile();
+  CHECK(m && t);
+  if (m && t) {
+    nt_exporter_opts o = {.stall_ms = 2000};
+    CHECK(nt_exporter_render(t, m, &o, 2.0) == 0);
+    static char buf[1 << 20];
+    rewind(t);
+    size_t n = fread(buf, 1, sizeof buf - 1, t);
+    buf[n] = '\0';
+    int ratios = 0, seconds = 0;
+    for (char *line = strtok(buf, "\n"); line; line = strtok(NULL, "\n")) {
+      if (!strncmp(line, "nccltop_operation_model_ratio{", 30)) {
+        ratios++;
+        CHECK(strstr(line, "collective=\"AllReduce\"") && strstr(line, "nranks=\"8\""));
+        NEAR(strtod(strrchr(line, ' ') + 1, NULL), 0.5, 1e-3);
+      }
+      if (!strncmp(line, "nccltop_operation_model_seconds{", 32)) seconds++;
+    }
+    CHECK(ratios == 1 && seconds == 2); /* unknown: no sample, never 0 */
+  }
+  if (t) fclose(t);
+  nt_model_free(m);
+}
+
+/* The collectives view's MODEL% column: there when wide, the first column
+ * dropped at 80. */
+static bool view_line(const char *needle, char *line, int cap) {
+  for (int y = 0; y < 60; y++)
+    if (mvinnstr(y, 0, line, cap) != ERR && strstr(line, needle)) return true;
+  return false;
+}
+
+static void the_collectives_view_shows_the_share(void) {
+  nt_model *m = job(true);
+  nt_frame *f = nt_frame_new();
+  CHECK(m && f && nt_frame_build(f, m, &opts, 2.0) == 0);
+  FILE *out = fopen("/dev/null", "w"), *in = fopen("/dev/null", "r");
+  SCREEN *term = out && in ? newterm("xterm", out, in) : NULL;
+  static nt_screen scr;
+  static nt_options so;
+  bool wide_ok = false, narrow_dropped = false;
+  char line[256] = "", header[256] = "";
+  if (term && resizeterm(60, 200) == OK) {
+    nt_options_defaults(&so);
+    so.color = false;
+    scr.m = m;
+    scr.o = &so;
+    scr.f = f;
+    scr.now = 2.0;
+    scr.view = NT_VIEW_OPS;
+    nt_screen_draw(&scr);
+    wide_ok = view_line("MODEL%", header, 200) && view_line(" 50% ", line, 200) &&
+              strstr(line, "AllReduce") && strstr(line, "64M-128M");
+    if (resizeterm(40, 80) == OK) {
+      nt_screen_draw(&scr);
+      narrow_dropped = view_line("FUNCTION", header, 80) && !strstr(header, "MODEL%");
+    }
+  }
+  if (term) {
+    endwin();
+    delscreen(term);
+  }
+  if (out) fclose(out);
+  if (in) fclose(in);
+  CHECK(wide_ok);
+  CHECK(narrow_dropped);
+  nt_frame_free(f);
+  nt_model_free(m);
+}
+
+int main(void) {
+  TEST_RUN(predicted_beside_measured);
+  TEST_RUN(unknown_without_a_topology);
+  TEST_RUN(the_jobs_variables_move_the_prediction);
+  TEST_RUN(json_and_text_carry_both);
+  TEST_RUN(the_exporter_has_the_ratio);
+  TEST_RUN(the_collectives_view_shows_the_share);
+  return TEST_DONE();
+}
