@@ -31,20 +31,23 @@
 /* The hand-derived prediction for 64 MiB (see above), in us. */
 static const double predicted_us = 56.0 + 67108864.0 / (1000.0 * 8.0 * 12 * 30 / 14);
 
-static nt_snapshot *snap(void) {
+/* The job's snapshot number `step` (one every 2 s): the 64 MiB AllReduce
+ * has done 10 more operations each time, at `share` of NCCL's speed. */
+static nt_snapshot *snap_at(int step, double share) {
   nt_snapshot *s = nt_snapshot_new();
   if (!s) return NULL;
   snprintf(s->host, sizeof s->host, "node0");
   s->pid = 100;
-  s->seq = 1;
-  s->mono_ns = 1000000000ull;
+  s->seq = 1 + (uint64_t)step;
+  s->mono_ns = 1000000000ull + (uint64_t)step * 2000000000ull;
   s->wall_ns = 1700000000000000000ull;
   s->interval_ms = 100;
   s->process.abi_version = 7;
   s->ncomms = 2;
   s->comms[0] = (nt_comm_row){.comm_hash = HASH, .rank = 0, .nranks = 8, .nnodes = 1};
   s->comms[1] = (nt_comm_row){.comm_hash = HASH_WIDE, .rank = 0, .nranks = 16, .nnodes = 1};
-  uint64_t big = 1ull << 26, measured_ns = (uint64_t)(2 * predicted_us * 1e3);
+  uint64_t big = 1ull << 26, measured_ns = (uint64_t)(predicted_us * 1e3 / share);
+  uint64_t n = 10 * (1 + (uint64_t)step);
   s->nops = 4;
   /* 64 MiB Ring/Simple AllReduce at half of NCCL's predicted speed */
   s->ops[0] = (nt_op_row){.kind = NT_OP_COLL,
@@ -52,12 +55,12 @@ static nt_snapshot *snap(void) {
                           .algo = NT_ALGO_RING,
                           .proto = NT_PR_SIMPLE,
                           .bucket = 26,
-                          .count = 10,
-                          .bytes = 10 * big,
-                          .done = 10,
-                          .done_bytes = 10 * big,
-                          .time_ns = 10 * measured_ns,
-                          .gpu_done = 10};
+                          .count = n,
+                          .bytes = n * big,
+                          .done = n,
+                          .done_bytes = n * big,
+                          .time_ns = n * measured_ns,
+                          .gpu_done = n};
   /* 1 MiB AllGather not timed yet: a prediction, no share */
   s->ops[1] = (nt_op_row){.kind = NT_OP_COLL,
                           .func = NT_FUNC_ALLGATHER,
@@ -88,6 +91,10 @@ static nt_snapshot *snap(void) {
                           .done_bytes = big,
                           .time_ns = measured_ns};
   return s;
+}
+
+static nt_snapshot *snap(void) {
+  return snap_at(0, 0.5);
 }
 
 static char *slurp(const char *path, size_t *len) {
@@ -144,6 +151,9 @@ static void predicted_beside_measured(void) {
     NEAR(ar->model.busbw_gbs, 67108864.0 * 1.75 / (predicted_us * 1e-6) / 1e9, 1e-4);
     /* the AllGather: a prediction for its nBytes (8 x 128 KiB), no share yet */
     CHECK(ag->model.known && ag->model.time_us > 0 && ag->model.ratio < 0);
+    /* the ring's narrowest link: GPU to NVSwitch, NVLink at 370.8 GB/s */
+    CHECK(strstr(ar->model.bottleneck, "GPU0->GPU1 NVL") &&
+          strstr(ar->model.bottleneck, "370.8 GB/s"));
     CHECK(!send->model.known && send->model.why);
     CHECK(!wide->model.known && wide->model.why && strstr(wide->model.why, "GPUs"));
   }
@@ -309,6 +319,93 @@ static void the_collectives_view_shows_the_share(void) {
   nt_model_free(m);
 }
 
+/* The job runs `steps` more snapshots at `share` of the model (one every
+ * 2 s, from t = 3), the diagnosis after each; the slow alerts of the last. */
+static uint32_t slow_alerts_after(nt_model *m, int steps, double share, nt_alert *out, uint32_t cap,
+                                  double *t) {
+  static nt_alert all[64];
+  uint32_t n = 0;
+  *t = 1.0;
+  nt_model_alerts(m, 2000, all, 64, *t);
+  for (int k = 1; k <= steps; k++) {
+    *t = 1.0 + 2.0 * k;
+    nt_snapshot *s = snap_at(k, share);
+    if (!s || nt_model_apply_snapshot(m, "ep1", 0, s, *t) != 0)
+      fprintf(stderr, "    snapshot %d refused\n", k); /* then no alert: the caller fails */
+    nt_snapshot_free(s);
+    uint32_t na = nt_model_alerts(m, 2000, all, 64, *t);
+    n = 0;
+    for (uint32_t i = 0; i < na && n < cap; i++)
+      if (all[i].kind == NT_ALERT_SLOW) out[n++] = all[i];
+  }
+  return n;
+}
+
+/* 40% of model, interval after interval: nothing before NT_SLOW_SUSTAIN_S,
+ * then one line naming the communicator, the row and the link the model
+ * says limits the ring. */
+static void a_job_below_its_model_is_slow(void) {
+  CHECK_STR(nt_alert_kind_name(NT_ALERT_SLOW), "slow");
+  nt_model *m = job(true);
+  nt_alert a[4];
+  double t;
+  CHECK(m != NULL);
+  if (!m) return;
+  CHECK(slow_alerts_after(m, 4, 0.4, a, 4, &t) == 0); /* 8 s below: not yet */
+  nt_model_free(m);
+  m = job(true);
+  CHECK(m != NULL);
+  if (!m) return;
+  uint32_t n = slow_alerts_after(m, 6, 0.4, a, 4, &t); /* 12 s below */
+  CHECK(n == 1);
+  if (n == 1) {
+    fprintf(stderr, "    %s\n", a[0].text);
+    CHECK(a[0].comm_hash == HASH && a[0].nranks == 8 && a[0].func == NT_FUNC_ALLREDUCE);
+    CHECK(a[0].count == 1 && a[0].age_s >= NT_SLOW_SUSTAIN_S);
+    CHECK(strstr(a[0].text, "AllReduce 64M-128M RING/SIMPLE at 40% of NCCL's model") != NULL);
+    CHECK(strstr(a[0].text, "bottleneck: GPU0->GPU1 NVL") != NULL);
+  }
+  nt_model_free(m);
+}
+
+/* At 90% of model, and without a topology even at 10%, the job stays
+ * quiet. */
+static void a_healthy_job_or_no_model_stays_quiet(void) {
+  nt_alert a[4];
+  double t;
+  nt_model *m = job(true);
+  CHECK(m != NULL);
+  if (m) CHECK(slow_alerts_after(m, 8, 0.9, a, 4, &t) == 0);
+  nt_model_free(m);
+  m = job(false);
+  CHECK(m != NULL);
+  if (m) CHECK(slow_alerts_after(m, 8, 0.1, a, 4, &t) == 0);
+  nt_model_free(m);
+}
+
+/* A slowdown that ends: the next intervals at full speed clear it. */
+static void a_recovered_job_is_no_longer_slow(void) {
+  nt_alert a[4];
+  double t;
+  nt_model *m = job(true);
+  CHECK(m != NULL);
+  if (!m) return;
+  CHECK(slow_alerts_after(m, 6, 0.4, a, 4, &t) == 1);
+  static nt_alert all[64];
+  /* the cumulative time stays far below the model; the interval does not */
+  nt_snapshot *s = snap_at(7, 0.4);
+  if (s) {
+    s->ops[0].time_ns -=
+        (uint64_t)(10 * predicted_us * 1e3 / 0.4) - (uint64_t)(10 * predicted_us * 1e3);
+    CHECK(nt_model_apply_snapshot(m, "ep1", 0, s, t + 2) == 0);
+  }
+  nt_snapshot_free(s);
+  uint32_t na = nt_model_alerts(m, 2000, all, 64, t + 2), slow = 0;
+  for (uint32_t i = 0; i < na; i++) slow += all[i].kind == NT_ALERT_SLOW;
+  CHECK(slow == 0);
+  nt_model_free(m);
+}
+
 int main(void) {
   TEST_RUN(predicted_beside_measured);
   TEST_RUN(unknown_without_a_topology);
@@ -316,5 +413,8 @@ int main(void) {
   TEST_RUN(json_and_text_carry_both);
   TEST_RUN(the_exporter_has_the_ratio);
   TEST_RUN(the_collectives_view_shows_the_share);
+  TEST_RUN(a_job_below_its_model_is_slow);
+  TEST_RUN(a_healthy_job_or_no_model_stays_quiet);
+  TEST_RUN(a_recovered_job_is_no_longer_slow);
   return TEST_DONE();
 }

@@ -337,6 +337,7 @@ const char *nt_op_timing(const nt_op_stat *r);
  * symmetric-kernel and copy-engine rows, and for algorithms the model has
  * no bandwidth for. Computed once per communicator and kept until its
  * inputs change: cheap to call per row per frame. */
+#define NT_OP_BOTTLENECK 128
 typedef struct {
   bool known;
   double time_us;   /* predicted, per operation */
@@ -345,6 +346,10 @@ typedef struct {
    * mean time (0.58: "58% of model"); < 0 when no operation was timed */
   double ratio;
   const char *why; /* when unknown, why (static text) */
+  /* the link the model says limits the communicator's ring: the path
+   * between ring neighbours with the lowest bandwidth and its narrowest hop
+   * ("GPU3->NET3 PXB, narrowest hop PCI 0000:1a:00.0->NET3 24 GB/s"); "" none */
+  char bottleneck[NT_OP_BOTTLENECK];
 } nt_op_model;
 void nt_model_op_model(nt_model *m, const nt_op_stat *r, nt_op_model *out);
 /* The algorithm as the views name it: NCCL's ("RING"), or for a
@@ -397,9 +402,16 @@ enum nt_alert_kind {
   NT_ALERT_SILENT,    /* a publisher that stopped sending (stale) */
   NT_ALERT_DROPS,     /* the plugin dropped events or messages, or this viewer lost
                          some while reading: within the last NT_DROPS_CLEAR_S */
+  NT_ALERT_SLOW,      /* collectives below NT_SLOW_SHARE of NCCL's own prediction for
+                         NT_SLOW_SUSTAIN_S (alerts_slow.c; never without a model) */
   NT_ALERT_COUNT,
 };
 const char *nt_alert_kind_name(int kind); /* "root", "stall", ... */
+/* The slow alert: a collectives row whose operations, interval after
+ * interval, reach less than this share of NCCL's predicted speed
+ * (nt_model_op_model), for at least this long. */
+#define NT_SLOW_SHARE     0.5
+#define NT_SLOW_SUSTAIN_S 10.0
 /* What an alert rests on beyond its kind: a straggler is late in its
  * launch counts (launches) or the others' kernels wait for it in their
  * sync phases (sync_phases, NCCL 2.31 KernelPhase; also added to a root
@@ -442,7 +454,7 @@ typedef struct {
   int32_t under;
 } nt_alert;
 /* Alerts now, most important first (roots, stalls, hung operations,
- * stragglers, silent publishers, drops). Tracks how long ranks have been
+ * stragglers, slow communicators, silent publishers, drops). Tracks how long ranks have been
  * behind, so call it once per frame. When two or more ranks of a
  * communicator are late by their launch counts on the same function and
  * they are all its ranks on one host, one straggler line names the node

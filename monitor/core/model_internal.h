@@ -53,6 +53,18 @@ typedef struct {
   bool seen;        /* a candidate in the last nt_model_alerts */
 } nt_root_claim;
 
+/* A collectives row at the last diagnosis (alerts_slow.c): its sums then,
+ * so the next one sees the interval's operations, and how long they have
+ * stayed below NT_SLOW_SHARE of NCCL's prediction. Kept in the rows'
+ * order (nt_model_op_stats). */
+typedef struct {
+  nt_op_stat row;                          /* identity and sums; row.comm_name not kept (NULL) */
+  double sample_s;                         /* when they were taken */
+  double below_since;                      /* start of the first interval below, 0: not below */
+  double evidence_s;                       /* end of the last interval with operations done */
+  double share, predicted_us, measured_us; /* that interval's */
+} nt_slow_hist;
+
 /* One distinct topology file received (or given with --topology). */
 typedef struct {
   nt_topo *topo;
@@ -160,6 +172,9 @@ struct nt_model {
   /* KernelPhase totals per rank (alerts_sync.c) */
   nt_sync_hist *syncs;
   uint32_t nsyncs, syncs_cap;
+  /* collectives rows against NCCL's prediction (alerts_slow.c) */
+  nt_slow_hist *slows;
+  uint32_t nslows;
   /* roots waiting for their waiters' fresh reports (alerts_graph.c) */
   nt_root_claim claims[NT_ROOT_CLAIMS];
   uint32_t nclaims;

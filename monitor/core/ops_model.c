@@ -24,6 +24,7 @@ struct nt_comm_model {
   double used_s;
   bool known;
   const char *why;
+  char bottleneck[NT_OP_BOTTLENECK];
   nt_tune_model tune;
 };
 
@@ -108,10 +109,63 @@ static void find_inputs(const nt_model *m, uint64_t hash, int32_t nranks, int32_
   in->key = h;
 }
 
+static void endpoint_label(const nt_topo *t, int i, char *buf, size_t cap) {
+  nt_topo_endpoint e;
+  nt_topo_endpoint_at(t, i, &e);
+  snprintf(buf, cap, "%s", e.label);
+}
+
+/* The link the model says limits the ring: over the ring graph's channels,
+ * the path between consecutive GPUs (and, across nodes, from the last GPU
+ * to its NIC and from the NIC to the first GPU) with the lowest bottleneck
+ * bandwidth, and its narrowest hop; "" when the ring crosses no path. */
+static void ring_bottleneck(const nt_topo *t, const nt_topo_graphs *g, char *out, size_t cap) {
+  out[0] = '\0';
+  nt_topo_graph_info gi;
+  if (!nt_topo_graphs_graph(g, 0, &gi)) return;
+  bool inter = nt_topo_graphs_nodes(g) > 1;
+  nt_topo_pair best, p;
+  int from = -1, to = -1;
+  for (int c = 0; c < gi.nchannels; c++) {
+    for (int k = 0; k <= gi.ngpus; k++) {
+      int a, b;
+      if (k < gi.ngpus) {
+        a = nt_topo_graphs_channel_gpu(g, 0, c, k);
+        b = k + 1 < gi.ngpus ? nt_topo_graphs_channel_gpu(g, 0, c, k + 1)
+            : inter          ? nt_topo_graphs_channel_net(g, 0, c, 1)
+                             : nt_topo_graphs_channel_gpu(g, 0, c, 0);
+      } else if (inter) { /* into the node: the NIC to the channel's first GPU */
+        a = nt_topo_graphs_channel_net(g, 0, c, 0);
+        b = nt_topo_graphs_channel_gpu(g, 0, c, 0);
+      } else {
+        continue;
+      }
+      if (a < 0 || b < 0 || a == b || !nt_topo_pair_at(t, a, b, &p)) continue;
+      if (from < 0 || p.bw < best.bw) best = p, from = a, to = b;
+    }
+  }
+  if (from < 0) return;
+  char fa[16], tb[16];
+  endpoint_label(t, from, fa, sizeof fa);
+  endpoint_label(t, to, tb, sizeof tb);
+  int k = best.bottleneck, n;
+  if (k >= 0 && !best.truncated && k + 1 < best.nhops_nodes) {
+    char h0[48], h1[48];
+    nt_topo_node_label(t, best.route[k], h0, sizeof h0);
+    nt_topo_node_label(t, best.route[k + 1], h1, sizeof h1);
+    n = snprintf(out, cap, "%s->%s %s, narrowest hop %s->%s %.4g GB/s", fa, tb,
+                 nt_path_name(best.type), h0, h1, (double)best.hop_bw[k]);
+  } else {
+    n = snprintf(out, cap, "%s->%s %s %.4g GB/s", fa, tb, nt_path_name(best.type), best.bw);
+  }
+  if (n < 0 || (size_t)n >= cap) out[cap - 1] = '\0'; /* cut: still one line */
+}
+
 /* The graphs and the model for the inputs: once per communicator and
  * change (a file load and a channel search: milliseconds). */
 static void compute(nt_comm_model *e, const model_inputs *in) {
   e->known = false;
+  e->bottleneck[0] = '\0';
   if (!in->topo) {
     e->why = "no topology (run the job with NCCL_TOPO_DUMP_FILE, or give --topology)";
     return;
@@ -140,6 +194,7 @@ static void compute(nt_comm_model *e, const model_inputs *in) {
   } else {
     e->known = true;
     e->why = NULL;
+    ring_bottleneck(t, g, e->bottleneck, sizeof e->bottleneck);
   }
   nt_topo_graphs_free(g);
   nt_topo_free(t);
@@ -182,6 +237,7 @@ static nt_comm_model *model_for(nt_model *m, const nt_op_stat *r) {
       e->known = x->known;
       e->why = x->why;
       e->tune = x->tune;
+      memcpy(e->bottleneck, x->bottleneck, sizeof e->bottleneck);
       return e;
     }
   }
@@ -238,6 +294,7 @@ void nt_model_op_model(nt_model *m, const nt_op_stat *r, nt_op_model *out) {
     return;
   }
   out->known = true;
+  memcpy(out->bottleneck, e->bottleneck, sizeof out->bottleneck);
   out->time_us = us;
   out->busbw_gbs = bytes * nt_bus_factor(r->func, r->nranks) / ((double)us * 1e-6) / 1e9;
   if (r->done && r->time_s > 0) out->ratio = (double)us * 1e-6 / (r->time_s / (double)r->done);

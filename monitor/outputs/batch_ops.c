@@ -1,7 +1,7 @@
 /* Batch output about operations, diagnosis and the environment: the parts
  * of a frame protocol 1.1 added. JSON keys (see also batch.c):
  *
- * frame: "alerts": [{"kind": root|stall|hung_op|straggler|silent|drops,
+ * frame: "alerts": [{"kind": root|stall|hung_op|straggler|silent|drops|slow,
  *          "text", "host", "pid", "comm", "rank", "peer" (-1), "wait",
  *          "func", "count", "age_s", "evidence": none|launches|sync_phases
  *          (a straggler late in its launch counts, or one the others'
@@ -30,7 +30,9 @@
  *          the row's mean size, algorithm and protocol: nt_model_op_model;
  *          null when unknown), "model_ratio" (measured performance as a
  *          share of it, 0.58 for "58% of model"; null when either is
- *          unknown), "model_why" (why it is unknown; null when known)}];
+ *          unknown), "model_why" (why it is unknown; null when known),
+ *          "model_bottleneck" (the link the model says limits the ring:
+ *          "GPU3->NET3 PXB, narrowest hop ...->NET3 24 GB/s"; null none)}];
  *        "phases": [{"phase" ("" none), "phase_source": nccltop_tag|user_tag
  *          (NCCL 2.31's userTag; "none" for ""), "ranks", "count", "done",
  *          "bytes", "time_ms" (per rank), "algbw_gbs", "busbw_gbs"}];
@@ -315,6 +317,10 @@ void nt_batch_job_json(nt_jo *w, const nt_frame *f) {
       nt_jo_null(w, "model_why");
     else
       nt_jo_str(w, "model_why", mo->why ? mo->why : "unknown");
+    if (mo->known && mo->bottleneck[0])
+      nt_jo_str(w, "model_bottleneck", mo->bottleneck);
+    else
+      nt_jo_null(w, "model_bottleneck");
     if (r->sync_ns || r->compute_ns) {
       nt_jo_num(w, "sync_ms", (double)r->sync_ns / 1e6);
       nt_jo_num(w, "compute_ms", (double)r->compute_ns / 1e6);

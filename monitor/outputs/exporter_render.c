@@ -566,7 +566,7 @@ static void alert_families(FILE *f, nt_model *m, uint32_t stall_ms, double now_s
   /* Per rank: a node's late ranks keep a series each. */
   uint32_t na = al ? nt_model_alerts_per_rank(m, stall_ms, al, MAX_ALERTS, now_s) : 0;
   family(f, "nccltop_alerts", "gauge",
-         "Alerts now, by kind (root, stall, hung_op, straggler, silent, drops).");
+         "Alerts now, by kind (root, stall, hung_op, straggler, silent, drops, slow).");
   for (int k = 0; k < NT_ALERT_COUNT; k++) {
     uint32_t c = 0;
     for (uint32_t i = 0; i < na; i++) c += al[i].kind == k;
