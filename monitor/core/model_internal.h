@@ -156,7 +156,7 @@ struct nt_model {
   /* NCCL's model per communicator (ops_model.c), least recently used
    * replaced */
   nt_comm_model *comm_models;
-  uint32_t ncomm_models;
+  uint32_t ncomm_models, comm_model_last; /* the last one looked up */
   /* runs (runs.c) */
   uint32_t run;              /* the current run's id, 0 before any process */
   nt_run_summary *prev_run;  /* the run before the current one, NULL none */

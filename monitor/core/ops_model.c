@@ -206,11 +206,21 @@ static nt_comm_model *model_for(nt_model *m, const nt_op_stat *r) {
     if (!m->comm_models) return NULL;
   }
   nt_comm_model *e = NULL, *oldest = NULL;
+  /* rows come sorted by communicator: most lookups are the last one's */
+  if (m->comm_model_last < m->ncomm_models) {
+    nt_comm_model *x = &m->comm_models[m->comm_model_last];
+    if (x->comm_hash == r->comm_hash && x->nranks == r->nranks && x->nnodes == r->nnodes &&
+        x->hellos == m->hellos && x->topo_sets == m->topo_sets) {
+      x->used_s = m->now_s;
+      return x;
+    }
+  }
   for (uint32_t i = 0; i < m->ncomm_models && !e; i++) {
     nt_comm_model *x = &m->comm_models[i];
     if (x->comm_hash == r->comm_hash && x->nranks == r->nranks && x->nnodes == r->nnodes) e = x;
     if (!oldest || x->used_s < oldest->used_s) oldest = x;
   }
+  if (e) m->comm_model_last = (uint32_t)(e - m->comm_models);
   if (e && e->hellos == m->hellos && e->topo_sets == m->topo_sets) {
     e->used_s = m->now_s;
     return e;
@@ -220,6 +230,7 @@ static nt_comm_model *model_for(nt_model *m, const nt_op_stat *r) {
   bool fresh = !e;
   if (!e) {
     e = m->ncomm_models < NT_MODEL_COMM_MODELS ? &m->comm_models[m->ncomm_models++] : oldest;
+    m->comm_model_last = (uint32_t)(e - m->comm_models);
     e->comm_hash = r->comm_hash;
     e->nranks = r->nranks;
     e->nnodes = r->nnodes;
@@ -303,5 +314,5 @@ void nt_model_op_model(nt_model *m, const nt_op_stat *r, nt_op_model *out) {
 void nt_op_models_free(nt_model *m) {
   free(m->comm_models);
   m->comm_models = NULL;
-  m->ncomm_models = 0;
+  m->ncomm_models = m->comm_model_last = 0;
 }
