@@ -319,6 +319,62 @@ static void the_collectives_view_shows_the_share(void) {
   nt_model_free(m);
 }
 
+/* 60 communicators of one process: 40 of 8 ranks on the 8-GPU machine
+ * (one search for all of them), 20 of other sizes it cannot stand for
+ * (more shapes than the model keeps computed ones): every 8-rank one
+ * predicted alike, frame after frame, the others unknown. */
+static void many_communicators_share_the_search(void) {
+  nt_model *m = nt_model_new();
+  nt_snapshot *s = nt_snapshot_new();
+  size_t len = 0;
+  char *xml = slurp(EXAMPLE, &len);
+  CHECK(m && s && xml);
+  snprintf(s->host, sizeof s->host, "node0");
+  s->pid = 100;
+  s->seq = 1;
+  s->mono_ns = 1000000000ull;
+  s->wall_ns = 1700000000000000000ull;
+  s->interval_ms = 100;
+  s->process.abi_version = 7;
+  s->ncomms = 60;
+  s->nops = 60;
+  for (uint32_t c = 0; c < 60; c++) {
+    int32_t nranks = c < 40 ? 8 : 9 + (int32_t)(c - 40);
+    s->comms[c] = (nt_comm_row){.comm_hash = 0x9000 + c, .nranks = nranks, .nnodes = 1};
+    s->ops[c] = (nt_op_row){.kind = NT_OP_COLL,
+                            .comm_index = (uint16_t)c,
+                            .func = NT_FUNC_ALLREDUCE,
+                            .algo = NT_ALGO_RING,
+                            .proto = NT_PR_SIMPLE,
+                            .bucket = 26,
+                            .count = 1,
+                            .bytes = 1ull << 26,
+                            .done = 1,
+                            .done_bytes = 1ull << 26,
+                            .time_ns = 1000000};
+  }
+  CHECK(nt_model_apply_snapshot(m, "ep1", 0, s, 1.0) == 0);
+  CHECK(nt_model_set_topology(m, xml, len, "ep1", 1.0) == 0);
+  nt_frame *f = nt_frame_new();
+  CHECK(f != NULL);
+  for (int pass = 0; pass < 2; pass++) {
+    CHECK(nt_frame_build(f, m, &opts, 2.0 + pass) == 0);
+    CHECK_EQ_U64(f->nstats, 60);
+    uint32_t known = 0, alike = 0;
+    for (uint32_t i = 0; i < f->nstats; i++) {
+      const nt_frame_stat *x = &f->stats[i];
+      known += x->model.known;
+      alike += x->model.known && x->st.nranks == 8 && fabs(x->model.time_us - predicted_us) < 0.01;
+    }
+    CHECK_EQ_U64(known, 40);
+    CHECK_EQ_U64(alike, 40);
+  }
+  nt_frame_free(f);
+  nt_snapshot_free(s);
+  free(xml);
+  nt_model_free(m);
+}
+
 /* The job runs `steps` more snapshots at `share` of the model (one every
  * 2 s, from t = 3), the diagnosis after each; the slow alerts of the last. */
 static uint32_t slow_alerts_after(nt_model *m, int steps, double share, nt_alert *out, uint32_t cap,
@@ -413,6 +469,7 @@ int main(void) {
   TEST_RUN(json_and_text_carry_both);
   TEST_RUN(the_exporter_has_the_ratio);
   TEST_RUN(the_collectives_view_shows_the_share);
+  TEST_RUN(many_communicators_share_the_search);
   TEST_RUN(a_job_below_its_model_is_slow);
   TEST_RUN(a_healthy_job_or_no_model_stays_quiet);
   TEST_RUN(a_recovered_job_is_no_longer_slow);

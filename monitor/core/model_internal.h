@@ -76,11 +76,15 @@ typedef struct {
   char *xml;
   size_t xml_len;
 } nt_model_topo_entry;
-/* NCCL's model of one communicator (ops_model.c), kept until what it was
- * computed from changes: the topology, the shape, the NCCL version or the
- * variables its processes run with. */
+/* NCCL's model (ops_model.c): computed models, shared by the
+ * communicators of one shape on one machine, and per communicator which
+ * one it uses, kept until what it was computed from changes (the
+ * topology, the shape, the NCCL version or the variables its processes run
+ * with). */
+typedef struct nt_tune_slot nt_tune_slot;
 typedef struct nt_comm_model nt_comm_model;
-#define NT_MODEL_COMM_MODELS 64
+#define NT_MODEL_TUNE_SLOTS  16
+#define NT_MODEL_COMM_MODELS 4096
 #define NT_MODEL_TOPOLOGIES  8
 #define NT_MODEL_TOPO_FAILED 16
 
@@ -153,8 +157,10 @@ struct nt_model {
   uint32_t topo_generation;
   bool topo_full_noted;
   uint64_t topo_sets; /* files loaded or replaced: predictions revalidate */
-  /* NCCL's model per communicator (ops_model.c), least recently used
-   * replaced */
+  /* NCCL's model (ops_model.c): computed models, least recently used
+   * replaced; communicators sorted by (hash, nranks, nnodes) */
+  nt_tune_slot *tune_slots;
+  uint32_t ntune_slots;
   nt_comm_model *comm_models;
   uint32_t ncomm_models, comm_model_last; /* the last one looked up */
   /* runs (runs.c) */

@@ -1,31 +1,47 @@
 /* NCCL's own prediction beside what was measured: for each communicator,
  * NCCL's tuning model (topo/tuning.h) of the graphs NCCL's search finds on
- * its machine, computed once and kept (at most NT_MODEL_COMM_MODELS, the
- * least recently used replaced) until what it came from changes; for each
- * collectives row, the time the model gives its algorithm, protocol and
- * mean size (ncclTopoGetAlgoTime, src/graph/tuning.cc).
+ * its machine; for each collectives row, the time the model gives its
+ * algorithm, protocol and mean size (ncclTopoGetAlgoTime,
+ * src/graph/tuning.cc).
  *
  * Which machine: the topology sent by the endpoint of one of the
  * communicator's processes (the plugin sends NCCL_TOPO_DUMP_FILE), or, when
  * none did, the only topology the model holds (--topology). The search runs
  * over nnodes identical copies of it, so it stands for the communicator
- * only when its GPUs x nnodes are the communicator's ranks. */
+ * only when its GPUs x nnodes are the communicator's ranks.
+ *
+ * Kept in two tables. A computed model (a file load and a channel search:
+ * milliseconds) is a tune_slot, keyed by everything it came from
+ * (topology, nranks, nnodes, NCCL version, variables): the communicators of
+ * one shape on one machine share it, so a job's hundreds of communicators
+ * cost a handful of searches; NT_MODEL_TUNE_SLOTS of them, the least
+ * recently used replaced. Each communicator has a small entry (sorted by
+ * hash, binary search) with the key it had and its slot; it is rechecked
+ * only when a topology is loaded or a hello arrives, and recomputed only
+ * when its key then changed. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "model_internal.h"
 
-struct nt_comm_model {
-  uint64_t comm_hash;
+struct nt_tune_slot {
+  uint64_t key; /* of everything it came from, with nranks and nnodes */
   int32_t nranks, nnodes;
-  uint64_t hellos, topo_sets; /* the model's counters when last checked */
-  uint64_t key;               /* of everything the prediction came from */
   double used_s;
   bool known;
   const char *why;
   char bottleneck[NT_OP_BOTTLENECK];
   nt_tune_model tune;
+};
+
+struct nt_comm_model {
+  uint64_t comm_hash;
+  int32_t nranks, nnodes;
+  uint64_t hellos, topo_sets; /* the model's counters when last checked */
+  uint64_t key;               /* of everything its prediction came from */
+  uint32_t slot;              /* its tune_slot, valid while that slot's key is key */
+  double used_s;
 };
 
 static uint64_t mix(uint64_t h, const void *p, size_t n) {
@@ -163,7 +179,7 @@ static void ring_bottleneck(const nt_topo *t, const nt_topo_graphs *g, char *out
 
 /* The graphs and the model for the inputs: once per communicator and
  * change (a file load and a channel search: milliseconds). */
-static void compute(nt_comm_model *e, const model_inputs *in) {
+static void compute(nt_tune_slot *e, const model_inputs *in) {
   e->known = false;
   e->bottleneck[0] = '\0';
   if (!in->topo) {
@@ -200,60 +216,106 @@ static void compute(nt_comm_model *e, const model_inputs *in) {
   nt_topo_free(t);
 }
 
-static nt_comm_model *model_for(nt_model *m, const nt_op_stat *r) {
+static int comm_cmp(const nt_comm_model *x, uint64_t hash, int32_t nranks, int32_t nnodes) {
+  if (x->comm_hash != hash) return x->comm_hash < hash ? -1 : 1;
+  if (x->nranks != nranks) return x->nranks < nranks ? -1 : 1;
+  return (x->nnodes > nnodes) - (x->nnodes < nnodes);
+}
+
+/* The communicator's entry, found or inserted in order (the least recently
+ * used dropped when full); NULL out of memory. */
+static nt_comm_model *comm_entry(nt_model *m, const nt_op_stat *r) {
   if (!m->comm_models) {
     m->comm_models = calloc(NT_MODEL_COMM_MODELS, sizeof *m->comm_models);
     if (!m->comm_models) return NULL;
   }
-  nt_comm_model *e = NULL, *oldest = NULL;
-  /* rows come sorted by communicator: most lookups are the last one's */
-  if (m->comm_model_last < m->ncomm_models) {
-    nt_comm_model *x = &m->comm_models[m->comm_model_last];
-    if (x->comm_hash == r->comm_hash && x->nranks == r->nranks && x->nnodes == r->nnodes &&
-        x->hellos == m->hellos && x->topo_sets == m->topo_sets) {
-      x->used_s = m->now_s;
-      return x;
-    }
+  uint32_t lo = 0, hi = m->ncomm_models;
+  while (lo < hi) {
+    uint32_t mid = lo + (hi - lo) / 2;
+    int c = comm_cmp(&m->comm_models[mid], r->comm_hash, r->nranks, r->nnodes);
+    if (c == 0) return &m->comm_models[mid];
+    if (c < 0)
+      lo = mid + 1;
+    else
+      hi = mid;
   }
-  for (uint32_t i = 0; i < m->ncomm_models && !e; i++) {
-    nt_comm_model *x = &m->comm_models[i];
-    if (x->comm_hash == r->comm_hash && x->nranks == r->nranks && x->nnodes == r->nnodes) e = x;
-    if (!oldest || x->used_s < oldest->used_s) oldest = x;
+  if (m->ncomm_models == NT_MODEL_COMM_MODELS) {
+    uint32_t old = 0;
+    for (uint32_t i = 1; i < m->ncomm_models; i++)
+      if (m->comm_models[i].used_s < m->comm_models[old].used_s) old = i;
+    memmove(&m->comm_models[old], &m->comm_models[old + 1],
+            (m->ncomm_models - old - 1) * sizeof *m->comm_models);
+    m->ncomm_models--;
+    if (old < lo) lo--;
   }
-  if (e) m->comm_model_last = (uint32_t)(e - m->comm_models);
-  if (e && e->hellos == m->hellos && e->topo_sets == m->topo_sets) {
-    e->used_s = m->now_s;
-    return e;
-  }
-  model_inputs in;
-  find_inputs(m, r->comm_hash, r->nranks, r->nnodes, &in);
-  bool fresh = !e;
-  if (!e) {
-    e = m->ncomm_models < NT_MODEL_COMM_MODELS ? &m->comm_models[m->ncomm_models++] : oldest;
-    m->comm_model_last = (uint32_t)(e - m->comm_models);
-    e->comm_hash = r->comm_hash;
-    e->nranks = r->nranks;
-    e->nnodes = r->nnodes;
-  }
-  e->hellos = m->hellos;
-  e->topo_sets = m->topo_sets;
-  e->used_s = m->now_s;
-  if (!fresh && e->key == in.key) return e; /* rechecked: nothing it came from changed */
-  e->key = in.key;
-  /* another communicator of the same shape on the same machine: its model */
-  for (uint32_t i = 0; i < m->ncomm_models; i++) {
-    const nt_comm_model *x = &m->comm_models[i];
-    if (x != e && x->key == in.key && x->nranks == e->nranks && x->nnodes == e->nnodes &&
-        (x->known || x->why)) {
-      e->known = x->known;
-      e->why = x->why;
-      e->tune = x->tune;
-      memcpy(e->bottleneck, x->bottleneck, sizeof e->bottleneck);
-      return e;
-    }
-  }
-  compute(e, &in);
+  memmove(&m->comm_models[lo + 1], &m->comm_models[lo],
+          (m->ncomm_models - lo) * sizeof *m->comm_models);
+  m->ncomm_models++;
+  nt_comm_model *e = &m->comm_models[lo];
+  memset(e, 0, sizeof *e);
+  e->comm_hash = r->comm_hash;
+  e->nranks = r->nranks;
+  e->nnodes = r->nnodes;
+  e->slot = UINT32_MAX;
   return e;
+}
+
+static bool slot_is(const nt_tune_slot *t, uint64_t key, int32_t nranks, int32_t nnodes) {
+  return t->key == key && t->nranks == nranks && t->nnodes == nnodes;
+}
+
+/* The computed model for these inputs: found, or computed into a free (or
+ * the least recently used) slot. */
+static uint32_t tune_slot_for(nt_model *m, const model_inputs *in, int32_t nranks, int32_t nnodes) {
+  uint32_t old = 0;
+  for (uint32_t i = 0; i < m->ntune_slots; i++) {
+    if (slot_is(&m->tune_slots[i], in->key, nranks, nnodes)) return i;
+    if (m->tune_slots[i].used_s < m->tune_slots[old].used_s) old = i;
+  }
+  uint32_t i = m->ntune_slots < NT_MODEL_TUNE_SLOTS ? m->ntune_slots++ : old;
+  nt_tune_slot *t = &m->tune_slots[i];
+  t->key = in->key;
+  t->nranks = nranks;
+  t->nnodes = nnodes;
+  compute(t, in);
+  return i;
+}
+
+static const nt_tune_slot *model_for(nt_model *m, const nt_op_stat *r) {
+  if (!m->tune_slots) {
+    m->tune_slots = calloc(NT_MODEL_TUNE_SLOTS, sizeof *m->tune_slots);
+    if (!m->tune_slots) return NULL;
+  }
+  nt_comm_model *e = NULL;
+  /* rows come sorted by communicator: most lookups are the last one's */
+  if (m->comm_model_last < m->ncomm_models &&
+      comm_cmp(&m->comm_models[m->comm_model_last], r->comm_hash, r->nranks, r->nnodes) == 0)
+    e = &m->comm_models[m->comm_model_last];
+  else if (!(e = comm_entry(m, r)))
+    return NULL;
+  m->comm_model_last = (uint32_t)(e - m->comm_models);
+  e->used_s = m->now_s;
+  bool current = e->slot != UINT32_MAX && e->hellos == m->hellos && e->topo_sets == m->topo_sets;
+  if (!current) { /* something arrived: what it came from may have changed */
+    model_inputs in;
+    find_inputs(m, r->comm_hash, r->nranks, r->nnodes, &in);
+    e->hellos = m->hellos;
+    e->topo_sets = m->topo_sets;
+    if (e->slot == UINT32_MAX || e->key != in.key ||
+        !slot_is(&m->tune_slots[e->slot], e->key, e->nranks, e->nnodes)) {
+      e->key = in.key;
+      e->slot = tune_slot_for(m, &in, r->nranks, r->nnodes);
+    }
+  } else if (!slot_is(&m->tune_slots[e->slot], e->key, e->nranks, e->nnodes)) {
+    /* its slot went to another machine or shape: find or compute it again */
+    model_inputs in;
+    find_inputs(m, r->comm_hash, r->nranks, r->nnodes, &in);
+    e->key = in.key;
+    e->slot = tune_slot_for(m, &in, r->nranks, r->nnodes);
+  }
+  nt_tune_slot *t = &m->tune_slots[e->slot];
+  t->used_s = m->now_s;
+  return t;
 }
 
 static int tune_coll(int func) {
@@ -286,7 +348,7 @@ void nt_model_op_model(nt_model *m, const nt_op_stat *r, nt_op_model *out) {
     out->why = "no operation";
     return;
   }
-  nt_comm_model *e = model_for(m, r);
+  const nt_tune_slot *e = model_for(m, r);
   if (!e) {
     out->why = "out of memory";
     return;
@@ -315,4 +377,7 @@ void nt_op_models_free(nt_model *m) {
   free(m->comm_models);
   m->comm_models = NULL;
   m->ncomm_models = m->comm_model_last = 0;
+  free(m->tune_slots);
+  m->tune_slots = NULL;
+  m->ntune_slots = 0;
 }
