@@ -19,8 +19,8 @@ static bool considered(const nt_tune_model *m, int c, int a) {
 
 void nt_tune_print_text(FILE *out, const nt_tune_model *m) {
   fprintf(out,
-          "model (NCCL's tuning.cc: %d rank%s, %d node%s, sm %d, %d channel%s per graph, "
-          "%d connected),\nlatency us/bandwidth GB/s:\n",
+          "NCCL's model (tuning.cc): %d rank%s, %d node%s, sm %d, %d channel%s (%d connected)\n"
+          "latency us/bandwidth GB/s:\n",
           m->nranks, m->nranks == 1 ? "" : "s", m->nnodes, m->nnodes == 1 ? "" : "s", m->min_sm,
           m->graph_channels, m->graph_channels == 1 ? "" : "s", m->comm_channels);
   fprintf(out, "  %-13s %-13s", "collective", "algorithm");
