@@ -421,6 +421,23 @@ static void a_job_below_its_model_is_slow(void) {
     CHECK(strstr(a[0].text, "AllReduce 64M-128M RING/SIMPLE at 40% of NCCL's model") != NULL);
     CHECK(strstr(a[0].text, "bottleneck: GPU0->GPU1 NVL") != NULL);
   }
+  /* the frame and the batch text carry it (no new interval: still slow) */
+  nt_frame *f = nt_frame_new();
+  CHECK(f && nt_frame_build(f, m, &opts, t) == 0);
+  bool in_frame = false;
+  for (uint32_t i = 0; i < f->nalerts; i++)
+    in_frame |= f->alerts[i].kind == NT_ALERT_SLOW && f->alerts[i].comm_hash == HASH;
+  CHECK(in_frame);
+  FILE *out = tmpfile();
+  CHECK(out != NULL);
+  nt_frame_text(out, f);
+  char buf[16384];
+  rewind(out);
+  size_t len = fread(buf, 1, sizeof buf - 1, out);
+  buf[len] = '\0';
+  fclose(out);
+  CHECK(strstr(buf, "ALERT slow") && strstr(buf, "40% of NCCL's model"));
+  nt_frame_free(f);
   nt_model_free(m);
 }
 
