@@ -81,7 +81,7 @@ _nccltop() {
     return 0
     ;;
   --until-alert)
-    COMPREPLY=($(compgen -W "root stall hung_op straggler silent drops any" -- "$cur"))
+    COMPREPLY=($(compgen -W "root stall hung_op straggler silent drops slow any" -- "$cur"))
     return 0
     ;;
   --speed)

@@ -746,6 +746,64 @@ static void largest_machine_stays_bounded(void) {
   nt_topo_free(t);
 }
 
+/* NCCL's model of any machine's graphs: computed, over the graphs' ranks
+ * and nodes, with a Ring/Simple AllReduce (never disabled by default) and a
+ * pick for every size; a lone rank has nothing to model (NCCL copies). */
+static int check_model(const nt_topo *t, const nt_topo_graphs *g, const char *what) {
+  nt_tune_model m;
+  char err[512];
+  if (nt_topo_graphs_tune(t, g, NULL, &m, err, sizeof err) != 0) {
+    fprintf(stderr, "    %s: no model: %s\n", what, err);
+    return 1;
+  }
+  int bad = 0;
+  if (m.nranks != nt_topo_graphs_nranks(g) || m.nnodes != nt_topo_graphs_nodes(g)) bad++;
+  if (m.nranks == 1) return bad;
+  if (m.bandwidth[NT_TUNE_ALLREDUCE][NT_TUNE_RING][NT_TUNE_SIMPLE] <= 0) bad++;
+  for (int i = 0; i < NT_TUNE_NSIZES; i++) {
+    nt_tune_pick pick;
+    if (nt_tune_choose(&m, NT_TUNE_ALLREDUCE, nt_tune_size(i), &pick) != 0 || pick.time_us <= 0)
+      bad++;
+  }
+  if (bad) fprintf(stderr, "    %s: model broken (%d)\n", what, bad);
+  return bad;
+}
+
+/* The model reads the graphs the search found: on the example's 8 H100
+ * (sm 90 in the file) the Ring/Simple AllReduce bandwidth is the ring's bus
+ * bandwidth, channels x bwIntra (up to 2 nodes), times nranks / (2
+ * (nranks - 1)) (tuning.cc's ring steps): 12 x 30 x 8/14 on one node,
+ * 8 x 48 x 16/30 = 204.8 on two. */
+static void model_of_the_graphs(void) {
+  nt_topo *t = load("examples/topologies", "nvswitch-8gpu-8nic.xml");
+  CHECK(t != NULL);
+  if (!t) return;
+  for (int nodes = 1; nodes <= 2; nodes++) {
+    nt_topo_graphs *g = graphs(t, NT_NCCL_228, nodes, NULL, NULL);
+    nt_topo_graph_info r;
+    CHECK(g && nt_topo_graphs_graph(g, 0, &r));
+    if (!g) continue;
+    nt_tune_model m;
+    char err[512];
+    CHECK(nt_topo_graphs_tune(t, g, NULL, &m, err, sizeof err) == 0);
+    int n = 8 * nodes;
+    double want = r.nchannels * r.bw_intra * n / (2.0 * (n - 1));
+    CHECK(nodes == 1 ? want > 205.7 && want < 205.8 : want == 204.8);
+    double got = m.bandwidth[NT_TUNE_ALLREDUCE][NT_TUNE_RING][NT_TUNE_SIMPLE];
+    CHECK(got > want * 0.9999 && got < want * 1.0001);
+    CHECK(m.min_sm == 90 && m.nranks == n && m.nnodes == nodes);
+    /* the tuning variables reach the model: no LL128 anywhere */
+    nt_tune_env e;
+    nt_tune_env_defaults(&e);
+    CHECK(nt_tune_env_set(&e, "NCCL_PROTO=^LL128", err, sizeof err) == 0);
+    CHECK(nt_topo_graphs_tune(t, g, &e, &m, err, sizeof err) == 0);
+    for (int c = 0; c < NT_TUNE_NCOLLS; c++)
+      for (int a = 0; a < NT_TUNE_NALGOS; a++) CHECK(m.bandwidth[c][a][NT_TUNE_LL128] == 0);
+    nt_topo_graphs_free(g);
+  }
+  nt_topo_free(t);
+}
+
 static int check_dir(const char *dir, bool shared) {
   int bad = 0;
   static const char *real[] = {"ibm-gx3d-h100-8gpu-8nic.xml",
@@ -774,6 +832,7 @@ static int check_dir(const char *dir, bool shared) {
           continue;
         }
         bad += check_invariants(t, g, what);
+        bad += check_model(t, g, what);
         nt_topo_graphs_free(g);
       }
     nt_topo_free(t);
@@ -870,12 +929,54 @@ static void cli_graphs(void) {
     cJSON *t0 = cJSON_GetArrayItem(trees, 0);
     CHECK(cJSON_GetObjectItem(t0, "rank") && cJSON_GetObjectItem(t0, "up") &&
           cJSON_GetArraySize(cJSON_GetObjectItem(t0, "down")) == 3);
+    /* NCCL's model: latency and bandwidth per collective, algorithm,
+     * protocol; its pick for 4 collectives x 11 sizes (1 KiB..1 GiB) */
+    cJSON *model = cJSON_GetObjectItem(j, "model"), *choice = cJSON_GetObjectItem(j, "choice");
+    CHECK(cJSON_GetArraySize(model) > 0);
+    cJSON *m0 = cJSON_GetArrayItem(model, 0);
+    CHECK(m0 && cJSON_IsString(cJSON_GetObjectItem(m0, "collective")) &&
+          cJSON_IsString(cJSON_GetObjectItem(m0, "algo")) &&
+          cJSON_IsString(cJSON_GetObjectItem(m0, "proto")) &&
+          cJSON_GetObjectItem(m0, "latency_us")->valuedouble > 0 &&
+          cJSON_GetObjectItem(m0, "bandwidth_gbs")->valuedouble > 0);
+    CHECK(cJSON_GetArraySize(choice) == 44);
+    cJSON *last = cJSON_GetArrayItem(choice, 43), *first = cJSON_GetArrayItem(choice, 0);
+    CHECK(last && cJSON_GetObjectItem(last, "bytes")->valuedouble == 1073741824.0);
+    CHECK(first && cJSON_GetObjectItem(first, "bytes")->valuedouble == 1024.0 &&
+          !strcmp(cJSON_GetObjectItem(first, "collective")->valuestring, "AllReduce") &&
+          cJSON_IsString(cJSON_GetObjectItem(first, "algo")) &&
+          cJSON_IsString(cJSON_GetObjectItem(first, "proto")));
     cJSON_Delete(j);
   }
   free(s);
   CHECK(run_cli(out, errf, 3, (const char *[]){"topo", ex, "--graphs"}) == 0);
   s = slurp(out);
   CHECK(s && strstr(s, "ring search") && strstr(s, "rings (from rank 0)"));
+  CHECK(s && strstr(s, "NCCL's model (tuning.cc)") && strstr(s, "NCCL's pick by size") &&
+        strstr(s, "  1G "));
+  free(s);
+  /* a tuning variable (NCCL_PROTO) reaches the model; the channel limit
+   * reaches both the graphs and the model */
+  CHECK(run_cli(out, errf, 8,
+                (const char *[]){"topo", ex, "--graphs", "--env", "NCCL_PROTO=Simple", "--env",
+                                 "NCCL_MAX_NCHANNELS=4", "--json"}) == 0);
+  s = slurp(out);
+  j = s ? cJSON_Parse(s) : NULL;
+  CHECK(j != NULL);
+  if (j) {
+    CHECK(cJSON_GetObjectItem(j, "channels")->valueint == 4);
+    cJSON *e;
+    cJSON_ArrayForEach(e, cJSON_GetObjectItem(j, "model"))
+        CHECK(!strcmp(cJSON_GetObjectItem(e, "proto")->valuestring, "Simple"));
+    cJSON_Delete(j);
+  }
+  free(s);
+  /* a list NCCL refuses (its init fails): the graphs, no model, one line, 1 */
+  CHECK(run_cli(out, errf, 5,
+                (const char *[]){"topo", ex, "--graphs", "--env", "NCCL_ALGO=Rign"}) == 1);
+  CHECK(lines_in(errf) == 1);
+  s = slurp(out);
+  CHECK(s && strstr(s, "rings (from rank 0)") && !strstr(s, "NCCL's model"));
   free(s);
   static const char *bad[][5] = {{"topo", "X", "--graphs", "--nodes", "0"},
                                  {"topo", "X", "--graphs", "--nodes", "x2"},
@@ -936,6 +1037,7 @@ int main(void) {
   TEST_RUN(matches_real_nccl_logs);
   TEST_RUN(largest_machine_stays_bounded);
   TEST_RUN(every_example_keeps_the_invariants);
+  TEST_RUN(model_of_the_graphs);
   TEST_RUN(cli_graphs);
   return TEST_DONE();
 }

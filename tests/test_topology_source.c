@@ -7,6 +7,7 @@
 
 #include "scenario_harness.h"
 #include "../monitor/commands/cli.h"
+#include "../monitor/core/frame.h"
 #include "../monitor/core/model.h"
 #include "../monitor/options.h"
 #include "../monitor/feeds/source.h"
@@ -153,6 +154,51 @@ static void a_half_written_dump_is_one_error_then_replaced_when_finished(void) {
   fprintf(stderr, "    finished dump shown %.2f s after it was written\n", took);
 }
 
+/* End to end: 4 ranks on one node, each with NCCL_TOPO_DUMP_FILE naming
+ * the 4-GPU PCIe example, through the real plugin and sockets: the
+ * collectives rows get NCCL's prediction from the topology their own
+ * processes sent (the model stands for them: 4 GPUs x 1 node = 4 ranks);
+ * point-to-point rows stay unknown. */
+static void the_job_s_topology_gives_its_collectives_a_model(void) {
+  watch w = {.job = -1};
+  char parent[128];
+  CHECK(access(TOPO_A, R_OK) == 0);
+  CHECK(make_dir(parent, sizeof parent, "topomodel"));
+  /* --nodes: node 0's ranks publish in <dir>/node0 */
+  snprintf(w.dir, sizeof w.dir, "%.100s/node0", parent);
+  nt_sim_config c;
+  base_config(&c, parent);
+  c.ranks = 4;
+  c.nodes = 1;
+  c.duration_s = 30;
+  for (int r = 0; r < 4; r++)
+    c.rank_env[r].rank = r, c.rank_env[r].kv = "NCCL_TOPO_DUMP_FILE=" TOPO_A;
+  c.nrank_env = 4;
+  bool ok = watch_start(&w, &c);
+  nt_frame *f = nt_frame_new();
+  nt_frame_opts o = {.stall_ms = 2000};
+  uint32_t known = 0, timed = 0, p2p_known = 0;
+  for (double end = now_s() + 8; ok && f && now_s() < end && !timed;) {
+    nt_source_poll(w.src, w.m, 100);
+    nt_model_tick(w.m, now_s());
+    if (nt_frame_build(f, w.m, &o, now_s()) != 0) continue;
+    known = timed = p2p_known = 0;
+    for (uint32_t i = 0; i < f->nstats; i++) {
+      const nt_frame_stat *x = &f->stats[i];
+      if (x->st.kind == NT_OP_P2P) p2p_known += x->model.known;
+      if (x->st.kind != NT_OP_COLL || !x->model.known) continue;
+      known++;
+      timed += x->model.ratio > 0 && x->model.time_us > 0 && x->model.busbw_gbs > 0;
+    }
+  }
+  nt_frame_free(f);
+  watch_stop(&w);
+  remove_dir(parent);
+  CHECK(ok);
+  CHECK(known > 0 && timed > 0);
+  CHECK_EQ_U64(p2p_known, 0);
+}
+
 /* Runs argv with stdin/stdout/stderr to /dev/null but stderr captured into
  * err; returns its exit status, or -1 if it ran past `seconds` (killed). */
 static int run_bounded(char *const argv[], double seconds, double *took, char *err, size_t cap) {
@@ -213,5 +259,6 @@ int main(void) {
   TEST_RUN(the_first_topology_stays_until_the_user_picks_another);
   TEST_RUN(a_half_written_dump_is_one_error_then_replaced_when_finished);
   TEST_RUN(a_fifo_given_as_topology_is_refused_at_once);
+  TEST_RUN(the_job_s_topology_gives_its_collectives_a_model);
   return TEST_DONE();
 }

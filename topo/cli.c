@@ -1,6 +1,7 @@
 /* `nccltop topo FILE.xml [--env NAME=VALUE ...] [--from-env] [--json]
  * [--nccl-version 2.28|2.30] [--graphs [--nodes N]]`: NCCL's path matrix of
- * a topology file, or the rings and trees NCCL's search builds on it. Exit
+ * a topology file, or the rings and trees NCCL's search builds on it with
+ * NCCL's tuning model of them. Exit
  * status 0, 1 when the file cannot be loaded (or NCCL would refuse it under
  * that version), 2 for a usage error. */
 #include <stdio.h>
@@ -10,6 +11,8 @@
 #include <unistd.h>
 
 #include "topo.h"
+
+static bool listed(const char *const *names, const char *assignment);
 
 static void usage(FILE *f) {
   fprintf(f, "usage: nccltop topo FILE.xml [--env NAME=VALUE ...] [--from-env] [--json]\n"
@@ -23,13 +26,19 @@ static void usage(FILE *f) {
              "  --compact       cells numbered by kind, the kinds listed below (fits 80 columns);\n"
              "                  the default on a terminal too narrow for the full matrix\n"
              "  --full          the full matrix, whatever the terminal's width\n"
-             "  --graphs        NCCL's ring and tree search on this machine and the rings and\n"
-             "                  trees it connects, instead of the matrix\n"
+             "  --graphs        NCCL's ring and tree search on this machine, the rings and\n"
+             "                  trees it connects and NCCL's tuning model of them (latency and\n"
+             "                  bandwidth per collective, algorithm and protocol; its pick by\n"
+             "                  size), instead of the matrix\n"
              "  --nodes N       with --graphs: a job over N identical nodes (default 1, at most\n"
              "                  128)\n"
              "variables:");
   for (int i = 0; nt_topo_env_names[i]; i++)
     fprintf(f, "%s %s", i % 4 == 0 ? "\n " : "", nt_topo_env_names[i]);
+  fprintf(f, "\nand, for the model with --graphs:");
+  for (int i = 0, k = 0; nt_tune_env_names[i]; i++)
+    if (!listed(nt_topo_env_names, nt_tune_env_names[i]))
+      fprintf(f, "%s %s", k++ % 4 == 0 ? "\n " : "", nt_tune_env_names[i]);
   fputc('\n', f);
 }
 
@@ -55,7 +64,9 @@ static bool too_wide(const nt_topo *t) {
   return nt_topo_text_width(t) > ws.ws_col;
 }
 
-static int print_graphs(nt_topo *t, int nodes, bool json) {
+/* The graphs, then NCCL's model of them; when NCCL would refuse the tuning
+ * variables (its init fails), the graphs alone and the reason. */
+static int print_graphs(nt_topo *t, int nodes, const nt_tune_env *tune_env, bool json) {
   char err[512];
   nt_topo_graphs *g = nt_topo_graphs_compute(t, nodes, err, sizeof err);
   if (!g) {
@@ -63,18 +74,58 @@ static int print_graphs(nt_topo *t, int nodes, bool json) {
     return 1;
   }
   int rc = 0;
+  nt_tune_model *m = malloc(sizeof *m);
+  if (!m) {
+    fprintf(stderr, "nccltop topo: out of memory\n");
+    nt_topo_graphs_free(g);
+    return 1;
+  }
+  if (nt_topo_graphs_tune(t, g, tune_env, m, err, sizeof err) != 0) {
+    fprintf(stderr, "nccltop topo: no model: %s\n", err);
+    free(m);
+    m = NULL;
+    rc = 1;
+  }
   if (json) {
-    char *s = nt_topo_graphs_to_json(t, g);
+    char *s = nt_topo_graphs_to_json(t, g, m);
     if (s)
       printf("%s\n", s);
     else
       fprintf(stderr, "nccltop topo: out of memory\n"), rc = 1;
     free(s);
   } else {
-    nt_topo_graphs_print_text(stdout, t, g);
+    nt_topo_graphs_print_text(stdout, t, g, m);
   }
+  free(m);
   nt_topo_graphs_free(g);
   return rc;
+}
+
+/* Whether "NAME=..." names one of names. */
+static bool listed(const char *const *names, const char *assignment) {
+  size_t n = strcspn(assignment, "=");
+  for (int i = 0; names[i]; i++)
+    if (strlen(names[i]) == n && !strncmp(names[i], assignment, n)) return true;
+  return false;
+}
+
+/* The tuning variables of this shell's environment (--from-env), with one
+ * note per value NCCL would not take as given. */
+static void tune_env_from_environ(nt_tune_env *e) {
+  for (int i = 0; nt_tune_env_names[i]; i++) {
+    const char *v = getenv(nt_tune_env_names[i]);
+    if (!v) continue;
+    char a[NT_TUNE_LIST_MAX + 64], err[512];
+    if (strlen(v) > NT_TUNE_LIST_MAX) {
+      fprintf(stderr, "nccltop topo: note: %s: longer than %d characters, ignored\n",
+              nt_tune_env_names[i], NT_TUNE_LIST_MAX);
+      continue;
+    }
+    snprintf(a, sizeof a, "%s=%s", nt_tune_env_names[i], v);
+    /* the channel limits are read for the paths too: noted there already */
+    if (nt_tune_env_set(e, a, err, sizeof err) != 0 && !listed(nt_topo_env_names, a))
+      fprintf(stderr, "nccltop topo: note: %s\n", err);
+  }
 }
 
 int nt_topo_main(int argc, char **argv) {
@@ -154,8 +205,19 @@ int nt_topo_main(int argc, char **argv) {
     nt_topo_env_from_environ(&env, err, sizeof err);
     if (err[0]) fprintf(stderr, "nccltop topo: %s\n", err);
   }
+  nt_tune_env tune_env;
+  nt_tune_env_defaults(&tune_env);
+  if (from_env) tune_env_from_environ(&tune_env);
   for (int i = 0; i < nenv; i++) {
-    int rc = nt_topo_env_set(&env, envs[i], err, sizeof err);
+    /* a variable of the paths, of the model, or of both (the channel
+     * limits): applied to each that reads it, noted once */
+    bool tune_only = listed(nt_tune_env_names, envs[i]) && !listed(nt_topo_env_names, envs[i]);
+    int rc = tune_only ? nt_tune_env_set(&tune_env, envs[i], err, sizeof err)
+                       : nt_topo_env_set(&env, envs[i], err, sizeof err);
+    if (rc >= 0 && !tune_only && listed(nt_tune_env_names, envs[i])) {
+      char again[512];
+      (void)nt_tune_env_set(&tune_env, envs[i], again, sizeof again); /* read alike: noted above */
+    }
     if (rc < 0) {
       fprintf(stderr, "nccltop topo: %s\n", err);
       return 2;
@@ -172,7 +234,7 @@ int nt_topo_main(int argc, char **argv) {
     fprintf(stderr, "nccltop topo: %s\n", err);
     rc = 1;
   } else if (graphs) {
-    rc = print_graphs(t, nodes ? nodes : 1, json);
+    rc = print_graphs(t, nodes ? nodes : 1, &tune_env, json);
   } else if (json) {
     char *s = nt_topo_to_json(t, &env);
     if (s)

@@ -46,7 +46,8 @@ static void print_graph(FILE *out, const nt_topo *t, const nt_topo_graphs *g, in
   }
 }
 
-void nt_topo_graphs_print_text(FILE *out, const nt_topo *t, const nt_topo_graphs *g) {
+void nt_topo_graphs_print_text(FILE *out, const nt_topo *t, const nt_topo_graphs *g,
+                               const nt_tune_model *m) {
   int nodes = nt_topo_graphs_nodes(g), nranks = nt_topo_graphs_nranks(g);
   fprintf(out, "NCCL %s channels for %s: %d node%s x %d GPU%s = %d rank%s\n",
           nt_topo_version_name(t->env.version), t->name, nodes, nodes == 1 ? "" : "s", t->ngpus,
@@ -75,6 +76,7 @@ void nt_topo_graphs_print_text(FILE *out, const nt_topo *t, const nt_topo_graphs
     }
     fputc('\n', out);
   }
+  if (m) nt_tune_print_text(out, m);
 }
 
 typedef struct {
@@ -135,8 +137,9 @@ static void graph_json(jb *b, cJSON *arr, const nt_topo *t, const nt_topo_graphs
 }
 
 /* The document's keys into root; false if any could not be added. NCCL's
- * model and choice (issue 27's `model`, `choice`) belong beside these. */
-static bool graphs_document(cJSON *root, const nt_topo *t, const nt_topo_graphs *g) {
+ * model and choice (`model`, `choice`) follow with m. */
+static bool graphs_document(cJSON *root, const nt_topo *t, const nt_topo_graphs *g,
+                            const nt_tune_model *m) {
   jb b = {.ok = true};
   int nranks = nt_topo_graphs_nranks(g), nch = nt_topo_graphs_nchannels(g);
   add(&b, root, "file", cJSON_CreateString(t->name));
@@ -181,12 +184,13 @@ static bool graphs_document(cJSON *root, const nt_topo *t, const nt_topo_graphs 
       num(&b, o, "up", up);
       add(&b, o, "down", cJSON_CreateIntArray(down, 3));
     }
+  if (b.ok && m && nt_tune_add_json(root, m) != 0) b.ok = false;
   return b.ok;
 }
 
-char *nt_topo_graphs_to_json(const nt_topo *t, const nt_topo_graphs *g) {
+char *nt_topo_graphs_to_json(const nt_topo *t, const nt_topo_graphs *g, const nt_tune_model *m) {
   cJSON *root = cJSON_CreateObject();
-  char *s = root && graphs_document(root, t, g) ? cJSON_PrintUnformatted(root) : NULL;
+  char *s = root && graphs_document(root, t, g, m) ? cJSON_PrintUnformatted(root) : NULL;
   cJSON_Delete(root);
   return s;
 }

@@ -20,6 +20,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "tuning.h"
+
 /* Path types, NCCL 2.27+ numbering (names are what users see). */
 enum nt_path {
   NT_PATH_LOC,
@@ -292,10 +294,22 @@ bool nt_topo_graphs_tree(const nt_topo_graphs *g, int c, int rank, int *up, int 
 int nt_topo_graphs_rank_gpu(const nt_topo_graphs *g, int rank);
 const char *nt_topo_pattern_name(int pattern); /* "ring", "tree", "balanced tree", ... */
 
-void nt_topo_graphs_print_text(FILE *out, const nt_topo *t, const nt_topo_graphs *g);
-/* The JSON document (cJSON): nodes, ranks, graphs, rings, trees; the
- * caller frees; NULL on allocation failure. */
-char *nt_topo_graphs_to_json(const nt_topo *t, const nt_topo_graphs *g);
+/* NCCL's tuning model (tuning.h) for these graphs: the latency and
+ * bandwidth of every collective, algorithm and protocol and, from them,
+ * NCCL's picks. The communicator's facts come from the topology file (GPU
+ * compute capabilities, the first CPU, an NVSwitch); env holds the tuning
+ * variables (NULL: defaults). -1 with the reason as nt_tune_compute. */
+int nt_topo_graphs_tune(const nt_topo *t, const nt_topo_graphs *g, const nt_tune_env *env,
+                        nt_tune_model *m, char *err, size_t errlen);
+
+/* The graphs as text, then the model and NCCL's picks by size when m is
+ * not NULL. */
+void nt_topo_graphs_print_text(FILE *out, const nt_topo *t, const nt_topo_graphs *g,
+                               const nt_tune_model *m);
+/* The JSON document (cJSON): nodes, ranks, graphs, rings, trees, and with
+ * m, model and choice (nt_tune_add_json); the caller frees; NULL on
+ * allocation failure. */
+char *nt_topo_graphs_to_json(const nt_topo *t, const nt_topo_graphs *g, const nt_tune_model *m);
 
 /* `nccltop topo FILE [--env NAME=VALUE ...] [--from-env] [--json]
  * [--nccl-version 2.28|2.30]`; argv[0] is "topo". Returns the exit code. */

@@ -17,6 +17,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 
 /* NCCL's numbering (nccl_tuner.h, nccl_common.h), so tables index alike. */
 enum {
@@ -177,5 +178,8 @@ size_t nt_tune_size(int i);
  * bandwidth, choice [{collective, bytes, algo, proto, time_us}]. -1 on
  * allocation failure. */
 int nt_tune_add_json(void *cjson_object, const nt_tune_model *m);
+/* The model (latency/bandwidth per collective, algorithm and protocol NCCL
+ * considers) and the picks by size as text, within 80 columns. */
+void nt_tune_print_text(FILE *out, const nt_tune_model *m);
 
 #endif

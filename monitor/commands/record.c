@@ -274,7 +274,8 @@ static void record_usage(FILE *f) {
           "                        starts (replacing the FILE.1 of the rotation before)\n"
           "  --last TIME           black box: keep only the last TIME in memory (at most 256 MiB)\n"
           "  --until-alert KIND    ...and write it when an alert of KIND fires (root, stall,\n"
-          "                        hung_op, straggler, silent, drops, any); needs --last\n"
+          "                        hung_op, straggler, silent, drops, slow, any); needs\n"
+          "                        --last\n"
           "  --after TIME          with --until-alert: keep recording TIME after it (default 30s)\n"
           "  --stall-ms MS         the stall threshold of the analysis (default 2000)\n"
           "  --max-memory MIB      what publishers' data may take in the analysis (default 1024)\n"
@@ -486,7 +487,7 @@ int nt_record_main(int argc, char **argv) {
       if ((until = alert_kind(v)) < 0) {
         fprintf(stderr,
                 "nccltop record: --until-alert: unknown alert '%s' (root, stall, hung_op, "
-                "straggler, silent, drops, any)\n",
+                "straggler, silent, drops, slow, any)\n",
                 v);
         return 2;
       }

@@ -62,12 +62,16 @@
  * same function, the node is slow: one line names the node and its ranks
  * (alerts_straggler.c). With NCCL 2.31's kernel phases, a
  * rank the others' kernels spend their sync phases waiting for is one too
- * (alerts_sync.c: evidence sync_phases). */
+ * (alerts_sync.c: evidence sync_phases).
+ *
+ * Slow: a communicator whose collectives rows reach, interval after
+ * interval, less than NT_SLOW_SHARE of NCCL's own predicted speed for
+ * NT_SLOW_SUSTAIN_S (alerts_slow.c); rows without a model never are. */
 #include "alerts_internal.h"
 
 const char *nt_alert_kind_name(int kind) {
-  static const char *const names[NT_ALERT_COUNT] = {"root",      "stall",  "hung_op",
-                                                    "straggler", "silent", "drops"};
+  static const char *const names[NT_ALERT_COUNT] = {"root",   "stall", "hung_op", "straggler",
+                                                    "silent", "drops", "slow"};
   return kind >= 0 && kind < NT_ALERT_COUNT ? names[kind] : "unknown";
 }
 
@@ -480,6 +484,7 @@ static uint32_t alerts(nt_model *m, uint32_t stall_ms, nt_alert *out, uint32_t c
       hung_ops(&c);
       al_stragglers(&c);
       al_sync_phases(&c);
+      al_slow(&c);
       al_publishers(&c);
     }
     n = report(&c, out, cap);

@@ -2,7 +2,8 @@
  * report: stalls, operations that do not progress, ranking and the cap),
  * alerts_graph.c (one pass over every process's rows, the waits-on graph
  * and its roots), alerts_straggler.c (lateness), alerts_sync.c (sync
- * phases) and alerts_publishers.c (silent publishers, drops). See
+ * phases), alerts_slow.c (below NCCL's own prediction) and
+ * alerts_publishers.c (silent publishers, drops). See
  * alerts.c for how each alert is decided. Viewer-internal: only the
  * alerts*.c files include it. */
 #ifndef NCCLTOP_TUI_ALERTS_INTERNAL_H
@@ -63,7 +64,7 @@ typedef struct {
 /* P_FOLDED: the consequences of a root (the stalls and stuck operations of
  * the ranks that wait on it), after everything else, so the cap cuts them
  * first; each says which root it follows from (nt_alert.under). */
-enum { P_ROOT, P_EXPLAIN, P_STALL, P_HUNG, P_STRAGGLER, P_SILENT, P_DROPS, P_FOLDED };
+enum { P_ROOT, P_EXPLAIN, P_STALL, P_HUNG, P_STRAGGLER, P_SLOW, P_SILENT, P_DROPS, P_FOLDED };
 
 typedef struct {
   uint32_t first, n; /* members: c->members[first .. first + n) */
@@ -133,5 +134,8 @@ void al_stragglers(ctx *c);
 /* alerts_sync.c: the ranks the others wait for in their kernels' sync
  * phases (NCCL 2.31); after the roots, whose texts it may add to. */
 void al_sync_phases(ctx *c);
+/* alerts_slow.c: communicators whose collectives stay below NCCL's own
+ * prediction (NT_SLOW_SHARE for NT_SLOW_SUSTAIN_S). */
+void al_slow(ctx *c);
 
 #endif

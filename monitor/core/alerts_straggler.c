@@ -14,6 +14,9 @@ void nt_alerts_free(nt_model *m) {
   free(m->syncs); /* alerts_sync.c */
   m->syncs = NULL;
   m->nsyncs = m->syncs_cap = 0;
+  free(m->slows); /* alerts_slow.c */
+  m->slows = NULL;
+  m->nslows = 0;
 }
 
 static int top_key_cmp(uint64_t hash, int func, const nt_top_hist *h) {

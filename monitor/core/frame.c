@@ -357,6 +357,7 @@ static void build_stats(nt_frame *f, nt_model *m) {
     x->st = st[i];
     copy_str(x->comm_name, sizeof x->comm_name, st[i].comm_name);
     x->st.comm_name = x->comm_name;
+    nt_model_op_model(m, &st[i], &x->model); /* per communicator, cached: cheap */
   }
   f->nstats = n;
   free(st);

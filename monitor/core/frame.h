@@ -140,6 +140,7 @@ typedef struct {
 typedef struct {
   nt_op_stat st; /* st.comm_name points at comm_name */
   char comm_name[NT_FRAME_NAME];
+  nt_op_model model; /* NCCL's prediction for the row and the measured share of it (why: static) */
 } nt_frame_stat;
 
 typedef struct {

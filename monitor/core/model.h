@@ -313,8 +313,8 @@ double nt_bus_factor(int func, int nranks);
  * bucket), sorted that way. Phases and recent operations are of the current run too. */
 typedef struct {
   uint64_t comm_hash;
-  const char *comm_name; /* sanitized, "" unknown */
-  int32_t nranks;
+  const char *comm_name;  /* sanitized, "" unknown */
+  int32_t nranks, nnodes; /* nnodes: NCCL's, as the communicator reported it (0 unknown) */
   uint8_t kind, func, algo, proto, bucket;
   char variant[NT_MAX_VARIANT + 1]; /* NCCL 2.31's symmetric kernel, "" none; sanitized */
   uint32_t ranks;                   /* ranks that reported the row */
@@ -335,6 +335,34 @@ const char *nt_op_source(const nt_op_stat *r);
 /* The rows' times: "measured" (every operation), "partial" (some) or
  * "unknown" (none: its time and bandwidths are not 0 but unknown). */
 const char *nt_op_timing(const nt_op_stat *r);
+
+/* NCCL's own prediction for a row (ops_model.c): the time NCCL's tuning
+ * model (topo/tuning.h, after ncclTopoTuneModel and ncclTopoGetAlgoTime in
+ * src/graph/tuning.cc) gives one operation of the row's mean size with the
+ * row's algorithm and protocol, on the communicator's machine: the
+ * topology its processes sent (or the only one held), the ring and tree
+ * graphs NCCL's search finds there over nnodes identical nodes, the NCCL
+ * version and the tuning variables of its processes. Like NCCL it assumes
+ * every channel. Unknown (never 0) without a topology, when the topology's
+ * GPUs x nnodes are not the communicator's ranks, for point-to-point,
+ * symmetric-kernel and copy-engine rows, and for algorithms the model has
+ * no bandwidth for. Computed once per communicator and kept until its
+ * inputs change: cheap to call per row per frame. */
+#define NT_OP_BOTTLENECK 128
+typedef struct {
+  bool known;
+  double time_us;   /* predicted, per operation */
+  double busbw_gbs; /* the bus bandwidth (nccl-tests' sense) that time means */
+  /* measured performance as a share of the model's: predicted over measured
+   * mean time (0.58: "58% of model"); < 0 when no operation was timed */
+  double ratio;
+  const char *why; /* when unknown, why (static text) */
+  /* the link the model says limits the communicator's ring: the path
+   * between ring neighbours with the lowest bandwidth and its narrowest hop
+   * ("GPU3->NET3 PXB, narrowest hop PCI 0000:1a:00.0->NET3 24 GB/s"); "" none */
+  char bottleneck[NT_OP_BOTTLENECK];
+} nt_op_model;
+void nt_model_op_model(nt_model *m, const nt_op_stat *r, nt_op_model *out);
 /* The algorithm as the views name it: NCCL's ("RING"), or for a
  * symmetric-kernel collective (NCCL 2.31, a kernel variant) "sym:" and
  * the variant's part after the function, as NCCL's own algo field has it
@@ -394,9 +422,16 @@ enum nt_alert_kind {
   NT_ALERT_SILENT,    /* a publisher that stopped sending (stale) */
   NT_ALERT_DROPS,     /* the plugin dropped events or messages, or this viewer lost
                          some while reading: within the last NT_DROPS_CLEAR_S */
+  NT_ALERT_SLOW,      /* collectives below NT_SLOW_SHARE of NCCL's own prediction for
+                         NT_SLOW_SUSTAIN_S (alerts_slow.c; never without a model) */
   NT_ALERT_COUNT,
 };
 const char *nt_alert_kind_name(int kind); /* "root", "stall", ... */
+/* The slow alert: a collectives row whose operations, interval after
+ * interval, reach less than this share of NCCL's predicted speed
+ * (nt_model_op_model), for at least this long. */
+#define NT_SLOW_SHARE     0.5
+#define NT_SLOW_SUSTAIN_S 10.0
 /* What an alert rests on beyond its kind: a straggler is late in its
  * launch counts (launches) or the others' kernels wait for it in their
  * sync phases (sync_phases, NCCL 2.31 KernelPhase; also added to a root
@@ -439,7 +474,7 @@ typedef struct {
   int32_t under;
 } nt_alert;
 /* Alerts now, most important first (roots, stalls, hung operations,
- * stragglers, silent publishers, drops). Tracks how long ranks have been
+ * stragglers, slow communicators, silent publishers, drops). Tracks how long ranks have been
  * behind, so call it once per frame. When two or more ranks of a
  * communicator are late by their launch counts on the same function and
  * they are all its ranks on one host, one straggler line names the node

@@ -53,12 +53,38 @@ typedef struct {
   bool seen;        /* a candidate in the last nt_model_alerts */
 } nt_root_claim;
 
+/* A collectives row at the last diagnosis (alerts_slow.c): its sums then,
+ * so the next one sees the interval's operations, and how long they have
+ * stayed below NT_SLOW_SHARE of NCCL's prediction. Kept in the rows'
+ * order (nt_model_op_stats). */
+typedef struct {
+  nt_op_stat row;                          /* identity and sums; row.comm_name not kept (NULL) */
+  double sample_s;                         /* when they were taken */
+  double below_since;                      /* start of the first interval below, 0: not below */
+  double evidence_s;                       /* end of the last interval with operations done */
+  double share, predicted_us, measured_us; /* that interval's */
+} nt_slow_hist;
+
 /* One distinct topology file received (or given with --topology). */
 typedef struct {
   nt_topo *topo;
   uint64_t hash; /* of the XML, so a re-sent identical file is not reparsed */
   char source[160];
+  /* the file itself (NULL if it could not be copied): NCCL's model of a
+   * communicator loads its own nt_topo from it (ops_model.c), so the
+   * topology view's what-ifs on `topo` never move a prediction */
+  char *xml;
+  size_t xml_len;
 } nt_model_topo_entry;
+/* NCCL's model (ops_model.c): computed models, shared by the
+ * communicators of one shape on one machine, and per communicator which
+ * one it uses, kept until what it was computed from changes (the
+ * topology, the shape, the NCCL version or the variables its processes run
+ * with). */
+typedef struct nt_tune_slot nt_tune_slot;
+typedef struct nt_comm_model nt_comm_model;
+#define NT_MODEL_TUNE_SLOTS  16
+#define NT_MODEL_COMM_MODELS 4096
 #define NT_MODEL_TOPOLOGIES  8
 #define NT_MODEL_TOPO_FAILED 16
 
@@ -141,6 +167,13 @@ struct nt_model {
    * load are remembered in topo_failed too (a hash names the content) */
   nt_model_graphs_entry graphs[NT_MODEL_TOPOLOGIES];
   uint32_t ngraphs;
+  uint64_t topo_sets; /* files loaded or replaced: predictions revalidate */
+  /* NCCL's model (ops_model.c): computed models, least recently used
+   * replaced; communicators sorted by (hash, nranks, nnodes) */
+  nt_tune_slot *tune_slots;
+  uint32_t ntune_slots;
+  nt_comm_model *comm_models;
+  uint32_t ncomm_models, comm_model_last; /* the last one looked up */
   /* runs (runs.c) */
   uint32_t run;              /* the current run's id, 0 before any process */
   nt_run_summary *prev_run;  /* the run before the current one, NULL none */
@@ -156,6 +189,9 @@ struct nt_model {
   /* KernelPhase totals per rank (alerts_sync.c) */
   nt_sync_hist *syncs;
   uint32_t nsyncs, syncs_cap;
+  /* collectives rows against NCCL's prediction (alerts_slow.c) */
+  nt_slow_hist *slows;
+  uint32_t nslows;
   /* roots waiting for their waiters' fresh reports (alerts_graph.c) */
   nt_root_claim claims[NT_ROOT_CLAIMS];
   uint32_t nclaims;
@@ -192,7 +228,8 @@ void nt_runs_tick(nt_model *m);
 void nt_runs_free(nt_model *m);
 /* alerts.c: frees the launch-count history. */
 void nt_alerts_free(nt_model *m);
-/* model_topo.c: frees every topology held. */
+/* model_topo.c: frees every topology held (and the predictions made from
+ * them). */
 void nt_model_topologies_free(nt_model *m);
 /* A file's content hash, and the ring of those that did not load (a file
  * re-sent as it was costs neither a parse nor a second error). */
@@ -201,6 +238,8 @@ bool nt_model_file_known_bad(const nt_model *m, uint64_t h);
 void nt_model_file_remember_bad(nt_model *m, uint64_t h);
 /* model_graphs.c */
 void nt_model_graphs_free(nt_model *m);
+/* ops_model.c: frees the per-communicator models. */
+void nt_op_models_free(nt_model *m);
 
 /* model_watch.c, fed by model.c. A message was applied now (the viewer
  * reads: a pass, once passes are noted at all). */

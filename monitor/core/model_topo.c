@@ -12,6 +12,7 @@
 #include "model_internal.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 uint64_t nt_model_file_hash(const char *p, size_t n) {
@@ -70,6 +71,11 @@ int nt_model_set_topology(nt_model *m, const char *xml, size_t len, const char *
   nt_topo_free(m->topos[i].topo); /* the same source's previous version */
   m->topos[i].topo = t;
   m->topos[i].hash = h;
+  free(m->topos[i].xml);
+  m->topos[i].xml = malloc(len ? len : 1); /* NULL: no model from it, nothing else lost */
+  if (m->topos[i].xml) memcpy(m->topos[i].xml, xml, len);
+  m->topos[i].xml_len = m->topos[i].xml ? len : 0;
+  m->topo_sets++;
   if (m->ntopos == 1 || i == m->topo_shown) {
     m->topo_shown = i;
     m->topo_generation++;
@@ -101,6 +107,10 @@ int nt_model_topology_pick(nt_model *m, int delta) {
 }
 
 void nt_model_topologies_free(nt_model *m) {
-  for (uint32_t i = 0; i < m->ntopos; i++) nt_topo_free(m->topos[i].topo);
+  for (uint32_t i = 0; i < m->ntopos; i++) {
+    nt_topo_free(m->topos[i].topo);
+    free(m->topos[i].xml);
+  }
   m->ntopos = 0;
+  nt_op_models_free(m);
 }

@@ -138,6 +138,7 @@ uint32_t nt_model_op_stats(nt_model *m, nt_op_stat *out, uint32_t cap) {
       x->key.comm_hash = c->comm_hash;
       x->key.comm_name = comm_name_of(p, c->comm_hash);
       x->key.nranks = c->nranks;
+      x->key.nnodes = c->nnodes;
       x->key.kind = r->kind;
       x->key.func = r->func;
       x->key.algo = r->algo;

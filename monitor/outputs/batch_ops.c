@@ -1,7 +1,7 @@
 /* Batch output about operations, diagnosis and the environment: the parts
  * of a frame protocol 1.1 added. JSON keys (see also batch.c):
  *
- * frame: "alerts": [{"kind": root|stall|hung_op|straggler|silent|drops,
+ * frame: "alerts": [{"kind": root|stall|hung_op|straggler|silent|drops|slow,
  *          "text", "host", "pid", "comm", "rank", "peer" (-1), "wait",
  *          "func", "count", "age_s", "evidence": none|launches|sync_phases
  *          (a straggler late in its launch counts, or one the others'
@@ -25,7 +25,14 @@
  *          (nt_op_source), "timing": measured|partial|unknown, "time_ms",
  *          "avg_us", "algbw_gbs", "busbw_gbs" (null when no operation of the
  *          row was timed), "sync_ms", "compute_ms" (KernelPhase GPU time of
- *          the done ones over their channels, NCCL 2.31; null when none)}];
+ *          the done ones over their channels, NCCL 2.31; null when none),
+ *          "model_time_us", "model_busbw_gbs" (NCCL's own prediction for
+ *          the row's mean size, algorithm and protocol: nt_model_op_model;
+ *          null when unknown), "model_ratio" (measured performance as a
+ *          share of it, 0.58 for "58% of model"; null when either is
+ *          unknown), "model_why" (why it is unknown; null when known),
+ *          "model_bottleneck" (the link the model says limits the ring:
+ *          "GPU3->NET3 PXB, narrowest hop ...->NET3 24 GB/s"; null none)}];
  *        "phases": [{"phase" ("" none), "phase_source": nccltop_tag|user_tag
  *          (NCCL 2.31's userTag; "none" for ""), "ranks", "count", "done",
  *          "bytes", "time_ms" (busy time per rank: the operations' times summed, so
@@ -297,6 +304,26 @@ void nt_batch_job_json(nt_jo *w, const nt_frame *f) {
       nt_jo_null(w, "algbw_gbs");
       nt_jo_null(w, "busbw_gbs");
     }
+    const nt_op_model *mo = &f->stats[i].model;
+    if (mo->known) {
+      nt_jo_num(w, "model_time_us", mo->time_us);
+      nt_jo_num(w, "model_busbw_gbs", mo->busbw_gbs);
+    } else { /* no prediction: unknown, never 0 */
+      nt_jo_null(w, "model_time_us");
+      nt_jo_null(w, "model_busbw_gbs");
+    }
+    if (mo->known && mo->ratio >= 0)
+      nt_jo_num(w, "model_ratio", mo->ratio);
+    else
+      nt_jo_null(w, "model_ratio");
+    if (mo->known)
+      nt_jo_null(w, "model_why");
+    else
+      nt_jo_str(w, "model_why", mo->why ? mo->why : "unknown");
+    if (mo->known && mo->bottleneck[0])
+      nt_jo_str(w, "model_bottleneck", mo->bottleneck);
+    else
+      nt_jo_null(w, "model_bottleneck");
     if (r->sync_ns || r->compute_ns) {
       nt_jo_num(w, "sync_ms", (double)r->sync_ns / 1e6);
       nt_jo_num(w, "compute_ms", (double)r->compute_ns / 1e6);
@@ -354,8 +381,9 @@ void nt_batch_alerts_text(FILE *out, const nt_frame *f) {
 void nt_batch_ops_text(FILE *out, const nt_frame *f) {
   uint32_t ns = f->nstats;
   if (ns)
-    fprintf(out, "%-16s %-13s %-11s %-14s %-7s %8s %8s %10s %9s %9s\n", "COMM", "FUNC", "SIZE",
-            "ALGO", "PROTO", "COUNT", "DONE", "AVG TIME", "ALGBW", "BUSBW");
+    fprintf(out, "%-16s %-13s %-11s %-14s %-7s %8s %8s %10s %9s %9s %10s %11s %8s\n", "COMM",
+            "FUNC", "SIZE", "ALGO", "PROTO", "COUNT", "DONE", "AVG TIME", "ALGBW", "BUSBW",
+            "MODEL TIME", "MODEL BUSBW", "OF MODEL");
   for (uint32_t i = 0; i < ns; i++) {
     const nt_op_stat *r = &f->stats[i].st;
     char size[32], t[3][24] = {"unknown", "unknown", "unknown"};
@@ -367,15 +395,24 @@ void nt_batch_ops_text(FILE *out, const nt_frame *f) {
       nt_fmt_rate(nt_stat_algbw(r->alg_bytes, r->time_s) * 1e9, t[1], sizeof t[1]);
       nt_fmt_rate(nt_stat_algbw(r->bus_bytes, r->time_s) * 1e9, t[2], sizeof t[2]);
     }
+    /* NCCL's prediction and the measured share of it ("58%") */
+    const nt_op_model *mo = &f->stats[i].model;
+    char mt[24] = "unknown", mb[24] = "unknown", share[16] = "unknown";
+    if (mo->known) {
+      nt_fmt_ns(mo->time_us * 1e3, mt, sizeof mt);
+      nt_fmt_rate(mo->busbw_gbs * 1e9, mb, sizeof mb);
+      if (mo->ratio >= 0) snprintf(share, sizeof share, "%.0f%%", mo->ratio * 100);
+    }
     char lab[NT_MAX_VARIANT + 8];
-    fprintf(out, "%016llx %-13s %-11s %-14s %-7s %8llu %8llu %10s %9s %9s\n",
+    fprintf(out, "%016llx %-13s %-11s %-14s %-7s %8llu %8llu %10s %9s %9s %10s %11s %8s\n",
             (unsigned long long)r->comm_hash, nt_func_name(r->func),
             nt_fmt_bucket(r->bucket, size, sizeof size),
             r->kind == NT_OP_P2P ? "-"
             : plain              ? nt_algo_label(r->algo, r->variant, false, lab, sizeof lab)
                                  : src,
             plain && r->kind != NT_OP_P2P && !r->variant[0] ? nt_proto_name(r->proto) : "-",
-            (unsigned long long)r->count, (unsigned long long)r->done, t[0], t[1], t[2]);
+            (unsigned long long)r->count, (unsigned long long)r->done, t[0], t[1], t[2], mt, mb,
+            share);
   }
   const nt_phase_stat *ph = f->phases;
   uint32_t np = f->nphases;

@@ -16,9 +16,10 @@
  * function the rank launched (launched, done): 32 for one proxy thread and
  * five functions. --per-channel: 7 channel series per (channel, direction,
  * peer) instead of 14 in all. Per communicator: 5 counters per operation
- * row (function, algorithm, protocol, size) and 2 Inspector gauges per
- * timed one; per process 8; per exporter 20, plus 3 per stall root and 2
- * per straggler.
+ * row (function, algorithm, protocol, size), 2 Inspector gauges per
+ * timed one and 2 model gauges per one NCCL's model covers (its predicted
+ * time; the measured share of it, when timed); per process 8; per exporter
+ * 20, plus 3 per stall root and 2 per straggler.
  */
 #include <math.h>
 #include <stddef.h>
@@ -524,6 +525,30 @@ static void op_families(FILE *f, nt_model *m, const nt_model_rank *ranks, uint32
       value(&s, v);
     }
   }
+  /* NCCL's own prediction (nt_model_op_model): rows it does not cover have
+   * no sample (unknown, never 0) */
+  static const struct {
+    const char *name, *help;
+  } model[2] = {
+      {"nccltop_operation_model_seconds",
+       "NCCL's own predicted time of one operation of the row's mean size, algorithm and "
+       "protocol (its tuning model on the communicator's topology)."},
+      {"nccltop_operation_model_ratio",
+       "Measured performance as a share of NCCL's prediction: predicted over measured mean "
+       "time (0.58 is 58% of model)."},
+  };
+  nt_op_model *pred = ns ? calloc(ns, sizeof *pred) : NULL;
+  for (uint32_t i = 0; pred && i < ns; i++) nt_model_op_model(m, &st[i], &pred[i]);
+  for (int k = 0; pred && k < 2; k++) {
+    family(f, model[k].name, "gauge", model[k].help);
+    for (uint32_t i = 0; i < ns; i++) {
+      if (!pred[i].known || (k == 1 && pred[i].ratio < 0)) continue;
+      sample s = open_sample(f, model[k].name);
+      op_labels(&s, &st[i]);
+      value(&s, k == 0 ? pred[i].time_us * 1e-6 : pred[i].ratio);
+    }
+  }
+  free(pred);
   free(st);
 }
 
@@ -542,7 +567,7 @@ static void alert_families(FILE *f, nt_model *m, uint32_t stall_ms, double now_s
   /* Per rank: a node's late ranks keep a series each. */
   uint32_t na = al ? nt_model_alerts_per_rank(m, stall_ms, al, MAX_ALERTS, now_s) : 0;
   family(f, "nccltop_alerts", "gauge",
-         "Alerts now, by kind (root, stall, hung_op, straggler, silent, drops).");
+         "Alerts now, by kind (root, stall, hung_op, straggler, silent, drops, slow).");
   for (int k = 0; k < NT_ALERT_COUNT; k++) {
     uint32_t c = 0;
     for (uint32_t i = 0; i < na; i++) c += al[i].kind == k;

@@ -1,6 +1,7 @@
 /* The collectives view: which algorithm and protocol NCCL chose for each
  * function and size (or, NCCL 2.31, which symmetric kernel: "sym:AGxLL_R"), how often and at what
- * bandwidth (nccl-tests' algbw and busbw), next to the previous run's when there was one; time and
+ * bandwidth (nccl-tests' algbw and busbw) and at what share of NCCL's own prediction (MODEL%, the
+ * first column dropped when narrow), next to the previous run's when there was one; time and
  * bandwidth per phase; and the operations in flight and just done. */
 #include <curses.h>
 #include <stdio.h>
@@ -27,17 +28,17 @@ static void stats_section(nt_screen *s, int *y, int *n) {
   /* At 80 columns: what ran, at what size, with which algorithm and
    * protocol, how often, how long, how fast. */
   nt_list_col cols[] = {
-      {"COMMUNICATOR", 14, 3, false}, {"FUNCTION", 13, 0, false},       {"SIZE", 9, 0, false},
-      {"ALGORITHM", 14, 0, false},    {"PROTO", 6, 0, false},           {"COUNT", 7, 1, true},
-      {"DONE", 7, 3, true},           {"AVG TIME", 10, 0, true},        {"ALGBW", 8, 2, true},
-      {"BUSBW", 8, 0, true},          {"  PREVIOUS RUN", 26, 4, false},
+      {"COMMUNICATOR", 14, 3, false}, {"FUNCTION", 13, 0, false}, {"SIZE", 9, 0, false},
+      {"ALGORITHM", 14, 0, false},    {"PROTO", 6, 0, false},     {"COUNT", 7, 1, true},
+      {"DONE", 7, 3, true},           {"AVG TIME", 10, 0, true},  {"ALGBW", 8, 2, true},
+      {"BUSBW", 8, 0, true},          {"MODEL%", 6, 5, true},     {"  PREVIOUS RUN", 26, 4, false},
   };
   /* NCCL 2.31's symmetric kernels have longer names ("sym:RSxLD_AGxST",
    * up to 21 characters): the column grows to the longest one shown. */
   for (uint32_t i = 0; i < ns; i++)
     cols[3].width = algo_width(cols[3].width, f->stats[i].st.variant);
-  int nc = prev ? 11 : 10;
-  bool keep[11];
+  int nc = prev ? 12 : 11;
+  bool keep[12];
   nt_list_fit(cols, nc, 0, s->cols, keep);
   nt_scroll_line(s, y, n, A_BOLD, nt_list_line(line, sizeof line, cols, nc, keep, NULL));
   if (!ns) {
@@ -76,10 +77,14 @@ static void stats_section(nt_screen *s, int *y, int *n) {
     } else {
       snprintf(avg, sizeof avg, "unknown");
     }
+    /* the measured share of NCCL's own prediction; "?" when unknown */
+    const nt_op_model *mo = &f->stats[i].model;
+    char share[16] = "?";
+    if (mo->known && mo->ratio >= 0) snprintf(share, sizeof share, "%.0f%%", mo->ratio * 100);
     char count[24], done[24];
     snprintf(count, sizeof count, "%llu", (unsigned long long)r->count);
     snprintf(done, sizeof done, "%llu", (unsigned long long)r->done);
-    const char *cells[11] = {
+    const char *cells[12] = {
         comm,
         nt_func_name(r->func),
         nt_fmt_bucket(r->bucket, size, sizeof size),
@@ -92,6 +97,7 @@ static void stats_section(nt_screen *s, int *y, int *n) {
         avg,
         alg,
         bus,
+        share,
         was[0] ? was + 1 : was};
     if (!nt_scroll_line(s, y, n, 0, nt_list_line(line, sizeof line, cols, nc, keep, cells))) {
       *n += (int)(ns - i - 1);
