@@ -131,9 +131,24 @@ static bool replay_action(nt_replay *r, int action) {
   }
 }
 
+/* In help, the scroll keys scroll it and a view key goes to that view;
+ * any other key (q included: it does not quit from here) closes it, as in
+ * htop. */
+static bool help_action(nt_screen *s, int action, int page) {
+  if (s->view != NT_VIEW_HELP) return false;
+  if (scroll_action(s, action, page)) return true;
+  bool to_view = action == NT_ACT_NEXT_VIEW || action == NT_ACT_PREV_VIEW ||
+                 (action >= NT_ACT_VIEW_1 && action <= NT_ACT_VIEW_3) ||
+                 (action >= NT_ACT_VIEW_4 && action <= NT_ACT_VIEW_6);
+  if (to_view) return false;
+  s->view = s->prev_view != NT_VIEW_HELP ? s->prev_view : NT_VIEW_OVERVIEW;
+  return true;
+}
+
 /* Applies one action; returns false to quit. */
 static bool act(nt_screen *s, int action) {
   int page = s->rows > 6 ? s->rows - 6 : 1;
+  if (help_action(s, action, page)) return true;
   if (s->o->replay && replay_action(s->o->replay, action)) {
     s->m = nt_replay_model(s->o->replay); /* a seek may have made a new one */
     return true;

@@ -152,6 +152,10 @@ int nt_warn_attr(const nt_screen *s);
  * there adds the lines it did not format to *n, so that the scroll can
  * reach the last line. attr 0: plain. */
 bool nt_scroll_line(nt_screen *s, int *y, int *n, int attr, const char *text);
+/* A paragraph as scrolling lines, wrapped at blanks to the screen's
+ * width, the lines after the first indented by `indent` (all of them
+ * counted, shown or not); false once the screen is full. */
+bool nt_scroll_wrap(nt_screen *s, int *y, int *n, int attr, int indent, const char *text);
 /* After a line view drew its n lines: its scroll stops at the last page. */
 void nt_scroll_clamp(nt_screen *s, int n);
 void nt_view_topo(nt_screen *s, int y);

@@ -71,6 +71,32 @@ bool nt_scroll_line(nt_screen *s, int *y, int *n, int attr, const char *text) {
   return true;
 }
 
+bool nt_scroll_wrap(nt_screen *s, int *y, int *n, int attr, int indent, const char *text) {
+  int width = s->cols > 2 * indent + 10 ? s->cols : 2 * indent + 10;
+  bool shown = true;
+  char buf[1024];
+  for (bool first = true; first || *text; first = false) {
+    int room = width - (first ? 0 : indent);
+    size_t len = strlen(text), cut = len;
+    if (len > (size_t)room) {
+      /* At the last blank that fits; a word longer than the line is cut,
+       * never inside a UTF-8 sequence. */
+      cut = (size_t)room;
+      size_t b = cut;
+      while (b > cut / 3 && text[b] != ' ') b--;
+      if (b > cut / 3)
+        cut = b;
+      else
+        while (cut > 1 && ((unsigned char)text[cut] & 0xC0) == 0x80) cut--;
+    }
+    snprintf(buf, sizeof buf, "%*s%.*s", first ? 0 : indent, "", (int)cut, text);
+    shown = nt_scroll_line(s, y, n, attr, buf) && shown;
+    text += cut;
+    while (*text == ' ') text++;
+  }
+  return shown;
+}
+
 void nt_scroll_clamp(nt_screen *s, int n) {
   int page = s->bottom - 1 - s->lay.list.y, max = n - (page > 0 ? page : 1);
   if (s->scroll[s->view] > max) s->scroll[s->view] = max > 0 ? max : 0;
@@ -387,42 +413,46 @@ static void event_classes(nt_screen *s, int *y, int *n) {
     if (any & (1u << b))
       used += (size_t)snprintf(line + used, sizeof line - used, " %s%s", nt_event_class_name(b),
                                all & (1u << b) ? "" : "(some processes)");
-  nt_scroll_line(s, y, n, A_BOLD, line);
-  nt_scroll_line(s, y, n, 0,
+  nt_scroll_wrap(s, y, n, A_BOLD, 2, line);
+  nt_scroll_wrap(s, y, n, 0, 4,
                  "  chosen at start with NCCLTOP_EVENTS (e.g. default,kernelch); the job can call "
                  "nccltop_set_mask() to change them live.");
-  nt_scroll_line(
-      s, y, n, 0,
-      "  kernelch: GPU time per operation, at a cost; netplugin: IB/socket events of net "
-      "plugins that report them.");
+  nt_scroll_wrap(s, y, n, 0, 4,
+                 "  kernelch: GPU time per operation, at a cost; netplugin: IB/socket events of "
+                 "net plugins that report them.");
 }
 
+/* The help: wrapped at blanks to the terminal's width (80 columns cut
+ * words), the keys from the key table. Any key but a scroll key closes it
+ * (screen.c), as htop's. */
 void nt_view_help(nt_screen *s, int y) {
-  char line[256];
+  char line[512];
   int n = 0;
   event_classes(s, &y, &n);
   nt_scroll_line(s, &y, &n, 0, "");
-  nt_scroll_line(s, &y, &n, A_BOLD, "Keys");
+  nt_scroll_line(s, &y, &n, A_BOLD,
+                 "Keys (arrows, PgUp, PgDn, Home, End scroll; any other key closes this)");
   for (const nt_key_binding *b = nt_keys; b->key; b++) {
     if (!b->keys_text) continue;
     snprintf(line, sizeof line, "  %-12s %s", b->keys_text, b->help);
-    nt_scroll_line(s, &y, &n, 0, line);
+    nt_scroll_wrap(s, &y, &n, 0, 15, line);
   }
   static const char *const text[] = {
       "",
-      "Proxy thread states: idle (its last pass moved nothing), active (a pass moved data),",
-      "  sleep (blocked until NCCL posts work), wakeup (just woken), append (taking new ops).",
-      "Step waits, send: send_gpu_wait (GPU filling the buffer), send_peer_wait (receiver has",
-      "  not granted credit), send_net_wait (on the wire); recv: recv_net_wait (data not yet",
-      "  arrived), recv_flush_wait (arrived: a GPUDirect flush if one is needed, else the wait",
-      "  for the proxy's next pass), recv_gpu_wait (GPU consuming the data).",
+      "Proxy thread states: idle (its last pass moved nothing), active (a pass moved data), "
+      "sleep (blocked until NCCL posts work), wakeup (just woken), append (taking new ops).",
+      "Step waits, send: send_gpu_wait (GPU filling the buffer), send_peer_wait (receiver has "
+      "not granted credit), send_net_wait (on the wire); recv: recv_net_wait (data not yet "
+      "arrived), recv_flush_wait (arrived: a GPUDirect flush if one is needed, else the wait "
+      "for the proxy's next pass), recv_gpu_wait (GPU consuming the data).",
       "A channel is stalled (!) when ops are in flight and no step moved for --stall-ms.",
       "Proxy HISTORY, oldest first: . idle  # active  z sleep  ! wakeup  + append.",
-      "Alerts: root = where the waits of stalled ranks end; stall = channels stuck in a wait",
-      "  (and the peer waited on); hung_op = in flight past --stall-ms; straggler = launched",
-      "  fewer operations than the other ranks; silent = publisher stopped; drops = data lost.",
+      "Alerts: root = where the waits of stalled ranks end; stall = channels stuck in a wait "
+      "(and the peer waited on); hung_op = in flight past --stall-ms; straggler = launched "
+      "fewer operations than the other ranks; silent = publisher stopped; drops = data lost.",
       "Bandwidths: algbw and busbw as nccl-tests computes them, in decimal units (GB/s = 1e9 B/s).",
   };
-  for (size_t i = 0; i < sizeof text / sizeof text[0]; i++) nt_scroll_line(s, &y, &n, 0, text[i]);
-  if (s->scroll[s->view] > n - 1) s->scroll[s->view] = n > 0 ? n - 1 : 0;
+  for (size_t i = 0; i < sizeof text / sizeof text[0]; i++)
+    nt_scroll_wrap(s, &y, &n, 0, 2, text[i]);
+  nt_scroll_clamp(s, n);
 }

@@ -1,0 +1,218 @@
+/* The habits an htop user brings, on the real nccltop in a pseudo-terminal
+ * read through libvterm (issue 26): the help fits 80 columns, wraps at
+ * words and closes on any key (q too, without quitting); the collectives
+ * view names each row's communicator at 80 columns; the filter applies to
+ * every table it claims to; the sort column is marked in every view, F6
+ * opens a sort menu, I inverts; the channel grid says when channels lie to
+ * the right; the channel details name the communicator and scroll. */
+#include <libgen.h>
+#include <limits.h>
+
+#include "testlib.h"
+#include "vterm_harness.h"
+
+static char nccltop[PATH_MAX + 16];
+
+/* ---- reading the screen by line ---- */
+
+/* Row `row` of the last dump (t->text) into buf, trailing blanks cut. */
+static const char *screen_row(const vt_term *t, int row, char *buf, size_t cap) {
+  const char *p = t->text;
+  for (int r = 0; r < row && p; r++) {
+    p = strchr(p, '\n');
+    if (p) p++;
+  }
+  if (!p) p = "";
+  size_t n = strcspn(p, "\n");
+  if (n >= cap) n = cap - 1;
+  memcpy(buf, p, n);
+  while (n && buf[n - 1] == ' ') n--;
+  buf[n] = '\0';
+  return buf;
+}
+
+/* Whether line contains every needle (NULL-terminated), in order. */
+static bool has_in_order(const char *line, const char *const *needles) {
+  for (int i = 0; needles[i]; i++) {
+    const char *at = strstr(line, needles[i]);
+    if (!at) return false;
+    line = at + strlen(needles[i]);
+  }
+  return true;
+}
+
+static int row_with(const vt_term *t, const char *const *needles) {
+  char line[2048];
+  for (int r = 0; r < t->rows; r++)
+    if (has_in_order(screen_row(t, r, line, sizeof line), needles)) return r;
+  return -1;
+}
+
+__attribute__((unused)) static int count_rows(const vt_term *t, const char *const *needles) {
+  char line[2048];
+  int n = 0;
+  for (int r = 0; r < t->rows; r++) n += has_in_order(screen_row(t, r, line, sizeof line), needles);
+  return n;
+}
+
+#define ROW(...) ((const char *const[]){__VA_ARGS__, NULL})
+
+/* Pumps until `ok(t, arg)` holds (read again on every pump: a read may
+ * catch a line half redrawn), or the deadline; says what the screen shows
+ * when it never did. */
+static bool wait_until(vt_term *t, double seconds, bool (*ok)(vt_term *, const void *),
+                       const void *arg, const char *what) {
+  double end = vt_now() + seconds;
+  do {
+    vt_pump(t, 50);
+    vt_text(t);
+    if (ok(t, arg)) return true;
+  } while (vt_now() < end);
+  fprintf(stderr, "    never: %s; the screen shows:\n%s\n", what, t->text);
+  return false;
+}
+
+static bool has_row(vt_term *t, const void *needles) {
+  return row_with(t, needles) >= 0;
+}
+
+static bool wait_row(vt_term *t, double seconds, const char *const *needles) {
+  return wait_until(t, seconds, has_row, needles, needles[0]);
+}
+
+static bool lacks_row(vt_term *t, const void *needles) {
+  return row_with(t, needles) < 0;
+}
+
+__attribute__((unused)) static bool wait_no_row(vt_term *t, double seconds,
+                                                const char *const *needles) {
+  return wait_until(t, seconds, lacks_row, needles, "a row gone");
+}
+
+/* `nccltop demo` in a private TMPDIR (its endpoint directory). */
+typedef struct {
+  vt_term t;
+  char tmp[64], env_tmp[96];
+  bool started;
+} demo_term;
+
+static bool demo_start(demo_term *d, int rows, int cols, char *const *extra) {
+  snprintf(d->tmp, sizeof d->tmp, "/tmp/nccltop-habits-XXXXXX");
+  if (!mkdtemp(d->tmp)) return false;
+  snprintf(d->env_tmp, sizeof d->env_tmp, "TMPDIR=%s", d->tmp);
+  char *argv[32] = {nccltop, "demo"};
+  int n = 2;
+  for (int i = 0; extra[i] && n < 30; i++) argv[n++] = extra[i];
+  argv[n] = NULL;
+  char *env[] = {d->env_tmp, NULL};
+  d->started = vt_start(&d->t, rows, cols, argv, env) == 0;
+  return d->started;
+}
+
+/* q quits (exit status 0); the directory goes whatever happened. */
+static bool demo_stop(demo_term *d, bool ok) {
+  if (d->started) {
+    vt_send(&d->t, "q");
+    if (ok) ok = vt_wait_exit(&d->t, 15) == 0;
+    vt_stop(&d->t);
+  }
+  char cmd[160];
+  snprintf(cmd, sizeof cmd, "rm -rf %s", d->tmp);
+  if (system(cmd) != 0) fprintf(stderr, "    cannot remove %s\n", d->tmp);
+  return ok;
+}
+
+/* ---- help ---- */
+
+/* The help's rows joined into one line, blanks collapsed: a sentence
+ * wrapped at words reads whole; a line cut at the edge does not. */
+static void joined(vt_term *t, int from, int to, char *out, size_t cap) {
+  size_t used = 0;
+  char line[2048];
+  out[0] = '\0';
+  for (int r = from; r < to; r++) {
+    screen_row(t, r, line, sizeof line);
+    for (const char *p = line; *p && used + 2 < cap; p++) {
+      if (*p == ' ' && (used == 0 || out[used - 1] == ' ')) continue;
+      out[used++] = *p;
+    }
+    if (used && out[used - 1] != ' ' && used + 2 < cap) out[used++] = ' ';
+    out[used] = '\0';
+  }
+}
+
+static bool help_is_whole(vt_term *t, const void *arg) {
+  (void)arg;
+  static char text[200 * 100];
+  joined(t, 1, t->rows - 1, text, sizeof text);
+  static const char *const sentences[] = {
+      "the job can call nccltop_set_mask() to change them live.",
+      "netplugin: IB/socket events of net plugins that report them.",
+      "views: overview, proxy threads, channels, collectives, topology, environment, help",
+      "cancel a search or filter line",
+      "Bandwidths: algbw and busbw as nccl-tests computes them, in decimal units (GB/s = 1e9 "
+      "B/s).",
+  };
+  for (size_t i = 0; i < sizeof sentences / sizeof sentences[0]; i++)
+    if (!strstr(text, sentences[i])) return false;
+  return true;
+}
+
+/* Rows with text between the header and the key bar. */
+static int text_rows(vt_term *t) {
+  char line[2048];
+  int n = 0;
+  for (int r = 3; r < t->rows - 1; r++) n += screen_row(t, r, line, sizeof line)[0] != '\0';
+  return n;
+}
+
+static bool help_ends_on_a_full_page(vt_term *t, const void *arg) {
+  (void)arg;
+  return strstr(t->text, "Bandwidths: algbw") && text_rows(t) >= t->rows - 6;
+}
+
+/* At 80 columns every sentence of the help reads whole (it was cut at the
+ * edge: "the job can call", "IB/socket events of ne"); End shows a full
+ * last page (it left one line); q closes the help without quitting, as
+ * any other key does, and the scroll keys scroll it. */
+static void help_fits_80_columns_and_any_key_closes_it(void) {
+  demo_term d;
+  bool ok = demo_start(&d, 100, 80, (char *[]){"--ranks", "2", "--comms", "1", "-d", "200", NULL});
+  if (ok) {
+    vt_send(&d.t, "h");
+    ok = vt_wait_for(&d.t, "[help]", 20) &&
+         wait_until(&d.t, 10, help_is_whole, NULL, "every help sentence whole at 80 columns");
+  }
+  if (ok) {
+    vt_resize(&d.t, 24, 80);
+    vt_send(&d.t, "\033OF"); /* End */
+    ok = wait_until(&d.t, 5, help_ends_on_a_full_page, NULL, "End: a full last page");
+  }
+  if (ok) {
+    vt_send(&d.t, "\033OH"); /* Home scrolls, the help stays */
+    ok = wait_row(&d.t, 5, ROW("Event classes on:")) && strstr(d.t.text, "[help]");
+  }
+  if (ok) {
+    vt_send(&d.t, "q"); /* closes the help, does not quit */
+    ok = wait_row(&d.t, 5, ROW("[overview]"));
+    vt_pump(&d.t, 300);
+    ok = ok && waitpid(d.t.pid, NULL, WNOHANG) == 0;
+    if (!ok) fprintf(stderr, "    q in help quit nccltop or left the help\n");
+  }
+  if (ok) {
+    vt_send(&d.t, "4?"); /* from the collectives view, ? opens it; x closes it */
+    ok = wait_row(&d.t, 5, ROW("[help]"));
+    vt_send(&d.t, "x");
+    ok = ok && wait_row(&d.t, 5, ROW("[collectives]"));
+  }
+  CHECK(demo_stop(&d, ok));
+}
+
+int main(void) {
+  char dir[PATH_MAX];
+  vt_build_dir(dir, sizeof dir);
+  snprintf(nccltop, sizeof nccltop, "%s/nccltop", dir);
+  unsetenv("NO_COLOR");
+  TEST_RUN(help_fits_80_columns_and_any_key_closes_it);
+  return TEST_DONE();
+}
