@@ -48,7 +48,7 @@ static int row_with(const vt_term *t, const char *const *needles) {
   return -1;
 }
 
-__attribute__((unused)) static int count_rows(const vt_term *t, const char *const *needles) {
+static int count_rows(const vt_term *t, const char *const *needles) {
   char line[2048];
   int n = 0;
   for (int r = 0; r < t->rows; r++) n += has_in_order(screen_row(t, r, line, sizeof line), needles);
@@ -208,11 +208,81 @@ static void help_fits_80_columns_and_any_key_closes_it(void) {
   CHECK(demo_stop(&d, ok));
 }
 
+/* ---- the collectives view at 80 columns, and the filter ---- */
+
+static bool both_comms_named(vt_term *t, const void *arg) {
+  (void)arg;
+  return row_with(t, ROW("COMM ", "FUNCTION", "BUSBW")) >= 0 &&
+         row_with(t, ROW("sim-comm-0 ", "AllReduce")) >= 0;
+}
+
+typedef struct {
+  const char *header;         /* in the header */
+  const char *const *kept;    /* a row that must be there */
+  const char *const *hidden;  /* rows that must not */
+  const char *const *counted; /* rows counted ... */
+  int count;                  /* ... this many (-1: not counted) */
+} filtered;
+
+static bool shows_filtered(vt_term *t, const void *arg) {
+  const filtered *w = arg;
+  char head[2048];
+  return strstr(screen_row(t, 0, head, sizeof head), w->header) && row_with(t, w->kept) >= 0 &&
+         row_with(t, w->hidden) < 0 && (w->count < 0 || count_rows(t, w->counted) == w->count);
+}
+
+/* Two communicators of four ranks at 80x24. The collectives view keeps a
+ * communicator column (it dropped it: two communicators' rows looked the
+ * same); the in-flight table has one too. The filter applies to the
+ * collectives, the operations in flight and the overview's communicators
+ * and processes (only the proxy and channel views applied it), and the
+ * header counts the ranks it keeps. */
+static void collectives_name_their_communicator_and_the_filter_applies_everywhere(void) {
+  demo_term d;
+  bool ok = demo_start(&d, 24, 80, (char *[]){"--ranks", "4", "--comms", "2", "-d", "200", NULL});
+  if (ok) {
+    vt_send(&d.t, "4");
+    ok = wait_row(&d.t, 20, ROW("[collectives]")) &&
+         wait_until(&d.t, 20, both_comms_named, NULL, "a COMM column at 80 columns");
+  }
+  if (ok) {
+    vt_send(&d.t, "\\comm-1\r");
+    filtered w = {"ranks 4/8", ROW("sim-comm-1 ", "AllReduce"), ROW("sim-comm-0"), NULL, -1};
+    ok = wait_until(&d.t, 10, shows_filtered, &w, "only sim-comm-1 in the collectives");
+  }
+  if (ok) {
+    /* End: the operations in flight and just done, at the bottom. Sent
+     * again until they show: the list grows and shrinks each update, and
+     * the scroll stays within what is there. */
+    filtered w = {"ranks 4/8", ROW("/4 ", "sim-comm-1 ", "done"), ROW("sim-comm-0"), NULL, -1};
+    double end = vt_now() + 10;
+    do {
+      vt_send(&d.t, "\033OF");
+      vt_pump(&d.t, 300);
+      vt_text(&d.t);
+      ok = shows_filtered(&d.t, &w);
+    } while (!ok && vt_now() < end);
+    if (!ok) fprintf(stderr, "    never only sim-comm-1 operations:\n%s\n", d.t.text);
+  }
+  if (ok) {
+    /* One rank: one communicator and one process on the overview (100
+     * columns: the header has room for this longer filter and the count). */
+    vt_resize(&d.t, 24, 100);
+    vt_send(&d.t, "\033"); /* clears the filter */
+    ok = wait_row(&d.t, 5, ROW("sim-comm-0"));
+    vt_send(&d.t, "\\0/4 sim-comm-1\r1");
+    filtered w = {"ranks 1/8", ROW("sim-comm-1 ", "4/4"), ROW("sim-comm-0"), ROW(":", " live"), 1};
+    ok = ok && wait_until(&d.t, 10, shows_filtered, &w, "one communicator and one process");
+  }
+  CHECK(demo_stop(&d, ok));
+}
+
 int main(void) {
   char dir[PATH_MAX];
   vt_build_dir(dir, sizeof dir);
   snprintf(nccltop, sizeof nccltop, "%s/nccltop", dir);
   unsetenv("NO_COLOR");
   TEST_RUN(help_fits_80_columns_and_any_key_closes_it);
+  TEST_RUN(collectives_name_their_communicator_and_the_filter_applies_everywhere);
   return TEST_DONE();
 }

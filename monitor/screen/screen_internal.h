@@ -96,6 +96,11 @@ typedef struct {
   /* The frame's ranks as shown: filtered and sorted (indices into f->ranks). */
   uint32_t order[NT_SCREEN_MAX_RANKS];
   uint32_t nranks;
+  /* Which of the frame's ranks and processes the filter keeps (indices
+   * into f->ranks, f->procs; a process past the array is kept): every
+   * table reads them, so the filter means the same rows everywhere. */
+  bool kept[NT_SCREEN_MAX_RANKS];
+  bool proc_kept[NT_SCREEN_MAX_RANKS];
   int nchannels; /* channel columns: highest channel id + 1 of the ranks shown */
   double now;
 } nt_screen;
@@ -167,6 +172,14 @@ const nt_proxy_history *nt_history_of(const nt_screen *s, uint32_t pid, uint32_t
 /* The frame's ranks, filtered and sorted as the screen shows them (order,
  * nranks, nchannels). */
 void nt_screen_collect(nt_screen *s);
+/* What the filter keeps of the other tables: a communicator or process
+ * with a rank kept, an operation of a rank kept (all of them without a
+ * filter). */
+bool nt_screen_comm_kept(const nt_screen *s, uint64_t comm_hash);
+bool nt_screen_proc_kept(const nt_screen *s, uint32_t proc);
+static inline bool nt_screen_rank_kept(const nt_screen *s, uint32_t rank) {
+  return !s->filter[0] || (rank < NT_SCREEN_MAX_RANKS && s->kept[rank]);
+}
 /* Appends the frame's dominant states to the histories (once per update). */
 void nt_screen_sample(nt_screen *s);
 

@@ -124,8 +124,13 @@ void nt_draw_header(nt_screen *s) {
   FIELD(0, " nccltop [%s]", nt_views[s->view].name);
   FIELD(0, "%s", mode);
   FIELD(7, "%s", age);
-  FIELD(4, "publishers %u", f->publishers);
-  FIELD(5, "ranks %u", s->nranks);
+  /* Filtered, the ranks shown of all (every table shows theirs) before
+   * the publishers. */
+  FIELD(s->filter[0] ? 5 : 4, "publishers %u", f->publishers);
+  if (s->filter[0])
+    FIELD(4, "ranks %u/%u", s->nranks, f->nranks);
+  else
+    FIELD(5, "ranks %u", s->nranks);
   FIELD(1, "alerts %u", f->nalerts - f->nfolded);
   if (f->bad_messages) FIELD(6, "bad msgs %llu", (unsigned long long)f->bad_messages);
   if (f->lost_messages) FIELD(6, "lost %llu", (unsigned long long)f->lost_messages);
