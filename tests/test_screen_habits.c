@@ -84,8 +84,7 @@ static bool lacks_row(vt_term *t, const void *needles) {
   return row_with(t, needles) < 0;
 }
 
-__attribute__((unused)) static bool wait_no_row(vt_term *t, double seconds,
-                                                const char *const *needles) {
+static bool wait_no_row(vt_term *t, double seconds, const char *const *needles) {
   return wait_until(t, seconds, lacks_row, needles, "a row gone");
 }
 
@@ -277,6 +276,192 @@ static void collectives_name_their_communicator_and_the_filter_applies_everywher
   CHECK(demo_stop(&d, ok));
 }
 
+/* ---- sort: the mark, the menu, the inverse; the channel grid ---- */
+
+/* Column of `needle` in row r, or -1. */
+static int col_in_row(vt_term *t, int r, const char *needle) {
+  char line[2048];
+  const char *at = strstr(screen_row(t, r, line, sizeof line), needle);
+  return at ? (int)(at - line) : -1;
+}
+
+static bool reversed_at(vt_term *t, int r, int c) {
+  bool rev;
+  int fg;
+  vt_cell_attr(t, r, c, &rev, &fg);
+  return rev;
+}
+
+typedef struct {
+  const char *header;       /* in the header */
+  const char *const *title; /* the column titles' row */
+  const char *first;        /* the first row under it starts so (NULL: any) */
+} sorted_by;
+
+static bool shows_sorted(vt_term *t, const void *arg) {
+  const sorted_by *w = arg;
+  char head[2048], first[2048];
+  int r = row_with(t, w->title);
+  return r >= 0 && strstr(screen_row(t, 0, head, sizeof head), w->header) &&
+         (!w->first ||
+          !strncmp(screen_row(t, r + 1, first, sizeof first), w->first, strlen(w->first)));
+}
+
+static bool wait_sorted(vt_term *t, const char *header, const char *const *title,
+                        const char *first) {
+  sorted_by w = {header, title, first};
+  return wait_until(t, 10, shows_sorted, &w, header);
+}
+
+/* The sort menu's entry `name` is drawn reversed (its cursor). */
+static bool menu_on(vt_term *t, const void *name) {
+  int r = row_with(t, ROW("Sort by (Enter, Esc)"));
+  if (r < 0) return false;
+  char want[64];
+  snprintf(want, sizeof want, " %s ", (const char *)name);
+  for (int k = r + 1; k < t->rows - 1; k++) {
+    int c = col_in_row(t, k, want);
+    if (c == 0) return reversed_at(t, k, 1);
+  }
+  return false;
+}
+
+/* Twelve ranks at 80x24. The channel grid marks the word that sorts
+ * (RANK^ for the rank order: the mark was on HOST, the one column that did
+ * not sort), "!^" for stalled first; F6 opens the sort menu on the order in
+ * force (htop's "Sort by"), arrows and Enter pick, Esc closes; I inverts
+ * (v, the last rank first). The proxy view marks its % columns in text
+ * (IDLE% was only reversed) and offers HOST:PID once. */
+static void sort_is_marked_and_has_a_menu_and_an_inverse(void) {
+  demo_term d;
+  bool ok =
+      demo_start(&d, 24, 80,
+                 (char *[]){"--ranks", "12", "--comms", "1", "--channels", "8", "-d", "200", NULL});
+  if (ok) {
+    vt_send(&d.t, "3");
+    ok = wait_row(&d.t, 30, ROW("[channels]")) &&
+         wait_sorted(&d.t, "sort rank", ROW("RANK^ COMM HOST ", "ch0"), "0/12 ");
+  }
+  if (ok) {
+    vt_send(&d.t, ">");
+    ok = wait_sorted(&d.t, "sort stalled first", ROW("RANK  COMM HOST !^", "ch0"), NULL);
+  }
+  if (ok) {
+    vt_send(&d.t, ">");
+    ok = wait_sorted(&d.t, "sort host", ROW("RANK  COMM HOST^", "ch0"), NULL);
+  }
+  if (ok) {
+    vt_send(&d.t, "\033[17~"); /* F6: the menu, on host */
+    ok = wait_until(&d.t, 5, menu_on, "host", "the sort menu on host");
+  }
+  if (ok) {
+    vt_send(&d.t, "\033OA"); /* Up: stalled first */
+    ok = wait_until(&d.t, 5, menu_on, "stalled first", "the menu's cursor on stalled first");
+  }
+  if (ok) {
+    vt_send(&d.t, "\r"); /* Enter picks it and closes the menu */
+    ok = wait_sorted(&d.t, "sort stalled first", ROW("RANK  COMM HOST !^", "ch0"), NULL) &&
+         wait_no_row(&d.t, 5, ROW("Sort by"));
+  }
+  if (ok) {
+    vt_send(&d.t, "\033[17~"); /* F6, Esc: closed, nothing changed */
+    ok = wait_until(&d.t, 5, menu_on, "stalled first", "the menu on stalled first");
+    vt_send(&d.t, "\033");
+    ok = ok && wait_no_row(&d.t, 5, ROW("Sort by")) &&
+         wait_sorted(&d.t, "sort stalled first", ROW("RANK  COMM HOST !^"), NULL);
+  }
+  if (ok) {
+    vt_send(&d.t, "<I"); /* the rank order, inverted: the last rank first */
+    ok = wait_sorted(&d.t, "sort rank (inverted)", ROW("RANKv COMM HOST ", "ch0"), "11/12 ");
+  }
+  if (ok) {
+    vt_send(&d.t, "I2>>>>"); /* proxy view: stalled first, host (HOST:PID), STATE, IDLE% */
+    ok = wait_sorted(&d.t, "sort IDLE%", ROW("RANK", "IDLE%^"), NULL);
+  }
+  if (ok) {
+    vt_send(&d.t, "<<"); /* STATE, then host: HOST:PID's order, offered once */
+    ok = wait_sorted(&d.t, "sort host", ROW("RANK", "HOST:PID^"), NULL);
+  }
+  CHECK(demo_stop(&d, ok));
+}
+
+static bool grid_aligned_with_more_to_the_right(vt_term *t, const void *arg) {
+  (void)arg;
+  int head = row_with(t, ROW("RANK^ COMM HOST", "ch0")), r9 = row_with(t, ROW("9/12 ")),
+      r10 = row_with(t, ROW("10/12 "));
+  return head >= 0 && r9 >= 0 && r10 >= 0 && col_in_row(t, head, "COMM") >= 0 &&
+         col_in_row(t, r9, "1111") == col_in_row(t, head, "COMM") &&
+         col_in_row(t, r10, "1111") == col_in_row(t, head, "COMM") &&
+         col_in_row(t, head, "ch4") >= 0 && col_in_row(t, head, ">") == t->cols - 1;
+}
+
+static bool grid_scrolled_both_ways(vt_term *t, const void *arg) {
+  (void)arg;
+  int head = row_with(t, ROW("RANK^ COMM HOST", "ch2"));
+  return head >= 0 && col_in_row(t, head, "ch0") < 0 && col_in_row(t, head, "<>") == t->cols - 2;
+}
+
+/* The channel grid at 80 columns: COMM under its title on rank 9 and rank
+ * 10 alike (RANK was 4 wide: from rank 10 on the columns shifted), a host
+ * as wide as its name (18 for "vm"), so five channels fit, and ">" says
+ * more lie to the right (nothing said so; "<" came only after scrolling). */
+static void channel_grid_aligned_and_says_more_to_the_right(void) {
+  demo_term d;
+  bool ok =
+      demo_start(&d, 24, 80,
+                 (char *[]){"--ranks", "12", "--comms", "1", "--channels", "8", "-d", "200", NULL});
+  if (ok) {
+    vt_send(&d.t, "3");
+    ok = wait_row(&d.t, 30, ROW("[channels]")) &&
+         wait_until(&d.t, 10, grid_aligned_with_more_to_the_right, NULL,
+                    "the grid aligned, five channels, > at the right");
+  }
+  if (ok) {
+    vt_send(&d.t, "\033OC\033OC\033OC\033OC\033OC\033OC"); /* Right to channel 6 */
+    ok = wait_until(&d.t, 10, grid_scrolled_both_ways, NULL, "< and > once scrolled");
+  }
+  CHECK(demo_stop(&d, ok));
+}
+
+/* ---- the channel details at 80x24 ---- */
+
+static bool details_end_shown(vt_term *t, const void *arg) {
+  (void)arg;
+  return row_with(t, ROW("recv_gpu_wait ", "%")) >= 0 &&
+         row_with(t, ROW("wait times: totals since the channel's first step")) >= 0 &&
+         row_with(t, ROW("PgUp/PgDn scroll: lines ", " of ")) >= 0;
+}
+
+/* The details of a channel at 80x24 name the rank's communicator (a rank
+ * has one per communicator; the panel did not say which), wrap their
+ * status lines (the ops in flight and run state were cut at the edge), say
+ * what window the wait times cover, and scroll to their last line with
+ * PgDn (recv_gpu_wait fell off the bottom). */
+static void channel_details_name_the_communicator_and_scroll(void) {
+  demo_term d;
+  bool ok = demo_start(&d, 24, 80, (char *[]){"--ranks", "4", "--comms", "2", "-d", "200", NULL});
+  if (ok) {
+    vt_send(&d.t, "3");
+    ok = wait_row(&d.t, 30, ROW("[channels]")) && wait_row(&d.t, 10, ROW("0/4 ", "/"));
+  }
+  if (ok) {
+    vt_send(&d.t, "\r");
+    ok = wait_row(&d.t, 10, ROW("rank 0/4 of sim-comm-", "channel 0")) &&
+         wait_row(&d.t, 5, ROW("send to peer 1: ")) && wait_row(&d.t, 5, ROW("ops in flight ("));
+  }
+  if (ok) {
+    double end = vt_now() + 10;
+    do {
+      vt_send(&d.t, "\033[6~"); /* PgDn: the panel's next page */
+      vt_pump(&d.t, 300);
+      vt_text(&d.t);
+      ok = details_end_shown(&d.t, NULL);
+    } while (!ok && vt_now() < end);
+    if (!ok) fprintf(stderr, "    the details' end never showed:\n%s\n", d.t.text);
+  }
+  CHECK(demo_stop(&d, ok));
+}
+
 int main(void) {
   char dir[PATH_MAX];
   vt_build_dir(dir, sizeof dir);
@@ -284,5 +469,8 @@ int main(void) {
   unsetenv("NO_COLOR");
   TEST_RUN(help_fits_80_columns_and_any_key_closes_it);
   TEST_RUN(collectives_name_their_communicator_and_the_filter_applies_everywhere);
+  TEST_RUN(sort_is_marked_and_has_a_menu_and_an_inverse);
+  TEST_RUN(channel_grid_aligned_and_says_more_to_the_right);
+  TEST_RUN(channel_details_name_the_communicator_and_scroll);
   return TEST_DONE();
 }

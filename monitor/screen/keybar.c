@@ -13,7 +13,7 @@ static const struct {
   const char *label;
 } bar[] = {
     {NT_ACT_HELP, "Help"},      {NT_ACT_SEARCH, "Search"},  {NT_ACT_FILTER, "Filter"},
-    {NT_ACT_SORT_NEXT, "Sort"}, {NT_ACT_NEXT_VIEW, "View"}, {NT_ACT_ENTER, "Detail"},
+    {NT_ACT_SORT_MENU, "Sort"}, {NT_ACT_NEXT_VIEW, "View"}, {NT_ACT_ENTER, "Detail"},
     {NT_ACT_PAUSE, "Pause"},    {NT_ACT_QUIT, "Quit"},
 };
 

@@ -38,8 +38,9 @@ typedef struct {
   int ncols;
   int fixed; /* leading columns never scrolled away (RANK) */
   int nrows;
-  int sort_col;     /* marked in the header; -1: none */
-  bool cell_cursor; /* the cursor is on a cell (its column kept visible), not a row */
+  int sort_col;          /* marked in the header; -1: none */
+  const char *sort_mark; /* its mark: "^", "v" inverted (NULL: "^") */
+  bool cell_cursor;      /* the cursor is on a cell (its column kept visible), not a row */
   nt_list_cell_fn cell;
   void *ctx;
 } nt_list;

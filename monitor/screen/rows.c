@@ -63,6 +63,12 @@ void nt_screen_collect(nt_screen *s) {
     qsort(s->order, kept, sizeof *s->order, cmp_stalled);
   else if (s->sort == NT_SORT_HOST)
     qsort(s->order, kept, sizeof *s->order, cmp_host);
+  if (s->sort_invert) /* I: the same order, last first */
+    for (uint32_t i = 0, j = kept; i + 1 < j; i++, j--) {
+      uint32_t t = s->order[i];
+      s->order[i] = s->order[j - 1];
+      s->order[j - 1] = t;
+    }
 }
 
 bool nt_screen_comm_kept(const nt_screen *s, uint64_t comm_hash) {

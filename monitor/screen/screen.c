@@ -149,6 +149,7 @@ static bool help_action(nt_screen *s, int action, int page) {
 static bool act(nt_screen *s, int action) {
   int page = s->rows > 6 ? s->rows - 6 : 1;
   if (help_action(s, action, page)) return true;
+  if (nt_sort_menu_action(s, action)) return true;
   if (s->o->replay && replay_action(s->o->replay, action)) {
     s->m = nt_replay_model(s->o->replay); /* a seek may have made a new one */
     return true;
@@ -182,7 +183,7 @@ static bool act(nt_screen *s, int action) {
   case NT_ACT_HOME: s->row = 0; break;
   case NT_ACT_END: s->row = (int)s->nranks - 1; break;
   case NT_ACT_ENTER:
-    if (s->view == NT_VIEW_CHANNELS) s->detail = true;
+    if (s->view == NT_VIEW_CHANNELS) s->detail = true, s->detail_top = 0;
     break;
   case NT_ACT_BACK:
     if (s->detail)
@@ -204,6 +205,8 @@ static bool act(nt_screen *s, int action) {
       start_prompt(s, NT_ACT_SEARCH);
     break;
   case NT_ACT_FILTER: start_prompt(s, NT_ACT_FILTER); break;
+  case NT_ACT_SORT_MENU: nt_sort_menu_open(s); break;
+  case NT_ACT_SORT_INVERT: s->sort_invert = !s->sort_invert; break;
   case NT_ACT_SORT_NEXT: s->sort = (s->sort + 1) % NT_SORT_COUNT; break;
   case NT_ACT_SORT_PREV: s->sort = (s->sort + NT_SORT_COUNT - 1) % NT_SORT_COUNT; break;
   default: break;
@@ -231,6 +234,7 @@ void nt_screen_draw(nt_screen *s) {
   nt_draw_header(s);
   nt_draw_alerts_band(s);
   nt_views[s->view].draw(s, s->lay.list.y);
+  nt_sort_menu_draw(s);
   nt_draw_keybar(s);
   if (!s->prompt && s->missed[0]) {
     move(s->rows - 1, 0);

@@ -63,9 +63,13 @@ typedef struct {
   const nt_options *o;
   int view, prev_view;
   bool paused, detail;
-  bool unfold; /* the overview shows the alerts folded under each root (+, -) */
+  int detail_top; /* the detail panel's first line shown (PgUp/PgDn) */
+  bool unfold;    /* the overview shows the alerts folded under each root (+, -) */
   int sort;
-  int proxy_sort; /* the proxy view's sort column; 0 (its RANK): the rank order */
+  int proxy_sort;   /* the proxy view's sort column; 0 (its RANK): the rank order */
+  bool sort_invert; /* I: every order reversed */
+  bool menu;        /* the sort menu (F6) is open */
+  int menu_row;     /* its cursor */
   int last_key;
   int prompt;          /* 0, NT_ACT_SEARCH or NT_ACT_FILTER while typing */
   char input[64];      /* the line being typed */
@@ -137,6 +141,23 @@ bool nt_channels_action(nt_screen *s, int action);
 bool nt_proxy_list_action(nt_screen *s, int action);
 /* What the proxy view is sorted by, for the header. */
 const char *nt_proxy_sort_name(const nt_screen *s);
+/* The proxy view's own sort columns (after the rank orders), with their
+ * titles; returns how many (at most cap). */
+int nt_proxy_sort_columns(int *cols, const char **names, int cap);
+/* The sort menu (sort_menu.c): open it on the order in force; while open it
+ * takes every action (true); drawn over the view's top left. */
+void nt_sort_menu_open(nt_screen *s);
+bool nt_sort_menu_action(nt_screen *s, int action);
+void nt_sort_menu_draw(nt_screen *s);
+/* The mark of the sort column's title: ^, or v when inverted. */
+static inline const char *nt_sort_mark(const nt_screen *s) {
+  return s->sort_invert ? "v" : "^";
+}
+/* The channel details (view_detail.c) of (rank, channel) in area: wrapped
+ * to its width, scrolled by PgUp/PgDn while open (the action, true when
+ * taken). */
+void nt_channel_detail(nt_screen *s, const nt_frame_rank *r, int channel, nt_rect area);
+bool nt_channel_detail_action(nt_screen *s, int action);
 void nt_view_proxy(nt_screen *s, int y);
 void nt_view_channels(nt_screen *s, int y);
 void nt_view_help(nt_screen *s, int y);
