@@ -462,6 +462,91 @@ static void channel_details_name_the_communicator_and_scroll(void) {
   CHECK(demo_stop(&d, ok));
 }
 
+/* ---- the mouse ---- */
+
+/* An xterm SGR mouse report (what ncurses asks the terminal for): button
+ * b pressed at screen cell (row, col), then released. */
+static void mouse(vt_term *t, int b, int row, int col) {
+  char seq[64];
+  snprintf(seq, sizeof seq, "\033[<%d;%d;%dM", b, col + 1, row + 1);
+  vt_send(t, seq);
+  if (b < 64) { /* the wheel has no release */
+    snprintf(seq, sizeof seq, "\033[<%d;%d;%dm", b, col + 1, row + 1);
+    vt_send(t, seq);
+  }
+}
+
+/* Clicks on the first row with `needles`, at the last needle; false when
+ * no row has them. */
+static bool click_on(vt_term *t, const char *const *needles) {
+  if (!wait_row(t, 10, needles)) return false;
+  int r = row_with(t, needles), k = 0;
+  while (needles[k + 1]) k++;
+  int c = col_in_row(t, r, needles[k]);
+  if (c < 0) return false;
+  mouse(t, 0, r, c + 1);
+  return true;
+}
+
+/* The header has `what`; a sort ("sort ...") is "(inverted)" only when
+ * `what` says so. */
+static bool header_says(vt_term *t, const void *what) {
+  char head[2048];
+  screen_row(t, 0, head, sizeof head);
+  return strstr(head, what) &&
+         (strncmp(what, "sort ", 5) != 0 ||
+          (strstr(what, "(inverted)") != NULL) == (strstr(head, "(inverted)") != NULL));
+}
+
+static bool wait_header(vt_term *t, const char *what) {
+  return wait_until(t, 10, header_says, what, what);
+}
+
+static bool proxy_cursor_on(vt_term *t, const void *rank) {
+  int r = row_with(t, ROW((const char *)rank, "sim-comm-0"));
+  return r >= 0 && col_in_row(t, r, rank) == 0 && reversed_at(t, r, 0);
+}
+
+/* htop's mouse: a click on a column title sorts by it, again inverts; on
+ * a row moves the cursor there; on the key bar's labels is their key (F6
+ * opens the sort menu, whose entries take a click; View goes to the next
+ * view; Help opens the help), the wheel scrolls, and in the help any click
+ * closes it. */
+static void mouse_sorts_selects_scrolls_and_clicks_the_key_bar(void) {
+  demo_term d;
+  bool ok = demo_start(&d, 24, 100, (char *[]){"--ranks", "4", "--comms", "1", "-d", "200", NULL});
+  if (ok) {
+    vt_send(&d.t, "2");
+    ok =
+        wait_row(&d.t, 30, ROW("[proxy threads]")) && wait_row(&d.t, 10, ROW("3/4 ", "sim-comm-0"));
+  }
+  ok = ok && click_on(&d.t, ROW("RANK", "IDLE%")) && wait_header(&d.t, "sort IDLE%");
+  ok = ok && click_on(&d.t, ROW("RANK", "IDLE%")) && wait_header(&d.t, "sort IDLE% (inverted)");
+  ok = ok && click_on(&d.t, ROW("2/4 ", "sim-comm-0")) &&
+       wait_until(&d.t, 10, proxy_cursor_on, "2/4 ", "the cursor on the row clicked");
+  ok = ok && click_on(&d.t, ROW("F1Help", "Sort")) &&
+       wait_row(&d.t, 10, ROW("Sort by (Enter, Esc)"));
+  ok = ok && click_on(&d.t, ROW(" host ")) && wait_header(&d.t, "sort host (inverted)") &&
+       wait_no_row(&d.t, 5, ROW("Sort by"));
+  ok = ok && click_on(&d.t, ROW("F1Help", "View")) && wait_header(&d.t, "[channels]");
+  ok = ok && click_on(&d.t, ROW("RANK COMM ", "HOST")) &&
+       wait_header(&d.t, "sort host"); /* the order in force: inverted back */
+  if (ok) {                            /* on RANK, the line's start */
+    mouse(&d.t, 0, row_with(&d.t, ROW("RANK COMM ")), 1);
+    ok = wait_header(&d.t, "sort rank");
+  }
+  ok = ok && click_on(&d.t, ROW("F1Help")) && wait_row(&d.t, 10, ROW("Event classes on:"));
+  if (ok) {
+    for (int i = 0; i < 3; i++) mouse(&d.t, 65, 10, 10); /* the wheel, down */
+    ok = wait_no_row(&d.t, 10, ROW("Event classes on:")) && wait_header(&d.t, "[help]");
+  }
+  if (ok) {
+    mouse(&d.t, 0, 10, 10);
+    ok = wait_header(&d.t, "[channels]");
+  }
+  CHECK(demo_stop(&d, ok));
+}
+
 int main(void) {
   char dir[PATH_MAX];
   vt_build_dir(dir, sizeof dir);
@@ -472,5 +557,6 @@ int main(void) {
   TEST_RUN(sort_is_marked_and_has_a_menu_and_an_inverse);
   TEST_RUN(channel_grid_aligned_and_says_more_to_the_right);
   TEST_RUN(channel_details_name_the_communicator_and_scroll);
+  TEST_RUN(mouse_sorts_selects_scrolls_and_clicks_the_key_bar);
   return TEST_DONE();
 }

@@ -52,6 +52,20 @@ static int fit(int cols, char keys[][16], const char **labels) {
   return n;
 }
 
+int nt_keybar_action_at(int cols, int x) {
+  char keys[16][16];
+  const char *labels[16];
+  int n = fit(cols, keys, labels), at = 0;
+  for (int i = 0; i < n; i++) {
+    int w = (int)(strlen(keys[i]) + strlen(labels[i]));
+    if (x >= at && x < at + w)
+      for (size_t k = 0; k < sizeof bar / sizeof bar[0]; k++)
+        if (bar[k].label == labels[i]) return bar[k].action;
+    at += w + 1;
+  }
+  return NT_ACT_NONE;
+}
+
 int nt_keybar_text(char *out, size_t cap, int cols) {
   char keys[16][16];
   const char *labels[16];

@@ -72,6 +72,22 @@ int nt_list_columns(const nt_list *l, const nt_list_state *st, int *x) {
   return shown;
 }
 
+int nt_list_hit(const nt_list *l, const nt_list_state *st, int y, int x, int *row, int *col) {
+  int xs[NT_LIST_MAX_COLS];
+  *row = *col = -1;
+  if (l->area.h <= 0 || y < l->area.y || y >= l->area.y + l->area.h || x < l->area.x ||
+      x >= l->area.x + l->area.w || l->ncols > NT_LIST_MAX_COLS)
+    return -1;
+  nt_list_columns(l, st, xs);
+  for (int i = 0; i < l->ncols; i++)
+    if (xs[i] >= 0 && x >= xs[i] && x < xs[i] + l->cols[i].width) *col = i;
+  if (y == l->area.y) return 0;
+  int r = st->top + (y - l->area.y - 1);
+  if (r >= l->nrows) return -1;
+  *row = r;
+  return 1;
+}
+
 /* Scrolls horizontally so the cursor column is drawn. */
 static void keep_col_visible(const nt_list *l, nt_list_state *st) {
   int x[NT_LIST_MAX_COLS];

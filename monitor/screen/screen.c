@@ -37,7 +37,9 @@ static void colors(const nt_options *o) {
 /* What endwin would send, kept for a signal handler (nt_term_restore_now). */
 static void save_leave_sequence(const struct termios *shell) {
   static const char *const caps[] = {"rmkx", "cnorm", "rmcup"};
-  char seq[256] = "";
+  /* xterm's mouse reports off (endwin turns them off; a signal does not
+   * get there). */
+  char seq[256] = "\033[?1006l\033[?1000l";
   for (size_t i = 0; i < sizeof caps / sizeof caps[0]; i++) {
     const char *v = tigetstr(caps[i]);
     if (v && v != (char *)-1 && strlen(seq) + strlen(v) < sizeof seq) strcat(seq, v);
@@ -142,6 +144,37 @@ static bool help_action(nt_screen *s, int action, int page) {
                  (action >= NT_ACT_VIEW_4 && action <= NT_ACT_VIEW_6);
   if (to_view) return false;
   s->view = s->prev_view != NT_VIEW_HELP ? s->prev_view : NT_VIEW_OVERVIEW;
+  return true;
+}
+
+static bool act(nt_screen *s, int action);
+
+/* A mouse event, as htop takes them: the wheel scrolls (three lines), a
+ * click on the key bar is its key, on a column title sorts by it (again:
+ * inverts), on a row moves the cursor there; in the help any click closes
+ * it, with the sort menu open a click picks an entry or closes it. Returns
+ * false to quit. */
+static bool mouse(nt_screen *s) {
+  MEVENT ev;
+  if (getmouse(&ev) != OK) return true;
+  if (ev.bstate & (BUTTON4_PRESSED | BUTTON5_PRESSED)) {
+    int a = ev.bstate & BUTTON4_PRESSED ? NT_ACT_UP : NT_ACT_DOWN;
+    for (int i = 0; i < 3; i++) act(s, a);
+    return true;
+  }
+  if (!(ev.bstate & (BUTTON1_PRESSED | BUTTON1_CLICKED))) return true;
+  if (s->lay.keys.h > 0 && ev.y == s->lay.keys.y) {
+    int a = nt_keybar_action_at(s->lay.keys.w, ev.x);
+    return a == NT_ACT_NONE || act(s, a);
+  }
+  if (s->menu) {
+    nt_sort_menu_click(s, ev.y, ev.x);
+  } else if (s->view == NT_VIEW_HELP) {
+    act(s, NT_ACT_NONE); /* closes it, as a key does */
+  } else if (nt_views[s->view].click) {
+    nt_views[s->view].click(s, ev.y, ev.x);
+    clamp_cursor(s);
+  }
   return true;
 }
 
@@ -283,6 +316,9 @@ int nt_screen_run(nt_model *m, nt_source *src, const nt_options *o) {
   nodelay(stdscr, TRUE);
   set_escdelay(25);
   curs_set(0);
+  /* Clicks come as presses, at once (no click interval to wait out). */
+  mousemask(BUTTON1_PRESSED | BUTTON4_PRESSED | BUTTON5_PRESSED, NULL);
+  mouseinterval(0);
   colors(o);
   int updates = 0;
   double next_draw = 0;
@@ -298,7 +334,9 @@ int nt_screen_run(nt_model *m, nt_source *src, const nt_options *o) {
     for (int key; running && (key = getch()) != ERR; input = true) {
       if (key == KEY_RESIZE) continue;
       s.missed[0] = '\0';
-      if (s.prompt)
+      if (key == KEY_MOUSE)
+        running = s.prompt || mouse(&s); /* a line being typed: the mouse waits */
+      else if (s.prompt)
         prompt_key(&s, key);
       else
         running = act(&s, nt_key_action(key, s.view));

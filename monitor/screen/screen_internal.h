@@ -134,10 +134,20 @@ typedef struct {
   void (*draw)(nt_screen *s, int y);
   bool (*action)(nt_screen *s, int action);
   bool lines;
+  /* A click at (y, x) (NULL: none): a column title sorts by it (again:
+   * inverts), a row takes the cursor. */
+  void (*click)(nt_screen *s, int y, int x);
 } nt_view_def;
 extern const nt_view_def nt_views[NT_VIEW_COUNT];
 /* Cursor and scroll keys of the list views; false if not handled. */
 bool nt_channels_action(nt_screen *s, int action);
+void nt_channels_click(nt_screen *s, int y, int x);
+void nt_proxy_click(nt_screen *s, int y, int x);
+/* The action of the key bar's item under column x (NT_ACT_NONE: none). */
+int nt_keybar_action_at(int cols, int x);
+/* A click while the sort menu is open: an entry picks it, elsewhere
+ * closes it. */
+void nt_sort_menu_click(nt_screen *s, int y, int x);
 bool nt_proxy_list_action(nt_screen *s, int action);
 /* What the proxy view is sorted by, for the header. */
 const char *nt_proxy_sort_name(const nt_screen *s);

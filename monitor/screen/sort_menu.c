@@ -79,6 +79,21 @@ bool nt_sort_menu_action(nt_screen *s, int action) {
   return true;
 }
 
+void nt_sort_menu_click(nt_screen *s, int y, int x) {
+  entry e[MENU_MAX];
+  int n = entries(s, e);
+  int top = s->lay.list.y, room = s->bottom - top, w = MENU_WIDTH < s->cols ? MENU_WIDTH : s->cols;
+  int shown = n < room - 1 ? n : room - 1, first = 0;
+  if (s->menu_row >= shown) first = s->menu_row - shown + 1;
+  int k = y - top - 1;
+  if (x < w && k >= 0 && k < shown) {
+    s->menu_row = first + k;
+    nt_sort_menu_action(s, NT_ACT_ENTER);
+  } else {
+    s->menu = false;
+  }
+}
+
 void nt_sort_menu_draw(nt_screen *s) {
   if (!s->menu) return;
   entry e[MENU_MAX];

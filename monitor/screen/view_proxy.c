@@ -243,6 +243,31 @@ void nt_view_proxy(nt_screen *s, int y) {
               s->cols);
 }
 
+void nt_proxy_click(nt_screen *s, int y, int x) {
+  nt_list l;
+  spec(s, &l);
+  follow_rank(s);
+  nt_list_state *st = &s->lists[NT_VIEW_PROXY];
+  int row, col, hit = nt_list_hit(&l, st, y, x, &row, &col);
+  if (hit == 1) {
+    st->row = row;
+    s->row = synced_rank = (int)rows.line[row].rank;
+    return;
+  }
+  if (hit != 0 || col < 0) return;
+  if (col == l.sort_col && !(col == C_RANK && s->sort == NT_SORT_STALLED)) {
+    s->sort_invert = !s->sort_invert; /* the column in force: inverted, as htop */
+    return;
+  }
+  if (col == C_RANK || col == C_WHO) {
+    s->proxy_sort = C_RANK;
+    s->sort = col == C_RANK ? NT_SORT_RANK : NT_SORT_HOST;
+    return;
+  }
+  for (int k = 1; k < NSORTABLE; k++)
+    if (sortable[k] == col) s->proxy_sort = col;
+}
+
 bool nt_proxy_list_action(nt_screen *s, int action) {
   if (action == NT_ACT_SORT_NEXT || action == NT_ACT_SORT_PREV) {
     /* Any column: from the rank order (and its three kinds) on to the

@@ -302,6 +302,30 @@ void nt_view_channels(nt_screen *s, int y) {
   }
 }
 
+void nt_channels_click(nt_screen *s, int y, int x) {
+  nt_list l;
+  chan_spec(s, &l);
+  nt_list_state *st = &s->lists[NT_VIEW_CHANNELS];
+  int row, col, hit = nt_list_hit(&l, st, y, x, &row, &col);
+  if (hit == 1) {
+    st->row = row;
+    if (col >= 1) st->col = col;
+    chan_sync(s);
+    return;
+  }
+  if (hit != 0 || col != 0) return;
+  /* The first column's title: RANK sorts by rank, HOST by host (COMM
+   * between them: nothing); the order in force inverts. */
+  int at = x - l.area.x, want = at < chan_rank_w        ? NT_SORT_RANK
+                                : at >= chan_rank_w + 6 ? NT_SORT_HOST
+                                                        : -1;
+  if (want < 0) return;
+  if (want == s->sort)
+    s->sort_invert = !s->sort_invert;
+  else
+    s->sort = want;
+}
+
 bool nt_channels_action(nt_screen *s, int action) {
   if (nt_channel_detail_action(s, action)) return true;
   nt_list l;
