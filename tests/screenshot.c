@@ -58,7 +58,7 @@ int main(int argc, char **argv) {
   while (ok && vt_now() < end) vt_pump(&t, 50);
   const char *text = vt_text(&t);
   char *copy = strdup(text);
-  vt_send(&t, "q");
+  vt_send(&t, "qq"); /* on the help the first q closes it (any key does) */
   vt_wait_exit(&t, 10);
   vt_stop(&t);
   if (!ok || !copy) return free(copy), 1;

@@ -39,6 +39,8 @@ enum nt_action {
   NT_ACT_FOLD,
   NT_ACT_SLOWER, /* replay: half the speed */
   NT_ACT_FASTER, /* replay: twice the speed */
+  NT_ACT_SORT_MENU,
+  NT_ACT_SORT_INVERT,
   /* topology view what-ifs (keep these last: >= NT_ACT_WHATIF_P2P recompute) */
   NT_ACT_WHATIF_P2P,
   NT_ACT_WHATIF_P2P_LEVEL,

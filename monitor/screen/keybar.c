@@ -13,7 +13,7 @@ static const struct {
   const char *label;
 } bar[] = {
     {NT_ACT_HELP, "Help"},      {NT_ACT_SEARCH, "Search"},  {NT_ACT_FILTER, "Filter"},
-    {NT_ACT_SORT_NEXT, "Sort"}, {NT_ACT_NEXT_VIEW, "View"}, {NT_ACT_ENTER, "Detail"},
+    {NT_ACT_SORT_MENU, "Sort"}, {NT_ACT_NEXT_VIEW, "View"}, {NT_ACT_ENTER, "Detail"},
     {NT_ACT_PAUSE, "Pause"},    {NT_ACT_QUIT, "Quit"},
 };
 
@@ -50,6 +50,20 @@ static int fit(int cols, char keys[][16], const char **labels) {
     used += w;
   }
   return n;
+}
+
+int nt_keybar_action_at(int cols, int x) {
+  char keys[16][16];
+  const char *labels[16];
+  int n = fit(cols, keys, labels), at = 0;
+  for (int i = 0; i < n; i++) {
+    int w = (int)(strlen(keys[i]) + strlen(labels[i]));
+    if (x >= at && x < at + w)
+      for (size_t k = 0; k < sizeof bar / sizeof bar[0]; k++)
+        if (bar[k].label == labels[i]) return bar[k].action;
+    at += w + 1;
+  }
+  return NT_ACT_NONE;
 }
 
 int nt_keybar_text(char *out, size_t cap, int cols) {

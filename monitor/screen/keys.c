@@ -43,11 +43,15 @@ const nt_key_binding nt_keys[] = {
     {'n', NULL, NULL, NT_ACT_SEARCH_NEXT},
     {'\\', "F4 \\", "filter rows by text (empty: show all)", NT_ACT_FILTER},
     {KEY_F(4), NULL, NULL, NT_ACT_FILTER},
-    {KEY_F(6), "F6 > <",
+    {KEY_F(6), "F6",
+     "sort menu: the orders of this view, the one in force highlighted; Enter picks one, Esc "
+     "closes",
+     NT_ACT_SORT_MENU},
+    {'>', "> <",
      "next / previous sort: rank, stalled first, host; in the proxy view then any column",
      NT_ACT_SORT_NEXT},
-    {'>', NULL, NULL, NT_ACT_SORT_NEXT},
     {'<', NULL, NULL, NT_ACT_SORT_PREV},
+    {'I', "I", "invert the sort order (the column's mark turns from ^ to v)", NT_ACT_SORT_INVERT},
     {'[', "[ ]",
      "replay: half / twice the speed (in a replay, Space pauses it, Left Right seek 10 s, Home End "
      "go to its start / end)",

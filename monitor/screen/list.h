@@ -38,8 +38,9 @@ typedef struct {
   int ncols;
   int fixed; /* leading columns never scrolled away (RANK) */
   int nrows;
-  int sort_col;     /* marked in the header; -1: none */
-  bool cell_cursor; /* the cursor is on a cell (its column kept visible), not a row */
+  int sort_col;          /* marked in the header; -1: none */
+  const char *sort_mark; /* its mark: "^", "v" inverted (NULL: "^") */
+  bool cell_cursor;      /* the cursor is on a cell (its column kept visible), not a row */
   nt_list_cell_fn cell;
   void *ctx;
 } nt_list;
@@ -56,6 +57,10 @@ const char *nt_list_line(char *out, size_t cap, const nt_list_col *cols, int nco
 int nt_list_columns(const nt_list *l, const nt_list_state *st, int *x);
 /* Keeps the cursor inside the rows and visible; then draws. */
 void nt_list_draw(const nt_list *l, nt_list_state *st, int header_attr);
+/* What the screen cell (y, x) is in a list drawn with st: 0 its header,
+ * 1 a row (*row), -1 neither; *col the column under x (-1: a gap or
+ * none). */
+int nt_list_hit(const nt_list *l, const nt_list_state *st, int y, int x, int *row, int *col);
 /* Rows shown below the header. */
 int nt_list_page(const nt_list *l);
 /* Moves for an action (NT_ACT_UP .. NT_ACT_END, LEFT, RIGHT); false if the

@@ -41,12 +41,18 @@ void nt_screen_collect(nt_screen *s) {
   const nt_frame *f = s->f;
   uint32_t kept = 0;
   int nch = 0;
-  for (uint32_t i = 0; i < f->nranks && kept < NT_SCREEN_MAX_RANKS; i++) {
+  uint32_t nr = f->nranks < NT_SCREEN_MAX_RANKS ? f->nranks : NT_SCREEN_MAX_RANKS;
+  uint32_t np = f->nprocs < NT_SCREEN_MAX_RANKS ? f->nprocs : NT_SCREEN_MAX_RANKS;
+  memset(s->kept, 0, nr * sizeof *s->kept);
+  memset(s->proc_kept, 0, np * sizeof *s->proc_kept);
+  for (uint32_t i = 0; i < nr; i++) {
     if (s->filter[0]) {
       char text[256];
       nt_frame_rank_text(f, &f->ranks[i], text, sizeof text);
       if (!strstr(text, s->filter)) continue;
     }
+    s->kept[i] = true;
+    if (f->ranks[i].proc < np) s->proc_kept[f->ranks[i].proc] = true;
     s->order[kept++] = i;
     if (f->ranks[i].channels > nch) nch = f->ranks[i].channels;
   }
@@ -57,6 +63,36 @@ void nt_screen_collect(nt_screen *s) {
     qsort(s->order, kept, sizeof *s->order, cmp_stalled);
   else if (s->sort == NT_SORT_HOST)
     qsort(s->order, kept, sizeof *s->order, cmp_host);
+  if (s->sort_invert) /* I: the same order, last first */
+    for (uint32_t i = 0, j = kept; i + 1 < j; i++, j--) {
+      uint32_t t = s->order[i];
+      s->order[i] = s->order[j - 1];
+      s->order[j - 1] = t;
+    }
+}
+
+bool nt_screen_comm_kept(const nt_screen *s, uint64_t comm_hash) {
+  if (!s->filter[0]) return true;
+  /* The frame's ranks are sorted by (communicator hash, rank): the
+   * communicator's are one run, found by bisection. */
+  const nt_frame *f = s->f;
+  uint32_t lo = 0, hi = f->nranks < NT_SCREEN_MAX_RANKS ? f->nranks : NT_SCREEN_MAX_RANKS;
+  while (lo < hi) {
+    uint32_t mid = lo + (hi - lo) / 2;
+    if (f->ranks[mid].comm_hash < comm_hash)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  for (uint32_t i = lo; i < f->nranks && i < NT_SCREEN_MAX_RANKS; i++) {
+    if (f->ranks[i].comm_hash != comm_hash) break;
+    if (s->kept[i]) return true;
+  }
+  return false;
+}
+
+bool nt_screen_proc_kept(const nt_screen *s, uint32_t proc) {
+  return !s->filter[0] || proc >= NT_SCREEN_MAX_RANKS || s->proc_kept[proc];
 }
 
 static nt_proxy_history *history_slot(nt_screen *s, uint32_t pid, uint32_t tid) {

@@ -37,7 +37,9 @@ static void colors(const nt_options *o) {
 /* What endwin would send, kept for a signal handler (nt_term_restore_now). */
 static void save_leave_sequence(const struct termios *shell) {
   static const char *const caps[] = {"rmkx", "cnorm", "rmcup"};
-  char seq[256] = "";
+  /* xterm's mouse reports off (endwin turns them off; a signal does not
+   * get there). */
+  char seq[256] = "\033[?1006l\033[?1000l";
   for (size_t i = 0; i < sizeof caps / sizeof caps[0]; i++) {
     const char *v = tigetstr(caps[i]);
     if (v && v != (char *)-1 && strlen(seq) + strlen(v) < sizeof seq) strcat(seq, v);
@@ -131,9 +133,56 @@ static bool replay_action(nt_replay *r, int action) {
   }
 }
 
+/* In help, the scroll keys scroll it and a view key goes to that view;
+ * any other key (q included: it does not quit from here) closes it, as in
+ * htop. */
+static bool help_action(nt_screen *s, int action, int page) {
+  if (s->view != NT_VIEW_HELP) return false;
+  if (scroll_action(s, action, page)) return true;
+  bool to_view = action == NT_ACT_NEXT_VIEW || action == NT_ACT_PREV_VIEW ||
+                 (action >= NT_ACT_VIEW_1 && action <= NT_ACT_VIEW_3) ||
+                 (action >= NT_ACT_VIEW_4 && action <= NT_ACT_VIEW_6);
+  if (to_view) return false;
+  s->view = s->prev_view != NT_VIEW_HELP ? s->prev_view : NT_VIEW_OVERVIEW;
+  return true;
+}
+
+static bool act(nt_screen *s, int action);
+
+/* A mouse event, as htop takes them: the wheel scrolls (three lines), a
+ * click on the key bar is its key, on a column title sorts by it (again:
+ * inverts), on a row moves the cursor there; in the help any click closes
+ * it, with the sort menu open a click picks an entry or closes it. Returns
+ * false to quit. */
+static bool mouse(nt_screen *s) {
+  MEVENT ev;
+  if (getmouse(&ev) != OK) return true;
+  if (ev.bstate & (BUTTON4_PRESSED | BUTTON5_PRESSED)) {
+    int a = ev.bstate & BUTTON4_PRESSED ? NT_ACT_UP : NT_ACT_DOWN;
+    for (int i = 0; i < 3; i++) act(s, a);
+    return true;
+  }
+  if (!(ev.bstate & (BUTTON1_PRESSED | BUTTON1_CLICKED))) return true;
+  if (s->lay.keys.h > 0 && ev.y == s->lay.keys.y) {
+    int a = nt_keybar_action_at(s->lay.keys.w, ev.x);
+    return a == NT_ACT_NONE || act(s, a);
+  }
+  if (s->menu) {
+    nt_sort_menu_click(s, ev.y, ev.x);
+  } else if (s->view == NT_VIEW_HELP) {
+    act(s, NT_ACT_NONE); /* closes it, as a key does */
+  } else if (nt_views[s->view].click) {
+    nt_views[s->view].click(s, ev.y, ev.x);
+    clamp_cursor(s);
+  }
+  return true;
+}
+
 /* Applies one action; returns false to quit. */
 static bool act(nt_screen *s, int action) {
   int page = s->rows > 6 ? s->rows - 6 : 1;
+  if (help_action(s, action, page)) return true;
+  if (nt_sort_menu_action(s, action)) return true;
   if (s->o->replay && replay_action(s->o->replay, action)) {
     s->m = nt_replay_model(s->o->replay); /* a seek may have made a new one */
     return true;
@@ -167,7 +216,7 @@ static bool act(nt_screen *s, int action) {
   case NT_ACT_HOME: s->row = 0; break;
   case NT_ACT_END: s->row = (int)s->nranks - 1; break;
   case NT_ACT_ENTER:
-    if (s->view == NT_VIEW_CHANNELS) s->detail = true;
+    if (s->view == NT_VIEW_CHANNELS) s->detail = true, s->detail_top = 0;
     break;
   case NT_ACT_BACK:
     if (s->detail)
@@ -189,6 +238,8 @@ static bool act(nt_screen *s, int action) {
       start_prompt(s, NT_ACT_SEARCH);
     break;
   case NT_ACT_FILTER: start_prompt(s, NT_ACT_FILTER); break;
+  case NT_ACT_SORT_MENU: nt_sort_menu_open(s); break;
+  case NT_ACT_SORT_INVERT: s->sort_invert = !s->sort_invert; break;
   case NT_ACT_SORT_NEXT: s->sort = (s->sort + 1) % NT_SORT_COUNT; break;
   case NT_ACT_SORT_PREV: s->sort = (s->sort + NT_SORT_COUNT - 1) % NT_SORT_COUNT; break;
   default: break;
@@ -233,6 +284,7 @@ void nt_screen_draw(nt_screen *s) {
   nt_draw_header(s);
   nt_draw_alerts_band(s);
   nt_views[s->view].draw(s, s->lay.list.y);
+  nt_sort_menu_draw(s);
   nt_draw_keybar(s);
   if (!s->prompt && s->missed[0]) {
     move(s->rows - 1, 0);
@@ -287,6 +339,9 @@ int nt_screen_run(nt_model *m, nt_source *src, const nt_options *o) {
   nodelay(stdscr, TRUE);
   set_escdelay(25);
   curs_set(0);
+  /* Clicks come as presses, at once (no click interval to wait out). */
+  mousemask(BUTTON1_PRESSED | BUTTON4_PRESSED | BUTTON5_PRESSED, NULL);
+  mouseinterval(0);
   colors(o);
   int updates = 0;
   double next_draw = 0;
@@ -302,7 +357,9 @@ int nt_screen_run(nt_model *m, nt_source *src, const nt_options *o) {
     for (int key; running && (key = getch()) != ERR; input = true) {
       if (key == KEY_RESIZE) continue;
       s.missed[0] = '\0';
-      if (s.prompt)
+      if (key == KEY_MOUSE)
+        running = s.prompt || mouse(&s); /* a line being typed: the mouse waits */
+      else if (s.prompt)
         prompt_key(&s, key);
       else
         running = act(&s, nt_key_action(key, s.view));

@@ -64,9 +64,13 @@ typedef struct {
   const nt_options *o;
   int view, prev_view;
   bool paused, detail;
-  bool unfold; /* the overview shows the alerts folded under each root (+, -) */
+  int detail_top; /* the detail panel's first line shown (PgUp/PgDn) */
+  bool unfold;    /* the overview shows the alerts folded under each root (+, -) */
   int sort;
-  int proxy_sort; /* the proxy view's sort column; 0 (its RANK): the rank order */
+  int proxy_sort;   /* the proxy view's sort column; 0 (its RANK): the rank order */
+  bool sort_invert; /* I: every order reversed */
+  bool menu;        /* the sort menu (F6) is open */
+  int menu_row;     /* its cursor */
   int last_key;
   int prompt;          /* 0, NT_ACT_SEARCH or NT_ACT_FILTER while typing */
   char input[64];      /* the line being typed */
@@ -102,6 +106,11 @@ typedef struct {
   /* The frame's ranks as shown: filtered and sorted (indices into f->ranks). */
   uint32_t order[NT_SCREEN_MAX_RANKS];
   uint32_t nranks;
+  /* Which of the frame's ranks and processes the filter keeps (indices
+   * into f->ranks, f->procs; a process past the array is kept): every
+   * table reads them, so the filter means the same rows everywhere. */
+  bool kept[NT_SCREEN_MAX_RANKS];
+  bool proc_kept[NT_SCREEN_MAX_RANKS];
   int nchannels; /* channel columns: highest channel id + 1 of the ranks shown */
   double now;
   /* The settings file (screen.c save_settings): what it holds now, and the
@@ -136,13 +145,40 @@ typedef struct {
   void (*draw)(nt_screen *s, int y);
   bool (*action)(nt_screen *s, int action);
   bool lines;
+  /* A click at (y, x) (NULL: none): a column title sorts by it (again:
+   * inverts), a row takes the cursor. */
+  void (*click)(nt_screen *s, int y, int x);
 } nt_view_def;
 extern const nt_view_def nt_views[NT_VIEW_COUNT];
 /* Cursor and scroll keys of the list views; false if not handled. */
 bool nt_channels_action(nt_screen *s, int action);
+void nt_channels_click(nt_screen *s, int y, int x);
+void nt_proxy_click(nt_screen *s, int y, int x);
+/* The action of the key bar's item under column x (NT_ACT_NONE: none). */
+int nt_keybar_action_at(int cols, int x);
+/* A click while the sort menu is open: an entry picks it, elsewhere
+ * closes it. */
+void nt_sort_menu_click(nt_screen *s, int y, int x);
 bool nt_proxy_list_action(nt_screen *s, int action);
 /* What the proxy view is sorted by, for the header. */
 const char *nt_proxy_sort_name(const nt_screen *s);
+/* The proxy view's own sort columns (after the rank orders), with their
+ * titles; returns how many (at most cap). */
+int nt_proxy_sort_columns(int *cols, const char **names, int cap);
+/* The sort menu (sort_menu.c): open it on the order in force; while open it
+ * takes every action (true); drawn over the view's top left. */
+void nt_sort_menu_open(nt_screen *s);
+bool nt_sort_menu_action(nt_screen *s, int action);
+void nt_sort_menu_draw(nt_screen *s);
+/* The mark of the sort column's title: ^, or v when inverted. */
+static inline const char *nt_sort_mark(const nt_screen *s) {
+  return s->sort_invert ? "v" : "^";
+}
+/* The channel details (view_detail.c) of (rank, channel) in area: wrapped
+ * to its width, scrolled by PgUp/PgDn while open (the action, true when
+ * taken). */
+void nt_channel_detail(nt_screen *s, const nt_frame_rank *r, int channel, nt_rect area);
+bool nt_channel_detail_action(nt_screen *s, int action);
 void nt_view_proxy(nt_screen *s, int y);
 void nt_view_channels(nt_screen *s, int y);
 void nt_view_help(nt_screen *s, int y);
@@ -163,6 +199,10 @@ int nt_warn_attr(const nt_screen *s);
  * there adds the lines it did not format to *n, so that the scroll can
  * reach the last line. attr 0: plain. */
 bool nt_scroll_line(nt_screen *s, int *y, int *n, int attr, const char *text);
+/* A paragraph as scrolling lines, wrapped at blanks to the screen's
+ * width, the lines after the first indented by `indent` (all of them
+ * counted, shown or not); false once the screen is full. */
+bool nt_scroll_wrap(nt_screen *s, int *y, int *n, int attr, int indent, const char *text);
 /* After a line view drew its n lines: its scroll stops at the last page. */
 void nt_scroll_clamp(nt_screen *s, int n);
 void nt_view_topo(nt_screen *s, int y);
@@ -177,6 +217,14 @@ const nt_proxy_history *nt_history_of(const nt_screen *s, uint32_t pid, uint32_t
 /* The frame's ranks, filtered and sorted as the screen shows them (order,
  * nranks, nchannels). */
 void nt_screen_collect(nt_screen *s);
+/* What the filter keeps of the other tables: a communicator or process
+ * with a rank kept, an operation of a rank kept (all of them without a
+ * filter). */
+bool nt_screen_comm_kept(const nt_screen *s, uint64_t comm_hash);
+bool nt_screen_proc_kept(const nt_screen *s, uint32_t proc);
+static inline bool nt_screen_rank_kept(const nt_screen *s, uint32_t rank) {
+  return !s->filter[0] || (rank < NT_SCREEN_MAX_RANKS && s->kept[rank]);
+}
 /* Appends the frame's dominant states to the histories (once per update). */
 void nt_screen_sample(nt_screen *s);
 

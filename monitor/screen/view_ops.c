@@ -20,6 +20,43 @@ static int algo_width(int have, const char *variant) {
   return need > have ? need : have;
 }
 
+/* A communicator's name in w cells: whole when it fits, else its start
+ * and end around a '~' (names of one job often differ only at the end:
+ * "tp-group-3", "tp-group-12"). Unnamed: its hash. */
+static const char *comm_short(const char *name, uint64_t hash, int w, char *out, size_t cap) {
+  char full[NT_FRAME_NAME + 20];
+  if (name[0])
+    snprintf(full, sizeof full, "%s", name);
+  else
+    snprintf(full, sizeof full, "%016llx", (unsigned long long)hash);
+  int len = (int)strlen(full);
+  if (len <= w || w < 5) {
+    snprintf(out, cap, "%.*s", w, full);
+    return out;
+  }
+  int tail = (w - 1) / 2, head = w - 1 - tail;
+  snprintf(out, cap, "%.*s~%s", head, full, full + len - tail);
+  return out;
+}
+
+/* The communicator column of a table: as wide as the longest name (12 to
+ * 24) where the columns dropped last (priority 0 and 1) fit with it, else
+ * 10 cells under "COMM": at 80 columns the rows of two communicators must
+ * not look the same (they did when the column was dropped). */
+#define COMM_NARROW 10
+static void comm_column(const nt_screen *s, nt_list_col *cols, int ncols, int comm) {
+  int longest = 12;
+  for (uint32_t i = 0; i < s->f->ncomms; i++) {
+    int len = s->f->comms[i].name[0] ? (int)strlen(s->f->comms[i].name) : 16;
+    if (len > longest) longest = len;
+  }
+  cols[comm] = (nt_list_col){"COMMUNICATOR", longest > 24 ? 24 : longest, 0, false};
+  int need = 0;
+  for (int i = 0; i < ncols; i++)
+    if (cols[i].priority <= 1) need += cols[i].width + 1;
+  if (need > s->cols + 1) cols[comm] = (nt_list_col){"COMM", COMM_NARROW, 0, false};
+}
+
 static void stats_section(nt_screen *s, int *y, int *n) {
   const nt_frame *f = s->f;
   bool prev = f->have_run_prev;
@@ -28,16 +65,22 @@ static void stats_section(nt_screen *s, int *y, int *n) {
   /* At 80 columns: what ran, at what size, with which algorithm and
    * protocol, how often, how long, how fast. */
   nt_list_col cols[] = {
-      {"COMMUNICATOR", 14, 3, false}, {"FUNCTION", 13, 0, false}, {"SIZE", 9, 0, false},
-      {"ALGORITHM", 14, 0, false},    {"PROTO", 6, 0, false},     {"COUNT", 7, 1, true},
+      {"COMMUNICATOR", 14, 0, false}, {"FUNCTION", 13, 0, false}, {"SIZE", 9, 0, false},
+      {"ALGORITHM", 9, 0, false},     {"PROTO", 6, 0, false},     {"COUNT", 7, 1, true},
       {"DONE", 7, 3, true},           {"AVG TIME", 10, 0, true},  {"ALGBW", 8, 2, true},
       {"BUSBW", 8, 0, true},          {"MODEL%", 6, 5, true},     {"  PREVIOUS RUN", 26, 4, false},
   };
-  /* NCCL 2.31's symmetric kernels have longer names ("sym:RSxLD_AGxST",
-   * up to 21 characters): the column grows to the longest one shown. */
-  for (uint32_t i = 0; i < ns; i++)
-    cols[3].width = algo_width(cols[3].width, f->stats[i].st.variant);
+  /* The algorithm column as wide as the longest shown (COLLNET_DIRECT;
+   * NCCL 2.31's symmetric kernels, "sym:RSxLD_AGxST", up to 21). */
+  for (uint32_t i = 0; i < ns; i++) {
+    const nt_op_stat *r = &f->stats[i].st;
+    char lab[NT_MAX_VARIANT + 8];
+    int w = (int)strlen(nt_algo_label(r->algo, r->variant, false, lab, sizeof lab));
+    if (w > cols[3].width) cols[3].width = w > 21 ? 21 : w;
+    cols[3].width = algo_width(cols[3].width, r->variant);
+  }
   int nc = prev ? 12 : 11;
+  comm_column(s, cols, nc, 0);
   bool keep[12];
   nt_list_fit(cols, nc, 0, s->cols, keep);
   nt_scroll_line(s, y, n, A_BOLD, nt_list_line(line, sizeof line, cols, nc, keep, NULL));
@@ -46,11 +89,13 @@ static void stats_section(nt_screen *s, int *y, int *n) {
                    "  no operations yet (the plugin's coll/p2p event classes report them)");
     return;
   }
+  uint32_t shown = 0;
   for (uint32_t i = 0; i < ns; i++) {
     const nt_op_stat *r = &f->stats[i].st;
-    char comm[24], was[64] = "", pb[NT_UNIT_LEN];
-    snprintf(comm, sizeof comm, "%s", r->comm_name[0] ? r->comm_name : "");
-    if (!comm[0]) snprintf(comm, sizeof comm, "%016llx", (unsigned long long)r->comm_hash);
+    if (!nt_screen_comm_kept(s, r->comm_hash)) continue; /* the filter's ranks' communicators */
+    shown++;
+    char comm[NT_FRAME_NAME + 20], was[64] = "", pb[NT_UNIT_LEN];
+    comm_short(r->comm_name, r->comm_hash, cols[0].width, comm, sizeof comm);
     double t = r->done ? r->time_s / (double)r->done : 0;
     nt_fmt_ns(t * 1e9, avg, sizeof avg);
     const nt_run_op *p = nt_frame_previous_choice(f, r->func, r->bucket);
@@ -104,6 +149,8 @@ static void stats_section(nt_screen *s, int *y, int *n) {
       return;
     }
   }
+  if (!shown)
+    nt_scroll_line(s, y, n, 0, "  no operations of the ranks the filter keeps (Esc clears it)");
 }
 
 static void phases_section(nt_screen *s, int *y, int *n) {
@@ -112,8 +159,9 @@ static void phases_section(nt_screen *s, int *y, int *n) {
   uint32_t np = s->f->nphases;
   if (!np) return;
   nt_scroll_line(s, y, n, 0, "");
-  snprintf(line, sizeof line, "%-24s %8s %8s %14s %10s %10s", "PHASE (nccltop_tag)", "COUNT",
-           "DONE", "BUSY/rank", "ALGBW", "BUSBW");
+  snprintf(line, sizeof line, "%-24s %8s %8s %14s %10s %10s%s", "PHASE (nccltop_tag)", "COUNT",
+           "DONE", "BUSY/rank", "ALGBW", "BUSBW",
+           s->filter[0] ? "  (all ranks: phases are summed over the job)" : "");
   nt_scroll_line(s, y, n, A_BOLD, line);
   for (uint32_t i = 0; i < np; i++) {
     double t = ph[i].ranks ? ph[i].time_s / ph[i].ranks : 0;
@@ -139,23 +187,29 @@ static void recent_section(nt_screen *s, int *y, int *n) {
   nt_scroll_line(s, y, n, 0, "");
   /* At 80 columns: which rank, what, how big, in what state, how old. */
   nt_list_col cols[] = {
-      {"RANK", 11, 0, false}, {"HOST:PID", 22, 2, false}, {"FUNCTION", 13, 0, false},
-      {"SEQ", 7, 3, true},    {"SIZE", 10, 1, true},      {"ALGO/PROTO", 17, 3, false},
-      {"CH", 4, 4, true},     {"PHASE", 12, 3, false},    {"STATE", 9, 0, false},
-      {"AGE", 9, 0, true},    {"DURATION", 10, 1, true},
+      {"RANK", 11, 0, false},       {"COMMUNICATOR", 14, 0, false},
+      {"HOST:PID", 22, 2, false},   {"FUNCTION", 13, 0, false},
+      {"SEQ", 7, 3, true},          {"SIZE", 10, 1, true},
+      {"ALGO/PROTO", 17, 3, false}, {"CH", 4, 4, true},
+      {"PHASE", 12, 3, false},      {"STATE", 9, 0, false},
+      {"AGE", 9, 0, true},          {"DURATION", 10, 1, true},
   };
   enum { NC = sizeof cols / sizeof cols[0] };
-  for (uint32_t i = 0; i < nr; i++) cols[5].width = algo_width(cols[5].width, f->recent[i].variant);
+  for (uint32_t i = 0; i < nr; i++) cols[6].width = algo_width(cols[6].width, f->recent[i].variant);
+  comm_column(s, cols, NC, 1);
   bool keep[NC];
   nt_list_fit(cols, NC, 1, s->cols, keep);
   nt_scroll_line(s, y, n, A_BOLD, nt_list_line(line, sizeof line, cols, NC, keep, NULL));
-  if (!nr) nt_scroll_line(s, y, n, 0, "  none yet");
+  uint32_t shown = 0;
   for (uint32_t i = 0; i < nr; i++) {
     const nt_frame_op *r = &f->recent[i];
+    if (!nt_screen_rank_kept(s, r->rank)) continue;
+    shown++;
     const nt_oplog_row *op = &r->op;
     const nt_frame_rank *rk = &f->ranks[r->rank];
     const nt_frame_proc *p = nt_frame_proc_of(f, rk);
-    char rank[16], who[96], ap[40], t[NT_UNIT_LEN], age[NT_UNIT_LEN];
+    char rank[16], who[96], ap[40], t[NT_UNIT_LEN], age[NT_UNIT_LEN], comm[NT_FRAME_NAME + 20];
+    comm_short(rk->comm_name, rk->comm_hash, cols[1].width, comm, sizeof comm);
     snprintf(rank, sizeof rank, "%d/%d", rk->rank, rk->nranks);
     snprintf(who, sizeof who, "%s:%u", p->host, p->pid);
     if (op->kind == NT_OP_COLL)
@@ -178,6 +232,7 @@ static void recent_section(nt_screen *s, int *y, int *n) {
     char ch[16];
     snprintf(ch, sizeof ch, "%u", op->nchannels);
     const char *cells[NC] = {rank,
+                             comm,
                              who,
                              nt_func_name(op->func),
                              seq,
@@ -194,6 +249,9 @@ static void recent_section(nt_screen *s, int *y, int *n) {
       return;
     }
   }
+  if (!shown)
+    nt_scroll_line(s, y, n, 0,
+                   s->filter[0] ? "  none of the ranks the filter keeps" : "  none yet");
 }
 
 void nt_view_ops(nt_screen *s, int y) {

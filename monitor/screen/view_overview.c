@@ -106,6 +106,7 @@ void nt_view_overview(nt_screen *s, int y) {
   nt_scroll_line(s, &y, &n, A_BOLD, nt_list_line(line, sizeof line, ccols, NC, keep, NULL));
   for (uint32_t i = 0; i < f->ncomms; i++) {
     const nt_frame_comm *c = &f->comms[i];
+    if (!nt_screen_comm_kept(s, c->hash)) continue; /* the filter's ranks' communicators */
     char hash[24], ranks[24], nodes[16], launched[48], done[24], stalled[16];
     snprintf(hash, sizeof hash, "%016llx", (unsigned long long)c->hash);
     snprintf(ranks, sizeof ranks, "%u/%d", c->ranks, c->nranks);
@@ -135,6 +136,7 @@ void nt_view_overview(nt_screen *s, int y) {
   nt_scroll_line(s, &y, &n, A_BOLD, nt_list_line(line, sizeof line, pcols, NP, pkeep, NULL));
   for (uint32_t i = 0; i < f->nprocs; i++) {
     const nt_frame_proc *p = &f->procs[i];
+    if (!nt_screen_proc_kept(s, i)) continue; /* the filter's ranks' processes */
     const nt_process_counters *c = &p->counters;
     char who[96], abi[16], comms_n[16], events[24], dropped[24], unsent[24];
     snprintf(who, sizeof who, "%s:%u", p->host, p->pid);

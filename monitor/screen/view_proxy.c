@@ -31,9 +31,9 @@ enum {
 static const nt_list_col cols[C_COUNT] = {
     [C_RANK] = {"RANK", 11, 0, false},         [C_COMM] = {"COMM", 18, 2, false},
     [C_WHO] = {"HOST:PID", 20, 1, false},      [C_STATE] = {"STATE", 7, 0, false},
-    [C_BAR] = {"LAST INTERVAL", 22, 3, false}, [C_IDLE] = {"IDLE%", 5, 3, true},
-    [C_ACTV] = {"ACTV%", 5, 1, true},          [C_SLEP] = {"SLEP%", 5, 3, true},
-    [C_WAKE] = {"WAKE%", 5, 4, true},          [C_APND] = {"APND%", 5, 4, true},
+    [C_BAR] = {"LAST INTERVAL", 22, 3, false}, [C_IDLE] = {"IDLE%", 6, 3, true},
+    [C_ACTV] = {"ACTV%", 6, 1, true},          [C_SLEP] = {"SLEP%", 6, 3, true},
+    [C_WAKE] = {"WAKE%", 6, 4, true},          [C_APND] = {"APND%", 6, 4, true},
     [C_APPENDS] = {"APPENDS", 8, 5, true},     [C_OPS] = {"OPS", 8, 5, true},
     [C_HISTORY] = {"HISTORY", 24, 4, false},
 };
@@ -51,10 +51,20 @@ typedef struct {
 static proxy_rows rows;
 
 /* Sorting by any column (F6 > <): the order the columns are offered in;
- * C_RANK is the screen's rank order (rank, stalled first or host). */
-static const int sortable[] = {C_RANK, C_WHO,  C_STATE, C_IDLE,    C_ACTV,
-                               C_SLEP, C_WAKE, C_APND,  C_APPENDS, C_OPS};
+ * C_RANK is the screen's rank order (rank, stalled first or host: the last
+ * is HOST:PID's, so that column is not offered twice). */
+static const int sortable[] = {C_RANK, C_STATE, C_IDLE,    C_ACTV, C_SLEP,
+                               C_WAKE, C_APND,  C_APPENDS, C_OPS};
 enum { NSORTABLE = sizeof sortable / sizeof sortable[0] };
+
+int nt_proxy_sort_columns(int *out, const char **names, int cap) {
+  int n = 0;
+  for (int k = 1; k < NSORTABLE && n < cap; k++, n++) {
+    out[n] = sortable[k];
+    names[n] = cols[sortable[k]].title;
+  }
+  return n;
+}
 
 /* A line's value in a numeric column. */
 static double value_of(const nt_frame_proxy *x, int col) {
@@ -97,7 +107,15 @@ static void collect(nt_screen *s) {
       rows.line[rows.n++].thread = t;
     }
   }
-  if (s->proxy_sort != C_RANK) qsort(rows.line, rows.n, sizeof rows.line[0], cmp_line);
+  if (s->proxy_sort == C_RANK) return; /* the ranks' order, inverted or not */
+  qsort(rows.line, rows.n, sizeof rows.line[0], cmp_line);
+  if (s->sort_invert)
+    for (uint32_t i = 0, j = rows.n; i + 1 < j; i++, j--) {
+      uint32_t t[2] = {rows.line[i].rank, rows.line[i].thread};
+      rows.line[i] = rows.line[j - 1];
+      rows.line[j - 1].rank = t[0];
+      rows.line[j - 1].thread = t[1];
+    }
 }
 
 const char *nt_proxy_sort_name(const nt_screen *s) {
@@ -169,18 +187,26 @@ static void cell(void *ctx, int row, int col, int y, int xx, int w, bool cursor)
   if (attr) attroff(attr);
 }
 
+/* The columns as drawn: RANK's title says "stalled first" (!) when that is
+ * the order, the column having no stall of its own. */
+static nt_list_col shown_cols[C_COUNT];
+
 static void spec(nt_screen *s, nt_list *l) {
   collect(s);
+  memcpy(shown_cols, cols, sizeof cols);
+  bool stalled_first = s->proxy_sort == C_RANK && s->sort == NT_SORT_STALLED;
+  if (stalled_first) shown_cols[C_RANK].title = "RANK !";
   *l = (nt_list){
       .area = {.y = s->lay.list.y, .x = 0, .h = s->bottom - 1 - s->lay.list.y, .w = s->cols},
-      .cols = cols,
+      .cols = shown_cols,
       .ncols = C_COUNT,
       .fixed = 1,
       .nrows = (int)rows.n,
-      .sort_col = s->proxy_sort != C_RANK   ? s->proxy_sort
-                  : s->sort == NT_SORT_RANK ? C_RANK
-                  : s->sort == NT_SORT_HOST ? C_WHO
-                                            : -1,
+      .sort_col = s->proxy_sort != C_RANK                    ? s->proxy_sort
+                  : s->sort == NT_SORT_RANK || stalled_first ? C_RANK
+                  : s->sort == NT_SORT_HOST                  ? C_WHO
+                                                             : -1,
+      .sort_mark = nt_sort_mark(s),
       .cell = cell,
       .ctx = &rows};
   if (l->area.h < 0) l->area.h = 0;
@@ -215,6 +241,31 @@ void nt_view_proxy(nt_screen *s, int y) {
               "STATE now; LAST INTERVAL: the states since the last update; %: since the thread "
               "started; arrows move, Left/Right show more columns",
               s->cols);
+}
+
+void nt_proxy_click(nt_screen *s, int y, int x) {
+  nt_list l;
+  spec(s, &l);
+  follow_rank(s);
+  nt_list_state *st = &s->lists[NT_VIEW_PROXY];
+  int row, col, hit = nt_list_hit(&l, st, y, x, &row, &col);
+  if (hit == 1) {
+    st->row = row;
+    s->row = synced_rank = (int)rows.line[row].rank;
+    return;
+  }
+  if (hit != 0 || col < 0) return;
+  if (col == l.sort_col && !(col == C_RANK && s->sort == NT_SORT_STALLED)) {
+    s->sort_invert = !s->sort_invert; /* the column in force: inverted, as htop */
+    return;
+  }
+  if (col == C_RANK || col == C_WHO) {
+    s->proxy_sort = C_RANK;
+    s->sort = col == C_RANK ? NT_SORT_RANK : NT_SORT_HOST;
+    return;
+  }
+  for (int k = 1; k < NSORTABLE; k++)
+    if (sortable[k] == col) s->proxy_sort = col;
 }
 
 bool nt_proxy_list_action(nt_screen *s, int action) {

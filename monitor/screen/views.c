@@ -71,6 +71,32 @@ bool nt_scroll_line(nt_screen *s, int *y, int *n, int attr, const char *text) {
   return true;
 }
 
+bool nt_scroll_wrap(nt_screen *s, int *y, int *n, int attr, int indent, const char *text) {
+  int width = s->cols > 2 * indent + 10 ? s->cols : 2 * indent + 10;
+  bool shown = true;
+  char buf[1024];
+  for (bool first = true; first || *text; first = false) {
+    int room = width - (first ? 0 : indent);
+    size_t len = strlen(text), cut = len;
+    if (len > (size_t)room) {
+      /* At the last blank that fits; a word longer than the line is cut,
+       * never inside a UTF-8 sequence. */
+      cut = (size_t)room;
+      size_t b = cut;
+      while (b > cut / 3 && text[b] != ' ') b--;
+      if (b > cut / 3)
+        cut = b;
+      else
+        while (cut > 1 && ((unsigned char)text[cut] & 0xC0) == 0x80) cut--;
+    }
+    snprintf(buf, sizeof buf, "%*s%.*s", first ? 0 : indent, "", (int)cut, text);
+    shown = nt_scroll_line(s, y, n, attr, buf) && shown;
+    text += cut;
+    while (*text == ' ') text++;
+  }
+  return shown;
+}
+
 void nt_scroll_clamp(nt_screen *s, int n) {
   int page = s->bottom - 1 - s->lay.list.y, max = n - (page > 0 ? page : 1);
   if (s->scroll[s->view] > max) s->scroll[s->view] = max > 0 ? max : 0;
@@ -98,14 +124,20 @@ void nt_draw_header(nt_screen *s) {
   FIELD(0, " nccltop [%s]", nt_views[s->view].name);
   FIELD(0, "%s", mode);
   FIELD(7, "%s", age);
-  FIELD(4, "publishers %u", f->publishers);
-  FIELD(5, "ranks %u", s->nranks);
+  /* Filtered, the ranks shown of all (every table shows theirs) before
+   * the publishers. */
+  FIELD(s->filter[0] ? 5 : 4, "publishers %u", f->publishers);
+  if (s->filter[0])
+    FIELD(4, "ranks %u/%u", s->nranks, f->nranks);
+  else
+    FIELD(5, "ranks %u", s->nranks);
   FIELD(1, "alerts %u", f->nalerts - f->nfolded);
   if (f->bad_messages) FIELD(6, "bad msgs %llu", (unsigned long long)f->bad_messages);
   if (f->lost_messages) FIELD(6, "lost %llu", (unsigned long long)f->lost_messages);
   if (f->refused) FIELD(6, "refused %llu", (unsigned long long)f->refused);
   if (s->filter[0]) FIELD(2, "filter \"%.40s\"", s->filter);
-  FIELD(3, "sort %s", s->view == NT_VIEW_PROXY ? nt_proxy_sort_name(s) : nt_sort_name(s->sort));
+  FIELD(3, "sort %s%s", s->view == NT_VIEW_PROXY ? nt_proxy_sort_name(s) : nt_sort_name(s->sort),
+        s->sort_invert ? " (inverted)" : "");
   FIELD(8, "mem %s", nt_fmt_size((double)f->memory_bytes, mem, sizeof mem));
 #undef FIELD
   bool keep[11] = {false};
@@ -147,125 +179,12 @@ static const char *wait_tag(int wait) {
   return wait >= 0 && wait < NT_WAIT_COUNT ? tags[wait] : "-";
 }
 
-/* Network plugin rows of a rank (IB QPs or sockets), when its net plugin
- * reports them. */
-static void net_lines(nt_screen *s, const nt_frame_rank *r, int *y, int end, int x) {
-  char line[256], bytes[NT_UNIT_LEN], busy[NT_UNIT_LEN];
-  for (uint32_t i = r->net0; i < r->net0 + r->nnet && *y < end; i++) {
-    const nt_net_row *n = &s->f->net[i];
-    if (n->type == NT_NET_IB_QP)
-      snprintf(line, sizeof line,
-               "net plugin: IB device %d QP %u: %llu requests, %s, busy %s, %llu open", n->device,
-               n->id, (unsigned long long)n->count,
-               nt_fmt_size((double)n->bytes, bytes, sizeof bytes),
-               nt_fmt_ns((double)n->busy_ns, busy, sizeof busy), (unsigned long long)n->in_flight);
-    else
-      snprintf(line, sizeof line, "net plugin: socket fd %u: %llu tasks, %s, busy %s, %llu open",
-               n->id, (unsigned long long)n->count,
-               nt_fmt_size((double)n->bytes, bytes, sizeof bytes),
-               nt_fmt_ns((double)n->busy_ns, busy, sizeof busy), (unsigned long long)n->in_flight);
-    mvaddnstr((*y)++, x, line, s->cols - x);
-  }
-}
-
-/* PXN: what this process's proxy thread ran on the channel for other ranks
- * of the node, whose own rows show none of it. */
-static void relay_lines(nt_screen *s, const nt_frame_rank *r, int channel, int *y, int end, int x) {
-  char line[256], bytes[32];
-  for (uint32_t c = r->chan0; c < r->chan0 + r->nchan && *y < end; c++) {
-    const nt_channel_row *row = &s->f->channels[c].row;
-    if (row->channel != channel || row->relay_rank < 0) continue;
-    snprintf(line, sizeof line, "relayed for rank %d (PXN): %s %s peer %d: %llu steps, %s, %s",
-             row->relay_rank, row->dir ? "recv" : "send", row->dir ? "from" : "to", row->peer,
-             (unsigned long long)row->steps, nt_fmt_size((double)row->bytes, bytes, sizeof bytes),
-             nt_run_name(row->run_state));
-    mvaddnstr((*y)++, x, line, s->cols - x);
-  }
-}
-
-/* The channel's GPU work (kernelch): operations, busy time and, on NCCL
- * 2.31, its split into kernel phases; time in the sync phases is time the
- * kernel waited for its peers. */
-static void kernel_lines(nt_screen *s, const nt_frame_rank *r, int channel, int *y, int end,
-                         int x) {
-  static const char *const names[NT_KPHASE_COUNT] = {"initial_sync", "compute", "final_sync"};
-  char line[384], busy[NT_UNIT_LEN], t[NT_UNIT_LEN];
-  for (uint32_t i = r->kern0; i < r->kern0 + r->nkern && *y < end; i++) {
-    const nt_kernel_row *k = &s->f->kernels[i];
-    if (k->channel != channel) continue;
-    uint64_t sum = 0;
-    for (int q = 0; q < NT_KPHASE_COUNT; q++) sum += k->phase_ns[q];
-    int n =
-        snprintf(line, sizeof line, "GPU: %llu kernel channel runs, busy %s",
-                 (unsigned long long)k->count, nt_fmt_ns((double)k->busy_ns, busy, sizeof busy));
-    for (int q = 0; sum && q < NT_KPHASE_COUNT && n > 0 && (size_t)n < sizeof line; q++)
-      n += snprintf(line + n, sizeof line - (size_t)n, "%s%s %s (%.1f%%)",
-                    q ? ", " : "; kernel phases (NCCL 2.31): ", names[q],
-                    nt_fmt_ns((double)k->phase_ns[q], t, sizeof t),
-                    100.0 * (double)k->phase_ns[q] / (double)sum);
-    mvaddnstr((*y)++, x, line, s->cols - x);
-  }
-}
-
-static void detail_panel(nt_screen *s, const nt_frame_rank *r, int channel, nt_rect area) {
-  char line[256];
-  int x = 2, y = area.y, end = area.y + area.h;
-  const nt_frame_proc *p = nt_frame_proc_of(s->f, r);
-  if (area.h <= 0) return;
-  mvhline(y++, 0, ACS_HLINE, s->cols);
-  snprintf(line, sizeof line, "rank %d/%d  channel %d  host %s  pid %u   (Esc closes)", r->rank,
-           r->nranks, channel, p->host, p->pid);
-  attron(A_BOLD);
-  if (y < end) mvaddnstr(y++, x, line, s->cols - x);
-  attroff(A_BOLD);
-  for (int dir = 0; dir < 2 && y < end; dir++) {
-    const nt_frame_channel *fc = nt_frame_cell(s->f, r, channel, dir);
-    if (!fc) continue;
-    const nt_channel_row *row = &fc->row;
-    double sps = fc->steps_per_s, bps = fc->bytes_per_s;
-    uint64_t sum = row->wait_ns[0] + row->wait_ns[1] + row->wait_ns[2];
-    char age[NT_UNIT_LEN + 8], rate[NT_UNIT_LEN];
-    if (row->progress_age_ns == UINT64_MAX)
-      snprintf(age, sizeof age, "never");
-    else
-      snprintf(age, sizeof age, "%s ago",
-               nt_fmt_ns((double)row->progress_age_ns, rate, sizeof rate));
-    bool stalled = fc->stalled;
-    char step[48];
-    if (row->cur_wait != NT_WAIT_NONE)
-      snprintf(step, sizeof step, "step %d in %s", row->cur_step, nt_wait_name(row->cur_wait));
-    else
-      snprintf(step, sizeof step, "no step in progress");
-    snprintf(line, sizeof line,
-             "%s %s peer %d: %s, last progress %s, %.0f steps/s, %s, %llu ops in flight "
-             "(%s)%s",
-             dir ? "recv" : "send", dir ? "from" : "to", row->peer, step, age, sps,
-             nt_fmt_rate(bps, rate, sizeof rate),
-             (unsigned long long)(row->ops_started - row->ops_done), nt_run_name(row->run_state),
-             stalled ? "  STALLED" : "");
-    if (stalled) attron(nt_stall_attr(s));
-    mvaddnstr(y++, x, line, s->cols - x);
-    if (stalled) attroff(nt_stall_attr(s));
-    for (int k = 0; k < 3 && y < end; k++) {
-      double share = sum ? (double)row->wait_ns[k] / (double)sum : 0;
-      int wait = nt_dir_wait(dir, k);
-      char t[NT_UNIT_LEN];
-      snprintf(line, sizeof line, "    %-16s %8s %5.1f%% ", nt_wait_name(wait),
-               nt_fmt_ns((double)row->wait_ns[k], t, sizeof t), 100 * share);
-      mvaddnstr(y, x, line, s->cols - x);
-      int mx = x + (int)strlen(line), mw = s->cols - mx - 1 < 30 ? s->cols - mx - 1 : 30;
-      nt_meter(s, y++, mx, mw, share, nt_wait_attr(s, wait));
-    }
-  }
-  kernel_lines(s, r, channel, &y, end, x);
-  relay_lines(s, r, channel, &y, end, x);
-  net_lines(s, r, &y, end, x);
-}
-
 /* The channel grid: a list panel of ranks, one column per channel; the
  * cursor is a cell (s->row, s->col), the scroll the view's own. */
 static nt_list_col chan_cols[NT_LIST_MAX_COLS];
 static char chan_titles[NT_LIST_MAX_COLS][16];
+#define NT_HOST_SHOWN 10    /* a host's first characters in the grid */
+static int chan_rank_w = 4; /* the rank's width: the widest "r/n" shown (or its title) */
 
 static void chan_cell(void *ctx, int i, int col, int y, int x, int w, bool cursor) {
   nt_screen *s = ctx;
@@ -273,10 +192,14 @@ static void chan_cell(void *ctx, int i, int col, int y, int x, int w, bool curso
   char line[64];
   if (col == 0) {
     /* rank/nranks, a short communicator id (ranks of several comms
-     * alternate) and its host (a job spans nodes) */
+     * alternate) and its host (a job spans nodes), each in its own width
+     * (chan_widths), under its title */
     const nt_frame_proc *p = nt_frame_proc_of(s->f, r);
-    snprintf(line, sizeof line, "%d/%d %04llx %.10s%s", r->rank, r->nranks,
-             (unsigned long long)(r->comm_hash & 0xffff), p->host, p->stale ? "?" : "");
+    char rank[24], host[NT_HOST_SHOWN + 2];
+    snprintf(rank, sizeof rank, "%d/%d", r->rank, r->nranks);
+    snprintf(host, sizeof host, "%.*s%s", NT_HOST_SHOWN, p->host, p->stale ? "?" : "");
+    snprintf(line, sizeof line, "%-*s %04llx %s", chan_rank_w, rank,
+             (unsigned long long)(r->comm_hash & 0xffff), host);
     mvaddnstr(y, x, line, w);
     return;
   }
@@ -309,7 +232,29 @@ static void chan_cell(void *ctx, int i, int col, int y, int x, int w, bool curso
 static void chan_spec(nt_screen *s, nt_list *l) {
   int nch = s->nchannels;
   if (nch > NT_LIST_MAX_COLS - 1) nch = NT_LIST_MAX_COLS - 1;
-  chan_cols[0] = (nt_list_col){"RANK COMM HOST", 27, 0, false};
+  /* The sort mark on the word that sorts (it was after HOST when the
+   * rank sorted): RANK^, HOST^, or "!^" for stalled first. RANK, COMM and
+   * HOST as wide as what they show (RANK was 4 wide, so from rank 10 on
+   * the columns shifted; HOST 18 wide for "vm"). */
+  static char first[64];
+  char rank_title[8], host_title[16];
+  const char *m = nt_sort_mark(s);
+  snprintf(rank_title, sizeof rank_title, "RANK%s", s->sort == NT_SORT_RANK ? m : "");
+  snprintf(host_title, sizeof host_title, "HOST%s%s", s->sort == NT_SORT_STALLED ? " !" : "",
+           s->sort == NT_SORT_RANK ? "" : m);
+  int rank_w = (int)strlen(rank_title), host_w = (int)strlen(host_title);
+  for (uint32_t i = 0; i < s->nranks; i++) {
+    const nt_frame_rank *r = nt_screen_rank(s, (int)i);
+    const nt_frame_proc *p = nt_frame_proc_of(s->f, r);
+    char t[24];
+    int w = snprintf(t, sizeof t, "%d/%d", r->rank, r->nranks);
+    if (w > rank_w) rank_w = w;
+    int hl = (int)strnlen(p->host, NT_HOST_SHOWN) + (p->stale ? 1 : 0);
+    if (hl > host_w) host_w = hl;
+  }
+  chan_rank_w = rank_w;
+  snprintf(first, sizeof first, "%-*s COMM %s", rank_w, rank_title, host_title);
+  chan_cols[0] = (nt_list_col){first, rank_w + 1 + 4 + 1 + host_w, 0, false};
   for (int c = 0; c < nch; c++) {
     snprintf(chan_titles[c + 1], sizeof chan_titles[c + 1], "ch%-2u S/R", (unsigned char)c);
     chan_cols[c + 1] = (nt_list_col){chan_titles[c + 1], 10, 0, false};
@@ -320,7 +265,7 @@ static void chan_spec(nt_screen *s, nt_list *l) {
                  .ncols = nch + 1,
                  .fixed = 1,
                  .nrows = (int)s->nranks,
-                 .sort_col = s->sort == NT_SORT_RANK ? 0 : -1,
+                 .sort_col = -1, /* marked in its title */
                  .cell_cursor = true,
                  .cell = chan_cell,
                  .ctx = s};
@@ -345,7 +290,7 @@ void nt_view_channels(nt_screen *s, int y) {
   chan_sync(s);
   if (!s->nranks) return;
   if (s->detail && s->row < (int)s->nranks) {
-    detail_panel(s, nt_screen_rank(s, s->row), s->col, s->lay.detail);
+    nt_channel_detail(s, nt_screen_rank(s, s->row), s->col, s->lay.detail);
   } else {
     mvaddnstr(
         s->bottom - 1, 0,
@@ -357,7 +302,32 @@ void nt_view_channels(nt_screen *s, int y) {
   }
 }
 
+void nt_channels_click(nt_screen *s, int y, int x) {
+  nt_list l;
+  chan_spec(s, &l);
+  nt_list_state *st = &s->lists[NT_VIEW_CHANNELS];
+  int row, col, hit = nt_list_hit(&l, st, y, x, &row, &col);
+  if (hit == 1) {
+    st->row = row;
+    if (col >= 1) st->col = col;
+    chan_sync(s);
+    return;
+  }
+  if (hit != 0 || col != 0) return;
+  /* The first column's title: RANK sorts by rank, HOST by host (COMM
+   * between them: nothing); the order in force inverts. */
+  int at = x - l.area.x, want = at < chan_rank_w        ? NT_SORT_RANK
+                                : at >= chan_rank_w + 6 ? NT_SORT_HOST
+                                                        : -1;
+  if (want < 0) return;
+  if (want == s->sort)
+    s->sort_invert = !s->sort_invert;
+  else
+    s->sort = want;
+}
+
 bool nt_channels_action(nt_screen *s, int action) {
+  if (nt_channel_detail_action(s, action)) return true;
   nt_list l;
   chan_spec(s, &l);
   if (action == NT_ACT_LEFT && s->lists[NT_VIEW_CHANNELS].col <= 1) return true; /* not RANK */
@@ -387,43 +357,47 @@ static void event_classes(nt_screen *s, int *y, int *n) {
     if (any & (1u << b))
       used += (size_t)snprintf(line + used, sizeof line - used, " %s%s", nt_event_class_name(b),
                                all & (1u << b) ? "" : "(some processes)");
-  nt_scroll_line(s, y, n, A_BOLD, line);
-  nt_scroll_line(s, y, n, 0,
+  nt_scroll_wrap(s, y, n, A_BOLD, 2, line);
+  nt_scroll_wrap(s, y, n, 0, 4,
                  "  chosen at start with NCCLTOP_EVENTS (e.g. default,kernelch); the job can call "
                  "nccltop_set_mask() to change them live.");
-  nt_scroll_line(
-      s, y, n, 0,
-      "  kernelch: GPU time per operation, at a cost; netplugin: IB/socket events of net "
-      "plugins that report them.");
+  nt_scroll_wrap(s, y, n, 0, 4,
+                 "  kernelch: GPU time per operation, at a cost; netplugin: IB/socket events of "
+                 "net plugins that report them.");
 }
 
+/* The help: wrapped at blanks to the terminal's width (80 columns cut
+ * words), the keys from the key table. Any key but a scroll key closes it
+ * (screen.c), as htop's. */
 void nt_view_help(nt_screen *s, int y) {
-  char line[256];
+  char line[512];
   int n = 0;
   event_classes(s, &y, &n);
   nt_scroll_line(s, &y, &n, 0, "");
-  nt_scroll_line(s, &y, &n, A_BOLD, "Keys");
+  nt_scroll_line(s, &y, &n, A_BOLD,
+                 "Keys (arrows, PgUp, PgDn, Home, End scroll; any other key closes this)");
   for (const nt_key_binding *b = nt_keys; b->key; b++) {
     if (!b->keys_text) continue;
     snprintf(line, sizeof line, "  %-12s %s", b->keys_text, b->help);
-    nt_scroll_line(s, &y, &n, 0, line);
+    nt_scroll_wrap(s, &y, &n, 0, 15, line);
   }
   static const char *const text[] = {
       "",
-      "Proxy thread states: idle (its last pass moved nothing), active (a pass moved data),",
-      "  sleep (blocked until NCCL posts work), wakeup (just woken), append (taking new ops).",
-      "Step waits, send: send_gpu_wait (GPU filling the buffer), send_peer_wait (receiver has",
-      "  not granted credit), send_net_wait (on the wire); recv: recv_net_wait (data not yet",
-      "  arrived), recv_flush_wait (arrived: a GPUDirect flush if one is needed, else the wait",
-      "  for the proxy's next pass), recv_gpu_wait (GPU consuming the data).",
+      "Proxy thread states: idle (its last pass moved nothing), active (a pass moved data), "
+      "sleep (blocked until NCCL posts work), wakeup (just woken), append (taking new ops).",
+      "Step waits, send: send_gpu_wait (GPU filling the buffer), send_peer_wait (receiver has "
+      "not granted credit), send_net_wait (on the wire); recv: recv_net_wait (data not yet "
+      "arrived), recv_flush_wait (arrived: a GPUDirect flush if one is needed, else the wait "
+      "for the proxy's next pass), recv_gpu_wait (GPU consuming the data).",
       "A channel is stalled (!) when ops are in flight and no step moved for --stall-ms.",
       "Proxy HISTORY, oldest first: . idle  # active  z sleep  ! wakeup  + append.",
-      "Alerts: root = where the waits of stalled ranks end; stall = channels stuck in a wait",
-      "  (and the peer waited on); hung_op = in flight past --stall-ms; straggler = launched",
-      "  fewer operations than the other ranks; silent = publisher stopped; drops = data lost;",
-      "  slow = collectives under half of NCCL's prediction for 10 s (MODEL%, view 4).",
+      "Alerts: root = where the waits of stalled ranks end; stall = channels stuck in a wait "
+      "(and the peer waited on); hung_op = in flight past --stall-ms; straggler = launched "
+      "fewer operations than the other ranks; silent = publisher stopped; drops = data lost; "
+      "slow = collectives under half of NCCL's prediction for 10 s (MODEL%, view 4).",
       "Bandwidths: algbw and busbw as nccl-tests computes them, in decimal units (GB/s = 1e9 B/s).",
   };
-  for (size_t i = 0; i < sizeof text / sizeof text[0]; i++) nt_scroll_line(s, &y, &n, 0, text[i]);
-  if (s->scroll[s->view] > n - 1) s->scroll[s->view] = n > 0 ? n - 1 : 0;
+  for (size_t i = 0; i < sizeof text / sizeof text[0]; i++)
+    nt_scroll_wrap(s, &y, &n, 0, 2, text[i]);
+  nt_scroll_clamp(s, n);
 }
