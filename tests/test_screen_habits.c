@@ -547,6 +547,24 @@ static void mouse_sorts_selects_scrolls_and_clicks_the_key_bar(void) {
   CHECK(demo_stop(&d, ok));
 }
 
+/* ---- the key bar ---- */
+
+/* Enter opens details only in the channels view: only there does the key
+ * bar offer it (newcomer run 3, finding 24). */
+static void the_key_bar_offers_enter_only_where_it_opens_details(void) {
+  demo_term d;
+  bool ok = demo_start(&d, 24, 100, (char *[]){"--ranks", "4", "--comms", "1", "-d", "200", NULL});
+  ok = ok && wait_header(&d.t, "[overview]") && wait_row(&d.t, 10, ROW("F1Help", "F10Quit")) &&
+       wait_no_row(&d.t, 2, ROW("F1Help", "Detail"));
+  if (ok) vt_send(&d.t, "3");
+  ok = ok && wait_header(&d.t, "[channels]") && wait_row(&d.t, 10, ROW("F1Help", "EnterDetail"));
+  if (ok) vt_send(&d.t, "4");
+  ok = ok && wait_header(&d.t, "[collectives]") && wait_no_row(&d.t, 10, ROW("F1Help", "Detail"));
+  if (ok) vt_send(&d.t, "2");
+  ok = ok && wait_header(&d.t, "[proxy threads]") && wait_no_row(&d.t, 10, ROW("F1Help", "Detail"));
+  CHECK(demo_stop(&d, ok));
+}
+
 int main(void) {
   char dir[PATH_MAX];
   vt_build_dir(dir, sizeof dir);
@@ -558,5 +576,6 @@ int main(void) {
   TEST_RUN(channel_grid_aligned_and_says_more_to_the_right);
   TEST_RUN(channel_details_name_the_communicator_and_scroll);
   TEST_RUN(mouse_sorts_selects_scrolls_and_clicks_the_key_bar);
+  TEST_RUN(the_key_bar_offers_enter_only_where_it_opens_details);
   return TEST_DONE();
 }

@@ -37,11 +37,18 @@ static bool bar_key(int action, char *out, size_t cap) {
   return false;
 }
 
+/* Whether the bar offers an action in this view: Enter opens details only
+ * where there are some (the channel under the cursor), so only there does
+ * the bar say so (htop's bar, too, names only what works where you are). */
+static bool offered(int action, int view) {
+  return action != NT_ACT_ENTER || view == NT_VIEW_CHANNELS;
+}
+
 /* The items that fit in cols: keys[i] and labels[i]; returns their count. */
-static int fit(int cols, char keys[][16], const char **labels) {
+static int fit(int cols, int view, char keys[][16], const char **labels) {
   int used = 0, n = 0, nbar = (int)(sizeof bar / sizeof bar[0]);
   for (int i = 0; i < nbar; i++) {
-    if (!bar_key(bar[i].action, keys[n], sizeof keys[n])) continue;
+    if (!offered(bar[i].action, view) || !bar_key(bar[i].action, keys[n], sizeof keys[n])) continue;
     int w = (int)(strlen(keys[n]) + strlen(bar[i].label)) + 1;
     /* Quit always fits: the items before it give way. */
     if (i + 1 < nbar && used + w + 8 > cols) continue;
@@ -52,10 +59,10 @@ static int fit(int cols, char keys[][16], const char **labels) {
   return n;
 }
 
-int nt_keybar_action_at(int cols, int x) {
+int nt_keybar_action_at(int cols, int view, int x) {
   char keys[16][16];
   const char *labels[16];
-  int n = fit(cols, keys, labels), at = 0;
+  int n = fit(cols, view, keys, labels), at = 0;
   for (int i = 0; i < n; i++) {
     int w = (int)(strlen(keys[i]) + strlen(labels[i]));
     if (x >= at && x < at + w)
@@ -66,10 +73,10 @@ int nt_keybar_action_at(int cols, int x) {
   return NT_ACT_NONE;
 }
 
-int nt_keybar_text(char *out, size_t cap, int cols) {
+int nt_keybar_text(char *out, size_t cap, int cols, int view) {
   char keys[16][16];
   const char *labels[16];
-  int n = fit(cols, keys, labels);
+  int n = fit(cols, view, keys, labels);
   size_t used = 0;
   if (cap) out[0] = '\0';
   for (int i = 0; i < n && used < cap; i++)
@@ -82,7 +89,7 @@ void nt_draw_keybar(nt_screen *s) {
   if (r->h <= 0) return;
   char keys[16][16];
   const char *labels[16];
-  int n = fit(r->w, keys, labels);
+  int n = fit(r->w, s->view, keys, labels);
   int label = s->o->color && has_colors() ? COLOR_PAIR(NT_C_HEAD) : A_REVERSE;
   move(r->y, r->x);
   clrtoeol();

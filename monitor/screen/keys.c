@@ -30,7 +30,7 @@ const nt_key_binding nt_keys[] = {
     {KEY_NPAGE, NULL, NULL, NT_ACT_PAGE_DOWN},
     {KEY_HOME, "Home End", "first / last row", NT_ACT_HOME},
     {KEY_END, NULL, NULL, NT_ACT_END},
-    {'\n', "Enter", "details of the channel under the cursor", NT_ACT_ENTER},
+    {'\n', "Enter", "channels view: details of the channel under the cursor", NT_ACT_ENTER},
     {KEY_ENTER, NULL, NULL, NT_ACT_ENTER},
     {27, "Esc", "close details / leave help / clear the filter; cancel a search or filter line",
      NT_ACT_BACK},

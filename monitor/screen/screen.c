@@ -164,7 +164,7 @@ static bool mouse(nt_screen *s) {
   }
   if (!(ev.bstate & (BUTTON1_PRESSED | BUTTON1_CLICKED))) return true;
   if (s->lay.keys.h > 0 && ev.y == s->lay.keys.y) {
-    int a = nt_keybar_action_at(s->lay.keys.w, ev.x);
+    int a = nt_keybar_action_at(s->lay.keys.w, s->view, ev.x);
     return a == NT_ACT_NONE || act(s, a);
   }
   if (s->menu) {

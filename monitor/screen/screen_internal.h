@@ -132,7 +132,7 @@ void nt_screen_draw(nt_screen *s);
 void nt_draw_header(nt_screen *s);
 /* The key bar (keybar.c): the text of the items that fit in cols, and the
  * drawing on lay.keys; returns the number of items. */
-int nt_keybar_text(char *out, size_t cap, int cols);
+int nt_keybar_text(char *out, size_t cap, int cols, int view);
 void nt_draw_keybar(nt_screen *s);
 /* The alerts band on lay.alerts (the overview lists them itself). */
 void nt_draw_alerts_band(nt_screen *s);
@@ -155,7 +155,7 @@ bool nt_channels_action(nt_screen *s, int action);
 void nt_channels_click(nt_screen *s, int y, int x);
 void nt_proxy_click(nt_screen *s, int y, int x);
 /* The action of the key bar's item under column x (NT_ACT_NONE: none). */
-int nt_keybar_action_at(int cols, int x);
+int nt_keybar_action_at(int cols, int view, int x);
 /* A click while the sort menu is open: an entry picks it, elsewhere
  * closes it. */
 void nt_sort_menu_click(nt_screen *s, int y, int x);
