@@ -31,12 +31,14 @@ typedef struct {
   char initial_filter[64];                   /* "" none */
   bool view_given, sort_given, filter_given; /* by a flag: the file does not change it */
   bool no_config;                            /* --no-config: no settings file read or written */
-  char settings_path[1024];                  /* where the screen saves its settings; "" nowhere */
-  char settings_note[256]; /* why the settings file was not used; "" it was, or none */
-  const char *topology;    /* --topology FILE */
-  double start_s;          /* nt_now_s() when the viewer started; 0: the first frame's time */
-  double wait_first_s;     /* batch: wait up to this long for the first snapshot before the
-                              first frame (demo: its ranks are starting), 0 = do not wait */
+  bool no_mouse;            /* --no-mouse, or the file's "mouse off": clicks stay the terminal's */
+  int settings_mouse;       /* the file's mouse setting (-1 none): saved back as it was */
+  char settings_path[1024]; /* where the screen saves its settings; "" nowhere */
+  char settings_note[256];  /* why the settings file was not used; "" it was, or none */
+  const char *topology;     /* --topology FILE */
+  double start_s;           /* nt_now_s() when the viewer started; 0: the first frame's time */
+  double wait_first_s;      /* batch: wait up to this long for the first snapshot before the
+                               first frame (demo: its ranks are starting), 0 = do not wait */
   /* --max-memory: the model's byte budget (nt_model_set_budget), in MiB */
   uint32_t max_memory_mib;
   /* tcp:// --connect endpoints (relays): CURVE with the user's keypair

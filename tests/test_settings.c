@@ -58,7 +58,9 @@ static void good_files_are_read(void) {
   CHECK(parse("version 1\n", &s, err, sizeof err) == 0);
   CHECK(s.view == -1 && s.sort == -1 && !s.has_filter);
   CHECK(parse("version 1\nfilter\n", &s, err, sizeof err) == 0);
-  CHECK(s.has_filter && s.filter[0] == '\0');
+  CHECK(s.has_filter && s.filter[0] == '\0' && s.mouse == -1);
+  CHECK(parse("version 1\nmouse off\n", &s, err, sizeof err) == 0 && s.mouse == 0);
+  CHECK(parse("version 1\nmouse on\n", &s, err, sizeof err) == 0 && s.mouse == 1);
 }
 
 static void bad_files_give_one_reason_and_nothing(void) {
@@ -75,6 +77,7 @@ static void bad_files_give_one_reason_and_nothing(void) {
       {"version 1\nview\n", "view '' is not one of"},
       {"version 1\nsort fastest\n", "sort 'fastest' is not one of"},
       {"version 1\ncolour red\n", "'colour' is not a setting"},
+      {"version 1\nmouse maybe\n", "mouse 'maybe' is not on or off"},
       {"version 1\nfilter a\tb\n", "not printable"},
       {"version 1\nfilter 0123456789012345678901234567890123456789012345678901234567890123\n",
        "longer than 63"},
@@ -187,6 +190,17 @@ static void flags_win_over_the_file(void) {
   char *some[] = {"nccltop", "--sort", "rank", NULL};
   CHECK(parse_args(&o, path, some) == 0);
   CHECK(o.initial_view == NT_VIEW_OPS && o.initial_sort == 0 && !strcmp(o.initial_filter, "rk"));
+  /* The mouse: the file's "mouse off" and --no-mouse both leave it to the
+   * terminal; only the file's value is saved back. */
+  CHECK(!o.no_mouse && o.settings_mouse == -1);
+  CHECK(put(path, "version 1\nmouse off\n"));
+  CHECK(parse_args(&o, path, plain) == 0);
+  CHECK(o.no_mouse && o.settings_mouse == 0);
+  char *no_mouse[] = {"nccltop", "--no-mouse", NULL};
+  CHECK(put(path, "version 1\n"));
+  CHECK(parse_args(&o, path, no_mouse) == 0);
+  CHECK(o.no_mouse && o.settings_mouse == -1);
+  CHECK(put(path, "version 1\nview collectives\nsort host\nfilter rk\n"));
   /* --no-config and -b: not read, nowhere to save. */
   char *none[] = {"nccltop", "--no-config", NULL};
   CHECK(parse_args(&o, path, none) == 0);
@@ -211,6 +225,7 @@ static void flags_win_over_the_file(void) {
 
 /* The screen (no job: an empty endpoint directory) with settings file rc
  * and one more argument; keys sent, `want` waited for, then q. */
+static bool last_mouse; /* the mouse reporting the last screen_run's program asked for */
 static bool screen_run(const char *rc, const char *extra, const char *keys, const char *want) {
   char rc_env[300], dir_env[300];
   snprintf(rc_env, sizeof rc_env, "NCCLTOP_CONFIG=%s", rc);
@@ -223,6 +238,7 @@ static bool screen_run(const char *rc, const char *extra, const char *keys, cons
   if (ok && keys) vt_send(&t, keys);
   if (ok) ok = vt_wait_for(&t, want, 10);
   if (!ok) fprintf(stderr, "    no '%s' on the screen:\n%s\n", want, t.text);
+  last_mouse = t.mouse;
   vt_send(&t, "q");
   if (ok) ok = vt_wait_exit(&t, 10) == 0;
   vt_stop(&t);
@@ -249,6 +265,24 @@ static void a_saved_view_is_used_at_the_next_start(void) {
   CHECK(screen_run(rc, NULL, NULL, "settings file not used"));
 }
 
+/* The mouse is the screen's unless the file says "mouse off" or --no-mouse
+ * (then the terminal keeps it: select and copy text); a change on the
+ * screen saves the file's choice, not the flag's. */
+static void the_mouse_can_be_left_to_the_terminal(void) {
+  char rc[256], text[1024];
+  snprintf(rc, sizeof rc, "%s/mouse/nccltoprc", tmp);
+  CHECK(screen_run(rc, NULL, NULL, "[overview]"));
+  CHECK(last_mouse);
+  CHECK(screen_run(rc, "--no-mouse", "4", "[collectives]"));
+  CHECK(!last_mouse);
+  CHECK(slurp(rc, text, sizeof text) && strstr(text, "mouse on\n"));
+  CHECK(put(rc, "version 1\nmouse off\n"));
+  CHECK(screen_run(rc, NULL, "2", "[proxy threads]"));
+  CHECK(!last_mouse);
+  CHECK(slurp(rc, text, sizeof text) && strstr(text, "view proxy\n") &&
+        strstr(text, "mouse off\n"));
+}
+
 int main(void) {
   if (!mkdtemp(tmp)) return 1;
   char jobs[64];
@@ -263,6 +297,7 @@ int main(void) {
   TEST_RUN(the_path_follows_the_environment);
   TEST_RUN(flags_win_over_the_file);
   TEST_RUN(a_saved_view_is_used_at_the_next_start);
+  TEST_RUN(the_mouse_can_be_left_to_the_terminal);
   char cmd[128];
   snprintf(cmd, sizeof cmd, "rm -rf %s", tmp);
   if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", tmp);

@@ -29,7 +29,24 @@ typedef struct {
   VTerm *vt;
   VTermScreen *screen;
   char text[200 * 400]; /* last screen dump: rows joined by '\n' */
+  /* Whether the program asked for mouse reports (xterm's mode 1000, as
+   * ncurses asks: "CSI ? 1006 ; 1000 h", which libvterm 0.1.4 does not
+   * report as a property), seen in its output. */
+  bool mouse;
 } vt_term;
+
+/* The mouse mode requests in one chunk of output. */
+static void vt_scan_mouse(vt_term *t, const char *buf, size_t n) {
+  for (size_t i = 0; i + 6 < n; i++) {
+    if (buf[i] != '\033' || buf[i + 1] != '[' || buf[i + 2] != '?') continue;
+    size_t j = i + 3;
+    while (j < n && ((buf[j] >= '0' && buf[j] <= '9') || buf[j] == ';')) j++;
+    if (j >= n || (buf[j] != 'h' && buf[j] != 'l')) continue;
+    for (size_t k = i + 3; k + 4 <= j; k++)
+      if (!memcmp(buf + k, "1000", 4) && (k == i + 3 || buf[k - 1] == ';'))
+        t->mouse = buf[j] == 'h';
+  }
+}
 
 static double vt_now(void) {
   struct timespec ts;
@@ -74,7 +91,10 @@ static void vt_pump(vt_term *t, int ms) {
   if (select(t->fd + 1, &rd, NULL, NULL, &tv) <= 0) return;
   char buf[65536];
   ssize_t n;
-  while ((n = read(t->fd, buf, sizeof buf)) > 0) vterm_input_write(t->vt, buf, (size_t)n);
+  while ((n = read(t->fd, buf, sizeof buf)) > 0) {
+    vt_scan_mouse(t, buf, (size_t)n);
+    vterm_input_write(t->vt, buf, (size_t)n);
+  }
 }
 
 static void vt_put_utf8(char **o, uint32_t c) {

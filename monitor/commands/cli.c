@@ -95,6 +95,8 @@ void nt_usage(FILE *f) {
           "                         topology, environment (default overview)\n"
           "      --sort NAME        rank order: rank, stalled, host (default rank)\n"
           "      --filter TEXT      show only rows containing TEXT (the \\ key's filter)\n"
+          "      --no-mouse         leave the mouse to the terminal (select and copy text);\n"
+          "                         otherwise a click sorts, selects, scrolls, presses a key\n"
           "      --no-config        neither read nor write the settings file\n"
           "                         ($NCCLTOP_CONFIG, else ~/.config/nccltop/nccltoprc: the\n"
           "                         screen saves view, sort and filter there when they change)\n"
@@ -116,10 +118,10 @@ void nt_sim_usage(FILE *f) {
 }
 
 enum { OPT_JSON = 256, OPT_STALL, OPT_DIR, OPT_CONNECT, OPT_TOPOLOGY, OPT_MAX_MEMORY, OPT_RECORD };
-enum { OPT_HOSTS = 320, OPT_HOSTFILE };                       /* --hosts, --hostfile */
-enum { OPT_SERVER_KEY = 340, OPT_INSECURE };                  /* --server-key, --insecure */
-enum { OPT_FORCE = 360 };                                     /* --force (with --record) */
-enum { OPT_VIEW = 380, OPT_SORT, OPT_FILTER, OPT_NO_CONFIG }; /* the screen's start */
+enum { OPT_HOSTS = 320, OPT_HOSTFILE };      /* --hosts, --hostfile */
+enum { OPT_SERVER_KEY = 340, OPT_INSECURE }; /* --server-key, --insecure */
+enum { OPT_FORCE = 360 };                    /* --force (with --record) */
+enum { OPT_VIEW = 380, OPT_SORT, OPT_FILTER, OPT_NO_CONFIG, OPT_NO_MOUSE }; /* the screen's start */
 
 static const char short_opts[] = ":bn:d:CAVh"; /* leading colon: a missing value is told apart */
 static const struct option long_opts[] = {
@@ -144,6 +146,7 @@ static const struct option long_opts[] = {
     {"sort", required_argument, NULL, OPT_SORT},
     {"filter", required_argument, NULL, OPT_FILTER},
     {"no-config", no_argument, NULL, OPT_NO_CONFIG},
+    {"no-mouse", no_argument, NULL, OPT_NO_MOUSE},
     {"version", no_argument, NULL, 'V'},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
@@ -152,6 +155,7 @@ static const struct option long_opts[] = {
 void nt_options_defaults(nt_options *o) {
   memset(o, 0, sizeof *o);
   o->delay_ms = 500;
+  o->settings_mouse = -1; /* no settings file read */
   o->stall_ms = 2000;
   o->max_memory_mib = (uint32_t)(NT_MODEL_DEFAULT_BUDGET >> 20);
   const char *nc = getenv("NO_COLOR");
@@ -258,6 +262,7 @@ static int apply_option(nt_options *o, const char *prog, int ch, const char *arg
     o->filter_given = true;
     return 0;
   case OPT_NO_CONFIG: o->no_config = true; return 0;
+  case OPT_NO_MOUSE: o->no_mouse = true; return 0;
   case OPT_MAX_MEMORY:
     return parse_u32(prog, "--max-memory", arg, 16, 1048576, &o->max_memory_mib) ? 2 : 0;
   case OPT_CONNECT:
@@ -299,6 +304,7 @@ int nt_options_set(nt_options *o, const char *prog, const char *name, const char
  * refusal to start; the screen then saves over it at the next change. */
 void nt_options_load_settings(nt_options *o) {
   o->settings_path[0] = o->settings_note[0] = '\0';
+  o->settings_mouse = -1;
   if (o->no_config || o->batch) return;
   char path[sizeof o->settings_path];
   if (nt_settings_path(path, sizeof path) != 0) return;
@@ -318,6 +324,8 @@ void nt_options_load_settings(nt_options *o) {
   if (!o->sort_given && st.sort >= 0) o->initial_sort = st.sort;
   if (!o->filter_given && st.has_filter)
     snprintf(o->initial_filter, sizeof o->initial_filter, "%s", st.filter);
+  o->settings_mouse = st.mouse;
+  if (st.mouse == 0) o->no_mouse = true;
 }
 
 int nt_options_parse(nt_options *o, int argc, char **argv) {

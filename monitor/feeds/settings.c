@@ -68,7 +68,7 @@ int nt_settings_path(char *buf, size_t cap) {
 
 static void reset(nt_settings *s) {
   memset(s, 0, sizeof *s);
-  s->view = s->sort = -1;
+  s->view = s->sort = s->mouse = -1;
 }
 
 /* One line (without its newline): 0, or -1 with why. */
@@ -133,8 +133,15 @@ static int parse_line(const char *line, size_t len, int lineno, bool *versioned,
     }
     memcpy(s->filter, value, vlen + 1);
     s->has_filter = true;
+  } else if (!strcmp(key, "mouse")) {
+    s->mouse = !strcmp(value, "on") ? 1 : !strcmp(value, "off") ? 0 : -2;
+    if (s->mouse == -2) {
+      snprintf(err, cap, "line %d: mouse '%.40s' is not on or off", lineno, value);
+      return -1;
+    }
   } else {
-    snprintf(err, cap, "line %d: '%.40s' is not a setting (view, sort, filter)", lineno, key);
+    snprintf(err, cap, "line %d: '%.40s' is not a setting (view, sort, filter, mouse)", lineno,
+             key);
     return -1;
   }
   return 0;
@@ -233,9 +240,10 @@ int nt_settings_write(const char *path, const nt_settings *in, char *err, size_t
   char text[512], tmp[1100];
   int len = snprintf(text, sizeof text,
                      "# nccltop's screen settings, written when they change on the screen.\n"
-                     "# --view, --sort and --filter win over them; --no-config ignores them.\n"
-                     "version %d\nview %s\nsort %s\nfilter %s\n",
-                     NT_SETTINGS_VERSION, view, sort, in->filter);
+                     "# --view, --sort, --filter and --no-mouse win over them; --no-config\n"
+                     "# ignores them. mouse off leaves the mouse to the terminal.\n"
+                     "version %d\nview %s\nsort %s\nfilter %s\nmouse %s\n",
+                     NT_SETTINGS_VERSION, view, sort, in->filter, in->mouse == 0 ? "off" : "on");
   int tl = snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
   if (len < 0 || (size_t)len >= sizeof text || tl < 0 || (size_t)tl >= sizeof tmp) {
     snprintf(err, cap, "the path is too long");

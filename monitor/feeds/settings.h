@@ -7,8 +7,8 @@
  * else $XDG_CONFIG_HOME/nccltop/nccltoprc, else ~/.config/nccltop/nccltoprc.
  *
  * Format: text lines; '#' starts a comment line; the first other line is
- * "version 1", then "view NAME", "sort NAME", "filter TEXT" (each at most
- * once that counts: a later one replaces it). The file is untrusted: at
+ * "version 1", then "view NAME", "sort NAME", "filter TEXT", "mouse on|off"
+ * (each at most once that counts: a later one replaces it). The file is untrusted: at
  * most NT_SETTINGS_MAX_BYTES, lines at most NT_SETTINGS_MAX_LINE bytes,
  * printable text; anything else makes the whole file unusable (one reason,
  * and the caller uses the defaults), never a refusal to start. */
@@ -30,6 +30,7 @@ typedef struct {
   int sort; /* index of nt_settings_sort_name; -1 not in the file */
   bool has_filter;
   char filter[NT_SETTINGS_FILTER];
+  int mouse; /* 1 on, 0 off (the terminal keeps its own selection); -1 not in the file */
 } nt_settings;
 
 /* The settings file's path into buf: 0; 1 when there is none
@@ -44,7 +45,7 @@ int nt_settings_read(const char *path, nt_settings *out, char *err, size_t cap);
 /* Parses a file's text (len bytes, not NUL-terminated); as nt_settings_read. */
 int nt_settings_parse(const char *text, size_t len, nt_settings *out, char *err, size_t cap);
 
-/* Writes *in (every field, view and sort must be valid) to path through a
+/* Writes *in (every field, view and sort must be valid; mouse -1 as on) to path through a
  * temporary file in the same directory renamed over it; creates the
  * directory (0700) when missing. 0, or -1 with why in err. */
 int nt_settings_write(const char *path, const nt_settings *in, char *err, size_t cap);

@@ -256,7 +256,8 @@ static void save_settings(nt_screen *s) {
   if (!s->o->settings_path[0]) return;
   nt_settings st = {.view = s->view == NT_VIEW_HELP ? s->prev_view : s->view,
                     .sort = s->sort,
-                    .has_filter = true};
+                    .has_filter = true,
+                    .mouse = s->o->settings_mouse}; /* the file's, not --no-mouse's */
   snprintf(st.filter, sizeof st.filter, "%s", s->filter);
   if (st.view == s->saved.view && st.sort == s->saved.sort && !strcmp(st.filter, s->saved.filter))
     return;
@@ -340,7 +341,7 @@ int nt_screen_run(nt_model *m, nt_source *src, const nt_options *o) {
   set_escdelay(25);
   curs_set(0);
   /* Clicks come as presses, at once (no click interval to wait out). */
-  mousemask(BUTTON1_PRESSED | BUTTON4_PRESSED | BUTTON5_PRESSED, NULL);
+  if (!o->no_mouse) mousemask(BUTTON1_PRESSED | BUTTON4_PRESSED | BUTTON5_PRESSED, NULL);
   mouseinterval(0);
   colors(o);
   int updates = 0;
