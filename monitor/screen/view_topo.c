@@ -172,10 +172,11 @@ static void explain(nt_screen *s, nt_topo *t, int y) {
                     k == p.bottleneck ? "!" : "");
   }
   mvaddnstr(y++, 1, line, s->cols - 1);
-  mvaddnstr(y, 1,
-            "(! = the bottleneck link)  p P2P off  l P2P level  g GDR level  r GDR read  "
-            "x PXN off  n NVB off  c GDR C2C  e reset",
-            s->cols - 1);
+  mvaddnstr(
+      y, 1,
+      "(! = the bottleneck link)  R channels  p P2P off  l P2P level  g GDR level  r GDR read  "
+      "x PXN off  n NVB off  c GDR C2C  e reset",
+      s->cols - 1);
 }
 
 void nt_view_topo(nt_screen *s, int y) {
