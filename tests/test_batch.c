@@ -246,9 +246,11 @@ static void text_frame_has_the_proxy_and_channel_rows(void) {
   CHECK(text != NULL);
   bool header = strstr(text, "publishers 1  ranks 1  messages 4  bad 1  errors 1") != NULL;
   bool error = strstr(text, "error: ipc:///d/66.sock: snapshot: not an nccltop snapshot") != NULL;
-  bool proxy = strstr(text, "00c0ffee12345678") && strstr(text, "gpu\\x1B[31m\"7:4242") &&
-               strstr(text, " sleep ") && strstr(text, "  25.0   50.0   25.0    0.0    0.0") &&
-               strstr(text, "STALE");
+  /* The communicator by its name, as every view names it (its hash only
+   * when it has none). */
+  bool proxy = strstr(text, "1/2     dp\\x1B]0;x") && !strstr(text, "00c0ffee12345678") &&
+               strstr(text, "gpu\\x1B[31m\"7:4242") && strstr(text, " sleep ") &&
+               strstr(text, "  25.0   50.0   25.0    0.0    0.0") && strstr(text, "STALE");
   /* The stalled send shows the wait it is stuck in (cur_wait), not the
    * interval's dominant one (send_peer_wait), as its alert does. */
   const char *srow = strstr(text, " send ");
@@ -263,6 +265,55 @@ static void text_frame_has_the_proxy_and_channel_rows(void) {
   CHECK(proxy);
   CHECK(send && recv);
   CHECK(!raw_escape);
+}
+
+/* NCCL 2.26 tells the plugin no rank or node count: the text says "1/?",
+ * the JSON null, never 0 (README: an unknown is "?" or null). */
+static void an_unknown_rank_count_is_unknown_in_text_and_json(void) {
+  nt_model *m = nt_model_new();
+  nt_snapshot *a = snap(1, 1000000000ull, 1000);
+  CHECK(m && a);
+  if (!m || !a) return;
+  a->comms[0].nranks = a->comms[0].nnodes = 0;
+  a->nops = 1;
+  a->ops[0] = (nt_op_row){.kind = NT_OP_COLL,
+                          .func = NT_FUNC_ALLGATHER,
+                          .algo = NT_ALGO_RING,
+                          .proto = NT_PR_SIMPLE,
+                          .bucket = 20,
+                          .count = 4,
+                          .bytes = 4 << 20,
+                          .done = 4,
+                          .done_bytes = 4 << 20,
+                          .time_ns = 4000000};
+  CHECK(nt_model_apply_snapshot(m, "ipc:///d/4242.sock", 4242, a, 1.0) == 0);
+  nt_snapshot_free(a);
+  char *text = frame(m, false, 1.0), *js = frame(m, true, 1.0);
+  nt_model_free(m);
+  CHECK(text && js);
+  if (!text || !js) {
+    free(text);
+    free(js);
+    return;
+  }
+  CHECK(strstr(text, "1/?") && !strstr(text, "1/0"));
+  /* AllGather's bandwidths need the rank count: "?", not 0B/s */
+  const char *row = strstr(text, "AllGather");
+  CHECK(row && strstr(row, "  ?") && !strstr(row, "0B/s"));
+  cJSON *root = cJSON_Parse(js);
+  CHECK(root);
+  const cJSON *rk = cJSON_GetArrayItem(get(root, "ranks"), 0),
+              *cm = cJSON_GetArrayItem(get(root, "comms"), 0),
+              *co = cJSON_GetArrayItem(get(root, "collectives"), 0);
+  CHECK(rk && cJSON_IsNull(get(rk, "nranks")) && cJSON_IsNull(get(rk, "nnodes")));
+  CHECK(num(rk, "rank") == 1);
+  CHECK(cm && cJSON_IsNull(get(cm, "nranks")) && cJSON_IsNull(get(cm, "nnodes")));
+  CHECK(co && cJSON_IsNull(get(co, "nranks")) && cJSON_IsNull(get(co, "algbw_gbs")) &&
+        cJSON_IsNull(get(co, "busbw_gbs")));
+  if (!rk || !co) fprintf(stderr, "%s\n", js);
+  cJSON_Delete(root);
+  free(text);
+  free(js);
 }
 
 static void batch_options_parse_and_bad_values_are_refused(void) {
@@ -318,6 +369,7 @@ int main(void) {
   TEST_RUN(json_frame_has_the_documented_names_and_exact_values);
   TEST_RUN(json_frame_of_an_empty_model_is_valid);
   TEST_RUN(text_frame_has_the_proxy_and_channel_rows);
+  TEST_RUN(an_unknown_rank_count_is_unknown_in_text_and_json);
   TEST_RUN(batch_options_parse_and_bad_values_are_refused);
   TEST_RUN(demo_arguments_split_between_simulator_and_viewer);
   return TEST_DONE();

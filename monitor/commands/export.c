@@ -252,14 +252,11 @@ static void add_snapshot(exporter *x, nt_model *m, const char *endpoint, const n
       /* Both within int64 (and not negative): their difference is too. */
       r->clock_ok = s->wall_ns <= INT64_MAX && s->mono_ns <= INT64_MAX;
       r->clock_offset_ns = r->clock_ok ? (int64_t)s->wall_ns - (int64_t)s->mono_ns : 0;
-      char host[4 * NT_MAX_HOST + 1], cname[4 * NT_MAX_NAME + 1], name[1024];
-      const char *cn = comm_name_of(p, cr->comm_hash);
+      char host[4 * NT_MAX_HOST + 1], cname[4 * NT_MAX_NAME + 1], name[1024], rk[32];
       nt_sanitize(s->host, strlen(s->host), host, sizeof host);
-      if (*cn)
-        snprintf(cname, sizeof cname, "%s", cn);
-      else
-        snprintf(cname, sizeof cname, "%016" PRIx64, cr->comm_hash);
-      snprintf(name, sizeof name, "%s:%u rank %d/%d %s", host, s->pid, cr->rank, cr->nranks, cname);
+      nt_comm_label(comm_name_of(p, cr->comm_hash), cr->comm_hash, cname, sizeof cname);
+      snprintf(name, sizeof name, "%s:%u rank %s %s", host, s->pid,
+               nt_fmt_rank(cr->rank, cr->nranks, rk, sizeof rk), cname);
       meta(x, "process_name", r->tid, 0, name);
       sort_index(x, r->tid, r->tid);
       meta(x, "thread_name", r->tid, 1, "collectives");

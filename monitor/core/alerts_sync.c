@@ -183,9 +183,9 @@ static void one(ctx *c, const sync_rank *v, double med) {
   a->evidence = NT_EVIDENCE_SYNC_PHASES;
   a->count = 1;
   al_say(a,
-         "rank %d/%d %s: the other ranks spent %d%% of their kernel time in sync phases waiting, "
+         "rank %s: the other ranks spent %d%% of their kernel time in sync phases waiting, "
          "it spent %d%%: they wait for it (NCCL 2.31 kernel phases)",
-         ri->r.rank, ri->r.nranks, al_rank_who(c, ri, me), pct(med), pct(v->share));
+         al_rank_said(c, ri, me), pct(med), pct(v->share));
 }
 
 /* One line for `named` ranks of a communicator, v[0] the lowest share. */

@@ -141,8 +141,8 @@ static void rank_json(nt_jo *w, const nt_frame *f, const nt_frame_rank *r) {
   nt_jo_str(w, "comm", hex);
   nt_jo_str(w, "comm_name", r->comm_name);
   nt_jo_i64(w, "rank", r->rank);
-  nt_jo_i64(w, "nranks", r->nranks);
-  nt_jo_i64(w, "nnodes", r->nnodes);
+  nt_jo_count(w, "nranks", r->nranks);
+  nt_jo_count(w, "nnodes", r->nnodes);
   nt_jo_str(w, "host", p->host);
   nt_jo_u64(w, "pid", p->pid);
   nt_jo_bool(w, "stale", p->stale);
@@ -237,8 +237,8 @@ static void comms_json(nt_jo *w, const nt_frame *f) {
     nt_jo_obj(w, NULL);
     nt_jo_str(w, "comm", hex);
     nt_jo_str(w, "comm_name", c->name);
-    nt_jo_i64(w, "nranks", c->nranks);
-    nt_jo_i64(w, "nnodes", c->nnodes);
+    nt_jo_count(w, "nranks", c->nranks);
+    nt_jo_count(w, "nnodes", c->nnodes);
     nt_jo_u64(w, "ranks", c->ranks);
     nt_jo_u64(w, "stalled_channels", c->stalled);
     nt_jo_u64(w, "launched_min", c->launched_min);
@@ -332,19 +332,19 @@ static void proxy_line(FILE *out, const nt_frame *f, const nt_frame_proxy *x) {
   const nt_frame_proc *p = &f->procs[x->proc];
   const nt_frame_rank *r = x->rank >= 0 ? &f->ranks[x->rank] : NULL;
   const nt_proxy_row *row = &x->row;
-  char who[48], rank[24], comm[20];
+  char who[48], rank[24], comm[NT_COMM_LABEL];
   snprintf(who, sizeof who, "%.24s:%u", p->host, p->pid);
   if (r) {
-    snprintf(rank, sizeof rank, "%d/%d", r->rank, r->nranks);
-    snprintf(comm, sizeof comm, "%016llx", (unsigned long long)r->comm_hash);
+    nt_fmt_rank(r->rank, r->nranks, rank, sizeof rank);
+    nt_comm_label(r->comm_name, r->comm_hash, comm, sizeof comm);
   } else {
     snprintf(rank, sizeof rank, "-");
     snprintf(comm, sizeof comm, "-");
   }
   const double *last = x->share_last;
-  fprintf(out, "%-7s %-16s %-30s %8u %-7s %6.1f %6.1f %6.1f %6.1f %6.1f %9llu%s\n", rank, comm, who,
-          row->tid, nt_proxy_state_name(row->state), 100 * last[0], 100 * last[1], 100 * last[2],
-          100 * last[3], 100 * last[4], (unsigned long long)row->appends, mark(p));
+  fprintf(out, "%-7s %-16.16s %-30s %8u %-7s %6.1f %6.1f %6.1f %6.1f %6.1f %9llu%s\n", rank, comm,
+          who, row->tid, nt_proxy_state_name(row->state), 100 * last[0], 100 * last[1],
+          100 * last[2], 100 * last[3], 100 * last[4], (unsigned long long)row->appends, mark(p));
 }
 
 void nt_frame_text(FILE *out, const nt_frame *f) {
@@ -372,17 +372,17 @@ void nt_frame_text(FILE *out, const nt_frame *f) {
           "PEER", "WAIT", "STEPS/s", "RATE", "FLIGHT", "RUN", "STEP");
   for (uint32_t i = 0; i < f->nranks; i++) {
     const nt_frame_rank *r = &f->ranks[i];
-    char rank[24];
-    snprintf(rank, sizeof rank, "%d/%d", r->rank, r->nranks);
+    char rank[24], comm[NT_COMM_LABEL];
+    nt_fmt_rank(r->rank, r->nranks, rank, sizeof rank);
+    nt_comm_label(r->comm_name, r->comm_hash, comm, sizeof comm);
     for (uint32_t c = r->chan0; c < r->chan0 + r->nchan; c++) {
       const nt_frame_channel *fc = &f->channels[c];
       const nt_channel_row *row = &fc->row;
       char relay[32] = "", rate[NT_UNIT_LEN];
       if (row->relay_rank >= 0) snprintf(relay, sizeof relay, "  relay r%d", row->relay_rank);
-      fprintf(out, "%-7s %016llx %3u %-4s %5d %-15s %9.0f %10s %6llu %-7s %6d%s%s%s\n", rank,
-              (unsigned long long)r->comm_hash, row->channel, dir_name(row->dir), row->peer,
-              nt_wait_name(nt_frame_channel_wait(fc)), fc->steps_per_s,
-              nt_fmt_rate(fc->bytes_per_s, rate, sizeof rate),
+      fprintf(out, "%-7s %-16.16s %3u %-4s %5d %-15s %9.0f %10s %6llu %-7s %6d%s%s%s\n", rank, comm,
+              row->channel, dir_name(row->dir), row->peer, nt_wait_name(nt_frame_channel_wait(fc)),
+              fc->steps_per_s, nt_fmt_rate(fc->bytes_per_s, rate, sizeof rate),
               (unsigned long long)(row->ops_started - row->ops_done), nt_run_name(row->run_state),
               row->cur_step, fc->stalled ? "  STALLED" : "", relay, mark(nt_frame_proc_of(f, r)));
     }

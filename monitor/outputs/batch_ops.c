@@ -267,7 +267,7 @@ void nt_batch_job_json(nt_jo *w, const nt_frame *f) {
     nt_jo_obj(w, NULL);
     nt_jo_str(w, "comm", hex16(r->comm_hash, hex));
     nt_jo_str(w, "comm_name", r->comm_name);
-    nt_jo_i64(w, "nranks", r->nranks);
+    nt_jo_count(w, "nranks", r->nranks);
     nt_jo_str(w, "kind", r->kind == NT_OP_P2P ? "p2p" : "coll");
     nt_jo_str(w, "func", nt_func_name(r->func));
     char lab[NT_MAX_VARIANT + 8];
@@ -363,9 +363,9 @@ void nt_batch_ops_text(FILE *out, const nt_frame *f) {
       nt_fmt_rate(nt_stat_algbw(r->alg_bytes, r->time_s) * 1e9, t[1], sizeof t[1]);
       nt_fmt_rate(nt_stat_algbw(r->bus_bytes, r->time_s) * 1e9, t[2], sizeof t[2]);
     }
-    char lab[NT_MAX_VARIANT + 8];
-    fprintf(out, "%016llx %-13s %-11s %-14s %-7s %8llu %8llu %10s %9s %9s\n",
-            (unsigned long long)r->comm_hash, nt_func_name(r->func),
+    char lab[NT_MAX_VARIANT + 8], cl[NT_COMM_LABEL];
+    fprintf(out, "%-16.16s %-13s %-11s %-14s %-7s %8llu %8llu %10s %9s %9s\n",
+            nt_comm_label(r->comm_name, r->comm_hash, cl, sizeof cl), nt_func_name(r->func),
             nt_fmt_bucket(r->bucket, size, sizeof size),
             r->kind == NT_OP_P2P ? "-"
             : plain              ? nt_algo_label(r->algo, r->variant, false, lab, sizeof lab)

@@ -213,8 +213,9 @@ static void detail_panel(nt_screen *s, const nt_frame_rank *r, int channel, nt_r
   const nt_frame_proc *p = nt_frame_proc_of(s->f, r);
   if (area.h <= 0) return;
   mvhline(y++, 0, ACS_HLINE, s->cols);
-  snprintf(line, sizeof line, "rank %d/%d  channel %d  host %s  pid %u   (Esc closes)", r->rank,
-           r->nranks, channel, p->host, p->pid);
+  char rk[32];
+  snprintf(line, sizeof line, "rank %s  channel %d  host %s  pid %u   (Esc closes)",
+           nt_fmt_rank(r->rank, r->nranks, rk, sizeof rk), channel, p->host, p->pid);
   attron(A_BOLD);
   if (y < end) mvaddnstr(y++, x, line, s->cols - x);
   attroff(A_BOLD);
@@ -275,8 +276,10 @@ static void chan_cell(void *ctx, int i, int col, int y, int x, int w, bool curso
     /* rank/nranks, a short communicator id (ranks of several comms
      * alternate) and its host (a job spans nodes) */
     const nt_frame_proc *p = nt_frame_proc_of(s->f, r);
-    snprintf(line, sizeof line, "%d/%d %04llx %.10s%s", r->rank, r->nranks,
-             (unsigned long long)(r->comm_hash & 0xffff), p->host, p->stale ? "?" : "");
+    char rk[32], cl[NT_COMM_LABEL];
+    snprintf(line, sizeof line, "%s %.10s %.10s%s", nt_fmt_rank(r->rank, r->nranks, rk, sizeof rk),
+             nt_comm_label(r->comm_name, r->comm_hash, cl, sizeof cl), p->host,
+             p->stale ? "?" : "");
     mvaddnstr(y, x, line, w);
     return;
   }
