@@ -204,6 +204,11 @@ static void curve_accepts_the_same_user_and_refuses_others(void) {
   if (up) watch(cfg_a, s.ep, key_b, "CURVE handshake", &ranks_wrong, wrong, sizeof wrong, 10);
   bool relay_logged_wrong =
       rh_wait_file(s.log, "does not have this relay's public key as --server-key", 3);
+  /* The wrong key is that, and no viewer so far was without CURVE: a
+   * viewer's check of its --connect endpoints (a trial zmq_connect, with
+   * no CURVE) reached the relay, which logged a mechanism mismatch
+   * (newcomer note #20). */
+  bool wrong_said_insecure = rh_file_has(s.log, "--insecure");
 
   /* 5. A viewer with --insecure: the relay speaks CURVE only. */
   char plain[512] = "";
@@ -224,6 +229,9 @@ static void curve_accepts_the_same_user_and_refuses_others(void) {
     }
     rh_viewer_stop(&v);
   }
+  /* The relay says which side lacks CURVE: the viewer. */
+  bool relay_logged_plain =
+      up && rh_wait_file(s.log, "that viewer runs --insecure, this relay requires CURVE", 10);
   stop(&s);
   fprintf(stderr,
           "    refused: %s\n    wrong key: %s\n    plain: %s\n    ranks: same user %d, refused %d, "
@@ -241,6 +249,8 @@ static void curve_accepts_the_same_user_and_refuses_others(void) {
   CHECK(ranks_hash == 2);
   CHECK(wrong[0] && ranks_wrong == 0);
   CHECK(relay_logged_wrong);
+  CHECK(!wrong_said_insecure);
+  CHECK(relay_logged_plain);
   CHECK(plain[0] && ranks_plain == 0);
 }
 
