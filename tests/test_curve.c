@@ -330,6 +330,24 @@ static void without_keys_only_loopback(void) {
   close(fd);
   CHECK(rc == 2);
   CHECK(rh_file_has(log, "CURVE needs a key"));
+  /* ...naming keygen once (it said "run 'nccltop keygen'" and "('nccltop
+   * keygen')" in one line) */
+  char text[1024] = "";
+  FILE *f = fopen(log, "re");
+  size_t got = f ? fread(text, 1, sizeof text - 1, f) : 0;
+  text[got] = '\0';
+  if (f) fclose(f);
+  const char *k1 = strstr(text, "keygen");
+  CHECK(k1 && !strstr(k1 + 1, "keygen"));
+  /* A --server-key that is neither a key nor a file is refused without a
+   * key of our own too (it was taken silently, status 0). */
+  char *badkey[] = {"-b",           "-n",      "1", "--dir", root, "--connect", "tcp://127.0.0.1:1",
+                    "--server-key", "garbage", NULL};
+  fd = open(log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  rc = rh_wait(rh_spawn(badkey, nokeys, -1, fd), 10);
+  close(fd);
+  CHECK(rc == 2);
+  CHECK(rh_file_has(log, "--server-key: server key 'garbage' is neither a Z85 key nor a file"));
 }
 
 /* B13. Key files are read bounded: --authorized-keys naming /dev/zero or a

@@ -307,15 +307,18 @@ int nt_source_check(const nt_options *o, char *err, size_t errlen) {
   char why[320] = "";
   int krc = o->insecure ? 0 : nt_curve_load(&k, why, sizeof why);
   char sk[NT_CURVE_KEY_LEN + 1];
-  if (!o->insecure && krc == 0 && o->server_key &&
-      nt_curve_key_arg(o->server_key, sk, why, sizeof why) != 0) {
-    snprintf(err, errlen, "--server-key: %s", why);
+  /* A server key given is checked whether or not we have a key of our own
+   * (it was taken silently without one). */
+  char skwhy[320];
+  if (!o->insecure && o->server_key &&
+      nt_curve_key_arg(o->server_key, sk, skwhy, sizeof skwhy) != 0) {
+    snprintf(err, errlen, "--server-key: %s", skwhy);
     return -1;
   }
   for (int i = 0; i < o->nconnect && krc != 0; i++) {
     if (strncmp(o->connect[i], "tcp://", 6) || nt_endpoint_is_loopback(o->connect[i])) continue;
-    snprintf(err, errlen,
-             "--connect %s: %s; CURVE needs a key ('nccltop keygen'), or --insecure for plain TCP",
+    /* `why` says how to make one ('nccltop keygen') when it is missing */
+    snprintf(err, errlen, "--connect %s: %s; CURVE needs a key, or --insecure for plain TCP",
              o->connect[i], why);
     return -1;
   }
