@@ -332,6 +332,7 @@ static void command_line_mistakes_are_one_line(void) {
       {"-b -n 1 -d -1", "nccltop: -d/--delay must be", 2},
       {"-b -n 1 --dir /dev/null", "nccltop: --dir /dev/null is not a directory\n", 2},
       {"-b -n 1 --connect garbage", "nccltop: --connect garbage: not a ZeroMQ endpoint", 2},
+      {"-b -n 1 --topology /nonexistent", "nccltop: --topology: /nonexistent: No such file", 2},
       /* tcp:// is checked without connecting (a trial connect reached the
        * relay without CURVE: a false "--insecure" line in its log) */
       {"-b -n 1 --insecure --connect tcp://node1",

@@ -120,7 +120,10 @@ int nt_topo_main(int argc, char **argv) {
       envs[nenv++] = v;
     } else if ((v = opt_value(argc, argv, &i, "--nccl-version", &missing))) {
       if ((version = nt_topo_version_parse(v)) < 0) {
-        fprintf(stderr, "nccltop topo: --nccl-version %s: use 2.28 or 2.30\n", v);
+        fprintf(stderr,
+                "nccltop topo: --nccl-version %s: topo has NCCL 2.28.9's and 2.30.7's rules: use "
+                "2.28 or 2.30, the nearest release's\n",
+                v);
         return 2;
       }
     } else if (missing) {
@@ -129,13 +132,14 @@ int nt_topo_main(int argc, char **argv) {
     } else if (argv[i][0] != '-' && !file) {
       file = argv[i];
     } else {
-      fprintf(stderr, "nccltop topo: unexpected argument '%s'\n", argv[i]);
-      usage(stderr);
+      /* one line, as every command-line mistake (the whole usage buried it) */
+      fprintf(stderr, "nccltop topo: unexpected argument '%s'; try 'nccltop topo --help'\n",
+              argv[i]);
       return 2;
     }
   }
   if (!file) {
-    usage(stderr);
+    fprintf(stderr, "nccltop topo: which topology file? try 'nccltop topo --help'\n");
     return 2;
   }
   if (nodes && !graphs) {
