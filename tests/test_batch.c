@@ -145,7 +145,7 @@ static void json_frame_has_the_documented_names_and_exact_values(void) {
   free(text);
   CHECK(one_line);
   CHECK(j != NULL);
-  CHECK(num(j, "time") == 1.5);
+  CHECK(num(j, "time_s") == 1.5 && !get(j, "time")); /* the unit in the name */
   CHECK(num(j, "publishers") == 1);
   CHECK(num(j, "messages") == 4);
   CHECK(num(j, "bad_messages") == 1);
@@ -201,7 +201,7 @@ static void json_frame_has_the_documented_names_and_exact_values(void) {
   CHECK(cJSON_GetArraySize(w) == 3);
   CHECK(num(w, "send_gpu_wait") == 3000 && num(w, "send_peer_wait") == 9000 &&
         num(w, "send_net_wait") == 6000);
-  CHECK_STR(str(send, "dominant_wait"), "send_peer_wait");
+  CHECK_STR(str(send, "dominant_wait_last"), "send_peer_wait"); /* of the last interval */
   CHECK(num(send, "steps_per_s") == 4000 && num(send, "bytes_per_s") == 4000 * 4096);
   CHECK(num(send, "ops_in_flight") == 2 && num(send, "cur_step") == 6);
   CHECK_STR(str(send, "cur_wait"), "send_net_wait");
@@ -211,10 +211,26 @@ static void json_frame_has_the_documented_names_and_exact_values(void) {
   w = get(recv, "wait_ns");
   CHECK(num(w, "recv_net_wait") == 12000 && num(w, "recv_flush_wait") == 0 &&
         num(w, "recv_gpu_wait") == 0);
-  CHECK_STR(str(recv, "dominant_wait"), "recv_net_wait");
+  CHECK_STR(str(recv, "dominant_wait_last"), "recv_net_wait");
   CHECK_STR(str(recv, "cur_wait"), "none");
-  CHECK(num(recv, "cur_step") == -1 && num(recv, "progress_age_ms") == -1);
+  /* none and never: null, not -1 */
+  CHECK(cJSON_IsNull(get(recv, "cur_step")) && cJSON_IsNull(get(recv, "progress_age_ms")));
   CHECK(boolean(recv, "stalled") == 0);
+
+  /* Alerts: what does not apply is null, not 0, -1, "other" or 16 zeros. */
+  const cJSON *al;
+  int drops = 0;
+  cJSON_ArrayForEach(al, get(j, "alerts")) {
+    const char *kind = str(al, "kind");
+    bool has_func = !strcmp(kind, "straggler") || !strcmp(kind, "hung_op");
+    CHECK(has_func == !cJSON_IsNull(get(al, "func")));
+    CHECK(cJSON_IsNull(get(al, "peer")) || num(al, "peer") >= 0);
+    CHECK(cJSON_IsNull(get(al, "rank")) || num(al, "rank") >= 0);
+    if (strcmp(kind, "drops")) continue;
+    drops++;
+    CHECK(cJSON_IsNull(get(al, "comm")) && cJSON_IsNull(get(al, "rank")));
+  }
+  CHECK(drops == 1);
 
   const cJSON *kern = cJSON_GetArrayItem(get(r, "kernels"), 0);
   CHECK(kern && num(kern, "channel") == 1 && num(kern, "count") == 21 &&
@@ -231,7 +247,7 @@ static void json_frame_of_an_empty_model_is_valid(void) {
   cJSON *j = cJSON_Parse(text);
   free(text);
   CHECK(j != NULL);
-  CHECK(num(j, "time") == 0 && num(j, "publishers") == 0);
+  CHECK(num(j, "time_s") == 0 && num(j, "publishers") == 0);
   CHECK(cJSON_IsArray(get(j, "ranks")) && cJSON_GetArraySize(get(j, "ranks")) == 0);
   CHECK(cJSON_IsArray(get(j, "processes")) && cJSON_IsArray(get(j, "errors")));
   cJSON_Delete(j);
@@ -286,6 +302,22 @@ static void an_unknown_rank_count_is_unknown_in_text_and_json(void) {
                           .done = 4,
                           .done_bytes = 4 << 20,
                           .time_ns = 4000000};
+  /* ...and an AllReduce in flight, never progressed: no root, no duration
+   * yet, no progress: null each, never 0 or -1 */
+  a->noplog = 1;
+  a->oplog[0] = (nt_oplog_row){.kind = NT_OP_COLL,
+                               .func = NT_FUNC_ALLREDUCE,
+                               .state = NT_OPS_IN_FLIGHT,
+                               .root_peer = 0,
+                               .seq = 7,
+                               .count = 256,
+                               .bytes = 1024,
+                               .age_ns = 5000000,
+                               .run_state = NT_RUN_QUEUED,
+                               .progress_age_ns = UINT64_MAX};
+  a->nseq = 1;
+  a->seq_rows[0] = (nt_seq_row){
+      .func = NT_FUNC_ALLREDUCE, .launched = 8, .done = 7, .last_launch_age_ns = 2000000};
   CHECK(nt_model_apply_snapshot(m, "ipc:///d/4242.sock", 4242, a, 1.0) == 0);
   nt_snapshot_free(a);
   char *text = frame(m, false, 1.0), *js = frame(m, true, 1.0);
@@ -310,7 +342,12 @@ static void an_unknown_rank_count_is_unknown_in_text_and_json(void) {
   CHECK(cm && cJSON_IsNull(get(cm, "nranks")) && cJSON_IsNull(get(cm, "nnodes")));
   CHECK(co && cJSON_IsNull(get(co, "nranks")) && cJSON_IsNull(get(co, "algbw_gbs")) &&
         cJSON_IsNull(get(co, "busbw_gbs")));
-  if (!rk || !co) fprintf(stderr, "%s\n", js);
+  const cJSON *op = cJSON_GetArrayItem(get(rk, "in_flight"), 0),
+              *sq = cJSON_GetArrayItem(get(rk, "seq"), 0);
+  CHECK(op && cJSON_IsNull(get(op, "root_peer")) && cJSON_IsNull(get(op, "duration_us")) &&
+        cJSON_IsNull(get(op, "progress_age_ms")));
+  CHECK(sq && num(sq, "last_launch_age_ms") == 2 && !get(sq, "last_launch_ms"));
+  if (!rk || !co || !op) fprintf(stderr, "%s\n", js);
   cJSON_Delete(root);
   free(text);
   free(js);

@@ -419,7 +419,7 @@ static void key_files_that_are_not_files_are_refused_at_once(void) {
     cJSON *fr;
     double deadline = rh_now() + 6;
     while (!served && (fr = rh_viewer_frame(&v, deadline))) {
-      served = rh_num(fr, "time") >= 1.0 && !rh_error_with(fr, "handshake") &&
+      served = rh_num(fr, "time_s") >= 1.0 && !rh_error_with(fr, "handshake") &&
                !rh_error_with(fr, "refused");
       cJSON_Delete(fr);
     }

@@ -3,7 +3,11 @@
  *
  * JSON frame, written in one pass (json_out.h; keys in this order; scripts and tests rely on
  * the names, never on the order):
- * {"time": seconds since the viewer started (float),
+ * Conventions: a value that is unknown or does not apply is null, never a
+ * sentinel (-1, 0, ""); a number's unit is in its key (_s, _ms, _us, _ns,
+ * _gbs, _bytes, _per_s); an age (time since) says so (_age_).
+ *
+ * {"time_s": seconds since the viewer started (float),
  *  "publishers": processes known, "messages": messages taken,
  *  "bad_messages": messages that failed to decode, "errors_total": problems
  *  noted (bad messages included), "refused": messages refused (every reason),
@@ -21,9 +25,9 @@
  *       "open": bool (the viewer's gap goes on), "ago_s" (since it ended),
  *       "resume_in_s" (settling until then; 0 settled), "lost_messages"}]:
  *       the gaps told now, the viewer's first (model.h: the watcher)},
- *  "processes": [{"host", "pid", "stale": bool, "ended": bool, "nccl_version",
- *     "plugin_version", "abi", "seq", "lost_messages", "lost_unread" (of
- *     those, lost while the viewer or a relay between did not read),
+ *  "processes": [{"host", "pid", "stale": bool, "ended": bool, "nccl_version"
+ *     (null: the process did not say, or NCCL did not answer), "plugin_version", "abi", "seq",
+ * "lost_messages", "lost_unread" (of those, lost while the viewer or a relay between did not read),
  *     "restarts", "event_mask",
  *     "counters": {"events", "dropped_events", "unknown_events", "foreign_ops",
  *                  "reclaimed_ops", "dropped_rows", "unsent_messages"},
@@ -41,9 +45,10 @@
  *                   "wait_ns": {"send_gpu_wait", "send_peer_wait", "send_net_wait"}
  *                              (recv rows: "recv_net_wait", "recv_flush_wait",
  *                              "recv_gpu_wait"),
- *                   "dominant_wait": a wait name or "none", "steps_per_s",
- *                   "bytes_per_s", "ops_in_flight", "cur_step" (-1: none),
- *                   "cur_wait": a wait name or "none", "progress_age_ms" (-1: never),
+ *                   "dominant_wait_last": the wait that took most of the
+ *                   last interval (a wait name or "none"), "steps_per_s",
+ *                   "bytes_per_s", "ops_in_flight", "cur_step" (null: none),
+ *                   "cur_wait": a wait name or "none", "progress_age_ms" (null: never),
  *                   "run_state": idle|queued|running|unknown (1.1 publishers),
  *                   "relay_rank" (PXN rows only: the rank whose ops this
  *                   process's proxy ran), "stalled": bool}],
@@ -62,6 +67,7 @@
  * nt_wait_name. Strings from publishers were sanitized when they arrived
  * (model.c); the writer adds JSON escaping only.
  */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -78,8 +84,9 @@
  * (counters, errors, alerts, operation tables: all bounded). */
 #define FRAME_REST_BYTES (4u << 20)
 
+/* NaN (written null) for never. */
 static double age_ms(uint64_t ns) {
-  return ns == UINT64_MAX ? -1 : (double)ns / 1e6;
+  return ns == UINT64_MAX ? NAN : (double)ns / 1e6;
 }
 
 static const char *dir_name(int dir) {
@@ -120,11 +127,14 @@ static void channel_json(nt_jo *w, const nt_frame_channel *fc) {
   nt_jo_obj(w, "wait_ns");
   for (int k = 0; k < 3; k++) nt_jo_u64(w, nt_wait_name(nt_dir_wait(c->dir, k)), c->wait_ns[k]);
   nt_jo_end(w);
-  nt_jo_str(w, "dominant_wait", nt_wait_name(fc->dominant_wait));
+  nt_jo_str(w, "dominant_wait_last", nt_wait_name(fc->dominant_wait));
   nt_jo_num(w, "steps_per_s", fc->steps_per_s);
   nt_jo_num(w, "bytes_per_s", fc->bytes_per_s);
   nt_jo_u64(w, "ops_in_flight", c->ops_started - c->ops_done);
-  nt_jo_i64(w, "cur_step", c->cur_step);
+  if (c->cur_step >= 0)
+    nt_jo_i64(w, "cur_step", c->cur_step);
+  else
+    nt_jo_null(w, "cur_step");
   nt_jo_str(w, "cur_wait", nt_wait_name(c->cur_wait));
   nt_jo_num(w, "progress_age_ms", age_ms(c->progress_age_ns));
   nt_jo_str(w, "run_state", nt_run_name(c->run_state));
@@ -184,8 +194,8 @@ static void process_json(nt_jo *w, const nt_frame *f, const nt_frame_proc *p) {
   nt_jo_u64(w, "pid", p->pid);
   nt_jo_bool(w, "stale", p->stale);
   nt_jo_bool(w, "ended", p->ended);
-  nt_jo_str(w, "nccl_version", p->nccl_version);
-  nt_jo_str(w, "plugin_version", p->plugin_version);
+  nt_jo_str_known(w, "nccl_version", p->nccl_version);
+  nt_jo_str_known(w, "plugin_version", p->plugin_version);
   nt_jo_u64(w, "abi", c->abi_version);
   nt_jo_u64(w, "seq", p->seq);
   nt_jo_u64(w, "lost_messages", p->lost_messages);
@@ -279,7 +289,7 @@ static void watcher_json(nt_jo *w, const nt_frame *f) {
 const char *nt_frame_json(const nt_frame *f, nt_jo *w) {
   nt_jo_reset(w);
   nt_jo_obj(w, NULL);
-  nt_jo_num(w, "time", f->time);
+  nt_jo_num(w, "time_s", f->time);
   nt_jo_u64(w, "publishers", f->publishers);
   nt_jo_u64(w, "messages", f->messages);
   nt_jo_u64(w, "bad_messages", f->bad_messages);

@@ -216,3 +216,10 @@ void nt_jo_count(nt_jo *w, const char *key, int64_t v) {
   else
     nt_jo_null(w, key);
 }
+
+void nt_jo_str_known(nt_jo *w, const char *key, const char *v) {
+  if (v && *v)
+    nt_jo_str(w, key, v);
+  else
+    nt_jo_null(w, key);
+}
