@@ -417,6 +417,35 @@ static void cli_mistakes_are_one_line(void) {
   CHECK(strstr(text, ": NCCL 2.28.9 rules, 4 GPUs, 1 NIC\n") != NULL);
 }
 
+/* Into a pipe the full matrix (scripts keep their format), unless COLUMNS
+ * is in the environment: `COLUMNS=80 nccltop topo F | less` gets the
+ * compact form (newcomer note #26). */
+static void columns_in_the_environment_choose_the_form(void) {
+  char out[] = "/tmp/nccltop-topo-cols-XXXXXX";
+  int fd = mkstemp(out);
+  CHECK(fd >= 0);
+  close(fd);
+  const char *ex = "examples/topologies/nvswitch-8gpu-8nic.xml";
+  bool compact[3] = {false, false, false};
+  const char *cols[3] = {NULL, "80", "400"};
+  for (int k = 0; k < 3; k++) {
+    if (cols[k])
+      setenv("COLUMNS", cols[k], 1);
+    else
+      unsetenv("COLUMNS");
+    CHECK(run_cli(out, 2, (const char *[]){"topo", ex}) == 0);
+    FILE *f = fopen(out, "r");
+    CHECK(f != NULL);
+    char line[512];
+    while (fgets(line, sizeof line, f))
+      compact[k] |= !strncmp(line, "GPU0    X  1  1", 15); /* kind numbers in the cells */
+    fclose(f);
+  }
+  unsetenv("COLUMNS");
+  unlink(out);
+  CHECK(!compact[0] && compact[1] && !compact[2]);
+}
+
 static void cli_exit_codes_and_output(void) {
   char out[] = "/tmp/nccltop-topo-cli-XXXXXX";
   int fd = mkstemp(out);
@@ -459,6 +488,7 @@ static void cli_exit_codes_and_output(void) {
 }
 
 int main(void) {
+  unsetenv("COLUMNS"); /* the form into a file must not depend on the caller's shell */
   TEST_RUN(malformed_xml_names_file_and_line);
   TEST_RUN(missing_and_mistyped_attributes);
   TEST_RUN(inconsistent_machines_are_refused);
@@ -472,6 +502,7 @@ int main(void) {
   TEST_RUN(cli_exit_codes_and_output);
   TEST_RUN(cli_mistakes_are_one_line);
   TEST_RUN(cli_compact_form_fits_80_columns);
+  TEST_RUN(columns_in_the_environment_choose_the_form);
   return TEST_DONE();
 }
 /* clang-format on */

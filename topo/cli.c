@@ -47,12 +47,18 @@ static const char *opt_value(int argc, char **argv, int *i, const char *opt, boo
 }
 
 /* On a terminal narrower than the full matrix, the compact form reads
- * better; into a pipe or a file, the full one (scripts keep their format). */
+ * better; into a pipe or a file, the full one (scripts keep their format),
+ * unless COLUMNS is in the environment (`COLUMNS=80 nccltop topo F | less`:
+ * shells keep it unexported, so a script's output does not change). */
 static bool too_wide(const nt_topo *t) {
   struct winsize ws;
-  if (!isatty(STDOUT_FILENO) || ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) != 0 || ws.ws_col == 0)
-    return false;
-  return nt_topo_text_width(t) > ws.ws_col;
+  if (isatty(STDOUT_FILENO) && ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0)
+    return nt_topo_text_width(t) > ws.ws_col;
+  const char *env = getenv("COLUMNS");
+  char *end;
+  long cols = env ? strtol(env, &end, 10) : 0;
+  if (!env || !*env || *end || cols <= 0 || cols > 100000) return false;
+  return nt_topo_text_width(t) > cols;
 }
 
 static int print_graphs(nt_topo *t, int nodes, bool json) {
