@@ -338,6 +338,9 @@ static void an_unknown_rank_count_is_unknown_in_text_and_json(void) {
               *cm = cJSON_GetArrayItem(get(root, "comms"), 0),
               *co = cJSON_GetArrayItem(get(root, "collectives"), 0);
   CHECK(rk && cJSON_IsNull(get(rk, "nranks")) && cJSON_IsNull(get(rk, "nnodes")));
+  /* no name was given: null, not "" */
+  CHECK(cJSON_IsNull(get(rk, "comm_name")) && cJSON_IsNull(get(cm, "comm_name")) &&
+        cJSON_IsNull(get(co, "comm_name")));
   CHECK(num(rk, "rank") == 1);
   CHECK(cm && cJSON_IsNull(get(cm, "nranks")) && cJSON_IsNull(get(cm, "nnodes")));
   CHECK(co && cJSON_IsNull(get(co, "nranks")) && cJSON_IsNull(get(co, "algbw_gbs")) &&

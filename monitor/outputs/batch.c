@@ -4,8 +4,11 @@
  * JSON frame, written in one pass (json_out.h; keys in this order; scripts and tests rely on
  * the names, never on the order):
  * Conventions: a value that is unknown or does not apply is null, never a
- * sentinel (-1, 0, ""); a number's unit is in its key (_s, _ms, _us, _ns,
- * _gbs, _bytes, _per_s); an age (time since) says so (_age_).
+ * sentinel (-1, 0, ""): "comm_name" of a communicator NCCL named not,
+ * "nccl_version" not given; only "phase" and "variant" keep "" for their
+ * documented meaning (outside any phase, not a symmetric kernel). A
+ * number's unit is in its key (_s, _ms, _us, _ns, _gbs, _bytes, _per_s);
+ * an age (time since) says so (_age_).
  *
  * {"time_s": seconds since the viewer started (float),
  *  "publishers": processes known, "messages": messages taken,
@@ -149,7 +152,7 @@ static void rank_json(nt_jo *w, const nt_frame *f, const nt_frame_rank *r) {
   snprintf(hex, sizeof hex, "%016llx", (unsigned long long)r->comm_hash);
   nt_jo_obj(w, NULL);
   nt_jo_str(w, "comm", hex);
-  nt_jo_str(w, "comm_name", r->comm_name);
+  nt_jo_str_known(w, "comm_name", r->comm_name);
   nt_jo_i64(w, "rank", r->rank);
   nt_jo_count(w, "nranks", r->nranks);
   nt_jo_count(w, "nnodes", r->nnodes);
@@ -246,7 +249,7 @@ static void comms_json(nt_jo *w, const nt_frame *f) {
     snprintf(hex, sizeof hex, "%016llx", (unsigned long long)c->hash);
     nt_jo_obj(w, NULL);
     nt_jo_str(w, "comm", hex);
-    nt_jo_str(w, "comm_name", c->name);
+    nt_jo_str_known(w, "comm_name", c->name);
     nt_jo_count(w, "nranks", c->nranks);
     nt_jo_count(w, "nnodes", c->nnodes);
     nt_jo_u64(w, "ranks", c->ranks);

@@ -296,7 +296,7 @@ void nt_batch_job_json(nt_jo *w, const nt_frame *f) {
     char size[32];
     nt_jo_obj(w, NULL);
     nt_jo_str(w, "comm", hex16(r->comm_hash, hex));
-    nt_jo_str(w, "comm_name", r->comm_name);
+    nt_jo_str_known(w, "comm_name", r->comm_name);
     nt_jo_count(w, "nranks", r->nranks);
     nt_jo_str(w, "kind", r->kind == NT_OP_P2P ? "p2p" : "coll");
     nt_jo_str(w, "func", nt_func_name(r->func));
