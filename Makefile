@@ -108,12 +108,16 @@ $(TEST_SO): $(patsubst %.c,$(BUILD)/obj-test/%.o,$(PLUGIN_SRC)) $(PROTO_PLUGIN_O
 	@mkdir -p $(dir $@)
 	$(CC) $(PLUGIN_LDFLAGS) $(LDSAN) $(LDFLAGS) -o $@ $^ $(LIBS_PLUGIN)
 
+# The simulator answers NCCL's ncclGetVersion (sim/version.c) from the
+# executable its ranks run in, where the plugin looks it up with dlsym.
+SIM_EXPORTS := -Wl,--export-dynamic-symbol=ncclGetVersion
+
 $(NCCLTOP): $(BUILD)/obj/monitor/commands/main.o $(VIEWER_OBJ)
-	$(CC) $(LDSAN) $(LDFLAGS) -o $@ $^ $(LIBS_VIEWER)
+	$(CC) $(LDSAN) $(LDFLAGS) $(SIM_EXPORTS) -o $@ $^ $(LIBS_VIEWER)
 
 $(BUILD)/tests/%: tests/%.c $(VIEWER_OBJ) | build-deps
 	@mkdir -p $(dir $@)
-	$(CC) $(NT_CPPFLAGS) $(NT_CFLAGS) -o $@ $< $(VIEWER_OBJ) $(LDSAN) $(LDFLAGS) $(LIBS_VIEWER) -lvterm -lutil
+	$(CC) $(NT_CPPFLAGS) $(NT_CFLAGS) -o $@ $< $(VIEWER_OBJ) $(LDSAN) $(LDFLAGS) $(SIM_EXPORTS) $(LIBS_VIEWER) -lvterm -lutil
 
 $(BUILD)/bench/%: bench/%.c $(VIEWER_OBJ) | build-deps
 	@mkdir -p $(dir $@)

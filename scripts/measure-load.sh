@@ -88,7 +88,7 @@ function num(key, s,   i, v) {
   i = index(s, "\"" key "\":"); if (!i) return -1
   v = substr(s, i + length(key) + 3); sub(/[^0-9.].*/, "", v); return v + 0 }
 {
-  t = num("time", $0); pubs = num("publishers", $0); msgs = num("messages", $0)
+  t = num("time_s", $0); pubs = num("publishers", $0); msgs = num("messages", $0)
   procs = substr($0, 1, index($0, "\"ranks\":["))
   stale = gsub(/"stale":true/, "", procs)
   lost = 0; s = procs

@@ -58,7 +58,7 @@ for f in frames:
     kinds = collections.Counter(a["kind"] for a in f["alerts"])
     most = max(most, len(f["alerts"]))
     notes = f.get("watcher", {}).get("notes", [])
-    print("%5.1f %-40s %s" % (f["time"], dict(kinds), notes[0]["text"] if notes else ""))
+    print("%5.1f %-40s %s" % (f["time_s"], dict(kinds), notes[0]["text"] if notes else ""))
 if frames:
     last = frames[-1]
     lost = sum(p["lost_messages"] for p in last["processes"])

@@ -237,6 +237,7 @@ int sim_rank_main(const nt_sim_config *cfg, int rank, pid_t parent) {
   r.t_start_ns = sim_real_ns();
   /* NCCL tries the newest table its release knows first. */
   int max_abi = sim_version_max_abi(sim_version_of(cfg));
+  sim_version_answer(sim_version_of(cfg)); /* before the plugin can ask */
   if (sim_driver_open(&r.drv, cfg->plugin, cfg->abi, max_abi, rank, err, sizeof err) != 0) {
     fprintf(stderr, "nccltop sim: rank %d: %s\n", rank, err);
     return 1;

@@ -26,6 +26,34 @@ int sim_version_parse(const char *s) {
   return *p || v < SIM_NCCL_MIN || v > SIM_NCCL_MAX ? -1 : v;
 }
 
+int sim_version_code(int v) {
+  /* The tags read for each release's behaviours (docs/NCCL-BEHAVIOUR.md). */
+  static const int patch[] = {6, 7, 9, 7, 7, 2}; /* 2.26 .. 2.31 */
+  if (v < SIM_NCCL_MIN || v > SIM_NCCL_MAX) return 0;
+  return 2 * 10000 + (v - 200) * 100 + patch[v - SIM_NCCL_MIN];
+}
+
+/* Written once by a rank before its plugin is loaded, read by the plugin's
+ * publisher thread later: the thread's creation orders them. */
+static int answered_code;
+
+void sim_version_answer(int v) {
+  answered_code = sim_version_code(v);
+}
+
+/* NCCL's ncclGetVersion(int *version), ncclResult_t being an int: 0
+ * (ncclSuccess), or 4 (ncclInvalidArgument) for NULL, or 3
+ * (ncclInternalError) in a process that plays no release. Exported from
+ * the executable (the Makefile's SIM_EXPORTS) so dlsym(RTLD_DEFAULT) finds
+ * it. */
+__attribute__((visibility("default"))) int ncclGetVersion(int *version);
+int ncclGetVersion(int *version) {
+  if (!version) return 4;
+  if (!answered_code) return 3;
+  *version = answered_code;
+  return 0;
+}
+
 int sim_version_max_abi(int v) {
   if (v <= 226) return 3;
   if (v == 227) return 4;

@@ -31,6 +31,16 @@ int sim_version_max_abi(int v);
  * release's newest is that release loading the older table (its shim). */
 int sim_version_of(const nt_sim_config *c);
 
+/* NCCL's version code (major x 10000 + minor x 100 + patch, NCCL_VERSION_CODE
+ * from 2.9 on) of the release whose source the simulator follows for v:
+ * 2.26.6, 2.27.7, 2.28.9, 2.29.7, 2.30.7, 2.31.2; 0 when not played. */
+int sim_version_code(int v);
+/* What this process's ncclGetVersion answers from now on (a rank calls it
+ * before it loads the plugin). The simulator exports ncclGetVersion, as
+ * libnccl does, so the plugin's question (dlsym of ncclGetVersion, the
+ * publisher's hello) gets the release played instead of nothing. */
+void sim_version_answer(int v);
+
 /* NULL when c->nccl_version and c->abi fit together, else why not. */
 const char *sim_version_check(const nt_sim_config *c);
 

@@ -95,7 +95,7 @@ static inline double until_complete(rh_viewer *v, const nt_sim_config *cfg, doub
   cJSON *f;
   while ((f = rh_viewer_frame(v, deadline))) {
     bool ok = complete(cfg, f);
-    double t = rh_num(f, "time");
+    double t = rh_num(f, "time_s");
     cJSON_Delete(f);
     if (ok) return t;
   }

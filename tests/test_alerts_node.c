@@ -235,9 +235,10 @@ static void the_node_line_names_its_communicator(void) {
   uint32_t n = last_alerts(m, a, 64);
   CHECK_EQ_U64(n, 1);
   if (n == 1) {
-    CHECK_STR(a[0].text, "node hostB: ranks 4-7/8 (all 4 of its ranks in comm 0400) are 4 "
-                         "AllReduce launches behind the others for 3.00s; the others wait for "
-                         "this node");
+    CHECK_STR(a[0].text,
+              "node hostB: ranks 4-7/8 (all 4 of its ranks in comm c0ffee0000000400) are 4 "
+              "AllReduce launches behind the others for 3.00s; the others wait for "
+              "this node");
     CHECK_EQ_U64(a[0].comm_hash, HASH);
   }
   nt_model_free(m);

@@ -99,7 +99,14 @@ static void bus_bandwidth_matches_nccl_tests_for_every_function(void) {
   CHECK(near(nt_bus_factor(NT_FUNC_ALLREDUCE, 2), 1.0));
   CHECK(near(nt_bus_factor(NT_FUNC_ALLREDUCE, 1), 0.0));
   CHECK(near(nt_bus_factor(NT_FUNC_ALLGATHER, 1), 0.0));
-  CHECK(near(nt_bus_factor(NT_FUNC_ALLREDUCE, 0), 0.0)); /* unknown size: no nonsense */
+  /* An unknown rank count (NCCL 2.26 gives none): what depends on it is
+   * unknown (NaN: "?" and null), never 0; the rest stays known. */
+  CHECK(isnan(nt_bus_factor(NT_FUNC_ALLREDUCE, 0)));
+  CHECK(isnan(nt_bus_factor(NT_FUNC_REDUCESCATTER, 0)));
+  CHECK(isnan(nt_alg_bytes(NT_FUNC_ALLGATHER, S, 0)));
+  CHECK(near(nt_alg_bytes(NT_FUNC_ALLREDUCE, S, 0), S));
+  CHECK(near(nt_bus_factor(NT_FUNC_BROADCAST, 0), 1.0));
+  CHECK(near(nt_bus_factor(NT_FUNC_SEND, 0), 1.0));
   CHECK(near(nt_stat_algbw(3e9, 1.5), 2.0));
   CHECK(nt_stat_algbw(1e9, 0) == 0);
 }
@@ -190,6 +197,44 @@ static void phase_busy_time_says_when_communicators_overlap(void) {
   CHECK(ph[0].comms == 2 && ph[0].ranks == 1 && near(ph[0].time_s, 7.0));
   const char *n = nt_phase_busy_note(ph, 1, note, sizeof note);
   CHECK(n != NULL && strstr(n, "2 communicators") != NULL && strlen(n) <= 80);
+  nt_model_free(m);
+}
+
+/* NCCL 2.26: the communicator's rank count is unknown (0). AllReduce's
+ * algbw needs no count, its busbw does; AllGather needs it for both; a
+ * Send needs none. A phase that mixes them is unknown as a whole. */
+static void bandwidths_without_a_rank_count_are_unknown_not_zero(void) {
+  nt_model *m = nt_model_new();
+  CHECK(m);
+  nt_snapshot *s = with_ops(1, 0, 10, 4000000000ull);
+  CHECK(s);
+  s->comms[0].nranks = s->comms[0].nnodes = 0;
+  s->nops = 3;
+  s->ops[1] = s->ops[0];
+  s->ops[1].func = NT_FUNC_ALLGATHER;
+  s->ops[2] = s->ops[0];
+  s->ops[2].kind = NT_OP_P2P;
+  s->ops[2].func = NT_FUNC_SEND;
+  s->ops[2].algo = NT_ALGO_NONE;
+  s->ops[2].phase = 0;
+  CHECK(apply(m, s, 1.0));
+  nt_op_stat st[8];
+  CHECK(nt_model_op_stats(m, st, 8) == 3);
+  double gib = 1073741824.0;
+  for (int i = 0; i < 3; i++) {
+    double alg = nt_stat_algbw(st[i].alg_bytes, st[i].time_s),
+           bus = nt_stat_algbw(st[i].bus_bytes, st[i].time_s);
+    if (st[i].func == NT_FUNC_ALLREDUCE) CHECK(near(alg, 10 * gib / 4 / 1e9) && isnan(bus));
+    if (st[i].func == NT_FUNC_ALLGATHER) CHECK(isnan(alg) && isnan(bus));
+    if (st[i].func == NT_FUNC_SEND) CHECK(near(alg, 10 * gib / 4 / 1e9) && near(bus, alg));
+  }
+  nt_phase_stat ph[4];
+  CHECK(nt_model_phase_stats(m, ph, 4) == 2);
+  CHECK_STR(ph[0].name, ""); /* the Send, outside any phase */
+  CHECK(near(nt_stat_algbw(ph[0].bus_bytes, ph[0].time_s), 10 * gib / 4 / 1e9));
+  CHECK_STR(ph[1].name, "backward");
+  CHECK(isnan(nt_stat_algbw(ph[1].alg_bytes, ph[1].time_s)));
+  CHECK(isnan(nt_stat_algbw(ph[1].bus_bytes, ph[1].time_s)));
   nt_model_free(m);
 }
 
@@ -467,6 +512,7 @@ int main(void) {
   TEST_RUN(sizes_and_buckets_read_like_people_write_them);
   TEST_RUN(statistics_add_up_over_ranks_and_phases);
   TEST_RUN(phase_busy_time_says_when_communicators_overlap);
+  TEST_RUN(bandwidths_without_a_rank_count_are_unknown_not_zero);
   TEST_RUN(a_stalled_ring_names_the_rank_its_waits_end_at);
   TEST_RUN(a_silent_rank_that_others_wait_on_is_the_root);
   TEST_RUN(a_rank_that_stays_behind_is_a_straggler);

@@ -227,6 +227,54 @@ static void ranks_late_by_turns_are_balanced(void) {
   nt_model_free(m);
 }
 
+/* Rank 1 paces unevenly (as in the 2.31 demos, newcomer note #13): its
+ * window share crosses the threshold (35%: half the others' 70%) every
+ * 2 s, at 41%, 48%, 41%, 33% by turns, below it one round in four. The
+ * alert used to come and go with it every frame; it settles: raised once,
+ * it stays while the rank goes below again within SYNC_HOLD_S (saying when
+ * it last was), and once the rank caught up it goes, and stays gone. */
+static void an_alert_that_flaps_settles(void) {
+  nt_model *m = nt_model_new();
+  CHECK(m);
+  if (!m) return;
+  static const phases MID = {30 * MS, 30 * MS, 10 * MS};
+  nt_alert a[8];
+  uint64_t tot[4][3] = {{0}};
+  int first = 0, last = 0, changes = 0, said_held = 0;
+  bool was = false;
+  for (uint64_t seq = 1; seq <= 60; seq++) {
+    double now = 1.0 + 0.5 * (double)seq;
+    for (int r = 0; r < 4; r++) {
+      phases p = WAITING;
+      if (r == 1 && seq <= 30) p = seq % 4 < 2 ? LATE : MID; /* caught up after 30 */
+      tot[r][0] += p.init, tot[r][1] += p.compute, tot[r][2] += p.fin;
+      nt_snapshot *s = rank_snap(r, 4, 0, p, 0);
+      if (s) {
+        s->seq = seq;
+        for (int ch = 0; ch < 2; ch++)
+          for (int ph = 0; ph < 3; ph++) s->kernels[ch].phase_ns[ph] = tot[r][ph];
+      }
+      CHECK(put(m, s, now));
+    }
+    uint32_t n = nt_model_alerts(m, 2000, a, 8, now), named = 0;
+    for (uint32_t i = 0; i < n; i++) {
+      named += a[i].evidence == NT_EVIDENCE_SYNC_PHASES && a[i].rank == 1;
+      said_held += strstr(a[i].text, "; last below the threshold ") != NULL;
+    }
+    bool on = named == 1;
+    changes += on != was;
+    if (on && !first) first = (int)seq;
+    if (on) last = (int)seq;
+    was = on;
+  }
+  nt_model_free(m);
+  fprintf(stderr, "    named from round %d to %d, %d changes\n", first, last, changes);
+  CHECK(first > 0 && first <= 12);
+  CHECK_EQ_U64(changes, 2); /* raised once, dropped once */
+  CHECK(said_held > 0);
+  CHECK(last > 30 && last < 60); /* dropped after it caught up */
+}
+
 /* More than COLLAPSE_AT ranks named: one line for the communicator. */
 static void many_ranks_are_one_line(void) {
   nt_alert a[16];
@@ -319,6 +367,7 @@ int main(void) {
   TEST_RUN(an_idle_window_gives_nothing);
   TEST_RUN(totals_going_back_start_over);
   TEST_RUN(ranks_late_by_turns_are_balanced);
+  TEST_RUN(an_alert_that_flaps_settles);
   TEST_RUN(many_ranks_are_one_line);
   TEST_RUN(a_root_gets_the_numbers);
   return TEST_DONE();

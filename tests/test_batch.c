@@ -146,7 +146,7 @@ static void json_frame_has_the_documented_names_and_exact_values(void) {
   free(text);
   CHECK(one_line);
   CHECK(j != NULL);
-  CHECK(num(j, "time") == 1.5);
+  CHECK(num(j, "time_s") == 1.5 && !get(j, "time")); /* the unit in the name */
   CHECK(num(j, "publishers") == 1);
   CHECK(num(j, "messages") == 4);
   CHECK(num(j, "bad_messages") == 1);
@@ -203,7 +203,7 @@ static void json_frame_has_the_documented_names_and_exact_values(void) {
   CHECK(cJSON_GetArraySize(w) == 3);
   CHECK(num(w, "send_gpu_wait") == 3000 && num(w, "send_peer_wait") == 9000 &&
         num(w, "send_net_wait") == 6000);
-  CHECK_STR(str(send, "dominant_wait"), "send_peer_wait");
+  CHECK_STR(str(send, "dominant_wait_last"), "send_peer_wait"); /* of the last interval */
   CHECK(num(send, "steps_per_s") == 4000 && num(send, "bytes_per_s") == 4000 * 4096);
   CHECK(num(send, "ops_in_flight") == 2 && num(send, "cur_step") == 6);
   CHECK_STR(str(send, "cur_wait"), "send_net_wait");
@@ -213,10 +213,26 @@ static void json_frame_has_the_documented_names_and_exact_values(void) {
   w = get(recv, "wait_ns");
   CHECK(num(w, "recv_net_wait") == 12000 && num(w, "recv_flush_wait") == 0 &&
         num(w, "recv_gpu_wait") == 0);
-  CHECK_STR(str(recv, "dominant_wait"), "recv_net_wait");
+  CHECK_STR(str(recv, "dominant_wait_last"), "recv_net_wait");
   CHECK_STR(str(recv, "cur_wait"), "none");
-  CHECK(num(recv, "cur_step") == -1 && num(recv, "progress_age_ms") == -1);
+  /* none and never: null, not -1 */
+  CHECK(cJSON_IsNull(get(recv, "cur_step")) && cJSON_IsNull(get(recv, "progress_age_ms")));
   CHECK(boolean(recv, "stalled") == 0);
+
+  /* Alerts: what does not apply is null, not 0, -1, "other" or 16 zeros. */
+  const cJSON *al;
+  int drops = 0;
+  cJSON_ArrayForEach(al, get(j, "alerts")) {
+    const char *kind = str(al, "kind");
+    bool has_func = !strcmp(kind, "straggler") || !strcmp(kind, "hung_op");
+    CHECK(has_func == !cJSON_IsNull(get(al, "func")));
+    CHECK(cJSON_IsNull(get(al, "peer")) || num(al, "peer") >= 0);
+    CHECK(cJSON_IsNull(get(al, "rank")) || num(al, "rank") >= 0);
+    if (strcmp(kind, "drops")) continue;
+    drops++;
+    CHECK(cJSON_IsNull(get(al, "comm")) && cJSON_IsNull(get(al, "rank")));
+  }
+  CHECK(drops == 1);
 
   const cJSON *kern = cJSON_GetArrayItem(get(r, "kernels"), 0);
   CHECK(kern && num(kern, "channel") == 1 && num(kern, "count") == 21 &&
@@ -233,7 +249,7 @@ static void json_frame_of_an_empty_model_is_valid(void) {
   cJSON *j = cJSON_Parse(text);
   free(text);
   CHECK(j != NULL);
-  CHECK(num(j, "time") == 0 && num(j, "publishers") == 0);
+  CHECK(num(j, "time_s") == 0 && num(j, "publishers") == 0);
   CHECK(cJSON_IsArray(get(j, "ranks")) && cJSON_GetArraySize(get(j, "ranks")) == 0);
   CHECK(cJSON_IsArray(get(j, "processes")) && cJSON_IsArray(get(j, "errors")));
   cJSON_Delete(j);
@@ -248,9 +264,11 @@ static void text_frame_has_the_proxy_and_channel_rows(void) {
   CHECK(text != NULL);
   bool header = strstr(text, "publishers 1  ranks 1  messages 4  bad 1  errors 1") != NULL;
   bool error = strstr(text, "error: ipc:///d/66.sock: snapshot: not an nccltop snapshot") != NULL;
-  bool proxy = strstr(text, "00c0ffee12345678") && strstr(text, "gpu\\x1B[31m\"7:4242") &&
-               strstr(text, " sleep ") && strstr(text, "  25.0   50.0   25.0    0.0    0.0") &&
-               strstr(text, "STALE");
+  /* The communicator by its name, as every view names it (its hash only
+   * when it has none). */
+  bool proxy = strstr(text, "1/2     dp\\x1B]0;x") && !strstr(text, "00c0ffee12345678") &&
+               strstr(text, "gpu\\x1B[31m\"7:4242") && strstr(text, " sleep ") &&
+               strstr(text, "  25.0   50.0   25.0    0.0    0.0") && strstr(text, "STALE");
   /* The stalled send shows the wait it is stuck in (cur_wait), not the
    * interval's dominant one (send_peer_wait), as its alert does. */
   const char *srow = strstr(text, " send ");
@@ -265,6 +283,79 @@ static void text_frame_has_the_proxy_and_channel_rows(void) {
   CHECK(proxy);
   CHECK(send && recv);
   CHECK(!raw_escape);
+}
+
+/* NCCL 2.26 tells the plugin no rank or node count: the text says "1/?",
+ * the JSON null, never 0 (README: an unknown is "?" or null). */
+static void an_unknown_rank_count_is_unknown_in_text_and_json(void) {
+  nt_model *m = nt_model_new();
+  nt_snapshot *a = snap(1, 1000000000ull, 1000);
+  CHECK(m && a);
+  if (!m || !a) return;
+  a->comms[0].nranks = a->comms[0].nnodes = 0;
+  a->nops = 1;
+  a->ops[0] = (nt_op_row){.kind = NT_OP_COLL,
+                          .func = NT_FUNC_ALLGATHER,
+                          .algo = NT_ALGO_RING,
+                          .proto = NT_PR_SIMPLE,
+                          .bucket = 20,
+                          .count = 4,
+                          .bytes = 4 << 20,
+                          .done = 4,
+                          .done_bytes = 4 << 20,
+                          .time_ns = 4000000};
+  /* ...and an AllReduce in flight, never progressed: no root, no duration
+   * yet, no progress: null each, never 0 or -1 */
+  a->noplog = 1;
+  a->oplog[0] = (nt_oplog_row){.kind = NT_OP_COLL,
+                               .func = NT_FUNC_ALLREDUCE,
+                               .state = NT_OPS_IN_FLIGHT,
+                               .root_peer = 0,
+                               .seq = 7,
+                               .count = 256,
+                               .bytes = 1024,
+                               .age_ns = 5000000,
+                               .run_state = NT_RUN_QUEUED,
+                               .progress_age_ns = UINT64_MAX};
+  a->nseq = 1;
+  a->seq_rows[0] = (nt_seq_row){
+      .func = NT_FUNC_ALLREDUCE, .launched = 8, .done = 7, .last_launch_age_ns = 2000000};
+  CHECK(nt_model_apply_snapshot(m, "ipc:///d/4242.sock", 4242, a, 1.0) == 0);
+  nt_snapshot_free(a);
+  char *text = frame(m, false, 1.0), *js = frame(m, true, 1.0);
+  nt_model_free(m);
+  CHECK(text && js);
+  if (!text || !js) {
+    free(text);
+    free(js);
+    return;
+  }
+  CHECK(strstr(text, "1/?") && !strstr(text, "1/0"));
+  /* AllGather's bandwidths need the rank count: "?", not 0B/s */
+  const char *row = strstr(text, "AllGather");
+  CHECK(row && strstr(row, "  ?") && !strstr(row, "0B/s"));
+  cJSON *root = cJSON_Parse(js);
+  CHECK(root);
+  const cJSON *rk = cJSON_GetArrayItem(get(root, "ranks"), 0),
+              *cm = cJSON_GetArrayItem(get(root, "comms"), 0),
+              *co = cJSON_GetArrayItem(get(root, "collectives"), 0);
+  CHECK(rk && cJSON_IsNull(get(rk, "nranks")) && cJSON_IsNull(get(rk, "nnodes")));
+  /* no name was given: null, not "" */
+  CHECK(cJSON_IsNull(get(rk, "comm_name")) && cJSON_IsNull(get(cm, "comm_name")) &&
+        cJSON_IsNull(get(co, "comm_name")));
+  CHECK(num(rk, "rank") == 1);
+  CHECK(cm && cJSON_IsNull(get(cm, "nranks")) && cJSON_IsNull(get(cm, "nnodes")));
+  CHECK(co && cJSON_IsNull(get(co, "nranks")) && cJSON_IsNull(get(co, "algbw_gbs")) &&
+        cJSON_IsNull(get(co, "busbw_gbs")));
+  const cJSON *op = cJSON_GetArrayItem(get(rk, "in_flight"), 0),
+              *sq = cJSON_GetArrayItem(get(rk, "seq"), 0);
+  CHECK(op && cJSON_IsNull(get(op, "root_peer")) && cJSON_IsNull(get(op, "duration_us")) &&
+        cJSON_IsNull(get(op, "progress_age_ms")));
+  CHECK(sq && num(sq, "last_launch_age_ms") == 2 && !get(sq, "last_launch_ms"));
+  if (!rk || !co || !op) fprintf(stderr, "%s\n", js);
+  cJSON_Delete(root);
+  free(text);
+  free(js);
 }
 
 static void batch_options_parse_and_bad_values_are_refused(void) {
@@ -320,6 +411,7 @@ int main(void) {
   TEST_RUN(json_frame_has_the_documented_names_and_exact_values);
   TEST_RUN(json_frame_of_an_empty_model_is_valid);
   TEST_RUN(text_frame_has_the_proxy_and_channel_rows);
+  TEST_RUN(an_unknown_rank_count_is_unknown_in_text_and_json);
   TEST_RUN(batch_options_parse_and_bad_values_are_refused);
   TEST_RUN(demo_arguments_split_between_simulator_and_viewer);
   return TEST_DONE();

@@ -24,7 +24,8 @@ static bool chain_reaches(const cJSON *alerts, const char *hex, int from, int to
     if (r == to) return true;
     const cJSON *a;
     cJSON_ArrayForEach(a, alerts) {
-      int peer = (int)num(a, "peer");
+      double pv = num(a, "peer"); /* null (NaN here) when none */
+      int peer = pv >= 0 ? (int)pv : -1;
       if (strcmp(str(a, "kind"), "stall") || strcmp(str(a, "comm"), hex) || num(a, "rank") != r ||
           !waits_on_peer(str(a, "wait")) || peer < 0 || peer >= nranks || seen[peer])
         continue;
@@ -40,7 +41,8 @@ static const cJSON *find_alert(const cJSON *alerts, const char *kind, const char
   const cJSON *a;
   cJSON_ArrayForEach(a, alerts) {
     if (!strcmp(str(a, "kind"), kind) && !strcmp(str(a, "comm"), hex) && num(a, "rank") == rank &&
-        (!wait || !strcmp(str(a, "wait"), wait)) && (peer < -1 || num(a, "peer") == peer))
+        (!wait || !strcmp(str(a, "wait"), wait)) &&
+        (peer < -1 || (peer == -1 ? isnan(num(a, "peer")) : num(a, "peer") == peer)))
       return a;
   }
   return NULL;
@@ -63,7 +65,7 @@ static const char *stall_incomplete(const nt_sim_config *c, const cJSON *f, char
     FAIL_IF(strcmp(str(root, "wait"), "recv_gpu_wait") &&
                 strcmp(str(root, "wait"), "send_gpu_wait"),
             "comm %d: the root waits in %s", k, str(root, "wait"));
-    FAIL_IF(num(root, "count") != n - 1 || num(root, "peer") != -1 || num(root, "age_s") < 1,
+    FAIL_IF(num(root, "count") != n - 1 || !isnan(num(root, "peer")) || num(root, "age_s") < 1,
             "comm %d: root count %g peer %g age %g: %s", k, num(root, "count"), num(root, "peer"),
             num(root, "age_s"), str(root, "text"));
     char me[32];

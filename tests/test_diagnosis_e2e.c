@@ -55,7 +55,7 @@ static const cJSON *queued_alarm(const cJSON *f) {
   const cJSON *a;
   cJSON_ArrayForEach(a, get(f, "alerts")) {
     bool stall = !strcmp(str(a, "kind"), "stall"), hung = !strcmp(str(a, "kind"), "hung_op");
-    if ((!stall && !hung) || num(a, "rank") < 0) continue;
+    if ((!stall && !hung) || !(num(a, "rank") >= 0)) continue; /* null: no rank */
     uint64_t hash = strtoull(str(a, "comm"), NULL, 16);
     const cJSON *r = find_rank(f, hash, (int)num(a, "rank"));
     if (r && !runs(r, stall ? "channels" : "in_flight")) return a;

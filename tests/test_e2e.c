@@ -52,6 +52,15 @@ static const cJSON *find_channel(const cJSON *rank, int channel, const char *dir
 static const char *mismatch(const nt_sim_config *cfg, const cJSON *frame, char *why, size_t cap) {
   static const char *proxy_names[5] = {"idle", "active", "sleep", "wakeup", "append"};
   const cJSON *ranks = cJSON_GetObjectItemCaseSensitive(frame, "ranks");
+  /* The simulator answers ncclGetVersion as the release it plays (2.28's
+   * source is 2.28.9): the plugin's hello carries it, never "". */
+  const cJSON *proc;
+  cJSON_ArrayForEach(proc, cJSON_GetObjectItemCaseSensitive(frame, "processes")) {
+    if (strcmp(str(proc, "nccl_version"), "2.28.9") != 0)
+      return snprintf(why, cap, "process nccl_version \"%s\", want 2.28.9",
+                      str(proc, "nccl_version")),
+             why;
+  }
   for (int r = 0; r < cfg->ranks; r++) {
     for (int k = 0; k < cfg->comms; k++) {
       const cJSON *rank = find_rank(ranks, nt_sim_comm_hash(k), r);

@@ -567,6 +567,37 @@ static void bad_options_are_refused(void) {
   CHECK_EQ_U64(run_status((const char *const[]){"--help", NULL}), 0);
 }
 
+/* A port in use is one line that names the address asked for; the
+ * library's own line ("Failed to bind to port 0") no longer goes with it. */
+static void a_busy_port_is_one_line(void) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+  socklen_t len = sizeof sa;
+  bool held = fd >= 0 && bind(fd, (struct sockaddr *)&sa, sizeof sa) == 0 && listen(fd, 1) == 0 &&
+              getsockname(fd, (struct sockaddr *)&sa, &len) == 0;
+  CHECK(held);
+  if (!held) {
+    if (fd >= 0) close(fd);
+    return;
+  }
+  char cmd[1200], want[128], out[4096] = "";
+  snprintf(want, sizeof want,
+           "nccltop exporter: cannot listen on 127.0.0.1:%u: ", ntohs(sa.sin_port));
+  snprintf(cmd, sizeof cmd, "'%.900s' exporter --listen 127.0.0.1:%u 2>&1 >/dev/null", nccltop,
+           ntohs(sa.sin_port));
+  FILE *p = popen(cmd, "r");
+  size_t got = p ? fread(out, 1, sizeof out - 1, p) : 0;
+  out[got] = '\0';
+  int st = p ? pclose(p) : -1;
+  close(fd);
+  int lines = 0;
+  for (const char *c = out; *c; c++) lines += *c == '\n';
+  if (lines != 1 || strncmp(out, want, strlen(want)) != 0) fprintf(stderr, "    said: %s", out);
+  CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 1);
+  CHECK_EQ_U64(lines, 1);
+  CHECK(!strncmp(out, want, strlen(want)) && strstr(out, "in use"));
+}
+
 int main(void) {
   scenario_init();
   signal(SIGPIPE, SIG_IGN);
@@ -579,5 +610,6 @@ int main(void) {
   TEST_RUN(every_stop_signal_ends_it_cleanly);
   TEST_RUN(shared_options_say_what_the_viewer_says);
   TEST_RUN(bad_options_are_refused);
+  TEST_RUN(a_busy_port_is_one_line);
   return TEST_DONE();
 }

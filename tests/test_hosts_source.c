@@ -199,8 +199,8 @@ static void many_silent_hosts_are_one_line(void) {
   CHECK_EQ_U64(lines, 1);
   CHECK_EQ_U64(per_endpoint, 0);
   CHECK_EQ_U64(nerrors, 1); /* no local job yet (no directory) is no error */
-  CHECK_STR(text, "nothing received yet from 20 endpoints (tcp://127.1.3.1:9, ...): no relay "
-                  "there, not reachable, or refusing our key (still trying)");
+  CHECK_STR(text, "nothing yet from 20 endpoints (tcp://127.1.3.1:9, ...): no relay there, a name "
+                  "that does not resolve, not reachable, or our key refused (still trying)");
 }
 
 /* Thousands of hosts: each gets its endpoint, past the 2048 local

@@ -68,7 +68,7 @@ typedef struct {
 } frame_info;
 
 static frame_info info_of(const cJSON *f) {
-  frame_info i = {.time = num(f, "time"), .messages = num(f, "messages")};
+  frame_info i = {.time = num(f, "time_s"), .messages = num(f, "messages")};
   const cJSON *p;
   cJSON_ArrayForEach(p, cJSON_GetObjectItemCaseSensitive(f, "processes")) {
     i.procs++;

@@ -36,6 +36,161 @@ static int run(char *const argv[], const char *out, const char *err, double seco
   return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
+/* ---- a strict reader of Chrome trace JSON, as Perfetto reads it ---- */
+
+typedef struct {
+  double pid, tid, ts, end;
+  const char *cat, *id, *name;
+  int ph; /* 'X', 'b', 'e' */
+  int order;
+} tr_ev;
+
+static int tr_cmp_x(const void *a, const void *b) {
+  const tr_ev *x = a, *y = b;
+  if (x->pid != y->pid) return x->pid < y->pid ? -1 : 1;
+  if (x->tid != y->tid) return x->tid < y->tid ? -1 : 1;
+  if (x->ts != y->ts) return x->ts < y->ts ? -1 : 1;
+  return x->end > y->end ? -1 : x->end < y->end; /* the outer one first */
+}
+
+static int tr_cmp_async(const void *a, const void *b) {
+  const tr_ev *x = a, *y = b;
+  if (x->pid != y->pid) return x->pid < y->pid ? -1 : 1;
+  int c = strcmp(x->cat, y->cat);
+  if (!c) c = strcmp(x->id, y->id);
+  if (!c) c = strcmp(x->name, y->name);
+  if (c) return c;
+  if (x->ts != y->ts) return x->ts < y->ts ? -1 : 1;
+  if (x->ph != y->ph) return x->ph == 'b' ? -1 : 1; /* a zero-length slice: begin first */
+  return x->order - y->order;
+}
+
+/* Perfetto's rules for JSON traces (its FAQ: slices on one track must
+ * nest; async slices pair by id): every event has ph, ts and pid;
+ * complete events (X) of one (pid, tid) are nested or disjoint, never
+ * overlapping; every async begin (b) has its end (e) with the same pid,
+ * cat, id and name, not before it, and an id is not begun again while
+ * open. Returns the violations (the first few printed); *nasync: the
+ * async slices. */
+static int trace_violations(const cJSON *events, int *nasync) {
+  int n = cJSON_GetArraySize(events), nx = 0, na = 0, bad = 0;
+  tr_ev *xs = calloc((size_t)n + 1, sizeof *xs), *as = calloc((size_t)n + 1, sizeof *as);
+  if (!xs || !as) {
+    free(xs);
+    free(as);
+    return 1;
+  }
+  const cJSON *e;
+  int k = 0;
+  cJSON_ArrayForEach(e, events) {
+    const char *ph = str(e, "ph");
+    if (!*ph || !cJSON_IsNumber(get(e, "ts")) || !cJSON_IsNumber(get(e, "pid"))) {
+      if (bad++ < 3) fprintf(stderr, "    event %d: no ph, ts or pid\n", k);
+      continue;
+    }
+    tr_ev v = {.pid = num(e, "pid"),
+               .tid = num(e, "tid"),
+               .ts = num(e, "ts"),
+               .cat = str(e, "cat"),
+               .id = str(e, "id"),
+               .name = str(e, "name"),
+               .ph = ph[0],
+               .order = k++};
+    if (!strcmp(ph, "X")) {
+      v.end = v.ts + num(e, "dur");
+      if (!(num(e, "dur") >= 0) && bad++ < 3) fprintf(stderr, "    X %s: no dur\n", v.name);
+      xs[nx++] = v;
+    } else if (!strcmp(ph, "b") || !strcmp(ph, "e")) {
+      if (!*v.id && bad++ < 3) fprintf(stderr, "    async %s: no id\n", v.name);
+      as[na++] = v;
+    }
+  }
+  qsort(xs, (size_t)nx, sizeof *xs, tr_cmp_x);
+  /* A stack per (pid, tid): pop what ended; what is left must hold us. */
+  tr_ev **stack = calloc((size_t)nx + 1, sizeof *stack);
+  int depth = 0;
+  for (int i = 0; stack && i < nx; i++) {
+    if (i && (xs[i].pid != xs[i - 1].pid || xs[i].tid != xs[i - 1].tid)) depth = 0;
+    while (depth && stack[depth - 1]->end <= xs[i].ts) depth--;
+    if (depth && xs[i].end > stack[depth - 1]->end) {
+      if (bad++ < 3)
+        fprintf(stderr, "    pid %g tid %g: %s [%g, %g] overlaps %s [%g, %g] without nesting\n",
+                xs[i].pid, xs[i].tid, xs[i].name, xs[i].ts, xs[i].end, stack[depth - 1]->name,
+                stack[depth - 1]->ts, stack[depth - 1]->end);
+      continue;
+    }
+    stack[depth++] = &xs[i];
+  }
+  free(stack);
+  qsort(as, (size_t)na, sizeof *as, tr_cmp_async);
+  int open = 0, slices = 0;
+  for (int i = 0; i < na; i++) {
+    bool same = i && as[i].pid == as[i - 1].pid && !strcmp(as[i].cat, as[i - 1].cat) &&
+                !strcmp(as[i].id, as[i - 1].id) && !strcmp(as[i].name, as[i - 1].name);
+    if (!same) {
+      if (open && bad++ < 3)
+        fprintf(stderr, "    async %s id %s: begun, never ended\n", as[i - 1].name, as[i - 1].id);
+      open = 0;
+    }
+    if (as[i].ph == 'b') {
+      if (open && bad++ < 3)
+        fprintf(stderr, "    async %s id %s: begun again while open\n", as[i].name, as[i].id);
+      open++;
+      slices++;
+    } else if (!open) {
+      if (bad++ < 3)
+        fprintf(stderr, "    async %s id %s: ended, not begun\n", as[i].name, as[i].id);
+    } else {
+      open--;
+    }
+  }
+  if (open && bad++ < 3) fprintf(stderr, "    async slice begun, never ended\n");
+  free(xs);
+  free(as);
+  *nasync = slices;
+  return bad;
+}
+
+/* Processes in rank order within each communicator: process_sort_index
+ * grows with the rank of the processes named "... rank R/N COMM". */
+static bool processes_in_rank_order(const cJSON *events) {
+  struct {
+    double pid, index;
+    int rank;
+    char comm[64];
+  } p[256];
+  int n = 0;
+  const cJSON *e;
+  cJSON_ArrayForEach(e, events) {
+    if (strcmp(str(e, "ph"), "M") || n == 256) continue;
+    double pid = num(e, "pid");
+    int at = -1;
+    for (int i = 0; i < n; i++)
+      if (p[i].pid == pid) at = i;
+    if (at < 0) {
+      at = n++;
+      memset(&p[at], 0, sizeof p[at]);
+      p[at].pid = pid;
+      p[at].index = NAN;
+      p[at].rank = -1;
+    }
+    if (!strcmp(str(e, "name"), "process_sort_index"))
+      p[at].index = num(get(e, "args"), "sort_index");
+    const char *rk = strstr(str(get(e, "args"), "name"), " rank ");
+    if (!strcmp(str(e, "name"), "process_name") && rk)
+      if (sscanf(rk, " rank %d/%*s %63s", &p[at].rank, p[at].comm) != 2) p[at].rank = -1;
+  }
+  for (int i = 0; i < n; i++)
+    for (int j = 0; j < n; j++)
+      if (p[i].rank >= 0 && p[j].rank > p[i].rank && !strcmp(p[i].comm, p[j].comm) &&
+          !(p[i].index < p[j].index)) {
+        fprintf(stderr, "    rank %d (sort index %g) is not before rank %d (%g) in %s\n", p[i].rank,
+                p[i].index, p[j].rank, p[j].index, p[i].comm);
+        return false;
+      }
+  return n > 0;
+}
+
 static char *slurp(const char *p) {
   FILE *f = fopen(p, "r");
   if (!f) return NULL;
@@ -305,6 +460,10 @@ static void the_black_box_writes_the_history_before_a_stall(void) {
   cJSON *t = text ? cJSON_Parse(text) : NULL;
   free(text);
   CHECK(t != NULL);
+  /* Real-time ranks enqueue ahead: their operations overlap, and the
+   * trace still reads as Perfetto requires. */
+  int nasync = 0, violations = trace_violations(get(t, "traceEvents"), &nasync);
+  bool ordered = processes_in_rank_order(get(t, "traceEvents"));
   int waits = 0, rates = 0, states = 0, roots = 0, rank1 = -1, p2p = 0;
   const cJSON *ev2;
   cJSON_ArrayForEach(ev2, get(t, "traceEvents")) {
@@ -315,7 +474,7 @@ static void the_black_box_writes_the_history_before_a_stall(void) {
     waits += !strcmp(ph, "C") && !strcmp(name, "channel waits (ms/s)") &&
              num(get(ev2, "args"), "recv_gpu_wait") >= 0;
     rates += !strcmp(ph, "C") && !strcmp(name, "bytes/s");
-    p2p += !strcmp(ph, "X") && !strcmp(str(ev2, "cat"), "p2p") && num(ev2, "tid") == 2 &&
+    p2p += !strcmp(ph, "b") && !strcmp(str(ev2, "cat"), "p2p") &&
            (!strcmp(name, "Send") || !strcmp(name, "Recv"));
     states += !strcmp(ph, "C") && !strcmp(name, "proxy thread states (share)");
     roots += !strcmp(ph, "i") && !strcmp(name, "alert: root") && num(ev2, "pid") == rank1;
@@ -328,6 +487,8 @@ static void the_black_box_writes_the_history_before_a_stall(void) {
   CHECK(waits >= 4 * 30 && rates == waits && states == waits);
   CHECK(roots >= 1);
   CHECK(p2p > 0);
+  CHECK_EQ_U64(violations, 0);
+  CHECK(nasync > 0 && ordered);
 }
 
 /* The deterministic job's recording as a Chrome trace: JSON a parser
@@ -345,16 +506,18 @@ static void the_chrome_trace_has_a_slice_per_operation_done(void) {
   cJSON *t = text ? cJSON_Parse(text) : NULL;
   free(text);
   CHECK(t != NULL);
-  int slices = 0, named = 0, bad = 0, coll = 0;
+  int slices = 0, named = 0, bad = 0, coll = 0, nasync = 0;
+  int violations = trace_violations(get(t, "traceEvents"), &nasync);
+  bool ordered = processes_in_rank_order(get(t, "traceEvents"));
   const cJSON *e;
   cJSON_ArrayForEach(e, get(t, "traceEvents")) {
     const char *ph = str(e, "ph");
-    if (!strcmp(ph, "X")) {
+    if (!strcmp(ph, "b")) { /* an operation's async slice; its end pairs by id */
       slices++;
       const cJSON *a = get(e, "args");
       coll += !strcmp(str(e, "cat"), "collective");
       if (!*str(a, "function") || num(a, "bytes") <= 0 || !*str(a, "algorithm") ||
-          !*str(a, "protocol") || !cJSON_IsString(get(a, "phase")) || num(e, "dur") < 0)
+          !*str(a, "protocol") || !cJSON_IsString(get(a, "phase")))
         bad++;
     } else if (!strcmp(ph, "M") && !strcmp(str(e, "name"), "process_name")) {
       char host[64];
@@ -377,6 +540,9 @@ static void the_chrome_trace_has_a_slice_per_operation_done(void) {
   fprintf(stderr, "    %d slices (%d collectives), %.0f operations done, %d ranks named\n", slices,
           coll, done, named);
   CHECK_EQ_U64(bad, 0);
+  CHECK_EQ_U64(violations, 0);
+  CHECK_EQ_U64(nasync, slices);
+  CHECK(ordered);
   CHECK_EQ_U64(named, job.ranks * job.comms);
   CHECK_EQ_U64(slices, (uint64_t)done);
   CHECK_EQ_U64(slices, job.ranks * job.comms * job.iterations * 1);

@@ -484,7 +484,7 @@ static void a_quiet_day_costs_a_frame_not_a_frame_per_tick(void) {
   for (const char *q = res.out; *q; q++)
     if (q[0] == '\n' && q[1]) last = q + 1;
   cJSON *j = cJSON_Parse(last);
-  cJSON *t = j ? cJSON_GetObjectItemCaseSensitive(j, "time") : NULL;
+  cJSON *t = j ? cJSON_GetObjectItemCaseSensitive(j, "time_s") : NULL;
   if (!t) fprintf(stderr, "    last frame: %.200s\n", last);
   CHECK(t != NULL && t->valuedouble >= 86400.0);
   cJSON_Delete(j);

@@ -371,6 +371,81 @@ static void cli_compact_form_fits_80_columns(void) {
   CHECK(strstr(all, "1  NVL 370.8*") && strstr(all, "3  PXN 48*rx") && strstr(all, "x the GPU"));
 }
 
+/* What nt_topo_main says on stderr (into `out`); returns the exit status. */
+static int run_cli_stderr(const char *out, int argc, const char **argv) {
+  fflush(stderr);
+  int saved = dup(2), fd = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  if (saved < 0 || fd < 0) return -100;
+  dup2(fd, 2);
+  close(fd);
+  int rc = nt_topo_main(argc, (char **)argv);
+  fflush(stderr);
+  dup2(saved, 2);
+  close(saved);
+  return rc;
+}
+
+static bool file_is(const char *path, const char *want) {
+  char text[4096] = "";
+  FILE *f = fopen(path, "r");
+  size_t n = f ? fread(text, 1, sizeof text - 1, f) : 0;
+  if (f) fclose(f);
+  text[n] = '\0';
+  if (strcmp(text, want) != 0) fprintf(stderr, "    got: %s", text);
+  return strcmp(text, want) == 0;
+}
+
+/* A command-line mistake is one line (the whole usage followed it), and
+ * counts read as English ("1 NIC"). */
+static void cli_mistakes_are_one_line(void) {
+  char out[] = "/tmp/nccltop-topo-err-XXXXXX";
+  int fd = mkstemp(out);
+  CHECK(fd >= 0);
+  close(fd);
+  const char *ex = "examples/topologies/pcie-2socket-4gpu.xml";
+  CHECK(run_cli_stderr(out, 3, (const char *[]){"topo", ex, "--bogus"}) == 2);
+  CHECK(file_is(out, "nccltop topo: unexpected argument '--bogus'; try 'nccltop topo --help'\n"));
+  CHECK(run_cli_stderr(out, 1, (const char *[]){"topo"}) == 2);
+  CHECK(file_is(out, "nccltop topo: which topology file? try 'nccltop topo --help'\n"));
+  CHECK(run_cli(out, 2, (const char *[]){"topo", ex}) == 0);
+  char text[256] = "";
+  FILE *f = fopen(out, "r");
+  CHECK(f != NULL);
+  CHECK(fgets(text, sizeof text, f) != NULL);
+  fclose(f);
+  unlink(out);
+  CHECK(strstr(text, ": NCCL 2.28.9 rules, 4 GPUs, 1 NIC\n") != NULL);
+}
+
+/* Into a pipe the full matrix (scripts keep their format), unless COLUMNS
+ * is in the environment: `COLUMNS=80 nccltop topo F | less` gets the
+ * compact form (newcomer note #26). */
+static void columns_in_the_environment_choose_the_form(void) {
+  char out[] = "/tmp/nccltop-topo-cols-XXXXXX";
+  int fd = mkstemp(out);
+  CHECK(fd >= 0);
+  close(fd);
+  const char *ex = "examples/topologies/nvswitch-8gpu-8nic.xml";
+  bool compact[3] = {false, false, false};
+  const char *cols[3] = {NULL, "80", "400"};
+  for (int k = 0; k < 3; k++) {
+    if (cols[k])
+      setenv("COLUMNS", cols[k], 1);
+    else
+      unsetenv("COLUMNS");
+    CHECK(run_cli(out, 2, (const char *[]){"topo", ex}) == 0);
+    FILE *f = fopen(out, "r");
+    CHECK(f != NULL);
+    char line[512];
+    while (fgets(line, sizeof line, f))
+      compact[k] |= !strncmp(line, "GPU0    X  1  1", 15); /* kind numbers in the cells */
+    fclose(f);
+  }
+  unsetenv("COLUMNS");
+  unlink(out);
+  CHECK(!compact[0] && compact[1] && !compact[2]);
+}
+
 static void cli_exit_codes_and_output(void) {
   char out[] = "/tmp/nccltop-topo-cli-XXXXXX";
   int fd = mkstemp(out);
@@ -413,6 +488,7 @@ static void cli_exit_codes_and_output(void) {
 }
 
 int main(void) {
+  unsetenv("COLUMNS"); /* the form into a file must not depend on the caller's shell */
   TEST_RUN(malformed_xml_names_file_and_line);
   TEST_RUN(missing_and_mistyped_attributes);
   TEST_RUN(inconsistent_machines_are_refused);
@@ -424,7 +500,9 @@ int main(void) {
   TEST_RUN(env_values_read_like_nccl);
   TEST_RUN(pxn_disable_two_keeps_pxn);
   TEST_RUN(cli_exit_codes_and_output);
+  TEST_RUN(cli_mistakes_are_one_line);
   TEST_RUN(cli_compact_form_fits_80_columns);
+  TEST_RUN(columns_in_the_environment_choose_the_form);
   return TEST_DONE();
 }
 /* clang-format on */

@@ -332,6 +332,15 @@ static void command_line_mistakes_are_one_line(void) {
       {"-b -n 1 -d -1", "nccltop: -d/--delay must be", 2},
       {"-b -n 1 --dir /dev/null", "nccltop: --dir /dev/null is not a directory\n", 2},
       {"-b -n 1 --connect garbage", "nccltop: --connect garbage: not a ZeroMQ endpoint", 2},
+      {"-b -n 1 --topology /nonexistent", "nccltop: --topology: /nonexistent: No such file", 2},
+      /* tcp:// is checked without connecting (a trial connect reached the
+       * relay without CURVE: a false "--insecure" line in its log) */
+      {"-b -n 1 --insecure --connect tcp://node1",
+       "nccltop: --connect tcp://node1: not a ZeroMQ "
+       "endpoint",
+       2},
+      {"-b -n 1 --insecure --connect tcp://node1:0", "not a ZeroMQ endpoint", 2},
+      {"-b -n 1 --insecure --connect tcp://node1:99999", "not a ZeroMQ endpoint", 2},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     char out[4096];

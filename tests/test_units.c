@@ -40,7 +40,7 @@ static void durations(void) {
       {0.25, "0.250ns"}, /* small, not zero */
       {1e-9, "<0.001ns"},
       {-1, "-"},
-      {NAN, "-"},
+      {NAN, "?"},
       {INFINITY, ">1e15s"},
   };
   CHECK_TABLE(nt_fmt_ns, t);
@@ -59,7 +59,7 @@ static void sizes(void) {
       {1073741824.0 * 3, "3.00GiB"},
       {(double)UINT64_MAX, "16.0EiB"},
       {-5, "-"},
-      {NAN, "-"},
+      {NAN, "?"},
   };
   CHECK_TABLE(nt_fmt_size, t);
 }
@@ -70,9 +70,18 @@ static void rates(void) {
       {999.5, "1.00KB/s"}, {12.4e3, "12.4KB/s"},
       {1.2e9, "1.20GB/s"}, {245.6e9, "246GB/s"},
       {0.004, "0.004B/s"}, /* never "0.00" */ {(double)UINT64_MAX, "18.4EB/s"},
-      {-1, "-"},
+      {-1, "-"},           {NAN, "?"}, /* a bandwidth that cannot be computed is unknown, never 0 */
   };
   CHECK_TABLE(nt_fmt_rate, t);
+}
+
+/* NCCL 2.26 gives no rank count: "3/?", never "3/0". */
+static void ranks_with_an_unknown_count(void) {
+  char b[32];
+  CHECK_STR(nt_fmt_rank(3, 8, b, sizeof b), "3/8");
+  CHECK_STR(nt_fmt_rank(3, 0, b, sizeof b), "3/?");
+  CHECK_STR(nt_fmt_rank(-1, 4, b, sizeof b), "?/4");
+  CHECK_STR(nt_fmt_rank(0, -1, b, sizeof b), "0/?");
 }
 
 static void small_buffers_are_not_overrun(void) {
@@ -85,6 +94,7 @@ int main(void) {
   TEST_RUN(durations);
   TEST_RUN(sizes);
   TEST_RUN(rates);
+  TEST_RUN(ranks_with_an_unknown_count);
   TEST_RUN(small_buffers_are_not_overrun);
   return TEST_DONE();
 }

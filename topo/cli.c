@@ -56,12 +56,18 @@ static const char *opt_value(int argc, char **argv, int *i, const char *opt, boo
 }
 
 /* On a terminal narrower than the full matrix, the compact form reads
- * better; into a pipe or a file, the full one (scripts keep their format). */
+ * better; into a pipe or a file, the full one (scripts keep their format),
+ * unless COLUMNS is in the environment (`COLUMNS=80 nccltop topo F | less`:
+ * shells keep it unexported, so a script's output does not change). */
 static bool too_wide(const nt_topo *t) {
   struct winsize ws;
-  if (!isatty(STDOUT_FILENO) || ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) != 0 || ws.ws_col == 0)
-    return false;
-  return nt_topo_text_width(t) > ws.ws_col;
+  if (isatty(STDOUT_FILENO) && ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0)
+    return nt_topo_text_width(t) > ws.ws_col;
+  const char *env = getenv("COLUMNS");
+  char *end;
+  long cols = env ? strtol(env, &end, 10) : 0;
+  if (!env || !*env || *end || cols <= 0 || cols > 100000) return false;
+  return nt_topo_text_width(t) > cols;
 }
 
 /* The graphs, then NCCL's model of them; when NCCL would refuse the tuning
@@ -171,7 +177,10 @@ int nt_topo_main(int argc, char **argv) {
       envs[nenv++] = v;
     } else if ((v = opt_value(argc, argv, &i, "--nccl-version", &missing))) {
       if ((version = nt_topo_version_parse(v)) < 0) {
-        fprintf(stderr, "nccltop topo: --nccl-version %s: use 2.28 or 2.30\n", v);
+        fprintf(stderr,
+                "nccltop topo: --nccl-version %s: topo has NCCL 2.28.9's and 2.30.7's rules: use "
+                "2.28 or 2.30, the nearest release's\n",
+                v);
         return 2;
       }
     } else if (missing) {
@@ -180,13 +189,14 @@ int nt_topo_main(int argc, char **argv) {
     } else if (argv[i][0] != '-' && !file) {
       file = argv[i];
     } else {
-      fprintf(stderr, "nccltop topo: unexpected argument '%s'\n", argv[i]);
-      usage(stderr);
+      /* one line, as every command-line mistake (the whole usage buried it) */
+      fprintf(stderr, "nccltop topo: unexpected argument '%s'; try 'nccltop topo --help'\n",
+              argv[i]);
       return 2;
     }
   }
   if (!file) {
-    usage(stderr);
+    fprintf(stderr, "nccltop topo: which topology file? try 'nccltop topo --help'\n");
     return 2;
   }
   if (nodes && !graphs) {

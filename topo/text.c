@@ -92,8 +92,8 @@ static void print_devices(FILE *out, const nt_topo *t) {
 
 static void print_header(FILE *out, const nt_topo *t) {
   const nt_topo_env *e = &t->env;
-  fprintf(out, "%s: NCCL %s rules, %d GPUs, %d NICs\n", t->name, nt_topo_version_name(e->version),
-          t->ngpus, t->nnets);
+  fprintf(out, "%s: NCCL %s rules, %d GPU%s, %d NIC%s\n", t->name, nt_topo_version_name(e->version),
+          t->ngpus, t->ngpus == 1 ? "" : "s", t->nnets, t->nnets == 1 ? "" : "s");
   fprintf(out, "P2P level %s, GDR level %s, GDR read %s, PXN %s, NVB %s\n",
           nt_path_name(topo_p2p_level(t)), nt_path_name(topo_gdr_level(t)),
           e->gdr_read == 0  ? "off"

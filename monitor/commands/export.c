@@ -2,10 +2,17 @@
  * trace event JSON (ui.perfetto.dev, chrome://tracing).
  *
  * One trace process per rank (a process and communicator), named
- * "host:pid rank r/n comm"; a slice per operation done, taken from the
+ * "host:pid rank r/n comm", ordered by communicator (first seen first) and
+ * rank (process_sort_index); a slice per operation done, taken from the
  * snapshots' operation logs (each operation is in many snapshots: it is
  * written once, keyed by its enqueue time on the publisher's monotonic
- * clock); counter tracks per snapshot interval (channel wait time by wait
+ * clock). Slices start when NCCL enqueued the operation, and NCCL enqueues
+ * ahead, so a rank's operations overlap without nesting: as complete
+ * events (X) on one thread they broke Perfetto's rule that slices of a
+ * track nest, and it drew them wrong. Each is an async slice instead (a
+ * "b" and an "e" with the operation's own id, category collective or p2p),
+ * which Perfetto and chrome://tracing lay out on as many tracks as the
+ * overlaps need. Counter tracks per snapshot interval (channel wait time by wait
  * state, bytes per second, proxy-thread state shares); an instant event per
  * alert the monitor's analysis raised (run on the recording as replay does).
  *
@@ -34,7 +41,8 @@
 typedef struct {
   char key[NT_REC_MAX_ENDPOINT + NT_MAX_HOST + 48]; /* endpoint, host, pid */
   uint64_t comm_hash;
-  int tid; /* trace pid */
+  uint32_t comm_order; /* its communicator's place, first seen first */
+  int tid;             /* trace pid */
   int32_t rank, nranks;
   bool named;
   bool clock_ok;           /* its first snapshot's clocks were within int64 */
@@ -57,8 +65,9 @@ typedef struct {
   uint64_t *seen;
   size_t seen_cap, nseen;
   uint64_t slices, counters, instants;
-  uint64_t unplaced; /* events left out: their publisher's clocks are out of range */
-  const char *path;  /* the recording, for messages */
+  uint32_t ncomms_seen; /* communicators in comm_order */
+  uint64_t unplaced;    /* events left out: their publisher's clocks are out of range */
+  const char *path;     /* the recording, for messages */
   bool failed;
 } exporter;
 
@@ -92,7 +101,7 @@ static void meta(exporter *x, const char *what, int pid, int tid, const char *na
   emit(x, e);
 }
 
-static void sort_index(exporter *x, int pid, int index) {
+static void sort_index(exporter *x, int pid, double index) {
   cJSON *e = event("process_sort_index", "M", pid, 0, 0);
   cJSON *a = e ? cJSON_AddObjectToObject(e, "args") : NULL;
   if (a) cJSON_AddNumberToObject(a, "sort_index", index);
@@ -146,6 +155,13 @@ static trace_rank *rank_of(exporter *x, const char *key, uint64_t comm_hash) {
   memset(r, 0, sizeof *r);
   snprintf(r->key, sizeof r->key, "%s", key);
   r->comm_hash = comm_hash;
+  r->comm_order = x->ncomms_seen;
+  for (uint32_t i = 0; i < x->nranks; i++)
+    if (x->ranks[i].comm_hash == comm_hash) {
+      r->comm_order = x->ranks[i].comm_order;
+      break;
+    }
+  if (r->comm_order == x->ncomms_seen) x->ncomms_seen++;
   r->tid = (int)++x->nranks;
   return r;
 }
@@ -201,10 +217,22 @@ static void one_slice(exporter *x, trace_rank *r, const nt_snapshot *s, const nt
   key = fnv(key, parts, sizeof parts);
   double ts;
   if (!first_time(x, key) || !ts_of(x, r, start, &ts)) return;
-  cJSON *e = event(nt_func_name(op->func), "X", r->tid, op->kind == NT_OP_P2P ? 2 : 1, ts);
-  if (!e) return (void)(x->failed = true);
-  cJSON_AddNumberToObject(e, "dur", (double)op->duration_ns / 1000.0);
-  cJSON_AddStringToObject(e, "cat", op->kind == NT_OP_P2P ? "p2p" : "collective");
+  /* An async slice: its begin (with the arguments) and its end, one id. */
+  const char *cat = op->kind == NT_OP_P2P ? "p2p" : "collective";
+  char id[24];
+  snprintf(id, sizeof id, "0x%016" PRIx64, key);
+  int tid = op->kind == NT_OP_P2P ? 2 : 1;
+  cJSON *e = event(nt_func_name(op->func), "b", r->tid, tid, ts),
+        *end = event(nt_func_name(op->func), "e", r->tid, tid, ts + (double)op->duration_ns / 1e3);
+  if (!e || !end) {
+    cJSON_Delete(e);
+    cJSON_Delete(end);
+    return (void)(x->failed = true);
+  }
+  cJSON_AddStringToObject(e, "cat", cat);
+  cJSON_AddStringToObject(e, "id", id);
+  cJSON_AddStringToObject(end, "cat", cat);
+  cJSON_AddStringToObject(end, "id", id);
   cJSON *a = cJSON_AddObjectToObject(e, "args");
   if (a) {
     cJSON_AddStringToObject(a, "function", nt_func_name(op->func));
@@ -224,6 +252,7 @@ static void one_slice(exporter *x, trace_rank *r, const nt_snapshot *s, const nt
     cJSON_AddStringToObject(a, "timing", nt_timing_name(op->timing));
   }
   emit(x, e);
+  emit(x, end);
   x->slices++;
 }
 
@@ -252,16 +281,16 @@ static void add_snapshot(exporter *x, nt_model *m, const char *endpoint, const n
       /* Both within int64 (and not negative): their difference is too. */
       r->clock_ok = s->wall_ns <= INT64_MAX && s->mono_ns <= INT64_MAX;
       r->clock_offset_ns = r->clock_ok ? (int64_t)s->wall_ns - (int64_t)s->mono_ns : 0;
-      char host[4 * NT_MAX_HOST + 1], cname[4 * NT_MAX_NAME + 1], name[1024];
-      const char *cn = comm_name_of(p, cr->comm_hash);
+      char host[4 * NT_MAX_HOST + 1], cname[4 * NT_MAX_NAME + 1], name[1024], rk[32];
       nt_sanitize(s->host, strlen(s->host), host, sizeof host);
-      if (*cn)
-        snprintf(cname, sizeof cname, "%s", cn);
-      else
-        snprintf(cname, sizeof cname, "%016" PRIx64, cr->comm_hash);
-      snprintf(name, sizeof name, "%s:%u rank %d/%d %s", host, s->pid, cr->rank, cr->nranks, cname);
+      nt_comm_label(comm_name_of(p, cr->comm_hash), cr->comm_hash, cname, sizeof cname);
+      snprintf(name, sizeof name, "%s:%u rank %s %s", host, s->pid,
+               nt_fmt_rank(cr->rank, cr->nranks, rk, sizeof rk), cname);
       meta(x, "process_name", r->tid, 0, name);
-      sort_index(x, r->tid, r->tid);
+      /* By communicator, then rank (not first appearance); ranks not known
+       * (negative) after the others of their communicator. */
+      int32_t rank_place = cr->rank >= 0 && cr->rank < (1 << 24) ? cr->rank : (1 << 24) - 1;
+      sort_index(x, r->tid, (double)r->comm_order * (1 << 24) + rank_place);
       meta(x, "thread_name", r->tid, 1, "collectives");
       meta(x, "thread_name", r->tid, 2, "p2p");
     }
@@ -371,7 +400,8 @@ static void add_alerts(exporter *x, nt_model *m, uint32_t stall_ms, double now_s
 static void export_usage(FILE *f) {
   fprintf(f, "usage: nccltop export FILE --chrome-trace OUT.json [--stall-ms MS] [--force]\n"
              "  a recording as Chrome trace event JSON: open OUT.json in ui.perfetto.dev or\n"
-             "  chrome://tracing (a process per rank, a slice per operation, counters, alerts)\n"
+             "  chrome://tracing (a process per rank, ordered by communicator and rank; an\n"
+             "  async slice per operation, from enqueue to done; counters, alerts)\n"
              "  --force     replace an existing OUT.json (without it, it is kept: exit 2); OUT\n"
              "              is never FILE itself, nor a link to it\n");
 }

@@ -356,8 +356,38 @@ static unsigned http_connection_budget(void) {
   return n > HTTP_MAX_CONNECTIONS ? HTTP_MAX_CONNECTIONS : n < 16 ? 16 : (unsigned)n;
 }
 
+/* The listening socket, bound here rather than by libmicrohttpd: a busy
+ * port is then our one error line (errno kept), where the library also
+ * logged its own, naming port 0 for an address given as a sockaddr. Set
+ * as the library sets its own: SO_REUSEADDR, IPv6 only on an IPv6
+ * address. -1 with errno on failure. */
+static int listen_socket(const struct sockaddr_storage *sa) {
+  bool v6 = sa->ss_family == AF_INET6;
+  socklen_t len = v6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
+  int fd = socket(sa->ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (fd < 0) return -1;
+  int one = 1;
+  if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) != 0 ||
+      (v6 && setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one) != 0) ||
+      bind(fd, (const struct sockaddr *)sa, len) != 0 || listen(fd, SOMAXCONN) != 0) {
+    int e = errno;
+    close(fd);
+    errno = e;
+    return -1;
+  }
+  return fd;
+}
+
 static struct MHD_Daemon *start_http(const struct sockaddr_storage *sa, shelf *sh,
-                                     nt_http_guard **guard) {
+                                     nt_http_guard **guard, unsigned *port) {
+  int fd = listen_socket(sa);
+  if (fd < 0) return NULL;
+  struct sockaddr_storage bound;
+  socklen_t blen = sizeof bound;
+  *port = 0;
+  if (getsockname(fd, (struct sockaddr *)&bound, &blen) == 0)
+    *port = ntohs(bound.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&bound)->sin6_port
+                                              : ((struct sockaddr_in *)&bound)->sin_port);
   unsigned most = http_connection_budget();
   nt_http_limits lim = {.max_connections = most,
                         .max_per_address =
@@ -365,19 +395,22 @@ static struct MHD_Daemon *start_http(const struct sockaddr_storage *sa, shelf *s
                         .header_s = HTTP_HEADER_S,
                         .exchange_s = HTTP_EXCHANGE_S};
   *guard = nt_http_guard_new(&lim);
-  if (!*guard) return NULL;
+  if (!*guard) {
+    close(fd);
+    return NULL;
+  }
   unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG |
                    (sa->ss_family == AF_INET6 ? MHD_USE_IPv6 : 0);
   /* The daemon's own limits are a backstop above the guard's: it refuses
    * a newcomer outright, where the guard lets it displace someone. */
   struct MHD_Daemon *d = MHD_start_daemon(
       flags, 0, NULL, NULL, on_request, sh, MHD_OPTION_EXTERNAL_LOGGER, nt_http_guard_log, *guard,
-      MHD_OPTION_SOCK_ADDR, (const struct sockaddr *)sa, MHD_OPTION_THREAD_POOL_SIZE,
-      (unsigned)HTTP_THREADS, MHD_OPTION_CONNECTION_LIMIT, most + most / 2,
-      MHD_OPTION_PER_IP_CONNECTION_LIMIT, 4 * lim.max_per_address, MHD_OPTION_CONNECTION_TIMEOUT,
-      (unsigned)HTTP_IDLE_S, MHD_OPTION_NOTIFY_CONNECTION, nt_http_guard_on_connection, *guard,
+      MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_THREAD_POOL_SIZE, (unsigned)HTTP_THREADS,
+      MHD_OPTION_CONNECTION_LIMIT, most + most / 2, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+      4 * lim.max_per_address, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)HTTP_IDLE_S,
+      MHD_OPTION_NOTIFY_CONNECTION, nt_http_guard_on_connection, *guard,
       MHD_OPTION_NOTIFY_COMPLETED, nt_http_guard_on_completed, *guard, MHD_OPTION_END);
-  if (!d) {
+  if (!d) { /* the socket stays open: the exporter exits at once */
     int e = errno;
     nt_http_guard_free(*guard);
     *guard = NULL;
@@ -442,17 +475,16 @@ int nt_exporter_main(int argc, char **argv) {
   struct MHD_Daemon *d = NULL;
   nt_http_guard *guard = NULL;
   if (listen) {
-    d = start_http(&sa, &sh, &guard);
+    unsigned port = 0;
+    d = start_http(&sa, &sh, &guard, &port);
     if (!d) {
       fprintf(stderr, "nccltop exporter: cannot listen on %s: %s\n", listen, strerror(errno));
       pthread_mutex_destroy(&sh.lock);
       return 1;
     }
-    const union MHD_DaemonInfo *info = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
     char addr[64];
     snprintf(addr, sizeof addr, "%.*s", (int)(strrchr(listen, ':') - listen), listen);
-    printf("nccltop exporter: http://%s:%u/metrics\n", addr[0] ? addr : "0.0.0.0",
-           info ? info->port : 0);
+    printf("nccltop exporter: http://%s:%u/metrics\n", addr[0] ? addr : "0.0.0.0", port);
   }
   if (o.textfile) printf("nccltop exporter: writing %s/nccltop.prom\n", o.textfile);
   fflush(stdout);

@@ -149,11 +149,11 @@ static int load_topology(nt_model *m, const char *path) {
   size_t n = 0;
   char *buf = nt_topo_read_file(path, &n, err, sizeof err);
   if (!buf) {
-    fprintf(stderr, "nccltop: %s\n", err);
+    fprintf(stderr, "nccltop: --topology: %s\n", err);
     return -1;
   }
   int rc = nt_model_set_topology(m, buf, n, path, nt_now_s());
-  if (rc != 0) fprintf(stderr, "nccltop: %s\n", nt_model_error_at(m, 0)->text);
+  if (rc != 0) fprintf(stderr, "nccltop: --topology: %s\n", nt_model_error_at(m, 0)->text);
   free(buf);
   return rc;
 }
@@ -187,6 +187,12 @@ static int run_viewer(nt_options *o) {
   o->start_s = nt_now_s();
   nt_model *m = nt_model_new();
   if (m && o->max_memory_mib) nt_model_set_budget(m, (size_t)o->max_memory_mib << 20);
+  /* A --topology file that cannot be read is a command-line mistake: said
+   * before anything starts, with status 2. */
+  if (m && o->topology && load_topology(m, o->topology) != 0) {
+    nt_model_free(m);
+    return 2;
+  }
   nt_source *src = m ? nt_source_open(o, err, sizeof err) : NULL;
   if (!src) {
     fprintf(stderr, "nccltop: %s\n", m ? err : "out of memory");
@@ -198,7 +204,7 @@ static int run_viewer(nt_options *o) {
   if (o->record &&
       !(rec = nt_recorder_attach(src, o->record, o->start_s, o->force, err, sizeof err))) {
     fprintf(stderr, "nccltop: --record: %s\n", err);
-  } else if (!o->topology || load_topology(m, o->topology) == 0) {
+  } else {
     rc = o->batch ? run_batch(m, src, o, rec) : nt_screen_run(m, src, o);
   }
   if (nt_recorder_detach(src, rec) != 0) rc = 1;

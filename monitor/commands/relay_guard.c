@@ -301,7 +301,11 @@ typedef struct {
   uint32_t last_value;
 } monitor_log;
 
-static void monitor_event(void *mon, monitor_log *ml) {
+/* curve: this relay speaks CURVE, so a mechanism mismatch is a viewer
+ * without it (--insecure), and the other way round. Each line is one
+ * viewer's attempt: a wrong server key and an --insecure viewer are two
+ * viewers (libzmq names the listening endpoint, not the viewer). */
+static void monitor_event(void *mon, monitor_log *ml, bool curve) {
   uint8_t ev[6];
   char addr[256];
   int n = zmq_recv(mon, ev, sizeof ev, ZMQ_DONTWAIT);
@@ -340,7 +344,8 @@ static void monitor_event(void *mon, monitor_log *ml) {
             value == ZMQ_PROTOCOL_ERROR_ZMTP_CRYPTOGRAPHIC
                 ? ": it does not have this relay's public key as --server-key"
             : value == ZMQ_PROTOCOL_ERROR_ZMTP_MECHANISM_MISMATCH
-                ? ": one side uses CURVE, the other --insecure"
+                ? (curve ? ": that viewer runs --insecure, this relay requires CURVE"
+                         : ": that viewer uses CURVE, this relay runs --insecure")
                 : "",
             more_text);
   else
@@ -382,7 +387,7 @@ static void *guard_thread(void *arg) {
     if (rc < 0 && zmq_errno() != EINTR) break;
     if (rc > 0 && zap_at >= 0 && (it[zap_at].revents & ZMQ_POLLIN)) answer(g);
     for (int i = 0; rc > 0 && mon_at >= 0 && (it[mon_at].revents & ZMQ_POLLIN) && i < 64; i++)
-      monitor_event(mon, &ml);
+      monitor_event(mon, &ml, g->curve);
     if (mono_s() >= next_sweep) {
       sweep(g);
       next_sweep = mono_s() + GUARD_SWEEP_MS / 1000.0;

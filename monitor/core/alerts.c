@@ -98,11 +98,7 @@ const char *al_who(const nt_model_process *p, char *buf, size_t cap) {
 }
 
 const char *al_comm_label(const nt_model_rank *r, char buf[48]) {
-  if (r->comm_name[0])
-    snprintf(buf, 48, "%.24s", r->comm_name);
-  else
-    snprintf(buf, 48, "%04llx", (unsigned long long)(r->comm_hash & 0xffff));
-  return buf;
+  return nt_comm_label(r->comm_name, r->comm_hash, buf, 25); /* as every view names it */
 }
 
 /* "host:pid", and the communicator when the job has several (a rank
@@ -114,6 +110,13 @@ const char *al_rank_who(const ctx *c, const rank_info *ri, char buf[160]) {
     snprintf(buf, 160, "%s", hp);
   else
     snprintf(buf, 160, "%s comm %s", hp, al_comm_label(&ri->r, cl));
+  return buf;
+}
+
+const char *al_rank_said(const ctx *c, const rank_info *ri, char buf[160]) {
+  char rk[32], who[160];
+  snprintf(buf, 160, "%s %s", nt_fmt_rank(ri->r.rank, ri->r.nranks, rk, sizeof rk),
+           al_rank_who(c, ri, who));
   return buf;
 }
 
@@ -238,9 +241,8 @@ static void stall_lines(ctx *c, rank_info *ri, int prio) {
                        : al_waits_on_peer(g->wait)   ? "waiting on"
                        : g->wait == NT_WAIT_RECV_GPU ? "its GPU not draining data from"
                                                      : "its GPU not feeding";
-    al_say(a, "rank %d/%d %s: %u %s channel%s stalled %s %s%s, %s rank %d%s", ri->r.rank,
-           ri->r.nranks, al_rank_who(c, ri, me), g->count, g->dir == NT_DIR_RECV ? "recv" : "send",
-           g->count == 1 ? "" : "s", AGE(g->age),
+    al_say(a, "rank %s: %u %s channel%s stalled %s %s%s, %s rank %d%s", al_rank_said(c, ri, me),
+           g->count, g->dir == NT_DIR_RECV ? "recv" : "send", g->count == 1 ? "" : "s", AGE(g->age),
            g->wait == NT_WAIT_NONE ? "with no step in progress" : "in ",
            g->wait == NT_WAIT_NONE ? "" : nt_wait_name(g->wait), what, g->peer, them);
   }
@@ -330,8 +332,8 @@ static void hung_line(ctx *c, const rank_info *ri) {
   a->age_s = (double)op->age_ns / 1e9 + al_since(c, ri->r.proc);
   if (op->kind == NT_OP_COLL) snprintf(seq, sizeof seq, " #%llu", (unsigned long long)op->seq);
   if (ri->nhung > 1) snprintf(more, sizeof more, "; %u operations not completing", ri->nhung);
-  al_say(a, "rank %d/%d %s: %s%s (%s, %s/%s) in flight %s, %u of %u child events open%s",
-         ri->r.rank, ri->r.nranks, al_rank_who(c, ri, me), nt_func_name(op->func), seq,
+  al_say(a, "rank %s: %s%s (%s, %s/%s) in flight %s, %u of %u child events open%s",
+         al_rank_said(c, ri, me), nt_func_name(op->func), seq,
          nt_fmt_size((double)op->bytes, size, sizeof size), nt_algo_name(op->algo),
          nt_proto_name(op->proto), AGE(a->age_s), op->children_open, op->children, more);
   al_fold_last(c, consequence_of(ri));

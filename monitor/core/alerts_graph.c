@@ -284,53 +284,49 @@ static void say_root(ctx *c, uint32_t k) {
   if (ri->silent) {
     a->age_s = al_since(c, p);
     if (p->ended)
-      al_say(a, "rank %d/%d %s ended while %s: look at how this process exited", ri->r.rank,
-             ri->r.nranks, al_rank_who(c, ri, me), waiters);
+      al_say(a, "rank %s ended while %s: look at how this process exited", al_rank_said(c, ri, me),
+             waiters);
     else
       al_say(a,
-             "rank %d/%d %s stopped publishing %s ago and %s: look at this process (stopped, "
+             "rank %s stopped publishing %s ago and %s: look at this process (stopped, "
              "hung or overloaded)",
-             ri->r.rank, ri->r.nranks, al_rank_who(c, ri, me), AGE(a->age_s), waiters);
+             al_rank_said(c, ri, me), AGE(a->age_s), waiters);
   } else if (ri->stuck && ri->gpu_wait != NT_WAIT_NONE) {
     a->wait = ri->gpu_wait;
     a->age_s = ri->stuck_age;
     al_say(a,
-           "rank %d/%d %s is where the waits end: stalled %s in %s, waiting on no other rank (its "
+           "rank %s is where the waits end: stalled %s in %s, waiting on no other rank (its "
            "GPU or kernel is not progressing); %s",
-           ri->r.rank, ri->r.nranks, al_rank_who(c, ri, me), AGE(ri->stuck_age),
-           nt_wait_name(ri->gpu_wait), waiters);
+           al_rank_said(c, ri, me), AGE(ri->stuck_age), nt_wait_name(ri->gpu_wait), waiters);
   } else if (ri->stuck && ri->missing_peer < 0) {
     a->age_s = ri->stuck_age;
     al_say(a,
-           "rank %d/%d %s is where the waits end: stalled %s with no step in progress, waiting on "
+           "rank %s is where the waits end: stalled %s with no step in progress, waiting on "
            "no other rank nccltop sees; %s",
-           ri->r.rank, ri->r.nranks, al_rank_who(c, ri, me), AGE(ri->stuck_age), waiters);
+           al_rank_said(c, ri, me), AGE(ri->stuck_age), waiters);
   } else if (ri->stuck) {
     a->age_s = ri->stuck_age;
     al_say(a,
-           "rank %d/%d %s is where the waits end: stalled %s waiting on rank %d, which nccltop "
+           "rank %s is where the waits end: stalled %s waiting on rank %d, which nccltop "
            "does "
            "not see (not publishing?); %s",
-           ri->r.rank, ri->r.nranks, al_rank_who(c, ri, me), AGE(ri->stuck_age), ri->missing_peer,
-           waiters);
+           al_rank_said(c, ri, me), AGE(ri->stuck_age), ri->missing_peer, waiters);
   } else if (ri->queued && !ri->running) {
     a->age_s = ri->old_age;
-    al_say(
-        a,
-        "rank %d/%d %s is where the waits end: its GPU has not reached the work in flight (queued "
-        "%s): busy with other kernels, or blocked before them; %s",
-        ri->r.rank, ri->r.nranks, al_rank_who(c, ri, me), AGE(ri->old_age), waiters);
+    al_say(a,
+           "rank %s is where the waits end: its GPU has not reached the work in flight (queued "
+           "%s): busy with other kernels, or blocked before them; %s",
+           al_rank_said(c, ri, me), AGE(ri->old_age), waiters);
   } else if (!ri->queued && !ri->running) {
     al_say(a,
-           "rank %d/%d %s is where the waits end: nothing in flight, it has not launched what the "
+           "rank %s is where the waits end: nothing in flight, it has not launched what the "
            "others wait for (late in host code?); %s",
-           ri->r.rank, ri->r.nranks, al_rank_who(c, ri, me), waiters);
+           al_rank_said(c, ri, me), waiters);
   } else {
-    al_say(
-        a,
-        "rank %d/%d %s is where the waits end: its work progresses, but not what the others wait "
-        "for; %s",
-        ri->r.rank, ri->r.nranks, al_rank_who(c, ri, me), waiters);
+    al_say(a,
+           "rank %s is where the waits end: its work progresses, but not what the others wait "
+           "for; %s",
+           al_rank_said(c, ri, me), waiters);
   }
 }
 

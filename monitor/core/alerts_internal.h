@@ -106,6 +106,9 @@ bool al_waits_on_peer(int wait);
 const char *al_who(const nt_model_process *p, char *buf, size_t cap);
 const char *al_comm_label(const nt_model_rank *r, char buf[48]);
 const char *al_rank_who(const ctx *c, const rank_info *ri, char buf[160]);
+/* "3/8 host:pid" (and the communicator as al_rank_who): "3/?" when the
+ * rank count is unknown (NCCL 2.26), never "3/0". */
+const char *al_rank_said(const ctx *c, const rank_info *ri, char buf[160]);
 /* The rank (hash, rank) as seen from process `from` (hash 0 matches only
  * within it); NULL if nccltop does not see it. */
 rank_info *al_find_rank(ctx *c, uint64_t hash, int rank, const nt_model_process *from);

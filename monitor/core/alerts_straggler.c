@@ -138,10 +138,9 @@ static void straggler(ctx *c, rank_info *ri, nt_top_hist *const hist[NT_FUNC_COU
   a->count = li.total;
   a->age_s = li.longest;
   al_say(a,
-         "rank %d/%d %s is a straggler: behind the other ranks by %s; the others launched its next "
+         "rank %s is a straggler: behind the other ranks by %s; the others launched its next "
          "%s %s ago",
-         ri->r.rank, ri->r.nranks, al_rank_who(c, ri, me), parts, nt_func_name(li.func),
-         AGE(li.longest));
+         al_rank_said(c, ri, me), parts, nt_func_name(li.func), AGE(li.longest));
 }
 
 /* ---- a slow node ----

@@ -23,7 +23,15 @@
  * one straggler alert with evidence sync_phases; when more than
  * COLLAPSE_AT ranks of a communicator are named, one line for them. A
  * communicator with a root alert hangs: the root explains it; a root alert
- * whose own rank has a low share gets the numbers added to its text. */
+ * whose own rank has a low share gets the numbers added to its text.
+ *
+ * Hysteresis: ranks that pace unevenly by design (NCCL 2.31's symmetric
+ * kernels, a 2-rank job) can have a window share that crosses the
+ * threshold every few seconds, and an alert that came and went with it
+ * every frame told nothing. A rank named stays named while it is below the
+ * threshold again within SYNC_HOLD_S (its line says when it last was); one
+ * that has not been for SYNC_HOLD_S is dropped. Raising is not delayed:
+ * the window already makes one interval's outlier count for little. */
 #include "alerts_internal.h"
 
 /* A rank's share counts only when its phases add up to at least this much
@@ -47,10 +55,17 @@
 #define SYNC_STEP_S     0.3
 #define SYNC_WINDOW_S   3.0
 #define SYNC_SPAN_MIN_S 1.0
+/* How long a rank stays named after its share was last below the
+ * threshold: longer than the swings of an unevenly paced job (a few
+ * seconds in the 2.31 demos), short enough that a straggler that caught up
+ * is forgotten within a window and a half. */
+#define SYNC_HOLD_S 5.0
 
 typedef struct {
   uint32_t i; /* into c->ranks */
   double share;
+  double med;      /* the others' median share (set for the ranks reported) */
+  nt_sync_hist *h; /* its samples and when it was last named */
 } sync_rank;
 
 static int share_cmp(const void *a, const void *b) {
@@ -123,9 +138,10 @@ static bool window_share(const rank_info *ri, nt_sync_hist *h, double *share) {
   uint64_t s, t;
   phase_totals(ri, &s, &t);
   double now = ri->r.proc->cur_time_s;
-  if (h->proc != (const void *)ri->r.proc) h->n = 0, h->proc = ri->r.proc; /* another process */
+  if (h->proc != (const void *)ri->r.proc) /* another process */
+    h->n = 0, h->proc = ri->r.proc, h->named_s = 0;
   if (h->n && (s < h->sync[h->n - 1] || t < h->total[h->n - 1] || now < h->t[h->n - 1]))
-    h->n = 0; /* went back: not the same run */
+    h->n = 0, h->named_s = 0; /* went back: not the same run */
   if (!h->n || now - h->t[h->n - 1] >= SYNC_STEP_S) {
     if (h->n == NT_SYNC_SAMPLES) {
       memmove(h->t, h->t + 1, (NT_SYNC_SAMPLES - 1) * sizeof *h->t);
@@ -175,17 +191,21 @@ static void add_to_root(ctx *c, const rank_info *ri, double mine, double med) {
   }
 }
 
-static void one(ctx *c, const sync_rank *v, double med) {
+static void one(ctx *c, const sync_rank *v) {
   const rank_info *ri = &c->ranks[v->i];
+  double med = v->med;
   nt_alert *a = al_add(c, NT_ALERT_STRAGGLER, P_STRAGGLER, med - v->share, ri);
   if (!a) return;
-  char me[160];
+  char me[160], still[64] = "", ago[NT_UNIT_LEN];
   a->evidence = NT_EVIDENCE_SYNC_PHASES;
   a->count = 1;
+  if (v->h->named_s < c->now_s) /* held (hysteresis): say so, with today's numbers */
+    snprintf(still, sizeof still, "; last below the threshold %s ago",
+             nt_fmt_ns((c->now_s - v->h->named_s) * 1e9, ago, sizeof ago));
   al_say(a,
-         "rank %d/%d %s: the other ranks spent %d%% of their kernel time in sync phases waiting, "
-         "it spent %d%%: they wait for it (NCCL 2.31 kernel phases)",
-         ri->r.rank, ri->r.nranks, al_rank_who(c, ri, me), pct(med), pct(v->share));
+         "rank %s: the other ranks spent %d%% of their kernel time in sync phases waiting, "
+         "it spent %d%%: they wait for it (NCCL 2.31 kernel phases)%s",
+         al_rank_said(c, ri, me), pct(med), pct(v->share), still);
 }
 
 /* One line for `named` ranks of a communicator, v[0] the lowest share. */
@@ -206,6 +226,11 @@ static void many(ctx *c, const sync_rank *v, uint32_t named, double med) {
          al_rank_who(c, ri, me), pct(v->share));
 }
 
+/* Whether a rank named before is still held (see the hysteresis above). */
+static bool held(const ctx *c, const nt_sync_hist *h) {
+  return h->named_s > 0 && c->now_s - h->named_s <= SYNC_HOLD_S;
+}
+
 static void sync_group(ctx *c, uint32_t g, uint32_t end, sync_rank *v, uint32_t *cursor,
                        uint32_t sorted) {
   uint32_t n = 0;
@@ -217,7 +242,8 @@ static void sync_group(ctx *c, uint32_t g, uint32_t end, sync_rank *v, uint32_t 
     if (!h) continue;
     h->seen = true;
     double share;
-    if (!ri->silent && window_share(ri, h, &share)) v[n++] = (sync_rank){.i = i, .share = share};
+    if (!ri->silent && window_share(ri, h, &share))
+      v[n++] = (sync_rank){.i = i, .share = share, .h = h};
   }
   if (n < 2) return;
   qsort(v, n, sizeof *v, share_cmp);
@@ -226,17 +252,23 @@ static void sync_group(ctx *c, uint32_t g, uint32_t end, sync_rank *v, uint32_t 
   while (named < n) {
     double med = others_median(v, n, named);
     if (med < SYNC_OTHERS_MIN || v[named].share > med * SYNC_RATIO) break;
+    v[named].h->named_s = c->now_s;
     named++;
   }
-  if (!named) return;
-  double med = others_median(v, n, 0);
+  /* Reported: the ranks named now and those still held, in share order
+   * (moved to the front of v; each with its own others' median). */
+  for (uint32_t k = 0; k < n; k++) v[k].med = others_median(v, n, k); /* before v moves */
+  uint32_t shown = 0;
+  for (uint32_t k = 0; k < n; k++)
+    if (k < named || held(c, v[k].h)) v[shown++] = v[k];
+  if (!shown) return;
   if (hangs) {
-    for (uint32_t k = 0; k < named; k++)
-      if (c->ranks[v[k].i].named_root) add_to_root(c, &c->ranks[v[k].i], v[k].share, med);
-  } else if (named <= COLLAPSE_AT) {
-    for (uint32_t k = 0; k < named; k++) one(c, &v[k], others_median(v, n, k));
+    for (uint32_t k = 0; k < shown; k++)
+      if (c->ranks[v[k].i].named_root) add_to_root(c, &c->ranks[v[k].i], v[k].share, v[k].med);
+  } else if (shown <= COLLAPSE_AT) {
+    for (uint32_t k = 0; k < shown; k++) one(c, &v[k]);
   } else {
-    many(c, v, named, med);
+    many(c, v, shown, v[0].med);
   }
 }
 

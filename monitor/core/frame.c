@@ -551,8 +551,9 @@ int nt_frame_channel_wait(const nt_frame_channel *c) {
 
 void nt_frame_rank_text(const nt_frame *f, const nt_frame_rank *r, char *buf, size_t cap) {
   const nt_frame_proc *p = &f->procs[r->proc];
-  snprintf(buf, cap, "%d/%d %s %016llx %s:%u", r->rank, r->nranks, r->comm_name,
-           (unsigned long long)r->comm_hash, p->host, p->pid);
+  char rk[32];
+  snprintf(buf, cap, "%s %s %016llx %s:%u", nt_fmt_rank(r->rank, r->nranks, rk, sizeof rk),
+           r->comm_name, (unsigned long long)r->comm_hash, p->host, p->pid);
 }
 
 const nt_run_op *nt_frame_previous_choice(const nt_frame *f, int func, int bucket) {

@@ -122,6 +122,12 @@ typedef struct {
 
 typedef struct nt_model nt_model;
 
+/* How a communicator is named everywhere (screen, text, JSON alerts,
+ * traces): its name when NCCL gave one, else its hash in 16 hex digits, so
+ * one communicator never reads as two. The name is cut to cap - 1. */
+#define NT_COMM_LABEL 48
+const char *nt_comm_label(const char *name, uint64_t hash, char *buf, size_t cap);
+
 nt_model *nt_model_new(void);
 void nt_model_free(nt_model *m);
 
@@ -303,7 +309,10 @@ void nt_model_watch_totals(const nt_model *m, nt_watch_totals *out);
  *   AllGather, ReduceScatter, AlltoAll, Gather, Scatter
  *                        S x n, (n-1)/n
  *   Broadcast, Reduce    S,     1
- *   Send, Recv, SendRecv S,     1 */
+ *   Send, Recv, SendRecv S,     1
+ * With the rank count unknown (nranks <= 0: NCCL 2.26 does not give it)
+ * what depends on n is NaN, which stays NaN through the sums below: the
+ * bandwidth is unknown ("?" on screen, null in JSON), never 0. */
 double nt_alg_bytes(int func, double bytes, int nranks);
 double nt_bus_factor(int func, int nranks);
 
@@ -371,7 +380,8 @@ void nt_model_op_model(nt_model *m, const nt_op_stat *r, nt_op_model *out);
 const char *nt_algo_label(int algo, const char *variant, bool symmetric, char *buf, size_t cap);
 /* The name of a snapshot's variant id, "" none. */
 const char *nt_variant_name(const nt_snapshot *s, uint8_t id);
-/* GB/s (1e9 bytes) from a row's sums; 0 when nothing was timed. */
+/* GB/s (1e9 bytes) from a row's sums; 0 when nothing was timed; NaN when
+ * the bytes are (an unknown rank count). */
 double nt_stat_algbw(double alg_bytes, double time_s);
 
 /* Per phase (nccltop_tag), over every communicator and rank; "" is the

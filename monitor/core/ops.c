@@ -2,6 +2,7 @@
  * function, algorithm, protocol, size), by phase, and the recent and
  * in-flight operations of every rank, with nccl-tests' bandwidths. Read from
  * the processes' latest snapshots; nothing here changes the model. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,13 +15,19 @@ double nt_alg_bytes(int func, double bytes, int nranks) {
   case NT_FUNC_REDUCESCATTER:
   case NT_FUNC_ALLTOALL:
   case NT_FUNC_GATHER:
-  case NT_FUNC_SCATTER: return bytes * (nranks > 0 ? nranks : 1);
+  case NT_FUNC_SCATTER: return nranks > 0 ? bytes * nranks : NAN;
   default: return bytes;
   }
 }
 
 double nt_bus_factor(int func, int nranks) {
-  double n = nranks > 0 ? nranks : 1;
+  double n = nranks;
+  if (nranks <= 0) /* unknown (NCCL 2.26): only the factors that do not depend on it are known */
+    return func == NT_FUNC_ALLREDUCE || func == NT_FUNC_ALLGATHER ||
+                   func == NT_FUNC_REDUCESCATTER || func == NT_FUNC_ALLTOALL ||
+                   func == NT_FUNC_GATHER || func == NT_FUNC_SCATTER
+               ? NAN
+               : 1;
   switch (func) {
   case NT_FUNC_ALLREDUCE: return 2 * (n - 1) / n;
   case NT_FUNC_ALLGATHER:
@@ -61,6 +68,14 @@ const char *nt_fmt_bucket(int bucket, char *buf, size_t cap) {
   for (char *p = b; *p; p++)
     if (*p == ' ') *p = '\0';
   snprintf(buf, cap, "%s-%s", a, b);
+  return buf;
+}
+
+const char *nt_comm_label(const char *name, uint64_t hash, char *buf, size_t cap) {
+  if (name && *name)
+    snprintf(buf, cap, "%s", name);
+  else
+    snprintf(buf, cap, "%016llx", (unsigned long long)hash);
   return buf;
 }
 
@@ -167,9 +182,11 @@ uint32_t nt_model_op_stats(nt_model *m, nt_op_stat *out, uint32_t cap) {
     o->sync_ns += r->sync_ns;
     o->compute_ns += r->compute_ns;
     o->time_s += (double)r->time_ns / 1e9;
-    double alg = nt_alg_bytes(r->func, (double)r->done_bytes, o->nranks);
-    o->alg_bytes += alg;
-    o->bus_bytes += alg * nt_bus_factor(r->func, o->nranks);
+    if (r->done) { /* nothing done adds nothing, not even an unknown */
+      double alg = nt_alg_bytes(r->func, (double)r->done_bytes, o->nranks);
+      o->alg_bytes += alg;
+      o->bus_bytes += alg * nt_bus_factor(r->func, o->nranks);
+    }
     if (o->last_proc_ != x->proc + 1) o->ranks++; /* one row per phase: count a process once */
     o->last_proc_ = x->proc + 1;
   }
@@ -234,9 +251,11 @@ uint32_t nt_model_phase_stats(nt_model *m, nt_phase_stat *out, uint32_t cap) {
       o->done += r->done;
       o->bytes += r->bytes;
       o->time_s += (double)r->time_ns / 1e9;
-      double alg = nt_alg_bytes(r->func, (double)r->done_bytes, nranks);
-      o->alg_bytes += alg;
-      o->bus_bytes += alg * nt_bus_factor(r->func, nranks);
+      if (r->done) {
+        double alg = nt_alg_bytes(r->func, (double)r->done_bytes, nranks);
+        o->alg_bytes += alg;
+        o->bus_bytes += alg * nt_bus_factor(r->func, nranks);
+      }
     }
   }
   qsort(out, n, sizeof *out, phase_cmp);

@@ -207,12 +207,14 @@ static void summarize(nt_model *m, uint32_t run, nt_run_summary *s) {
         snprintf(o->variant, sizeof o->variant, "%s", nt_variant_name(c, r->variant));
       }
       int nranks = c->comms[r->comm_index].nranks;
-      double alg = nt_alg_bytes(r->func, (double)r->done_bytes, nranks);
       o->count += r->count;
       o->done += r->done;
       o->time_s += (double)r->time_ns / 1e9;
-      o->alg_bytes += alg;
-      o->bus_bytes += alg * nt_bus_factor(r->func, nranks);
+      if (r->done) { /* NaN when the rank count is unknown (nt_bus_factor) */
+        double alg = nt_alg_bytes(r->func, (double)r->done_bytes, nranks);
+        o->alg_bytes += alg;
+        o->bus_bytes += alg * nt_bus_factor(r->func, nranks);
+      }
     }
   }
 }

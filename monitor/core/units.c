@@ -9,7 +9,11 @@
 static const char *scaled(double v, const char *const *unit, const double *scale, int nunits,
                           char *buf, size_t cap) {
   if (!cap) return buf;
-  if (isnan(v) || v < 0) {
+  if (isnan(v)) { /* NaN is how the model says "cannot be computed": unknown, never 0 */
+    snprintf(buf, cap, "?");
+    return buf;
+  }
+  if (v < 0) {
     snprintf(buf, cap, "-");
     return buf;
   }
@@ -61,4 +65,12 @@ const char *nt_fmt_rate(double bps, char *buf, size_t cap) {
   static const char *const unit[] = {"B/s", "KB/s", "MB/s", "GB/s", "TB/s", "PB/s", "EB/s"};
   static const double scale[] = {1, 1e3, 1e6, 1e9, 1e12, 1e15, 1e18};
   return scaled(bps, unit, scale, 7, buf, cap);
+}
+
+const char *nt_fmt_rank(int32_t rank, int32_t nranks, char *buf, size_t cap) {
+  char r[16] = "?", n[16] = "?";
+  if (rank >= 0) snprintf(r, sizeof r, "%d", rank);
+  if (nranks > 0) snprintf(n, sizeof n, "%d", nranks);
+  snprintf(buf, cap, "%s/%s", r, n);
+  return buf;
 }

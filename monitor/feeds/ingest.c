@@ -40,6 +40,19 @@ static bool topic_is(const void *topic, size_t len, const char *name) {
   return len == n && memcmp(topic, name, n) == 0;
 }
 
+/* A topic a newer publisher may send: "nccltop." and a plain name
+ * (letters, digits, '.', '_', '-'); anything else is a bad message. */
+static bool newer_topic(const char *topic, size_t len) {
+  if (len <= 8 || len > 64 || memcmp(topic, "nccltop.", 8) != 0) return false;
+  for (size_t i = 8; i < len; i++) {
+    char c = topic[i];
+    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+          c == '_' || c == '-'))
+      return false;
+  }
+  return true;
+}
+
 static void bind(uint32_t *pid, bool bind_first, uint32_t named) {
   if (bind_first && !*pid) *pid = named;
 }
@@ -88,7 +101,7 @@ nt_ingested nt_ingest_message(nt_ingest *in, nt_model *m, const char *endpoint, 
     r.topic = NT_IN_GRAPHS;
     r.ok = true;
     nt_model_set_graphs(m, data, len, endpoint, now_s); /* a bad one is noted there */
-  } else if (topic_len > 8 && memcmp(topic, "nccltop.", 8) == 0) {
+  } else if (newer_topic(topic, topic_len)) {
     /* A topic of a newer plugin (PROTOCOL.md): not ours to judge, nothing
      * is wrong with the job or the message; skipped without a word. */
     r.topic = NT_IN_UNKNOWN;

@@ -264,6 +264,20 @@ nt_source *nt_source_open(const nt_options *o, char *err, size_t errlen) {
   return s;
 }
 
+/* A tcp:// connect address as libzmq takes it: [SOURCE;]HOST:PORT, HOST
+ * a name, an IPv4 address or [an IPv6 one], PORT 1..65535. */
+static bool tcp_endpoint_ok(const char *a) {
+  const char *semi = strchr(a, ';');
+  if (semi) a = semi + 1; /* a source address, which libzmq checks when it connects */
+  const char *colon = strrchr(a, ':');
+  if (!colon || colon == a || strpbrk(a, " /\t")) return false;
+  if (a[0] == '[' && colon[-1] != ']') return false;
+  char *end;
+  errno = 0;
+  long port = strtol(colon + 1, &end, 10);
+  return colon[1] && !*end && errno == 0 && port >= 1 && port <= 65535;
+}
+
 int nt_source_check(const nt_options *o, char *err, size_t errlen) {
   /* --hosts / --hostfile (record and the exporter take them without the
    * viewer's parser): a mistake is a usage error, with its position. */
@@ -293,25 +307,39 @@ int nt_source_check(const nt_options *o, char *err, size_t errlen) {
   char why[320] = "";
   int krc = o->insecure ? 0 : nt_curve_load(&k, why, sizeof why);
   char sk[NT_CURVE_KEY_LEN + 1];
-  if (!o->insecure && krc == 0 && o->server_key &&
-      nt_curve_key_arg(o->server_key, sk, why, sizeof why) != 0) {
-    snprintf(err, errlen, "--server-key: %s", why);
+  /* A server key given is checked whether or not we have a key of our own
+   * (it was taken silently without one). */
+  char skwhy[320];
+  if (!o->insecure && o->server_key &&
+      nt_curve_key_arg(o->server_key, sk, skwhy, sizeof skwhy) != 0) {
+    snprintf(err, errlen, "--server-key: %s", skwhy);
     return -1;
   }
   for (int i = 0; i < o->nconnect && krc != 0; i++) {
     if (strncmp(o->connect[i], "tcp://", 6) || nt_endpoint_is_loopback(o->connect[i])) continue;
-    snprintf(err, errlen,
-             "--connect %s: %s; CURVE needs a key ('nccltop keygen'), or --insecure for plain TCP",
+    /* `why` says how to make one ('nccltop keygen') when it is missing */
+    snprintf(err, errlen, "--connect %s: %s; CURVE needs a key, or --insecure for plain TCP",
              o->connect[i], why);
     return -1;
   }
   /* ZeroMQ itself says what it takes for an endpoint (a name it cannot
-   * resolve is another matter: it keeps trying, as the source does). */
+   * resolve is another matter: it keeps trying, as the source does); but
+   * not for tcp://, which it would connect for real, without CURVE: a
+   * relay logged that viewer as one running --insecure. */
   void *z = zmq_ctx_new(), *sock = z ? zmq_socket(z, ZMQ_SUB) : NULL;
   int rc = sock ? 0 : -1;
   if (!sock) snprintf(err, errlen, "cannot create a ZeroMQ socket: %s", zmq_strerror(zmq_errno()));
   if (sock && set_int(sock, ZMQ_LINGER, 0) != 0) rc = -1;
   for (int i = 0; rc == 0 && i < o->nconnect; i++) {
+    if (!strncmp(o->connect[i], "tcp://", 6)) {
+      if (tcp_endpoint_ok(o->connect[i] + 6)) continue;
+      snprintf(err, errlen,
+               "--connect %s: not a ZeroMQ endpoint (HOST:PORT after tcp://, port "
+               "1..65535); e.g. tcp://node1:5555",
+               o->connect[i]);
+      rc = -1;
+      continue;
+    }
     if (zmq_connect(sock, o->connect[i]) == 0) continue;
     snprintf(err, errlen, "--connect %s: not a ZeroMQ endpoint (%s); e.g. tcp://node1:5555",
              o->connect[i], zmq_strerror(zmq_errno()));

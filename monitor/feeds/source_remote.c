@@ -44,9 +44,8 @@ void nt_source_note_silent_connects(nt_source *s, nt_model *m, double now) {
   if (one_line)
     nt_source_note(
         m, "connect", false,
-        "nothing received yet from %u endpoints (%s, ...): no relay there, not reachable, or "
-        "refusing our key "
-        "(still trying)",
+        "nothing yet from %u endpoints (%s, ...): no relay there, a name that does not resolve, "
+        "not reachable, or our key refused (still trying)",
         silent, s->eps[first].endpoint);
   for (uint32_t i = first; i < s->neps; i++) {
     endpoint *e = &s->eps[i];
@@ -57,7 +56,8 @@ void nt_source_note_silent_connects(nt_source *s, nt_model *m, double now) {
     if (!one_line)
       nt_source_note(
           m, e->endpoint, false,
-          "nothing received in %.0f s: no publisher there, or not reachable%s (still trying)",
+          "nothing received in %.0f s: no relay or publisher there, a name that does not "
+          "resolve, or not reachable%s (still trying)",
           CONNECT_SILENT_S, e->mon || !e->secure ? "" : ", or refusing our key");
   }
 }

@@ -3,7 +3,14 @@
  *
  * JSON frame, written in one pass (json_out.h; keys in this order; scripts and tests rely on
  * the names, never on the order):
- * {"time": seconds since the viewer started (float),
+ * Conventions: a value that is unknown or does not apply is null, never a
+ * sentinel (-1, 0, ""): "comm_name" of a communicator NCCL named not,
+ * "nccl_version" not given; only "phase" and "variant" keep "" for their
+ * documented meaning (outside any phase, not a symmetric kernel). A
+ * number's unit is in its key (_s, _ms, _us, _ns, _gbs, _bytes, _per_s);
+ * an age (time since) says so (_age_).
+ *
+ * {"time_s": seconds since the viewer started (float),
  *  "publishers": processes known, "messages": messages taken,
  *  "bad_messages": messages that failed to decode, "errors_total": problems
  *  noted (bad messages included), "refused": messages refused (every reason),
@@ -21,10 +28,11 @@
  *       "open": bool (the viewer's gap goes on), "ago_s" (since it ended),
  *       "resume_in_s" (settling until then; 0 settled), "lost_messages"}]:
  *       the gaps told now, the viewer's first (model.h: the watcher)},
- *  "processes": [{"host", "pid", "stale": bool, "ended": bool, "nccl_version",
- *     "plugin_version", "clock" (the plugin's event clock: "tsc", "cntvct",
- *     "monotonic"; null from an older plugin), "abi", "seq", "lost_messages", "lost_unread" (of
- *     those, lost while the viewer or a relay between did not read),
+ *  "processes": [{"host", "pid", "stale": bool, "ended": bool, "nccl_version"
+ *     (null: the process did not say, or NCCL did not answer), "plugin_version", "clock" (the
+ *     plugin's event clock: "tsc", "cntvct", "monotonic"; null from an older plugin), "abi",
+ *     "seq", "lost_messages", "lost_unread" (of those, lost while the viewer or a relay between
+ *     did not read),
  *     "restarts", "event_mask",
  *     "counters": {"events", "dropped_events", "unknown_events", "foreign_ops",
  *                  "reclaimed_ops", "dropped_rows", "unsent_messages"},
@@ -42,9 +50,10 @@
  *                   "wait_ns": {"send_gpu_wait", "send_peer_wait", "send_net_wait"}
  *                              (recv rows: "recv_net_wait", "recv_flush_wait",
  *                              "recv_gpu_wait"),
- *                   "dominant_wait": a wait name or "none", "steps_per_s",
- *                   "bytes_per_s", "ops_in_flight", "cur_step" (-1: none),
- *                   "cur_wait": a wait name or "none", "progress_age_ms" (-1: never),
+ *                   "dominant_wait_last": the wait that took most of the
+ *                   last interval (a wait name or "none"), "steps_per_s",
+ *                   "bytes_per_s", "ops_in_flight", "cur_step" (null: none),
+ *                   "cur_wait": a wait name or "none", "progress_age_ms" (null: never),
  *                   "run_state": idle|queued|running|unknown (1.1 publishers),
  *                   "relay_rank" (PXN rows only: the rank whose ops this
  *                   process's proxy ran), "stalled": bool}],
@@ -63,6 +72,7 @@
  * nt_wait_name. Strings from publishers were sanitized when they arrived
  * (model.c); the writer adds JSON escaping only.
  */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -79,8 +89,9 @@
  * (counters, errors, alerts, operation tables: all bounded). */
 #define FRAME_REST_BYTES (4u << 20)
 
+/* NaN (written null) for never. */
 static double age_ms(uint64_t ns) {
-  return ns == UINT64_MAX ? -1 : (double)ns / 1e6;
+  return ns == UINT64_MAX ? NAN : (double)ns / 1e6;
 }
 
 static const char *dir_name(int dir) {
@@ -121,11 +132,14 @@ static void channel_json(nt_jo *w, const nt_frame_channel *fc) {
   nt_jo_obj(w, "wait_ns");
   for (int k = 0; k < 3; k++) nt_jo_u64(w, nt_wait_name(nt_dir_wait(c->dir, k)), c->wait_ns[k]);
   nt_jo_end(w);
-  nt_jo_str(w, "dominant_wait", nt_wait_name(fc->dominant_wait));
+  nt_jo_str(w, "dominant_wait_last", nt_wait_name(fc->dominant_wait));
   nt_jo_num(w, "steps_per_s", fc->steps_per_s);
   nt_jo_num(w, "bytes_per_s", fc->bytes_per_s);
   nt_jo_u64(w, "ops_in_flight", c->ops_started - c->ops_done);
-  nt_jo_i64(w, "cur_step", c->cur_step);
+  if (c->cur_step >= 0)
+    nt_jo_i64(w, "cur_step", c->cur_step);
+  else
+    nt_jo_null(w, "cur_step");
   nt_jo_str(w, "cur_wait", nt_wait_name(c->cur_wait));
   nt_jo_num(w, "progress_age_ms", age_ms(c->progress_age_ns));
   nt_jo_str(w, "run_state", nt_run_name(c->run_state));
@@ -140,10 +154,10 @@ static void rank_json(nt_jo *w, const nt_frame *f, const nt_frame_rank *r) {
   snprintf(hex, sizeof hex, "%016llx", (unsigned long long)r->comm_hash);
   nt_jo_obj(w, NULL);
   nt_jo_str(w, "comm", hex);
-  nt_jo_str(w, "comm_name", r->comm_name);
+  nt_jo_str_known(w, "comm_name", r->comm_name);
   nt_jo_i64(w, "rank", r->rank);
-  nt_jo_i64(w, "nranks", r->nranks);
-  nt_jo_i64(w, "nnodes", r->nnodes);
+  nt_jo_count(w, "nranks", r->nranks);
+  nt_jo_count(w, "nnodes", r->nnodes);
   nt_jo_str(w, "host", p->host);
   nt_jo_u64(w, "pid", p->pid);
   nt_jo_bool(w, "stale", p->stale);
@@ -185,12 +199,9 @@ static void process_json(nt_jo *w, const nt_frame *f, const nt_frame_proc *p) {
   nt_jo_u64(w, "pid", p->pid);
   nt_jo_bool(w, "stale", p->stale);
   nt_jo_bool(w, "ended", p->ended);
-  nt_jo_str(w, "nccl_version", p->nccl_version);
-  nt_jo_str(w, "plugin_version", p->plugin_version);
-  if (p->clock[0])
-    nt_jo_str(w, "clock", p->clock);
-  else
-    nt_jo_null(w, "clock");
+  nt_jo_str_known(w, "nccl_version", p->nccl_version);
+  nt_jo_str_known(w, "plugin_version", p->plugin_version);
+  nt_jo_str_known(w, "clock", p->clock);
   nt_jo_u64(w, "abi", c->abi_version);
   nt_jo_u64(w, "seq", p->seq);
   nt_jo_u64(w, "lost_messages", p->lost_messages);
@@ -241,9 +252,9 @@ static void comms_json(nt_jo *w, const nt_frame *f) {
     snprintf(hex, sizeof hex, "%016llx", (unsigned long long)c->hash);
     nt_jo_obj(w, NULL);
     nt_jo_str(w, "comm", hex);
-    nt_jo_str(w, "comm_name", c->name);
-    nt_jo_i64(w, "nranks", c->nranks);
-    nt_jo_i64(w, "nnodes", c->nnodes);
+    nt_jo_str_known(w, "comm_name", c->name);
+    nt_jo_count(w, "nranks", c->nranks);
+    nt_jo_count(w, "nnodes", c->nnodes);
     nt_jo_u64(w, "ranks", c->ranks);
     nt_jo_u64(w, "stalled_channels", c->stalled);
     nt_jo_u64(w, "launched_min", c->launched_min);
@@ -284,7 +295,7 @@ static void watcher_json(nt_jo *w, const nt_frame *f) {
 const char *nt_frame_json(const nt_frame *f, nt_jo *w) {
   nt_jo_reset(w);
   nt_jo_obj(w, NULL);
-  nt_jo_num(w, "time", f->time);
+  nt_jo_num(w, "time_s", f->time);
   nt_jo_u64(w, "publishers", f->publishers);
   nt_jo_u64(w, "messages", f->messages);
   nt_jo_u64(w, "bad_messages", f->bad_messages);
@@ -337,19 +348,19 @@ static void proxy_line(FILE *out, const nt_frame *f, const nt_frame_proxy *x) {
   const nt_frame_proc *p = &f->procs[x->proc];
   const nt_frame_rank *r = x->rank >= 0 ? &f->ranks[x->rank] : NULL;
   const nt_proxy_row *row = &x->row;
-  char who[48], rank[24], comm[20];
+  char who[48], rank[24], comm[NT_COMM_LABEL];
   snprintf(who, sizeof who, "%.24s:%u", p->host, p->pid);
   if (r) {
-    snprintf(rank, sizeof rank, "%d/%d", r->rank, r->nranks);
-    snprintf(comm, sizeof comm, "%016llx", (unsigned long long)r->comm_hash);
+    nt_fmt_rank(r->rank, r->nranks, rank, sizeof rank);
+    nt_comm_label(r->comm_name, r->comm_hash, comm, sizeof comm);
   } else {
     snprintf(rank, sizeof rank, "-");
     snprintf(comm, sizeof comm, "-");
   }
   const double *last = x->share_last;
-  fprintf(out, "%-7s %-16s %-30s %8u %-7s %6.1f %6.1f %6.1f %6.1f %6.1f %9llu%s\n", rank, comm, who,
-          row->tid, nt_proxy_state_name(row->state), 100 * last[0], 100 * last[1], 100 * last[2],
-          100 * last[3], 100 * last[4], (unsigned long long)row->appends, mark(p));
+  fprintf(out, "%-7s %-16.16s %-30s %8u %-7s %6.1f %6.1f %6.1f %6.1f %6.1f %9llu%s\n", rank, comm,
+          who, row->tid, nt_proxy_state_name(row->state), 100 * last[0], 100 * last[1],
+          100 * last[2], 100 * last[3], 100 * last[4], (unsigned long long)row->appends, mark(p));
 }
 
 void nt_frame_text(FILE *out, const nt_frame *f) {
@@ -377,17 +388,17 @@ void nt_frame_text(FILE *out, const nt_frame *f) {
           "PEER", "WAIT", "STEPS/s", "RATE", "FLIGHT", "RUN", "STEP");
   for (uint32_t i = 0; i < f->nranks; i++) {
     const nt_frame_rank *r = &f->ranks[i];
-    char rank[24];
-    snprintf(rank, sizeof rank, "%d/%d", r->rank, r->nranks);
+    char rank[24], comm[NT_COMM_LABEL];
+    nt_fmt_rank(r->rank, r->nranks, rank, sizeof rank);
+    nt_comm_label(r->comm_name, r->comm_hash, comm, sizeof comm);
     for (uint32_t c = r->chan0; c < r->chan0 + r->nchan; c++) {
       const nt_frame_channel *fc = &f->channels[c];
       const nt_channel_row *row = &fc->row;
       char relay[32] = "", rate[NT_UNIT_LEN];
       if (row->relay_rank >= 0) snprintf(relay, sizeof relay, "  relay r%d", row->relay_rank);
-      fprintf(out, "%-7s %016llx %3u %-4s %5d %-15s %9.0f %10s %6llu %-7s %6d%s%s%s\n", rank,
-              (unsigned long long)r->comm_hash, row->channel, dir_name(row->dir), row->peer,
-              nt_wait_name(nt_frame_channel_wait(fc)), fc->steps_per_s,
-              nt_fmt_rate(fc->bytes_per_s, rate, sizeof rate),
+      fprintf(out, "%-7s %-16.16s %3u %-4s %5d %-15s %9.0f %10s %6llu %-7s %6d%s%s%s\n", rank, comm,
+              row->channel, dir_name(row->dir), row->peer, nt_wait_name(nt_frame_channel_wait(fc)),
+              fc->steps_per_s, nt_fmt_rate(fc->bytes_per_s, rate, sizeof rate),
               (unsigned long long)(row->ops_started - row->ops_done), nt_run_name(row->run_state),
               row->cur_step, fc->stalled ? "  STALLED" : "", relay, mark(nt_frame_proc_of(f, r)));
     }

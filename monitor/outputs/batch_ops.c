@@ -2,8 +2,10 @@
  * of a frame protocol 1.1 added. JSON keys (see also batch.c):
  *
  * frame: "alerts": [{"kind": root|stall|hung_op|straggler|silent|drops|slow,
- *          "text", "host", "pid", "comm", "rank", "peer" (-1), "wait",
- *          "func", "count", "age_s", "evidence": none|launches|sync_phases
+ *          "text", "host", "pid" (null for a line about no one process),
+ *          "comm" (null: none, or a hash not known yet), "rank" (null:
+ *          none), "peer" (null: none), "wait", "func" (straggler and
+ *          hung_op; null for the others), "count", "age_s", "evidence": none|launches|sync_phases
  *          (a straggler late in its launch counts, or one the others'
  *          kernels wait for in their sync phases, NCCL 2.31; a root alert
  *          with the sync-phase numbers added says sync_phases too),
@@ -49,17 +51,16 @@
  *          "busbw_gbs"}]}.
  * rank:  "api": {"group_api", "coll_api", "p2p_api", "kernel_launches",
  *          "graph_captured", "api_ms"}; "seq": [{"func", "launched", "done",
- *          "last_launch_ms"}]; "in_flight": [{"func", "kind", "seq", "count",
- *          "dtype", "bytes", "root_peer", "algo", "proto", "variant" ("" none),
- *          "symmetric": bool (a symmetric-kernel collective), "nchannels",
- *          "nwarps", "phase", "state": enqueued|in_flight|done, "timing":
- *          none|host|gpu, "age_ms", "duration_us", "children",
- *          "children_open", "run_state": queued|running (in flight),
- *          idle (done), unknown (1.1 publishers), "progress_age_ms" (-1:
- *          never), "completion_unreported", "relayed": bool}]; "net": [{"type": ib_qp|socket,
- * "device", "id", "count", "bytes", "busy_ms", "in_flight"}]. process: "phase" (now),
- * "event_classes": [names on], "env": {NAME: value}, counters "dropped_ops", "late_children",
- * "net_events".
+ *          "last_launch_age_ms"}]; "in_flight": [{"func", "kind", "seq", "count",
+ *          "dtype", "bytes", "root_peer" (the root of a Broadcast, Reduce,
+ *          Gather or Scatter, the peer of a send or recv; else null), "algo", "proto", "variant"
+ * ("" none), "symmetric": bool (a symmetric-kernel collective), "nchannels", "nwarps", "phase",
+ * "state": enqueued|in_flight|done, "timing": none|host|gpu, "age_ms", "duration_us" (null until
+ * done and timed), "children", "children_open", "run_state": queued|running (in flight), idle
+ * (done), unknown (1.1 publishers), "progress_age_ms" (null: never), "completion_unreported",
+ * "relayed": bool}]; "net": [{"type": ib_qp|socket, "device", "id", "count", "bytes", "busy_ms",
+ * "in_flight"}]. process: "phase" (now), "event_classes": [names on], "env": {NAME: value},
+ * counters "dropped_ops", "late_children", "net_events".
  */
 #include <stdlib.h>
 #include <string.h>
@@ -82,7 +83,13 @@ static void op_json(nt_jo *w, const nt_frame_op *o, const nt_frame *f, bool who)
   nt_jo_u64(w, "count", op->count);
   nt_jo_str(w, "dtype", nt_dtype_name(op->dtype));
   nt_jo_u64(w, "bytes", op->bytes);
-  nt_jo_i64(w, "root_peer", op->root_peer);
+  bool rooted = op->kind == NT_OP_P2P || op->func == NT_FUNC_BROADCAST ||
+                op->func == NT_FUNC_REDUCE || op->func == NT_FUNC_GATHER ||
+                op->func == NT_FUNC_SCATTER;
+  if (rooted && op->root_peer >= 0)
+    nt_jo_i64(w, "root_peer", op->root_peer);
+  else
+    nt_jo_null(w, "root_peer");
   char lab[NT_MAX_VARIANT + 8];
   bool sym = (op->flags & NT_OPF_SYMMETRIC) || o->variant[0];
   nt_jo_str(w, "algo", nt_algo_label(op->algo, o->variant, sym, lab, sizeof lab));
@@ -95,12 +102,17 @@ static void op_json(nt_jo *w, const nt_frame_op *o, const nt_frame *f, bool who)
   nt_jo_str(w, "state", nt_op_state_name(op->state));
   nt_jo_str(w, "timing", nt_timing_name(op->timing));
   nt_jo_num(w, "age_ms", o->age_s * 1e3);
-  nt_jo_num(w, "duration_us", (double)op->duration_ns / 1e3);
+  if (op->state == NT_OPS_DONE && op->timing != NT_TIMING_NONE)
+    nt_jo_num(w, "duration_us", (double)op->duration_ns / 1e3);
+  else
+    nt_jo_null(w, "duration_us"); /* in flight, or done with no time */
   nt_jo_u64(w, "children", op->children);
   nt_jo_u64(w, "children_open", op->children_open);
   nt_jo_str(w, "run_state", nt_run_name(op->run_state));
-  nt_jo_num(w, "progress_age_ms",
-            op->progress_age_ns == UINT64_MAX ? -1 : (double)op->progress_age_ns / 1e6);
+  if (op->progress_age_ns == UINT64_MAX)
+    nt_jo_null(w, "progress_age_ms");
+  else
+    nt_jo_num(w, "progress_age_ms", (double)op->progress_age_ns / 1e6);
   nt_jo_bool(w, "completion_unreported", (op->flags & NT_OPF_UNREPORTED) != 0);
   nt_jo_bool(w, "relayed", (op->flags & NT_OPF_RELAYED) != 0);
   if (who) {
@@ -132,7 +144,10 @@ void nt_batch_rank_ops(nt_jo *w, const nt_frame *f, const nt_frame_rank *r) {
     nt_jo_str(w, "func", nt_func_name(q->row.func));
     nt_jo_u64(w, "launched", q->row.launched);
     nt_jo_u64(w, "done", q->row.done);
-    nt_jo_num(w, "last_launch_ms", q->last_launch_s * 1e3);
+    if (q->row.launched && q->row.last_launch_age_ns != UINT64_MAX)
+      nt_jo_num(w, "last_launch_age_ms", q->last_launch_s * 1e3);
+    else
+      nt_jo_null(w, "last_launch_age_ms");
     nt_jo_end(w);
   }
   nt_jo_end(w);
@@ -253,13 +268,28 @@ void nt_batch_job_json(nt_jo *w, const nt_frame *f) {
     nt_jo_obj(w, NULL);
     nt_jo_str(w, "kind", nt_alert_kind_name(a->kind));
     nt_jo_str(w, "text", a->text);
-    nt_jo_str(w, "host", a->host);
-    nt_jo_u64(w, "pid", a->pid);
-    nt_jo_str(w, "comm", hex16(a->comm_hash, hex));
-    nt_jo_i64(w, "rank", a->has_rank ? a->rank : -1);
-    nt_jo_i64(w, "peer", a->peer);
+    nt_jo_str_known(w, "host", a->host);
+    if (a->pid)
+      nt_jo_u64(w, "pid", a->pid);
+    else
+      nt_jo_null(w, "pid");
+    if (a->comm_hash)
+      nt_jo_str(w, "comm", hex16(a->comm_hash, hex));
+    else
+      nt_jo_null(w, "comm");
+    if (a->has_rank)
+      nt_jo_i64(w, "rank", a->rank);
+    else
+      nt_jo_null(w, "rank");
+    if (a->peer >= 0)
+      nt_jo_i64(w, "peer", a->peer);
+    else
+      nt_jo_null(w, "peer");
     nt_jo_str(w, "wait", nt_wait_name(a->wait));
-    nt_jo_str(w, "func", nt_func_name(a->func));
+    if (a->kind == NT_ALERT_STRAGGLER || a->kind == NT_ALERT_HUNG_OP)
+      nt_jo_str(w, "func", nt_func_name(a->func));
+    else
+      nt_jo_null(w, "func");
     nt_jo_u64(w, "count", a->count);
     nt_jo_num(w, "age_s", a->age_s);
     nt_jo_str(w, "evidence", nt_alert_evidence_name(a->evidence));
@@ -276,8 +306,8 @@ void nt_batch_job_json(nt_jo *w, const nt_frame *f) {
     char size[32];
     nt_jo_obj(w, NULL);
     nt_jo_str(w, "comm", hex16(r->comm_hash, hex));
-    nt_jo_str(w, "comm_name", r->comm_name);
-    nt_jo_i64(w, "nranks", r->nranks);
+    nt_jo_str_known(w, "comm_name", r->comm_name);
+    nt_jo_count(w, "nranks", r->nranks);
     nt_jo_str(w, "kind", r->kind == NT_OP_P2P ? "p2p" : "coll");
     nt_jo_str(w, "func", nt_func_name(r->func));
     char lab[NT_MAX_VARIANT + 8];
@@ -403,9 +433,9 @@ void nt_batch_ops_text(FILE *out, const nt_frame *f) {
       nt_fmt_rate(mo->busbw_gbs * 1e9, mb, sizeof mb);
       if (mo->ratio >= 0) snprintf(share, sizeof share, "%.0f%%", mo->ratio * 100);
     }
-    char lab[NT_MAX_VARIANT + 8];
-    fprintf(out, "%016llx %-13s %-11s %-14s %-7s %8llu %8llu %10s %9s %9s %10s %11s %8s\n",
-            (unsigned long long)r->comm_hash, nt_func_name(r->func),
+    char lab[NT_MAX_VARIANT + 8], cl[NT_COMM_LABEL];
+    fprintf(out, "%-16.16s %-13s %-11s %-14s %-7s %8llu %8llu %10s %9s %9s %10s %11s %8s\n",
+            nt_comm_label(r->comm_name, r->comm_hash, cl, sizeof cl), nt_func_name(r->func),
             nt_fmt_bucket(r->bucket, size, sizeof size),
             r->kind == NT_OP_P2P ? "-"
             : plain              ? nt_algo_label(r->algo, r->variant, false, lab, sizeof lab)

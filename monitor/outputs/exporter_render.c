@@ -80,6 +80,15 @@ static void lab_int(sample *s, const char *k, long long v) {
   lab(s, k, b);
 }
 
+/* A count NCCL did not give (2.26: no rank or node count) is "unknown",
+ * as comm_name's, never "0". */
+static void lab_count(sample *s, const char *k, long long v) {
+  if (v > 0)
+    lab_int(s, k, v);
+  else
+    lab(s, k, "unknown");
+}
+
 static void value(sample *s, double v) {
   if (!s->first) fputc('}', s->f);
   if (isnan(v))
@@ -438,8 +447,8 @@ static void inspector_labels(sample *s, const nt_op_stat *r, int32_t nnodes, con
   if (node[0]) lab(s, "node", node);
   lab(s, "comm_hash", hex16(r->comm_hash, hex));
   lab(s, "comm_name", r->comm_name[0] ? r->comm_name : "unknown");
-  lab_int(s, "n_nodes", nnodes);
-  lab_int(s, "nranks", r->nranks);
+  lab_count(s, "n_nodes", nnodes);
+  lab_count(s, "nranks", r->nranks);
   inspector_size(r->bucket, size, sizeof size);
   if (r->kind == NT_OP_P2P) {
     lab(s, "p2p_operation", nt_func_name(r->func));
@@ -461,7 +470,7 @@ static void op_labels(sample *s, const nt_op_stat *r) {
   char hex[17], size[32];
   lab(s, "comm_hash", hex16(r->comm_hash, hex));
   lab(s, "comm_name", r->comm_name);
-  lab_int(s, "nranks", r->nranks);
+  lab_count(s, "nranks", r->nranks);
   lab(s, "kind", r->kind == NT_OP_P2P ? "p2p" : "coll");
   lab(s, "collective", nt_func_name(r->func));
   char lb[NT_MAX_VARIANT + 8];
@@ -494,10 +503,12 @@ static void op_families(FILE *f, nt_model *m, const nt_model_rank *ranks, uint32
     for (uint32_t i = 0; i < ns; i++) {
       const nt_op_stat *r = &st[i];
       if (!r->done || (r->kind == NT_OP_P2P) != insp[k].p2p) continue; /* untimed: unknown */
+      double v =
+          insp[k].bw ? nt_stat_algbw(r->bus_bytes, r->time_s) : r->time_s * 1e6 / (double)r->done;
+      if (isnan(v)) continue; /* no rank count (NCCL 2.26): unknown, no sample */
       sample s = open_sample(f, insp[k].name);
       inspector_labels(&s, r, nnodes_of(r->comm_hash, ranks, n), node_of(r->comm_hash, ranks, n));
-      value(&s, insp[k].bw ? nt_stat_algbw(r->bus_bytes, r->time_s)
-                           : r->time_s * 1e6 / (double)r->done);
+      value(&s, v);
     }
   }
   static const struct {
@@ -520,6 +531,7 @@ static void op_families(FILE *f, nt_model *m, const nt_model_rank *ranks, uint32
                  : k == 2 ? (double)r->bytes
                  : k == 3 ? r->time_s
                           : r->bus_bytes;
+      if (isnan(v)) continue; /* bus bytes without a rank count: unknown, not a NaN counter */
       sample s = open_sample(f, ops[k].name);
       op_labels(&s, r);
       value(&s, v);

@@ -209,3 +209,17 @@ const char *nt_jo_text(nt_jo *w) {
   if (!w->buf && !room(w, 0)) return NULL;
   return w->buf;
 }
+
+void nt_jo_count(nt_jo *w, const char *key, int64_t v) {
+  if (v > 0)
+    nt_jo_i64(w, key, v);
+  else
+    nt_jo_null(w, key);
+}
+
+void nt_jo_str_known(nt_jo *w, const char *key, const char *v) {
+  if (v && *v)
+    nt_jo_str(w, key, v);
+  else
+    nt_jo_null(w, key);
+}

@@ -44,6 +44,11 @@ void nt_jo_u64(nt_jo *w, const char *key, uint64_t v);
 void nt_jo_i64(nt_jo *w, const char *key, int64_t v);
 void nt_jo_bool(nt_jo *w, const char *key, bool v);
 void nt_jo_null(nt_jo *w, const char *key);
+/* A count that is unknown when not positive (NCCL 2.26 gives no rank or
+ * node count: 0 in the model): the number, or null, never 0. */
+void nt_jo_count(nt_jo *w, const char *key, int64_t v);
+/* A string that is unknown when empty: the string, or null. */
+void nt_jo_str_known(nt_jo *w, const char *key, const char *v);
 nt_jo_mark nt_jo_here(const nt_jo *w);
 void nt_jo_undo(nt_jo *w, nt_jo_mark m);
 /* The text (NUL-terminated), or NULL after running out of memory. */

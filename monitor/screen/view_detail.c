@@ -161,9 +161,13 @@ void nt_channel_detail(nt_screen *s, const nt_frame_rank *r, int channel, nt_rec
   char line[DETAIL_TEXT];
   dt.n = 0;
   dt.width = s->cols - INDENT;
-  snprintf(line, sizeof line, "rank %d/%d of %s (%016llx)  channel %d  host %s  pid %u", r->rank,
-           r->nranks, r->comm_name[0] ? r->comm_name : "an unnamed communicator",
-           (unsigned long long)r->comm_hash, channel, p->host, p->pid);
+  /* The communicator as everywhere else (nt_comm_label), its hash too when named. */
+  char rk[32], cl[NT_COMM_LABEL], hash[24] = "";
+  if (r->comm_name[0]) snprintf(hash, sizeof hash, " (%016llx)", (unsigned long long)r->comm_hash);
+  snprintf(line, sizeof line, "rank %s of %s%s  channel %d  host %s  pid %u",
+           nt_fmt_rank(r->rank, r->nranks, rk, sizeof rk),
+           nt_comm_label(r->comm_name, r->comm_hash, cl, sizeof cl), hash, channel, p->host,
+           p->pid);
   add(A_BOLD, line);
   bool any = false;
   for (int dir = 0; dir < 2; dir++) {

@@ -210,7 +210,7 @@ static void recent_section(nt_screen *s, int *y, int *n) {
     const nt_frame_proc *p = nt_frame_proc_of(f, rk);
     char rank[16], who[96], ap[40], t[NT_UNIT_LEN], age[NT_UNIT_LEN], comm[NT_FRAME_NAME + 20];
     comm_short(rk->comm_name, rk->comm_hash, cols[1].width, comm, sizeof comm);
-    snprintf(rank, sizeof rank, "%d/%d", rk->rank, rk->nranks);
+    nt_fmt_rank(rk->rank, rk->nranks, rank, sizeof rank);
     snprintf(who, sizeof who, "%s:%u", p->host, p->pid);
     if (op->kind == NT_OP_COLL)
       snprintf(seq, sizeof seq, "%llu", (unsigned long long)op->seq);

@@ -109,8 +109,8 @@ void nt_view_overview(nt_screen *s, int y) {
     if (!nt_screen_comm_kept(s, c->hash)) continue; /* the filter's ranks' communicators */
     char hash[24], ranks[24], nodes[16], launched[48], done[24], stalled[16];
     snprintf(hash, sizeof hash, "%016llx", (unsigned long long)c->hash);
-    snprintf(ranks, sizeof ranks, "%u/%d", c->ranks, c->nranks);
-    snprintf(nodes, sizeof nodes, "%d", c->nnodes);
+    nt_fmt_rank((int32_t)c->ranks, c->nranks, ranks, sizeof ranks); /* seen/of */
+    snprintf(nodes, sizeof nodes, c->nnodes > 0 ? "%d" : "?", c->nnodes);
     snprintf(launched, sizeof launched, "%llu-%llu", (unsigned long long)c->launched_min,
              (unsigned long long)c->launched_max);
     snprintf(done, sizeof done, "%.1f", c->done_per_s);

@@ -162,12 +162,9 @@ static void cell(void *ctx, int row, int col, int y, int xx, int w, bool cursor)
   char t[48] = "";
   int attr = cursor ? A_REVERSE : 0;
   switch (col) {
-  case C_RANK: snprintf(t, sizeof t, "%d/%d", r->rank, r->nranks); break;
+  case C_RANK: nt_fmt_rank(r->rank, r->nranks, t, sizeof t); break;
   case C_COMM:
-    if (r->comm_name[0])
-      snprintf(t, sizeof t, "%.18s", r->comm_name);
-    else
-      snprintf(t, sizeof t, "%016llx", (unsigned long long)r->comm_hash);
+    nt_comm_label(r->comm_name, r->comm_hash, t, 19); /* cut to 18, as before */
     break;
   case C_WHO: snprintf(t, sizeof t, "%.12s:%u", proc->host, proc->pid); break;
   case C_STATE:

@@ -185,6 +185,7 @@ static nt_list_col chan_cols[NT_LIST_MAX_COLS];
 static char chan_titles[NT_LIST_MAX_COLS][16];
 #define NT_HOST_SHOWN 10    /* a host's first characters in the grid */
 static int chan_rank_w = 4; /* the rank's width: the widest "r/n" shown (or its title) */
+static int chan_comm_w = 4; /* the communicator's: its label (nt_comm_label), 4 to 10 */
 
 static void chan_cell(void *ctx, int i, int col, int y, int x, int w, bool cursor) {
   nt_screen *s = ctx;
@@ -195,11 +196,11 @@ static void chan_cell(void *ctx, int i, int col, int y, int x, int w, bool curso
      * alternate) and its host (a job spans nodes), each in its own width
      * (chan_widths), under its title */
     const nt_frame_proc *p = nt_frame_proc_of(s->f, r);
-    char rank[24], host[NT_HOST_SHOWN + 2];
-    snprintf(rank, sizeof rank, "%d/%d", r->rank, r->nranks);
+    char rank[24], host[NT_HOST_SHOWN + 2], cl[NT_COMM_LABEL];
+    nt_fmt_rank(r->rank, r->nranks, rank, sizeof rank);
     snprintf(host, sizeof host, "%.*s%s", NT_HOST_SHOWN, p->host, p->stale ? "?" : "");
-    snprintf(line, sizeof line, "%-*s %04llx %s", chan_rank_w, rank,
-             (unsigned long long)(r->comm_hash & 0xffff), host);
+    snprintf(line, sizeof line, "%-*s %-*.*s %s", chan_rank_w, rank, chan_comm_w, chan_comm_w,
+             nt_comm_label(r->comm_name, r->comm_hash, cl, sizeof cl), host);
     mvaddnstr(y, x, line, w);
     return;
   }
@@ -243,18 +244,22 @@ static void chan_spec(nt_screen *s, nt_list *l) {
   snprintf(host_title, sizeof host_title, "HOST%s%s", s->sort == NT_SORT_STALLED ? " !" : "",
            s->sort == NT_SORT_RANK ? "" : m);
   int rank_w = (int)strlen(rank_title), host_w = (int)strlen(host_title);
+  int comm_w = 4;
   for (uint32_t i = 0; i < s->nranks; i++) {
     const nt_frame_rank *r = nt_screen_rank(s, (int)i);
     const nt_frame_proc *p = nt_frame_proc_of(s->f, r);
-    char t[24];
-    int w = snprintf(t, sizeof t, "%d/%d", r->rank, r->nranks);
+    char t[24], cl[NT_COMM_LABEL];
+    int w = (int)strlen(nt_fmt_rank(r->rank, r->nranks, t, sizeof t));
     if (w > rank_w) rank_w = w;
+    int cw = (int)strnlen(nt_comm_label(r->comm_name, r->comm_hash, cl, sizeof cl), 10);
+    if (cw > comm_w) comm_w = cw;
     int hl = (int)strnlen(p->host, NT_HOST_SHOWN) + (p->stale ? 1 : 0);
     if (hl > host_w) host_w = hl;
   }
   chan_rank_w = rank_w;
-  snprintf(first, sizeof first, "%-*s COMM %s", rank_w, rank_title, host_title);
-  chan_cols[0] = (nt_list_col){first, rank_w + 1 + 4 + 1 + host_w, 0, false};
+  chan_comm_w = comm_w;
+  snprintf(first, sizeof first, "%-*s %-*s %s", rank_w, rank_title, comm_w, "COMM", host_title);
+  chan_cols[0] = (nt_list_col){first, rank_w + 1 + comm_w + 1 + host_w, 0, false};
   for (int c = 0; c < nch; c++) {
     snprintf(chan_titles[c + 1], sizeof chan_titles[c + 1], "ch%-2u S/R", (unsigned char)c);
     chan_cols[c + 1] = (nt_list_col){chan_titles[c + 1], 10, 0, false};
@@ -316,9 +321,9 @@ void nt_channels_click(nt_screen *s, int y, int x) {
   if (hit != 0 || col != 0) return;
   /* The first column's title: RANK sorts by rank, HOST by host (COMM
    * between them: nothing); the order in force inverts. */
-  int at = x - l.area.x, want = at < chan_rank_w        ? NT_SORT_RANK
-                                : at >= chan_rank_w + 6 ? NT_SORT_HOST
-                                                        : -1;
+  int at = x - l.area.x, want = at < chan_rank_w                      ? NT_SORT_RANK
+                                : at >= chan_rank_w + chan_comm_w + 2 ? NT_SORT_HOST
+                                                                      : -1;
   if (want < 0) return;
   if (want == s->sort)
     s->sort_invert = !s->sort_invert;
