@@ -31,8 +31,12 @@ typedef struct {
   char initial_filter[64];                   /* "" none */
   bool view_given, sort_given, filter_given; /* by a flag: the file does not change it */
   bool no_config;                            /* --no-config: no settings file read or written */
-  bool no_mouse;            /* --no-mouse, or the file's "mouse off": clicks stay the terminal's */
-  int settings_mouse;       /* the file's mouse setting (-1 none): saved back as it was */
+  bool no_mouse;          /* --no-mouse, or the file's "mouse off": clicks stay the terminal's */
+  int settings_mouse;     /* the file's mouse setting (-1 none): saved back as it was */
+  char hide_columns[128]; /* --hide-columns, else the file's: titles, comma-separated */
+  bool hide_given;        /* by the flag */
+  bool settings_has_hide; /* the file's hide-columns, saved back as it was */
+  char settings_hide[128];
   char settings_path[1024]; /* where the screen saves its settings; "" nowhere */
   char settings_note[256];  /* why the settings file was not used; "" it was, or none */
   const char *topology;     /* --topology FILE */

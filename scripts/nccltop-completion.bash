@@ -12,11 +12,11 @@ _nccltop() {
 
   local viewer_opts="-b --batch -n --iterations --json -d --delay --stall-ms -C --no-color
     -A --ascii --dir --connect --hosts --hostfile --server-key --insecure --topology --max-memory
-    --record --force --view --sort --filter --no-mouse --no-config -V --version -h --help"
+    --record --force --view --sort --filter --no-mouse --hide-columns --no-config -V --version -h --help"
   local record_opts="--dir --connect --hosts --hostfile --duration --max-size --last --until-alert --after
     --stall-ms --max-memory --force --help"
   local replay_opts="-b --batch -n --iterations --json -d --delay --speed --stall-ms -C
-    --no-color -A --ascii --max-memory --view --sort --filter --no-mouse --no-config --help"
+    --no-color -A --ascii --max-memory --view --sort --filter --no-mouse --hide-columns --no-config --help"
   local export_opts="--chrome-trace --stall-ms --force --help"
   local sim_opts="--ranks --comms --channels --steps --iterations --duration --linger
     --deterministic --nccl-version --abi --plugin --interval-ms --dir --nodes --quiet --stall-rank
@@ -80,6 +80,10 @@ _nccltop() {
   --filter)
     return 0
     ;;
+  --hide-columns)
+    COMPREPLY=($(compgen -W "MODEL% PREVIOUS\ RUN DONE COUNT ALGBW" -- "$cur"))
+    return 0
+    ;;
   --until-alert)
     COMPREPLY=($(compgen -W "root stall hung_op straggler silent drops slow any" -- "$cur"))
     return 0
@@ -140,7 +144,7 @@ _nccltop() {
     # Simulator options first, then the monitor's (-n for frames), -- for the rest.
     COMPREPLY=($(compgen -W "$sim_opts -b --batch -n --json -d --delay --stall-ms -C --no-color
       -A --ascii --connect --hosts --hostfile --server-key --insecure --topology --max-memory
-      --view --sort --filter --no-mouse --no-config -V --version --" -- "$cur"))
+      --view --sort --filter --no-mouse --hide-columns --no-config -V --version --" -- "$cur"))
     ;;
   relay)
     COMPREPLY=($(compgen -W "$relay_opts" -- "$cur"))

@@ -26,6 +26,23 @@ static void columns_drop_least_important_first(void) {
             "RANK     WHO                  STATE  ");
 }
 
+/* --hide-columns: optional columns named by title (any case, blanks and
+ * the sort mark aside) are left out even when they fit; a column that
+ * says what the row is (priority 0) never. */
+static void hidden_columns_are_left_out(void) {
+  bool keep[NC];
+  nt_list_hide(" a% ,hist, STATE, nothing");
+  nt_list_fit(cols, NC, 1, 200, keep);
+  CHECK(keep[0] && keep[1] && keep[2] && keep[3] && !keep[4] && !keep[5]);
+  static const nt_list_col marked[] = {
+      {"IDLE%^", 6, 1, true}, {"HOST !^", 8, 2, false}, {"RANKv", 6, 1, false}};
+  nt_list_hide("idle%,host,rank");
+  CHECK(nt_list_hidden(&marked[0]) && nt_list_hidden(&marked[1]) && nt_list_hidden(&marked[2]));
+  nt_list_hide("");
+  nt_list_fit(cols, NC, 1, 200, keep);
+  for (int i = 0; i < NC; i++) CHECK(keep[i]);
+}
+
 static void cell(void *ctx, int row, int col, int y, int x, int w, bool cursor) {
   (void)ctx, (void)row, (void)col, (void)y, (void)x, (void)w, (void)cursor;
 }
@@ -77,6 +94,7 @@ static void horizontal_scroll_reaches_the_last_column(void) {
 
 int main(void) {
   TEST_RUN(columns_drop_least_important_first);
+  TEST_RUN(hidden_columns_are_left_out);
   TEST_RUN(the_cursor_stays_in_view);
   TEST_RUN(horizontal_scroll_reaches_the_last_column);
   return TEST_DONE();

@@ -565,6 +565,20 @@ static void the_key_bar_offers_enter_only_where_it_opens_details(void) {
   CHECK(demo_stop(&d, ok));
 }
 
+/* --hide-columns: the collectives leave out what the user named. */
+static void hidden_columns_stay_hidden(void) {
+  demo_term d;
+  bool ok = demo_start(&d, 24, 120,
+                       (char *[]){"--ranks", "2", "--comms", "1", "-d", "200", "--hide-columns",
+                                  "done,Model%", NULL});
+  if (ok) vt_send(&d.t, "4");
+  ok = ok && wait_header(&d.t, "[collectives]") &&
+       wait_row(&d.t, 30, ROW("COMMUNICATOR", "COUNT", "AVG TIME", "BUSBW")) &&
+       wait_no_row(&d.t, 5, ROW("COMMUNICATOR", "DONE")) &&
+       wait_no_row(&d.t, 5, ROW("COMMUNICATOR", "MODEL%"));
+  CHECK(demo_stop(&d, ok));
+}
+
 int main(void) {
   char dir[PATH_MAX];
   vt_build_dir(dir, sizeof dir);
@@ -577,5 +591,6 @@ int main(void) {
   TEST_RUN(channel_details_name_the_communicator_and_scroll);
   TEST_RUN(mouse_sorts_selects_scrolls_and_clicks_the_key_bar);
   TEST_RUN(the_key_bar_offers_enter_only_where_it_opens_details);
+  TEST_RUN(hidden_columns_stay_hidden);
   return TEST_DONE();
 }

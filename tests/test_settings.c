@@ -60,6 +60,9 @@ static void good_files_are_read(void) {
   CHECK(parse("version 1\nfilter\n", &s, err, sizeof err) == 0);
   CHECK(s.has_filter && s.filter[0] == '\0' && s.mouse == -1);
   CHECK(parse("version 1\nmouse off\n", &s, err, sizeof err) == 0 && s.mouse == 0);
+  CHECK(!s.has_hide);
+  CHECK(parse("version 1\nhide-columns MODEL%,PREVIOUS RUN\n", &s, err, sizeof err) == 0);
+  CHECK(s.has_hide && !strcmp(s.hide, "MODEL%,PREVIOUS RUN"));
   CHECK(parse("version 1\nmouse on\n", &s, err, sizeof err) == 0 && s.mouse == 1);
 }
 
@@ -78,6 +81,7 @@ static void bad_files_give_one_reason_and_nothing(void) {
       {"version 1\nsort fastest\n", "sort 'fastest' is not one of"},
       {"version 1\ncolour red\n", "'colour' is not a setting"},
       {"version 1\nmouse maybe\n", "mouse 'maybe' is not on or off"},
+      {"version 1\nhide-columns a\tb\n", "hide-columns is longer than 127 bytes or not printable"},
       {"version 1\nfilter a\tb\n", "not printable"},
       {"version 1\nfilter 0123456789012345678901234567890123456789012345678901234567890123\n",
        "longer than 63"},
@@ -200,6 +204,15 @@ static void flags_win_over_the_file(void) {
   CHECK(put(path, "version 1\n"));
   CHECK(parse_args(&o, path, no_mouse) == 0);
   CHECK(o.no_mouse && o.settings_mouse == -1);
+  /* hide-columns: the flag wins; the file's is kept to be saved back. */
+  CHECK(put(path, "version 1\nhide-columns DONE\n"));
+  CHECK(parse_args(&o, path, plain) == 0);
+  CHECK(!strcmp(o.hide_columns, "DONE") && o.settings_has_hide);
+  char *hide[] = {"nccltop", "--hide-columns", "MODEL%", NULL};
+  CHECK(parse_args(&o, path, hide) == 0);
+  CHECK(!strcmp(o.hide_columns, "MODEL%") && !strcmp(o.settings_hide, "DONE"));
+  char *bad_hide[] = {"nccltop", "--hide-columns", "a\tb", NULL};
+  CHECK(parse_args(&o, path, bad_hide) == 2);
   CHECK(put(path, "version 1\nview collectives\nsort host\nfilter rk\n"));
   /* --no-config and -b: not read, nowhere to save. */
   char *none[] = {"nccltop", "--no-config", NULL};

@@ -97,6 +97,9 @@ void nt_usage(FILE *f) {
           "      --filter TEXT      show only rows containing TEXT (the \\ key's filter)\n"
           "      --no-mouse         leave the mouse to the terminal (select and copy text);\n"
           "                         otherwise a click sorts, selects, scrolls, presses a key\n"
+          "      --hide-columns LIST\n"
+          "                         leave out these optional columns, by title,\n"
+          "                         comma-separated (MODEL%%,PREVIOUS RUN,DONE,ACTV%%)\n"
           "      --no-config        neither read nor write the settings file\n"
           "                         ($NCCLTOP_CONFIG, else ~/.config/nccltop/nccltoprc: the\n"
           "                         screen saves view, sort and filter there when they change)\n"
@@ -121,7 +124,7 @@ enum { OPT_JSON = 256, OPT_STALL, OPT_DIR, OPT_CONNECT, OPT_TOPOLOGY, OPT_MAX_ME
 enum { OPT_HOSTS = 320, OPT_HOSTFILE };      /* --hosts, --hostfile */
 enum { OPT_SERVER_KEY = 340, OPT_INSECURE }; /* --server-key, --insecure */
 enum { OPT_FORCE = 360 };                    /* --force (with --record) */
-enum { OPT_VIEW = 380, OPT_SORT, OPT_FILTER, OPT_NO_CONFIG, OPT_NO_MOUSE }; /* the screen's start */
+enum { OPT_VIEW = 380, OPT_SORT, OPT_FILTER, OPT_NO_CONFIG, OPT_NO_MOUSE, OPT_HIDE_COLUMNS };
 
 static const char short_opts[] = ":bn:d:CAVh"; /* leading colon: a missing value is told apart */
 static const struct option long_opts[] = {
@@ -147,6 +150,7 @@ static const struct option long_opts[] = {
     {"filter", required_argument, NULL, OPT_FILTER},
     {"no-config", no_argument, NULL, OPT_NO_CONFIG},
     {"no-mouse", no_argument, NULL, OPT_NO_MOUSE},
+    {"hide-columns", required_argument, NULL, OPT_HIDE_COLUMNS},
     {"version", no_argument, NULL, 'V'},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
@@ -263,6 +267,15 @@ static int apply_option(nt_options *o, const char *prog, int ch, const char *arg
     return 0;
   case OPT_NO_CONFIG: o->no_config = true; return 0;
   case OPT_NO_MOUSE: o->no_mouse = true; return 0;
+  case OPT_HIDE_COLUMNS:
+    if (!nt_settings_hide_ok(arg, strlen(arg))) {
+      fprintf(stderr, "%s: --hide-columns must be printable text of at most %d bytes\n", prog,
+              NT_SETTINGS_HIDE - 1);
+      return 2;
+    }
+    snprintf(o->hide_columns, sizeof o->hide_columns, "%s", arg);
+    o->hide_given = true;
+    return 0;
   case OPT_MAX_MEMORY:
     return parse_u32(prog, "--max-memory", arg, 16, 1048576, &o->max_memory_mib) ? 2 : 0;
   case OPT_CONNECT:
@@ -326,6 +339,10 @@ void nt_options_load_settings(nt_options *o) {
     snprintf(o->initial_filter, sizeof o->initial_filter, "%s", st.filter);
   o->settings_mouse = st.mouse;
   if (st.mouse == 0) o->no_mouse = true;
+  o->settings_has_hide = st.has_hide;
+  snprintf(o->settings_hide, sizeof o->settings_hide, "%s", st.hide);
+  if (!o->hide_given && st.has_hide)
+    snprintf(o->hide_columns, sizeof o->hide_columns, "%s", st.hide);
 }
 
 int nt_options_parse(nt_options *o, int argc, char **argv) {

@@ -47,13 +47,22 @@ const char *nt_settings_sort_list(void) {
   return "rank, stalled, host";
 }
 
-bool nt_settings_filter_ok(const char *text, size_t len) {
-  if (len >= NT_SETTINGS_FILTER) return false;
+/* Printable text (UTF-8 bytes, >= 0x80, are text) shorter than cap. */
+static bool printable(const char *text, size_t len, size_t cap) {
+  if (len >= cap) return false;
   for (size_t i = 0; i < len; i++) {
     unsigned char c = (unsigned char)text[i];
-    if (c < 0x20 || c == 0x7f) return false; /* UTF-8 bytes (>= 0x80) are text */
+    if (c < 0x20 || c == 0x7f) return false;
   }
   return true;
+}
+
+bool nt_settings_filter_ok(const char *text, size_t len) {
+  return printable(text, len, NT_SETTINGS_FILTER);
+}
+
+bool nt_settings_hide_ok(const char *text, size_t len) {
+  return printable(text, len, NT_SETTINGS_HIDE);
 }
 
 int nt_settings_path(char *buf, size_t cap) {
@@ -133,6 +142,14 @@ static int parse_line(const char *line, size_t len, int lineno, bool *versioned,
     }
     memcpy(s->filter, value, vlen + 1);
     s->has_filter = true;
+  } else if (!strcmp(key, "hide-columns")) {
+    if (!nt_settings_hide_ok(value, vlen)) {
+      snprintf(err, cap, "line %d: hide-columns is longer than %d bytes or not printable", lineno,
+               NT_SETTINGS_HIDE - 1);
+      return -1;
+    }
+    memcpy(s->hide, value, vlen + 1);
+    s->has_hide = true;
   } else if (!strcmp(key, "mouse")) {
     s->mouse = !strcmp(value, "on") ? 1 : !strcmp(value, "off") ? 0 : -2;
     if (s->mouse == -2) {
@@ -140,7 +157,8 @@ static int parse_line(const char *line, size_t len, int lineno, bool *versioned,
       return -1;
     }
   } else {
-    snprintf(err, cap, "line %d: '%.40s' is not a setting (view, sort, filter, mouse)", lineno,
+    snprintf(err, cap,
+             "line %d: '%.40s' is not a setting (view, sort, filter, mouse, hide-columns)", lineno,
              key);
     return -1;
   }
@@ -240,10 +258,13 @@ int nt_settings_write(const char *path, const nt_settings *in, char *err, size_t
   char text[512], tmp[1100];
   int len = snprintf(text, sizeof text,
                      "# nccltop's screen settings, written when they change on the screen.\n"
-                     "# --view, --sort, --filter and --no-mouse win over them; --no-config\n"
-                     "# ignores them. mouse off leaves the mouse to the terminal.\n"
-                     "version %d\nview %s\nsort %s\nfilter %s\nmouse %s\n",
-                     NT_SETTINGS_VERSION, view, sort, in->filter, in->mouse == 0 ? "off" : "on");
+                     "# --view, --sort, --filter, --no-mouse and --hide-columns win over\n"
+                     "# them; --no-config ignores them. mouse off leaves the mouse to the\n"
+                     "# terminal; hide-columns names optional columns to leave out.\n"
+                     "version %d\nview %s\nsort %s\nfilter %s\nmouse %s\n%s%s%s",
+                     NT_SETTINGS_VERSION, view, sort, in->filter, in->mouse == 0 ? "off" : "on",
+                     in->has_hide ? "hide-columns " : "", in->has_hide ? in->hide : "",
+                     in->has_hide ? "\n" : "");
   int tl = snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
   if (len < 0 || (size_t)len >= sizeof text || tl < 0 || (size_t)tl >= sizeof tmp) {
     snprintf(err, cap, "the path is too long");

@@ -7,7 +7,8 @@
  * else $XDG_CONFIG_HOME/nccltop/nccltoprc, else ~/.config/nccltop/nccltoprc.
  *
  * Format: text lines; '#' starts a comment line; the first other line is
- * "version 1", then "view NAME", "sort NAME", "filter TEXT", "mouse on|off"
+ * "version 1", then "view NAME", "sort NAME", "filter TEXT", "mouse on|off",
+ * "hide-columns TITLE,..."
  * (each at most once that counts: a later one replaces it). The file is untrusted: at
  * most NT_SETTINGS_MAX_BYTES, lines at most NT_SETTINGS_MAX_LINE bytes,
  * printable text; anything else makes the whole file unusable (one reason,
@@ -21,7 +22,8 @@
 #define NT_SETTINGS_VERSION   1
 #define NT_SETTINGS_MAX_BYTES 4096
 #define NT_SETTINGS_MAX_LINE  200
-#define NT_SETTINGS_FILTER    64 /* the screen's filter buffer, with its NUL */
+#define NT_SETTINGS_FILTER    64  /* the screen's filter buffer, with its NUL */
+#define NT_SETTINGS_HIDE      128 /* hide-columns: titles, comma-separated, with its NUL */
 /* The rank orders, in the order of the screen's enum nt_sort. */
 #define NT_SETTINGS_NSORTS 3
 
@@ -31,6 +33,8 @@ typedef struct {
   bool has_filter;
   char filter[NT_SETTINGS_FILTER];
   int mouse; /* 1 on, 0 off (the terminal keeps its own selection); -1 not in the file */
+  bool has_hide;
+  char hide[NT_SETTINGS_HIDE]; /* column titles to hide, comma-separated */
 } nt_settings;
 
 /* The settings file's path into buf: 0; 1 when there is none
@@ -63,5 +67,7 @@ const char *nt_settings_sort_list(void);
 /* Whether text may be a filter (printable, shorter than
  * NT_SETTINGS_FILTER); the command line checks --filter with it. */
 bool nt_settings_filter_ok(const char *text, size_t len);
+/* The same for a hide-columns list (shorter than NT_SETTINGS_HIDE). */
+bool nt_settings_hide_ok(const char *text, size_t len);
 
 #endif

@@ -4,6 +4,7 @@
 #include <curses.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 #include "actions.h"
 
@@ -19,8 +20,44 @@ static int width_of(const nt_list_col *cols, int ncols, const bool *keep) {
   return w;
 }
 
+#define HIDDEN_MAX  16
+#define HIDDEN_NAME 32
+static char hidden[HIDDEN_MAX][HIDDEN_NAME];
+static int nhidden;
+
+/* s[0..n) without blanks around it, into out (cut to fit). */
+static void trimmed(const char *s, size_t n, char *out, size_t cap) {
+  while (n && *s == ' ') s++, n--;
+  while (n && s[n - 1] == ' ') n--;
+  snprintf(out, cap, "%.*s", (int)n, s);
+}
+
+void nt_list_hide(const char *csv) {
+  nhidden = 0;
+  for (const char *p = csv; p && *p && nhidden < HIDDEN_MAX;) {
+    const char *end = strchr(p, ',');
+    size_t n = end ? (size_t)(end - p) : strlen(p);
+    trimmed(p, n, hidden[nhidden], HIDDEN_NAME);
+    if (hidden[nhidden][0]) nhidden++;
+    p = end ? end + 1 : p + n;
+  }
+}
+
+bool nt_list_hidden(const nt_list_col *c) {
+  if (c->priority <= 0 || !nhidden) return false;
+  char t[HIDDEN_NAME];
+  trimmed(c->title, strlen(c->title), t, sizeof t);
+  size_t n = strlen(t);
+  /* without the sort mark: "IDLE%^", "HOST !^", "RANKv" (titles are
+   * capitals: a lowercase v is the inverted mark) */
+  while (n && strchr("^v! ", t[n - 1])) t[--n] = '\0';
+  for (int i = 0; i < nhidden; i++)
+    if (!strcasecmp(t, hidden[i])) return true;
+  return false;
+}
+
 void nt_list_fit(const nt_list_col *cols, int ncols, int fixed, int width, bool *keep) {
-  for (int i = 0; i < ncols; i++) keep[i] = true;
+  for (int i = 0; i < ncols; i++) keep[i] = !nt_list_hidden(&cols[i]);
   /* Drop the least important first, the last of equals first. */
   while (width_of(cols, ncols, keep) > width + 1) {
     int worst = -1;
@@ -59,7 +96,8 @@ int nt_list_columns(const nt_list *l, const nt_list_state *st, int *x) {
     if (l->sort_col >= 0 && l->sort_col < n) cols[l->sort_col].priority = 0;
     nt_list_fit(cols, n, l->fixed, l->area.w, keep);
   } else {
-    for (int i = 0; i < n; i++) keep[i] = i < l->fixed || i >= l->fixed + st->left;
+    for (int i = 0; i < n; i++)
+      keep[i] = (i < l->fixed || i >= l->fixed + st->left) && !nt_list_hidden(&l->cols[i]);
   }
   int pos = l->area.x, shown = 0;
   for (int i = 0; i < n; i++) {

@@ -49,6 +49,12 @@ typedef struct {
  * which fit in width once the least important are dropped; nt_list_line
  * joins the cells kept, each padded to its column (cells NULL: the
  * titles, the table's header line). */
+/* The columns the user hid (--hide-columns, the settings file's
+ * hide-columns): a comma-separated list of titles, compared without case,
+ * without a sort mark and without blanks around them. Only optional
+ * columns (priority > 0) hide: the ones that say what a row is stay. */
+void nt_list_hide(const char *csv);
+bool nt_list_hidden(const nt_list_col *c);
 void nt_list_fit(const nt_list_col *cols, int ncols, int fixed, int width, bool *keep);
 const char *nt_list_line(char *out, size_t cap, const nt_list_col *cols, int ncols,
                          const bool *keep, const char *const *cells);

@@ -257,7 +257,9 @@ static void save_settings(nt_screen *s) {
   nt_settings st = {.view = s->view == NT_VIEW_HELP ? s->prev_view : s->view,
                     .sort = s->sort,
                     .has_filter = true,
-                    .mouse = s->o->settings_mouse}; /* the file's, not --no-mouse's */
+                    .mouse = s->o->settings_mouse, /* the file's, not --no-mouse's */
+                    .has_hide = s->o->settings_has_hide};
+  snprintf(st.hide, sizeof st.hide, "%s", s->o->settings_hide);
   snprintf(st.filter, sizeof st.filter, "%s", s->filter);
   if (st.view == s->saved.view && st.sort == s->saved.sort && !strcmp(st.filter, s->saved.filter))
     return;
@@ -341,6 +343,7 @@ int nt_screen_run(nt_model *m, nt_source *src, const nt_options *o) {
   set_escdelay(25);
   curs_set(0);
   /* Clicks come as presses, at once (no click interval to wait out). */
+  nt_list_hide(o->hide_columns);
   if (!o->no_mouse) mousemask(BUTTON1_PRESSED | BUTTON4_PRESSED | BUTTON5_PRESSED, NULL);
   mouseinterval(0);
   colors(o);
