@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "frame_history.h"
+
 /* Makes room for `need` elements of `size` bytes; false when out of memory. */
 static bool reserve(void **p, uint32_t *cap, uint32_t need, size_t size) {
   if (need <= *cap) return true;
@@ -56,6 +58,7 @@ void nt_frame_free(nt_frame *f) {
   free(f->run_cur);
   free(f->run_prev);
   free(f->model_ranks);
+  nt_frame_history_free(f->history);
   free(f);
 }
 
@@ -189,6 +192,35 @@ static uint16_t comm_index_in(const nt_snapshot *s, uint64_t hash) {
   return NT_NO_COMM;
 }
 
+/* Who counted a process's sums: another process (host, endpoint, pid) or
+ * the same pid started over counts from 0 (FNV-1a). */
+static uint64_t mix(uint64_t h, const void *p, size_t n) {
+  const unsigned char *b = p;
+  for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 0x100000001b3ull;
+  return h;
+}
+static uint64_t origin_of(const nt_model_process *p) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  h = mix(h, p->host, strlen(p->host) + 1);
+  h = mix(h, p->endpoint, strlen(p->endpoint) + 1);
+  h = mix(h, &p->pid, sizeof p->pid);
+  return mix(h, &p->restarts, sizeof p->restarts);
+}
+
+/* A rank's done operations since its process started, as the collectives
+ * rows add them up (ops.c): bus bytes and summed durations. */
+static void op_sums(const nt_snapshot *s, uint16_t ci, double *bus_bytes, double *time_s) {
+  int nranks = s->comms[ci].nranks;
+  *bus_bytes = *time_s = 0;
+  for (uint32_t i = 0; i < s->nops; i++) {
+    const nt_op_row *r = &s->ops[i];
+    if (r->comm_index != ci) continue;
+    double alg = nt_alg_bytes(r->func, (double)r->done_bytes, nranks);
+    *bus_bytes += alg * nt_bus_factor(r->func, nranks);
+    *time_s += (double)r->time_ns / 1e9;
+  }
+}
+
 static bool add_rank(nt_frame *f, const nt_model_rank *mr, uint32_t proc, double now_s) {
   if (!RESERVE(f, ranks, nranks, 1)) return false;
   uint32_t ri = f->nranks++;
@@ -205,6 +237,8 @@ static bool add_rank(nt_frame *f, const nt_model_rank *mr, uint32_t proc, double
   r->nnodes = mr->nnodes;
   r->comm = s->comms[ci];
   r->launched = seq_total(s, ci, false);
+  op_sums(s, ci, &r->bus_bytes, &r->op_time_s);
+  r->origin = origin_of(p);
   uint16_t pci = comm_index_in(p->prev, mr->comm_hash);
   /* A silent or ended process has been seen to finish nothing since: its
    * last interval's rate would stand frozen for as long as it stays so. */
@@ -519,6 +553,7 @@ int nt_frame_build(nt_frame *f, nt_model *m, const nt_frame_opts *o, double now_
     if (map_get(&map, mr[i].proc, &pi)) ok = add_rank(f, &mr[i], pi, now_s);
   }
   ok = ok && build_comms(f);
+  ok = ok && nt_frame_history_update(f, o->update_s);
   build_alerts(f, m);
   build_stats(f, m);
   ok = build_recent(f, m, &map, o->recent_per_rank ? o->recent_per_rank : 8) && ok;
