@@ -26,6 +26,22 @@ static void columns_drop_least_important_first(void) {
             "RANK     WHO                  STATE  ");
 }
 
+/* A cell is a character: UTF-8 blocks (3 bytes each) pad and cut by
+ * characters, and a line cut short never ends inside one. */
+static void cells_are_characters_not_bytes(void) {
+  static const nt_list_col cols[] = {{"A", 5, 0, false}, {"B", 4, 0, true}};
+  const bool keep[] = {true, true};
+  const char *cells[] = {"▁▂▃", "█████"};
+  char line[64];
+  CHECK_STR(nt_list_line(line, sizeof line, cols, 2, keep, cells), "▁▂▃   ████");
+  char shortline[9]; /* room for 8 bytes: the third block would be cut */
+  nt_list_line(shortline, sizeof shortline, cols, 2, keep, cells);
+  CHECK_STR(shortline, "▁▂");
+  int shown;
+  CHECK_EQ_U64(nt_cells_prefix("a▇b", 2, &shown), 4);
+  CHECK_EQ_U64(shown, 2);
+}
+
 static void cell(void *ctx, int row, int col, int y, int x, int w, bool cursor) {
   (void)ctx, (void)row, (void)col, (void)y, (void)x, (void)w, (void)cursor;
 }
@@ -77,6 +93,7 @@ static void horizontal_scroll_reaches_the_last_column(void) {
 
 int main(void) {
   TEST_RUN(columns_drop_least_important_first);
+  TEST_RUN(cells_are_characters_not_bytes);
   TEST_RUN(the_cursor_stays_in_view);
   TEST_RUN(horizontal_scroll_reaches_the_last_column);
   return TEST_DONE();

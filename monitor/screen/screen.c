@@ -315,7 +315,8 @@ int nt_screen_run(nt_model *m, nt_source *src, const nt_options *o) {
     fprintf(stderr, "nccltop: out of memory\n");
     return 1;
   }
-  nt_frame_opts fo = {.stall_ms = o->stall_ms, .start_s = o->start_s};
+  nt_frame_opts fo = {
+      .stall_ms = o->stall_ms, .start_s = o->start_s, .update_s = o->delay_ms / 1000.0};
   s.m = m;
   s.o = o;
   s.view = s.prev_view = o->initial_view;
