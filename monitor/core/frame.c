@@ -58,6 +58,7 @@ void nt_frame_free(nt_frame *f) {
   free(f->run_cur);
   free(f->run_prev);
   free(f->model_ranks);
+  free(f->op_sums);
   nt_frame_history_free(f->history);
   free(f);
 }
@@ -137,6 +138,27 @@ static bool add_proxy(nt_frame *f, const nt_model_process *p, const nt_proxy_row
   return true;
 }
 
+/* Each communicator's done operations since the process started, as the
+ * collectives rows add them up (ops.c): bus bytes and summed durations, in
+ * one pass over its rows (the ranks take theirs, the history their
+ * differences). */
+static bool add_op_sums(nt_frame *f, const nt_snapshot *s, uint32_t *first) {
+  if (!RESERVE(f, op_sums, nop_sums, 2 * s->ncomms)) return false;
+  double *sums = &f->op_sums[f->nop_sums];
+  *first = f->nop_sums;
+  f->nop_sums += 2 * s->ncomms;
+  memset(sums, 0, 2 * s->ncomms * sizeof *sums);
+  for (uint32_t i = 0; i < s->nops; i++) {
+    const nt_op_row *r = &s->ops[i];
+    if (r->comm_index >= s->ncomms) continue;
+    int nranks = s->comms[r->comm_index].nranks;
+    double alg = nt_alg_bytes(r->func, (double)r->done_bytes, nranks);
+    sums[2 * r->comm_index] += alg * nt_bus_factor(r->func, nranks);
+    sums[2 * r->comm_index + 1] += (double)r->time_ns / 1e9;
+  }
+  return true;
+}
+
 static bool add_proc(nt_frame *f, const nt_model_process *p, bool with_env) {
   if (!RESERVE(f, procs, nprocs, 1)) return false;
   uint32_t pi = f->nprocs;
@@ -158,6 +180,7 @@ static bool add_proc(nt_frame *f, const nt_model_process *p, bool with_env) {
   x->lost_unread = p->lost_unread;
   x->restarts = p->restarts;
   x->ncomms = s->ncomms;
+  if (!add_op_sums(f, s, &x->opsum0)) return false;
   copy_str(x->phase, sizeof x->phase, phase_name(s, s->process.phase));
   x->proxy0 = f->nproxy;
   for (uint32_t i = 0; i < s->nproxy; i++)
@@ -207,20 +230,6 @@ static uint64_t origin_of(const nt_model_process *p) {
   return mix(h, &p->restarts, sizeof p->restarts);
 }
 
-/* A rank's done operations since its process started, as the collectives
- * rows add them up (ops.c): bus bytes and summed durations. */
-static void op_sums(const nt_snapshot *s, uint16_t ci, double *bus_bytes, double *time_s) {
-  int nranks = s->comms[ci].nranks;
-  *bus_bytes = *time_s = 0;
-  for (uint32_t i = 0; i < s->nops; i++) {
-    const nt_op_row *r = &s->ops[i];
-    if (r->comm_index != ci) continue;
-    double alg = nt_alg_bytes(r->func, (double)r->done_bytes, nranks);
-    *bus_bytes += alg * nt_bus_factor(r->func, nranks);
-    *time_s += (double)r->time_ns / 1e9;
-  }
-}
-
 static bool add_rank(nt_frame *f, const nt_model_rank *mr, uint32_t proc, double now_s) {
   if (!RESERVE(f, ranks, nranks, 1)) return false;
   uint32_t ri = f->nranks++;
@@ -237,7 +246,9 @@ static bool add_rank(nt_frame *f, const nt_model_rank *mr, uint32_t proc, double
   r->nnodes = mr->nnodes;
   r->comm = s->comms[ci];
   r->launched = seq_total(s, ci, false);
-  op_sums(s, ci, &r->bus_bytes, &r->op_time_s);
+  const double *sums = &f->op_sums[f->procs[proc].opsum0 + 2 * (uint32_t)ci];
+  r->bus_bytes = sums[0];
+  r->op_time_s = sums[1];
   r->origin = origin_of(p);
   uint16_t pci = comm_index_in(p->prev, mr->comm_hash);
   /* A silent or ended process has been seen to finish nothing since: its
@@ -518,7 +529,7 @@ static int cmp_proc(const void *a, const void *b) {
 
 static void clear_rows(nt_frame *f) {
   f->nprocs = f->nranks = f->nproxy = f->nchannels = f->nkernels = 0;
-  f->nseq = f->nops = f->nnet = f->nvars = f->ncomms = 0;
+  f->nseq = f->nops = f->nnet = f->nvars = f->ncomms = f->nop_sums = 0;
   f->channel_count = 0;
 }
 

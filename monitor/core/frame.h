@@ -65,6 +65,7 @@ typedef struct {
   char phase[NT_FRAME_PHASE]; /* its phase now, "" none */
   uint32_t proxy0, nproxy;    /* its proxy threads of no communicator, in proxy[] */
   uint32_t var0, nvars;       /* its variables in vars[] (opts.process_env) */
+  uint32_t opsum0;            /* private: its communicators' sums in op_sums[] */
 } nt_frame_proc;
 
 /* A rank: a (process, communicator) pair, the unit the views list. Its rows
@@ -227,6 +228,9 @@ typedef struct {
   double first_build_s;
   nt_model_rank *model_ranks; /* the model's rank list, read once per build */
   nt_frame_history *history;  /* the sums the history samples are differences of */
+  double
+      *op_sums; /* per process and communicator index: bus bytes, time (one pass over its rows) */
+  uint32_t nop_sums, cap_op_sums;
 } nt_frame;
 
 nt_frame *nt_frame_new(void); /* NULL on allocation failure */
