@@ -36,11 +36,30 @@ static void hidden_columns_are_left_out(void) {
   CHECK(keep[0] && keep[1] && keep[2] && keep[3] && !keep[4] && !keep[5]);
   static const nt_list_col marked[] = {
       {"IDLE%^", 6, 1, true}, {"HOST !^", 8, 2, false}, {"RANKv", 6, 1, false}};
-  nt_list_hide("idle%,host,rank");
+  nt_list_hide("idle%,host,rank,busbw history");
   CHECK(nt_list_hidden(&marked[0]) && nt_list_hidden(&marked[1]) && nt_list_hidden(&marked[2]));
+  static const nt_list_col spark = {"BUSBW HISTORY, MAX", 30, 4, false},
+                           busbw = {"BUSBW", 8, 1, true};
+  CHECK(nt_list_hidden(&spark) && !nt_list_hidden(&busbw));
   nt_list_hide("");
   nt_list_fit(cols, NC, 1, 200, keep);
   for (int i = 0; i < NC; i++) CHECK(keep[i]);
+}
+
+/* A cell is a character: UTF-8 blocks (3 bytes each) pad and cut by
+ * characters, and a line cut short never ends inside one. */
+static void cells_are_characters_not_bytes(void) {
+  static const nt_list_col cols[] = {{"A", 5, 0, false}, {"B", 4, 0, true}};
+  const bool keep[] = {true, true};
+  const char *cells[] = {"▁▂▃", "█████"};
+  char line[64];
+  CHECK_STR(nt_list_line(line, sizeof line, cols, 2, keep, cells), "▁▂▃   ████");
+  char shortline[9]; /* room for 8 bytes: the third block would be cut */
+  nt_list_line(shortline, sizeof shortline, cols, 2, keep, cells);
+  CHECK_STR(shortline, "▁▂");
+  int shown;
+  CHECK_EQ_U64(nt_cells_prefix("a▇b", 2, &shown), 4);
+  CHECK_EQ_U64(shown, 2);
 }
 
 static void cell(void *ctx, int row, int col, int y, int x, int w, bool cursor) {
@@ -95,6 +114,7 @@ static void horizontal_scroll_reaches_the_last_column(void) {
 int main(void) {
   TEST_RUN(columns_drop_least_important_first);
   TEST_RUN(hidden_columns_are_left_out);
+  TEST_RUN(cells_are_characters_not_bytes);
   TEST_RUN(the_cursor_stays_in_view);
   TEST_RUN(horizontal_scroll_reaches_the_last_column);
   return TEST_DONE();

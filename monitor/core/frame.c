@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "frame_history.h"
+
 /* Makes room for `need` elements of `size` bytes; false when out of memory. */
 static bool reserve(void **p, uint32_t *cap, uint32_t need, size_t size) {
   if (need <= *cap) return true;
@@ -56,6 +58,8 @@ void nt_frame_free(nt_frame *f) {
   free(f->run_cur);
   free(f->run_prev);
   free(f->model_ranks);
+  free(f->op_sums);
+  nt_frame_history_free(f->history);
   free(f);
 }
 
@@ -134,6 +138,27 @@ static bool add_proxy(nt_frame *f, const nt_model_process *p, const nt_proxy_row
   return true;
 }
 
+/* Each communicator's done operations since the process started, as the
+ * collectives rows add them up (ops.c): bus bytes and summed durations, in
+ * one pass over its rows (the ranks take theirs, the history their
+ * differences). */
+static bool add_op_sums(nt_frame *f, const nt_snapshot *s, uint32_t *first) {
+  if (!RESERVE(f, op_sums, nop_sums, 2 * s->ncomms)) return false;
+  double *sums = &f->op_sums[f->nop_sums];
+  *first = f->nop_sums;
+  f->nop_sums += 2 * s->ncomms;
+  memset(sums, 0, 2 * s->ncomms * sizeof *sums);
+  for (uint32_t i = 0; i < s->nops; i++) {
+    const nt_op_row *r = &s->ops[i];
+    if (r->comm_index >= s->ncomms) continue;
+    int nranks = s->comms[r->comm_index].nranks;
+    double alg = nt_alg_bytes(r->func, (double)r->done_bytes, nranks);
+    sums[2 * r->comm_index] += alg * nt_bus_factor(r->func, nranks);
+    sums[2 * r->comm_index + 1] += (double)r->time_ns / 1e9;
+  }
+  return true;
+}
+
 static bool add_proc(nt_frame *f, const nt_model_process *p, bool with_env) {
   if (!RESERVE(f, procs, nprocs, 1)) return false;
   uint32_t pi = f->nprocs;
@@ -155,6 +180,7 @@ static bool add_proc(nt_frame *f, const nt_model_process *p, bool with_env) {
   x->lost_unread = p->lost_unread;
   x->restarts = p->restarts;
   x->ncomms = s->ncomms;
+  if (!add_op_sums(f, s, &x->opsum0)) return false;
   copy_str(x->phase, sizeof x->phase, phase_name(s, s->process.phase));
   x->proxy0 = f->nproxy;
   for (uint32_t i = 0; i < s->nproxy; i++)
@@ -189,6 +215,21 @@ static uint16_t comm_index_in(const nt_snapshot *s, uint64_t hash) {
   return NT_NO_COMM;
 }
 
+/* Who counted a process's sums: another process (host, endpoint, pid) or
+ * the same pid started over counts from 0 (FNV-1a). */
+static uint64_t mix(uint64_t h, const void *p, size_t n) {
+  const unsigned char *b = p;
+  for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 0x100000001b3ull;
+  return h;
+}
+static uint64_t origin_of(const nt_model_process *p) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  h = mix(h, p->host, strlen(p->host) + 1);
+  h = mix(h, p->endpoint, strlen(p->endpoint) + 1);
+  h = mix(h, &p->pid, sizeof p->pid);
+  return mix(h, &p->restarts, sizeof p->restarts);
+}
+
 static bool add_rank(nt_frame *f, const nt_model_rank *mr, uint32_t proc, double now_s) {
   if (!RESERVE(f, ranks, nranks, 1)) return false;
   uint32_t ri = f->nranks++;
@@ -205,6 +246,10 @@ static bool add_rank(nt_frame *f, const nt_model_rank *mr, uint32_t proc, double
   r->nnodes = mr->nnodes;
   r->comm = s->comms[ci];
   r->launched = seq_total(s, ci, false);
+  const double *sums = &f->op_sums[f->procs[proc].opsum0 + 2 * (uint32_t)ci];
+  r->bus_bytes = sums[0];
+  r->op_time_s = sums[1];
+  r->origin = origin_of(p);
   uint16_t pci = comm_index_in(p->prev, mr->comm_hash);
   /* A silent or ended process has been seen to finish nothing since: its
    * last interval's rate would stand frozen for as long as it stays so. */
@@ -484,7 +529,7 @@ static int cmp_proc(const void *a, const void *b) {
 
 static void clear_rows(nt_frame *f) {
   f->nprocs = f->nranks = f->nproxy = f->nchannels = f->nkernels = 0;
-  f->nseq = f->nops = f->nnet = f->nvars = f->ncomms = 0;
+  f->nseq = f->nops = f->nnet = f->nvars = f->ncomms = f->nop_sums = 0;
   f->channel_count = 0;
 }
 
@@ -519,6 +564,7 @@ int nt_frame_build(nt_frame *f, nt_model *m, const nt_frame_opts *o, double now_
     if (map_get(&map, mr[i].proc, &pi)) ok = add_rank(f, &mr[i], pi, now_s);
   }
   ok = ok && build_comms(f);
+  ok = ok && nt_frame_history_update(f, o->update_s);
   build_alerts(f, m);
   build_stats(f, m);
   ok = build_recent(f, m, &map, o->recent_per_rank ? o->recent_per_rank : 8) && ok;

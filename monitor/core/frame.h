@@ -29,6 +29,12 @@
 #define NT_FRAME_MAX_ENV    (2 * NT_MAX_ENV)
 #define NT_FRAME_NAME       (NT_MAX_NAME + 1)
 #define NT_FRAME_PHASE      (4 * NT_MAX_PHASE + 1)
+/* The bus bandwidth history of each communicator (frame_history.c): one
+ * sample per interval, the last NT_FRAME_HISTORY intervals. The interval
+ * is the update interval (nt_frame_opts.update_s), never shorter than
+ * NT_FRAME_HISTORY_MIN_S: 2 minutes at the default half-second update. */
+#define NT_FRAME_HISTORY       120
+#define NT_FRAME_HISTORY_MIN_S 1.0
 
 /* What a build takes: the stall threshold, and the parts only some outputs
  * need. */
@@ -37,6 +43,7 @@ typedef struct {
   bool process_env;         /* copy every process's variables (the JSON frame) */
   uint32_t recent_per_rank; /* done operations per rank in the recent list (0: 8) */
   double start_s;           /* the viewer's start (frame time 0); 0: the first build */
+  double update_s;          /* how often the caller builds (the history's interval); 0: 1 s */
 } nt_frame_opts;
 
 typedef struct {
@@ -58,6 +65,7 @@ typedef struct {
   char phase[NT_FRAME_PHASE]; /* its phase now, "" none */
   uint32_t proxy0, nproxy;    /* its proxy threads of no communicator, in proxy[] */
   uint32_t var0, nvars;       /* its variables in vars[] (opts.process_env) */
+  uint32_t opsum0;            /* private: its communicators' sums in op_sums[] */
 } nt_frame_proc;
 
 /* A rank: a (process, communicator) pair, the unit the views list. Its rows
@@ -73,6 +81,12 @@ typedef struct {
   double done_per_s; /* operations done per second, the publisher's last interval */
   int channels;      /* highest channel id + 1 of its own rows */
   uint32_t proxy0, nproxy, chan0, nchan, kern0, nkern, seq0, nseq, op0, nops, net0, nnet;
+  /* Of its done operations since the process started: bus bytes (nccl-tests'
+   * sense, as the collectives rows count them) and summed durations; and
+   * who counted them (host, endpoint, pid and restarts hashed): the
+   * history takes differences only between sums of the same process. */
+  double bus_bytes, op_time_s;
+  uint64_t origin;
 } nt_frame_rank;
 
 typedef struct {
@@ -115,7 +129,17 @@ typedef struct {
   uint64_t launched_min, launched_max;
   double done_per_s; /* per rank */
   char phase[NT_FRAME_PHASE];
+  /* Bus bandwidth (GB/s, nccl-tests' sense: bus bytes over the time of the
+   * operations its ranks completed in the interval) of each of the last
+   * nhistory intervals, oldest first; the newest ended at the frame's
+   * history_end_s. A gap (NT_FRAME_GAP): nothing completed, or the viewer
+   * did not look: unknown, not slow. */
+  float busbw_history[NT_FRAME_HISTORY];
+  uint32_t nhistory;
 } nt_frame_comm;
+#define NT_FRAME_GAP (-1.0f)
+
+typedef struct nt_frame_history nt_frame_history; /* frame_history.c */
 
 typedef struct {
   int kind; /* enum nt_alert_kind */
@@ -182,6 +206,8 @@ typedef struct {
   int channel_count; /* highest channel id + 1 over the ranks */
   nt_frame_comm *comms;
   uint32_t ncomms;
+  double history_s;     /* the interval of one history sample */
+  double history_end_s; /* viewer clock (now_s) where the newest sample ended */
   /* the job */
   nt_frame_alert alerts[NT_FRAME_MAX_ALERTS];
   uint32_t nalerts;
@@ -201,6 +227,10 @@ typedef struct {
       cap_vars, cap_comms;
   double first_build_s;
   nt_model_rank *model_ranks; /* the model's rank list, read once per build */
+  nt_frame_history *history;  /* the sums the history samples are differences of */
+  double
+      *op_sums; /* per process and communicator index: bus bytes, time (one pass over its rows) */
+  uint32_t nop_sums, cap_op_sums;
 } nt_frame;
 
 nt_frame *nt_frame_new(void); /* NULL on allocation failure */

@@ -62,7 +62,10 @@
  *     and "api", "seq", "in_flight", "net" (batch_ops.c)}],
  *  "comms": [{"comm", "comm_name", "nranks", "nnodes", "ranks" (in this frame),
  *     "stalled_channels", "launched_min", "launched_max", "done_per_s" (per
- *     rank), "phase" (the first of its ranks' phase now)}]: the overview's lines,
+ *     rank), "phase" (the first of its ranks' phase now), "busbw_history_gbs"
+ *     (the bus bandwidth of the operations completed in each of the last
+ *     intervals, GB/s, oldest first, null: nothing completed; frame.h),
+ *     "busbw_history_interval_s" (one interval)}]: the overview's lines,
  *  and "alerts", "collectives", "phases", "recent", "runs" (batch_ops.c)}
  * Ranks are sorted by (comm, rank). Every counter is an exact JSON integer
  * (a reader that parses numbers as doubles, as jq does, rounds those past
@@ -261,6 +264,15 @@ static void comms_json(nt_jo *w, const nt_frame *f) {
     nt_jo_u64(w, "launched_max", c->launched_max);
     nt_jo_num(w, "done_per_s", c->done_per_s);
     nt_jo_str(w, "phase", c->phase);
+    nt_jo_num(w, "busbw_history_interval_s", f->history_s);
+    nt_jo_arr(w, "busbw_history_gbs");
+    for (uint32_t k = 0; k < c->nhistory; k++) {
+      if (c->busbw_history[k] < 0)
+        nt_jo_null(w, NULL);
+      else
+        nt_jo_num(w, NULL, c->busbw_history[k]);
+    }
+    nt_jo_end(w);
     nt_jo_end(w);
   }
   nt_jo_end(w);
@@ -410,7 +422,10 @@ void nt_frame_text(FILE *out, const nt_frame *f) {
 int nt_batch_print(FILE *out, nt_model *m, const nt_options *o, double now_s) {
   static nt_frame *f;
   if (!f && !(f = nt_frame_new())) return -1;
-  nt_frame_opts fo = {.stall_ms = o->stall_ms, .process_env = o->json, .start_s = o->start_s};
+  nt_frame_opts fo = {.stall_ms = o->stall_ms,
+                      .process_env = o->json,
+                      .start_s = o->start_s,
+                      .update_s = o->delay_ms / 1000.0};
   if (nt_frame_build(f, m, &fo, now_s) != 0) return -1;
   int rc = 0;
   if (o->json) {

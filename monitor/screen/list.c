@@ -51,8 +51,11 @@ bool nt_list_hidden(const nt_list_col *c) {
   /* without the sort mark: "IDLE%^", "HOST !^", "RANKv" (titles are
    * capitals: a lowercase v is the inverted mark) */
   while (n && strchr("^v! ", t[n - 1])) t[--n] = '\0';
-  for (int i = 0; i < nhidden; i++)
-    if (!strcasecmp(t, hidden[i])) return true;
+  /* "BUSBW HISTORY, MAX" is named by what comes before its comma */
+  for (int i = 0; i < nhidden; i++) {
+    size_t k = strlen(hidden[i]);
+    if (!strncasecmp(t, hidden[i], k) && (t[k] == '\0' || t[k] == ',')) return true;
+  }
   return false;
 }
 
@@ -70,17 +73,39 @@ void nt_list_fit(const nt_list_col *cols, int ncols, int fixed, int width, bool 
   }
 }
 
+size_t nt_cells_prefix(const char *s, int cells, int *shown) {
+  size_t n = 0;
+  int c = 0;
+  while (s[n] && c < cells) {
+    n++;
+    while (((unsigned char)s[n] & 0xC0) == 0x80) n++;
+    c++;
+  }
+  if (shown) *shown = c;
+  return n;
+}
+
 const char *nt_list_line(char *out, size_t cap, const nt_list_col *cols, int ncols,
                          const bool *keep, const char *const *cells) {
   size_t used = 0;
   if (cap) out[0] = '\0';
   for (int i = 0; i < ncols && used < cap; i++) {
     if (!keep[i]) continue;
-    int n =
-        snprintf(out + used, cap - used, cols[i].right ? "%s%*.*s" : "%s%-*.*s", used ? " " : "",
-                 cols[i].width, cols[i].width, cells ? cells[i] : cols[i].title);
+    const char *text = cells ? cells[i] : cols[i].title;
+    int shown;
+    size_t len = nt_cells_prefix(text, cols[i].width, &shown);
+    int pad = cols[i].width - shown;
+    int n = snprintf(out + used, cap - used, "%s%*s%.*s%*s", used ? " " : "",
+                     cols[i].right ? pad : 0, "", (int)len, text, cols[i].right ? 0 : pad, "");
     if (n < 0) break;
     used += (size_t)n;
+  }
+  if (used >= cap && cap) { /* cut short: not inside a UTF-8 sequence */
+    size_t end = cap - 1, lead = end;
+    while (lead && ((unsigned char)out[lead - 1] & 0xC0) == 0x80) lead--;
+    unsigned char b = lead ? (unsigned char)out[lead - 1] : 0;
+    size_t need = b >= 0xF0 ? 4 : b >= 0xE0 ? 3 : b >= 0xC0 ? 2 : 1;
+    if (lead && end - (lead - 1) < need) out[lead - 1] = '\0';
   }
   return out;
 }

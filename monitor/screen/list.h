@@ -58,6 +58,10 @@ bool nt_list_hidden(const nt_list_col *c);
 void nt_list_fit(const nt_list_col *cols, int ncols, int fixed, int width, bool *keep);
 const char *nt_list_line(char *out, size_t cap, const nt_list_col *cols, int ncols,
                          const bool *keep, const char *const *cells);
+/* Bytes of the first `cells` characters of UTF-8 text s, and (shown, when
+ * not NULL) how many cells they take: a cell is a character, not a byte (a
+ * sparkline's blocks are 3 bytes each). */
+size_t nt_cells_prefix(const char *s, int cells, int *shown);
 /* The columns drawn and where: fills x[] (column i's left edge, -1 when not
  * shown) for a list's width and state; returns how many are shown. */
 int nt_list_columns(const nt_list *l, const nt_list_state *st, int *x);

@@ -382,6 +382,9 @@ int nt_screen_run(nt_model *m, nt_source *src, const nt_options *o) {
       /* Every update, whatever the view: the diagnosis tracks how long
        * ranks lag. Paused, the frame shown stays. */
       if ((update && !s.paused) || !built) {
+        /* The history's interval is the update's, in the model's clock: a
+         * replay at x4 updates every 4 x -d of the recording. */
+        fo.update_s = o->delay_ms / 1000.0 * (o->replay ? nt_replay_speed_of(o->replay) : 1);
         nt_frame_build(s.f, m, &fo, s.now);
         nt_screen_sample(&s);
         built = true;

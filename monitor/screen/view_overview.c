@@ -46,6 +46,46 @@ static bool alert_line(nt_screen *s, int *y, int *n, const nt_frame_alert *a, co
   return alert_lines(s, y, n, bad ? nt_stall_attr(s) : nt_warn_attr(s), line);
 }
 
+/* The bus bandwidth history of a communicator as `cells` blocks, newest on
+ * the right, each scaled to the largest shown (printed after them, in
+ * SPARK_RATE cells): "▃▅▇█▇▂  12.3GB/s". A gap (nothing completed: unknown,
+ * not slow) is a blank; so is time before its first sample. ASCII
+ * terminals get ".:-=+*#@". */
+#define SPARK_RATE  8
+#define SPARK_CELLS 18
+static const char *sparkline(const nt_frame_comm *c, int cells, bool ascii, char *out, size_t cap) {
+  static const char *const block[8] = {"▁", "▂", "▃", "▄", "▅", "▆", "▇", "█"};
+  static const char ascii_level[8] = {'.', ':', '-', '=', '+', '*', '#', '@'};
+  uint32_t n = c->nhistory < (uint32_t)cells ? c->nhistory : (uint32_t)cells;
+  const float *v = c->busbw_history + (c->nhistory - n);
+  float max = NT_FRAME_GAP;
+  for (uint32_t i = 0; i < n; i++)
+    if (v[i] > max) max = v[i];
+  size_t used = 0;
+  out[0] = '\0';
+  for (int i = 0; i < cells; i++) {
+    int k = i - (cells - (int)n); /* the sample in this cell; < 0 before the first */
+    const char *g = " ";
+    char a[2] = {0};
+    if (k >= 0 && v[k] >= 0) {
+      int level = max > 0 ? (int)(v[k] / max * 8 + 0.999) - 1 : 0;
+      level = level < 0 ? 0 : level > 7 ? 7 : level;
+      a[0] = ascii_level[level];
+      g = ascii ? a : block[level];
+    }
+    int w = snprintf(out + used, cap - used, "%s", g);
+    if (w < 0 || (size_t)w >= cap - used) return out;
+    used += (size_t)w;
+  }
+  char rate[NT_UNIT_LEN];
+  if (max >= 0)
+    nt_fmt_rate((double)max * 1e9, rate, sizeof rate);
+  else
+    snprintf(rate, sizeof rate, "-");
+  snprintf(out + used, cap - used, " %*s", SPARK_RATE, rate);
+  return out;
+}
+
 void nt_view_overview(nt_screen *s, int y) {
   char line[512];
   int n = 0;
@@ -89,7 +129,8 @@ void nt_view_overview(nt_screen *s, int y) {
   }
   nt_scroll_line(s, &y, &n, 0, "");
   /* Columns drop by priority on narrow screens: the communicator, its
-   * ranks and stalled channels stay. */
+   * ranks and stalled channels stay; the bandwidth history goes after the
+   * hash and the node count, before the phase (it takes 120 columns). */
   static const nt_list_col ccols[] = {
       {"COMMUNICATOR", 24, 0, false},
       {"HASH", 16, 4, false},
@@ -99,6 +140,7 @@ void nt_view_overview(nt_screen *s, int y) {
       {"DONE/s", 9, 1, true},
       {"STALLED", 8, 0, true},
       {"PHASE NOW", 16, 2, false},
+      {"BUSBW HISTORY, MAX", SPARK_CELLS + 1 + SPARK_RATE, 2, false},
   };
   enum { NC = sizeof ccols / sizeof ccols[0] };
   bool keep[NC];
@@ -107,7 +149,7 @@ void nt_view_overview(nt_screen *s, int y) {
   for (uint32_t i = 0; i < f->ncomms; i++) {
     const nt_frame_comm *c = &f->comms[i];
     if (!nt_screen_comm_kept(s, c->hash)) continue; /* the filter's ranks' communicators */
-    char hash[24], ranks[24], nodes[16], launched[48], done[24], stalled[16];
+    char hash[24], ranks[24], nodes[16], launched[48], done[24], stalled[16], spark[128];
     snprintf(hash, sizeof hash, "%016llx", (unsigned long long)c->hash);
     nt_fmt_rank((int32_t)c->ranks, c->nranks, ranks, sizeof ranks); /* seen/of */
     snprintf(nodes, sizeof nodes, c->nnodes > 0 ? "%d" : "?", c->nnodes);
@@ -115,9 +157,15 @@ void nt_view_overview(nt_screen *s, int y) {
              (unsigned long long)c->launched_max);
     snprintf(done, sizeof done, "%.1f", c->done_per_s);
     snprintf(stalled, sizeof stalled, "%u", c->stalled);
-    const char *cells[NC] = {
-        c->name[0] ? c->name : "-",  hash, ranks, nodes, launched, done, stalled,
-        c->phase[0] ? c->phase : "-"};
+    const char *cells[NC] = {c->name[0] ? c->name : "-",
+                             hash,
+                             ranks,
+                             nodes,
+                             launched,
+                             done,
+                             stalled,
+                             c->phase[0] ? c->phase : "-",
+                             sparkline(c, SPARK_CELLS, s->o->ascii, spark, sizeof spark)};
     if (!nt_scroll_line(s, &y, &n, c->stalled ? nt_stall_attr(s) : 0,
                         nt_list_line(line, sizeof line, ccols, NC, keep, cells))) {
       n += (int)(f->ncomms - i - 1);

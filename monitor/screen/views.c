@@ -66,7 +66,8 @@ bool nt_scroll_line(nt_screen *s, int *y, int *n, int attr, const char *text) {
   }
   if ((*n)++ < s->scroll[s->view]) return true;
   if (attr) attron(attr);
-  mvaddnstr((*y)++, 0, text, s->cols);
+  /* s->cols cells, not bytes: a line may hold UTF-8 (sparklines). */
+  mvaddnstr((*y)++, 0, text, (int)nt_cells_prefix(text, s->cols, NULL));
   if (attr) attroff(attr);
   return true;
 }
