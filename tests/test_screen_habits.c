@@ -15,48 +15,6 @@ static char nccltop[PATH_MAX + 16];
 
 /* ---- reading the screen by line ---- */
 
-/* Row `row` of the last dump (t->text) into buf, trailing blanks cut. */
-static const char *screen_row(const vt_term *t, int row, char *buf, size_t cap) {
-  const char *p = t->text;
-  for (int r = 0; r < row && p; r++) {
-    p = strchr(p, '\n');
-    if (p) p++;
-  }
-  if (!p) p = "";
-  size_t n = strcspn(p, "\n");
-  if (n >= cap) n = cap - 1;
-  memcpy(buf, p, n);
-  while (n && buf[n - 1] == ' ') n--;
-  buf[n] = '\0';
-  return buf;
-}
-
-/* Whether line contains every needle (NULL-terminated), in order. */
-static bool has_in_order(const char *line, const char *const *needles) {
-  for (int i = 0; needles[i]; i++) {
-    const char *at = strstr(line, needles[i]);
-    if (!at) return false;
-    line = at + strlen(needles[i]);
-  }
-  return true;
-}
-
-static int row_with(const vt_term *t, const char *const *needles) {
-  char line[2048];
-  for (int r = 0; r < t->rows; r++)
-    if (has_in_order(screen_row(t, r, line, sizeof line), needles)) return r;
-  return -1;
-}
-
-static int count_rows(const vt_term *t, const char *const *needles) {
-  char line[2048];
-  int n = 0;
-  for (int r = 0; r < t->rows; r++) n += has_in_order(screen_row(t, r, line, sizeof line), needles);
-  return n;
-}
-
-#define ROW(...) ((const char *const[]){__VA_ARGS__, NULL})
-
 /* Pumps until `ok(t, arg)` holds (read again on every pump: a read may
  * catch a line half redrawn), or the deadline; says what the screen shows
  * when it never did. */

@@ -11,22 +11,6 @@
 
 static char nccltop[PATH_MAX + 16];
 
-/* Row `row` of the last dump (t->text) into buf, trailing blanks cut. */
-static const char *screen_row(const vt_term *t, int row, char *buf, size_t cap) {
-  const char *p = t->text;
-  for (int r = 0; r < row && p; r++) {
-    p = strchr(p, '\n');
-    if (p) p++;
-  }
-  if (!p) p = "";
-  size_t n = strcspn(p, "\n");
-  if (n >= cap) n = cap - 1;
-  memcpy(buf, p, n);
-  while (n && buf[n - 1] == ' ') n--;
-  buf[n] = '\0';
-  return buf;
-}
-
 static int row_starting(const vt_term *t, const char *prefix, char *buf, size_t cap) {
   for (int r = 0; r < t->rows; r++)
     if (strncmp(screen_row(t, r, buf, cap), prefix, strlen(prefix)) == 0) return r;

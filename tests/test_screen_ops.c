@@ -10,46 +10,6 @@
 
 /* ---- reading the screen by line ---- */
 
-/* Row `row` of the last dump (t->text) into buf. */
-static const char *screen_row(const vt_term *t, int row, char *buf, size_t cap) {
-  const char *p = t->text;
-  for (int r = 0; r < row && p; r++) {
-    p = strchr(p, '\n');
-    if (p) p++;
-  }
-  if (!p) p = "";
-  size_t n = strcspn(p, "\n");
-  if (n >= cap) n = cap - 1;
-  memcpy(buf, p, n);
-  buf[n] = '\0';
-  return buf;
-}
-
-/* Whether line contains every needle (NULL-terminated), in order. */
-static bool has_in_order(const char *line, const char *const *needles) {
-  for (int i = 0; needles[i]; i++) {
-    const char *at = strstr(line, needles[i]);
-    if (!at) return false;
-    line = at + strlen(needles[i]);
-  }
-  return true;
-}
-
-/* The first row of the current dump with the needles, or -1. */
-static int row_with(const vt_term *t, const char *const *needles) {
-  char line[2048];
-  for (int r = 0; r < t->rows; r++)
-    if (has_in_order(screen_row(t, r, line, sizeof line), needles)) return r;
-  return -1;
-}
-
-static int count_rows(const vt_term *t, const char *const *needles) {
-  char line[2048];
-  int n = 0;
-  for (int r = 0; r < t->rows; r++) n += has_in_order(screen_row(t, r, line, sizeof line), needles);
-  return n;
-}
-
 /* Pumps until a row has the needles; its index, or -1 (the screen said). */
 static int wait_row(vt_term *t, double seconds, const char *const *needles) {
   double end = vt_now() + seconds;
@@ -64,8 +24,6 @@ static int wait_row(vt_term *t, double seconds, const char *const *needles) {
   fprintf(stderr, "; the screen shows:\n%s\n", t->text);
   return -1;
 }
-
-#define ROW(...) ((const char *const[]){__VA_ARGS__, NULL})
 
 /* The whitespace-separated field k of row r. */
 static const char *field(const vt_term *t, int r, int k, char *buf, size_t cap) {

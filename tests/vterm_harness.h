@@ -196,4 +196,51 @@ static void vt_stop(vt_term *t) {
   t->vt = NULL;
 }
 
+/* ---- reading the screen by line (t->text, the last dump) ---- */
+
+/* Row `row` of the last dump into buf, trailing blanks cut. */
+__attribute__((unused)) static const char *screen_row(const vt_term *t, int row, char *buf,
+                                                      size_t cap) {
+  const char *p = t->text;
+  for (int r = 0; r < row && p; r++) {
+    p = strchr(p, '\n');
+    if (p) p++;
+  }
+  if (!p) p = "";
+  size_t n = strcspn(p, "\n");
+  if (n >= cap) n = cap - 1;
+  memcpy(buf, p, n);
+  while (n && buf[n - 1] == ' ') n--;
+  buf[n] = '\0';
+  return buf;
+}
+
+/* Whether line contains every needle (NULL-terminated), in order. */
+__attribute__((unused)) static bool has_in_order(const char *line, const char *const *needles) {
+  for (int i = 0; needles[i]; i++) {
+    const char *at = strstr(line, needles[i]);
+    if (!at) return false;
+    line = at + strlen(needles[i]);
+  }
+  return true;
+}
+
+/* The first row of the last dump with the needles, or -1. */
+__attribute__((unused)) static int row_with(const vt_term *t, const char *const *needles) {
+  char line[2048];
+  for (int r = 0; r < t->rows; r++)
+    if (has_in_order(screen_row(t, r, line, sizeof line), needles)) return r;
+  return -1;
+}
+
+__attribute__((unused)) static int count_rows(const vt_term *t, const char *const *needles) {
+  char line[2048];
+  int n = 0;
+  for (int r = 0; r < t->rows; r++) n += has_in_order(screen_row(t, r, line, sizeof line), needles);
+  return n;
+}
+
+/* Needles for row_with: ROW("COUNT", "AVG TIME"). */
+#define ROW(...) ((const char *const[]){__VA_ARGS__, NULL})
+
 #endif
