@@ -62,11 +62,7 @@ static const nt_slow_hist *find(const nt_slow_hist *h, uint32_t n, const nt_op_s
 static int rank_cmp(const void *a, const void *b) {
   const nt_slow_rank *x = a, *y = b;
   if (x->comm_hash != y->comm_hash) return CMP(x->comm_hash, y->comm_hash);
-  if (x->func != y->func) return CMP(x->func, y->func);
-  if (x->bucket != y->bucket) return CMP(x->bucket, y->bucket);
-  if (x->algo != y->algo) return CMP(x->algo, y->algo);
-  if (x->proto != y->proto) return CMP(x->proto, y->proto);
-  if (x->pid != y->pid) return CMP(x->pid, y->pid);
+  if (x->order != y->order) return CMP(x->order, y->order); /* the row, then the pid */
   if (x->proc != y->proc) return CMP((uintptr_t)x->proc, (uintptr_t)y->proc);
   return CMP(x->rank, y->rank);
 }
@@ -163,6 +159,8 @@ static bool take_parts(nt_model *m, const uint64_t *judged, uint32_t njudged, ui
                               .done = r->done,
                               .done_bytes = r->done_bytes,
                               .time_ns = r->time_ns};
+      v[n - 1].order = (uint64_t)r->func << 56 | (uint64_t)r->bucket << 48 |
+                       (uint64_t)r->algo << 40 | (uint64_t)r->proto << 32 | p->pid;
     }
   }
   qsort(v, n, sizeof *v, rank_cmp);

@@ -76,6 +76,7 @@ typedef struct {
  * without a kernel variant). */
 typedef struct {
   uint64_t comm_hash;
+  uint64_t order;   /* func, bucket, algo, proto, pid packed: one compare sorts by them */
   const void *proc; /* the process it was taken from (compared, never read) */
   uint32_t pid;
   int32_t rank, nranks, nnodes;
