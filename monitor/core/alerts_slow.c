@@ -16,12 +16,15 @@
  * each rank's interval is taken from its own sums (nt_slow_rank, per
  * process and rank, kept between diagnoses), and the row's share is its
  * fastest rank's (the highest share, the least time per operation): below
- * NT_SLOW_SHARE only when every rank is. An interval is judged only when
- * every process that reports the row is followed and had sums at the last
- * diagnosis; a rank whose counters went back (a restarted process) clears
- * the row. One line per communicator names its worst row, its fastest
- * rank's share, how many more rows are below, and the link the model says
- * limits its ring.
+ * NT_SLOW_SHARE only when every rank is. Sums per rank cannot tell one
+ * operation from another: ranks last by turns each wait in some of their
+ * operations, and those waits stay in every rank's share (a minimum per
+ * operation over ranks would need each operation's duration on every
+ * rank). An interval is judged only when every process that reports the
+ * row is followed and had sums at the last diagnosis; a rank whose
+ * counters went back (a restarted process) clears the row. One line per
+ * communicator names its worst row, its fastest rank's share, how many
+ * more rows are below, and the link the model says limits its ring.
  *
  * Off where the model is unknown (no topology, a communicator the topology
  * cannot stand for, point-to-point, symmetric kernels) and for rows it
