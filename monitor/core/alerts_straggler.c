@@ -17,6 +17,10 @@ void nt_alerts_free(nt_model *m) {
   free(m->slows); /* alerts_slow.c */
   m->slows = NULL;
   m->nslows = 0;
+  free(m->slow_ranks);
+  free(m->slow_ranks_next);
+  m->slow_ranks = m->slow_ranks_next = NULL;
+  m->nslow_ranks = m->slow_ranks_cap = m->slow_ranks_next_cap = 0;
 }
 
 static int top_key_cmp(uint64_t hash, int func, const nt_top_hist *h) {

@@ -439,9 +439,17 @@ enum nt_alert_kind {
 const char *nt_alert_kind_name(int kind); /* "root", "stall", ... */
 /* The slow alert: a collectives row whose operations, interval after
  * interval, reach less than this share of NCCL's predicted speed
- * (nt_model_op_model), for at least this long. */
+ * (nt_model_op_model) on every rank timed in the interval (its fastest
+ * rank below it), for at least this long. */
 #define NT_SLOW_SHARE     0.5
 #define NT_SLOW_SUSTAIN_S 10.0
+/* Rows NCCL's model predicts under this many microseconds per operation
+ * are not judged: they are latency-bound, and what the model leaves out
+ * (the kernel launch, the proxy thread waking, a few microseconds of
+ * timestamps) is a fixed cost of the order of 10 us that halves the share
+ * of a 20 us operation on a healthy machine, while it is a tenth or less
+ * of one predicted at 100 us. */
+#define NT_SLOW_MIN_PREDICTED_US 100.0
 /* What an alert rests on beyond its kind: a straggler is late in its
  * launch counts (launches) or the others' kernels wait for it in their
  * sync phases (sync_phases, NCCL 2.31 KernelPhase; also added to a root

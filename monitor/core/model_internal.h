@@ -59,12 +59,31 @@ typedef struct {
  * stayed below NT_SLOW_SHARE of NCCL's prediction. Kept in the rows'
  * order (nt_model_op_stats). */
 typedef struct {
-  nt_op_stat row;                          /* identity and sums; row.comm_name not kept (NULL) */
-  double sample_s;                         /* when they were taken */
-  double below_since;                      /* start of the first interval below, 0: not below */
-  double evidence_s;                       /* end of the last interval with operations done */
-  double share, predicted_us, measured_us; /* that interval's */
+  nt_op_stat row;     /* identity and sums; row.comm_name not kept (NULL) */
+  double sample_s;    /* when they were taken */
+  double below_since; /* start of the first interval below, 0: not below */
+  double evidence_s;  /* end of the last interval with operations done */
+  /* that interval's, of its fastest rank (the one of `ranks` timed in it
+   * with the highest share) */
+  double share, predicted_us, measured_us;
+  int32_t fastest_rank;
+  uint32_t ranks;
 } nt_slow_hist;
+
+/* One rank's part of a collectives row at the last diagnosis
+ * (alerts_slow.c): its own sums, summed over its phases, so the next one
+ * sees the interval's operations of that rank alone. Keyed by (row, pid,
+ * process, rank), sorted so; only rows the model may judge (collectives
+ * without a kernel variant). */
+typedef struct {
+  uint64_t comm_hash;
+  uint64_t order;   /* func, bucket, algo, proto, pid packed: one compare sorts by them */
+  const void *proc; /* the process it was taken from (compared, never read) */
+  uint32_t pid;
+  int32_t rank, nranks, nnodes;
+  uint8_t func, bucket, algo, proto;
+  uint64_t count, bytes, done, done_bytes, time_ns;
+} nt_slow_rank;
 
 /* One distinct topology file received (or given with --topology). */
 typedef struct {
@@ -193,6 +212,11 @@ struct nt_model {
   /* collectives rows against NCCL's prediction (alerts_slow.c) */
   nt_slow_hist *slows;
   uint32_t nslows;
+  /* ...and each rank's part of them: the last diagnosis' (slow_ranks) and
+   * a buffer the next one is built in, swapped after; both kept, so a
+   * steady job allocates nothing per diagnosis */
+  nt_slow_rank *slow_ranks, *slow_ranks_next;
+  uint32_t nslow_ranks, slow_ranks_cap, slow_ranks_next_cap;
   /* roots waiting for their waiters' fresh reports (alerts_graph.c) */
   nt_root_claim claims[NT_ROOT_CLAIMS];
   uint32_t nclaims;

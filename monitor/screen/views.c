@@ -400,7 +400,7 @@ void nt_view_help(nt_screen *s, int y) {
       "Alerts: root = where the waits of stalled ranks end; stall = channels stuck in a wait "
       "(and the peer waited on); hung_op = in flight past --stall-ms; straggler = launched "
       "fewer operations than the other ranks; silent = publisher stopped; drops = data lost; "
-      "slow = collectives under half of NCCL's prediction for 10 s (MODEL%, view 4).",
+      "slow = collectives under half of NCCL's prediction on every rank for 10 s (MODEL%, view 4).",
       "Bandwidths: algbw and busbw as nccl-tests computes them, in decimal units (GB/s = 1e9 B/s).",
   };
   for (size_t i = 0; i < sizeof text / sizeof text[0]; i++)
