@@ -467,7 +467,7 @@ uint64_t nt_clock_mono_ns(void); /* clock_gettime(CLOCK_MONOTONIC) */
 static inline uint64_t nt_clock_ticks_or_mono(void) {
   if (NT_LIKELY(atomic_load_explicit(&nt_clk.source, memory_order_relaxed) == NT_CLOCK_TICKS)) {
     for (;;) {
-      const struct nt_clock_cal *c =
+      struct nt_clock_cal *c = /* not const: under TSan the recheck is a read-modify-write */
           &nt_clk.cal[atomic_load_explicit(&nt_clk.cur, memory_order_acquire) & 1];
       uint32_t gen = atomic_load_explicit(&c->gen, memory_order_acquire);
       uint64_t ticks = nt_ticks();
