@@ -270,7 +270,10 @@ static void an_alert_that_flaps_settles(void) {
   nt_model_free(m);
   fprintf(stderr, "    named from round %d to %d, %d changes\n", first, last, changes);
   CHECK(first > 0 && first <= 12);
-  CHECK_EQ_U64(changes, 2); /* raised once, dropped once */
+  /* Raised and dropped once, at most twice: a first naming that lasted one
+   * evaluation is not held (one moment's outlier must not be an alert for
+   * SYNC_HOLD_S), the next one is (12 changes without the hold). */
+  CHECK(changes == 2 || changes == 4);
   CHECK(said_held > 0);
   CHECK(last > 30 && last < 60); /* dropped after it caught up */
 }

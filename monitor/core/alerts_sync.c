@@ -30,8 +30,9 @@
  * threshold every few seconds, and an alert that came and went with it
  * every frame told nothing. A rank named stays named while it is below the
  * threshold again within SYNC_HOLD_S (its line says when it last was); one
- * that has not been for SYNC_HOLD_S is dropped. Raising is not delayed:
- * the window already makes one interval's outlier count for little. */
+ * that has not been for SYNC_HOLD_S is dropped. Raising is not delayed,
+ * but only a naming that lasted SYNC_RAISE_S is held: one moment's outlier
+ * (ranks enqueuing ahead) must not become an alert for five seconds. */
 #include "alerts_internal.h"
 
 /* A rank's share counts only when its phases add up to at least this much
@@ -60,6 +61,9 @@
  * seconds in the 2.31 demos), short enough that a straggler that caught up
  * is forgotten within a window and a half. */
 #define SYNC_HOLD_S 5.0
+/* How long a naming must have lasted before the hold keeps it: more than
+ * one evaluation's outlier (a straggler that matters stays far longer). */
+#define SYNC_RAISE_S 0.5
 
 typedef struct {
   uint32_t i; /* into c->ranks */
@@ -139,9 +143,9 @@ static bool window_share(const rank_info *ri, nt_sync_hist *h, double *share) {
   phase_totals(ri, &s, &t);
   double now = ri->r.proc->cur_time_s;
   if (h->proc != (const void *)ri->r.proc) /* another process */
-    h->n = 0, h->proc = ri->r.proc, h->named_s = 0;
+    h->n = 0, h->proc = ri->r.proc, h->named_s = h->first_s = 0;
   if (h->n && (s < h->sync[h->n - 1] || t < h->total[h->n - 1] || now < h->t[h->n - 1]))
-    h->n = 0, h->named_s = 0; /* went back: not the same run */
+    h->n = 0, h->named_s = h->first_s = 0; /* went back: not the same run */
   if (!h->n || now - h->t[h->n - 1] >= SYNC_STEP_S) {
     if (h->n == NT_SYNC_SAMPLES) {
       memmove(h->t, h->t + 1, (NT_SYNC_SAMPLES - 1) * sizeof *h->t);
@@ -228,7 +232,8 @@ static void many(ctx *c, const sync_rank *v, uint32_t named, double med) {
 
 /* Whether a rank named before is still held (see the hysteresis above). */
 static bool held(const ctx *c, const nt_sync_hist *h) {
-  return h->named_s > 0 && c->now_s - h->named_s <= SYNC_HOLD_S;
+  return h->named_s > 0 && c->now_s - h->named_s <= SYNC_HOLD_S &&
+         (h->named_s == c->now_s || h->named_s - h->first_s >= SYNC_RAISE_S);
 }
 
 static void sync_group(ctx *c, uint32_t g, uint32_t end, sync_rank *v, uint32_t *cursor,
@@ -252,7 +257,9 @@ static void sync_group(ctx *c, uint32_t g, uint32_t end, sync_rank *v, uint32_t 
   while (named < n) {
     double med = others_median(v, n, named);
     if (med < SYNC_OTHERS_MIN || v[named].share > med * SYNC_RATIO) break;
-    v[named].h->named_s = c->now_s;
+    nt_sync_hist *h = v[named].h;
+    if (!(h->named_s > 0 && c->now_s - h->named_s <= SYNC_HOLD_S)) h->first_s = c->now_s;
+    h->named_s = c->now_s;
     named++;
   }
   /* Reported: the ranks named now and those still held, in share order
@@ -260,7 +267,7 @@ static void sync_group(ctx *c, uint32_t g, uint32_t end, sync_rank *v, uint32_t 
   for (uint32_t k = 0; k < n; k++) v[k].med = others_median(v, n, k); /* before v moves */
   uint32_t shown = 0;
   for (uint32_t k = 0; k < n; k++)
-    if (k < named || held(c, v[k].h)) v[shown++] = v[k];
+    if (held(c, v[k].h)) v[shown++] = v[k]; /* named now (named_s: now) or held */
   if (!shown) return;
   if (hangs) {
     for (uint32_t k = 0; k < shown; k++)

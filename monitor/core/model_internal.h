@@ -33,6 +33,7 @@ typedef struct {
   const void *proc; /* the process it was taken from (compared, never read) */
   bool seen;        /* the rank was in the last nt_model_alerts */
   double named_s;   /* when its share was last below the threshold (viewer clock), 0 never */
+  double first_s;   /* when its current naming began (held or not), 0 never */
   uint32_t n;
   double t[NT_SYNC_SAMPLES]; /* when the snapshot summed arrived (viewer clock) */
   uint64_t sync[NT_SYNC_SAMPLES], total[NT_SYNC_SAMPLES];
