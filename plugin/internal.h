@@ -466,7 +466,10 @@ static inline uint64_t nt_ticks(void) {
 uint64_t nt_clock_mono_ns(void); /* clock_gettime(CLOCK_MONOTONIC) */
 static inline uint64_t nt_clock_ticks_or_mono(void) {
   if (NT_LIKELY(atomic_load_explicit(&nt_clk.source, memory_order_relaxed) == NT_CLOCK_TICKS)) {
-    for (;;) {
+    /* A reader never waits on the writer for long: a writer preempted (or
+     * stuck) mid-update must not stall NCCL's threads; after a few tries
+     * the call reads CLOCK_MONOTONIC instead (the same time scale). */
+    for (int tries = 0; tries < 64; tries++) {
       struct nt_clock_cal *c = /* not const: under TSan the recheck is a read-modify-write */
           &nt_clk.cal[atomic_load_explicit(&nt_clk.cur, memory_order_acquire) & 1];
       uint32_t gen = atomic_load_explicit(&c->gen, memory_order_acquire);
