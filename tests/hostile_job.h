@@ -1,6 +1,6 @@
-/* What the hostile-plugin tests share: a job (a forked child that loads the
- * real plugin with a logger and produces events), the log it captured, and
- * a legitimate viewer (a SUB socket, as monitor/feeds/source.c has). */
+/* What the hostile-plugin tests share: a job (a child process, this binary executed anew, that
+ * loads the real plugin with a logger and produces events), the log it captured, and a legitimate
+ * viewer (a SUB socket, as monitor/feeds/source.c has). */
 #ifndef NCCLTOP_HOSTILE_JOB_H
 #define NCCLTOP_HOSTILE_JOB_H
 
@@ -102,7 +102,8 @@ typedef struct {
 
 /* Loads the plugin, produces events until SIGTERM (or 60 s), finalizes and
  * reports how long finalize took and what was logged. */
-__attribute__((unused)) static void job_main(int out, const char *connect, const char *topo) {
+static void job_main(int out, const char *dir, const char *connect, const char *topo) {
+  setenv("NCCLTOP_DIR", dir, 1);
   setenv("NCCLTOP_INTERVAL_MS", "50", 1);
   if (connect) setenv("NCCLTOP_CONNECT", connect, 1);
   if (topo) setenv("NCCL_TOPO_DUMP_FILE", topo, 1);
@@ -124,21 +125,37 @@ __attribute__((unused)) static void job_main(int out, const char *connect, const
   _exit(0);
 }
 
+/* The test binary itself, re-executed as a job (see hostile_init). */
+static char self_exe[PATH_MAX];
+
+/* The job is this binary executed anew, never a bare fork: the test
+ * process has ZeroMQ threads by then, and a forked child inherits every
+ * lock they held at that instant; GCC 12's AddressSanitizer takes no lock
+ * around fork(), so a child could block for ever in its allocator (the
+ * job's publisher "blocked", or the job never exiting at the leak check).
+ * Between fork and exec the child only makes system calls. */
 __attribute__((unused)) static int job_start(job_t *j, const char *connect, const char *topo_name) {
   memset(j, 0, sizeof *j);
   snprintf(j->dir, sizeof j->dir, "/tmp/nccltop-hostile-XXXXXX");
   if (!mkdtemp(j->dir)) return -1;
-  char topo[128];
-  if (topo_name) snprintf(topo, sizeof topo, "%s/%s", j->dir, topo_name);
+  char topo[128], fd_arg[16];
+  snprintf(topo, sizeof topo, "%s/%s", j->dir, topo_name ? topo_name : "");
   int fds[2];
-  if (pipe(fds) != 0) return -1;
+  if (pipe2(fds, O_CLOEXEC) != 0) return -1;
+  snprintf(fd_arg, sizeof fd_arg, "%d", fds[1]);
+  char *argv[] = {self_exe,
+                  "--hostile-job",
+                  fd_arg,
+                  j->dir,
+                  (char *)(connect ? connect : ""),
+                  topo_name ? topo : "",
+                  NULL};
   fflush(NULL);
   j->pid = fork();
   if (j->pid < 0) return -1;
   if (j->pid == 0) {
-    close(fds[0]);
-    setenv("NCCLTOP_DIR", j->dir, 1);
-    job_main(fds[1], connect, topo_name ? topo : NULL);
+    if (fcntl(fds[1], F_SETFD, 0) == 0) execv(self_exe, argv);
+    _exit(127);
   }
   close(fds[1]);
   j->result_fd = fds[0];
@@ -270,14 +287,18 @@ __attribute__((unused)) static bool write_all(int fd, const void *data, size_t l
 }
 
 /* Paths of the plugins next to the test binary; SIGPIPE ignored. */
-static inline void hostile_init(void) {
+/* Also: runs the job and exits when this process is one (job_start). */
+static inline void hostile_init(int argc, char **argv) {
   char exe[PATH_MAX];
   ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
   exe[n > 0 ? n : 0] = '\0';
+  snprintf(self_exe, sizeof self_exe, "%s", exe);
   char *bindir = dirname(exe);
   snprintf(plugin, sizeof plugin, "%s/../libnccl-profiler-nccltop.so", bindir);
   snprintf(stuck_plugin, sizeof stuck_plugin, "%s/libnccl-profiler-nccltop-stuck.so", bindir);
   signal(SIGPIPE, SIG_IGN);
+  if (argc == 6 && strcmp(argv[1], "--hostile-job") == 0)
+    job_main(atoi(argv[2]), argv[3], argv[4][0] ? argv[4] : NULL, argv[5][0] ? argv[5] : NULL);
 }
 
 #define HOSTILE_RUN(fn)                                                                            \

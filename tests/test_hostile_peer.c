@@ -271,8 +271,8 @@ static void hostile_peer_at_nccltop_connect(void) {
   CHECK(ms >= 0 && ms < 1000);
 }
 
-int main(void) {
-  hostile_init();
+int main(int argc, char **argv) {
+  hostile_init(argc, argv);
   HOSTILE_RUN(hostile_viewer_in_the_directory);
   HOSTILE_RUN(hostile_peer_at_nccltop_connect);
   return TEST_DONE();

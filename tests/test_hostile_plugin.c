@@ -313,8 +313,8 @@ static void log_lines_are_escaped(void) {
   CHECK(ph_in_child(case_log_lines_are_escaped) == 0);
 }
 
-int main(void) {
-  hostile_init();
+int main(int argc, char **argv) {
+  hostile_init(argc, argv);
   HOSTILE_RUN(log_lines_are_escaped);
   HOSTILE_RUN(topology_on_a_fifo_is_refused);
   HOSTILE_RUN(topology_is_read_again_only_when_changed);

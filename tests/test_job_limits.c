@@ -1,6 +1,7 @@
 /* The job never dies because of nccltop, whatever its limits (issue 24,
  * attacks B1, B2, B3, B15 of the third attack run). Each job is a forked
- * child that loads the production plugin as NCCL does, with a logger that
+ * child (this binary executed anew, see job_start in hostile_job.h) that
+ * loads the production plugin as NCCL does, with a logger that
  * captures every line:
  *  - a job that has used up its descriptors while viewers and relays come
  *    and go (before: libzmq's ipc listener asserted on EMFILE, SIGABRT);
@@ -149,21 +150,32 @@ typedef struct {
   char out[sizeof logged + 4096];
 } job;
 
+/* The job is this binary executed anew with its spec in argv (see
+ * job_start in hostile_job.h for why never a bare fork). */
 static bool job_spawn(job *j, job_spec js) {
   int rep[2], rdy[2], go[2];
   memset(j, 0, sizeof *j);
-  /* Close-on-exec: the nccltop processes a test starts must not hold them. */
+  /* Close-on-exec: the nccltop processes a test starts must not hold them;
+   * the job's own ends are kept across its exec alone. */
   if (pipe2(rep, O_CLOEXEC) || pipe2(rdy, O_CLOEXEC) || pipe2(go, O_CLOEXEC)) return false;
-  js.report = rep[1];
-  js.ready = rdy[1];
-  js.fill_fd = js.fill_fd >= 0 ? go[0] : -1;
+  char a[8][32];
+  snprintf(a[0], sizeof a[0], "%d", js.free_fds);
+  snprintf(a[1], sizeof a[1], "%d", js.nproc);
+  snprintf(a[2], sizeof a[2], "%d", js.fill_fd >= 0 ? go[0] : -1);
+  snprintf(a[3], sizeof a[3], "%d", js.fork_child);
+  snprintf(a[4], sizeof a[4], "%.3f", js.seconds);
+  snprintf(a[5], sizeof a[5], "%d", js.until_refused);
+  snprintf(a[6], sizeof a[6], "%d", rep[1]);
+  snprintf(a[7], sizeof a[7], "%d", rdy[1]);
+  char *argv[] = {self_exe, "--job", (char *)js.dir, a[0], a[1], a[2],
+                  a[3],     a[4],    a[5],           a[6], a[7], NULL};
   fflush(NULL);
   j->pid = fork();
   if (j->pid == 0) {
-    close(rep[0]);
-    close(rdy[0]);
-    close(go[1]);
-    job_child(&js);
+    if (fcntl(rep[1], F_SETFD, 0) == 0 && fcntl(rdy[1], F_SETFD, 0) == 0 &&
+        fcntl(go[0], F_SETFD, 0) == 0)
+      execv(self_exe, argv);
+    _exit(127);
   }
   close(rep[1]);
   close(rdy[1]);
@@ -172,6 +184,20 @@ static bool job_spawn(job *j, job_spec js) {
   j->ready = rdy[0];
   j->go = go[1];
   return j->pid > 0;
+}
+
+/* The job process: its spec back from argv (job_spawn). */
+static void job_from_argv(char **argv) {
+  job_spec js = {.dir = argv[2],
+                 .free_fds = atoi(argv[3]),
+                 .nproc = atoi(argv[4]),
+                 .fill_fd = atoi(argv[5]),
+                 .fork_child = atoi(argv[6]) != 0,
+                 .seconds = atof(argv[7]),
+                 .until_refused = atoi(argv[8]) != 0,
+                 .report = atoi(argv[9]),
+                 .ready = atoi(argv[10])};
+  job_child(&js);
 }
 
 static bool job_wait_full(job *j, double seconds) {
@@ -308,16 +334,6 @@ static void a_job_out_of_descriptors_survives_viewers_and_relays(void) {
   CHECK(primed && full);
   CHECK(status == 0);
   CHECK(strstr(j.out, "listening 0\n") != NULL); /* nothing in the job accepts */
-  if (before_full == 0 && after.snapshots == 0) {
-    /* The job's publisher reached no viewer at all, before the fill too,
-     * when nothing was short: not what this case judges (seen twice in 4
-     * clean-clone runs under ASan beside the heaviest tests, never alone;
-     * under investigation, see the closing note of session 31). Said
-     * loudly; the job's survival above is still checked. */
-    fprintf(stderr, "    WARNING: the job's publisher reached no viewer, even before the fill; "
-                    "publishing while full not judged\n");
-    return;
-  }
   CHECK(before_full > 0 && before_during > 0);
   CHECK(after.snapshots > after_full); /* served once the job had room again */
   CHECK(refusals(j.out) == 1);         /* said once */
@@ -455,7 +471,8 @@ static void a_forked_child_says_why_it_is_not_profiled(void) {
 }
 
 int main(int argc, char **argv) {
-  hostile_init();
+  hostile_init(argc, argv);
+  if (argc == 11 && !strcmp(argv[1], "--job")) job_from_argv(argv);
   char exe[PATH_MAX];
   ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
   exe[n > 0 ? n : 0] = '\0';
