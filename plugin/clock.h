@@ -1,0 +1,93 @@
+/* The event path's clock (clock.c): CLOCK_MONOTONIC nanoseconds, read
+ * from the CPU's invariant counter where it can be trusted, converted with
+ * a calibration the publisher keeps fresh. Inline: nearly every event
+ * reads it. */
+#ifndef NCCLTOP_PLUGIN_CLOCK_H
+#define NCCLTOP_PLUGIN_CLOCK_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "atomics.h"
+
+enum { NT_CLOCK_MONOTONIC = 0, NT_CLOCK_TICKS = 1 };
+/* NCCLTOP_CLOCK (config.c): auto (default), tsc, monotonic. */
+enum { NT_CLOCK_CHOICE_AUTO = 0, NT_CLOCK_CHOICE_TSC, NT_CLOCK_CHOICE_MONOTONIC };
+/* The counter's time may stray this far from CLOCK_MONOTONIC before the
+ * plugin gives it up. */
+#define NT_CLOCK_TRUST_NS 5000000ll
+/* ns = base_ns + ((min(ticks, limit) - base_ticks) * mult) >> 32, ticks
+ * before base_ticks counting as base_ticks: each calibration starts where
+ * the one before it stops (limit), so times never go back. */
+struct nt_clock_cal {
+  _Atomic uint32_t gen; /* odd while the publisher writes it */
+  nt_counter base_ticks, base_ns, mult, limit;
+};
+struct nt_clock {
+  _Atomic int source;   /* NT_CLOCK_*; MONOTONIC until nt_clock_init says otherwise */
+  _Atomic uint32_t cur; /* the record readers use */
+  struct nt_clock_cal cal[2];
+} __attribute__((aligned(64)));
+extern struct nt_clock nt_clk;
+#if defined(__x86_64__)
+#define NT_HAVE_TICKS 1
+#define NT_TICKS_NAME "tsc"
+static inline uint64_t nt_ticks(void) {
+  uint32_t lo, hi;
+  __asm__ volatile("rdtsc" : "=a"(lo), "=d"(hi));
+  return (uint64_t)hi << 32 | lo;
+}
+#elif defined(__aarch64__)
+#define NT_HAVE_TICKS 1
+#define NT_TICKS_NAME "cntvct"
+static inline uint64_t nt_ticks(void) {
+  uint64_t v;
+  __asm__ volatile("mrs %0, cntvct_el0" : "=r"(v));
+  return v;
+}
+#else
+#define NT_HAVE_TICKS 0
+#define NT_TICKS_NAME "none"
+static inline uint64_t nt_ticks(void) {
+  return 0;
+}
+#endif
+uint64_t nt_clock_mono_ns(void); /* clock_gettime(CLOCK_MONOTONIC) */
+static inline uint64_t nt_clock_ticks_or_mono(void) {
+  if (NT_LIKELY(atomic_load_explicit(&nt_clk.source, memory_order_relaxed) == NT_CLOCK_TICKS)) {
+    /* A reader never waits on the writer for long: a writer preempted (or
+     * stuck) mid-update must not stall NCCL's threads; after a few tries
+     * the call reads CLOCK_MONOTONIC instead (the same time scale). */
+    for (int tries = 0; tries < 64; tries++) {
+      struct nt_clock_cal *c = /* not const: under TSan the recheck is a read-modify-write */
+          &nt_clk.cal[atomic_load_explicit(&nt_clk.cur, memory_order_acquire) & 1];
+      uint32_t gen = atomic_load_explicit(&c->gen, memory_order_acquire);
+      uint64_t ticks = nt_ticks();
+      uint64_t bt = NT_GET(c->base_ticks), bn = NT_GET(c->base_ns), m = NT_GET(c->mult);
+      uint64_t lim = NT_GET(c->limit);
+      if (NT_UNLIKELY((gen & 1) || NT_SEQ_READ_RECHECK(c->gen) != gen)) continue;
+      if (ticks > lim) ticks = lim;
+      uint64_t d = ticks > bt ? ticks - bt : 0;
+      return bn + (uint64_t)(((unsigned __int128)d * m) >> 32);
+    }
+  }
+  return nt_clock_mono_ns();
+}
+#ifdef NT_TEST_HOOKS
+extern uint64_t (*_Atomic nt_sim_clock)(void); /* nccltop_sim_set_clock's */
+#endif
+static inline uint64_t nt_clock_ns(void) {
+#ifdef NT_TEST_HOOKS
+  uint64_t (*fn)(void) = atomic_load_explicit(&nt_sim_clock, memory_order_relaxed);
+  if (NT_UNLIKELY(fn != NULL)) return fn();
+#endif
+  return nt_clock_ticks_or_mono();
+}
+/* At the first init (NCCL's thread): picks the source, first calibration,
+ * one log line saying which. */
+void nt_clock_init(int choice);
+/* Publisher: recalibrates when due (force: now). */
+void nt_clock_tick(uint64_t mono_now, bool force);
+const char *nt_clock_name(void); /* "tsc", "cntvct" or "monotonic" */
+
+#endif
