@@ -79,6 +79,8 @@ static inline nt_nccl_result own_start_v3(void *ctx, void **h, void *dv) {
     if (h) *h = NULL;
     return NT_NCCL_SUCCESS;
   }
+  if (d->type == NT_EV_PROXY_STEP) return nt_start_step(h, d->parentObj, d->proxyStep.step);
+  if (d->type == NT_EV_PROXY_CTRL) return nt_start_ctrl(ctx, h);
   struct nt_ev ev = {.type = d->type};
   NT_READ_COMMON(ev, d);
   NT_READ_OP(ev, d, 0);
@@ -96,6 +98,8 @@ static inline nt_nccl_result own_start_v4(void *ctx, void **h, void *dv) {
     if (h) *h = NULL;
     return NT_NCCL_SUCCESS;
   }
+  if (d->type == NT_EV_PROXY_STEP) return nt_start_step(h, d->parentObj, d->proxyStep.step);
+  if (d->type == NT_EV_PROXY_CTRL) return nt_start_ctrl(ctx, h);
   struct nt_ev ev = {.type = d->type};
   NT_READ_COMMON(ev, d);
   /* NCCL 2.28+'s v4 shim leaves p2p.nChannels uninitialised: not read. */
@@ -145,8 +149,10 @@ static inline nt_nccl_result own_start_v5(void *ctx, void **h, void *dv) {
   }
   /* v5 widened type to 64 bits; anything above our bits is unknown. A v6
    * plugin never gets KernelPhase (2.31's v6 shim drops it). */
-  /* A third of NCCL's calls on the network path: no nt_ev to zero. */
+  /* The most frequent starts on the network path (a third of NCCL's calls,
+   * and the proxy thread's control bursts): no nt_ev to zero. */
   if (d->type == NT_EV_PROXY_STEP) return nt_start_step(h, d->parentObj, d->proxyStep.step);
+  if (d->type == NT_EV_PROXY_CTRL) return nt_start_ctrl(ctx, h);
   struct nt_ev ev = {.type = d->type > UINT32_MAX ? 0 : (uint32_t)d->type};
   if (ev.type == NT_EV_KERNEL_PHASE) ev.type = 0;
   NT_READ_V5(ev, d);
@@ -162,6 +168,7 @@ static inline nt_nccl_result own_start_v7(void *ctx, void **h, void *dv) {
     return NT_NCCL_SUCCESS;
   }
   if (d->type == NT_EV_PROXY_STEP) return nt_start_step(h, d->parentObj, d->proxyStep.step);
+  if (d->type == NT_EV_PROXY_CTRL) return nt_start_ctrl(ctx, h);
   struct nt_ev ev = {.type = d->type > UINT32_MAX ? 0 : (uint32_t)d->type};
   NT_READ_V5(ev, d);
   switch (ev.type) {

@@ -9,6 +9,8 @@
 
 #define NT_LIKELY(x)   __builtin_expect(!!(x), 1)
 #define NT_UNLIKELY(x) __builtin_expect(!!(x), 0)
+/* Out of line: a rarer path kept from crowding the hot one's registers. */
+#define NT_COLD __attribute__((noinline))
 
 /* Single-writer counters: a relaxed load and store (a plain mov on x86),
  * never a locked read-modify-write; readers use NT_GET. */

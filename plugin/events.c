@@ -167,6 +167,16 @@ static struct nt_op *op_of(void *h) {
  * whose irecv could not be posted yet): the restart simply replaces it. */
 static void stop_step(struct nt_step *s, uint64_t now);
 
+/* The rare end of a step NCCL never stopped: out of the start's line. */
+static NT_COLD void stop_step_unstopped(struct nt_step *s) {
+  stop_step(s, nt_clock_ns());
+}
+
+static NT_COLD void op_first_step(struct nt_op *op) {
+  op->stepped = 1;
+  if (op->task) nt_task_began(op->task, nt_clock_ns(), true);
+}
+
 static void *start_proxy_step(struct nt_thread *t, void *parent, int step) {
   struct nt_op *op = op_of(parent);
   if (!op) {
@@ -179,7 +189,7 @@ static void *start_proxy_step(struct nt_thread *t, void *parent, int step) {
    * at most 8 steps of an op in flight, so that step is done: counted,
    * its wait ending now, in the pass that reuses its slot. The same step
    * started again (its irecv could not be posted) just replaces itself. */
-  if (s->active && s->step != step) stop_step(s, nt_clock_ns());
+  if (NT_UNLIKELY(s->active && s->step != step)) stop_step_unstopped(s);
   op->is_net = 1;
   s->kind = NT_K_STEP;
   s->self = s;
@@ -191,10 +201,7 @@ static void *start_proxy_step(struct nt_thread *t, void *parent, int step) {
    * here, except for the op's first step, which starts its operation. */
   s->since_ns = 0;
   s->active = 1;
-  if (!op->stepped) { /* its operation's execution begins with its first step */
-    op->stepped = 1;
-    if (op->task) nt_task_began(op->task, nt_clock_ns(), true);
-  }
+  if (NT_UNLIKELY(!op->stepped)) op_first_step(op); /* its operation's execution begins */
   atomic_store_explicit(&op->row->cur_step, step, memory_order_relaxed);
   return s;
 }
@@ -246,6 +253,13 @@ static void *start_kernel_phase(struct nt_thread *t, const struct nt_ev *ev) {
   return p;
 }
 
+static void *start_ctrl(struct nt_thread *t, void *context) {
+  struct nt_context *c = nt_context_check(context);
+  if (c) atomic_store_explicit(&t->ctrl_ctx, c, memory_order_relaxed);
+  atomic_store_explicit(&t->is_proxy, 1, memory_order_relaxed);
+  return &t->ctrl;
+}
+
 nt_nccl_result nt_start(void *context, void **handle, const struct nt_ev *ev) {
   if (handle) *handle = NULL;
   if (inert() || !handle) return NT_NCCL_SUCCESS;
@@ -259,13 +273,7 @@ nt_nccl_result nt_start(void *context, void **handle, const struct nt_ev *ev) {
   switch (ev->type) {
   case NT_EV_PROXY_STEP: *handle = start_proxy_step(t, ev->parent, ev->step); break;
   case NT_EV_PROXY_OP: *handle = start_proxy_op(t, context, ev); break;
-  case NT_EV_PROXY_CTRL: {
-    struct nt_context *c = nt_context_check(context);
-    if (c) atomic_store_explicit(&t->ctrl_ctx, c, memory_order_relaxed);
-    atomic_store_explicit(&t->is_proxy, 1, memory_order_relaxed);
-    *handle = &t->ctrl;
-    break;
-  }
+  case NT_EV_PROXY_CTRL: *handle = start_ctrl(t, context); break;
   case NT_EV_KERNEL_CH: *handle = start_kernel_ch(t, context, ev); break;
   case NT_EV_KERNEL_PHASE: *handle = start_kernel_phase(t, ev); break;
   case NT_EV_COLL:
@@ -297,6 +305,19 @@ nt_nccl_result nt_start_step(void **handle, void *parent, int step) {
   }
   NT_ADD(t->events, 1);
   *handle = start_proxy_step(t, parent, step);
+  return NT_NCCL_SUCCESS;
+}
+
+nt_nccl_result nt_start_ctrl(void *context, void **handle) {
+  if (handle) *handle = NULL;
+  if (inert() || !handle) return NT_NCCL_SUCCESS;
+  struct nt_thread *t = nt_thread_self();
+  if (NT_UNLIKELY(!t)) {
+    atomic_fetch_add_explicit(&nt_g.slotless_events, 1, memory_order_relaxed);
+    return NT_NCCL_SUCCESS;
+  }
+  NT_ADD(t->events, 1);
+  *handle = start_ctrl(t, context);
   return NT_NCCL_SUCCESS;
 }
 
@@ -396,8 +417,8 @@ static bool past_first_wait(int wait) {
   return wait != NT_WAIT_SEND_GPU && wait != NT_WAIT_RECV_NET;
 }
 
-static void record_step(struct nt_thread *t, struct nt_step *s, int state, uint64_t size,
-                        bool has_size) {
+static inline __attribute__((always_inline)) void
+record_step(struct nt_thread *t, struct nt_step *s, int state, uint64_t size, bool has_size) {
   int wait = step_wait_of(state);
   struct nt_chan_row *row = s->op->row;
   /* A wait of the other direction means a confused caller: ignore it. */
@@ -426,7 +447,7 @@ static void record_step(struct nt_thread *t, struct nt_step *s, int state, uint6
   if (past_first_wait(wait) || s->op->begun) op_progress(s->op, now);
 }
 
-static void stop_step(struct nt_step *s, uint64_t now) {
+static inline __attribute__((always_inline)) void stop_step(struct nt_step *s, uint64_t now) {
   if (!s->active) return;
   struct nt_chan_row *row = s->op->row;
   step_close_wait(s, row, now);
@@ -438,7 +459,7 @@ static void stop_step(struct nt_step *s, uint64_t now) {
     atomic_store_explicit(&row->cur_wait, NT_WAIT_NONE, memory_order_relaxed);
 }
 
-static void stop_op(struct nt_op *op) {
+static NT_COLD void stop_op(struct nt_op *op) {
   op->faces[op->cur_face].self = NULL; /* its handle is stale from now on */
   /* An op stops when all its steps are done, in the same proxy pass: a
    * step still open here is one NCCL did not stop (V4), done by now. */
@@ -464,7 +485,7 @@ static uint64_t busy_add(struct nt_kernel_row *row, uint64_t start, uint64_t sto
   return stop - from;
 }
 
-static void stop_kernel(struct nt_thread *t, struct nt_kface *f) {
+static NT_COLD void stop_kernel(struct nt_thread *t, struct nt_kface *f) {
   struct nt_kernel_event *e = nt_kface_event(f);
   f->self = NULL;    /* any later use of this handle is stale (K3) */
   e->ph.self = NULL; /* and so is its phase handle */
@@ -487,7 +508,7 @@ static void stop_kernel(struct nt_thread *t, struct nt_kface *f) {
 
 /* A phase's GPU time goes to its channel's kernel row and to the
  * operation the channel's work belongs to. */
-static void stop_kernel_phase(struct nt_thread *t, struct nt_kphase_ev *p) {
+static NT_COLD void stop_kernel_phase(struct nt_thread *t, struct nt_kphase_ev *p) {
   p->self = NULL; /* stale from now on */
   struct nt_kernel_event *e =
       (struct nt_kernel_event *)(void *)((char *)p - offsetof(struct nt_kernel_event, ph));
@@ -534,6 +555,45 @@ nt_nccl_result nt_stop(void *handle) {
   return NT_NCCL_SUCCESS;
 }
 
+/* An op's own states (net.cc only; 2.26's step bookkeeping): off the
+ * step path, which is most of the calls. */
+static __attribute__((noinline)) void record_op(struct nt_thread *t, void *handle, int state,
+                                                uint64_t trans_size, bool has_size, int count) {
+  /* 2.26: bytes come only as the op's running total (its steps carry no
+   * size); InProgress (2.27+) and the other op states carry nothing we use. */
+  struct nt_op *op = op_of(handle);
+  if (!op) return;
+  op->is_net = 1; /* only net.cc records op states (proxyop_pool.c) */
+  if (has_size && trans_size > op->v3_bytes) {
+    NT_ADD(op->row->bytes, trans_size - op->v3_bytes);
+    op->v3_bytes = trans_size;
+  }
+  /* 2.26 has no SendPeerWait step state: it records RemFifoWait on the
+   * op before each isend try of the next step to go, whose data the GPU
+   * has put there; until SendTransmitted that step waits for the
+   * receiver's credit (V3). Steps go out in order: while one waits so,
+   * a RemFifoWait is its next try; else it is the lowest step still
+   * waiting for its GPU. */
+  if (state == NT_ST_V3_OP_SEND_REM_FIFO_WAIT && op->dir == NT_DIR_SEND) {
+    struct nt_step *next = NULL;
+    for (int i = 0; i < NT_STEPS_PER_OP; i++) {
+      struct nt_step *s = &op->steps[i];
+      if (!s->active) continue;
+      if (s->wait == NT_WAIT_SEND_PEER) {
+        next = NULL;
+        break;
+      }
+      if (s->wait == NT_WAIT_SEND_GPU && (!next || s->step < next->step)) next = s;
+    }
+    if (next) record_step(t, next, NT_ST_STEP_SEND_PEER_WAIT, 0, false);
+  }
+  /* 2.26 says after each step done how many are; it stops only the first
+   * of those done in one pass (V4): the others end here, exactly. */
+  if ((state == NT_ST_V3_OP_SEND_DONE || state == NT_ST_V3_OP_RECV_DONE) && count > 0)
+    for (int i = 0; i < NT_STEPS_PER_OP; i++)
+      if (op->steps[i].active && op->steps[i].step < count) stop_step(&op->steps[i], nt_clock_ns());
+}
+
 nt_nccl_result nt_record(void *handle, int state, uint64_t trans_size, bool has_size, int count,
                          uint64_t ptimer) {
   if (inert() || !handle) return NT_NCCL_SUCCESS;
@@ -562,43 +622,7 @@ nt_nccl_result nt_record(void *handle, int state, uint64_t trans_size, bool has_
   case NT_K_PHASE:
     if (state == NT_ST_KERNEL_PHASE_STOP) ((struct nt_kphase_ev *)handle)->stop_ptimer = ptimer;
     break;
-  case NT_K_OP: {
-    /* 2.26: bytes come only as the op's running total (its steps carry no
-     * size); InProgress (2.27+) and the other op states carry nothing we use. */
-    struct nt_op *op = op_of(handle);
-    if (!op) break;
-    op->is_net = 1; /* only net.cc records op states (proxyop_pool.c) */
-    if (has_size && trans_size > op->v3_bytes) {
-      NT_ADD(op->row->bytes, trans_size - op->v3_bytes);
-      op->v3_bytes = trans_size;
-    }
-    /* 2.26 has no SendPeerWait step state: it records RemFifoWait on the
-     * op before each isend try of the next step to go, whose data the GPU
-     * has put there; until SendTransmitted that step waits for the
-     * receiver's credit (V3). Steps go out in order: while one waits so,
-     * a RemFifoWait is its next try; else it is the lowest step still
-     * waiting for its GPU. */
-    if (state == NT_ST_V3_OP_SEND_REM_FIFO_WAIT && op->dir == NT_DIR_SEND) {
-      struct nt_step *next = NULL;
-      for (int i = 0; i < NT_STEPS_PER_OP; i++) {
-        struct nt_step *s = &op->steps[i];
-        if (!s->active) continue;
-        if (s->wait == NT_WAIT_SEND_PEER) {
-          next = NULL;
-          break;
-        }
-        if (s->wait == NT_WAIT_SEND_GPU && (!next || s->step < next->step)) next = s;
-      }
-      if (next) record_step(t, next, NT_ST_STEP_SEND_PEER_WAIT, 0, false);
-    }
-    /* 2.26 says after each step done how many are; it stops only the first
-     * of those done in one pass (V4): the others end here, exactly. */
-    if ((state == NT_ST_V3_OP_SEND_DONE || state == NT_ST_V3_OP_RECV_DONE) && count > 0)
-      for (int i = 0; i < NT_STEPS_PER_OP; i++)
-        if (op->steps[i].active && op->steps[i].step < count)
-          stop_step(&op->steps[i], nt_clock_ns());
-    break;
-  }
+  case NT_K_OP: record_op(t, handle, state, trans_size, has_size, count); break;
   case NT_K_NET: break; /* NetPluginUpdate: the plugin's data, nothing we aggregate */
   case NT_K_TASK:
   case NT_K_API:

@@ -476,6 +476,8 @@ struct nt_ev {
 nt_nccl_result nt_start(void *context, void **handle, const struct nt_ev *ev);
 /* ProxyStep, the most frequent start: nt_start without building an nt_ev. */
 nt_nccl_result nt_start_step(void **handle, void *parent, int step);
+/* ProxyCtrl, the proxy thread's bursts: the same, no nt_ev. */
+nt_nccl_result nt_start_ctrl(void *context, void **handle);
 nt_nccl_result nt_stop(void *handle);
 /* count: AppendEnd's appended proxy ops; a v3 (2.26) Send/RecvDone's
  * steps of the op done so far. */
