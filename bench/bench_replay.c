@@ -241,8 +241,13 @@ static void replay_once(worker *w) {
         else
           d->p2p.parentGroup = g;
       }
+      /* NCCL fills each descriptor on its stack just before the call, so
+       * the plugin reads warm memory: a copy here, for both plugins (read
+       * from the table, one cold descriptor per start charged the plugin,
+       * which reads it, and not the baseline, which does not). */
+      nt_descr_v5 local = *d;
       void *h = NULL;
-      errors += p->startEvent(o->ctx[w->plugin], &h, d) != NT_NCCL_SUCCESS;
+      errors += p->startEvent(o->ctx[w->plugin], &h, &local) != NT_NCCL_SUCCESS;
       calls++;
       rk->h[o->ev].h = h;
       atomic_store_explicit(&rk->h[o->ev].loop, w->loop, memory_order_release);
