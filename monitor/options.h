@@ -7,8 +7,6 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-struct nt_replay;
-
 #define NT_VERSION "0.2.0"
 
 typedef struct {
@@ -52,9 +50,6 @@ typedef struct {
   bool insecure;
   const char *record; /* --record FILE: what the source receives goes there too */
   bool force;         /* --force: --record may replace an existing FILE */
-  /* `nccltop replay` on the screen: the recording replaces the source
-   * (recording.h); NULL live. */
-  struct nt_replay *replay;
 } nt_options;
 
 /* Views, in Tab order; digits 1.. select them. */

@@ -506,7 +506,12 @@ int nt_exporter_main(int argc, char **argv) {
                    .iterations = o.iterations,
                    .on_tick = exposition_tick,
                    .ctx = &t};
-    rc = nt_drive_run(src, m, &dr);
+    nt_feed *feed = nt_feed_live_new(src, m);
+    if (feed)
+      rc = nt_drive_run(feed, &dr);
+    else
+      fprintf(stderr, "nccltop exporter: out of memory\n");
+    nt_feed_free(feed);
   }
   if (d) MHD_stop_daemon(d); /* waits for its threads: no response is left */
   nt_http_guard_free(guard); /* after the daemon: it told the guard of every close */

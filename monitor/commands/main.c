@@ -20,6 +20,7 @@
 #include "../feeds/curve.h"
 #include "demo.h"
 #include "../feeds/drive.h"
+#include "../feeds/feed.h"
 #include "../outputs/batch.h"
 #include "cli.h"
 #include "../feeds/clock.h"
@@ -122,22 +123,23 @@ static int batch_between(void *ctx, double now) {
   return demo_job_done ? BATCH_JOB_DONE : 0;
 }
 
-/* Prints a frame every delay_ms; polls the source in between. */
-static int run_batch(nt_model *m, nt_source *src, const nt_options *o, nt_recorder *rec) {
+/* Prints a frame every delay_ms; polls the feed in between. */
+static int run_batch(nt_feed *feed, const nt_options *o, nt_recorder *rec) {
+  nt_model *m = nt_feed_model(feed);
   double until = nt_now_s() + o->wait_first_s;
   while (!nt_model_last_data_s(m) && nt_now_s() < until && !nt_quit_requested() && !demo_job_done)
-    nt_source_poll(src, m, 50);
+    nt_feed_poll(feed, 50);
   batch_run b = {m, o, rec};
   nt_drive d = {.delay_s = o->delay_ms / 1000.0,
                 .iterations = o->iterations,
                 .on_tick = batch_frame,
                 .between = batch_between,
                 .ctx = &b};
-  int rc = demo_job_done ? BATCH_JOB_DONE : nt_drive_run(src, m, &d);
+  int rc = demo_job_done ? BATCH_JOB_DONE : nt_drive_run(feed, &d);
   if (rc != BATCH_JOB_DONE) return rc == BATCH_PRINT_FAILED ? 1 : 0;
   /* The demo's job ended (a short one can end before the first frame): what
    * its ranks sent last is read, then shown once. */
-  for (double end = nt_now_s() + 0.2; nt_now_s() < end;) nt_source_poll(src, m, 20);
+  for (double end = nt_now_s() + 0.2; nt_now_s() < end;) nt_feed_poll(feed, 20);
   if (!nt_model_last_data_s(m)) return 0;
   double now = nt_now_s();
   nt_model_tick(m, now);
@@ -201,12 +203,16 @@ static int run_viewer(nt_options *o) {
   }
   int rc = 1;
   nt_recorder *rec = NULL;
-  if (o->record &&
-      !(rec = nt_recorder_attach(src, o->record, o->start_s, o->force, err, sizeof err))) {
+  nt_feed *feed = nt_feed_live_new(src, m);
+  if (!feed) {
+    fprintf(stderr, "nccltop: out of memory\n");
+  } else if (o->record &&
+             !(rec = nt_recorder_attach(src, o->record, o->start_s, o->force, err, sizeof err))) {
     fprintf(stderr, "nccltop: --record: %s\n", err);
   } else {
-    rc = o->batch ? run_batch(m, src, o, rec) : nt_screen_run(m, src, o);
+    rc = o->batch ? run_batch(feed, o, rec) : nt_screen_run(feed, o);
   }
+  nt_feed_free(feed);
   if (nt_recorder_detach(src, rec) != 0) rc = 1;
   nt_source_close(src);
   nt_model_free(m);

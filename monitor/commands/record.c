@@ -556,7 +556,13 @@ int nt_record_main(int argc, char **argv) {
                  .stall_ms = o.stall_ms};
   nt_drive d = {
       .delay_s = ALERT_PERIOD_S, .on_tick = rec_tick, .between = rec_between, .ctx = &run};
-  if (rc == 0) nt_drive_run(src, m, &d);
+  nt_feed *feed = rc == 0 ? nt_feed_live_new(src, m) : NULL;
+  if (rc == 0 && !feed) {
+    fprintf(stderr, "nccltop record: out of memory\n");
+    rc = 1;
+  }
+  if (feed) nt_drive_run(feed, &d);
+  nt_feed_free(feed);
   nt_source_set_tap(src, NULL, NULL);
   nt_source_close(src);
   if (r->failed) {

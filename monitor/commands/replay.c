@@ -10,7 +10,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "../feeds/replay.h"
+#include "../feeds/feed.h"
 #include "../outputs/batch.h"
 #include "cli.h"
 #include "../feeds/clock.h"
@@ -202,15 +202,13 @@ int nt_replay_main(int argc, char **argv) {
   if (nt_signals_install(true, nt_term_restore_now) != 0) perror("nccltop replay: signal handlers");
   char err[700];
   if (!o.batch) {
-    nt_replay *rp = nt_replay_open(path, &o, err, sizeof err);
-    if (!rp) {
+    nt_feed *feed = nt_feed_replay_open(path, &o, speed, err, sizeof err);
+    if (!feed) {
       fprintf(stderr, "nccltop replay: %s\n", err);
       return 1;
     }
-    o.replay = rp;
-    nt_replay_set_speed(rp, speed);
-    int rc = nt_screen_run(nt_replay_model(rp), NULL, &o);
-    nt_replay_close(rp);
+    int rc = nt_screen_run(feed, &o);
+    nt_feed_free(feed);
     return rc;
   }
   feed f = {0};

@@ -6,8 +6,8 @@
  * its last whole message. The reader validates everything it reads: a file
  * is untrusted input; every error is one line that names the file offset.
  *
- * recorder.h is the viewer's --record (and `nccltop record`), replay.h
- * the screen's replay of a recording. */
+ * recorder.h is the viewer's --record (and `nccltop record`); the replay
+ * of a recording on its own clock is a feed (feed.h, replay_ctl.c). */
 #ifndef NCCLTOP_RECORDING_H
 #define NCCLTOP_RECORDING_H
 

@@ -1,8 +1,8 @@
-/* The interactive replay: a recording played into a model on its own clock,
- * which the screen loop reads instead of a live source. Space pauses, the
- * clock seeks (a backward seek, or a long forward one, rebuilds the model
+/* The replay feed (feed.h): a recording played into a model on its own
+ * clock, which the screen reads as it reads the live feed. Its controls:
+ * pause, seek (a backward seek, or a long forward one, rebuilds the model
  * from the chunk NT_REPLAY_WARMUP_S before the target: the file's index),
- * and the speed doubles or halves. */
+ * and the speed doubled or halved. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,15 +11,16 @@
 
 #include "clock.h"
 #include "../core/model.h"
+#include "feed_internal.h"
 #include "../options.h"
 #include "recording.h"
-#include "replay.h"
 
 #define MAX_SEEK_POINTS (1u << 17) /* 2 s chunks: three days */
 #define TICK_S          0.5        /* model ticks while fast-forwarding */
 
-struct nt_replay {
-  const nt_options *o;
+typedef struct {
+  nt_feed base;  /* first: the feed's calls reach this struct */
+  size_t budget; /* the model's byte budget (--max-memory) */
   char path[256];
   nt_rec_reader *rd;
   nt_rec_applier *ap;
@@ -36,7 +37,7 @@ struct nt_replay {
   double base_rel, base_wall, speed;
   bool paused;
   double last_tick_rel;
-};
+} nt_replay;
 
 static double rec_rel(const nt_replay *r) {
   return (double)r->rec.t_ns / 1e9;
@@ -66,9 +67,10 @@ static void set_clock(nt_replay *r, double rel) {
 }
 
 /* Applies records up to rel, ticking the model every TICK_S of recording
- * time so that what ages (stale, ended) ages as it did. */
-static void apply_until(nt_replay *r, double rel) {
-  while (r->have && rec_rel(r) <= rel) {
+ * time so that what ages (stale, ended) ages as it did. Returns how many. */
+static int apply_until(nt_replay *r, double rel) {
+  int n = 0;
+  for (; r->have && rec_rel(r) <= rel; n++) {
     double t = rec_rel(r);
     if (t - r->last_tick_rel >= TICK_S) {
       nt_model_tick(r->m, r->start_s + t);
@@ -77,18 +79,19 @@ static void apply_until(nt_replay *r, double rel) {
     nt_rec_apply(r->ap, r->m, &r->rec, nt_rec_time_s(nt_rec_header_of(r->rd), r->rec.t_ns));
     advance(r);
   }
+  return n;
 }
 
-static nt_model *new_model(const nt_options *o) {
+static nt_model *new_model(size_t budget) {
   nt_model *m = nt_model_new();
-  if (m) nt_model_set_budget(m, (size_t)o->max_memory_mib << 20);
+  if (m) nt_model_set_budget(m, budget);
   return m;
 }
 
 /* A new model, fed from the chunk NT_REPLAY_WARMUP_S before rel up to
  * rel. Keeps the old one if no memory is left for a new one. */
 static void rebuild(nt_replay *r, double rel) {
-  nt_model *m = new_model(r->o);
+  nt_model *m = new_model(r->budget);
   if (!m) return;
   nt_model_free(r->m);
   r->m = m;
@@ -109,39 +112,8 @@ static void rebuild(nt_replay *r, double rel) {
   apply_until(r, rel);
 }
 
-nt_replay *nt_replay_open(const char *path, const nt_options *o, char *err, size_t errlen) {
-  nt_replay *r = calloc(1, sizeof *r);
-  if (!r) return snprintf(err, errlen, "out of memory"), NULL;
-  r->o = o;
-  r->speed = 1;
-  snprintf(r->path, sizeof r->path, "%s", path);
-  r->idx = calloc(MAX_SEEK_POINTS, sizeof *r->idx);
-  r->ap = nt_rec_applier_new();
-  r->m = new_model(o);
-  if (!r->idx || !r->ap || !r->m) {
-    snprintf(err, errlen, "out of memory");
-    nt_replay_close(r);
-    return NULL;
-  }
-  if (!(r->rd = nt_rec_open(path, err, errlen))) {
-    nt_replay_close(r);
-    return NULL;
-  }
-  r->start_s = nt_rec_time_s(nt_rec_header_of(r->rd), 0);
-  r->nidx = nt_rec_index(r->rd, r->idx, MAX_SEEK_POINTS);
-  /* The end as far as the chunk headers say (a closed last chunk gives its
-   * last time); reading moves it on. */
-  if (r->nidx) r->end_rel = (double)r->idx[r->nidx - 1].first_ns / 1e9;
-  r->last_tick_rel = -1e9;
-  advance(r);
-  /* Start at the first message, not at the recorder's start. */
-  r->first_rel = r->have ? rec_rel(r) : 0;
-  set_clock(r, r->first_rel);
-  return r;
-}
-
-void nt_replay_close(nt_replay *r) {
-  if (!r) return;
+static void replay_free(nt_feed *f) {
+  nt_replay *r = (nt_replay *)f;
   nt_rec_close_reader(r->rd);
   nt_rec_applier_free(r->ap);
   nt_model_free(r->m);
@@ -149,9 +121,10 @@ void nt_replay_close(nt_replay *r) {
   free(r);
 }
 
-void nt_replay_poll(nt_replay *r, int timeout_ms) {
+static int replay_poll(nt_feed *f, int timeout_ms) {
+  nt_replay *r = (nt_replay *)f;
   double rel = clock_rel(r);
-  apply_until(r, rel);
+  int n = apply_until(r, rel);
   if (r->done && !r->paused && rel > r->end_rel) { /* the end: the clock stops there */
     set_clock(r, r->end_rel);
     r->paused = true;
@@ -166,31 +139,29 @@ void nt_replay_poll(nt_replay *r, int timeout_ms) {
     struct timespec ts = {(time_t)wait, (long)((wait - (time_t)wait) * 1e9)};
     nanosleep(&ts, NULL);
   }
-  apply_until(r, clock_rel(r));
+  return n + apply_until(r, clock_rel(r));
 }
 
-nt_model *nt_replay_model(nt_replay *r) {
-  return r->m;
+static nt_model *replay_model(nt_feed *f) {
+  return ((nt_replay *)f)->m;
 }
 
-double nt_replay_clock(nt_replay *r) {
+static double replay_now(nt_feed *f) {
+  nt_replay *r = (nt_replay *)f;
   double rel = clock_rel(r);
   if (r->done && rel > r->end_rel) rel = r->end_rel;
   return r->start_s + rel;
 }
 
-void nt_replay_toggle_pause(nt_replay *r) {
+static void toggle_pause(nt_replay *r) {
   double rel = clock_rel(r);
   if (r->paused && r->done && rel >= r->end_rel) return; /* at the end: nothing to resume */
   set_clock(r, rel);
   r->paused = !r->paused;
 }
 
-bool nt_replay_paused(const nt_replay *r) {
-  return r->paused;
-}
-
-void nt_replay_seek(nt_replay *r, double delta_s) {
+/* Moves the clock by delta_s (negative: back), within the recording. */
+static void seek(nt_replay *r, double delta_s) {
   double now = clock_rel(r), to = now + delta_s;
   if (to < r->first_rel) to = r->first_rel;
   if (r->done && to > r->end_rel) to = r->end_rel;
@@ -201,7 +172,7 @@ void nt_replay_seek(nt_replay *r, double delta_s) {
   set_clock(r, to);
 }
 
-void nt_replay_seek_end(nt_replay *r, bool to_end) {
+static void seek_end(nt_replay *r, bool to_end) {
   if (!to_end) {
     rebuild(r, r->first_rel);
     set_clock(r, r->first_rel);
@@ -215,19 +186,29 @@ void nt_replay_seek_end(nt_replay *r, bool to_end) {
   r->paused = true;
 }
 
-void nt_replay_speed(nt_replay *r, bool faster) {
+/* Speed x2 (faster) or /2 (slower), 1/16..64. */
+static void change_speed(nt_replay *r, bool faster) {
   set_clock(r, clock_rel(r));
   double s = faster ? r->speed * 2 : r->speed / 2;
   if (s >= 1.0 / 16 && s <= 64) r->speed = s;
 }
 
-void nt_replay_set_speed(nt_replay *r, double speed) {
-  set_clock(r, clock_rel(r));
-  r->speed = speed <= 0 || speed > 64 ? 64 : speed < 1.0 / 16 ? 1.0 / 16 : speed;
+static bool replay_control(nt_feed *f, int control) {
+  nt_replay *r = (nt_replay *)f;
+  switch (control) {
+  case NT_FEED_PAUSE: toggle_pause(r); return true;
+  case NT_FEED_BACK: seek(r, -NT_FEED_SEEK_S); return true;
+  case NT_FEED_FORWARD: seek(r, NT_FEED_SEEK_S); return true;
+  case NT_FEED_TO_START: seek_end(r, false); return true;
+  case NT_FEED_TO_END: seek_end(r, true); return true;
+  case NT_FEED_SLOWER: change_speed(r, false); return true;
+  case NT_FEED_FASTER: change_speed(r, true); return true;
+  default: return false;
+  }
 }
 
-double nt_replay_speed_of(const nt_replay *r) {
-  return r->speed;
+static double replay_rate(const nt_feed *f) {
+  return ((const nt_replay *)f)->speed;
 }
 
 static void fmt_clock(double s, char *buf, size_t cap) {
@@ -236,7 +217,8 @@ static void fmt_clock(double s, char *buf, size_t cap) {
   snprintf(buf, cap, "%d:%04.1f", m, s - m * 60.0);
 }
 
-void nt_replay_status(const nt_replay *r, char *buf, size_t cap) {
+static void replay_status(const nt_feed *f, char *buf, size_t cap) {
+  const nt_replay *r = (const nt_replay *)f;
   char now[32], end[32], speed[32];
   double rel = clock_rel(r);
   if (r->done && rel > r->end_rel) rel = r->end_rel;
@@ -250,4 +232,49 @@ void nt_replay_status(const nt_replay *r, char *buf, size_t cap) {
   nt_sanitize(r->path, strlen(r->path), clean, sizeof clean);
   snprintf(buf, cap, "REPLAY %s of %s%s  %s%s  %s%s%s", now, end, r->done ? "" : "+", speed,
            r->paused ? "  paused" : "", clean, r->error[0] ? "  " : "", r->error);
+}
+
+static const nt_feed_ops replay_ops = {
+    .poll = replay_poll,
+    .model = replay_model,
+    .now = replay_now,
+    .rate = replay_rate,
+    .status = replay_status,
+    .mode = "REPLAY",
+    .control = replay_control,
+    .free = replay_free,
+};
+
+nt_feed *nt_feed_replay_open(const char *path, const nt_options *o, double speed, char *err,
+                             size_t errlen) {
+  nt_replay *r = calloc(1, sizeof *r);
+  if (!r) return snprintf(err, errlen, "out of memory"), NULL;
+  r->base.ops = &replay_ops;
+  r->budget = (size_t)o->max_memory_mib << 20;
+  snprintf(r->path, sizeof r->path, "%s", path);
+  r->idx = calloc(MAX_SEEK_POINTS, sizeof *r->idx);
+  r->ap = nt_rec_applier_new();
+  r->m = new_model(r->budget);
+  if (!r->idx || !r->ap || !r->m) {
+    snprintf(err, errlen, "out of memory");
+    replay_free(&r->base);
+    return NULL;
+  }
+  if (!(r->rd = nt_rec_open(path, err, errlen))) {
+    replay_free(&r->base);
+    return NULL;
+  }
+  r->start_s = nt_rec_time_s(nt_rec_header_of(r->rd), 0);
+  r->nidx = nt_rec_index(r->rd, r->idx, MAX_SEEK_POINTS);
+  /* The end as far as the chunk headers say (a closed last chunk gives its
+   * last time); reading moves it on. */
+  if (r->nidx) r->end_rel = (double)r->idx[r->nidx - 1].first_ns / 1e9;
+  r->last_tick_rel = -1e9;
+  advance(r);
+  /* Start at the first message, not at the recorder's start. */
+  r->first_rel = r->have ? rec_rel(r) : 0;
+  set_clock(r, r->first_rel);
+  /* --speed: 1/16..64 (0, "max": 64). */
+  r->speed = speed <= 0 || speed > 64 ? 64 : speed < 1.0 / 16 ? 1.0 / 16 : speed;
+  return &r->base;
 }

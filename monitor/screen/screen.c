@@ -1,6 +1,8 @@
-/* The interactive loop: poll the source (never longer than 50 ms), handle
+/* The interactive loop: poll the feed (never longer than 50 ms), handle
  * every pending key, redraw on a timer and after input. Keys map to actions
- * through one table (keys.c); views only draw. */
+ * through one table (keys.c); views only draw. The loop never asks which
+ * feed it reads (live or a replay): keys that move a feed's clock go to
+ * the feed first, and keep their screen meaning where it has no clock. */
 #include <curses.h>
 #include <locale.h>
 #include <signal.h>
@@ -12,10 +14,9 @@
 #include "../feeds/clock.h"
 #include "../core/frame.h"
 #include "../core/model.h"
+#include "../feeds/feed.h"
 #include "../options.h"
-#include "../feeds/replay.h"
 #include "screen_internal.h"
-#include "../feeds/source.h"
 
 static void colors(const nt_options *o) {
   if (!o->color || !has_colors()) return;
@@ -119,17 +120,18 @@ static bool scroll_action(nt_screen *s, int action, int page) {
   return true;
 }
 
-/* In a replay, Space, Left, Right, Home, End, [ and ] move its clock. */
-static bool replay_action(nt_replay *r, int action) {
+/* Space, Left, Right, Home, End, [ and ] ask the feed to move its clock
+ * (a replay does); -1 for the other actions. */
+static int feed_control(int action) {
   switch (action) {
-  case NT_ACT_PAUSE: nt_replay_toggle_pause(r); return true;
-  case NT_ACT_LEFT: nt_replay_seek(r, -10); return true;
-  case NT_ACT_RIGHT: nt_replay_seek(r, 10); return true;
-  case NT_ACT_HOME: nt_replay_seek_end(r, false); return true;
-  case NT_ACT_END: nt_replay_seek_end(r, true); return true;
-  case NT_ACT_SLOWER: nt_replay_speed(r, false); return true;
-  case NT_ACT_FASTER: nt_replay_speed(r, true); return true;
-  default: return false;
+  case NT_ACT_PAUSE: return NT_FEED_PAUSE;
+  case NT_ACT_LEFT: return NT_FEED_BACK;
+  case NT_ACT_RIGHT: return NT_FEED_FORWARD;
+  case NT_ACT_HOME: return NT_FEED_TO_START;
+  case NT_ACT_END: return NT_FEED_TO_END;
+  case NT_ACT_SLOWER: return NT_FEED_SLOWER;
+  case NT_ACT_FASTER: return NT_FEED_FASTER;
+  default: return -1;
   }
 }
 
@@ -183,8 +185,9 @@ static bool act(nt_screen *s, int action) {
   int page = s->rows > 6 ? s->rows - 6 : 1;
   if (help_action(s, action, page)) return true;
   if (nt_sort_menu_action(s, action)) return true;
-  if (s->o->replay && replay_action(s->o->replay, action)) {
-    s->m = nt_replay_model(s->o->replay); /* a seek may have made a new one */
+  int control = feed_control(action);
+  if (control >= 0 && nt_feed_control(s->feed, control)) {
+    s->m = nt_feed_model(s->feed); /* a seek may have made a new one */
     return true;
   }
   if (nt_views[s->view].action && nt_views[s->view].action(s, action)) return true;
@@ -311,7 +314,7 @@ void nt_screen_draw(nt_screen *s) {
   refresh();
 }
 
-int nt_screen_run(nt_model *m, nt_source *src, const nt_options *o) {
+int nt_screen_run(nt_feed *feed, const nt_options *o) {
   static nt_screen s;
   memset(&s, 0, sizeof s);
   if (!(s.f = nt_frame_new())) {
@@ -319,7 +322,9 @@ int nt_screen_run(nt_model *m, nt_source *src, const nt_options *o) {
     return 1;
   }
   nt_frame_opts fo = {.stall_ms = o->stall_ms, .start_s = o->start_s};
+  nt_model *m = nt_feed_model(feed);
   s.m = m;
+  s.feed = feed;
   s.o = o;
   s.view = s.prev_view = o->initial_view;
   s.sort = o->initial_sort;
@@ -328,7 +333,8 @@ int nt_screen_run(nt_model *m, nt_source *src, const nt_options *o) {
   snprintf(s.saved.filter, sizeof s.saved.filter, "%s", s.filter);
   if (o->settings_note[0]) /* on the key bar until the first key; cut to fit */
     snprintf(s.missed, sizeof s.missed, "%.*s", (int)sizeof s.missed - 1, o->settings_note);
-  if (src) nt_source_watching(src, s.watching, sizeof s.watching);
+  nt_feed_status(feed, s.watching, sizeof s.watching);
+  s.feed_mode = nt_feed_mode(feed);
   struct termios shell;
   bool have_shell = tcgetattr(STDOUT_FILENO, &shell) == 0;
   if (!initscr()) {
@@ -351,12 +357,8 @@ int nt_screen_run(nt_model *m, nt_source *src, const nt_options *o) {
   double next_draw = 0;
   bool running = true, built = false;
   while (running && !nt_quit_requested()) { /* a signal quits as q does */
-    if (o->replay) { /* the recording instead of the source; its model may be new */
-      nt_replay_poll(o->replay, 50);
-      s.m = m = nt_replay_model(o->replay);
-    } else {
-      nt_source_poll(src, m, 50);
-    }
+    nt_feed_poll(feed, 50);
+    s.m = m = nt_feed_model(feed); /* a replay's may be new */
     bool input = false;
     for (int key; running && (key = getch()) != ERR; input = true) {
       if (key == KEY_RESIZE) continue;
@@ -371,10 +373,11 @@ int nt_screen_run(nt_model *m, nt_source *src, const nt_options *o) {
     }
     if (input && !s.prompt) save_settings(&s);
     m = s.m;
-    /* The model's clock (a replay's own); redraws go by the wall clock. */
+    /* The model's clock (the feed's: a replay's own); redraws go by the
+     * wall clock. */
     double wall = nt_now_s();
-    s.now = o->replay ? nt_replay_clock(o->replay) : wall;
-    if (o->replay) nt_replay_status(o->replay, s.watching, sizeof s.watching);
+    s.now = nt_feed_now(feed);
+    nt_feed_status(feed, s.watching, sizeof s.watching);
     if (!running) break;
     if (input || wall >= next_draw) {
       nt_model_tick(m, s.now);
@@ -384,7 +387,7 @@ int nt_screen_run(nt_model *m, nt_source *src, const nt_options *o) {
       if ((update && !s.paused) || !built) {
         /* The history's interval is the update's, in the model's clock: a
          * replay at x4 updates every 4 x -d of the recording. */
-        fo.update_s = o->delay_ms / 1000.0 * (o->replay ? nt_replay_speed_of(o->replay) : 1);
+        fo.update_s = o->delay_ms / 1000.0 * nt_feed_rate(feed);
         nt_frame_build(s.f, m, &fo, s.now);
         nt_screen_sample(&s);
         built = true;

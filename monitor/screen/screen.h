@@ -2,12 +2,11 @@
 #ifndef NCCLTOP_SCREEN_H
 #define NCCLTOP_SCREEN_H
 
-#include "../core/model.h"
+#include "../feeds/feed.h"
 #include "../options.h"
-#include "../feeds/source.h"
 
-/* Runs the screen on the live source (or o->replay) until quit; returns
- * the exit status. */
-int nt_screen_run(nt_model *m, nt_source *src, const nt_options *o);
+/* Runs the screen on the feed (live or a replay: feed.h) until quit;
+ * returns the exit status. The caller keeps the feed. */
+int nt_screen_run(nt_feed *feed, const nt_options *o);
 
 #endif

@@ -9,6 +9,7 @@
 #include "list.h"
 #include "../core/frame.h"
 #include "../core/model.h"
+#include "../feeds/feed.h"
 #include "../feeds/settings.h"
 #include "../options.h"
 
@@ -60,7 +61,8 @@ typedef struct {
 #define NT_SCREEN_MAX_HISTORY 1024
 
 typedef struct {
-  nt_model *m;
+  nt_model *m;   /* the feed's (read again after each poll: a replay's seek makes a new one) */
+  nt_feed *feed; /* where m's data comes from: live, a replay (feed.h) */
   const nt_options *o;
   int view, prev_view;
   bool paused, detail;
@@ -76,9 +78,11 @@ typedef struct {
   char input[64];      /* the line being typed */
   char filter[64];     /* rows must contain this text */
   char filter_was[64]; /* the filter before the line was opened (Esc goes back to it) */
-  char watching[320];  /* what the header says is watched (nt_source_watching) */
+  char watching[320];  /* what the header says is watched (nt_feed_status) */
   char search[64];     /* last search */
   char missed[96];     /* a search that found nothing: said on the key bar until the next key */
+  /* The header's mode word if the feed has one (nt_feed_mode), else NULL. */
+  const char *feed_mode;
   nt_proxy_history hist[NT_SCREEN_MAX_HISTORY];
   /* topology view */
   nt_topo_env topo_env;

@@ -107,7 +107,10 @@ void nt_draw_header(nt_screen *s) {
   const nt_frame *f = s->f;
   double last = f->last_data_s;
   bool stale = !last || s->now - last > 3 * 1.0;
-  const char *mode = s->paused ? "PAUSED" : s->o->replay ? "REPLAY" : stale ? "STALE" : "LIVE";
+  const char *mode = s->paused      ? "PAUSED"
+                     : s->feed_mode ? s->feed_mode /* a replay's REPLAY */
+                     : stale        ? "STALE"
+                                    : "LIVE";
   char age[NT_UNIT_LEN + 16], line[512], t[NT_UNIT_LEN];
   if (last)
     snprintf(age, sizeof age, "data %s ago", nt_fmt_ns((s->now - last) * 1e9, t, sizeof t));

@@ -1,0 +1,35 @@
+/* The feed interface (feed.h): each call goes to the kind's own. */
+#include "feed_internal.h"
+
+int nt_feed_poll(nt_feed *f, int timeout_ms) {
+  return f->ops->poll(f, timeout_ms);
+}
+
+nt_model *nt_feed_model(nt_feed *f) {
+  return f->ops->model(f);
+}
+
+double nt_feed_now(nt_feed *f) {
+  return f->ops->now(f);
+}
+
+double nt_feed_rate(const nt_feed *f) {
+  return f->ops->rate(f);
+}
+
+void nt_feed_status(const nt_feed *f, char *buf, size_t cap) {
+  if (cap) buf[0] = '\0';
+  f->ops->status(f, buf, cap);
+}
+
+const char *nt_feed_mode(const nt_feed *f) {
+  return f->ops->mode;
+}
+
+bool nt_feed_control(nt_feed *f, int control) {
+  return f->ops->control && f->ops->control(f, control);
+}
+
+void nt_feed_free(nt_feed *f) {
+  if (f) f->ops->free(f);
+}
