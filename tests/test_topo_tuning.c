@@ -613,8 +613,61 @@ static void json_document(void) {
   cJSON *last = cJSON_GetArrayItem(choice, NT_TUNE_SHOWN * NT_TUNE_NSIZES - 1);
   ok = ok && !strcmp(cJSON_GetStringValue(cJSON_GetObjectItem(last, "collective")), "Broadcast") &&
        cJSON_GetNumberValue(cJSON_GetObjectItem(last, "bytes")) == 1073741824.0;
+  /* channels (channels_per_operation): 1 KiB Ring LL on 1 channel, 1 GiB
+   * on all 32 */
+  ok = ok && cJSON_GetNumberValue(cJSON_GetObjectItem(c0, "channels")) == 1 &&
+       cJSON_GetNumberValue(cJSON_GetObjectItem(last, "channels")) == 32;
   cJSON_Delete(doc);
   CHECK(ok);
+}
+
+/* topoGetAlgoInfo (enqueue.cc) gives an operation comm->nChannels, one
+ * less while nBytes < nc x maxThreads x threadThreshold. threadThresholds
+ * (tuning.cc, comm.h): LL 8, LL128 8, Simple 64, the ring's LL x nRanks,
+ * CollNet Simple 512; PAT's maxThreads is never set (0), so PAT keeps every
+ * channel. One H100 node: 32 channels; Ring LL 512 threads x 64 and Ring
+ * Simple 512 x 64 = 32768 bytes a channel, Tree LL 512 x 8 = 4096, Tree
+ * LL128 640 x 8 = 5120. */
+static void channels_per_operation(void) {
+  nt_tune_input in = h100_node();
+  nt_tune_model m;
+  CHECK(model(&in, &m));
+  CHECK(m.comm_channels == 32);
+  CHECK(m.thread_threshold[RING][LL] == 64 && m.thread_threshold[TREE][LL] == 8);
+  CHECK(m.thread_threshold[RING][SIMPLE] == 64 && m.thread_threshold[TREE][LL128] == 8);
+  CHECK(m.thread_threshold[NT_TUNE_COLLNET_DIRECT][SIMPLE] == 512);
+  CHECK(m.max_threads[PAT][SIMPLE] == 0);
+  CHECK(nt_tune_channels(&m, AR, RING, LL, 1048576) == 32); /* 32 x 32768, not less */
+  CHECK(nt_tune_channels(&m, AR, RING, LL, 524288) == 16);
+  CHECK(nt_tune_channels(&m, AR, RING, LL, 1024) == 1);
+  CHECK(nt_tune_channels(&m, AR, RING, SIMPLE, 100000) == 3); /* 98304 <= 100000 < 131072 */
+  CHECK(nt_tune_channels(&m, AR, TREE, LL, 40000) == 9);      /* 36864 <= 40000 < 40960 */
+  CHECK(nt_tune_channels(&m, AR, TREE, LL128, 40000) == 7);   /* 35840 <= 40000 < 40960 */
+  CHECK(nt_tune_channels(&m, AR, TREE, LL, 4) == 1);
+  CHECK(nt_tune_channels(&m, AG, PAT, SIMPLE, 1024) == 32);
+  CHECK(nt_tune_channels(&m, AR, NT_TUNE_NVLS, SIMPLE, 1 << 20) == -1);
+  CHECK(nt_tune_channels(&m, AR, RING, 7, 1024) == -1);
+  /* 2 ranks: the ring's LL threshold is 16 */
+  in.nranks = 2;
+  CHECK(model(&in, &m));
+  CHECK(m.thread_threshold[RING][LL] == 16);
+}
+
+/* With no CollNet graph NCCL still computes CollNet's latencies (its
+ * table shows them, real 2.28.9 logs with one GPU a node: 5.0/8.5/14.0 us
+ * for Direct's AllGather, ReduceScatter, AllReduce and Chain's AllReduce:
+ * base 0 + the tree's NET latency, as ppn = 1), but their bandwidth is 0. */
+static void collnet_latency_without_collnet(void) {
+  nt_tune_input in = h100_two_nodes();
+  in.nranks = 2; /* one GPU a node */
+  nt_tune_model m;
+  CHECK(model(&in, &m));
+  CLOSE(m.latency[AR][NT_TUNE_COLLNET_DIRECT][LL], 5.0);
+  CLOSE(m.latency[AG][NT_TUNE_COLLNET_DIRECT][LL128], 8.5);
+  CLOSE(m.latency[AR][NT_TUNE_COLLNET_CHAIN][SIMPLE], 14.0);
+  CHECK(m.latency[AG][NT_TUNE_COLLNET_CHAIN][SIMPLE] == 0); /* not computed for AllGather */
+  CHECK(m.bandwidth[AR][NT_TUNE_COLLNET_DIRECT][SIMPLE] == 0);
+  CHECK(m.bandwidth[AR][NT_TUNE_COLLNET_CHAIN][SIMPLE] == 0);
 }
 
 static void bad_input_refused(void) {
@@ -655,6 +708,8 @@ int main(void) {
   TEST_RUN(versions_differ);
   TEST_RUN(comm_channels_and_plateau);
   TEST_RUN(nvls_one_node);
+  TEST_RUN(channels_per_operation);
+  TEST_RUN(collnet_latency_without_collnet);
   TEST_RUN(json_document);
   TEST_RUN(bad_input_refused);
   return TEST_DONE();

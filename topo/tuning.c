@@ -53,12 +53,15 @@ static const double nvls_tree_max_230[4][3] = {
 static const float nvls_efficiency[4] = {0.0f, 0.0f, 0.85f, 0.74f};
 /* clang-format on */
 
-#define PCI_BW              12.0 /* GB/s, PCI Gen3 x16: below it Simple rings get 256 threads */
-#define WARP                32
-#define SIMPLE_MAX_NTHREADS 512
-#define LL_MAX_NTHREADS     512
-#define LL128_MAX_NTHREADS  640
-#define MAX_NTHREADS        640
+#define PCI_BW                  12.0 /* GB/s, PCI Gen3 x16: below it Simple rings get 256 threads */
+#define WARP                    32
+#define SIMPLE_MAX_NTHREADS     512
+#define LL_MAX_NTHREADS         512
+#define LL128_MAX_NTHREADS      640
+#define MAX_NTHREADS            640
+#define LL_THREAD_THRESHOLD     8 /* comm.h */
+#define LL128_THREAD_THRESHOLD  8
+#define SIMPLE_THREAD_THRESHOLD 64
 
 static int nthreads(long long env, int min, int max, int def) {
   int nt = (int)env; /* NCCL passes the int64 parameter as an int */
@@ -248,10 +251,9 @@ static bool computed(const nt_tune_input *in, const nt_tune_graph *gr, int coll,
       (p != NT_TUNE_SIMPLE || pat_enable(in) == 0))
     return false;
   if ((a == NT_TUNE_NVLS || a == NT_TUNE_NVLS_TREE) && gr->channels < 2) return false;
-  /* NCCL computes CollNet entries of a missing graph too (NaN from 0/0) and
-   * then disables them: we leave them 0. */
-  if ((a == NT_TUNE_COLLNET_DIRECT || a == NT_TUNE_COLLNET_CHAIN) && gr->channels == 0)
-    return false;
+  /* CollNet entries of a missing graph are computed too: their latency
+   * stays in NCCL's table (real 2.28.9 logs: 5.0/8.5/14.0 us with one GPU a
+   * node), their bandwidth (NaN from 0/0 for Direct) is disabled. */
   return true;
 }
 
@@ -328,7 +330,10 @@ int nt_tune_compute(const nt_tune_input *in, nt_tune_model *m, char *err, size_t
   int simple_def = g[NT_TUNE_RING].bw_intra * (float)g[NT_TUNE_RING].channels <= PCI_BW
                        ? 256
                        : SIMPLE_MAX_NTHREADS;
-  for (int a = 0; a < NT_TUNE_NALGOS; a++) m->max_threads[a][NT_TUNE_SIMPLE] = MAX_NTHREADS;
+  /* every Simple but PAT's, which NCCL never sets (0: its log's table
+   * shows 0, and topoGetAlgoInfo then keeps all channels for PAT) */
+  for (int a = 0; a < NT_TUNE_NALGOS; a++)
+    m->max_threads[a][NT_TUNE_SIMPLE] = a == NT_TUNE_PAT ? 0 : MAX_NTHREADS;
   m->max_threads[NT_TUNE_RING][NT_TUNE_SIMPLE] =
       nthreads(in->env.nthreads, 2 * WARP, SIMPLE_MAX_NTHREADS, simple_def);
   m->max_threads[NT_TUNE_TREE][NT_TUNE_SIMPLE] =
@@ -338,6 +343,16 @@ int nt_tune_compute(const nt_tune_input *in, nt_tune_model *m, char *err, size_t
   m->max_threads[NT_TUNE_RING][NT_TUNE_LL128] = m->max_threads[NT_TUNE_TREE][NT_TUNE_LL128] =
       nthreads(in->env.ll128_nthreads, LL128_MAX_NTHREADS / 4, LL128_MAX_NTHREADS,
                LL128_MAX_NTHREADS);
+  /* comm->threadThresholds, set after the model (NCCL_THREAD_THRESHOLDS is
+   * not modelled); the ring's LL grows with the ranks */
+  for (int a = 0; a < NT_TUNE_NALGOS; a++) {
+    m->thread_threshold[a][NT_TUNE_LL] = LL_THREAD_THRESHOLD;
+    m->thread_threshold[a][NT_TUNE_LL128] = LL128_THREAD_THRESHOLD;
+    m->thread_threshold[a][NT_TUNE_SIMPLE] = SIMPLE_THREAD_THRESHOLD;
+  }
+  m->thread_threshold[NT_TUNE_RING][NT_TUNE_LL] *= in->nranks;
+  m->thread_threshold[NT_TUNE_COLLNET_DIRECT][NT_TUNE_SIMPLE] = 512;
+  m->thread_threshold[NT_TUNE_COLLNET_CHAIN][NT_TUNE_SIMPLE] = 512;
   if (in->nranks <= 1) return 0; /* one rank: NCCL computes nothing, picks Ring/Simple */
 
   int nnodes = in->nnodes, nranks = in->nranks;
@@ -365,7 +380,10 @@ int nt_tune_compute(const nt_tune_input *in, nt_tune_model *m, char *err, size_t
     for (int a = 0; a < NT_TUNE_NALGOS; a++) {
       for (int p = 0; p < NT_TUNE_NPROTOS; p++) {
         if (!computed(in, &g[a], c, a, p)) continue;
-        float bus = bus_bw(in, &g[a], c, a, p, cc, scale, ll_max);
+        /* a missing CollNet graph: NCCL gets 0 or NaN (0/0), then disables it */
+        bool no_collnet =
+            (a == NT_TUNE_COLLNET_DIRECT || a == NT_TUNE_COLLNET_CHAIN) && g[a].channels == 0;
+        float bus = no_collnet ? 0.0f : bus_bw(in, &g[a], c, a, p, cc, scale, ll_max);
         /* bus bandwidth -> algorithm bandwidth */
         if (!(a != NT_TUNE_RING && (c == NT_TUNE_ALLGATHER || c == NT_TUNE_REDUCESCATTER))) {
           float ratio = 1.0f;

@@ -136,7 +136,9 @@ typedef struct {
   /* Whether the selection considers the algorithm at all for a collective
    * (updateCollCostTable's filters on NVLS and CollNet support). */
   bool candidate[NT_TUNE_NCOLLS][NT_TUNE_NALGOS];
-  int max_threads[NT_TUNE_NALGOS][NT_TUNE_NPROTOS]; /* threads per block */
+  int max_threads[NT_TUNE_NALGOS][NT_TUNE_NPROTOS]; /* threads per block (PAT: 0, as NCCL) */
+  /* bytes per thread before NCCL adds a channel (comm->threadThresholds) */
+  int thread_threshold[NT_TUNE_NALGOS][NT_TUNE_NPROTOS];
 } nt_tune_model;
 
 /* ncclTopoTuneModel. -1 with a message when NCCL would fail the
@@ -163,6 +165,14 @@ typedef struct {
   float time_us;
 } nt_tune_pick;
 int nt_tune_choose(const nt_tune_model *m, int coll, size_t bytes, nt_tune_pick *out);
+
+/* How many channels NCCL gives one operation of `bytes` (nBytes as for
+ * nt_tune_time) with this algorithm and protocol: topoGetAlgoInfo's
+ * nMaxChannels for Ring, Tree and PAT (comm->nChannels, one less while the
+ * channels' threads would each get under threadThreshold bytes). For one
+ * operation alone NCCL's log shows channel{Lo..Hi}={0..n-1}. -1 for NVLS
+ * and CollNet (they depend on facts a file does not carry). */
+int nt_tune_channels(const nt_tune_model *m, int coll, int algo, int proto, size_t bytes);
 
 /* The collectives the output shows, in its order: AllReduce, AllGather,
  * ReduceScatter, Broadcast. */

@@ -77,3 +77,13 @@ int nt_tune_choose(const nt_tune_model *m, int coll, size_t bytes, nt_tune_pick 
   out->time_us = best;
   return 0;
 }
+
+int nt_tune_channels(const nt_tune_model *m, int coll, int algo, int proto, size_t bytes) {
+  if (!in_range(coll, algo, proto) || m->comm_channels < 1) return -1;
+  if (algo != NT_TUNE_RING && algo != NT_TUNE_TREE && algo != NT_TUNE_PAT) return -1;
+  /* topoGetAlgoInfo: int products compared with the size_t nBytes */
+  int nc = m->comm_channels, nt = m->max_threads[algo][proto];
+  int threshold = m->thread_threshold[algo][proto];
+  while (bytes < (size_t)nc * (size_t)nt * (size_t)threshold && nc >= 2) nc--;
+  return nc;
+}

@@ -63,6 +63,9 @@ static bool choice_json(cJSON *arr, const nt_tune_model *m) {
             !add_str(o, "proto", nt_tune_proto_name(pick.proto)) ||
             !add_num(o, "time_us", six(pick.time_us)))
           return false;
+        /* the channels NCCL gives it (absent where the model cannot say) */
+        int nc = nt_tune_channels(m, c, pick.algo, pick.proto, bytes);
+        if (nc > 0 && !add_num(o, "channels", nc)) return false;
       } else if (!cJSON_AddNullToObject(o, "algo") || !cJSON_AddNullToObject(o, "proto")) {
         return false;
       }
