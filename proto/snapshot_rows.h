@@ -23,7 +23,10 @@
  *   "<section> row <i>: bad <label> <value>":
  *   NONE; BELOW(n, label) v < n; UPTO(n, label) v <= n; BELOW_OR(n, x,
  *   label) v < n or v == x; IN(lo, hi, label) lo <= v <= hi; COMM(none_ok)
- *   a communicator index of this snapshot (or NT_NO_COMM when none_ok).
+ *   a communicator index of this snapshot (the viewer indexes the comm
+ *   table with it), or NT_NO_COMM when none_ok: proxy and net rows may
+ *   belong to no known communicator, other rows always name one (the
+ *   plugin drops rows it cannot attribute).
  *   Rules between fields (done <= started, ...) are code in the decoder.
  *
  * Adding a counter: one row at the end of its table with since = the new
