@@ -15,6 +15,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "snapshot_rows.h"
+
 #define NT_PROTO_MAJOR 1
 #define NT_PROTO_MINOR 4
 
@@ -181,75 +183,19 @@ static inline uint8_t nt_size_bucket(uint64_t bytes) {
   return bytes > 1 ? (uint8_t)(63 - __builtin_clzll(bytes)) : 0;
 }
 
+/* The rows of the snapshot's sections. Their members, types, wire order and
+ * versions are the tables in snapshot_rows.h (NT_<SECTION>_ROW), which the
+ * encoder and decoder are generated from: add a field there. */
+
 /* Process-wide counters, cumulative since the plugin loaded. */
-typedef struct {
-  uint64_t events;          /* ABI calls handled */
-  uint64_t dropped_events;  /* handle pool exhausted: NULL handle given to NCCL */
-  uint64_t unknown_events;  /* unknown event types or states, ignored */
-  uint64_t foreign_ops;     /* PXN proxy ops of another process, counted only */
-  uint64_t reclaimed_ops;   /* proxy ops never stopped, reclaimed by age */
-  uint64_t dropped_rows;    /* aggregate tables full */
-  uint64_t unsent_messages; /* ZeroMQ refused a message (queue full) */
-  uint32_t event_mask;      /* NCCL activation mask now */
-  uint8_t abi_version;      /* profiler ABI NCCL loaded: 3..7 */
-  /* 1.1 */
-  uint64_t dropped_ops;   /* Coll/P2p not tracked: operation pool full */
-  uint64_t late_children; /* proxy-op/kernel children whose operation was already retired */
-  uint64_t net_events;    /* network plugin events seen */
-  uint8_t phase;          /* the phase now (nccltop_tag), 0 none */
-} nt_process_counters;
+typedef NT_ROW_STRUCT(NT_PROCESS_ROW) nt_process_counters;
 
-typedef struct {
-  uint64_t comm_hash;
-  int32_t rank, nranks, nnodes;
-  uint64_t colls_enqueued; /* Coll events started */
-  uint64_t p2ps_enqueued;  /* P2p events started */
-  /* 1.1: API-level events (profiler v5+) */
-  uint64_t group_api, coll_api, p2p_api, kernel_launches;
-  uint64_t graph_captured; /* API calls made while a CUDA graph was being captured */
-  uint64_t api_ns;         /* time inside CollApi / P2pApi calls */
-} nt_comm_row;
+typedef NT_ROW_STRUCT(NT_COMM_ROW) nt_comm_row;
 
-typedef struct {
-  uint16_t comm_index;                 /* into nt_snapshot.comms, or NT_NO_COMM */
-  uint32_t tid;                        /* OS thread id of the proxy progress thread */
-  uint8_t state;                       /* enum nt_proxy_state now */
-  uint64_t state_age_ns;               /* time in the current state */
-  uint64_t state_ns[NT_PROXY_NSTATES]; /* cumulative, current state included */
-  uint64_t appends;                    /* Append..AppendEnd bursts */
-  uint64_t appended_ops;               /* proxy ops pulled from the pool by them */
-  uint64_t wakeups;                    /* Sleep..Wakeup bursts */
-} nt_proxy_row;
+typedef NT_ROW_STRUCT(NT_PROXY_ROW) nt_proxy_row;
 
-typedef struct {
-  uint16_t comm_index;
-  uint8_t channel;
-  uint8_t dir; /* enum nt_dir */
-  int32_t peer;
-  uint64_t wait_ns[3]; /* per wait state of this direction: nt_dir_wait(dir, i) */
-  uint64_t steps;      /* steps stopped */
-  uint64_t bytes;      /* transSize at SendWait / RecvFlushWait */
-  uint64_t ops_started;
-  uint64_t ops_done;        /* in flight = started - done (reclaimed count as done) */
-  int32_t cur_step;         /* step in progress, -1 when none */
-  uint8_t cur_wait;         /* enum nt_wait of the step in progress, NT_WAIT_NONE */
-  uint64_t cur_wait_age_ns; /* time in cur_wait */
-  uint64_t progress_age_ns; /* since the last step state change; UINT64_MAX never */
-  /* 1.2 */
-  uint8_t run_state;  /* enum nt_run of the work in flight */
-  int32_t relay_rank; /* PXN: the rank of another process whose ops this row counts; -1 */
-} nt_channel_row;
+typedef NT_ROW_STRUCT(NT_CHANNEL_ROW) nt_channel_row;
 
-typedef struct {
-  uint16_t comm_index;
-  uint8_t channel;
-  uint64_t count;   /* KernelCh events stopped */
-  uint64_t busy_ns; /* sum of GPU stop - start (pTimer pairs) */
-  uint64_t last_ns; /* the last one's GPU duration */
-  /* 1.3: GPU time of the row's KernelPhase events (NCCL 2.31, ABI v7) per
-   * phase, enum nt_kphase; 0 when none came. */
-  uint64_t phase_ns[3];
-} nt_kernel_row;
 /* The kernel phases NCCL 2.31 reports (KernelPhase phaseId). */
 enum nt_kphase {
   NT_KPHASE_INITIAL_SYNC = 0,
@@ -257,39 +203,15 @@ enum nt_kphase {
   NT_KPHASE_FINAL_SYNC,
   NT_KPHASE_COUNT
 };
+typedef NT_ROW_STRUCT(NT_KERNEL_ROW) nt_kernel_row;
 
 /* Operation statistics (1.1), one row per (communicator, kind, function,
  * algorithm, protocol, size bucket, phase). Counts every operation the
  * plugin retired; those still in flight are in the oplog. */
-typedef struct {
-  uint16_t comm_index;
-  uint8_t kind;   /* enum nt_op_kind */
-  uint8_t func;   /* enum nt_func */
-  uint8_t algo;   /* enum nt_algo */
-  uint8_t proto;  /* enum nt_proto_id */
-  uint8_t bucket; /* nt_size_bucket(bytes) */
-  uint8_t phase;  /* 0 none, else a phase id */
-  uint64_t count;
-  uint64_t bytes; /* count x datatype size, summed */
-  uint64_t done;  /* with a duration */
-  uint64_t done_bytes;
-  uint64_t time_ns;  /* summed durations of the done ones */
-  uint64_t gpu_done; /* of which timed by the GPU (kernelch) */
-  /* 1.3: the done ones' KernelPhase GPU time, summed over their channels:
-   * in the synchronisation phases (initial_sync + final_sync) and in
-   * compute; 0 when NCCL reported no phase. */
-  uint64_t sync_ns, compute_ns;
-  /* 1.4: the symmetric kernel that ran them (NCCL 2.31's kernelVariant), a
-   * variant id; 0 for every other operation. */
-  uint8_t variant;
-} nt_op_row;
+typedef NT_ROW_STRUCT(NT_OP_ROW) nt_op_row;
 
 /* One phase name (1.1). */
-typedef struct {
-  uint8_t id;     /* 1..NT_MAX_PHASES */
-  uint8_t source; /* 1.3: enum nt_phase_source (0 in older messages) */
-  char name[NT_MAX_PHASE + 1];
-} nt_phase_row;
+typedef NT_ROW_STRUCT(NT_PHASE_ROW) nt_phase_row;
 /* Where a phase name came from (1.3). */
 enum nt_phase_source {
   NT_PHASE_NCCLTOP_TAG = 0, /* the application's nccltop_tag() */
@@ -298,55 +220,19 @@ enum nt_phase_source {
 };
 
 /* One operation (1.1): recently retired, or still in flight. */
-typedef struct {
-  uint16_t comm_index;
-  uint8_t kind, func, algo, proto, dtype, phase;
-  uint8_t state;  /* enum nt_op_state */
-  uint8_t timing; /* enum nt_timing */
-  uint8_t nchannels, nwarps;
-  int32_t root_peer; /* root (coll) or peer (p2p); -1 none */
-  uint64_t seq;      /* NCCL's per-function sequence number (colls) */
-  uint64_t count, bytes;
-  uint64_t age_ns;                  /* since it was enqueued, when the snapshot was taken */
-  uint64_t duration_ns;             /* done: its duration; otherwise 0 */
-  uint32_t children, children_open; /* proxy-op and kernel-channel children */
-  /* 1.2 */
-  uint8_t run_state;        /* in flight: enum nt_run (queued or running); done: idle */
-  uint8_t flags;            /* NT_OPF_* */
-  uint64_t progress_age_ns; /* in flight: since a child last progressed; UINT64_MAX never */
-  /* 1.4 */
-  uint8_t variant; /* its symmetric kernel's variant id, 0 none */
-} nt_oplog_row;
+typedef NT_ROW_STRUCT(NT_OPLOG_ROW) nt_oplog_row;
 
 /* One kernel variant name (1.4): what NCCL 2.31 calls the symmetric kernel
  * that ran a collective (coll.kernelVariant), e.g. "AllReduce_AGxLL_R". */
-typedef struct {
-  uint8_t id; /* 1..NT_MAX_VARIANTS */
-  char name[NT_MAX_VARIANT + 1];
-} nt_variant_row;
+typedef NT_ROW_STRUCT(NT_VARIANT_ROW) nt_variant_row;
 
 /* Per (communicator, function) progress (1.1): what the straggler view
  * compares across ranks. */
-typedef struct {
-  uint16_t comm_index;
-  uint8_t func;
-  uint64_t launched;           /* highest NCCL seqNumber seen + 1 */
-  uint64_t done;               /* operations of this function done */
-  uint64_t last_launch_age_ns; /* since the last one was enqueued */
-} nt_seq_row;
+typedef NT_ROW_STRUCT(NT_SEQ_ROW) nt_seq_row;
 
 enum nt_net_type { NT_NET_IB_QP = 1, NT_NET_SOCKET = 2 };
 /* Network plugin events (1.1), per (communicator, device, QP or socket). */
-typedef struct {
-  uint16_t comm_index; /* NT_NO_COMM allowed */
-  uint8_t type;        /* enum nt_net_type */
-  int32_t device;      /* IB device index; -1 for sockets */
-  uint32_t id;         /* QP number, or socket fd */
-  uint64_t count;      /* events stopped */
-  uint64_t bytes;
-  uint64_t busy_ns; /* summed start..stop */
-  uint64_t in_flight;
-} nt_net_row;
+typedef NT_ROW_STRUCT(NT_NET_ROW) nt_net_row;
 
 /* A decoded snapshot; nt_snapshot_new() sizes every array to its limit once,
  * so decoding allocates nothing. */

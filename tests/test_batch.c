@@ -169,6 +169,14 @@ static void json_frame_has_the_documented_names_and_exact_values(void) {
         num(k, "unknown_events") == 2 && num(k, "foreign_ops") == 3 &&
         num(k, "reclaimed_ops") == 4 && num(k, "dropped_rows") == 5 &&
         num(k, "unsent_messages") == 6);
+  /* Exactly the process section's counters, in wire order (the keys come
+   * from its table in proto/snapshot_rows.h). */
+  static const char *const counters[] = {
+      "events",       "dropped_events",  "unknown_events", "foreign_ops",   "reclaimed_ops",
+      "dropped_rows", "unsent_messages", "dropped_ops",    "late_children", "net_events"};
+  CHECK(cJSON_GetArraySize(k) == (int)(sizeof counters / sizeof counters[0]));
+  for (int i = 0; i < cJSON_GetArraySize(k); i++)
+    CHECK_STR(cJSON_GetArrayItem(k, i)->string, counters[i]);
   CHECK(cJSON_GetArraySize(get(p, "proxy")) == 1); /* the thread of no communicator */
   CHECK(num(cJSON_GetArrayItem(get(p, "proxy"), 0), "tid") == 78);
 

@@ -71,9 +71,26 @@ static void a_phase_source_must_be_known(void) {
   nt_snapshot_free(d);
 }
 
+/* Before 1.3 a phase row's byte 2 is reserved: not read, whatever it holds
+ * (a 1.2 writer wrote 0), so it neither names a source nor fails a check. */
+static void a_1_2_phase_rows_reserved_byte_is_not_read(void) {
+  nt_snapshot *s = sample(), *d = nt_snapshot_new();
+  CHECK(s && d);
+  layout l = default_layout();
+  l.minor = 2;
+  build(&wb, s, &l);
+  wb.b[record_at(&wb, &l, SEC_PHASE, 1, 2)] = NT_PHASE_USER_TAG;
+  wb.b[record_at(&wb, &l, SEC_PHASE, 2, 2)] = 0xff;
+  CHECK_DECODE_OK(d);
+  for (uint32_t i = 0; i < d->nphases; i++) CHECK(d->phases[i].source == NT_PHASE_NCCLTOP_TAG);
+  nt_snapshot_free(s);
+  nt_snapshot_free(d);
+}
+
 int main(void) {
   TEST_RUN(the_new_fields_sit_at_their_documented_offsets);
   TEST_RUN(a_1_2_message_reads_without_phases);
   TEST_RUN(a_phase_source_must_be_known);
+  TEST_RUN(a_1_2_phase_rows_reserved_byte_is_not_read);
   return TEST_DONE();
 }

@@ -35,7 +35,8 @@
  *     did not read),
  *     "restarts", "event_mask",
  *     "counters": {"events", "dropped_events", "unknown_events", "foreign_ops",
- *                  "reclaimed_ops", "dropped_rows", "unsent_messages"},
+ *                  "reclaimed_ops", "dropped_rows", "unsent_messages", ...: every u64
+ *                  of the process section, by its name in proto/snapshot_rows.h},
  *     "proxy": [proxy threads not attributed to any communicator, as below]}],
  *  "ranks": [{"comm": "<16 hex digits>", "comm_name", "rank", "nranks", "nnodes",
  *     "host", "pid", "stale": bool, "ended": bool, "colls", "p2ps", "launched"
@@ -211,17 +212,19 @@ static void process_json(nt_jo *w, const nt_frame *f, const nt_frame_proc *p) {
   nt_jo_u64(w, "lost_unread", p->lost_unread);
   nt_jo_u64(w, "restarts", p->restarts);
   nt_jo_u64(w, "event_mask", c->event_mask);
+  /* Every u64 of the process section is a cumulative counter, keyed by its
+   * name in the wire table (proto/snapshot_rows.h), in wire order: a
+   * counter added there is in the JSON too. The other fields (the mask,
+   * the ABI, the phase) have keys of their own. */
   nt_jo_obj(w, "counters");
-  nt_jo_u64(w, "events", c->events);
-  nt_jo_u64(w, "dropped_events", c->dropped_events);
-  nt_jo_u64(w, "unknown_events", c->unknown_events);
-  nt_jo_u64(w, "foreign_ops", c->foreign_ops);
-  nt_jo_u64(w, "reclaimed_ops", c->reclaimed_ops);
-  nt_jo_u64(w, "dropped_rows", c->dropped_rows);
-  nt_jo_u64(w, "unsent_messages", c->unsent_messages);
-  nt_jo_u64(w, "dropped_ops", c->dropped_ops);
-  nt_jo_u64(w, "late_children", c->late_children);
-  nt_jo_u64(w, "net_events", c->net_events);
+#define COUNTER_F(type, m, since, read, absent, check) COUNTER_##type(m)
+#define COUNTER_U64(m)                                 nt_jo_u64(w, #m, c->m);
+#define COUNTER_U32(m)
+#define COUNTER_U16(m)
+#define COUNTER_U8(m)
+#define COUNTER_I32(m)
+#define NO_COUNTER(...)
+  NT_PROCESS_ROW(COUNTER_F, NO_COUNTER, NO_COUNTER, NO_COUNTER, NO_COUNTER)
   nt_jo_end(w);
   nt_jo_arr(w, "proxy");
   for (uint32_t i = p->proxy0; i < p->proxy0 + p->nproxy; i++) proxy_json(w, &f->proxy[i]);
