@@ -1,6 +1,7 @@
 /* The exporter's HTTP connections, bounded in number and in time: see
  * exporter_guard.h for the rules and why the guard shuts sockets down. */
 #include <netinet/in.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -72,13 +73,31 @@ static void shut(nt_http_guard *g, conn *k) {
   g->open--;
 }
 
-/* The connection a newcomer displaces: the oldest open one, of the
- * address `key` or of anyone (NULL), whose request is not in yet, else the
- * oldest; never `newcomer`. */
+/* Whether the client has hung up (closed, or shut its sending side) on a
+ * connection the daemon has not closed yet: under load a pool thread sees
+ * the hang-ups of its connections late, and a client scraping in a loop
+ * from one address leaves a trail of them. */
+static bool hung_up(int fd) {
+  struct pollfd p = {.fd = fd, .events = POLLRDHUP};
+  return poll(&p, 1, 0) == 1 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR));
+}
+
+static bool counted(const conn *k, const uint8_t *key, const conn *newcomer) {
+  return k != newcomer && !k->closing && (!key || !memcmp(k->addr, key, sizeof k->addr));
+}
+
+/* The connection a newcomer displaces, of the address `key` or of anyone
+ * (NULL), never `newcomer`: the oldest one its client has hung up, else the
+ * oldest whose request is not in yet, else the oldest. A hung-up one first:
+ * displacing it costs nobody anything, where the oldest waiting for its
+ * request can be a live scrape the daemon has not read yet (one failed in
+ * a few hundred thousand scrapes by 16 clients on a loaded machine). */
 static conn *displaced(nt_http_guard *g, const uint8_t *key, const conn *newcomer) {
+  for (conn *k = g->oldest; k; k = k->next)
+    if (counted(k, key, newcomer) && hung_up(k->fd)) return k;
   conn *oldest = NULL;
   for (conn *k = g->oldest; k; k = k->next) {
-    if (k == newcomer || k->closing || (key && memcmp(k->addr, key, sizeof k->addr))) continue;
+    if (!counted(k, key, newcomer)) continue;
     if (!k->request_in) return k;
     if (!oldest) oldest = k;
   }
