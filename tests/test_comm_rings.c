@@ -175,15 +175,15 @@ static void the_dump_connects_over_the_real_ranks_as_connect_cc(void) {
     static const int tree0[8][4] = {{-1, 2, -1, -1}, {2, 3, -1, -1}, {0, 4, 1, -1},
                                     {1, 5, -1, -1},  {2, 6, -1, -1}, {3, 7, -1, -1},
                                     {4, -1, -1, -1}, {5, -1, -1, -1}};
-    static const int tree2[8][4] = {{3, 2, -1, -1}, {-1, 3, -1, -1}, {0, 4, -1, -1},
-                                    {1, 5, 0, -1},  {2, 6, -1, -1},  {3, 7, -1, -1},
+    static const int tree2[8][4] = {{3, 2, -1, -1},  {-1, 3, -1, -1}, {0, 4, -1, -1},
+                                    {1, 5, 0, -1},   {2, 6, -1, -1},  {3, 7, -1, -1},
                                     {4, -1, -1, -1}, {5, -1, -1, -1}};
-    static const int tree1[8][4] = {{2, 6, 3, -1}, {3, 7, -1, -1}, {-1, 0, -1, -1},
+    static const int tree1[8][4] = {{2, 6, 3, -1},  {3, 7, -1, -1},  {-1, 0, -1, -1},
                                     {0, 1, -1, -1}, {6, -1, -1, -1}, {7, -1, -1, -1},
                                     {0, 4, -1, -1}, {1, 5, -1, -1}};
-    static const int tree3[8][4] = {{2, 6, -1, -1}, {3, 7, 2, -1},  {1, 0, -1, -1},
+    static const int tree3[8][4] = {{2, 6, -1, -1},  {3, 7, 2, -1},   {1, 0, -1, -1},
                                     {-1, 1, -1, -1}, {6, -1, -1, -1}, {7, -1, -1, -1},
-                                    {0, 4, -1, -1}, {1, 5, -1, -1}};
+                                    {0, 4, -1, -1},  {1, 5, -1, -1}};
     CHECK(tree_is(r, 0, tree0));
     CHECK(tree_is(r, 1, tree1));
     CHECK(tree_is(r, 2, tree2));
@@ -200,7 +200,7 @@ static void the_dump_connects_over_the_real_ranks_as_connect_cc(void) {
  * renamed node_ranks[rank] (connect.cc sees only nodes and local ranks). */
 static void computed_graphs_follow_the_ranks_hosts(void) {
   char err[512] = "";
-  nt_topo *t = nt_topo_load("examples/topologies/pcie-2socket-4gpu.xml", err, sizeof err);
+  nt_topo *t = nt_topo_load_file("examples/topologies/pcie-2socket-4gpu.xml", err, sizeof err);
   nt_topo_env env;
   nt_topo_env_defaults(&env);
   CHECK(t && nt_topo_compute(t, &env, err, sizeof err) == 0);
@@ -250,11 +250,11 @@ static void what_cannot_be_connected_says_why(void) {
   } cases[] = {
       {8, 2, 2, 7, "7 of its 8 ranks are seen"},
       {8, 8, 2, 8, "NCCL counts 8 nodes, its ranks are on 2 hosts"},
-      {6, 2, 2, 6, "NCCL's dump has 4 GPUs in a channel, the communicator 3 per node"},
+      {6, 2, 2, 6, "NCCL's dump has 4 GPUs, the communicator 3 ranks per node"},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-    nt_model *m = job(cases[i].nranks, cases[i].nnodes, zeta_alpha, cases[i].nhosts,
-                      cases[i].present);
+    nt_model *m =
+        job(cases[i].nranks, cases[i].nnodes, zeta_alpha, cases[i].nhosts, cases[i].present);
     nt_comm_layout l;
     bool one = m && nt_model_comm_layouts(m, &l, 1, NULL) == 1;
     CHECK(one);

@@ -265,11 +265,8 @@ nt_topo_rings *nt_comm_rings_from_dump(const nt_comm_layout *l, const nt_graph_d
     }
   } else {
     int64_t in, out;
-    if (G > NT_DUMP_MAX_GPUS ||
-        nt_graph_dump_channel(d, which[0], 0, devs, NT_DUMP_MAX_GPUS, &in, &out) != G)
-      ndevs = -1;
-    else
-      ndevs = G;
+    ndevs = nt_graph_dump_channel(d, which[0], 0, devs, NT_DUMP_MAX_GPUS, &in, &out);
+    if (ndevs > NT_DUMP_MAX_GPUS) ndevs = -1; /* more than a node has: never G */
     for (int i = 1; i < ndevs; i++)
       for (int k = i; k > 0 && devs[k] < devs[k - 1]; k--) {
         int64_t x = devs[k];
@@ -337,8 +334,7 @@ nt_topo_rings *nt_comm_rings_from_graphs(const nt_comm_layout *l, const nt_topo 
   for (int w = 0; w < 2; w++)
     for (int c = 0; c < gi[w].nchannels; c++)
       for (int i = 0; i < G; i++)
-        local[(w ? gi[0].nchannels * G : 0) + c * G + i] =
-            nt_topo_graphs_channel_local(g, w, c, i);
+        local[(w ? gi[0].nchannels * G : 0) + c * G + i] = nt_topo_graphs_channel_local(g, w, c, i);
   nt_topo_layout tl = {.ring_channels = gi[0].nchannels,
                        .tree_channels = gi[1].nchannels,
                        .ring_local = local,
