@@ -348,7 +348,7 @@ static void a_two_node_jobs_rings_and_trees_from_the_dump(void) {
  * connected over its ranks, marked computed. */
 static void without_a_dump_the_rings_are_computed_and_say_so(void) {
   static const char *const want[] = {
-      "computed from this topology and what-ifs, across nodes",
+      "computed from this topology and what-ifs for several nodes (no dump came)",
       "comm sim-comm-0: 8 ranks on 2 nodes",
       "channels, computed",
       "nodes    node0:0-3 node1:4-7",

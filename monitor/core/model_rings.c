@@ -94,8 +94,8 @@ static void lay_out(nt_model *m, nt_comm_layout *l) {
     goto out;
   }
   if (l->nnodes > 0 && nhosts != l->nnodes) {
-    snprintf(l->why, sizeof l->why, "NCCL counts %d nodes, its ranks are on %d hosts", l->nnodes,
-             nhosts);
+    snprintf(l->why, sizeof l->why, "NCCL counts %d nodes, its ranks are on %d host%s", l->nnodes,
+             nhosts, nhosts == 1 ? "" : "s");
     goto out;
   }
   /* nodes in the order of their lowest rank (init.cc), each node's ranks

@@ -247,7 +247,7 @@ void nt_view_graphs(nt_screen *s, nt_topo *t, const char *topo_source, int y) {
   static nt_comm_layout ls[NT_LAYOUT_MAX_COMMS];
   l.n = 0;
   uint32_t more = 0, nl = nt_model_comm_layouts(s->m, ls, NT_LAYOUT_MAX_COMMS, &more);
-  bool inter = nl > 0 && ls[0].nnodes > 1;
+  bool inter = nl > 0 && ls[0].nlocal > 0 && ls[0].nnodes > 1; /* the job's, when known */
   const char *gsrc = "";
   const nt_graph_dump *d = nt_model_graphs(s->m, topo_source, &gsrc);
   char err[256] = "";
@@ -258,8 +258,10 @@ void nt_view_graphs(nt_screen *s, nt_topo *t, const char *topo_source, int y) {
   } else {
     const nt_topo_graphs *g = t ? computed(s, t, inter, err, sizeof err) : NULL;
     if (g) {
-      add(&l, false, "computed from this topology and what-ifs%s (no NCCL_GRAPH_DUMP_FILE came)",
-          inter ? ", across nodes" : "");
+      if (inter)
+        add(&l, false, "computed from this topology and what-ifs for several nodes (no dump came)");
+      else
+        add(&l, false, "computed from this topology and what-ifs (no NCCL_GRAPH_DUMP_FILE came)");
       from_search(&l, t, g);
     } else {
       add(&l, false, "no channels: %s", t ? err : "no topology and no NCCL_GRAPH_DUMP_FILE came");
