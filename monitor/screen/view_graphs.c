@@ -130,6 +130,7 @@ typedef struct {
   ch_lines *l;
   char line[CH_LINE];
   int n, width, indent;
+  bool bold;
 } wrap;
 
 static void wrap_start(wrap *w, ch_lines *l, int width, const char *head) {
@@ -137,12 +138,13 @@ static void wrap_start(wrap *w, ch_lines *l, int width, const char *head) {
   w->width = width < CH_LINE - 1 ? width : CH_LINE - 1;
   w->n = snprintf(w->line, sizeof w->line, "%s", head);
   w->indent = w->n;
+  w->bold = false;
 }
 
 static void wrap_add(wrap *w, const char *tok) {
   int len = (int)strlen(tok);
   if (w->n > w->indent && w->n + 1 + len > w->width) {
-    add(w->l, false, "%s", w->line);
+    add(w->l, w->bold, "%s", w->line);
     w->n = snprintf(w->line, sizeof w->line, "%*s", w->indent, "");
   }
   w->n += snprintf(w->line + w->n, sizeof w->line - (size_t)w->n, " %s", tok);
@@ -150,7 +152,28 @@ static void wrap_add(wrap *w, const char *tok) {
 }
 
 static void wrap_end(wrap *w) {
-  if (w->n > w->indent) add(w->l, false, "%s", w->line);
+  if (w->n > w->indent) add(w->l, w->bold, "%s", w->line);
+}
+
+/* A sentence, broken between words; the lines after the first indented. */
+static void wrap_text(ch_lines *l, bool bold, int width, const char *text) {
+  wrap w;
+  char word[CH_LINE];
+  const char *p = text;
+  size_t n = strcspn(p, " ");
+  snprintf(word, sizeof word, "%.*s", (int)n, p);
+  wrap_start(&w, l, width, word);
+  w.bold = bold;
+  w.indent = 4;
+  for (p += n; *p;) {
+    p += strspn(p, " ");
+    n = strcspn(p, " ");
+    if (n == 0) break;
+    snprintf(word, sizeof word, "%.*s", (int)n, p);
+    wrap_add(&w, word);
+    p += n;
+  }
+  add(l, bold, "%s", w.line);
 }
 
 /* "0-3,8": ascending ranks with runs shortened. */
@@ -173,8 +196,10 @@ static void ranks_text(const int *r, int n, char *buf, size_t cap) {
 static void comm_rings(ch_lines *l, int width, const nt_comm_layout *c, const nt_topo_rings *r,
                        const char *from) {
   int R = nt_topo_rings_nranks(r), nch = nt_topo_rings_nchannels(r);
-  add(l, true, "comm %s: %d ranks on %d node%s, %d channels, %s", c->label, R, c->nnodes,
-      c->nnodes == 1 ? "" : "s", nch, from);
+  char line[CH_LINE + 128]; /* wrap_text keeps CH_LINE of a line */
+  snprintf(line, sizeof line, "comm %s: %d ranks on %d node%s, %d channels, %s", c->label, R,
+           c->nnodes, c->nnodes == 1 ? "" : "s", nch, from);
+  wrap_text(l, true, width, line);
   wrap w;
   char tok[CH_LINE], head[32];
   wrap_start(&w, l, width, "  nodes   ");
@@ -231,12 +256,19 @@ static void comm_sections(ch_lines *l, nt_screen *s, nt_topo *t, const nt_graph_
       else
         snprintf(from, sizeof from, "computed");
     } else if (!r) {
-      snprintf(why, sizeof why, "%s", d ? dwhy : t ? ls[i].why : "no topology and no dump");
+      snprintf(why, sizeof why, "%s",
+               !ls[i].nlocal ? ls[i].why
+               : d           ? dwhy
+                             : "no topology and no NCCL_GRAPH_DUMP_FILE came");
     }
-    if (r)
+    if (r) {
       comm_rings(l, width, &ls[i], r, from);
-    else
-      add(l, true, "comm %s: %d ranks, no rings: %s", ls[i].label, ls[i].nranks, why);
+    } else {
+      char line[CH_LINE + 128];
+      snprintf(line, sizeof line, "comm %s: %d ranks, no rings: %s", ls[i].label, ls[i].nranks,
+               why);
+      wrap_text(l, true, width, line);
+    }
     nt_topo_rings_free(r);
   }
   if (more) add(l, false, "(%u more communicators, fewer ranks: not shown)", more);
