@@ -2,7 +2,8 @@
  * NCCL writes and on ones it never would; a simulated job's rank forwarding
  * its dump through the real plugin to the viewer's model; the topology
  * view's channels face (R) on NCCL's dump and, without one, on the search
- * computed from the topology. */
+ * computed from the topology; and a 2-node job's rings and trees over its
+ * ranks on that face, from the dump and computed. */
 #include <sys/stat.h>
 
 #include "scenario_harness.h"
@@ -274,6 +275,120 @@ static void without_a_dump_the_channels_are_computed_and_say_so(void) {
   CHECK(ok);
 }
 
+/* A 2-node job (`ranks` ranks, node0 the first half, node1 the second, all
+ * publishing to one directory), its own topology (`topo`, an example) and,
+ * with `dump`, NCCL's graph dump: the R face at 80x24 shows the
+ * communicator's rings and trees over its ranks, channel by channel, from
+ * NCCL's dump or computed; each `want` must be on the screen, then after
+ * `keys` (NULL: none) each `then`. */
+typedef struct {
+  bool dump;
+  const char *topo;
+  int ranks;
+  const char *const *want;
+  int nwant;
+  const char *keys;
+  const char *const *then;
+  int nthen;
+} rings_case;
+
+static bool two_node_rings_on_screen(const rings_case *k) {
+  char dir[128], good[160], dir_env[160], kv_dir[200], kv_topo[PATH_MAX + 128], kv_dump[200];
+  snprintf(dir, sizeof dir, "/tmp/nccltop-test-rings-%d-%d", (int)getpid(), k->dump);
+  snprintf(good, sizeof good, "%s-dump.xml", dir);
+  remove_dir(dir);
+  bool made = mkdir(dir, 0700) == 0 && write_file(good, two_nodes);
+  char topo[PATH_MAX + 64], cwd[PATH_MAX];
+  snprintf(topo, sizeof topo, "%s/examples/topologies/%s", getcwd(cwd, sizeof cwd) ? cwd : ".",
+           k->topo);
+  snprintf(dir_env, sizeof dir_env, "NCCLTOP_DIR=%s", dir);
+  /* after the node's own directory (--nodes): every rank publishes here */
+  snprintf(kv_dir, sizeof kv_dir, "NCCLTOP_DIR=%s", dir);
+  snprintf(kv_topo, sizeof kv_topo, "NCCL_TOPO_DUMP_FILE=%s", topo);
+  snprintf(kv_dump, sizeof kv_dump, "NCCL_GRAPH_DUMP_FILE=%s", good);
+  nt_sim_config c;
+  base_config(&c, dir);
+  c.ranks = k->ranks;
+  c.nodes = 2;
+  c.duration_s = 30;
+  c.env[0] = kv_dir;
+  c.env[1] = kv_topo;
+  c.env[2] = kv_dump;
+  c.nenv = k->dump ? 3 : 2;
+  pid_t job = made ? nt_sim_spawn(&c) : -1;
+  bool ok = job > 0 && wait_publishers(dir, k->ranks, 10);
+  vt_term t;
+  char *argv[] = {nccltop, NULL};
+  char *env[] = {dir_env, NULL};
+  ok = ok && vt_start(&t, 24, 80, argv, env) == 0;
+  if (ok) {
+    char ranks[32];
+    snprintf(ranks, sizeof ranks, "ranks %d", k->ranks);
+    ok = vt_wait_for(&t, ranks, 10);
+    vt_send(&t, "5");
+    ok = ok && vt_wait_for(&t, "[topology]", 10);
+    vt_send(&t, "R");
+    for (int i = 0; ok && i < k->nwant; i++) ok = vt_wait_for(&t, k->want[i], 10);
+    if (ok && k->keys) vt_send(&t, k->keys);
+    for (int i = 0; ok && i < k->nthen; i++) ok = vt_wait_for(&t, k->then[i], 10);
+    if (!ok) fprintf(stderr, "    screen:\n%s\n", vt_text(&t));
+    vt_send(&t, "q");
+    if (ok) ok = vt_wait_exit(&t, 10) == 0;
+    vt_stop(&t);
+  }
+  stop_group(&job);
+  remove_dir(dir);
+  unlink(good);
+  return ok;
+}
+
+/* NCCL's dump: ring channel 0 is GPUs 0 1 2 3 on each node (ranks 0-3 and
+ * 4-7), node0's last sends to node1's first; 1 search channel (the tree
+ * found one), doubled: channel 1 repeats the ring and carries the second
+ * tree. Trees (balanced, 2 nodes): in tree 0 node0 is the root and rank 0
+ * has node1's rank 4 as a child; in tree 1 node1 is, and rank 4 has 0. */
+static void a_two_node_jobs_rings_and_trees_from_the_dump(void) {
+  static const char *const want[] = {
+      "from NCCL's dump",
+      "comm sim-comm-0: 8 ranks on 2 nodes, 2 channels, from NCCL's dump",
+      "nodes    node0:0-3 node1:4-7",
+      "ring 0   0 1 2 3 4 5 6 7",
+      "ring 1   0 1 2 3 4 5 6 7",
+      "tree 0   -1>0>1/4 0>1>2 1>2>3 2>3>-1 0>4>5 4>5>6 5>6>7 6>7>-1",
+      "tree 1   4>0>1 0>1>2 1>2>3 2>3>-1 -1>4>5/0 4>5>6 5>6>7 6>7>-1",
+  };
+  rings_case k = {
+      true, "pcie-2socket-4gpu.xml", 8, want, (int)(sizeof want / sizeof want[0]), NULL, NULL, 0};
+  CHECK(two_node_rings_on_screen(&k));
+}
+
+/* Without a dump: the search's graphs on the job's topology, across nodes,
+ * connected over its ranks, marked computed (test_comm_rings checks the
+ * order); 16 ranks on the 8-GPU NVSwitch example make more lines than 80x24
+ * holds: End scrolls to the last channels' trees, each wrapped to the width
+ * (what `topo --graphs --nodes 2` gives channel 15, the second tree of
+ * channel 7: node1's rank 15 the root, node0's rank 7 its second child). */
+static void without_a_dump_the_rings_are_computed_and_say_so(void) {
+  static const char *const want[] = {
+      "computed from this topology and what-ifs for several nodes (no dump came)",
+      "ring: 8 channels",
+      "more v",
+  };
+  static const char *const then[] = {
+      "tree 15  7>0>1 0>1>2 1>2>3 2>3>4 3>4>5 4>5>6 5>6>-1 15>7>0 15>8>9 8>9>10",
+      "         9>10>11 10>11>12 11>12>13 12>13>14 13>14>-1 -1>15>8/7",
+  };
+  rings_case k = {false,
+                  "nvswitch-8gpu-8nic.xml",
+                  16,
+                  want,
+                  (int)(sizeof want / sizeof want[0]),
+                  "\033OF",
+                  then,
+                  (int)(sizeof then / sizeof then[0])};
+  CHECK(two_node_rings_on_screen(&k));
+}
+
 int main(void) {
   scenario_init();
   TEST_RUN(the_graphs_nccl_writes_are_read_whole);
@@ -281,5 +396,7 @@ int main(void) {
   TEST_RUN(a_ranks_graph_dump_reaches_the_viewer);
   TEST_RUN(the_topology_view_shows_nccls_channels);
   TEST_RUN(without_a_dump_the_channels_are_computed_and_say_so);
+  TEST_RUN(a_two_node_jobs_rings_and_trees_from_the_dump);
+  TEST_RUN(without_a_dump_the_rings_are_computed_and_say_so);
   return TEST_DONE();
 }

@@ -5,19 +5,29 @@
  * runs the ring search, then the tree search with as many channels, and
  * aligns the two). The same in 2.28.9 and 2.30.7.
  *
- * Ranks: node n holds ranks n*G .. n*G+G-1, its GPUs in the order of their
- * rank attribute (a file from rank 0's node numbers them 0..G-1). */
+ * nt_topo_connect takes the nodes' ranks as a communicator really has them
+ * (init.cc numbers the nodes by their lowest rank; a node's local ranks are
+ * its ranks ascending) and the per-node graphs in local ranks: the monitor
+ * gives it the job's hosts and NCCL's own dump. nt_topo_graphs_compute
+ * gives it N identical nodes, node n holding ranks n*G .. n*G+G-1, its GPUs
+ * in the order of their rank attribute (a file from rank 0's node numbers
+ * them 0..G-1). */
 #include <stdlib.h>
 #include <string.h>
 
 #include "search.h"
 
 struct nt_topo_graphs {
-  int nodes, ngpus, nranks, nchannels;
+  int nodes, ngpus, nranks;
   bool inter;
   topo_graph graph[2];             /* ring, tree */
   int gpu_of_local[TOPO_MAX_GPUS]; /* local rank -> GPU position */
   int local_of_gpu[TOPO_MAX_GPUS];
+  nt_topo_rings *conn; /* over node-major ranks */
+};
+
+struct nt_topo_rings {
+  int nranks, nchannels;
   int *ring;      /* [c * nranks + i]: channel c's ring from rank 0 */
   int *up, *down; /* [c * nranks + r], [(c * nranks + r) * 3 + k] */
 };
@@ -63,10 +73,6 @@ static void dtree(int n, int rank, int t0[4], int t1[4]) {
   }
 }
 
-static int global_rank(const nt_topo_graphs *g, int node, int gpu) {
-  return node * g->ngpus + g->local_of_gpu[gpu];
-}
-
 static void add_down(int *down, int rank) {
   for (int k = 0; k < 3; k++)
     if (down[k] < 0) {
@@ -90,33 +96,79 @@ static int max_channels(const nt_topo_env *e) {
   return m > NCCL_MAXCHANNELS ? NCCL_MAXCHANNELS : m < 1 ? 1 : m;
 }
 
-/* Preset + Postset for every rank at once. */
-static int connect_all(nt_topo_graphs *g, const nt_topo *t) {
-  const topo_graph *ring = &g->graph[0], *tree = &g->graph[1];
-  int nch = ring->nchannels < tree->nchannels ? ring->nchannels : tree->nchannels;
-  int G = g->ngpus, N = g->nodes, R = g->nranks;
+/* Each channel of `local` visits every local rank exactly once (seen:
+ * nlocal bytes of scratch). */
+static bool channels_ok(const int *local, int nch, int nlocal, unsigned char *seen) {
+  for (int c = 0; c < nch; c++) {
+    memset(seen, 0, (size_t)nlocal);
+    for (int i = 0; i < nlocal; i++) {
+      int k = local[c * nlocal + i];
+      if (k < 0 || k >= nlocal || seen[k]) return false;
+      seen[k] = 1;
+    }
+  }
+  return true;
+}
+
+static bool layout_ok(const nt_topo_layout *l, char *err, size_t errlen) {
+  if (l->nnodes < 1 || l->nlocal < 1 || l->nnodes > NT_TOPO_MAX_CONNECT_RANKS / l->nlocal)
+    return snprintf(err, errlen, "%d nodes of %d ranks: use 1 to %d ranks", l->nnodes, l->nlocal,
+                    NT_TOPO_MAX_CONNECT_RANKS),
+           false;
+  if (l->ring_channels < 1 || l->ring_channels > NCCL_MAXCHANNELS || l->tree_channels < 1 ||
+      l->tree_channels > NCCL_MAXCHANNELS)
+    return snprintf(err, errlen, "%d ring and %d tree channels: use 1 to %d", l->ring_channels,
+                    l->tree_channels, NCCL_MAXCHANNELS),
+           false;
+  int R = l->nnodes * l->nlocal;
+  /* scratch on the heap: a thread-local array would grow every thread's
+   * static TLS, and threads made with small stacks would fail to start */
+  unsigned char *seen = calloc((size_t)R, 1);
+  if (!seen) return snprintf(err, errlen, "out of memory"), false;
+  bool ok = true;
+  for (int i = 0; i < R && ok; i++) {
+    int r = l->node_ranks[i];
+    ok = r >= 0 && r < R && !seen[r];
+    if (ok) seen[r] = 1;
+  }
+  if (!ok)
+    snprintf(err, errlen, "the nodes do not hold ranks 0 to %d once each", R - 1);
+  else if (!channels_ok(l->ring_local, l->ring_channels, l->nlocal, seen) ||
+           !channels_ok(l->tree_local, l->tree_channels, l->nlocal, seen)) {
+    snprintf(err, errlen, "a channel does not visit each of the %d GPUs once", l->nlocal);
+    ok = false;
+  }
+  free(seen);
+  return ok;
+}
+
+/* connect.cc's Preset and Postset for every rank at once. */
+static int connect_layout(nt_topo_rings *g, const nt_topo_layout *l) {
+  int nch = l->ring_channels < l->tree_channels ? l->ring_channels : l->tree_channels;
+  int G = l->nlocal, N = l->nnodes, R = g->nranks;
+  nt_topo_env defaults;
+  const nt_topo_env *env = l->env;
+  if (!env) nt_topo_env_defaults(&defaults), env = &defaults;
+#define RANK(n, i) (l->node_ranks[(n)*G + (i)])
   /* Channel counts: the aligned search channels, doubled (the second half
    * with the second tree), doubled again for fast Hopper rings across
    * nodes, then NCCL_MAX_NCHANNELS and NCCL_MIN_NCHANNELS. */
   int total = nch * 2 > NCCL_MAXCHANNELS ? NCCL_MAXCHANNELS : nch * 2;
-  int cc_min = t->nodes[t->gpus[0]].sm;
-  for (int i = 1; i < G; i++)
-    if (t->nodes[t->gpus[i]].sm < cc_min) cc_min = t->nodes[t->gpus[i]].sm;
   int copy_from = total; /* channels from here on copy channel c - copy_from */
   int final = total;
-  if (cc_min >= 90 && N > 1 && ring->bw_intra > 45.0f && final < 16) final = 2 * final;
+  if (l->min_sm >= 90 && N > 1 && l->ring_bw_intra > 45.0 && final < 16) final = 2 * final;
   int later_copy = final;
   /* the communicator's CTA limits (NCCL_MIN/MAX_CTAS, a value <= 0
    * ignored), capped at 64, min no more than max */
-  int min_ctas = t->env.min_ctas > 0 ? t->env.min_ctas : 1;
-  int max_ctas = t->env.max_ctas > 0 ? t->env.max_ctas : NCCL_MAXCHANNELS;
+  int min_ctas = env->min_ctas > 0 ? env->min_ctas : 1;
+  int max_ctas = env->max_ctas > 0 ? env->max_ctas : NCCL_MAXCHANNELS;
   if (min_ctas > NCCL_MAXCHANNELS) min_ctas = NCCL_MAXCHANNELS;
   if (max_ctas > NCCL_MAXCHANNELS) max_ctas = NCCL_MAXCHANNELS;
   if (min_ctas > max_ctas) min_ctas = max_ctas;
-  int maxc = max_channels(&t->env);
+  int maxc = max_channels(env);
   if (final > maxc) final = maxc;
   if (final > max_ctas) final = max_ctas;
-  int minc = min_channels(&t->env);
+  int minc = min_channels(env);
   int copy2_from = final, target = minc > min_ctas ? minc : min_ctas;
   if (target > final) final = target > NCCL_MAXCHANNELS ? NCCL_MAXCHANNELS : target;
   g->nchannels = final;
@@ -135,59 +187,56 @@ static int connect_all(nt_topo_graphs *g, const nt_topo *t) {
 
   /* crossNic 2 rings on even channel counts: odd nodes swap channel pairs
    * so that consecutive nodes do not cross rails the same way */
-  bool swap = ring->cross_nic == 2 && nch % 2 == 0;
+  bool swap = l->ring_cross_nic == 2 && nch % 2 == 0;
   for (int c = 0; c < nch; c++) {
     /* rings: inside each node the search's order; node n's last GPU sends
      * to node n+1's first */
     for (int n = 0; n < N; n++) {
       int rc = swap && n % 2 == 1 ? c ^ 1 : c;
-      const int8_t *ri = ring->intra + rc * G;
+      const int *ri = l->ring_local + rc * G;
       for (int i = 0; i < G; i++) {
-        int r = global_rank(g, n, ri[i]);
-        prev[c * R + r] = i == 0 ? -1 : global_rank(g, n, ri[i - 1]);
-        next[c * R + r] = i == G - 1 ? -1 : global_rank(g, n, ri[i + 1]);
+        int r = RANK(n, ri[i]);
+        prev[c * R + r] = i == 0 ? -1 : RANK(n, ri[i - 1]);
+        next[c * R + r] = i == G - 1 ? -1 : RANK(n, ri[i + 1]);
       }
     }
     for (int n = 0; n < N; n++) {
       int rc = swap && n % 2 == 1 ? c ^ 1 : c, pn = (n - 1 + N) % N, nn = (n + 1) % N;
       int rcp = swap && pn % 2 == 1 ? c ^ 1 : c, rcn = swap && nn % 2 == 1 ? c ^ 1 : c;
-      int recv = global_rank(g, n, ring->intra[rc * G]);
-      int send = global_rank(g, n, ring->intra[rc * G + G - 1]);
-      prev[c * R + recv] = global_rank(g, pn, ring->intra[rcp * G + G - 1]);
-      next[c * R + send] = global_rank(g, nn, ring->intra[rcn * G]);
+      int recv = RANK(n, l->ring_local[rc * G]);
+      int send = RANK(n, l->ring_local[rc * G + G - 1]);
+      prev[c * R + recv] = RANK(pn, l->ring_local[rcp * G + G - 1]);
+      next[c * R + send] = RANK(nn, l->ring_local[rcn * G]);
     }
     /* trees: a chain inside each node; across nodes, the double binary
      * tree between each node's first GPU (its parent side) and its second
      * (child 0; the first again for child 1), or the first for both when
      * the search settled on a plain tree */
-    const int8_t *ti = tree->intra + c * G;
-    int c0 = tree->pattern == PATTERN_TREE ? 0 : 1,
-        c1 = tree->pattern == PATTERN_SPLIT_TREE ? 1 : 0;
+    const int *ti = l->tree_local + c * G;
+    int c0 = l->tree_pattern == PATTERN_TREE ? 0 : 1,
+        c1 = l->tree_pattern == PATTERN_SPLIT_TREE ? 1 : 0;
     if (G == 1) c0 = c1 = 0;
     for (int half = 0; half < 2; half++) {
       int ch = c + half * nch;
       if (ch >= NCCL_MAXCHANNELS) break;
       for (int n = 0; n < N; n++)
         for (int i = 0; i < G; i++) {
-          int r = global_rank(g, n, ti[i]);
-          g->up[ch * R + r] = i == 0 ? -1 : global_rank(g, n, ti[i - 1]);
-          g->down[(ch * R + r) * 3] = i == G - 1 ? -1 : global_rank(g, n, ti[i + 1]);
+          int r = RANK(n, ti[i]);
+          g->up[ch * R + r] = i == 0 ? -1 : RANK(n, ti[i - 1]);
+          g->down[(ch * R + r) * 3] = i == G - 1 ? -1 : RANK(n, ti[i + 1]);
         }
       for (int n = 0; n < N; n++) {
         int t0[4] = {-1, -1, -1, 0}, t1[4] = {-1, -1, -1, 0};
         dtree(N, n, t0, t1);
         const int *tr = half == 0 ? t0 : t1;
-        int parent = global_rank(g, n, ti[0]);
-        if (tr[0] != -1) g->up[ch * R + parent] = global_rank(g, tr[0], ti[tr[3] == 0 ? c0 : c1]);
-        if (tr[1] != -1)
-          add_down(&g->down[(ch * R + global_rank(g, n, ti[c0])) * 3],
-                   global_rank(g, tr[1], ti[0]));
-        if (tr[2] != -1)
-          add_down(&g->down[(ch * R + global_rank(g, n, ti[c1])) * 3],
-                   global_rank(g, tr[2], ti[0]));
+        int parent = RANK(n, ti[0]);
+        if (tr[0] != -1) g->up[ch * R + parent] = RANK(tr[0], ti[tr[3] == 0 ? c0 : c1]);
+        if (tr[1] != -1) add_down(&g->down[(ch * R + RANK(n, ti[c0])) * 3], RANK(tr[1], ti[0]));
+        if (tr[2] != -1) add_down(&g->down[(ch * R + RANK(n, ti[c1])) * 3], RANK(tr[2], ti[0]));
       }
     }
   }
+#undef RANK
   /* the second half's rings are the first half's */
   for (int c = nch; c < total; c++) {
     memcpy(prev + c * R, prev + (c - nch) * R, (size_t)R * sizeof *prev);
@@ -220,6 +269,88 @@ static int connect_all(nt_topo_graphs *g, const nt_topo *t) {
   free(prev);
   free(next);
   return rc;
+}
+
+nt_topo_rings *nt_topo_connect(const nt_topo_layout *l, char *err, size_t errlen) {
+  if (!layout_ok(l, err, errlen)) return NULL;
+  nt_topo_rings *g = calloc(1, sizeof *g);
+  if (!g) return snprintf(err, errlen, "out of memory"), (nt_topo_rings *)NULL;
+  g->nranks = l->nnodes * l->nlocal;
+  int rc = connect_layout(g, l);
+  if (rc == 0) return g;
+  if (rc == -1)
+    snprintf(err, errlen, "out of memory");
+  else
+    snprintf(err, errlen, "a ring does not close (a bug in nccltop)");
+  nt_topo_rings_free(g);
+  return NULL;
+}
+
+void nt_topo_rings_free(nt_topo_rings *r) {
+  if (!r) return;
+  free(r->ring);
+  free(r->up);
+  free(r->down);
+  free(r);
+}
+
+int nt_topo_rings_nranks(const nt_topo_rings *r) {
+  return r->nranks;
+}
+int nt_topo_rings_nchannels(const nt_topo_rings *r) {
+  return r->nchannels;
+}
+
+const int *nt_topo_rings_ring(const nt_topo_rings *r, int c) {
+  return c >= 0 && c < r->nchannels ? r->ring + (size_t)c * (size_t)r->nranks : NULL;
+}
+
+bool nt_topo_rings_tree(const nt_topo_rings *r, int c, int rank, int *up, int down[3]) {
+  if (c < 0 || c >= r->nchannels || rank < 0 || rank >= r->nranks) return false;
+  size_t i = (size_t)c * (size_t)r->nranks + (size_t)rank;
+  *up = r->up[i];
+  for (int k = 0; k < 3; k++) down[k] = r->down[i * 3 + (size_t)k];
+  return true;
+}
+
+/* The search's graphs over node-major ranks: node n holds ranks n*G ..
+ * n*G+G-1. */
+static int connect_all(nt_topo_graphs *g, const nt_topo *t, char *err, size_t errlen) {
+  int G = g->ngpus, N = g->nodes, R = g->nranks;
+  const topo_graph *ring = &g->graph[0], *tree = &g->graph[1];
+  int *node_ranks = malloc((size_t)R * sizeof *node_ranks);
+  int *local = malloc((size_t)(ring->nchannels + tree->nchannels) * (size_t)G * sizeof *local);
+  if (!node_ranks || !local) {
+    free(node_ranks), free(local);
+    return snprintf(err, errlen, "%s: out of memory", t->name), -1;
+  }
+  for (int r = 0; r < R; r++) node_ranks[r] = r;
+  int *ring_local = local, *tree_local = local + ring->nchannels * G;
+  for (int c = 0; c < ring->nchannels; c++)
+    for (int i = 0; i < G; i++) ring_local[c * G + i] = g->local_of_gpu[ring->intra[c * G + i]];
+  for (int c = 0; c < tree->nchannels; c++)
+    for (int i = 0; i < G; i++) tree_local[c * G + i] = g->local_of_gpu[tree->intra[c * G + i]];
+  int sm = t->nodes[t->gpus[0]].sm;
+  for (int i = 1; i < G; i++)
+    if (t->nodes[t->gpus[i]].sm < sm) sm = t->nodes[t->gpus[i]].sm;
+  nt_topo_layout l = {.nnodes = N,
+                      .nlocal = G,
+                      .node_ranks = node_ranks,
+                      .ring_channels = ring->nchannels,
+                      .tree_channels = tree->nchannels,
+                      .ring_local = ring_local,
+                      .tree_local = tree_local,
+                      .ring_cross_nic = ring->cross_nic,
+                      .tree_pattern = tree->pattern,
+                      .ring_bw_intra = ring->bw_intra,
+                      .min_sm = sm,
+                      .env = &t->env};
+  char why[200];
+  g->conn = nt_topo_connect(&l, why, sizeof why);
+  free(node_ranks);
+  free(local);
+  if (!g->conn) return snprintf(err, errlen, "%s: %s", t->name, why), -1;
+  return 0;
 }
 
 nt_topo_graphs *nt_topo_graphs_compute(nt_topo *t, int nodes, char *err, size_t errlen) {
@@ -284,15 +415,7 @@ nt_topo_graphs *nt_topo_graphs_compute(nt_topo *t, int nodes, char *err, size_t 
       t->nodes[i].links[l].bw = saved[i * TOPO_MAX_LINKS + l];
   free(saved);
   if (rc < 0) goto fail;
-  rc = connect_all(g, t);
-  if (rc == -1) {
-    snprintf(err, errlen, "%s: out of memory", t->name);
-    goto fail;
-  }
-  if (rc < 0) {
-    snprintf(err, errlen, "%s: a ring does not close (a bug in nccltop)", t->name);
-    goto fail;
-  }
+  if (connect_all(g, t, err, errlen) < 0) goto fail;
   free(s);
   return g;
 fail:
@@ -303,9 +426,7 @@ fail:
 
 void nt_topo_graphs_free(nt_topo_graphs *g) {
   if (!g) return;
-  free(g->ring);
-  free(g->up);
-  free(g->down);
+  nt_topo_rings_free(g->conn);
   free(g);
 }
 
@@ -316,7 +437,7 @@ int nt_topo_graphs_nranks(const nt_topo_graphs *g) {
   return g->nranks;
 }
 int nt_topo_graphs_nchannels(const nt_topo_graphs *g) {
-  return g->nchannels;
+  return g->conn->nchannels;
 }
 
 bool nt_topo_graphs_graph(const nt_topo_graphs *g, int which, nt_topo_graph_info *out) {
@@ -347,15 +468,16 @@ int nt_topo_graphs_channel_net(const nt_topo_graphs *g, int which, int c, int ou
 }
 
 const int *nt_topo_graphs_ring(const nt_topo_graphs *g, int c) {
-  return c >= 0 && c < g->nchannels ? g->ring + c * g->nranks : NULL;
+  return nt_topo_rings_ring(g->conn, c);
 }
 
 bool nt_topo_graphs_tree(const nt_topo_graphs *g, int c, int rank, int *up, int down[3]) {
-  if (c < 0 || c >= g->nchannels || rank < 0 || rank >= g->nranks) return false;
-  size_t i = (size_t)c * (size_t)g->nranks + (size_t)rank;
-  *up = g->up[i];
-  for (int k = 0; k < 3; k++) down[k] = g->down[i * 3 + (size_t)k];
-  return true;
+  return nt_topo_rings_tree(g->conn, c, rank, up, down);
+}
+
+int nt_topo_graphs_channel_local(const nt_topo_graphs *g, int which, int c, int k) {
+  int gpu = nt_topo_graphs_channel_gpu(g, which, c, k);
+  return gpu < 0 ? -1 : g->local_of_gpu[gpu];
 }
 
 int nt_topo_graphs_rank_gpu(const nt_topo_graphs *g, int rank) {

@@ -292,6 +292,39 @@ const int *nt_topo_graphs_ring(const nt_topo_graphs *g, int c);
 bool nt_topo_graphs_tree(const nt_topo_graphs *g, int c, int rank, int *up, int down[3]);
 /* The GPU endpoint index a rank runs on (in its node). */
 int nt_topo_graphs_rank_gpu(const nt_topo_graphs *g, int rank);
+/* The local rank (0 .. GPUs - 1, the GPUs in the order of their rank
+ * attribute) of the k-th GPU of search channel c; -1 out of range. */
+int nt_topo_graphs_channel_local(const nt_topo_graphs *g, int which, int c, int k);
+
+/* ---- the rings and trees over a communicator's ranks as they are ----
+ * connect.cc over an explicit layout (init.cc numbers the nodes: in the
+ * order of their lowest rank; a node's local ranks are its ranks
+ * ascending), every node running the same per-node graphs, given in local
+ * ranks: what NCCL connects for a job whose ranks are not node-major. */
+#define NT_TOPO_MAX_CONNECT_RANKS 65536
+typedef struct {
+  int nnodes, nlocal;                 /* nodes; ranks on each (GPUs per channel) */
+  const int *node_ranks;              /* [n * nlocal + k]: node n's k-th rank, ascending */
+  int ring_channels, tree_channels;   /* search channels, 1..64 each */
+  const int *ring_local, *tree_local; /* [c * nlocal + i]: local rank at position i of channel c */
+  int ring_cross_nic;                 /* the ring graph's crossNic (2: odd nodes swap pairs) */
+  int tree_pattern;                   /* NT_PATTERN_* of the tree graph */
+  double ring_bw_intra;               /* GB/s (fast Hopper rings across nodes are doubled) */
+  int min_sm;                         /* lowest compute capability (90: Hopper); 0 unknown */
+  const nt_topo_env *env;             /* channel and CTA limits; NULL: NCCL's defaults */
+} nt_topo_layout;
+typedef struct nt_topo_rings nt_topo_rings;
+/* NULL with one line in err when the layout is not one NCCL could have
+ * (ranks not 0..nnodes*nlocal-1 once each, a channel that does not visit
+ * each local rank once) or memory runs out. */
+nt_topo_rings *nt_topo_connect(const nt_topo_layout *l, char *err, size_t errlen);
+void nt_topo_rings_free(nt_topo_rings *r);
+int nt_topo_rings_nranks(const nt_topo_rings *r);
+int nt_topo_rings_nchannels(const nt_topo_rings *r);
+/* Channel c's ring, nranks ranks from rank 0; NULL out of range. */
+const int *nt_topo_rings_ring(const nt_topo_rings *r, int c);
+/* Rank's tree parent and up to 3 children in channel c (-1 for none). */
+bool nt_topo_rings_tree(const nt_topo_rings *r, int c, int rank, int *up, int down[3]);
 const char *nt_topo_pattern_name(int pattern); /* "ring", "tree", "balanced tree", ... */
 
 /* NCCL's tuning model (tuning.h) for these graphs: the latency and

@@ -422,6 +422,43 @@ uint32_t nt_model_recent_ops(nt_model *m, nt_recent_op *out, uint32_t cap, uint3
 /* "32K-64K": the range of a size bucket. */
 const char *nt_fmt_bucket(int bucket, char *buf, size_t cap);
 
+/* ---- rings and trees over a communicator's ranks (model_rings.c) ----
+ *
+ * What NCCL connects (topo/connect.c, as connect.cc) over the ranks a
+ * communicator really has: its processes' hosts are its nodes, numbered in
+ * the order of their lowest rank, each node's ranks ascending (its local
+ * ranks), as init.cc numbers them; every node is taken to run the same
+ * per-node graphs (NCCL's dump, or the search on the topology shown), the
+ * GPU of local rank k being the one of the topology's k-th rank attribute. */
+#define NT_LAYOUT_MAX_COMMS 8
+typedef struct {
+  uint64_t comm_hash;
+  char label[NT_COMM_LABEL];
+  int32_t nranks, nnodes;         /* as NCCL reported them */
+  int nlocal;                     /* ranks per node; 0 when the layout is not whole */
+  int *node_ranks;                /* [n * nlocal + k]: node n's k-th rank; NULL when not whole */
+  char (*hosts)[NT_MAX_HOST + 1]; /* node n's host; NULL when not whole */
+  nt_topo_env env;                /* NCCL's defaults and its processes' channel variables */
+  char why[128];                  /* "" whole; else why there are no rings */
+} nt_comm_layout;
+/* The current run's communicators, most ranks first (then by hash), at
+ * most cap of them; *more receives how many were left out (may be NULL).
+ * Free each with nt_comm_layout_free. */
+uint32_t nt_model_comm_layouts(nt_model *m, nt_comm_layout *out, uint32_t cap, uint32_t *more);
+void nt_comm_layout_free(nt_comm_layout *l);
+/* From NCCL's own dump: its ring (id 0) and tree (id 1) graphs, their GPUs
+ * (dev numbers) mapped to local ranks through the topology's GPUs (t; by
+ * dev order without one, then Hopper's channel doubling is not known).
+ * NULL with why when the dump does not fit the layout (another shape of
+ * communicator, a GPU the topology lacks). */
+nt_topo_rings *nt_comm_rings_from_dump(const nt_comm_layout *l, const nt_graph_dump *d,
+                                       const nt_topo *t, char *why, size_t cap);
+/* From the search's graphs on the topology (g of nt_topo_graphs_compute on
+ * t with 1 node for a one-node communicator, more for several: only whether
+ * channels cross nodes changes the search). */
+nt_topo_rings *nt_comm_rings_from_graphs(const nt_comm_layout *l, const nt_topo *t,
+                                         const nt_topo_graphs *g, char *why, size_t cap);
+
 /* ---- diagnosis (alerts.c) ---- */
 
 enum nt_alert_kind {

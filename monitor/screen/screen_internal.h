@@ -93,6 +93,7 @@ typedef struct {
   int gr_top;                /* the channels panel's first line shown */
   nt_topo_graphs *gr_search; /* the search of the topology shown (view_graphs.c) */
   uint32_t gr_serial;        /* the topo_serial gr_search was computed at */
+  bool gr_inter;             /* gr_search's channels cross nodes (the job's have several) */
   unsigned char topo_changed[NT_TOPO_VIEW_MAX * NT_TOPO_VIEW_MAX];
   int nhist;
   int row, col;              /* cursor: rank row, channel column */

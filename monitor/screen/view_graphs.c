@@ -4,7 +4,10 @@
  * enters and leaves by. NCCL's own graphs when a publisher forwarded
  * NCCL_GRAPH_DUMP_FILE; else computed from the topology shown with the
  * what-ifs in force (nccltop's re-implementation of NCCL's search), and
- * marked as computed. */
+ * marked as computed. Then, for each communicator of the job, the rings
+ * and trees NCCL connects from those graphs over its ranks as they are
+ * (hosts as nodes: model_rings.c), channel by channel, marked as from
+ * NCCL's dump or computed. */
 #include <curses.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -107,19 +110,176 @@ static void from_search(ch_lines *l, nt_topo *t, const nt_topo_graphs *g) {
   }
 }
 
-/* The search for the topology shown, again only when it or a what-if
- * changed (s->topo_serial). */
-static const nt_topo_graphs *computed(nt_screen *s, nt_topo *t, char *err, size_t errlen) {
-  if (s->gr_search && s->gr_serial == s->topo_serial) return s->gr_search;
+/* The search for the topology shown, again only when it, a what-if or
+ * whether the job crosses nodes changed (s->topo_serial). */
+static const nt_topo_graphs *computed(nt_screen *s, nt_topo *t, bool inter, char *err,
+                                      size_t errlen) {
+  if (s->gr_search && s->gr_serial == s->topo_serial && s->gr_inter == inter) return s->gr_search;
   nt_topo_graphs_free(s->gr_search);
-  s->gr_search = nt_topo_graphs_compute(t, 1, err, errlen);
+  /* two nodes stand for any number: only whether channels leave the node
+   * changes the search */
+  s->gr_search = nt_topo_graphs_compute(t, inter ? 2 : 1, err, errlen);
   s->gr_serial = s->topo_serial;
+  s->gr_inter = inter;
   return s->gr_search;
+}
+
+/* Lines no wider than the screen: a head, then tokens, the lines after
+ * the first indented under it. */
+typedef struct {
+  ch_lines *l;
+  char line[CH_LINE];
+  int n, width, indent;
+  bool bold;
+} wrap;
+
+static void wrap_start(wrap *w, ch_lines *l, int width, const char *head) {
+  w->l = l;
+  w->width = width < CH_LINE - 1 ? width : CH_LINE - 1;
+  w->n = snprintf(w->line, sizeof w->line, "%s", head);
+  w->indent = w->n;
+  w->bold = false;
+}
+
+static void wrap_add(wrap *w, const char *tok) {
+  int len = (int)strlen(tok);
+  if (w->n > w->indent && w->n + 1 + len > w->width) {
+    add(w->l, w->bold, "%s", w->line);
+    w->n = snprintf(w->line, sizeof w->line, "%*s", w->indent, "");
+  }
+  w->n += snprintf(w->line + w->n, sizeof w->line - (size_t)w->n, " %s", tok);
+  if (w->n >= (int)sizeof w->line) w->n = (int)sizeof w->line - 1;
+}
+
+static void wrap_end(wrap *w) {
+  if (w->n > w->indent) add(w->l, w->bold, "%s", w->line);
+}
+
+/* A sentence, broken between words; the lines after the first indented. */
+static void wrap_text(ch_lines *l, bool bold, int width, const char *text) {
+  wrap w;
+  char word[CH_LINE];
+  const char *p = text;
+  size_t n = strcspn(p, " ");
+  snprintf(word, sizeof word, "%.*s", (int)n, p);
+  wrap_start(&w, l, width, word);
+  w.bold = bold;
+  w.indent = 4;
+  for (p += n; *p;) {
+    p += strspn(p, " ");
+    n = strcspn(p, " ");
+    if (n == 0) break;
+    snprintf(word, sizeof word, "%.*s", (int)n, p);
+    wrap_add(&w, word);
+    p += n;
+  }
+  add(l, bold, "%s", w.line);
+}
+
+/* "0-3,8": ascending ranks with runs shortened. */
+static void ranks_text(const int *r, int n, char *buf, size_t cap) {
+  size_t k = 0;
+  buf[0] = '\0';
+  for (int i = 0; i < n && k < cap; i++) {
+    int j = i;
+    while (j + 1 < n && r[j + 1] == r[j] + 1) j++;
+    int w = j > i ? snprintf(buf + k, cap - k, "%s%d-%d", k ? "," : "", r[i], r[j])
+                  : snprintf(buf + k, cap - k, "%s%d", k ? "," : "", r[i]);
+    k += w > 0 ? (size_t)w : 0;
+    i = j;
+  }
+}
+
+/* One communicator: its nodes, then each channel's ring (from rank 0) and
+ * each rank's tree parent and children as NCCL's INFO "Tree" lines give
+ * them (parent>rank>children, -1 none). */
+static void comm_rings(ch_lines *l, int width, const nt_comm_layout *c, const nt_topo_rings *r,
+                       const char *from) {
+  int R = nt_topo_rings_nranks(r), nch = nt_topo_rings_nchannels(r);
+  char line[CH_LINE + 128]; /* wrap_text keeps CH_LINE of a line */
+  snprintf(line, sizeof line, "comm %s: %d ranks on %d node%s, %d channels, %s", c->label, R,
+           c->nnodes, c->nnodes == 1 ? "" : "s", nch, from);
+  wrap_text(l, true, width, line);
+  wrap w;
+  char tok[CH_LINE], head[32];
+  wrap_start(&w, l, width, "  nodes   ");
+  for (int n = 0; n < c->nnodes; n++) {
+    char ranks[160];
+    ranks_text(c->node_ranks + n * c->nlocal, c->nlocal, ranks, sizeof ranks);
+    snprintf(tok, sizeof tok, "%.40s:%s", c->hosts[n], ranks);
+    wrap_add(&w, tok);
+  }
+  wrap_end(&w);
+  for (int ch = 0; ch < nch; ch++) {
+    const int *ring = nt_topo_rings_ring(r, ch);
+    snprintf(head, sizeof head, "  ring %-3d", ch);
+    wrap_start(&w, l, width, head);
+    for (int i = 0; i < R; i++) {
+      snprintf(tok, sizeof tok, "%d", ring[i]);
+      wrap_add(&w, tok);
+    }
+    wrap_end(&w);
+  }
+  for (int ch = 0; ch < nch; ch++) {
+    snprintf(head, sizeof head, "  tree %-3d", ch);
+    wrap_start(&w, l, width, head);
+    for (int rank = 0; rank < R; rank++) {
+      int up, down[3];
+      if (!nt_topo_rings_tree(r, ch, rank, &up, down)) continue;
+      int n = snprintf(tok, sizeof tok, "%d>%d>", up, rank);
+      bool any = false;
+      for (int k = 0; k < 3; k++)
+        if (down[k] >= 0)
+          n += snprintf(tok + n, sizeof tok - (size_t)n, "%s%d", any ? "/" : "", down[k]),
+              any = true;
+      if (!any) snprintf(tok + n, sizeof tok - (size_t)n, "-1");
+      wrap_add(&w, tok);
+    }
+    wrap_end(&w);
+  }
+}
+
+/* The job's communicators: from NCCL's dump when it fits, else computed. */
+static void comm_sections(ch_lines *l, nt_screen *s, nt_topo *t, const nt_graph_dump *d,
+                          nt_comm_layout *ls, uint32_t n, uint32_t more, int width) {
+  if (n == 0) return;
+  add(l, true, "rings and trees over the job's ranks (tree: parent>rank>children, -1 none)");
+  for (uint32_t i = 0; i < n; i++) {
+    char dwhy[200] = "", why[200] = "", from[256];
+    nt_topo_rings *r = d ? nt_comm_rings_from_dump(&ls[i], d, t, dwhy, sizeof dwhy) : NULL;
+    snprintf(from, sizeof from, "from NCCL's dump");
+    if (!r && t && ls[i].nlocal) {
+      const nt_topo_graphs *g = computed(s, t, ls[i].nnodes > 1, why, sizeof why);
+      if (g) r = nt_comm_rings_from_graphs(&ls[i], t, g, why, sizeof why);
+      if (d)
+        snprintf(from, sizeof from, "computed (NCCL's dump does not fit: %s)", dwhy);
+      else
+        snprintf(from, sizeof from, "computed");
+    } else if (!r) {
+      snprintf(why, sizeof why, "%s",
+               !ls[i].nlocal ? ls[i].why
+               : d           ? dwhy
+                             : "no topology and no NCCL_GRAPH_DUMP_FILE came");
+    }
+    if (r) {
+      comm_rings(l, width, &ls[i], r, from);
+    } else {
+      char line[CH_LINE + 128];
+      snprintf(line, sizeof line, "comm %s: %d ranks, no rings: %s", ls[i].label, ls[i].nranks,
+               why);
+      wrap_text(l, true, width, line);
+    }
+    nt_topo_rings_free(r);
+  }
+  if (more) add(l, false, "(%u more communicators, fewer ranks: not shown)", more);
 }
 
 void nt_view_graphs(nt_screen *s, nt_topo *t, const char *topo_source, int y) {
   static ch_lines l;
+  static nt_comm_layout ls[NT_LAYOUT_MAX_COMMS];
   l.n = 0;
+  uint32_t more = 0, nl = nt_model_comm_layouts(s->m, ls, NT_LAYOUT_MAX_COMMS, &more);
+  bool inter = nl > 0 && ls[0].nlocal > 0 && ls[0].nnodes > 1; /* the job's, when known */
   const char *gsrc = "";
   const nt_graph_dump *d = nt_model_graphs(s->m, topo_source, &gsrc);
   char err[256] = "";
@@ -128,14 +288,19 @@ void nt_view_graphs(nt_screen *s, nt_topo *t, const char *topo_source, int y) {
     add(&l, false, "as NCCL dumped them (NCCL_GRAPH_DUMP_FILE), from %s", base ? base + 1 : gsrc);
     from_dump(&l, d);
   } else {
-    const nt_topo_graphs *g = t ? computed(s, t, err, sizeof err) : NULL;
+    const nt_topo_graphs *g = t ? computed(s, t, inter, err, sizeof err) : NULL;
     if (g) {
-      add(&l, false, "computed from this topology and what-ifs (no NCCL_GRAPH_DUMP_FILE came)");
+      if (inter)
+        add(&l, false, "computed from this topology and what-ifs for several nodes (no dump came)");
+      else
+        add(&l, false, "computed from this topology and what-ifs (no NCCL_GRAPH_DUMP_FILE came)");
       from_search(&l, t, g);
     } else {
       add(&l, false, "no channels: %s", t ? err : "no topology and no NCCL_GRAPH_DUMP_FILE came");
     }
   }
+  comm_sections(&l, s, t, d, ls, nl, more, s->cols);
+  for (uint32_t i = 0; i < nl; i++) nt_comm_layout_free(&ls[i]);
   int rows = s->bottom - y;
   if (rows < 1) return;
   if (s->gr_top > l.n - rows) s->gr_top = l.n - rows;
