@@ -9,6 +9,7 @@
 #include "exporter_harness.h"
 #include "../monitor/outputs/exporter.h"
 #include "../monitor/core/model.h"
+#include "test_diag.h"
 
 #define HASH 0x00c0ffee12345678ull
 /* The only complaints promtool may have: the NCCL Inspector's names keep
@@ -89,7 +90,7 @@ static char *render(nt_model *m, bool per_channel, bool inspector) {
   size_t len = 0;
   FILE *f = open_memstream(&buf, &len);
   if (!f) return NULL;
-  int rc = nt_exporter_render(f, m, &o, 1.6);
+  int rc = nt_exporter_render(f, m, test_diag(), &o, 1.6);
   if (fclose(f) != 0 || rc != 0) {
     free(buf);
     return NULL;

@@ -9,6 +9,7 @@
 
 #include "../monitor/screen/screen_internal.h"
 #include "testlib.h"
+#include "test_diag.h"
 #include "../monitor/outputs/batch.h"
 #include "../monitor/commands/cli.h"
 #include "../monitor/core/frame.h"
@@ -86,7 +87,7 @@ static const nt_frame_opts opts = {.stall_ms = 2000, .process_env = true};
 static void numbers_are_exact(void) {
   nt_model *m = job();
   nt_frame *f = nt_frame_new();
-  CHECK(m && f && nt_frame_build(f, m, &opts, 2.0) == 0);
+  CHECK(m && f && nt_frame_build(f, m, test_diag(), &opts, 2.0) == 0);
   CHECK_EQ_U64(f->nprocs, 2);
   CHECK_EQ_U64(f->nranks, 2);
   CHECK_EQ_U64(f->nchannels, 4);
@@ -121,14 +122,14 @@ static void a_silent_rank_does_nothing_per_second(void) {
   nt_frame *f = nt_frame_new();
   CHECK(m && f);
   nt_model_tick(m, 1.6);
-  CHECK(nt_frame_build(f, m, &opts, 1.6) == 0);
+  CHECK(nt_frame_build(f, m, test_diag(), &opts, 1.6) == 0);
   CHECK(f->ranks[1].done_per_s == 10.0 && f->comms[0].done_per_s == 10.0);
   /* rank 0 goes on (done 6 -> 11 in 0.5 s); rank 1 says nothing more */
   nt_snapshot *c = snap(100, 0, 3, 2000000000ull, 1100, 30);
   CHECK(c && nt_model_apply_snapshot(m, "ep", 0, c, 9.9) == 0);
   nt_snapshot_free(c);
   nt_model_tick(m, 10.0);
-  CHECK(nt_frame_build(f, m, &opts, 10.0) == 0);
+  CHECK(nt_frame_build(f, m, test_diag(), &opts, 10.0) == 0);
   CHECK(!f->procs[f->ranks[0].proc].stale && f->procs[f->ranks[1].proc].stale);
   CHECK(f->ranks[0].done_per_s == 10.0);
   CHECK(f->ranks[1].done_per_s == 0.0);
@@ -145,7 +146,7 @@ static double num(const cJSON *o, const char *key) {
 static void the_json_carries_the_frames_numbers(void) {
   nt_model *m = job();
   nt_frame *f = nt_frame_new();
-  CHECK(m && f && nt_frame_build(f, m, &opts, 2.0) == 0);
+  CHECK(m && f && nt_frame_build(f, m, test_diag(), &opts, 2.0) == 0);
   nt_jo w;
   nt_jo_init(&w);
   const char *text = nt_frame_json(f, &w);
@@ -223,7 +224,7 @@ static void the_screen_shows_the_frames_numbers(void) {
   nt_frame *f = nt_frame_new();
   FILE *out = NULL, *in = NULL;
   SCREEN *term = NULL;
-  CHECK(m && f && nt_frame_build(f, m, &opts, 2.0) == 0);
+  CHECK(m && f && nt_frame_build(f, m, test_diag(), &opts, 2.0) == 0);
   bool ok = screen_open(f, m, &out, &in, &term);
   if (ok) {
     scr.view = NT_VIEW_OVERVIEW;
@@ -257,7 +258,7 @@ static void a_frame_outlives_its_model(void) {
   nt_frame *f = nt_frame_new();
   FILE *out = NULL, *in = NULL;
   SCREEN *term = NULL;
-  CHECK(m && f && nt_frame_build(f, m, &opts, 2.0) == 0);
+  CHECK(m && f && nt_frame_build(f, m, test_diag(), &opts, 2.0) == 0);
   nt_model_free(m); /* every process gone: the frame owns what it shows */
   bool ok = screen_open(f, NULL, &out, &in, &term);
   static const int views[] = {NT_VIEW_PROXY, NT_VIEW_CHANNELS, NT_VIEW_OPS,

@@ -40,7 +40,7 @@ static nt_snapshot *snap(uint32_t pid, uint64_t seq, uint64_t mono_ns, uint64_t 
   return s;
 }
 
-static nt_model_process *only(nt_model *m) {
+static const nt_model_process *only(nt_model *m) {
   return nt_model_nprocesses(m) == 1 ? nt_model_process_at(m, 0) : NULL;
 }
 
@@ -50,7 +50,7 @@ static void rates_and_shares_are_exact_over_the_last_interval(void) {
   CHECK(m && a && b);
   CHECK(nt_model_apply_snapshot(m, "ep", 0, a, 1.0) == 0);
   CHECK(nt_model_apply_snapshot(m, "ep", 0, b, 7.0) == 0); /* arrival time does not matter */
-  nt_model_process *p = only(m);
+  const nt_model_process *p = only(m);
   CHECK(p != NULL);
   double sps, bps;
   nt_model_channel_rates(p, &p->cur->channels[0], &sps, &bps);
@@ -84,7 +84,7 @@ static void rows_are_matched_by_key_not_by_position(void) {
   b->channels[2] = send;
   CHECK(nt_model_apply_snapshot(m, "ep", 0, a, 1.0) == 0);
   CHECK(nt_model_apply_snapshot(m, "ep", 0, b, 2.0) == 0);
-  nt_model_process *p = only(m);
+  const nt_model_process *p = only(m);
   CHECK(p && p->cur->nchannels == 3);
   int seen = 0;
   for (uint32_t i = 0; i < p->cur->nchannels; i++) {
@@ -119,7 +119,7 @@ static void dominant_wait_is_the_largest_growth_else_the_largest_total(void) {
   b->channels[0].wait_ns[0] = 1000000, b->channels[0].wait_ns[1] = 30,
   b->channels[0].wait_ns[2] = 5;
   CHECK(nt_model_apply_snapshot(m, "ep", 0, a, 1.0) == 0);
-  nt_model_process *p = only(m);
+  const nt_model_process *p = only(m);
   CHECK(p != NULL);
   /* One snapshot only: the largest total. */
   CHECK(nt_model_channel_dominant_wait(p, &p->cur->channels[0]) == NT_WAIT_SEND_GPU);
@@ -149,7 +149,7 @@ static void shares_fall_back_to_since_first_when_nothing_moved(void) {
   CHECK(nt_model_apply_snapshot(m, "ep", 0, b, 2.0) == 0);
   b->seq = 3; /* the same counters again */
   CHECK(nt_model_apply_snapshot(m, "ep", 0, b, 3.0) == 0);
-  nt_model_process *p = only(m);
+  const nt_model_process *p = only(m);
   double last[NT_PROXY_NSTATES], total[NT_PROXY_NSTATES];
   nt_model_proxy_shares(p, &p->cur->proxy[0], last, total);
   CHECK(last[NT_PROXY_APPEND] == 1.0); /* since the first snapshot */
@@ -176,7 +176,7 @@ static void sequence_gaps_are_lost_messages_not_lost_totals(void) {
   CHECK(m && a && b);
   CHECK(nt_model_apply_snapshot(m, "ep", 0, a, 1.0) == 0);
   CHECK(nt_model_apply_snapshot(m, "ep", 0, b, 1.4) == 0);
-  nt_model_process *p = only(m);
+  const nt_model_process *p = only(m);
   CHECK_EQ_U64(p->lost_messages, 3);
   CHECK_EQ_U64(p->cur->channels[0].steps, 50);             /* cumulative: nothing lost */
   CHECK(nt_model_apply_snapshot(m, "ep", 0, b, 1.5) == 0); /* the same message again */
@@ -198,7 +198,7 @@ static void a_restarted_publisher_starts_over_and_a_late_copy_is_ignored(void) {
   CHECK(m && a && b && late && again);
   CHECK(nt_model_apply_snapshot(m, "ep", 0, a, 1.0) == 0);
   CHECK(nt_model_apply_snapshot(m, "ep", 0, b, 1.1) == 0);
-  nt_model_process *p = only(m);
+  const nt_model_process *p = only(m);
   CHECK(nt_model_apply_snapshot(m, "ep", 0, late, 1.2) == 0);
   CHECK_EQ_U64(p->cur->seq, 41);
   CHECK_EQ_U64(p->duplicates, 1);
@@ -235,7 +235,7 @@ static void silent_publishers_turn_stale_after_three_intervals_and_stay_visible(
   CHECK(m && a);
   a->interval_ms = 1000;
   CHECK(nt_model_apply_snapshot(m, "ep", 0, a, 10.0) == 0);
-  nt_model_process *p = only(m);
+  const nt_model_process *p = only(m);
   nt_model_tick(m, 12.9);
   CHECK(!p->stale);
   nt_model_tick(m, 13.1);
@@ -373,7 +373,7 @@ static void processes_beyond_the_limit_are_refused_cleanly(void) {
   CHECK(strstr(nt_model_error_at(m, 0)->text, "table_full") != NULL);
   CHECK(strstr(nt_model_error_at(m, 1)->text, "source_full") != NULL);
   CHECK(nt_model_apply_snapshot(m, "ep", 0, t, 2.0) == 0); /* a known one still works */
-  nt_model_process *p = nt_model_process_at(m, 0);
+  const nt_model_process *p = nt_model_process_at(m, 0);
   CHECK(p->pid == 1000 && p->cur && p->cur->channels[0].steps == 7);
   CHECK_STR(p->host, "node1"); /* known by its communicator first, host learnt later */
   nt_snapshot_free(s);
@@ -388,7 +388,7 @@ static void hostile_strings_are_sanitized_on_arrival(void) {
   CHECK(m && a && h);
   snprintf(a->host, sizeof a->host, "node\x1b[2J\x9b"); /* ESC, and an 8-bit CSI */
   CHECK(nt_model_apply_snapshot(m, "ep\x1b", 0, a, 1.0) == 0);
-  nt_model_process *p = only(m);
+  const nt_model_process *p = only(m);
   CHECK_STR(p->host, "node\\x1B[2J\\x9B");
   CHECK_STR(p->cur->host, "node\\x1B[2J\\x9B");
   CHECK_STR(p->endpoint, "ep\\x1B");
@@ -427,7 +427,7 @@ static void communicator_names_beyond_the_table_replace_gone_ones(void) {
   ci.comm_hash = 0xfeed;
   snprintf(ci.name, sizeof ci.name, "newest");
   CHECK(nt_model_apply_comm(m, "ep", 0, &ci, 1.0) == 0);
-  nt_model_process *p = only(m);
+  const nt_model_process *p = only(m);
   CHECK(p->ncomm_info == NT_MAX_COMMS);
   bool newest = false, current = false;
   for (uint32_t i = 0; i < p->ncomm_info; i++) {

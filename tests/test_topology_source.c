@@ -9,6 +9,7 @@
 #include "../monitor/commands/cli.h"
 #include "../monitor/core/frame.h"
 #include "../monitor/core/model.h"
+#include "test_diag.h"
 #include "../monitor/options.h"
 #include "../monitor/feeds/source.h"
 
@@ -181,7 +182,7 @@ static void the_job_s_topology_gives_its_collectives_a_model(void) {
   for (double end = now_s() + 8; ok && f && now_s() < end && !timed;) {
     nt_source_poll(w.src, w.m, 100);
     nt_model_tick(w.m, now_s());
-    if (nt_frame_build(f, w.m, &o, now_s()) != 0) continue;
+    if (nt_frame_build(f, w.m, test_diag(), &o, now_s()) != 0) continue;
     known = timed = p2p_known = 0;
     for (uint32_t i = 0; i < f->nstats; i++) {
       const nt_frame_stat *x = &f->stats[i];

@@ -312,13 +312,13 @@ static int write_textfile(const char *dir, const expo *e) {
   return 0;
 }
 
-static expo *render(nt_model *m, nt_exporter_opts *xo, double now) {
+static expo *render(const nt_model *m, nt_diag *d, nt_exporter_opts *xo, double now) {
   char *buf = NULL;
   size_t len = 0;
   FILE *f = open_memstream(&buf, &len);
   if (!f) return NULL;
   double t0 = nt_now_s();
-  int rc = nt_exporter_render(f, m, xo, now);
+  int rc = nt_exporter_render(f, m, d, xo, now);
   rc = fclose(f) != 0 ? -1 : rc;
   expo *e = rc == 0 ? malloc(sizeof *e + len + 1) : NULL;
   if (e) {
@@ -422,7 +422,8 @@ static struct MHD_Daemon *start_http(const struct sockaddr_storage *sa, shelf *s
 /* Each tick: the exposition rendered once, written to the textfile and put
  * on the shelf the HTTP threads serve from. */
 typedef struct {
-  nt_model *m;
+  const nt_model *m;
+  nt_diag *diag; /* the exposition's diagnosis of m */
   nt_exporter_opts xo;
   const char *textfile;
   shelf *sh;
@@ -431,7 +432,7 @@ typedef struct {
 
 static int exposition_tick(void *ctx, double now) {
   tick_ctx *t = ctx;
-  expo *e = render(t->m, &t->xo, now);
+  expo *e = render(t->m, t->diag, &t->xo, now);
   if (!e) return 0;
   if (t->textfile && write_textfile(t->textfile, e) != 0 && !t->said) {
     fprintf(stderr, "nccltop exporter: cannot write %s/nccltop.prom: %s\n", t->textfile,
@@ -491,13 +492,15 @@ int nt_exporter_main(int argc, char **argv) {
 
   int rc = 1;
   nt_model *m = nt_model_new();
+  nt_diag *diag = nt_diag_new();
   if (m && o.view.max_memory_mib) nt_model_set_budget(m, (size_t)o.view.max_memory_mib << 20);
-  nt_source *src = m ? nt_source_open(&o.view, err, sizeof err) : NULL;
+  nt_source *src = m && diag ? nt_source_open(&o.view, err, sizeof err) : NULL;
   if (!src) {
-    fprintf(stderr, "nccltop exporter: %s\n", m ? err : "out of memory");
+    fprintf(stderr, "nccltop exporter: %s\n", m && diag ? err : "out of memory");
   } else {
     tick_ctx t = {
         .m = m,
+        .diag = diag,
         .xo = {.stall_ms = o.view.stall_ms, .per_channel = o.per_channel, .inspector = o.inspector},
         .textfile = o.textfile,
         .sh = &sh};
@@ -513,6 +516,7 @@ int nt_exporter_main(int argc, char **argv) {
   shelf_put(&sh, NULL);
   pthread_mutex_destroy(&sh.lock);
   if (src) nt_source_close(src);
+  nt_diag_free(diag);
   nt_model_free(m);
   return rc;
 }

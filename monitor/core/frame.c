@@ -1,7 +1,8 @@
 /* Building a frame (frame.h): one pass over the model's processes and
  * ranks, copying each row once with what is derived from it. The job-wide
- * parts (alerts, statistics, environment, runs) come from the model's own
- * analysis, copied so that the frame outlives the model's next update. */
+ * parts (statistics, environment, runs) come from the model's readers and
+ * the alerts from the diagnosis (diag.h), copied so that the frame outlives
+ * the model's next update. */
 #include "frame.h"
 
 #include <stdio.h>
@@ -356,9 +357,9 @@ static bool build_comms(nt_frame *f) {
 
 /* ---- the job ---- */
 
-static void build_alerts(nt_frame *f, nt_model *m) {
+static void build_alerts(nt_frame *f, const nt_model *m, nt_diag *d) {
   nt_alert *a = calloc(NT_FRAME_MAX_ALERTS, sizeof *a);
-  uint32_t n = a ? nt_model_alerts(m, f->stall_ms, a, NT_FRAME_MAX_ALERTS, f->now_s) : 0;
+  uint32_t n = a ? nt_diag_alerts(d, m, f->stall_ms, a, NT_FRAME_MAX_ALERTS, f->now_s) : 0;
   for (uint32_t i = 0; i < n; i++) {
     nt_frame_alert *x = &f->alerts[i];
     memset(x, 0, sizeof *x);
@@ -394,7 +395,7 @@ static void build_alerts(nt_frame *f, nt_model *m) {
   free(a);
 }
 
-static void build_stats(nt_frame *f, nt_model *m) {
+static void build_stats(nt_frame *f, const nt_model *m) {
   nt_op_stat *st = calloc(NT_FRAME_MAX_STATS, sizeof *st);
   uint32_t n = st ? nt_model_op_stats(m, st, NT_FRAME_MAX_STATS) : 0;
   for (uint32_t i = 0; i < n; i++) {
@@ -417,7 +418,7 @@ static uint32_t rank_of(const nt_frame *f, const uint32_t *by_proc, const uint32
   return UINT32_MAX;
 }
 
-static bool build_recent(nt_frame *f, nt_model *m, const proc_map *map, uint32_t per_rank) {
+static bool build_recent(nt_frame *f, const nt_model *m, const proc_map *map, uint32_t per_rank) {
   f->nrecent = 0;
   nt_recent_op *rec = calloc(NT_FRAME_MAX_RECENT, sizeof *rec);
   /* Ranks grouped by process (a counting sort): each op finds its rank. */
@@ -455,7 +456,7 @@ static bool build_recent(nt_frame *f, nt_model *m, const proc_map *map, uint32_t
 
 /* "host:pid=value" of up to three processes whose value is not the common
  * one, and how many more. */
-static void outliers(nt_model *m, const nt_env_row *r, char *buf, size_t cap) {
+static void outliers(const nt_model *m, const nt_env_row *r, char *buf, size_t cap) {
   size_t used = 0;
   int shown = 0, more = 0;
   buf[0] = '\0';
@@ -477,7 +478,7 @@ static void outliers(nt_model *m, const nt_env_row *r, char *buf, size_t cap) {
   if (more && used < cap) snprintf(buf + used, cap - used, "  and %d more", more);
 }
 
-static void build_env(nt_frame *f, nt_model *m) {
+static void build_env(nt_frame *f, const nt_model *m) {
   nt_env_row *rows = calloc(NT_FRAME_MAX_ENV, sizeof *rows);
   uint32_t n = rows ? nt_model_env(m, rows, NT_FRAME_MAX_ENV, true) : 0;
   f->env_differ = 0;
@@ -498,7 +499,7 @@ static void build_env(nt_frame *f, nt_model *m) {
   f->have_run_prev = nt_model_run_summary(m, true, f->run_prev);
 }
 
-static void build_viewer(nt_frame *f, nt_model *m) {
+static void build_viewer(nt_frame *f, const nt_model *m) {
   f->publishers = nt_model_nprocesses(m);
   f->messages = nt_model_total_messages(m);
   f->bad_messages = nt_model_total_bad(m);
@@ -533,7 +534,8 @@ static void clear_rows(nt_frame *f) {
   f->channel_count = 0;
 }
 
-int nt_frame_build(nt_frame *f, nt_model *m, const nt_frame_opts *o, double now_s) {
+int nt_frame_build(nt_frame *f, const nt_model *m, nt_diag *d, const nt_frame_opts *o,
+                   double now_s) {
   clear_rows(f);
   if (!f->first_build_s) f->first_build_s = now_s;
   f->now_s = now_s;
@@ -565,7 +567,7 @@ int nt_frame_build(nt_frame *f, nt_model *m, const nt_frame_opts *o, double now_
   }
   ok = ok && build_comms(f);
   ok = ok && nt_frame_history_update(f, o->update_s);
-  build_alerts(f, m);
+  build_alerts(f, m, d);
   build_stats(f, m);
   ok = build_recent(f, m, &map, o->recent_per_rank ? o->recent_per_rank : 8) && ok;
   build_env(f, m);

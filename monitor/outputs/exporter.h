@@ -13,6 +13,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "../core/diag.h"
 #include "../core/model.h"
 
 /* The default --listen: loopback only. 19788 is outside the range Prometheus'
@@ -29,9 +30,10 @@ typedef struct {
   double render_seconds; /* the previous render's duration */
 } nt_exporter_opts;
 
-/* Writes the exposition of the model now to f (alerts are computed, once:
- * call it once per frame). 0, or -1 when f failed. */
-int nt_exporter_render(FILE *f, nt_model *m, const nt_exporter_opts *o, double now_s);
+/* Writes the exposition of the model now to f (the diagnosis d runs once:
+ * call it once per frame with the same d). 0, or -1 when f failed. */
+int nt_exporter_render(FILE *f, const nt_model *m, nt_diag *d, const nt_exporter_opts *o,
+                       double now_s);
 
 /* Writes v as a label value: backslash, double quote and line feed escaped
  * as the exposition format wants; bytes that are not printable ASCII or

@@ -129,7 +129,7 @@ static const char *dir_name(int dir) {
 
 /* ---- the job and the viewer ---- */
 
-static void job_families(FILE *f, nt_model *m) {
+static void job_families(FILE *f, const nt_model *m) {
   uint32_t live = 0, stale = 0, ended = 0;
   for (uint32_t i = 0; i < nt_model_nprocesses(m); i++) {
     const nt_model_process *p = nt_model_process_at(m, i);
@@ -192,7 +192,7 @@ static const counter_def plugin_counters[] = {
      offsetof(nt_process_counters, reclaimed_ops)},
 };
 
-static void process_families(FILE *f, nt_model *m) {
+static void process_families(FILE *f, const nt_model *m) {
   uint32_t np = nt_model_nprocesses(m);
   family(f, "nccltop_publisher_info", "gauge",
          "1 per publishing process, with its NCCL and plugin versions and profiler ABI.");
@@ -234,7 +234,7 @@ static void process_families(FILE *f, nt_model *m) {
 
 /* ---- per rank ---- */
 
-static void proxy_family(FILE *f, nt_model *m, const nt_model_rank *ranks, uint32_t n) {
+static void proxy_family(FILE *f, const nt_model *m, const nt_model_rank *ranks, uint32_t n) {
   family(f, "nccltop_proxy_state_seconds_total", "counter",
          "Time NCCL's proxy progress thread spent in each state (idle, active, sleep, wakeup, "
          "append); threads of no communicator have empty rank labels.");
@@ -479,7 +479,7 @@ static void op_labels(sample *s, const nt_op_stat *r) {
   lab(s, "message_size", nt_fmt_bucket(r->bucket, size, sizeof size));
 }
 
-static void op_families(FILE *f, nt_model *m, const nt_model_rank *ranks, uint32_t n,
+static void op_families(FILE *f, const nt_model *m, const nt_model_rank *ranks, uint32_t n,
                         bool inspector) {
   nt_op_stat *st = calloc(MAX_STATS, sizeof *st);
   uint32_t ns = st ? nt_model_op_stats(m, st, MAX_STATS) : 0;
@@ -574,10 +574,11 @@ static void alert_labels(sample *s, const nt_alert *a) {
   lab_int(s, "rank", a->rank);
 }
 
-static void alert_families(FILE *f, nt_model *m, uint32_t stall_ms, double now_s) {
+static void alert_families(FILE *f, const nt_model *m, nt_diag *d, uint32_t stall_ms,
+                           double now_s) {
   nt_alert *al = calloc(MAX_ALERTS, sizeof *al);
   /* Per rank: a node's late ranks keep a series each. */
-  uint32_t na = al ? nt_model_alerts_per_rank(m, stall_ms, al, MAX_ALERTS, now_s) : 0;
+  uint32_t na = al ? nt_diag_alerts_per_rank(d, m, stall_ms, al, MAX_ALERTS, now_s) : 0;
   family(f, "nccltop_alerts", "gauge",
          "Alerts now, by kind (root, stall, hung_op, straggler, silent, drops, slow).");
   for (int k = 0; k < NT_ALERT_COUNT; k++) {
@@ -618,7 +619,8 @@ static void alert_families(FILE *f, nt_model *m, uint32_t stall_ms, double now_s
   free(al);
 }
 
-int nt_exporter_render(FILE *f, nt_model *m, const nt_exporter_opts *o, double now_s) {
+int nt_exporter_render(FILE *f, const nt_model *m, nt_diag *d, const nt_exporter_opts *o,
+                       double now_s) {
   nt_model_rank *ranks = calloc(MAX_RANKS, sizeof *ranks);
   uint32_t n = ranks ? nt_model_ranks(m, ranks, MAX_RANKS) : 0;
   job_families(f, m);
@@ -627,7 +629,7 @@ int nt_exporter_render(FILE *f, nt_model *m, const nt_exporter_opts *o, double n
   channel_families(f, ranks, n, o->per_channel);
   rank_gauges(f, ranks, n, o->stall_ms, now_s);
   op_families(f, m, ranks, n, o->inspector);
-  alert_families(f, m, o->stall_ms, now_s);
+  alert_families(f, m, d, o->stall_ms, now_s);
   free(ranks);
   family(f, "nccltop_exporter_renders_total", "counter", "Expositions the exporter rendered.");
   sample s = open_sample(f, "nccltop_exporter_renders_total");

@@ -314,8 +314,9 @@ void nt_screen_draw(nt_screen *s) {
 int nt_screen_run(nt_model *m, nt_source *src, const nt_options *o) {
   static nt_screen s;
   memset(&s, 0, sizeof s);
-  if (!(s.f = nt_frame_new())) {
+  if (!(s.f = nt_frame_new()) || !(s.diag = nt_diag_new())) {
     fprintf(stderr, "nccltop: out of memory\n");
+    nt_frame_free(s.f);
     return 1;
   }
   nt_frame_opts fo = {.stall_ms = o->stall_ms, .start_s = o->start_s};
@@ -333,6 +334,7 @@ int nt_screen_run(nt_model *m, nt_source *src, const nt_options *o) {
   bool have_shell = tcgetattr(STDOUT_FILENO, &shell) == 0;
   if (!initscr()) {
     nt_frame_free(s.f);
+    nt_diag_free(s.diag);
     return 1;
   }
   if (have_shell) save_leave_sequence(&shell);
@@ -385,7 +387,7 @@ int nt_screen_run(nt_model *m, nt_source *src, const nt_options *o) {
         /* The history's interval is the update's, in the model's clock: a
          * replay at x4 updates every 4 x -d of the recording. */
         fo.update_s = o->delay_ms / 1000.0 * (o->replay ? nt_replay_speed_of(o->replay) : 1);
-        nt_frame_build(s.f, m, &fo, s.now);
+        nt_frame_build(s.f, m, s.diag, &fo, s.now);
         nt_screen_sample(&s);
         built = true;
       }
@@ -402,5 +404,6 @@ int nt_screen_run(nt_model *m, nt_source *src, const nt_options *o) {
   nt_term_restore_clear(); /* after: a signal meanwhile still restores it */
   if (s.settings_err[0]) fprintf(stderr, "nccltop: settings not saved: %s\n", s.settings_err);
   nt_frame_free(s.f);
+  nt_diag_free(s.diag);
   return 0;
 }

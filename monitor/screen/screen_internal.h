@@ -96,6 +96,7 @@ typedef struct {
   /* The frame shown (frame.h): built at each update, kept as it is while
    * paused (it owns its copies: the model may drop what it showed). */
   nt_frame *f;
+  nt_diag *diag; /* the frames' diagnosis of the model (it follows a replay's new one) */
   int rows, cols;
   /* Where each part goes this frame (layout.h); views draw in lay.list,
    * from its first line down to `bottom` (exclusive: the detail panel or
