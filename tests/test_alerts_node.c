@@ -17,6 +17,7 @@
 #include "test_diag.h"
 #include "../monitor/outputs/batch.h"
 #include "../monitor/outputs/exporter.h"
+#include "test_exposition.h"
 #include "../monitor/core/frame.h"
 #include "../monitor/outputs/json_out.h"
 #include "../monitor/core/model.h"
@@ -434,7 +435,7 @@ static void the_exporter_keeps_a_series_per_rank(void) {
     nt_model_free(m);
     return;
   }
-  int rc = nt_exporter_render(f, m, test_diag(), &o, LAST_T);
+  int rc = test_exposition(f, m, &o, LAST_T);
   CHECK(fclose(f) == 0 && rc == 0);
   static const char *const fams[] = {"nccltop_straggler_operations_behind{",
                                      "nccltop_straggler_lag_seconds{"};

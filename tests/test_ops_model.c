@@ -21,6 +21,7 @@
 #include "../monitor/outputs/batch.h"
 #include "../monitor/commands/cli.h"
 #include "../monitor/outputs/exporter.h"
+#include "test_exposition.h"
 #include "../monitor/core/frame.h"
 #include "../monitor/core/model.h"
 #include "../monitor/options.h"
@@ -254,7 +255,7 @@ static void the_exporter_has_the_ratio(void) {
   CHECK(m && t);
   if (m && t) {
     nt_exporter_opts o = {.stall_ms = 2000};
-    CHECK(nt_exporter_render(t, m, test_diag(), &o, 2.0) == 0);
+    CHECK(test_exposition(t, m, &o, 2.0) == 0);
     static char buf[1 << 20];
     rewind(t);
     size_t n = fread(buf, 1, sizeof buf - 1, t);

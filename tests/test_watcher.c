@@ -29,6 +29,7 @@
 #include "test_diag.h"
 #include "../monitor/outputs/batch.h"
 #include "../monitor/outputs/exporter.h"
+#include "test_exposition.h"
 #include "../monitor/core/frame.h"
 #include "../monitor/outputs/json_out.h"
 #include "../monitor/core/model.h"
@@ -407,7 +408,7 @@ static int exported_drops(nt_model *m, double now_s) {
   size_t len = 0;
   FILE *f = open_memstream(&buf, &len);
   if (!f) return -1;
-  int rc = nt_exporter_render(f, m, test_diag(), &o, now_s);
+  int rc = test_exposition(f, m, &o, now_s);
   int value = -1;
   if (fclose(f) == 0 && rc == 0 && buf) {
     const char *p = strstr(buf, "nccltop_alerts{kind=\"drops\"} ");

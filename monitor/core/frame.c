@@ -160,7 +160,7 @@ static bool add_op_sums(nt_frame *f, const nt_snapshot *s, uint32_t *first) {
   return true;
 }
 
-static bool add_proc(nt_frame *f, const nt_model_process *p, bool with_env) {
+static bool add_proc(nt_frame *f, const nt_model *m, const nt_model_process *p, bool with_env) {
   if (!RESERVE(f, procs, nprocs, 1)) return false;
   uint32_t pi = f->nprocs;
   nt_frame_proc *x = &f->procs[f->nprocs++];
@@ -170,6 +170,7 @@ static bool add_proc(nt_frame *f, const nt_model_process *p, bool with_env) {
   x->pid = p->pid;
   x->stale = p->stale;
   x->ended = p->ended;
+  x->replaced = nt_model_process_replaced(m, p);
   if (p->have_hello) {
     copy_str(x->nccl_version, sizeof x->nccl_version, p->hello.nccl_version);
     copy_str(x->plugin_version, sizeof x->plugin_version, p->hello.plugin_version);
@@ -357,9 +358,12 @@ static bool build_comms(nt_frame *f) {
 
 /* ---- the job ---- */
 
-static void build_alerts(nt_frame *f, const nt_model *m, nt_diag *d) {
+static void build_alerts(nt_frame *f, const nt_model *m, nt_diag *d, bool per_rank) {
   nt_alert *a = calloc(NT_FRAME_MAX_ALERTS, sizeof *a);
-  uint32_t n = a ? nt_diag_alerts(d, m, f->stall_ms, a, NT_FRAME_MAX_ALERTS, f->now_s) : 0;
+  uint32_t n = !a ? 0
+               : per_rank
+                   ? nt_diag_alerts_per_rank(d, m, f->stall_ms, a, NT_FRAME_MAX_ALERTS, f->now_s)
+                   : nt_diag_alerts(d, m, f->stall_ms, a, NT_FRAME_MAX_ALERTS, f->now_s);
   for (uint32_t i = 0; i < n; i++) {
     nt_frame_alert *x = &f->alerts[i];
     memset(x, 0, sizeof *x);
@@ -501,6 +505,14 @@ static void build_env(nt_frame *f, const nt_model *m) {
 
 static void build_viewer(nt_frame *f, const nt_model *m) {
   f->publishers = nt_model_nprocesses(m);
+  f->publishers_stale = f->publishers_ended = 0;
+  f->lost_messages = 0;
+  for (uint32_t i = 0; i < f->publishers; i++) {
+    const nt_model_process *p = nt_model_process_at(m, i);
+    f->publishers_ended += p->ended;
+    f->publishers_stale += p->stale && !p->ended;
+    f->lost_messages += p->lost_messages;
+  }
   f->messages = nt_model_total_messages(m);
   f->bad_messages = nt_model_total_bad(m);
   f->errors_total = nt_model_total_errors(m);
@@ -512,9 +524,6 @@ static void build_viewer(nt_frame *f, const nt_model *m) {
   f->nerrors = 0;
   for (uint32_t i = 0; i < nt_model_nerrors(m) && i < NT_FRAME_ERRORS; i++)
     f->errors[f->nerrors++] = *nt_model_error_at(m, i);
-  f->lost_messages = 0;
-  for (uint32_t i = 0; i < f->publishers; i++)
-    f->lost_messages += nt_model_process_at(m, i)->lost_messages;
   f->nwatch = nt_model_watch_notes(m, f->watch, NT_WATCH_NOTES, f->now_s);
   nt_model_watch_totals(m, &f->watch_totals);
 }
@@ -557,7 +566,7 @@ int nt_frame_build(nt_frame *f, const nt_model *m, nt_diag *d, const nt_frame_op
   if (ok) qsort(order, nordered, sizeof *order, cmp_proc);
   for (uint32_t i = 0; ok && i < nordered; i++) {
     map_put(&map, order[i], f->nprocs);
-    ok = add_proc(f, order[i], o->process_env);
+    ok = add_proc(f, m, order[i], o->process_env);
   }
   free(order);
   uint32_t n = ok ? nt_model_ranks(m, mr, NT_FRAME_MAX_RANKS) : 0;
@@ -567,7 +576,7 @@ int nt_frame_build(nt_frame *f, const nt_model *m, nt_diag *d, const nt_frame_op
   }
   ok = ok && build_comms(f);
   ok = ok && nt_frame_history_update(f, o->update_s);
-  build_alerts(f, m, d);
+  build_alerts(f, m, d, o->alerts_per_rank);
   build_stats(f, m);
   ok = build_recent(f, m, &map, o->recent_per_rank ? o->recent_per_rank : 8) && ok;
   build_env(f, m);

@@ -47,6 +47,8 @@ typedef struct {
   uint32_t recent_per_rank; /* done operations per rank in the recent list (0: 8) */
   double start_s;           /* the viewer's start (frame time 0); 0: the first build */
   double update_s;          /* how often the caller builds (the history's interval); 0: 1 s */
+  bool alerts_per_rank;     /* a node's late ranks one straggler alert each (the exporter's
+                               series per rank), not one line for the node */
 } nt_frame_opts;
 
 typedef struct {
@@ -59,6 +61,8 @@ typedef struct {
   char host[NT_MAX_HOST + 1];
   uint32_t pid;
   bool stale, ended;
+  bool replaced; /* of an earlier run, stale or ended (nt_model_process_replaced): its ranks
+                    are left out of ranks[] */
   char nccl_version[32], plugin_version[32]; /* "" before its hello */
   char clock[16];                            /* the plugin's event clock (nt_hello); "" unknown */
   nt_process_counters counters;
@@ -183,7 +187,8 @@ typedef struct {
   double time;  /* seconds since opts.start_s */
   uint32_t stall_ms;
   /* the viewer */
-  uint32_t publishers; /* processes known, with or without a snapshot */
+  uint32_t publishers;                         /* processes known, with or without a snapshot */
+  uint32_t publishers_stale, publishers_ended; /* of them (an ended one is not counted stale) */
   uint64_t messages, bad_messages, errors_total, refused, lost_messages;
   uint64_t refused_by[NT_REFUSE_COUNT];
   size_t memory_bytes, memory_budget;
