@@ -444,20 +444,22 @@ static void a_bad_topology_keeps_the_one_we_had(void) {
   CHECK(m != NULL);
   const char *good = "<system version=\"1\"><cpu numaid=\"0\" arch=\"arm64\"/></system>";
   CHECK(nt_model_set_topology(m, good, strlen(good), "ep1", 1.0) == 0);
-  CHECK(nt_model_topology(m, NULL) != NULL);
-  uint32_t gen = nt_model_topology_generation(m);
+  uint64_t hash = 0, again = 1;
+  CHECK(nt_model_topology_at(m, 0, NULL, &hash) != NULL && hash != 0);
   CHECK(nt_model_set_topology(m, good, strlen(good), "ep2", 2.0) == 0); /* same file again */
-  CHECK(nt_model_topology_generation(m) == gen);
+  CHECK(nt_model_topology_count(m) == 1);
   CHECK(nt_model_set_topology(m, "<system", 7, "ep3", 3.0) == -1);
-  CHECK(nt_model_topology(m, NULL) != NULL);
+  CHECK(nt_model_topology_count(m) == 1);
+  CHECK(nt_model_topology_at(m, 0, NULL, &again) != NULL && again == hash);
   CHECK(nt_model_nerrors(m) == 1);
   CHECK(strstr(nt_model_error_at(m, 0)->text, "ep3:1:") != NULL);
   nt_model_free(m);
 }
 
-/* Two sources with different files: the first stays shown (no flipping),
- * the other is held for the user to pick; the shown source's new version
- * replaces it; a bad file sent again is neither parsed nor noted again. */
+/* Two sources with different files: each keeps its index (so the view,
+ * which shows an index, never flips), the other is held for the user to
+ * pick; a source's new version replaces its file in place; a bad file sent
+ * again is neither parsed nor noted again; reading writes nothing. */
 static void topologies_stay_put_until_picked_and_bad_ones_are_noted_once(void) {
   nt_model *m = nt_model_new();
   CHECK(m != NULL);
@@ -465,25 +467,28 @@ static void topologies_stay_put_until_picked_and_bad_ones_are_noted_once(void) {
   const char *b = "<system version=\"1\"><cpu numaid=\"1\" arch=\"arm64\"/></system>";
   const char *a2 = "<system version=\"1\"><cpu numaid=\"2\" arch=\"arm64\"/></system>";
   const char *src = NULL;
-  uint32_t shown = 9;
+  uint64_t ha = 0, h = 0;
+  size_t len = 0;
   CHECK(nt_model_set_topology(m, a, strlen(a), "ep1", 1.0) == 0);
-  uint32_t gen = nt_model_topology_generation(m);
+  CHECK(nt_model_topology_at(m, 0, &src, &ha) != NULL);
   for (int i = 0; i < 5; i++) { /* both re-sent every few seconds */
     CHECK(nt_model_set_topology(m, b, strlen(b), "ep2", 2.0 + i) == 0);
     CHECK(nt_model_set_topology(m, a, strlen(a), "ep1", 2.5 + i) == 0);
   }
-  nt_model_topology(m, &src);
+  CHECK(nt_model_topology_at(m, 0, &src, &h) != NULL);
   CHECK_STR(src, "ep1");
-  CHECK(nt_model_topology_generation(m) == gen);
-  CHECK(nt_model_topology_count(m, &shown) == 2 && shown == 0);
+  CHECK(h == ha);
+  CHECK(nt_model_topology_count(m) == 2);
   CHECK(nt_model_set_topology(m, a2, strlen(a2), "ep1", 8.0) == 0); /* ep1's file rewritten */
-  CHECK(nt_model_topology_generation(m) == gen + 1);
-  CHECK(nt_model_topology_count(m, &shown) == 2 && shown == 0);
-  CHECK(nt_model_topology_pick(m, 1) == 1);
-  nt_model_topology(m, &src);
+  CHECK(nt_model_topology_at(m, 0, &src, &h) != NULL);
+  CHECK_STR(src, "ep1"); /* in place: the index shown still shows ep1 */
+  CHECK(h != ha);
+  const char *xml = nt_model_topology_xml(m, 0, &len);
+  CHECK(xml && len == strlen(a2) && memcmp(xml, a2, len) == 0); /* what a view copies */
+  CHECK(nt_model_topology_count(m) == 2);
+  CHECK(nt_model_topology_at(m, 1, &src, NULL) != NULL);
   CHECK_STR(src, "ep2");
-  CHECK(nt_model_topology_pick(m, -1) == 0);
-  CHECK(nt_model_topology_generation(m) == gen + 3);
+  CHECK(nt_model_topology_at(m, 2, &src, &h) == NULL && h == 0 && src[0] == '\0');
   for (int i = 0; i < 5; i++) CHECK(nt_model_set_topology(m, "<system", 7, "ep3", 9.0 + i) == -1);
   CHECK(nt_model_nerrors(m) == 1);
   /* Past the table: refused, noted once, what is held unchanged. */
@@ -495,7 +500,9 @@ static void topologies_stay_put_until_picked_and_bad_ones_are_noted_once(void) {
     snprintf(name, sizeof name, "x%d", i);
     nt_model_set_topology(m, x, (size_t)n, name, 20.0 + i);
   }
-  CHECK(nt_model_topology_count(m, &shown) == 8 && shown == 0);
+  CHECK(nt_model_topology_count(m) == 8);
+  CHECK(nt_model_topology_at(m, 0, &src, NULL) != NULL);
+  CHECK_STR(src, "ep1");
   CHECK(nt_model_nerrors(m) == 2);
   nt_model_free(m);
 }

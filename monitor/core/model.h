@@ -168,10 +168,13 @@ void nt_model_tick(nt_model *m, double now_s);
 void nt_model_endpoint_gone(nt_model *m, const char *endpoint);
 
 /* The machine's topology: from --topology, or from a publisher's topology
- * message (NCCL_TOPO_DUMP_FILE). Every distinct file is kept (at most
- * NT_MODEL_TOPOLOGIES); the first that loads is shown until the user picks
- * another, or until its own source sends a new version. A bad one is a model
- * error, noted once per distinct file. Returns 0 when the file is held. */
+ * message (NCCL_TOPO_DUMP_FILE). Each source's latest file is kept (at most
+ * NT_MODEL_TOPOLOGIES sources; a file another source already sent is not
+ * kept twice), at its index for good: a source's new version replaces its
+ * file in place, so a reader that shows index i keeps showing that source
+ * (the topology view picks which, and computes its what-ifs on a copy of
+ * its own). A bad one is a model error, noted once per distinct file.
+ * Returns 0 when the file is held. */
 int nt_model_set_topology(nt_model *m, const char *xml, size_t len, const char *source,
                           double now_s);
 /* NCCL's channel graphs as a publisher forwarded them (NCCL_GRAPH_DUMP_FILE:
@@ -184,14 +187,17 @@ int nt_model_set_graphs(nt_model *m, const char *xml, size_t len, const char *so
  * when that source sent some, else the first received; NULL when none. */
 const nt_graph_dump *nt_model_graphs(const nt_model *m, const char *prefer, const char **source);
 
-/* The topology shown; NULL when none; `source` names where it came from. */
-nt_topo *nt_model_topology(nt_model *m, const char **source);
-/* Bumped each time the topology shown changes (views reset their what-ifs). */
-uint32_t nt_model_topology_generation(const nt_model *m);
-/* How many distinct topologies are held, and which is shown (0-based). */
-uint32_t nt_model_topology_count(const nt_model *m, uint32_t *shown);
-/* Shows the next (delta 1) or previous (-1) one; -1 when there is no other. */
-int nt_model_topology_pick(nt_model *m, int delta);
+/* How many sources' topologies are held. */
+uint32_t nt_model_topology_count(const nt_model *m);
+/* The i-th (in the order their sources first sent one; NULL past the end)
+ * as loaded: the model never computes it, and no reader may (load a copy
+ * from its file to compute what-ifs on). `source` names where it came from,
+ * `hash` (either may be NULL) tells one version of its file from another. */
+const nt_topo *nt_model_topology_at(const nt_model *m, uint32_t i, const char **source,
+                                    uint64_t *hash);
+/* The i-th's file as received; NULL when there is none or it could not be
+ * kept (out of memory). */
+const char *nt_model_topology_xml(const nt_model *m, uint32_t i, size_t *len);
 
 /* Reading. Pointers stay valid until the next apply/tick call. Whoever keeps
  * rank rows across those calls (a paused screen) must collect them again

@@ -96,10 +96,9 @@ struct nt_model {
   double last_data_s, now_s; /* newest arrival; newest time any call gave */
   /* topologies (model_topo.c) */
   nt_model_topo_entry topos[NT_MODEL_TOPOLOGIES];
-  uint32_t ntopos, topo_shown;
+  uint32_t ntopos;
   uint64_t topo_failed[NT_MODEL_TOPO_FAILED]; /* hashes of files that did not load */
   uint32_t ntopo_failed, topo_failed_head;
-  uint32_t topo_generation;
   bool topo_full_noted;
   /* NCCL's graph dumps, one per source (model_graphs.c); files that did not
    * load are remembered in topo_failed too (a hash names the content) */

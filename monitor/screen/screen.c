@@ -401,6 +401,7 @@ int nt_screen_run(nt_model *m, nt_source *src, const nt_options *o) {
   }
   endwin();
   nt_view_graphs_free(&s);
+  nt_view_topo_free(&s);
   nt_term_restore_clear(); /* after: a signal meanwhile still restores it */
   if (s.settings_err[0]) fprintf(stderr, "nccltop: settings not saved: %s\n", s.settings_err);
   nt_frame_free(s.f);
