@@ -17,7 +17,7 @@ static int top_cmp(const void *a, const void *b) {
   return top_key_cmp(x->comm_hash, x->func, b);
 }
 
-/* The history of (hash, func): the model keeps them sorted by key, and
+/* The history of (hash, func): the diagnosis (nt_diag) keeps them sorted by key, and
  * communicators are visited in hash order, so a cursor into the sorted
  * part finds each; a new one goes at the end (room made beforehand). */
 static nt_top_hist *top_hist(ctx *c, uint64_t hash, int func, uint32_t *cursor, uint32_t sorted) {

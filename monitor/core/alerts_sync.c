@@ -89,7 +89,7 @@ static int hist_cmp(const void *a, const void *b) {
   return hist_key_cmp(x->comm_hash, x->rank, x->pid, b);
 }
 
-/* The rank's samples: the model keeps them sorted by key and ranks come
+/* The rank's samples: the diagnosis (nt_diag) keeps them sorted by key and ranks come
  * in (hash, rank) order, so a cursor into the sorted part finds them; a
  * new one goes at the end (room made beforehand). */
 static nt_sync_hist *hist_of(ctx *c, const rank_info *ri, uint32_t *cursor, uint32_t sorted) {
