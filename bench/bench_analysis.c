@@ -24,16 +24,17 @@ int main(int argc, char **argv) {
   nt_snapshot *s = nt_snapshot_new(), *out = nt_snapshot_new();
   nt_hello *h = malloc(sizeof *h), *hout = malloc(sizeof *hout);
   nt_model *m = nt_model_new();
+  nt_diag *d = nt_diag_new();
   nt_alert *alerts = calloc(256, sizeof *alerts);
   nt_env_row *env = calloc(2 * NT_MAX_ENV, sizeof *env);
   double *ms = calloc((size_t)frames, sizeof *ms), alerts_ms = 0, env_ms = 0;
   int rc = 1;
   uint32_t na = 0, nv = 0;
-  if (!s || !out || !h || !hout || !m || !alerts || !env || !ms) goto done;
+  if (!s || !out || !h || !hout || !m || !d || !alerts || !env || !ms) goto done;
   if (feed(m, s, out, h, hout) != 0) goto done;
   for (int f = 0; f < frames; f++) {
     double t0 = now_s();
-    na = nt_model_alerts(m, 2000, alerts, 256, 1.0 + 0.1 * f);
+    na = nt_diag_alerts(d, m, 2000, alerts, 256, 1.0 + 0.1 * f);
     double t1 = now_s();
     nv = nt_model_env(m, env, 2 * NT_MAX_ENV, true);
     double t2 = now_s();
@@ -65,6 +66,7 @@ int main(int argc, char **argv) {
   printf("analysis ranks=%d channels=%d env=%d ms=%.3f\n", RANKS, CHANNELS, ENV, ms[frames / 2]);
   rc = 0;
 done:
+  nt_diag_free(d);
   nt_model_free(m);
   nt_snapshot_free(s);
   nt_snapshot_free(out);

@@ -37,6 +37,7 @@ int main(int argc, char **argv) {
   nt_snapshot *s = nt_snapshot_new(), *out = nt_snapshot_new();
   nt_hello *h = malloc(sizeof *h), *hout = malloc(sizeof *hout);
   nt_model *m = nt_model_new();
+  nt_diag *d = nt_diag_new();
   nt_frame *f = nt_frame_new(), *jf = nt_frame_new();
   static nt_screen scr;
   nt_jo jw; /* kept across frames, as nccltop -b --json keeps it */
@@ -49,7 +50,7 @@ int main(int argc, char **argv) {
   SCREEN *term = NULL;
   int rc = 1;
   size_t json_bytes = 0;
-  if (!s || !out || !h || !hout || !m || !f || !jf || !build || !json || !jbuild || !draw ||
+  if (!s || !out || !h || !hout || !m || !d || !f || !jf || !build || !json || !jbuild || !draw ||
       !tty_out || !tty_in)
     goto done;
   if (feed(m, s, out, h, hout) != 0) goto done;
@@ -69,7 +70,7 @@ int main(int argc, char **argv) {
   nt_frame_opts fo = {.stall_ms = 2000}, jo = {.stall_ms = 2000, .process_env = true};
   for (int k = 0; k < frames; k++) {
     double now = 1.0 + 0.1 * k, t0 = now_s();
-    if (nt_frame_build(f, m, &fo, now) != 0) goto done;
+    if (nt_frame_build(f, m, d, &fo, now) != 0) goto done;
     double t1 = now_s();
     build[k] = (t1 - t0) * 1e3;
     for (int v = 0; v < NVIEWS; v++) {
@@ -80,7 +81,7 @@ int main(int argc, char **argv) {
       draw[v * frames + k] = (now_s() - d0) * 1e3;
     }
     double j0 = now_s();
-    if (nt_frame_build(jf, m, &jo, now) != 0) goto done;
+    if (nt_frame_build(jf, m, d, &jo, now) != 0) goto done;
     double j1 = now_s();
     const char *text = nt_frame_json(jf, &jw);
     json[k] = (now_s() - j1) * 1e3;
@@ -123,6 +124,7 @@ done:
   nt_jo_free(&jw);
   nt_frame_free(f);
   nt_frame_free(jf);
+  nt_diag_free(d);
   nt_model_free(m);
   nt_snapshot_free(s);
   nt_snapshot_free(out);

@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "../proto/nccltop_proto.h"
+#include "../monitor/core/diag.h"
 #include "../monitor/core/model.h"
 
 #define RANKS    1024

@@ -168,8 +168,9 @@ int main(int argc, char **argv) {
   nt_rec_reader *rd = nt_rec_open(path, err, sizeof err);
   nt_rec_applier *ap = nt_rec_applier_new();
   nt_model *m = nt_model_new();
+  nt_diag *d = nt_diag_new();
   FILE *null = fopen("/dev/null", "w");
-  if (!rd || !ap || !m || !null) return 1;
+  if (!rd || !ap || !m || !d || !null) return 1;
   nt_options o;
   nt_options_defaults(&o);
   o.batch = o.json = true;
@@ -184,7 +185,7 @@ int main(int argc, char **argv) {
     while (t > next) {
       double f0 = clock_of(CLOCK_MONOTONIC);
       nt_model_tick(m, next);
-      if (nt_batch_print(null, m, &o, next) != 0) return 1;
+      if (nt_batch_print(null, m, d, &o, next) != 0) return 1;
       frame_s += clock_of(CLOCK_MONOTONIC) - f0;
       frames++;
       next += 0.5;
@@ -209,6 +210,7 @@ int main(int argc, char **argv) {
          (unsigned long long)replayed, frames, wall, frames / wall, seconds / wall, replayed / wall,
          frame_s, apply_s);
   fclose(null);
+  nt_diag_free(d);
   nt_model_free(m);
   nt_rec_applier_free(ap);
   nt_rec_close_reader(rd);

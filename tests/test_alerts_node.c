@@ -14,8 +14,10 @@
 #include <string.h>
 
 #include "testlib.h"
+#include "test_diag.h"
 #include "../monitor/outputs/batch.h"
 #include "../monitor/outputs/exporter.h"
+#include "test_exposition.h"
 #include "../monitor/core/frame.h"
 #include "../monitor/outputs/json_out.h"
 #include "../monitor/core/model.h"
@@ -91,7 +93,7 @@ static nt_model *run(const job *j) {
       nt_snapshot_free(s);
     }
     nt_model_tick(m, t);
-    if (ok && k + 1 < ROUNDS) (void)nt_model_alerts(m, STALL, a, 64, t);
+    if (ok && k + 1 < ROUNDS) (void)nt_diag_alerts(test_diag(), m, STALL, a, 64, t);
   }
   if (!ok) {
     fprintf(stderr, "    the job could not be built\n");
@@ -103,7 +105,7 @@ static nt_model *run(const job *j) {
 
 /* The last round's alerts. */
 static uint32_t last_alerts(nt_model *m, nt_alert *a, uint32_t cap) {
-  uint32_t n = m ? nt_model_alerts(m, STALL, a, cap, LAST_T) : 0;
+  uint32_t n = m ? nt_diag_alerts(test_diag(), m, STALL, a, cap, LAST_T) : 0;
   for (uint32_t i = 0; i < n; i++)
     fprintf(stderr, "    %s [%u ranks]: %s\n", nt_alert_kind_name(a[i].kind), a[i].nlisted,
             a[i].text);
@@ -146,7 +148,7 @@ static void a_whole_node_behind_is_one_line(void) {
   }
   /* Per rank (the exporter's series): the same four ranks, one each. */
   nt_alert p[64];
-  n = m ? nt_model_alerts_per_rank(m, STALL, p, 64, LAST_T) : 0;
+  n = m ? nt_diag_alerts_per_rank(test_diag(), m, STALL, p, 64, LAST_T) : 0;
   CHECK_EQ_U64(n, 4);
   for (uint32_t i = 0; i < n && i < 4; i++) {
     CHECK_EQ_U64(p[i].kind, NT_ALERT_STRAGGLER);
@@ -373,7 +375,7 @@ static void the_json_lists_the_ranks(void) {
   nt_model *m = run(&j);
   nt_frame *f = nt_frame_new();
   nt_frame_opts o = {.stall_ms = STALL};
-  CHECK(m && f && nt_frame_build(f, m, &o, LAST_T) == 0);
+  CHECK(m && f && nt_frame_build(f, m, test_diag(), &o, LAST_T) == 0);
   nt_jo w;
   nt_jo_init(&w);
   const char *text = m && f ? nt_frame_json(f, &w) : NULL;
@@ -433,7 +435,7 @@ static void the_exporter_keeps_a_series_per_rank(void) {
     nt_model_free(m);
     return;
   }
-  int rc = nt_exporter_render(f, m, &o, LAST_T);
+  int rc = test_exposition(f, m, &o, LAST_T);
   CHECK(fclose(f) == 0 && rc == 0);
   static const char *const fams[] = {"nccltop_straggler_operations_behind{",
                                      "nccltop_straggler_lag_seconds{"};

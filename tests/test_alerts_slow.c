@@ -11,6 +11,7 @@
 #include <stdlib.h>
 
 #include "testlib.h"
+#include "test_diag.h"
 #include "../monitor/core/model.h"
 
 #define HASH    0x51000000000000c0ull
@@ -97,12 +98,12 @@ static uint32_t slow_after(nt_model *m, const row_spec *row, int steps, const do
                            nt_alert *out, uint32_t cap, double *average) {
   static nt_alert all[64];
   uint32_t n = 0;
-  nt_model_alerts(m, 2000, all, 64, 1.0);
+  nt_diag_alerts(test_diag(), m, 2000, all, 64, 1.0);
   for (int k = 1; k <= steps; k++) {
     double t = 1.0 + 2.0 * k;
     if (!apply_all(m, row, k, share, t))
       fprintf(stderr, "    snapshot %d refused\n", k); /* then no alert: the caller fails */
-    uint32_t na = nt_model_alerts(m, 2000, all, 64, t);
+    uint32_t na = nt_diag_alerts(test_diag(), m, 2000, all, 64, t);
     n = 0;
     for (uint32_t i = 0; i < na && n < cap; i++)
       if (all[i].kind == NT_ALERT_SLOW) out[n++] = all[i];
@@ -207,7 +208,7 @@ static void a_restarted_rank_clears_the_row(void) {
     nt_snapshot_free(s);
   }
   CHECK(ok);
-  uint32_t na = nt_model_alerts(m, 2000, all, 64, 15.0), slow = 0;
+  uint32_t na = nt_diag_alerts(test_diag(), m, 2000, all, 64, 15.0), slow = 0;
   for (uint32_t i = 0; i < na; i++) slow += all[i].kind == NT_ALERT_SLOW;
   CHECK(slow == 0);
   nt_model_free(m);

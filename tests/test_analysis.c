@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "testlib.h"
+#include "test_diag.h"
 #include "../monitor/core/model.h"
 
 #define HASH 0xc0ffee0000000001ull
@@ -251,7 +252,7 @@ static void a_stalled_ring_names_the_rank_its_waits_end_at(void) {
   CHECK(apply(m, ring_rank(12, 2, 1, NT_WAIT_SEND_GPU, NT_WAIT_RECV_GPU, 5), 1.0));
   CHECK(apply(m, ring_rank(13, 3, 1, NT_WAIT_SEND_GPU, NT_WAIT_RECV_NET, 5), 1.0));
   nt_alert a[64];
-  uint32_t n = nt_model_alerts(m, 2000, a, 64, 1.0);
+  uint32_t n = nt_diag_alerts(test_diag(), m, 2000, a, 64, 1.0);
   CHECK(count_kind(a, n, NT_ALERT_ROOT) == 1);
   CHECK(a[0].kind == NT_ALERT_ROOT && a[0].rank == 2); /* first */
   CHECK_EQ_U64(a[0].count, 3);                         /* 0, 1 and 3 wait on it */
@@ -262,7 +263,7 @@ static void a_stalled_ring_names_the_rank_its_waits_end_at(void) {
   CHECK(s1 && s1->peer == 2 && s1->count == 1 && s1->age_s >= 5);
   CHECK(strstr(s1->text, "waiting on rank 2 (node2:12)") != NULL);
   /* Under the stall time, nothing is stalled. */
-  CHECK(nt_model_alerts(m, 6000, a, 64, 1.0) == 0);
+  CHECK(nt_diag_alerts(test_diag(), m, 6000, a, 64, 1.0) == 0);
   nt_model_free(m);
 }
 
@@ -276,7 +277,7 @@ static void a_silent_rank_that_others_wait_on_is_the_root(void) {
   CHECK(apply(m, ring_rank(10, 0, 2, NT_WAIT_SEND_PEER, NT_WAIT_RECV_NET, 9), 10.0));
   nt_model_tick(m, 10.0);
   nt_alert a[16];
-  uint32_t n = nt_model_alerts(m, 2000, a, 16, 10.0);
+  uint32_t n = nt_diag_alerts(test_diag(), m, 2000, a, 16, 10.0);
   const nt_alert *root = alert_of(a, n, NT_ALERT_ROOT, 1);
   CHECK(root != NULL);
   CHECK(strstr(root->text, "stopped publishing") != NULL);
@@ -310,7 +311,7 @@ static void a_rank_that_stays_behind_is_a_straggler(void) {
     CHECK(apply(m, with_launches(20, 0, (uint64_t)k + 1, 50 + (uint64_t)k, 9), t));
     CHECK(apply(m, with_launches(21, 1, (uint64_t)k + 1, 50, 7), t));
     CHECK(apply(m, with_launches(22, 2, (uint64_t)k + 1, 48 + (uint64_t)k, 9), t));
-    uint32_t n = nt_model_alerts(m, 1500, a, 16, t);
+    uint32_t n = nt_diag_alerts(test_diag(), m, 1500, a, 16, t);
     const nt_alert *s = alert_of(a, n, NT_ALERT_STRAGGLER, 1);
     if (k < 2) {
       CHECK(s == NULL); /* late 0 or 1 s: not yet */
@@ -327,12 +328,51 @@ static void a_rank_that_stays_behind_is_a_straggler(void) {
   }
   /* It catches up, then falls behind again: the clock starts over. */
   CHECK(apply(m, with_launches(21, 1, 5, 53, 9), t));
-  CHECK(nt_model_alerts(m, 1500, a, 16, t) == 0 || alert_of(a, 16, NT_ALERT_STRAGGLER, 1) == NULL);
+  CHECK(nt_diag_alerts(test_diag(), m, 1500, a, 16, t) == 0 ||
+        alert_of(a, 16, NT_ALERT_STRAGGLER, 1) == NULL);
   CHECK(apply(m, with_launches(21, 1, 6, 53, 9), t + 1));
   CHECK(apply(m, with_launches(20, 0, 5, 53, 10), t + 1));
-  uint32_t n = nt_model_alerts(m, 1500, a, 16, t + 1);
+  uint32_t n = nt_diag_alerts(test_diag(), m, 1500, a, 16, t + 1);
   CHECK(alert_of(a, n, NT_ALERT_STRAGGLER, 1) == NULL);
   nt_model_free(m);
+}
+
+/* The diagnosis keeps its history itself (diag.h), never in the model: a
+ * second nt_diag on the same model starts its own clock, and a diag given
+ * another model forgets the first's. */
+static void each_diagnosis_keeps_its_own_history(void) {
+  nt_model *m = nt_model_new(), *other = nt_model_new();
+  nt_diag *a = nt_diag_new(), *b = nt_diag_new();
+  nt_alert al[16];
+  bool ok = m && other && a && b;
+  double t = 1.0;
+  for (int k = 0; ok && k < 4; k++, t += 1.0) { /* rank 1 stops at 50 AllGather */
+    ok = apply(m, with_launches(20, 0, (uint64_t)k + 1, 50 + (uint64_t)k, 9), t) &&
+         apply(m, with_launches(21, 1, (uint64_t)k + 1, 50, 9), t);
+    if (ok) (void)nt_diag_alerts(a, m, 1500, al, 16, t);
+  }
+  t -= 1.0;
+  size_t bytes = ok ? nt_model_bytes(m) : 0;
+  uint32_t gen = ok ? nt_model_generation(m) : 0;
+  uint32_t na = ok ? nt_diag_alerts(a, m, 1500, al, 16, t) : 0;
+  bool a_named = alert_of(al, na, NT_ALERT_STRAGGLER, 1) != NULL;
+  uint32_t nb = ok ? nt_diag_alerts(b, m, 1500, al, 16, t) : 0;
+  bool b_named = alert_of(al, nb, NT_ALERT_STRAGGLER, 1) != NULL;
+  bool untouched = ok && nt_model_bytes(m) == bytes && nt_model_generation(m) == gen;
+  /* the same ranks, first seen now, in another model: a's history is m's */
+  ok = ok && apply(other, with_launches(20, 0, 1, 53, 9), t) &&
+       apply(other, with_launches(21, 1, 1, 50, 9), t);
+  uint32_t no = ok ? nt_diag_alerts(a, other, 1500, al, 16, t) : 0;
+  bool other_named = alert_of(al, no, NT_ALERT_STRAGGLER, 1) != NULL;
+  nt_diag_free(a);
+  nt_diag_free(b);
+  nt_model_free(m);
+  nt_model_free(other);
+  CHECK(ok);
+  CHECK(a_named);      /* a watched rank 1 fall 3 s behind */
+  CHECK(!b_named);     /* b sees it behind only now: not late yet */
+  CHECK(untouched);    /* judging wrote nothing into the model */
+  CHECK(!other_named); /* another model: a started over */
 }
 
 static void operations_in_flight_too_long_are_reported(void) {
@@ -356,7 +396,7 @@ static void operations_in_flight_too_long_are_reported(void) {
   s->oplog[1].age_ns = 100000000ull; /* young: not late */
   CHECK(apply(m, s, 1.0));
   nt_alert a[8];
-  uint32_t n = nt_model_alerts(m, 2000, a, 8, 1.5); /* the snapshot aged 0.5 s since */
+  uint32_t n = nt_diag_alerts(test_diag(), m, 2000, a, 8, 1.5); /* the snapshot aged 0.5 s since */
   const nt_alert *h = alert_of(a, n, NT_ALERT_HUNG_OP, 0);
   CHECK(h && h->count == 1 && h->func == NT_FUNC_ALLREDUCE);
   CHECK(h->age_s > 12.4 && h->age_s < 12.6);
@@ -502,7 +542,7 @@ static void a_killed_job_is_replaced_at_once_by_its_restart(void) {
   CHECK(n == 1 && r[0].proc->pid == 200);
   CHECK_EQ_U64(nt_model_nprocesses(m), 3);
   nt_alert a[16];
-  uint32_t na = nt_model_alerts(m, 2000, a, 16, 10.5);
+  uint32_t na = nt_diag_alerts(test_diag(), m, 2000, a, 16, 10.5);
   for (uint32_t i = 0; i < na; i++) CHECK(a[i].kind != NT_ALERT_SILENT);
   nt_model_free(m);
 }
@@ -516,6 +556,7 @@ int main(void) {
   TEST_RUN(a_stalled_ring_names_the_rank_its_waits_end_at);
   TEST_RUN(a_silent_rank_that_others_wait_on_is_the_root);
   TEST_RUN(a_rank_that_stays_behind_is_a_straggler);
+  TEST_RUN(each_diagnosis_keeps_its_own_history);
   TEST_RUN(operations_in_flight_too_long_are_reported);
   TEST_RUN(variables_that_differ_between_ranks_are_found);
   TEST_RUN(the_environment_table_scales_with_processes);

@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "testlib.h"
+#include "test_diag.h"
 #include "../monitor/core/model.h"
 
 #define HASH 0xc0ffee0000000100ull
@@ -121,7 +122,7 @@ static void run_ahead_raises_no_alert(void) {
     CHECK(put(m, s, 1.0));
   }
   nt_alert a[16];
-  uint32_t n = nt_model_alerts(m, 2000, a, 16, 1.0);
+  uint32_t n = nt_diag_alerts(test_diag(), m, 2000, a, 16, 1.0);
   for (uint32_t i = 0; i < n; i++) fprintf(stderr, "    unexpected: %s\n", a[i].text);
   CHECK_EQ_U64(n, 0);
   /* Nor in the channels' own flag. */
@@ -144,11 +145,11 @@ static void only_running_operations_without_progress_hang(void) {
   op(s, ci, NT_RUN_RUNNING, 0, 30, 0.1);
   CHECK(put(m, s, 1.0));
   nt_alert a[8];
-  CHECK_EQ_U64(nt_model_alerts(m, 2000, a, 8, 1.0), 0);
+  CHECK_EQ_U64(nt_diag_alerts(test_diag(), m, 2000, a, 8, 1.0), 0);
   s->seq = 2;
   op(s, ci, NT_RUN_RUNNING, 0, 30, 5); /* this one stopped progressing */
   CHECK(put(m, s, 2.0));
-  uint32_t n = nt_model_alerts(m, 2000, a, 8, 2.0);
+  uint32_t n = nt_diag_alerts(test_diag(), m, 2000, a, 8, 2.0);
   CHECK(n == 1 && a[0].kind == NT_ALERT_HUNG_OP && a[0].count == 1);
   nt_snapshot_free(s);
   nt_model_free(m);
@@ -189,7 +190,7 @@ static void stalled_rank_is_the_only_root_at(int ranks, int per, int stalled) {
   if (!m) return;
   nt_alert a[64];
   double t0 = mono();
-  uint32_t n = nt_model_alerts(m, 2000, a, 64, 1.0);
+  uint32_t n = nt_diag_alerts(test_diag(), m, 2000, a, 64, 1.0);
   double took = mono() - t0;
   CHECK(n >= 1 && a[0].kind == NT_ALERT_ROOT && a[0].rank == stalled && a[0].comm_hash == HASH);
   CHECK_EQ_U64(count_kind(a, n, NT_ALERT_ROOT), 1);
@@ -231,7 +232,7 @@ static void with_many_stalled_ranks_the_cap_keeps_the_root_first(void) {
     CHECK(put(m, s, 1.0));
   }
   nt_alert a[8];
-  uint32_t got = nt_model_alerts(m, 2000, a, 8, 1.0);
+  uint32_t got = nt_diag_alerts(test_diag(), m, 2000, a, 8, 1.0);
   CHECK(got >= 3);
   CHECK(a[0].kind == NT_ALERT_ROOT && a[0].rank == stalled && a[0].count == (uint32_t)n - 1);
   CHECK_EQ_U64(count_kind(a, got, NT_ALERT_ROOT), 1);
@@ -274,7 +275,7 @@ static void a_stopped_rank_is_the_root_and_no_healthy_rank_is(void) {
   CHECK(put(m, s, 10.0));
   nt_model_tick(m, 10.0);
   nt_alert a[16];
-  uint32_t n = nt_model_alerts(m, 2000, a, 16, 10.0);
+  uint32_t n = nt_diag_alerts(test_diag(), m, 2000, a, 16, 10.0);
   CHECK(n >= 1 && a[0].kind == NT_ALERT_ROOT && a[0].rank == 1);
   CHECK(n >= 1 && strstr(a[0].text, "stopped publishing"));
   CHECK_EQ_U64(a[0].count, 3);
@@ -306,10 +307,10 @@ static void a_stopped_rank_that_others_queue_behind_is_the_root(void) {
   }
   nt_model_tick(m, 10.0);
   nt_alert a[16];
-  uint32_t n = nt_model_alerts(m, 2000, a, 16, 10.0);
+  uint32_t n = nt_diag_alerts(test_diag(), m, 2000, a, 16, 10.0);
   CHECK(n == 1 && a[0].kind == NT_ALERT_ROOT && a[0].rank == 1 && a[0].count == 3);
   /* Before the others' work is old, the stop is only a silent publisher. */
-  n = nt_model_alerts(m, 9000, a, 16, 10.0);
+  n = nt_diag_alerts(test_diag(), m, 9000, a, 16, 10.0);
   CHECK(n == 1 && a[0].kind == NT_ALERT_SILENT);
   nt_snapshot_free(s);
   nt_model_free(m);
@@ -330,7 +331,7 @@ static void a_late_publisher_during_run_ahead_is_no_root(void) {
   }
   nt_model_tick(m, 10.0);
   nt_alert a[16];
-  uint32_t n = nt_model_alerts(m, 2000, a, 16, 10.0);
+  uint32_t n = nt_diag_alerts(test_diag(), m, 2000, a, 16, 10.0);
   CHECK(n == 1 && a[0].kind == NT_ALERT_SILENT);
   nt_snapshot_free(s);
   nt_model_free(m);
@@ -354,7 +355,7 @@ static void a_cycle_of_waits_is_one_root(void) {
     CHECK(put(m, s, 1.0));
   }
   nt_alert a[16];
-  uint32_t n = nt_model_alerts(m, 2000, a, 16, 1.0);
+  uint32_t n = nt_diag_alerts(test_diag(), m, 2000, a, 16, 1.0);
   CHECK_EQ_U64(count_kind(a, n, NT_ALERT_ROOT), 1);
   CHECK(n && a[0].kind == NT_ALERT_ROOT && a[0].count == 1);
   CHECK(n && strstr(a[0].text, "ranks 0, 1, 2") && strstr(a[0].text, "cycle"));
@@ -379,7 +380,7 @@ static void a_cycle_through_a_rank_not_stalled_is_no_cycle(void) {
     CHECK(put(m, s, 1.0));
   }
   nt_alert a[16];
-  uint32_t n = nt_model_alerts(m, 2000, a, 16, 1.0);
+  uint32_t n = nt_diag_alerts(test_diag(), m, 2000, a, 16, 1.0);
   bool cycle = false;
   for (uint32_t i = 0; i < n; i++) cycle |= strstr(a[i].text, "wait on each other") != NULL;
   if (n) fprintf(stderr, "    first alert: %s\n", a[0].text);
@@ -422,7 +423,7 @@ static void a_stall_that_just_ended_names_no_root_until_the_waiters_report(void)
     ring_wait_on_rank_3(s, 3, 1, 0);
     CHECK(put(m, s, 10.05));
     nt_alert a[16];
-    uint32_t n = nt_model_alerts(m, 2000, a, 16, 10.05);
+    uint32_t n = nt_diag_alerts(test_diag(), m, 2000, a, 16, 10.05);
     for (uint32_t i = 0; i < n; i++)
       if (a[i].kind == NT_ALERT_ROOT) fprintf(stderr, "    too early: %s\n", a[i].text);
     CHECK_EQ_U64(count_kind(a, n, NT_ALERT_ROOT), 0);
@@ -436,7 +437,7 @@ static void a_stall_that_just_ended_names_no_root_until_the_waiters_report(void)
       }
       CHECK(put(m, s, 10.1));
     }
-    n = nt_model_alerts(m, 2000, a, 16, 10.1);
+    n = nt_diag_alerts(test_diag(), m, 2000, a, 16, 10.1);
     if (still_waiting) {
       CHECK(n && a[0].kind == NT_ALERT_ROOT && a[0].rank == 3 && a[0].count == 3);
       CHECK(n && strstr(a[0].text, "its work progresses"));
@@ -474,7 +475,7 @@ static void consequences_fold_under_their_root(void) {
   }
   nt_model_tick(m, 10.0);
   nt_alert a[32];
-  uint32_t n = nt_model_alerts(m, 2000, a, 32, 10.0);
+  uint32_t n = nt_diag_alerts(test_diag(), m, 2000, a, 32, 10.0);
   CHECK(n >= 1 && a[0].kind == NT_ALERT_ROOT && a[0].rank == 1 && a[0].under == -1);
   uint32_t top = 0, folded = 0, stalls = 0, hung = 0;
   for (uint32_t i = 0; i < n; i++) {
@@ -495,7 +496,7 @@ static void consequences_fold_under_their_root(void) {
   CHECK_EQ_U64(hung, 3);   /* and their operations */
   CHECK_EQ_U64(folded, n - 1);
   /* Capped below them: the root stays, its consequences go first. */
-  uint32_t n2 = nt_model_alerts(m, 2000, a, 2, 10.0);
+  uint32_t n2 = nt_diag_alerts(test_diag(), m, 2000, a, 2, 10.0);
   CHECK(n2 == 2 && a[0].kind == NT_ALERT_ROOT && a[1].under == 0);
   nt_snapshot_free(s);
   nt_model_free(m);
@@ -519,7 +520,7 @@ static void each_consequence_points_at_its_own_root(void) {
     }
   }
   nt_alert a[32];
-  uint32_t n = nt_model_alerts(m, 2000, a, 32, 1.0);
+  uint32_t n = nt_diag_alerts(test_diag(), m, 2000, a, 32, 1.0);
   CHECK_EQ_U64(count_kind(a, n, NT_ALERT_ROOT), 2);
   uint32_t folded = 0;
   for (uint32_t i = 0; i < n; i++) {
@@ -553,7 +554,7 @@ static void a_relay_rows_gpu_wait_is_the_relayed_ranks(void) {
   s->channels[0].relay_rank = 0;
   CHECK(put(m, s, 1.0));
   nt_alert a[16];
-  uint32_t n = nt_model_alerts(m, 2000, a, 16, 1.0);
+  uint32_t n = nt_diag_alerts(test_diag(), m, 2000, a, 16, 1.0);
   CHECK_EQ_U64(count_kind(a, n, NT_ALERT_ROOT), 1);
   CHECK(n && a[0].kind == NT_ALERT_ROOT && a[0].rank == 0 && a[0].count == 1);
   nt_snapshot_free(s);
@@ -583,7 +584,7 @@ static void hash_zero_communicators_are_never_compared(void) {
   CHECK(put(m, s, 1.0));
   nt_alert a[16];
   uint32_t n = 0;
-  for (double t = 1.0; t < 6.0; t += 1.0) n = nt_model_alerts(m, 2000, a, 16, t);
+  for (double t = 1.0; t < 6.0; t += 1.0) n = nt_diag_alerts(test_diag(), m, 2000, a, 16, t);
   CHECK_EQ_U64(count_kind(a, n, NT_ALERT_STRAGGLER), 0);
   for (uint32_t i = 0; i < n; i++)
     if (a[i].kind == NT_ALERT_ROOT) {

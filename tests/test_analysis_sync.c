@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "testlib.h"
+#include "test_diag.h"
 #include "../monitor/core/model.h"
 
 #define HASH 0xc0ffee0000000300ull
@@ -61,7 +62,7 @@ static uint32_t rounds_of(int rounds, int n, phases per, int odd, phases odd_per
     double now = 1.0 + 0.5 * (double)seq;
     for (int r = 0; r < n && ok; r++)
       ok = put(m, rank_snap(r, n, seq, r == odd ? odd_per : per, 5 * MS), now);
-    if (ok) k = nt_model_alerts(m, 2000, a, cap, now + 0.01);
+    if (ok) k = nt_diag_alerts(test_diag(), m, 2000, a, cap, now + 0.01);
   }
   nt_model_free(m);
   if (!ok) fprintf(stderr, "    the job could not be built\n");
@@ -159,7 +160,7 @@ static void no_kernel_phase_data_gives_nothing(void) {
       if (s && r >= 2) s->nkernels = 0;
       CHECK(put(m, s, now));
     }
-    CHECK_EQ_U64(nt_model_alerts(m, 2000, a, 8, now), 0);
+    CHECK_EQ_U64(nt_diag_alerts(test_diag(), m, 2000, a, 8, now), 0);
   }
   nt_model_free(m);
 }
@@ -192,7 +193,7 @@ static void totals_going_back_start_over(void) {
     for (int r = 0; r < 4; r++)
       CHECK(put(m, rank_snap(r, 4, seq, r == 1 ? LATE : WAITING, r == 1 && seq >= 4 ? 0 : 900 * MS),
                 now));
-    n = nt_model_alerts(m, 2000, a, 8, now);
+    n = nt_diag_alerts(test_diag(), m, 2000, a, 8, now);
     if (seq == 3) CHECK_EQ_U64(sync_alerts(a, n), 1); /* named before */
     if (seq == 4) CHECK_EQ_U64(sync_alerts(a, n), 0); /* went back: nothing */
   }
@@ -221,7 +222,7 @@ static void ranks_late_by_turns_are_balanced(void) {
       }
       CHECK(put(m, s, now));
     }
-    named += sync_alerts(a, nt_model_alerts(m, 2000, a, 8, now));
+    named += sync_alerts(a, nt_diag_alerts(test_diag(), m, 2000, a, 8, now));
   }
   CHECK_EQ_U64(named, 0);
   nt_model_free(m);
@@ -256,7 +257,7 @@ static void an_alert_that_flaps_settles(void) {
       }
       CHECK(put(m, s, now));
     }
-    uint32_t n = nt_model_alerts(m, 2000, a, 8, now), named = 0;
+    uint32_t n = nt_diag_alerts(test_diag(), m, 2000, a, 8, now), named = 0;
     for (uint32_t i = 0; i < n; i++) {
       named += a[i].evidence == NT_EVIDENCE_SYNC_PHASES && a[i].rank == 1;
       said_held += strstr(a[i].text, "; last below the threshold ") != NULL;
@@ -288,7 +289,7 @@ static void many_ranks_are_one_line(void) {
     double now = 1.0 + 0.5 * (double)seq;
     for (int r = 0; r < 16; r++)
       CHECK(put(m, rank_snap(r, 16, seq, r % 3 == 0 ? LATE : WAITING, 0), now));
-    n = nt_model_alerts(m, 2000, a, 16, now);
+    n = nt_diag_alerts(test_diag(), m, 2000, a, 16, now);
   }
   CHECK_EQ_U64(n, 1);
   CHECK_EQ_U64(sync_alerts(a, n), 1);
@@ -344,7 +345,7 @@ static void a_root_gets_the_numbers(void) {
       }
       CHECK(put(m, s, now));
     }
-    n = nt_model_alerts(m, 2000, a, 16, now);
+    n = nt_diag_alerts(test_diag(), m, 2000, a, 16, now);
   }
   const nt_alert *root = NULL;
   for (uint32_t i = 0; i < n; i++)

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 
 #include "testlib.h"
+#include "test_diag.h"
 #include "../monitor/outputs/batch.h"
 #include "../monitor/commands/cli.h"
 #include "../monitor/core/model.h"
@@ -109,7 +110,7 @@ static char *frame(nt_model *m, bool json, double now) {
   size_t len = 0;
   FILE *f = open_memstream(&buf, &len);
   if (!f) return NULL;
-  int rc = nt_batch_print(f, m, &o, now);
+  int rc = nt_batch_print(f, m, test_diag(), &o, now);
   fclose(f);
   if (rc != 0) {
     free(buf);

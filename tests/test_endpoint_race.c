@@ -164,14 +164,14 @@ static void a_parent_writable_by_another_user_cannot_redirect_the_publisher(void
 
 /* ---- re-binding ---- */
 
-static nt_model_process *find_pid(nt_model *m, uint32_t pid) {
+static const nt_model_process *find_pid(nt_model *m, uint32_t pid) {
   for (uint32_t i = 0; i < nt_model_nprocesses(m); i++)
     if (nt_model_process_at(m, i)->pid == pid) return nt_model_process_at(m, i);
   return NULL;
 }
 
 static uint64_t latest_seq(nt_model *m) {
-  nt_model_process *p = find_pid(m, (uint32_t)getpid());
+  const nt_model_process *p = find_pid(m, (uint32_t)getpid());
   return p && p->cur ? p->cur->seq : 0;
 }
 

@@ -4,11 +4,14 @@
  * label values, and the HTTP side behaves: 404 for another path, HEAD,
  * 405 for POST, concurrent scrapes, and a textfile that is never read half
  * written. The Prometheus server test is test_exporter_prom.c. */
+#include <math.h>
 #include <pthread.h>
 
 #include "exporter_harness.h"
 #include "../monitor/outputs/exporter.h"
+#include "test_exposition.h"
 #include "../monitor/core/model.h"
+#include "test_diag.h"
 
 #define HASH 0x00c0ffee12345678ull
 /* The only complaints promtool may have: the NCCL Inspector's names keep
@@ -89,12 +92,157 @@ static char *render(nt_model *m, bool per_channel, bool inspector) {
   size_t len = 0;
   FILE *f = open_memstream(&buf, &len);
   if (!f) return NULL;
-  int rc = nt_exporter_render(f, m, &o, 1.6);
+  int rc = test_exposition(f, m, &o, 1.6);
   if (fclose(f) != 0 || rc != 0) {
     free(buf);
     return NULL;
   }
   return buf;
+}
+
+/* ---- one door: the exposition is the frame's ---- */
+
+#define RING_HASH 0x00ab000000000001ull
+
+/* Rank r of a 4-rank ring on one host; from `stuck` on, its channels are
+ * running without progress (waiting on their peers) and an AllReduce stays
+ * in flight. */
+static nt_snapshot *ring_snap(int r, uint64_t seq, double t, bool stuck) {
+  nt_snapshot *s = nt_snapshot_new();
+  if (!s) return NULL;
+  snprintf(s->host, sizeof s->host, "node0");
+  s->pid = 1000 + (uint32_t)r;
+  s->seq = seq;
+  s->mono_ns = (uint64_t)(t * 1e9);
+  s->interval_ms = 100;
+  s->process = (nt_process_counters){.events = 100 * seq, .abi_version = 5};
+  s->ncomms = 1;
+  s->comms[0] = (nt_comm_row){.comm_hash = RING_HASH, .rank = r, .nranks = 4, .nnodes = 1};
+  s->nchannels = 2;
+  for (int c = 0; c < 2; c++)
+    s->channels[c] = (nt_channel_row){.dir = c ? NT_DIR_RECV : NT_DIR_SEND,
+                                      .peer = c ? (r + 3) % 4 : (r + 1) % 4,
+                                      .wait_ns = {seq, 2 * seq, 3 * seq},
+                                      .steps = stuck ? 40 : 10 * seq,
+                                      .bytes = (stuck ? 40 : 10 * seq) * 4096,
+                                      .cur_step = 5,
+                                      .cur_wait = c ? NT_WAIT_RECV_NET : NT_WAIT_SEND_PEER,
+                                      .progress_age_ns = stuck ? 9000000000ull : 1000,
+                                      .ops_started = 3,
+                                      .ops_done = stuck ? 2 : 3,
+                                      .run_state = NT_RUN_RUNNING};
+  s->nseq = 1;
+  s->seq_rows[0] = (nt_seq_row){.func = NT_FUNC_ALLREDUCE, .launched = 50, .done = 49};
+  s->noplog = 1;
+  s->oplog[0] = (nt_oplog_row){.kind = NT_OP_COLL,
+                               .func = NT_FUNC_ALLREDUCE,
+                               .seq = 50,
+                               .bytes = 1 << 20,
+                               .state = stuck ? NT_OPS_IN_FLIGHT : NT_OPS_DONE,
+                               .age_ns = 5000000000ull + (uint64_t)r,
+                               .children = 4,
+                               .children_open = 2};
+  return s;
+}
+
+/* Applies step k of the ring (rank 3 silent from step 3: the others' waits
+ * end at it); false when out of memory. */
+static bool ring_step(nt_model *m, int k, double t, bool stuck) {
+  for (int r = 0; r < 4; r++) {
+    if (stuck && k >= 3 && r == 3) continue;
+    char ep[32];
+    snprintf(ep, sizeof ep, "ipc:///d/%d.sock", 1000 + r);
+    nt_snapshot *s = ring_snap(r, (uint64_t)k + 1, t, stuck && k >= 2);
+    bool ok = s && nt_model_apply_snapshot(m, ep, 1000 + (uint32_t)r, s, t) == 0;
+    nt_snapshot_free(s);
+    if (!ok) return false;
+  }
+  nt_model_tick(m, t);
+  return true;
+}
+
+/* The value of the first sample whose line starts with `head`; NaN none. */
+static double sample_of(const char *text, const char *head) {
+  for (const char *p = text; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL) {
+    if (strncmp(p, head, strlen(head)) != 0) continue;
+    const char *end = strchr(p, '\n'), *sp = NULL;
+    for (const char *q = p; q < (end ? end : p + strlen(p)); q++)
+      if (*q == ' ') sp = q;
+    return sp ? strtod(sp + 1, NULL) : NAN;
+  }
+  return NAN;
+}
+
+/* The exporter reads the frame only: rendered after the model moved on
+ * (the stall over) and was freed, its stall, operation and alert gauges
+ * are still the frame's, equal to what the screen and the JSON show. */
+static void the_exposition_is_the_frames_after_the_model_moved_on(void) {
+  nt_model *m = nt_model_new();
+  nt_frame *fr = nt_frame_new();
+  nt_exporter_opts o = {.stall_ms = 2000};
+  nt_frame_opts fo = nt_exporter_frame_opts(&o);
+  bool ok = m && fr;
+  double t = 1.0;
+  for (int k = 0; ok && k < 6; k++, t += 1.0) {
+    ok = ring_step(m, k, t, true) && nt_frame_build(fr, m, test_diag(), &fo, t) == 0;
+  }
+  /* the stall ends in the model; the frame was built before */
+  for (int k = 6; ok && k < 8; k++, t += 1.0) ok = ring_step(m, k, t, false);
+  nt_model_free(m);
+  CHECK(ok);
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&buf, &len);
+  CHECK(f);
+  int rc = nt_exporter_render(f, fr, &o);
+  CHECK(fclose(f) == 0 && rc == 0);
+  /* the scenario is what it should be: ranks stalled, a root */
+  uint32_t stalled = 0, roots = 0;
+  for (uint32_t i = 0; i < fr->nranks; i++) stalled += fr->ranks[i].stalled;
+  for (uint32_t i = 0; i < fr->nalerts; i++) roots += fr->alerts[i].kind == NT_ALERT_ROOT;
+  bool fine = stalled >= 4 && roots == 1 && fr->nranks == 4;
+  for (uint32_t i = 0; fine && i < fr->nranks; i++) {
+    const nt_frame_rank *r = &fr->ranks[i];
+    char head[160];
+    snprintf(head, sizeof head, "nccltop_channels_stalled{host=\"node0\",pid=\"%u\",rank=\"%d\",",
+             nt_frame_proc_of(fr, r)->pid, r->rank);
+    fine = sample_of(buf, head) == r->stalled;
+    if (!fine)
+      fprintf(stderr, "    %s: %g, the frame's %u\n", head, sample_of(buf, head), r->stalled);
+    double oldest = 0;
+    for (uint32_t k = r->op0; k < r->op0 + r->nops; k++)
+      if (fr->ops[k].age_s > oldest) oldest = fr->ops[k].age_s;
+    snprintf(head, sizeof head,
+             "nccltop_operations_in_flight{host=\"node0\",pid=\"%u\",rank=\"%d\",",
+             nt_frame_proc_of(fr, r)->pid, r->rank);
+    fine = fine && sample_of(buf, head) == r->nops;
+    snprintf(head, sizeof head,
+             "nccltop_operation_oldest_in_flight_seconds{host=\"node0\",pid=\"%u\",rank=\"%d\",",
+             nt_frame_proc_of(fr, r)->pid, r->rank);
+    fine = fine && sample_of(buf, head) == oldest;
+  }
+  for (int k = 0; fine && k < NT_ALERT_COUNT; k++) {
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < fr->nalerts; i++) n += fr->alerts[i].kind == k;
+    char head[96];
+    snprintf(head, sizeof head, "nccltop_alerts{kind=\"%s\"}", nt_alert_kind_name(k));
+    fine = sample_of(buf, head) == n;
+    if (!fine) fprintf(stderr, "    %s: %g, the frame's %u\n", head, sample_of(buf, head), n);
+  }
+  for (uint32_t i = 0; fine && i < fr->nalerts; i++) {
+    const nt_frame_alert *a = &fr->alerts[i];
+    if (a->kind != NT_ALERT_ROOT) continue;
+    char head[160];
+    snprintf(head, sizeof head, "nccltop_stall_root_waiting_ranks{host=\"%s\",pid=\"%u\",", a->host,
+             a->pid);
+    fine = sample_of(buf, head) == a->count;
+    snprintf(head, sizeof head, "nccltop_stall_root_seconds{host=\"%s\",pid=\"%u\",", a->host,
+             a->pid);
+    fine = fine && sample_of(buf, head) == a->age_s;
+  }
+  free(buf);
+  nt_frame_free(fr);
+  CHECK(fine);
 }
 
 static void label_values_are_escaped(void) {
@@ -602,6 +750,7 @@ int main(void) {
   scenario_init();
   signal(SIGPIPE, SIG_IGN);
   TEST_RUN(label_values_are_escaped);
+  TEST_RUN(the_exposition_is_the_frames_after_the_model_moved_on);
   TEST_RUN(hostile_publisher_strings_stay_in_their_labels);
   TEST_RUN(exposition_of_a_model_passes_promtool);
   TEST_RUN(numbers_equal_the_schedule_and_the_json_frame);

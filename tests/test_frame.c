@@ -9,6 +9,7 @@
 
 #include "../monitor/screen/screen_internal.h"
 #include "testlib.h"
+#include "test_diag.h"
 #include "../monitor/outputs/batch.h"
 #include "../monitor/commands/cli.h"
 #include "../monitor/core/frame.h"
@@ -86,7 +87,7 @@ static const nt_frame_opts opts = {.stall_ms = 2000, .process_env = true};
 static void numbers_are_exact(void) {
   nt_model *m = job();
   nt_frame *f = nt_frame_new();
-  CHECK(m && f && nt_frame_build(f, m, &opts, 2.0) == 0);
+  CHECK(m && f && nt_frame_build(f, m, test_diag(), &opts, 2.0) == 0);
   CHECK_EQ_U64(f->nprocs, 2);
   CHECK_EQ_U64(f->nranks, 2);
   CHECK_EQ_U64(f->nchannels, 4);
@@ -121,14 +122,14 @@ static void a_silent_rank_does_nothing_per_second(void) {
   nt_frame *f = nt_frame_new();
   CHECK(m && f);
   nt_model_tick(m, 1.6);
-  CHECK(nt_frame_build(f, m, &opts, 1.6) == 0);
+  CHECK(nt_frame_build(f, m, test_diag(), &opts, 1.6) == 0);
   CHECK(f->ranks[1].done_per_s == 10.0 && f->comms[0].done_per_s == 10.0);
   /* rank 0 goes on (done 6 -> 11 in 0.5 s); rank 1 says nothing more */
   nt_snapshot *c = snap(100, 0, 3, 2000000000ull, 1100, 30);
   CHECK(c && nt_model_apply_snapshot(m, "ep", 0, c, 9.9) == 0);
   nt_snapshot_free(c);
   nt_model_tick(m, 10.0);
-  CHECK(nt_frame_build(f, m, &opts, 10.0) == 0);
+  CHECK(nt_frame_build(f, m, test_diag(), &opts, 10.0) == 0);
   CHECK(!f->procs[f->ranks[0].proc].stale && f->procs[f->ranks[1].proc].stale);
   CHECK(f->ranks[0].done_per_s == 10.0);
   CHECK(f->ranks[1].done_per_s == 0.0);
@@ -145,7 +146,7 @@ static double num(const cJSON *o, const char *key) {
 static void the_json_carries_the_frames_numbers(void) {
   nt_model *m = job();
   nt_frame *f = nt_frame_new();
-  CHECK(m && f && nt_frame_build(f, m, &opts, 2.0) == 0);
+  CHECK(m && f && nt_frame_build(f, m, test_diag(), &opts, 2.0) == 0);
   nt_jo w;
   nt_jo_init(&w);
   const char *text = nt_frame_json(f, &w);
@@ -223,7 +224,7 @@ static void the_screen_shows_the_frames_numbers(void) {
   nt_frame *f = nt_frame_new();
   FILE *out = NULL, *in = NULL;
   SCREEN *term = NULL;
-  CHECK(m && f && nt_frame_build(f, m, &opts, 2.0) == 0);
+  CHECK(m && f && nt_frame_build(f, m, test_diag(), &opts, 2.0) == 0);
   bool ok = screen_open(f, m, &out, &in, &term);
   if (ok) {
     scr.view = NT_VIEW_OVERVIEW;
@@ -257,7 +258,7 @@ static void a_frame_outlives_its_model(void) {
   nt_frame *f = nt_frame_new();
   FILE *out = NULL, *in = NULL;
   SCREEN *term = NULL;
-  CHECK(m && f && nt_frame_build(f, m, &opts, 2.0) == 0);
+  CHECK(m && f && nt_frame_build(f, m, test_diag(), &opts, 2.0) == 0);
   nt_model_free(m); /* every process gone: the frame owns what it shows */
   bool ok = screen_open(f, NULL, &out, &in, &term);
   static const int views[] = {NT_VIEW_PROXY, NT_VIEW_CHANNELS, NT_VIEW_OPS,
@@ -278,11 +279,77 @@ static void a_frame_outlives_its_model(void) {
   nt_frame_free(f);
 }
 
+/* The topology view reads the model and keeps the rest: which topology is
+ * shown (t) and the copy its what-ifs are computed on are the screen's;
+ * the model's topologies stay as loaded (NCCL's defaults), its error list
+ * and its bytes as they were. */
+static void the_topology_view_never_writes_the_model(void) {
+  char err[256];
+  size_t la = 0, lb = 0;
+  char *a = nt_topo_read_file("examples/topologies/pcie-2socket-4gpu.xml", &la, err, sizeof err);
+  char *b = nt_topo_read_file("examples/topologies/nvswitch-8gpu-8nic.xml", &lb, err, sizeof err);
+  nt_model *m = nt_model_new();
+  nt_frame *f = nt_frame_new();
+  bool ok = a && b && m && f && nt_model_set_topology(m, a, la, "ep1", 1.0) == 0 &&
+            nt_model_set_topology(m, b, lb, "ep2", 1.0) == 0;
+  free(a);
+  free(b);
+  FILE *out = NULL, *in = NULL;
+  SCREEN *term = NULL;
+  ok = ok && screen_open(f, m, &out, &in, &term);
+  size_t bytes = ok ? nt_model_bytes(m) : 0;
+  uint32_t errors = ok ? nt_model_nerrors(m) : 0;
+  nt_topo_pair p;
+  bool drawn = false, whatif = false, picked = false, copy_computed = false;
+  if (ok) {
+    scr.view = NT_VIEW_TOPO;
+    scr.rows = 60, scr.cols = 200, scr.bottom = 59;
+    erase();
+    nt_view_topo(&scr, 1);
+    drawn = strstr(screen_line("topology ep1"), "(1 of 2, t: next)") != NULL;
+    nt_topo_view_action(&scr, NT_ACT_WHATIF_P2P);
+    nt_topo_view_action(&scr, NT_ACT_WHATIF_PXN);
+    erase();
+    nt_view_topo(&scr, 1);
+    whatif = strstr(screen_line("what-if:"), "P2P_DISABLE=1 PXN_DISABLE=1") != NULL;
+    copy_computed = scr.topo && nt_topo_pair_at(scr.topo, 0, 1, &p) && !p.p2p;
+    picked = nt_topo_view_action(&scr, NT_ACT_TOPO_NEXT);
+    erase();
+    nt_view_topo(&scr, 1);
+    picked = picked && scr.topo_pick == 1 &&
+             strstr(screen_line("topology ep2"), "(2 of 2, t: next)") != NULL;
+  }
+  /* the model: both files as loaded, under NCCL's defaults (no what-if was
+   * computed on them) */
+  nt_topo_env defaults;
+  nt_topo_env_defaults(&defaults);
+  bool untouched = ok && nt_model_topology_count(m) == 2;
+  for (uint32_t i = 0; untouched && i < 2; i++) {
+    const nt_topo *t = nt_model_topology_at(m, i, NULL, NULL);
+    const nt_topo_env *e = t ? nt_topo_current_env(t) : NULL;
+    untouched = t && t != scr.topo && e && e->p2p_disable == defaults.p2p_disable &&
+                e->pxn_disable == defaults.pxn_disable;
+  }
+  untouched = untouched && nt_model_bytes(m) == bytes && nt_model_nerrors(m) == errors;
+  nt_view_topo_free(&scr);
+  nt_view_graphs_free(&scr);
+  screen_close(out, in, term);
+  nt_frame_free(f);
+  nt_model_free(m);
+  CHECK(ok);
+  CHECK(drawn);
+  CHECK(whatif);
+  CHECK(copy_computed);
+  CHECK(picked);
+  CHECK(untouched);
+}
+
 int main(void) {
   TEST_RUN(numbers_are_exact);
   TEST_RUN(the_json_carries_the_frames_numbers);
   TEST_RUN(the_screen_shows_the_frames_numbers);
   TEST_RUN(a_frame_outlives_its_model);
   TEST_RUN(a_silent_rank_does_nothing_per_second);
+  TEST_RUN(the_topology_view_never_writes_the_model);
   return TEST_DONE();
 }

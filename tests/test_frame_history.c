@@ -10,6 +10,7 @@
 #include <stdlib.h>
 
 #include "testlib.h"
+#include "test_diag.h"
 #include "../monitor/core/frame.h"
 #include "../monitor/core/model.h"
 #include "../monitor/outputs/batch.h"
@@ -82,48 +83,48 @@ static void samples_are_bytes_over_time_with_gaps_and_restarts(void) {
   CHECK(m && f);
   /* t=0: where rank 0 stands; no sample yet. */
   CHECK(feed(m, 100, 0, 1, 10, 0, 0, 0.0) == 0);
-  CHECK(nt_frame_build(f, m, &o, 0.0) == 0);
+  CHECK(nt_frame_build(f, m, test_diag(), &o, 0.0) == 0);
   CHECK(history_is(comm_of(f), NULL, 0));
   /* t=1: 2 GB in 1.5 s of operations: 2 x 1.5 / 1.5 = 2 GB/s bus. */
   CHECK(feed(m, 100, 0, 2, 11, 2 * GB, 3 * S / 2, 1.0) == 0);
-  CHECK(nt_frame_build(f, m, &o, 1.0) == 0);
+  CHECK(nt_frame_build(f, m, test_diag(), &o, 1.0) == 0);
   CHECK(history_is(comm_of(f), (double[]){2}, 1));
   CHECK(fabs(f->history_s - 1.0) < 1e-9 && fabs(f->history_end_s - 1.0) < 1e-9);
   /* t=2: nothing completed: a gap, not 0 GB/s. */
   CHECK(feed(m, 100, 0, 3, 12, 2 * GB, 3 * S / 2, 2.0) == 0);
-  CHECK(nt_frame_build(f, m, &o, 2.0) == 0);
+  CHECK(nt_frame_build(f, m, test_diag(), &o, 2.0) == 0);
   CHECK(history_is(comm_of(f), (double[]){2, -1}, 2));
   /* t=3: rank 0 did 6 GB in 3 s (3 GB/s bus); rank 1 is seen for the
    * first time with 1000 GB in 1 s behind it: where it stands, not a
    * sample. */
   CHECK(feed(m, 100, 0, 4, 13, 8 * GB, 9 * S / 2, 3.0) == 0);
   CHECK(feed(m, 101, 1, 1, 13, 1000 * GB, S, 3.0) == 0);
-  CHECK(nt_frame_build(f, m, &o, 3.0) == 0);
+  CHECK(nt_frame_build(f, m, test_diag(), &o, 3.0) == 0);
   CHECK(history_is(comm_of(f), (double[]){2, -1, 3}, 3));
   /* t=4: rank 0's pid starts over (sequence 1, its clock went on) with
    * counters larger than before: another process's past, no difference
    * of the old one's: a gap, not 92 GB over 5.5 s. */
   CHECK(feed(m, 100, 0, 1, 14, 100 * GB, 10 * S, 4.0) == 0);
   CHECK(feed(m, 101, 1, 2, 14, 1000 * GB, S, 4.0) == 0);
-  CHECK(nt_frame_build(f, m, &o, 4.0) == 0);
+  CHECK(nt_frame_build(f, m, test_diag(), &o, 4.0) == 0);
   CHECK(nt_model_process_at(m, 0)->restarts + nt_model_process_at(m, 1)->restarts == 1);
   CHECK(history_is(comm_of(f), (double[]){2, -1, 3, -1}, 4));
   /* t=5: the new rank 0 did 4 GB in 1.5 s, rank 1 2 GB in 1.5 s: 6 GB x
    * 1.5 over 3 s = 3 GB/s. */
   CHECK(feed(m, 100, 0, 2, 15, 104 * GB, 23 * S / 2, 5.0) == 0);
   CHECK(feed(m, 101, 1, 3, 15, 1002 * GB, 5 * S / 2, 5.0) == 0);
-  CHECK(nt_frame_build(f, m, &o, 5.0) == 0);
+  CHECK(nt_frame_build(f, m, test_diag(), &o, 5.0) == 0);
   CHECK(history_is(comm_of(f), (double[]){2, -1, 3, -1, 3}, 5));
   /* t=6, 7: no build (the viewer paused); t=8 (a little late): the two
    * intervals nobody looked at are gaps, the next holds what completed
    * since t=5: 5 GB in 1.5 s = 5 GB/s. */
   CHECK(feed(m, 100, 0, 3, 18, 109 * GB, 13 * S, 8.1) == 0);
-  CHECK(nt_frame_build(f, m, &o, 8.1) == 0);
+  CHECK(nt_frame_build(f, m, test_diag(), &o, 8.1) == 0);
   CHECK(history_is(comm_of(f), (double[]){2, -1, 3, -1, 3, -1, -1, 5}, 8));
   CHECK(fabs(f->history_end_s - 8.0) < 1e-9);
   /* Counters that went back (rows the plugin dropped) are no sample. */
   CHECK(feed(m, 100, 0, 4, 19, 1 * GB, 13 * S, 9.0) == 0);
-  CHECK(nt_frame_build(f, m, &o, 9.0) == 0);
+  CHECK(nt_frame_build(f, m, test_diag(), &o, 9.0) == 0);
   CHECK(history_is(comm_of(f), (double[]){2, -1, 3, -1, 3, -1, -1, 5, -1}, 9));
   /* The JSON frame: the samples oldest first, null for a gap, and the
    * interval. */
@@ -163,7 +164,7 @@ static void ring_is_bounded_and_the_interval_follows_the_update(void) {
     bytes += (uint64_t)k * GB;
     ns += S;
     CHECK(feed(m, 100, 0, k + 1, 10 + k, bytes, ns, k) == 0);
-    CHECK(nt_frame_build(f, m, &o, k) == 0);
+    CHECK(nt_frame_build(f, m, test_diag(), &o, k) == 0);
   }
   const nt_frame_comm *c = comm_of(f);
   CHECK(c && c->nhistory == NT_FRAME_HISTORY);
@@ -174,13 +175,13 @@ static void ring_is_bounded_and_the_interval_follows_the_update(void) {
   }
   /* Back in time: nothing lines up with what was. */
   CHECK(feed(m, 100, 0, builds + 2, 10 + builds + 1, bytes + GB, ns + S, 3.0) == 0);
-  CHECK(nt_frame_build(f, m, &o, 3.0) == 0);
+  CHECK(nt_frame_build(f, m, test_diag(), &o, 3.0) == 0);
   CHECK(comm_of(f) && comm_of(f)->nhistory == 0);
   /* A 2 s update: 2 s samples. */
   o.update_s = 2.0;
-  CHECK(nt_frame_build(f, m, &o, 5.0) == 0);
+  CHECK(nt_frame_build(f, m, test_diag(), &o, 5.0) == 0);
   CHECK(feed(m, 100, 0, builds + 3, 10 + builds + 3, bytes + 4 * GB, ns + 3 * S, 7.0) == 0);
-  CHECK(nt_frame_build(f, m, &o, 7.0) == 0);
+  CHECK(nt_frame_build(f, m, test_diag(), &o, 7.0) == 0);
   CHECK(f->history_s == 2.0);
   CHECK(history_is(comm_of(f), (double[]){2.25}, 1)); /* 3 GB x 1.5 over 2 s */
   nt_frame_free(f);

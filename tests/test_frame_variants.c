@@ -11,6 +11,7 @@
 
 #include "../monitor/screen/screen_internal.h"
 #include "testlib.h"
+#include "test_diag.h"
 #include "../monitor/outputs/batch.h"
 #include "../monitor/commands/cli.h"
 #include "../monitor/core/frame.h"
@@ -159,7 +160,7 @@ static const nt_op_stat *stat_of(const nt_frame *f, const char *variant, int alg
 static void stats_are_kept_per_variant_name(void) {
   nt_model *m = job();
   nt_frame *f = nt_frame_new();
-  CHECK(m && f && nt_frame_build(f, m, &opts, 2.0) == 0);
+  CHECK(m && f && nt_frame_build(f, m, test_diag(), &opts, 2.0) == 0);
   CHECK_EQ_U64(f->nstats, 5);
   const nt_op_stat *a = stat_of(f, "AllReduce_AGxLL_R", NT_ALGO_OTHER),
                    *b = stat_of(f, "AllReduce_RSxLD_AGxST", NT_ALGO_OTHER),
@@ -205,7 +206,7 @@ static bool str_is(const cJSON *o, const char *k, const char *want) {
 static void json_names_the_variant(void) {
   nt_model *m = job();
   nt_frame *f = nt_frame_new();
-  CHECK(m && f && nt_frame_build(f, m, &opts, 2.0) == 0);
+  CHECK(m && f && nt_frame_build(f, m, test_diag(), &opts, 2.0) == 0);
   nt_jo w;
   nt_jo_init(&w);
   const char *text = nt_frame_json(f, &w);
@@ -257,7 +258,7 @@ static bool view_line(const char *needle, char *line, int cap) {
 static void the_collectives_view_shows_the_variant(void) {
   nt_model *m = job();
   nt_frame *f = nt_frame_new();
-  CHECK(m && f && nt_frame_build(f, m, &opts, 2.0) == 0);
+  CHECK(m && f && nt_frame_build(f, m, test_diag(), &opts, 2.0) == 0);
   FILE *out = fopen("/dev/null", "w"), *in = fopen("/dev/null", "r");
   SCREEN *term = out && in ? newterm("xterm", out, in) : NULL;
   static nt_screen scr;

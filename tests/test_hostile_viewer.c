@@ -22,6 +22,7 @@
 #include <zmq.h>
 
 #include "testlib.h"
+#include "test_diag.h"
 #include "scenario_harness.h"
 #include "../monitor/outputs/batch.h"
 #include "../monitor/commands/cli.h"
@@ -159,9 +160,9 @@ static void poll_for(view *v, double seconds) {
 }
 
 /* The process of `pid` known through its own local endpoint. */
-static nt_model_process *local_proc(view *v, uint32_t pid) {
+static const nt_model_process *local_proc(view *v, uint32_t pid) {
   for (uint32_t i = 0; i < nt_model_nprocesses(v->m); i++) {
-    nt_model_process *p = nt_model_process_at(v->m, i);
+    const nt_model_process *p = nt_model_process_at(v->m, i);
     if (p->pid == pid && p->endpoint_pid == pid) return p;
   }
   return NULL;
@@ -184,7 +185,7 @@ static uint32_t from_source(view *v, const char *endpoint) {
 static bool ranks_live(view *v, const void *arg) {
   uint32_t want = *(const uint32_t *)arg, n = 0;
   for (uint32_t i = 0; i < nt_model_nprocesses(v->m); i++) {
-    nt_model_process *p = nt_model_process_at(v->m, i);
+    const nt_model_process *p = nt_model_process_at(v->m, i);
     n += p->endpoint_pid && p->cur && p->cur->ncomms && !p->ended;
   }
   return n >= want;
@@ -277,7 +278,7 @@ static void a_local_socket_cannot_speak_for_another_pid(void) {
     bad = bind_pub(b.zctx, ep);
   ok = ok && bad && subscribed(&b.v, bad);
   CHECK(ok);
-  nt_model_process *victim = NULL;
+  const nt_model_process *victim = NULL;
   for (uint32_t i = 0; ok && i < nt_model_nprocesses(b.v.m) && !victim; i++)
     if (nt_model_process_at(b.v.m, i)->endpoint_pid) victim = nt_model_process_at(b.v.m, i);
   CHECK(victim != NULL);
@@ -323,9 +324,9 @@ static void a_local_socket_cannot_speak_for_another_pid(void) {
   bench_stop(&b);
 }
 
-static nt_model_process *proc_of(view *v, const char *endpoint, uint32_t pid) {
+static const nt_model_process *proc_of(view *v, const char *endpoint, uint32_t pid) {
   for (uint32_t i = 0; i < nt_model_nprocesses(v->m); i++) {
-    nt_model_process *p = nt_model_process_at(v->m, i);
+    const nt_model_process *p = nt_model_process_at(v->m, i);
     if (p->pid == pid && strcmp(p->endpoint, endpoint) == 0) return p;
   }
   return NULL;
@@ -344,7 +345,7 @@ static void connect_sources_live_in_namespaces_of_their_own(void) {
   ok = ok && ra && rb && nt_source_connect(b.v.src, b.v.m, ea) == 0 &&
        nt_source_connect(b.v.src, b.v.m, eb) == 0 && subscribed(&b.v, ra) && subscribed(&b.v, rb);
   CHECK(ok);
-  nt_model_process *victim = NULL;
+  const nt_model_process *victim = NULL;
   for (uint32_t i = 0; ok && i < nt_model_nprocesses(b.v.m) && !victim; i++)
     if (nt_model_process_at(b.v.m, i)->endpoint_pid) victim = nt_model_process_at(b.v.m, i);
   CHECK(victim != NULL);
@@ -367,7 +368,7 @@ static void connect_sources_live_in_namespaces_of_their_own(void) {
     }
     poll_for(&b.v, 1.0);
     victim = local_proc(&b.v, pid);
-    nt_model_process *pa = proc_of(&b.v, ea, pid), *pb = proc_of(&b.v, eb, pid);
+    const nt_model_process *pa = proc_of(&b.v, ea, pid), *pb = proc_of(&b.v, eb, pid);
     CHECK(victim && !victim->ended && victim->cur->seq > seq_before);
     nm = victim ? comm_name(&b.v, victim) : NULL;
     CHECK(nm && strcmp(nm, name_before) == 0);
@@ -569,7 +570,7 @@ static void fake_full_size_publishers_cost_a_bounded_budget(void) {
   CHECK(lp && send_snapshot(lp, s) == 0);
   for (int i = 0; lp && i < 200 && !local_proc(&v, (uint32_t)later); i++)
     nt_source_poll(v.src, v.m, 20);
-  nt_model_process *lq = local_proc(&v, (uint32_t)later);
+  const nt_model_process *lq = local_proc(&v, (uint32_t)later);
   CHECK(lq && lq->cur && lq->cur->nchannels == NT_MAX_CHANNEL_ROWS);
   if (lp) zmq_close(lp);
   reap(later);
@@ -579,7 +580,7 @@ static void fake_full_size_publishers_cost_a_bounded_budget(void) {
   size_t len = 0;
   FILE *f = open_memstream(&text, &len);
   v.o.json = true;
-  CHECK(f && ok && nt_batch_print(f, v.m, &v.o, nt_now_s()) == 0);
+  CHECK(f && ok && nt_batch_print(f, v.m, test_diag(), &v.o, nt_now_s()) == 0);
   if (f) fclose(f);
   cJSON *frame = text ? cJSON_Parse(text) : NULL;
   CHECK(frame != NULL);
@@ -607,7 +608,7 @@ static uint64_t mono_now_ns(void) {
 
 static bool seq_is(view *v, const void *arg) {
   const uint64_t *want = arg;
-  nt_model_process *p = local_proc(v, (uint32_t)want[0]);
+  const nt_model_process *p = local_proc(v, (uint32_t)want[0]);
   return p && p->cur && p->cur->seq == want[1];
 }
 
@@ -642,7 +643,7 @@ static void seq_and_clock_jumps_are_refused_and_restarts_kept(void) {
     CHECK(send_snapshot(pub, s) == 0);
     want[1] = 3;
     CHECK(poll_until(&v, seq_is, want, 3));
-    nt_model_process *p = local_proc(&v, (uint32_t)me);
+    const nt_model_process *p = local_proc(&v, (uint32_t)me);
     CHECK_EQ_U64(nt_model_refused(v.m, NT_REFUSE_SEQ_JUMP), 1);
     CHECK_EQ_U64(nt_model_refused(v.m, NT_REFUSE_CLOCK_JUMP), 1);
     CHECK(p && p->lost_messages == 0 && p->restarts == 0);

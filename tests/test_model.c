@@ -40,7 +40,7 @@ static nt_snapshot *snap(uint32_t pid, uint64_t seq, uint64_t mono_ns, uint64_t 
   return s;
 }
 
-static nt_model_process *only(nt_model *m) {
+static const nt_model_process *only(nt_model *m) {
   return nt_model_nprocesses(m) == 1 ? nt_model_process_at(m, 0) : NULL;
 }
 
@@ -50,7 +50,7 @@ static void rates_and_shares_are_exact_over_the_last_interval(void) {
   CHECK(m && a && b);
   CHECK(nt_model_apply_snapshot(m, "ep", 0, a, 1.0) == 0);
   CHECK(nt_model_apply_snapshot(m, "ep", 0, b, 7.0) == 0); /* arrival time does not matter */
-  nt_model_process *p = only(m);
+  const nt_model_process *p = only(m);
   CHECK(p != NULL);
   double sps, bps;
   nt_model_channel_rates(p, &p->cur->channels[0], &sps, &bps);
@@ -84,7 +84,7 @@ static void rows_are_matched_by_key_not_by_position(void) {
   b->channels[2] = send;
   CHECK(nt_model_apply_snapshot(m, "ep", 0, a, 1.0) == 0);
   CHECK(nt_model_apply_snapshot(m, "ep", 0, b, 2.0) == 0);
-  nt_model_process *p = only(m);
+  const nt_model_process *p = only(m);
   CHECK(p && p->cur->nchannels == 3);
   int seen = 0;
   for (uint32_t i = 0; i < p->cur->nchannels; i++) {
@@ -119,7 +119,7 @@ static void dominant_wait_is_the_largest_growth_else_the_largest_total(void) {
   b->channels[0].wait_ns[0] = 1000000, b->channels[0].wait_ns[1] = 30,
   b->channels[0].wait_ns[2] = 5;
   CHECK(nt_model_apply_snapshot(m, "ep", 0, a, 1.0) == 0);
-  nt_model_process *p = only(m);
+  const nt_model_process *p = only(m);
   CHECK(p != NULL);
   /* One snapshot only: the largest total. */
   CHECK(nt_model_channel_dominant_wait(p, &p->cur->channels[0]) == NT_WAIT_SEND_GPU);
@@ -149,7 +149,7 @@ static void shares_fall_back_to_since_first_when_nothing_moved(void) {
   CHECK(nt_model_apply_snapshot(m, "ep", 0, b, 2.0) == 0);
   b->seq = 3; /* the same counters again */
   CHECK(nt_model_apply_snapshot(m, "ep", 0, b, 3.0) == 0);
-  nt_model_process *p = only(m);
+  const nt_model_process *p = only(m);
   double last[NT_PROXY_NSTATES], total[NT_PROXY_NSTATES];
   nt_model_proxy_shares(p, &p->cur->proxy[0], last, total);
   CHECK(last[NT_PROXY_APPEND] == 1.0); /* since the first snapshot */
@@ -176,7 +176,7 @@ static void sequence_gaps_are_lost_messages_not_lost_totals(void) {
   CHECK(m && a && b);
   CHECK(nt_model_apply_snapshot(m, "ep", 0, a, 1.0) == 0);
   CHECK(nt_model_apply_snapshot(m, "ep", 0, b, 1.4) == 0);
-  nt_model_process *p = only(m);
+  const nt_model_process *p = only(m);
   CHECK_EQ_U64(p->lost_messages, 3);
   CHECK_EQ_U64(p->cur->channels[0].steps, 50);             /* cumulative: nothing lost */
   CHECK(nt_model_apply_snapshot(m, "ep", 0, b, 1.5) == 0); /* the same message again */
@@ -198,7 +198,7 @@ static void a_restarted_publisher_starts_over_and_a_late_copy_is_ignored(void) {
   CHECK(m && a && b && late && again);
   CHECK(nt_model_apply_snapshot(m, "ep", 0, a, 1.0) == 0);
   CHECK(nt_model_apply_snapshot(m, "ep", 0, b, 1.1) == 0);
-  nt_model_process *p = only(m);
+  const nt_model_process *p = only(m);
   CHECK(nt_model_apply_snapshot(m, "ep", 0, late, 1.2) == 0);
   CHECK_EQ_U64(p->cur->seq, 41);
   CHECK_EQ_U64(p->duplicates, 1);
@@ -235,7 +235,7 @@ static void silent_publishers_turn_stale_after_three_intervals_and_stay_visible(
   CHECK(m && a);
   a->interval_ms = 1000;
   CHECK(nt_model_apply_snapshot(m, "ep", 0, a, 10.0) == 0);
-  nt_model_process *p = only(m);
+  const nt_model_process *p = only(m);
   nt_model_tick(m, 12.9);
   CHECK(!p->stale);
   nt_model_tick(m, 13.1);
@@ -373,7 +373,7 @@ static void processes_beyond_the_limit_are_refused_cleanly(void) {
   CHECK(strstr(nt_model_error_at(m, 0)->text, "table_full") != NULL);
   CHECK(strstr(nt_model_error_at(m, 1)->text, "source_full") != NULL);
   CHECK(nt_model_apply_snapshot(m, "ep", 0, t, 2.0) == 0); /* a known one still works */
-  nt_model_process *p = nt_model_process_at(m, 0);
+  const nt_model_process *p = nt_model_process_at(m, 0);
   CHECK(p->pid == 1000 && p->cur && p->cur->channels[0].steps == 7);
   CHECK_STR(p->host, "node1"); /* known by its communicator first, host learnt later */
   nt_snapshot_free(s);
@@ -388,7 +388,7 @@ static void hostile_strings_are_sanitized_on_arrival(void) {
   CHECK(m && a && h);
   snprintf(a->host, sizeof a->host, "node\x1b[2J\x9b"); /* ESC, and an 8-bit CSI */
   CHECK(nt_model_apply_snapshot(m, "ep\x1b", 0, a, 1.0) == 0);
-  nt_model_process *p = only(m);
+  const nt_model_process *p = only(m);
   CHECK_STR(p->host, "node\\x1B[2J\\x9B");
   CHECK_STR(p->cur->host, "node\\x1B[2J\\x9B");
   CHECK_STR(p->endpoint, "ep\\x1B");
@@ -427,7 +427,7 @@ static void communicator_names_beyond_the_table_replace_gone_ones(void) {
   ci.comm_hash = 0xfeed;
   snprintf(ci.name, sizeof ci.name, "newest");
   CHECK(nt_model_apply_comm(m, "ep", 0, &ci, 1.0) == 0);
-  nt_model_process *p = only(m);
+  const nt_model_process *p = only(m);
   CHECK(p->ncomm_info == NT_MAX_COMMS);
   bool newest = false, current = false;
   for (uint32_t i = 0; i < p->ncomm_info; i++) {
@@ -444,20 +444,22 @@ static void a_bad_topology_keeps_the_one_we_had(void) {
   CHECK(m != NULL);
   const char *good = "<system version=\"1\"><cpu numaid=\"0\" arch=\"arm64\"/></system>";
   CHECK(nt_model_set_topology(m, good, strlen(good), "ep1", 1.0) == 0);
-  CHECK(nt_model_topology(m, NULL) != NULL);
-  uint32_t gen = nt_model_topology_generation(m);
+  uint64_t hash = 0, again = 1;
+  CHECK(nt_model_topology_at(m, 0, NULL, &hash) != NULL && hash != 0);
   CHECK(nt_model_set_topology(m, good, strlen(good), "ep2", 2.0) == 0); /* same file again */
-  CHECK(nt_model_topology_generation(m) == gen);
+  CHECK(nt_model_topology_count(m) == 1);
   CHECK(nt_model_set_topology(m, "<system", 7, "ep3", 3.0) == -1);
-  CHECK(nt_model_topology(m, NULL) != NULL);
+  CHECK(nt_model_topology_count(m) == 1);
+  CHECK(nt_model_topology_at(m, 0, NULL, &again) != NULL && again == hash);
   CHECK(nt_model_nerrors(m) == 1);
   CHECK(strstr(nt_model_error_at(m, 0)->text, "ep3:1:") != NULL);
   nt_model_free(m);
 }
 
-/* Two sources with different files: the first stays shown (no flipping),
- * the other is held for the user to pick; the shown source's new version
- * replaces it; a bad file sent again is neither parsed nor noted again. */
+/* Two sources with different files: each keeps its index (so the view,
+ * which shows an index, never flips), the other is held for the user to
+ * pick; a source's new version replaces its file in place; a bad file sent
+ * again is neither parsed nor noted again; reading writes nothing. */
 static void topologies_stay_put_until_picked_and_bad_ones_are_noted_once(void) {
   nt_model *m = nt_model_new();
   CHECK(m != NULL);
@@ -465,25 +467,28 @@ static void topologies_stay_put_until_picked_and_bad_ones_are_noted_once(void) {
   const char *b = "<system version=\"1\"><cpu numaid=\"1\" arch=\"arm64\"/></system>";
   const char *a2 = "<system version=\"1\"><cpu numaid=\"2\" arch=\"arm64\"/></system>";
   const char *src = NULL;
-  uint32_t shown = 9;
+  uint64_t ha = 0, h = 0;
+  size_t len = 0;
   CHECK(nt_model_set_topology(m, a, strlen(a), "ep1", 1.0) == 0);
-  uint32_t gen = nt_model_topology_generation(m);
+  CHECK(nt_model_topology_at(m, 0, &src, &ha) != NULL);
   for (int i = 0; i < 5; i++) { /* both re-sent every few seconds */
     CHECK(nt_model_set_topology(m, b, strlen(b), "ep2", 2.0 + i) == 0);
     CHECK(nt_model_set_topology(m, a, strlen(a), "ep1", 2.5 + i) == 0);
   }
-  nt_model_topology(m, &src);
+  CHECK(nt_model_topology_at(m, 0, &src, &h) != NULL);
   CHECK_STR(src, "ep1");
-  CHECK(nt_model_topology_generation(m) == gen);
-  CHECK(nt_model_topology_count(m, &shown) == 2 && shown == 0);
+  CHECK(h == ha);
+  CHECK(nt_model_topology_count(m) == 2);
   CHECK(nt_model_set_topology(m, a2, strlen(a2), "ep1", 8.0) == 0); /* ep1's file rewritten */
-  CHECK(nt_model_topology_generation(m) == gen + 1);
-  CHECK(nt_model_topology_count(m, &shown) == 2 && shown == 0);
-  CHECK(nt_model_topology_pick(m, 1) == 1);
-  nt_model_topology(m, &src);
+  CHECK(nt_model_topology_at(m, 0, &src, &h) != NULL);
+  CHECK_STR(src, "ep1"); /* in place: the index shown still shows ep1 */
+  CHECK(h != ha);
+  const char *xml = nt_model_topology_xml(m, 0, &len);
+  CHECK(xml && len == strlen(a2) && memcmp(xml, a2, len) == 0); /* what a view copies */
+  CHECK(nt_model_topology_count(m) == 2);
+  CHECK(nt_model_topology_at(m, 1, &src, NULL) != NULL);
   CHECK_STR(src, "ep2");
-  CHECK(nt_model_topology_pick(m, -1) == 0);
-  CHECK(nt_model_topology_generation(m) == gen + 3);
+  CHECK(nt_model_topology_at(m, 2, &src, &h) == NULL && h == 0 && src[0] == '\0');
   for (int i = 0; i < 5; i++) CHECK(nt_model_set_topology(m, "<system", 7, "ep3", 9.0 + i) == -1);
   CHECK(nt_model_nerrors(m) == 1);
   /* Past the table: refused, noted once, what is held unchanged. */
@@ -495,7 +500,9 @@ static void topologies_stay_put_until_picked_and_bad_ones_are_noted_once(void) {
     snprintf(name, sizeof name, "x%d", i);
     nt_model_set_topology(m, x, (size_t)n, name, 20.0 + i);
   }
-  CHECK(nt_model_topology_count(m, &shown) == 8 && shown == 0);
+  CHECK(nt_model_topology_count(m) == 8);
+  CHECK(nt_model_topology_at(m, 0, &src, NULL) != NULL);
+  CHECK_STR(src, "ep1");
   CHECK(nt_model_nerrors(m) == 2);
   nt_model_free(m);
 }

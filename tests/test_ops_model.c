@@ -17,9 +17,11 @@
 
 #include "../monitor/screen/screen_internal.h"
 #include "testlib.h"
+#include "test_diag.h"
 #include "../monitor/outputs/batch.h"
 #include "../monitor/commands/cli.h"
 #include "../monitor/outputs/exporter.h"
+#include "test_exposition.h"
 #include "../monitor/core/frame.h"
 #include "../monitor/core/model.h"
 #include "../monitor/options.h"
@@ -138,7 +140,7 @@ static const nt_frame_stat *row(const nt_frame *f, uint64_t comm, int func) {
 static void predicted_beside_measured(void) {
   nt_model *m = job(true);
   nt_frame *f = nt_frame_new();
-  CHECK(m && f && nt_frame_build(f, m, &opts, 2.0) == 0);
+  CHECK(m && f && nt_frame_build(f, m, test_diag(), &opts, 2.0) == 0);
   const nt_frame_stat *ar = row(f, HASH, NT_FUNC_ALLREDUCE), *ag = row(f, HASH, NT_FUNC_ALLGATHER),
                       *send = row(f, HASH, NT_FUNC_SEND),
                       *wide = row(f, HASH_WIDE, NT_FUNC_ALLREDUCE);
@@ -164,7 +166,7 @@ static void predicted_beside_measured(void) {
 static void unknown_without_a_topology(void) {
   nt_model *m = job(false);
   nt_frame *f = nt_frame_new();
-  CHECK(m && f && nt_frame_build(f, m, &opts, 2.0) == 0);
+  CHECK(m && f && nt_frame_build(f, m, test_diag(), &opts, 2.0) == 0);
   const nt_frame_stat *ar = row(f, HASH, NT_FUNC_ALLREDUCE);
   CHECK(ar && !ar->model.known && ar->model.time_us == 0 && ar->model.ratio < 0);
   CHECK(ar && ar->model.why && strstr(ar->model.why, "no topology"));
@@ -179,7 +181,7 @@ static void unknown_without_a_topology(void) {
 static void the_jobs_variables_move_the_prediction(void) {
   nt_model *m = job(true);
   nt_frame *f = nt_frame_new();
-  CHECK(m && f && nt_frame_build(f, m, &opts, 2.0) == 0);
+  CHECK(m && f && nt_frame_build(f, m, test_diag(), &opts, 2.0) == 0);
   const nt_frame_stat *ar = row(f, HASH, NT_FUNC_ALLREDUCE);
   double before = ar ? ar->model.time_us : 0;
   static nt_hello h;
@@ -193,7 +195,7 @@ static void the_jobs_variables_move_the_prediction(void) {
   snprintf(h.env[0].name, sizeof h.env[0].name, "NCCL_P2P_DISABLE");
   snprintf(h.env[0].value, sizeof h.env[0].value, "1");
   CHECK(nt_model_apply_hello(m, "ep1", 0, &h, 2.5) == 0);
-  CHECK(nt_frame_build(f, m, &opts, 3.0) == 0);
+  CHECK(nt_frame_build(f, m, test_diag(), &opts, 3.0) == 0);
   ar = row(f, HASH, NT_FUNC_ALLREDUCE);
   CHECK(ar && ar->model.known && before > 0 && ar->model.time_us > before * 10);
   CHECK(ar && ar->model.ratio > 1);
@@ -208,7 +210,7 @@ static const cJSON *item(const cJSON *o, const char *k) {
 static void json_and_text_carry_both(void) {
   nt_model *m = job(true);
   nt_frame *f = nt_frame_new();
-  CHECK(m && f && nt_frame_build(f, m, &opts, 2.0) == 0);
+  CHECK(m && f && nt_frame_build(f, m, test_diag(), &opts, 2.0) == 0);
   nt_jo w;
   nt_jo_init(&w);
   const char *text = nt_frame_json(f, &w);
@@ -253,7 +255,7 @@ static void the_exporter_has_the_ratio(void) {
   CHECK(m && t);
   if (m && t) {
     nt_exporter_opts o = {.stall_ms = 2000};
-    CHECK(nt_exporter_render(t, m, &o, 2.0) == 0);
+    CHECK(test_exposition(t, m, &o, 2.0) == 0);
     static char buf[1 << 20];
     rewind(t);
     size_t n = fread(buf, 1, sizeof buf - 1, t);
@@ -284,7 +286,7 @@ static bool view_line(const char *needle, char *line, int cap) {
 static void the_collectives_view_shows_the_share(void) {
   nt_model *m = job(true);
   nt_frame *f = nt_frame_new();
-  CHECK(m && f && nt_frame_build(f, m, &opts, 2.0) == 0);
+  CHECK(m && f && nt_frame_build(f, m, test_diag(), &opts, 2.0) == 0);
   FILE *out = fopen("/dev/null", "w"), *in = fopen("/dev/null", "r");
   SCREEN *term = out && in ? newterm("xterm", out, in) : NULL;
   static nt_screen scr;
@@ -358,7 +360,7 @@ static void many_communicators_share_the_search(void) {
   nt_frame *f = nt_frame_new();
   CHECK(f != NULL);
   for (int pass = 0; pass < 2; pass++) {
-    CHECK(nt_frame_build(f, m, &opts, 2.0 + pass) == 0);
+    CHECK(nt_frame_build(f, m, test_diag(), &opts, 2.0 + pass) == 0);
     CHECK_EQ_U64(f->nstats, 60);
     uint32_t known = 0, alike = 0;
     for (uint32_t i = 0; i < f->nstats; i++) {
@@ -382,14 +384,14 @@ static uint32_t slow_alerts_after(nt_model *m, int steps, double share, nt_alert
   static nt_alert all[64];
   uint32_t n = 0;
   *t = 1.0;
-  nt_model_alerts(m, 2000, all, 64, *t);
+  nt_diag_alerts(test_diag(), m, 2000, all, 64, *t);
   for (int k = 1; k <= steps; k++) {
     *t = 1.0 + 2.0 * k;
     nt_snapshot *s = snap_at(k, share);
     if (!s || nt_model_apply_snapshot(m, "ep1", 0, s, *t) != 0)
       fprintf(stderr, "    snapshot %d refused\n", k); /* then no alert: the caller fails */
     nt_snapshot_free(s);
-    uint32_t na = nt_model_alerts(m, 2000, all, 64, *t);
+    uint32_t na = nt_diag_alerts(test_diag(), m, 2000, all, 64, *t);
     n = 0;
     for (uint32_t i = 0; i < na && n < cap; i++)
       if (all[i].kind == NT_ALERT_SLOW) out[n++] = all[i];
@@ -425,7 +427,7 @@ static void a_job_below_its_model_is_slow(void) {
   }
   /* the frame and the batch text carry it (no new interval: still slow) */
   nt_frame *f = nt_frame_new();
-  CHECK(f && nt_frame_build(f, m, &opts, t) == 0);
+  CHECK(f && nt_frame_build(f, m, test_diag(), &opts, t) == 0);
   bool in_frame = false;
   for (uint32_t i = 0; i < f->nalerts; i++)
     in_frame |= f->alerts[i].kind == NT_ALERT_SLOW && f->alerts[i].comm_hash == HASH;
@@ -475,7 +477,7 @@ static void a_recovered_job_is_no_longer_slow(void) {
     CHECK(nt_model_apply_snapshot(m, "ep1", 0, s, t + 2) == 0);
   }
   nt_snapshot_free(s);
-  uint32_t na = nt_model_alerts(m, 2000, all, 64, t + 2), slow = 0;
+  uint32_t na = nt_diag_alerts(test_diag(), m, 2000, all, 64, t + 2), slow = 0;
   for (uint32_t i = 0; i < na; i++) slow += all[i].kind == NT_ALERT_SLOW;
   CHECK(slow == 0);
   nt_model_free(m);

@@ -94,7 +94,7 @@ static void remove_dir(const char *dir) {
   if (system(cmd) != 0) fprintf(stderr, "    could not remove %s\n", dir);
 }
 
-static nt_model_process *find_pid(nt_model *m, uint32_t pid) {
+static const nt_model_process *find_pid(nt_model *m, uint32_t pid) {
   for (uint32_t i = 0; i < nt_model_nprocesses(m); i++)
     if (nt_model_process_at(m, i)->pid == pid) return nt_model_process_at(m, i);
   return NULL;
@@ -168,7 +168,7 @@ static void bad_messages_are_reported_and_good_publishers_kept(void) {
   CHECK(count_errors(m, bad_ep, "unknown topic 'nccltop.bogus\\x1B[2J'", false) == 1);
   CHECK(count_errors(m, bad_ep, "hello: ", true) == 1);
   /* The good publisher's data is all there, with its metadata. */
-  nt_model_process *p = find_pid(m, (uint32_t)getpid());
+  const nt_model_process *p = find_pid(m, (uint32_t)getpid());
   CHECK(p && p->cur && p->have_hello);
   CHECK_EQ_U64(p->cur->channels[0].steps, 42);
   CHECK_STR(p->hello.nccl_version, "2.28.9");
@@ -178,7 +178,7 @@ static void bad_messages_are_reported_and_good_publishers_kept(void) {
   for (int i = 0; i < 2; i++) named += strcmp(r[i].comm_name, "world") == 0;
   CHECK(named == 1);
   /* So is the hostile publisher's one good message. */
-  nt_model_process *q = find_pid(m, (uint32_t)other);
+  const nt_model_process *q = find_pid(m, (uint32_t)other);
   CHECK(q && q->cur && q->cur->channels[0].steps == 7);
   /* And both keep working after the bad input. */
   g1->seq = 2, g1->channels[0].steps = 43;
@@ -228,7 +228,7 @@ static void a_dead_publisher_is_dropped_and_its_data_kept_as_ended(void) {
   reap(child); /* its socket file stays: only the pid tells */
   for (int i = 0; i < 100 && nt_source_nendpoints(src) == 1; i++) nt_source_poll(src, m, 20);
   CHECK(nt_source_nendpoints(src) == 0);
-  nt_model_process *p = find_pid(m, (uint32_t)child);
+  const nt_model_process *p = find_pid(m, (uint32_t)child);
   CHECK(p && p->ended);
   CHECK(p->cur && p->cur->channels[0].steps == 5); /* still visible */
   nt_snapshot_free(s);
@@ -259,7 +259,7 @@ static void connect_endpoints_are_subscribed_too(void) {
   ok = ok && n && send2(pub, NT_TOPIC_SNAPSHOT, buf, n) == 0;
   for (int i = 0; ok && i < 250 && nt_model_nprocesses(m) == 0; i++) nt_source_poll(src, m, 20);
   CHECK(ok);
-  nt_model_process *p = find_pid(m, 4000001);
+  const nt_model_process *p = find_pid(m, 4000001);
   CHECK(p && p->cur && p->cur->channels[0].steps == 9);
   CHECK_STR(p->host, "remote-node");
   for (int i = 0; i < 60; i++) nt_source_poll(src, m, 20); /* past a directory scan */

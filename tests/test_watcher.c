@@ -26,8 +26,10 @@
 #include <string.h>
 
 #include "testlib.h"
+#include "test_diag.h"
 #include "../monitor/outputs/batch.h"
 #include "../monitor/outputs/exporter.h"
+#include "test_exposition.h"
 #include "../monitor/core/frame.h"
 #include "../monitor/outputs/json_out.h"
 #include "../monitor/core/model.h"
@@ -126,7 +128,7 @@ static void read_all(world *w) {
 /* A frame: tick, then the diagnosis. */
 static void frame(world *w) {
   nt_model_tick(w->m, w->t);
-  w->nalerts = nt_model_alerts(w->m, STALL, w->alerts, MAXALERTS, w->t);
+  w->nalerts = nt_diag_alerts(test_diag(), w->m, STALL, w->alerts, MAXALERTS, w->t);
 }
 
 /* 100 ms: every running process publishes (one more AllReduce), the
@@ -250,7 +252,7 @@ static void the_first_frame_says_the_viewer_paused(void) {
   nt_model_tick(w->m, w->t);
   nt_frame *f = nt_frame_new();
   nt_frame_opts o = {.stall_ms = STALL};
-  bool built = f && nt_frame_build(f, w->m, &o, w->t) == 0;
+  bool built = f && nt_frame_build(f, w->m, test_diag(), &o, w->t) == 0;
   nt_jo jo;
   nt_jo_init(&jo);
   const char *text = built ? nt_frame_json(f, &jo) : NULL;
@@ -406,7 +408,7 @@ static int exported_drops(nt_model *m, double now_s) {
   size_t len = 0;
   FILE *f = open_memstream(&buf, &len);
   if (!f) return -1;
-  int rc = nt_exporter_render(f, m, &o, now_s);
+  int rc = test_exposition(f, m, &o, now_s);
   int value = -1;
   if (fclose(f) == 0 && rc == 0 && buf) {
     const char *p = strstr(buf, "nccltop_alerts{kind=\"drops\"} ");

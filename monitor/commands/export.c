@@ -31,6 +31,7 @@
 #include <string.h>
 
 #include "commands.h"
+#include "../core/diag.h"
 #include "../core/model.h"
 #include "../feeds/recording.h"
 
@@ -200,9 +201,10 @@ static const char *comm_name_of(const nt_model_process *p, uint64_t hash) {
   return "";
 }
 
-static nt_model_process *find_process(nt_model *m, const char *endpoint, const nt_snapshot *s) {
+static const nt_model_process *find_process(const nt_model *m, const char *endpoint,
+                                            const nt_snapshot *s) {
   for (uint32_t i = 0; i < nt_model_nprocesses(m); i++) {
-    nt_model_process *p = nt_model_process_at(m, i);
+    const nt_model_process *p = nt_model_process_at(m, i);
     if (p->pid == s->pid && !strcmp(p->endpoint, endpoint)) return p;
   }
   return NULL;
@@ -266,10 +268,11 @@ static void counter(exporter *x, trace_rank *r, const char *name, double ts,
 }
 
 /* Everything one snapshot adds to the trace. */
-static void add_snapshot(exporter *x, nt_model *m, const char *endpoint, const nt_snapshot *s) {
+static void add_snapshot(exporter *x, const nt_model *m, const char *endpoint,
+                         const nt_snapshot *s) {
   char key[sizeof((trace_rank *)0)->key], phase[4 * NT_MAX_PHASE + 1];
   snprintf(key, sizeof key, "%s|%s|%u", endpoint, s->host, s->pid);
-  nt_model_process *p = find_process(m, endpoint, s);
+  const nt_model_process *p = find_process(m, endpoint, s);
   for (uint32_t c = 0; c < s->ncomms; c++) {
     const nt_comm_row *cr = &s->comms[c];
     trace_rank *r = rank_of(x, key, cr->comm_hash);
@@ -362,10 +365,10 @@ typedef struct {
   uint64_t key;
 } alert_seen;
 
-static void add_alerts(exporter *x, nt_model *m, uint32_t stall_ms, double now_s, double rel_s,
-                       uint64_t *prev, uint32_t *nprev) {
+static void add_alerts(exporter *x, const nt_model *m, nt_diag *d, uint32_t stall_ms, double now_s,
+                       double rel_s, uint64_t *prev, uint32_t *nprev) {
   static nt_alert alerts[256];
-  uint32_t n = nt_model_alerts(m, stall_ms, alerts, 256, now_s);
+  uint32_t n = nt_diag_alerts(d, m, stall_ms, alerts, 256, now_s);
   uint64_t cur[256];
   for (uint32_t i = 0; i < n; i++) {
     const nt_alert *a = &alerts[i];
@@ -476,6 +479,7 @@ int nt_export_main(int argc, char **argv) {
                 .path = argv[optind]};
   x.ranks = calloc(MAX_RANKS, sizeof *x.ranks);
   nt_model *m = nt_model_new();
+  nt_diag *d = nt_diag_new(); /* the alerts' history: its own, beside the model */
   nt_rec_applier *ap = nt_rec_applier_new();
   if ((x.out = fdopen(of.fd, "w"))) of.fd = -1; /* the stream closes it */
   int rc = 0;
@@ -483,7 +487,7 @@ int nt_export_main(int argc, char **argv) {
   if (!x.out) {
     fprintf(stderr, "nccltop export: cannot write %s: %s\n", out_path, strerror(errno));
     rc = 1;
-  } else if (!x.ranks || !m || !ap) {
+  } else if (!x.ranks || !m || !d || !ap) {
     fprintf(stderr, "nccltop export: out of memory\n");
     rc = 1;
     broken = true;
@@ -504,7 +508,7 @@ int nt_export_main(int argc, char **argv) {
     if (s) add_snapshot(&x, m, r.endpoint, s);
     if (rel >= next_alert) {
       nt_model_tick(m, now);
-      add_alerts(&x, m, stall_ms, now, rel, prev, &nprev);
+      add_alerts(&x, m, d, stall_ms, now, rel, prev, &nprev);
       next_alert = rel + ALERT_PERIOD_S;
     }
   }
@@ -529,6 +533,7 @@ int nt_export_main(int argc, char **argv) {
             x.nranks, x.slices, x.counters, x.instants, out_path,
             x.unplaced ? " (some left out: see above)" : "");
   nt_rec_applier_free(ap);
+  nt_diag_free(d);
   nt_model_free(m);
   nt_rec_close_reader(rd);
   free(x.ranks);

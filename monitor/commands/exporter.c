@@ -4,8 +4,9 @@
  *
  * Threads. The main thread owns the source and the model: it polls the
  * source (nt_source_poll) and, once per interval (-d, default 1s), ticks
- * the model, renders the whole exposition into a new buffer
- * (nt_exporter_render, which also runs the diagnosis) and publishes it: the
+ * the model, builds a frame of it (nt_frame_build, which also runs the
+ * exporter's own diagnosis), renders the whole exposition of that frame
+ * into a new buffer (nt_exporter_render) and publishes it: the
  * pointer swap is the only thing done under `lock`. libmicrohttpd's
  * threads (a small pool) never touch the model: a request takes a reference
  * on the latest buffer under the same lock (a counter increment), and the
@@ -312,13 +313,15 @@ static int write_textfile(const char *dir, const expo *e) {
   return 0;
 }
 
-static expo *render(nt_model *m, nt_exporter_opts *xo, double now) {
+static expo *render(const nt_model *m, nt_diag *d, nt_frame *fr, nt_exporter_opts *xo, double now) {
+  double t0 = nt_now_s();
+  nt_frame_opts fo = nt_exporter_frame_opts(xo);
+  if (nt_frame_build(fr, m, d, &fo, now) != 0) return NULL;
   char *buf = NULL;
   size_t len = 0;
   FILE *f = open_memstream(&buf, &len);
   if (!f) return NULL;
-  double t0 = nt_now_s();
-  int rc = nt_exporter_render(f, m, xo, now);
+  int rc = nt_exporter_render(f, fr, xo);
   rc = fclose(f) != 0 ? -1 : rc;
   expo *e = rc == 0 ? malloc(sizeof *e + len + 1) : NULL;
   if (e) {
@@ -422,7 +425,9 @@ static struct MHD_Daemon *start_http(const struct sockaddr_storage *sa, shelf *s
 /* Each tick: the exposition rendered once, written to the textfile and put
  * on the shelf the HTTP threads serve from. */
 typedef struct {
-  nt_model *m;
+  const nt_model *m;
+  nt_diag *diag;   /* the exposition's diagnosis of m */
+  nt_frame *frame; /* what one exposition shows: built from m each tick */
   nt_exporter_opts xo;
   const char *textfile;
   shelf *sh;
@@ -431,7 +436,7 @@ typedef struct {
 
 static int exposition_tick(void *ctx, double now) {
   tick_ctx *t = ctx;
-  expo *e = render(t->m, &t->xo, now);
+  expo *e = render(t->m, t->diag, t->frame, &t->xo, now);
   if (!e) return 0;
   if (t->textfile && write_textfile(t->textfile, e) != 0 && !t->said) {
     fprintf(stderr, "nccltop exporter: cannot write %s/nccltop.prom: %s\n", t->textfile,
@@ -491,13 +496,17 @@ int nt_exporter_main(int argc, char **argv) {
 
   int rc = 1;
   nt_model *m = nt_model_new();
+  nt_diag *diag = nt_diag_new();
+  nt_frame *frame = nt_frame_new();
   if (m && o.view.max_memory_mib) nt_model_set_budget(m, (size_t)o.view.max_memory_mib << 20);
-  nt_source *src = m ? nt_source_open(&o.view, err, sizeof err) : NULL;
+  nt_source *src = m && diag && frame ? nt_source_open(&o.view, err, sizeof err) : NULL;
   if (!src) {
-    fprintf(stderr, "nccltop exporter: %s\n", m ? err : "out of memory");
+    fprintf(stderr, "nccltop exporter: %s\n", m && diag && frame ? err : "out of memory");
   } else {
     tick_ctx t = {
         .m = m,
+        .diag = diag,
+        .frame = frame,
         .xo = {.stall_ms = o.view.stall_ms, .per_channel = o.per_channel, .inspector = o.inspector},
         .textfile = o.textfile,
         .sh = &sh};
@@ -518,6 +527,8 @@ int nt_exporter_main(int argc, char **argv) {
   shelf_put(&sh, NULL);
   pthread_mutex_destroy(&sh.lock);
   if (src) nt_source_close(src);
+  nt_frame_free(frame);
+  nt_diag_free(diag);
   nt_model_free(m);
   return rc;
 }

@@ -25,6 +25,7 @@
 #include "cli.h"
 #include "../feeds/clock.h"
 #include "commands.h"
+#include "../core/diag.h"
 #include "../core/model.h"
 #include "../options.h"
 #include "recorder.h"
@@ -104,6 +105,7 @@ static void install_signals(void) {
 
 typedef struct {
   nt_model *m;
+  nt_diag *d; /* the frames' diagnosis of m */
   const nt_options *o;
   nt_recorder *rec;
 } batch_run;
@@ -112,7 +114,7 @@ enum { BATCH_PRINT_FAILED = 1, BATCH_JOB_DONE = 2 };
 
 static int batch_frame(void *ctx, double now) {
   batch_run *b = ctx;
-  if (nt_batch_print(stdout, b->m, b->o, now) != 0) return BATCH_PRINT_FAILED;
+  if (nt_batch_print(stdout, b->m, b->d, b->o, now) != 0) return BATCH_PRINT_FAILED;
   nt_recorder_frame(b->rec, now); /* --record: replay prints its frames at these times */
   return 0;
 }
@@ -124,17 +126,17 @@ static int batch_between(void *ctx, double now) {
 }
 
 /* Prints a frame every delay_ms; polls the feed in between. */
-static int run_batch(nt_feed *feed, const nt_options *o, nt_recorder *rec) {
-  nt_model *m = nt_feed_model(feed);
+static int batch_frames(batch_run *b, nt_feed *feed) {
+  nt_model *m = b->m;
+  const nt_options *o = b->o;
   double until = nt_now_s() + o->wait_first_s;
   while (!nt_model_last_data_s(m) && nt_now_s() < until && !nt_quit_requested() && !demo_job_done)
     nt_feed_poll(feed, 50);
-  batch_run b = {m, o, rec};
   nt_drive d = {.delay_s = o->delay_ms / 1000.0,
                 .iterations = o->iterations,
                 .on_tick = batch_frame,
                 .between = batch_between,
-                .ctx = &b};
+                .ctx = b};
   int rc = demo_job_done ? BATCH_JOB_DONE : nt_drive_run(feed, &d);
   if (rc != BATCH_JOB_DONE) return rc == BATCH_PRINT_FAILED ? 1 : 0;
   /* The demo's job ended (a short one can end before the first frame): what
@@ -143,7 +145,18 @@ static int run_batch(nt_feed *feed, const nt_options *o, nt_recorder *rec) {
   if (!nt_model_last_data_s(m)) return 0;
   double now = nt_now_s();
   nt_model_tick(m, now);
-  return batch_frame(&b, now) ? 1 : 0;
+  return batch_frame(b, now) ? 1 : 0;
+}
+
+static int run_batch(nt_feed *feed, const nt_options *o, nt_recorder *rec) {
+  batch_run b = {nt_feed_model(feed), nt_diag_new(), o, rec};
+  if (!b.d) {
+    fprintf(stderr, "nccltop: out of memory\n");
+    return 1;
+  }
+  int rc = batch_frames(&b, feed);
+  nt_diag_free(b.d);
+  return rc;
 }
 
 static int load_topology(nt_model *m, const char *path) {

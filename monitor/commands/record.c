@@ -15,6 +15,7 @@
 #include "cli.h"
 #include "../feeds/clock.h"
 #include "commands.h"
+#include "../core/diag.h"
 #include "../core/model.h"
 #include "../options.h"
 #include "recorder.h"
@@ -345,7 +346,8 @@ static int alert_kind(const char *name) {
 /* What the recording loop needs between its ticks and at them. */
 typedef struct {
   nt_recorder *r;
-  nt_model *m;
+  const nt_model *m; /* read only: the drive loop feeds it */
+  nt_diag *diag;     /* the black box's own diagnosis of m */
   const char *path;
   bool force;
   double start;
@@ -374,7 +376,7 @@ static int rec_tick(void *ctx, double now) {
   nt_recorder *r = x->r;
   if (!r->blackbox || r->w) return 0;
   nt_alert alerts[64];
-  uint32_t n = nt_model_alerts(x->m, x->stall_ms, alerts, 64, now);
+  uint32_t n = nt_diag_alerts(x->diag, x->m, x->stall_ms, alerts, 64, now);
   for (uint32_t i = 0; i < n; i++) {
     if (x->until != NT_ALERT_COUNT && alerts[i].kind != x->until) continue;
     if (!(r->w = nt_rec_create(x->path, x->start, x->force, r->err, sizeof r->err))) {
@@ -525,10 +527,12 @@ int nt_record_main(int argc, char **argv) {
 
   double start = nt_now_s();
   nt_model *m = nt_model_new();
+  nt_diag *diag = nt_diag_new();
   nt_recorder *r = recorder_new(path, start);
-  nt_source *src = m && r ? nt_source_open(&o, err, sizeof err) : NULL;
+  nt_source *src = m && diag && r ? nt_source_open(&o, err, sizeof err) : NULL;
   if (!src) {
-    fprintf(stderr, "nccltop record: %s\n", m && r ? err : "out of memory");
+    fprintf(stderr, "nccltop record: %s\n", m && diag && r ? err : "out of memory");
+    nt_diag_free(diag);
     nt_model_free(m);
     recorder_free(r);
     return 1;
@@ -546,6 +550,7 @@ int nt_record_main(int argc, char **argv) {
   nt_source_set_tap(src, tap, r);
   rec_run run = {.r = r,
                  .m = m,
+                 .diag = diag,
                  .path = path,
                  .force = force,
                  .start = start,
@@ -584,6 +589,7 @@ int nt_record_main(int argc, char **argv) {
             until == NT_ALERT_COUNT ? "matching" : nt_alert_kind_name(until));
   }
   recorder_free(r);
+  nt_diag_free(diag);
   nt_model_free(m);
   return rc;
 }

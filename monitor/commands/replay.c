@@ -15,6 +15,7 @@
 #include "cli.h"
 #include "../feeds/clock.h"
 #include "commands.h"
+#include "../core/diag.h"
 #include "../core/model.h"
 #include "../options.h"
 #include "../feeds/recording.h"
@@ -78,7 +79,8 @@ static void apply_until(feed *f, nt_model *m, double until) {
  * nanosecond (it would be the same frame), so the frames printed are at
  * most the distinct times the file gives, not the records it decompresses
  * to (a file of one FRAME record repeated millions of times is one frame). */
-static int run_recorded_frames(feed *f, nt_model *m, const nt_options *o, double speed) {
+static int run_recorded_frames(feed *f, nt_model *m, nt_diag *d, const nt_options *o,
+                               double speed) {
   double wall0 = nt_now_s(), first = -1;
   int frame = 0;
   bool printed = false;
@@ -103,7 +105,7 @@ static int run_recorded_frames(feed *f, nt_model *m, const nt_options *o, double
       if (nt_quit_requested()) break;
     }
     nt_model_tick(m, t);
-    if (nt_batch_print(stdout, m, o, t) != 0) return 1;
+    if (nt_batch_print(stdout, m, d, o, t) != 0) return 1;
     frame++;
     advance(f);
   }
@@ -117,7 +119,7 @@ static int run_recorded_frames(feed *f, nt_model *m, const nt_options *o, double
  * (a black box written after a day of waiting) or has a long gap prints at
  * most two frames per interval that holds data, and its time, however far
  * it jumps, costs no frames. */
-static int run_batch(feed *f, nt_model *m, const nt_options *o, double speed) {
+static int run_batch(feed *f, nt_model *m, nt_diag *d, const nt_options *o, double speed) {
   double delay = o->delay_ms / 1000.0, next = f->start_s + delay;
   double wall0 = nt_now_s(), last_t = 0, skipped = 0;
   bool was_quiet = false;
@@ -139,7 +141,7 @@ static int run_batch(feed *f, nt_model *m, const nt_options *o, double speed) {
       if (nt_quit_requested()) break;
     }
     nt_model_tick(m, next);
-    if (nt_batch_print(stdout, m, o, next) != 0) return 1;
+    if (nt_batch_print(stdout, m, d, o, next) != 0) return 1;
     frame++;
     /* The last frame is the first one after the last record. */
     if (f->done && next >= last_t) break;
@@ -219,9 +221,11 @@ int nt_replay_main(int argc, char **argv) {
   f.start_s = nt_rec_time_s(nt_rec_header_of(f.rd), 0);
   o.start_s = f.start_s;
   nt_model *m = nt_model_new();
+  nt_diag *d = nt_diag_new();
   f.ap = nt_rec_applier_new();
-  if (!m || !f.ap) {
+  if (!m || !d || !f.ap) {
     fprintf(stderr, "nccltop replay: out of memory\n");
+    nt_diag_free(d);
     nt_model_free(m);
     nt_rec_applier_free(f.ap);
     nt_rec_close_reader(f.rd);
@@ -230,8 +234,9 @@ int nt_replay_main(int argc, char **argv) {
   nt_model_set_budget(m, (size_t)o.max_memory_mib << 20);
   advance(&f);
   int rc = nt_rec_header_of(f.rd)->flags & NT_REC_FLAG_FRAMES
-               ? run_recorded_frames(&f, m, &o, speed)
-               : run_batch(&f, m, &o, speed);
+               ? run_recorded_frames(&f, m, d, &o, speed)
+               : run_batch(&f, m, d, &o, speed);
+  nt_diag_free(d);
   nt_model_free(m);
   nt_rec_applier_free(f.ap);
   nt_rec_close_reader(f.rd);

@@ -398,11 +398,21 @@ static int item_cmp(const void *a, const void *b) {
 /* The rank table, sorted by (communicator, rank), and where each
  * process's communicators landed in it (pos[rank_base + comm_index]). */
 static uint32_t *build_ranks(ctx *c) {
-  nt_model *m = c->m;
+  const nt_model *m = c->m;
+  nt_diag *d = c->d;
+  if (m->nprocs > d->procs_cap) {
+    uint32_t cap = m->nprocs;
+    uint32_t *base = realloc(d->rank_base, cap * sizeof *base);
+    if (base) d->rank_base = base;
+    bool *root = base ? realloc(d->is_root, cap * sizeof *root) : NULL;
+    if (root) d->is_root = root;
+    if (!base || !root) return NULL;
+    d->procs_cap = cap;
+  }
   uint32_t max = 0;
   for (uint32_t i = 0; i < m->nprocs; i++) {
-    m->procs[i]->rank_base = max;
-    m->procs[i]->is_root = false;
+    d->rank_base[i] = max;
+    d->is_root[i] = false;
     if (m->procs[i]->pub.cur) max += m->procs[i]->pub.cur->ncomms;
   }
   nt_model_rank *rows = calloc((size_t)max + 1, sizeof *rows);
@@ -417,14 +427,13 @@ static uint32_t *build_ranks(ctx *c) {
   for (uint32_t i = 0; i < c->n; i++) {
     rank_info *ri = &c->ranks[i];
     ri->r = rows[i];
-    ri->slot = (proc_slot *)rows[i].proc;
     ri->silent = ri->r.proc->stale || ri->r.proc->ended;
     ri->held = c->now_s < ri->r.proc->held_until_s;
     ri->gpu_wait = ri->first_wait = NT_WAIT_NONE;
     ri->missing_peer = -1;
     ri->index = ri->low = ri->scc = -1;
     ri->root = -1;
-    pos[ri->slot->rank_base + ri->r.comm_index] = i;
+    pos[d->rank_base[ri->r.proc_index] + ri->r.comm_index] = i;
   }
   free(rows);
   for (uint32_t i = 1; i < c->n && !c->multi_comm; i++)
@@ -468,10 +477,17 @@ static uint32_t report(ctx *c, nt_alert *out, uint32_t cap) {
   return n;
 }
 
-static uint32_t alerts(nt_model *m, uint32_t stall_ms, nt_alert *out, uint32_t cap, double now_s,
-                       bool per_rank) {
-  ctx c = {
-      .m = m, .stall_ns = (uint64_t)stall_ms * 1000000ull, .now_s = now_s, .per_rank = per_rank};
+static uint32_t alerts(nt_diag *d, const nt_model *m, uint32_t stall_ms, nt_alert *out,
+                       uint32_t cap, double now_s, bool per_rank) {
+  if (d->model != m->serial) { /* another model (a replay's seek): its history only */
+    d->ntops = d->nsyncs = d->nslows = d->nslow_ranks = d->nclaims = 0;
+    d->model = m->serial;
+  }
+  ctx c = {.m = m,
+           .d = d,
+           .stall_ns = (uint64_t)stall_ms * 1000000ull,
+           .now_s = now_s,
+           .per_rank = per_rank};
   uint32_t *pos = build_ranks(&c);
   size_t rows = 1;
   for (uint32_t i = 0; i < m->nprocs; i++)
@@ -505,12 +521,28 @@ static uint32_t alerts(nt_model *m, uint32_t stall_ms, nt_alert *out, uint32_t c
   return n;
 }
 
-uint32_t nt_model_alerts(nt_model *m, uint32_t stall_ms, nt_alert *out, uint32_t cap,
-                         double now_s) {
-  return alerts(m, stall_ms, out, cap, now_s, false);
+nt_diag *nt_diag_new(void) {
+  return calloc(1, sizeof(nt_diag));
 }
 
-uint32_t nt_model_alerts_per_rank(nt_model *m, uint32_t stall_ms, nt_alert *out, uint32_t cap,
-                                  double now_s) {
-  return alerts(m, stall_ms, out, cap, now_s, true);
+void nt_diag_free(nt_diag *d) {
+  if (!d) return;
+  free(d->tops);
+  free(d->syncs);
+  free(d->slows);
+  free(d->slow_ranks);
+  free(d->slow_ranks_next);
+  free(d->rank_base);
+  free(d->is_root);
+  free(d);
+}
+
+uint32_t nt_diag_alerts(nt_diag *d, const nt_model *m, uint32_t stall_ms, nt_alert *out,
+                        uint32_t cap, double now_s) {
+  return alerts(d, m, stall_ms, out, cap, now_s, false);
+}
+
+uint32_t nt_diag_alerts_per_rank(nt_diag *d, const nt_model *m, uint32_t stall_ms, nt_alert *out,
+                                 uint32_t cap, double now_s) {
+  return alerts(d, m, stall_ms, out, cap, now_s, true);
 }

@@ -91,20 +91,20 @@ static void scan_op(ctx *c, rank_info *ri, const nt_oplog_row *op) {
 
 void al_scan(ctx *c, const uint32_t *pos) {
   for (uint32_t i = 0; i < c->m->nprocs; i++) {
-    proc_slot *slot = c->m->procs[i];
-    const nt_snapshot *s = slot->pub.cur;
-    if (!s || slot->pub.stale || slot->pub.ended) continue;
+    const nt_model_process *p = &c->m->procs[i]->pub;
+    const nt_snapshot *s = p->cur;
+    if (!s || p->stale || p->ended) continue;
     for (uint32_t k = 0; k < s->nchannels;) {
       uint16_t ci = s->channels[k].comm_index;
       uint32_t end = k;
       while (end < s->nchannels && s->channels[end].comm_index == ci) end++;
       if (ci < s->ncomms)
-        scan_channels(c, &c->ranks[pos[slot->rank_base + ci]], &s->channels[k], end - k);
+        scan_channels(c, &c->ranks[pos[c->d->rank_base[i] + ci]], &s->channels[k], end - k);
       k = end;
     }
     for (uint32_t k = 0; k < s->noplog; k++)
       if (s->oplog[k].comm_index < s->ncomms)
-        scan_op(c, &c->ranks[pos[slot->rank_base + s->oplog[k].comm_index]], &s->oplog[k]);
+        scan_op(c, &c->ranks[pos[c->d->rank_base[i] + s->oplog[k].comm_index]], &s->oplog[k]);
   }
 }
 
@@ -278,7 +278,7 @@ static void say_root(ctx *c, uint32_t k) {
            AGE(rt->age), waiters);
     return;
   }
-  ri->slot->is_root = true;
+  c->d->is_root[ri->r.proc_index] = true;
   const nt_model_process *p = ri->r.proc;
   if (ri->stuck && ri->gpu_wait == NT_WAIT_NONE) a->peer = ri->missing_peer;
   if (ri->silent) {
@@ -375,14 +375,14 @@ static void silent_roots(ctx *c) {
 
 /* ---- roots that rest on the others' reports (nt_root_claim) ---- */
 
-static nt_root_claim *claim_of(nt_model *m, const rank_info *ri) {
-  for (uint32_t i = 0; i < m->nclaims; i++) {
-    nt_root_claim *cl = &m->claims[i];
+static nt_root_claim *claim_of(nt_diag *d, const rank_info *ri) {
+  for (uint32_t i = 0; i < d->nclaims; i++) {
+    nt_root_claim *cl = &d->claims[i];
     if (cl->comm_hash == ri->r.comm_hash && cl->rank == ri->r.rank && cl->proc == ri->r.proc)
       return cl;
   }
-  if (m->nclaims == NT_ROOT_CLAIMS) return NULL;
-  nt_root_claim *cl = &m->claims[m->nclaims++];
+  if (d->nclaims == NT_ROOT_CLAIMS) return NULL;
+  nt_root_claim *cl = &d->claims[d->nclaims++];
   *cl = (nt_root_claim){.comm_hash = ri->r.comm_hash,
                         .rank = ri->r.rank,
                         .proc = ri->r.proc,
@@ -399,7 +399,7 @@ static bool root_confirmed(ctx *c, uint32_t k) {
   uint32_t v = c->members[rt->first];
   const rank_info *ri = &c->ranks[v];
   if (rt->n > 1 || ri->stuck || ri->silent) return true;
-  nt_root_claim *cl = claim_of(c->m, ri);
+  nt_root_claim *cl = claim_of(c->d, ri);
   if (!cl) return true;
   cl->seen = true;
   for (uint32_t e = c->rev_off[v]; e < c->rev_off[v + 1]; e++)
@@ -409,16 +409,16 @@ static bool root_confirmed(ctx *c, uint32_t k) {
 
 /* Keeps the roots that may be named; forgets the claims no longer made. */
 static void confirm_roots(ctx *c) {
-  nt_model *m = c->m;
-  for (uint32_t i = 0; i < m->nclaims; i++) m->claims[i].seen = false;
+  nt_diag *d = c->d;
+  for (uint32_t i = 0; i < d->nclaims; i++) d->claims[i].seen = false;
   uint32_t keep = 0;
   for (uint32_t k = 0; k < c->nroots; k++)
     if (root_confirmed(c, k)) c->roots[keep++] = c->roots[k];
   c->nroots = keep;
   keep = 0;
-  for (uint32_t i = 0; i < m->nclaims; i++)
-    if (m->claims[i].seen) m->claims[keep++] = m->claims[i];
-  m->nclaims = keep;
+  for (uint32_t i = 0; i < d->nclaims; i++)
+    if (d->claims[i].seen) d->claims[keep++] = d->claims[i];
+  d->nclaims = keep;
 }
 
 bool al_find_roots(ctx *c) {

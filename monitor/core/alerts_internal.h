@@ -14,7 +14,117 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "diag.h"
 #include "model_internal.h"
+
+/* When the most advanced rank of a communicator reached each recent launch
+ * count of one function (alerts_straggler.c): a rank's lateness is the time since
+ * the others first launched more than it has. Samples are kept while some
+ * rank is behind them; when full, every other one is dropped (the oldest
+ * kept), so the history spans long lags coarsely. */
+#define NT_TOP_SAMPLES 32
+typedef struct {
+  uint64_t comm_hash;
+  uint8_t func;
+  bool seen; /* the communicator was in the last diagnosis */
+  uint32_t n;
+  double t[NT_TOP_SAMPLES];
+  uint64_t top[NT_TOP_SAMPLES]; /* increasing */
+} nt_top_hist;
+
+/* Each rank's KernelPhase totals (NCCL 2.31) at a few recent moments
+ * (alerts_sync.c): its sync share is taken over a window of seconds, not
+ * one interval that may hold a single operation. Keyed by (communicator,
+ * rank, process); samples oldest first. */
+#define NT_SYNC_SAMPLES 10
+typedef struct {
+  uint64_t comm_hash;
+  int32_t rank;
+  uint32_t pid;
+  const void *proc; /* the process it was taken from (compared, never read) */
+  bool seen;        /* the rank was in the last diagnosis */
+  double named_s;   /* when its share was last below the threshold (viewer clock), 0 never */
+  double first_s;   /* when its current naming began (held or not), 0 never */
+  uint32_t n;
+  double t[NT_SYNC_SAMPLES]; /* when the snapshot summed arrived (viewer clock) */
+  uint64_t sync[NT_SYNC_SAMPLES], total[NT_SYNC_SAMPLES];
+} nt_sync_hist;
+
+/* A root that rests on the others' reports alone (alerts_graph.c): a rank
+ * the waits end at that is not stuck itself (it progresses other work, is
+ * queued, or has launched nothing). Its waiters' reports may be older than
+ * its own (a stall that just ended looks like one for an interval), so it
+ * is named only once each rank waiting on it directly has reported since
+ * it first looked so (since_s, the viewer's clock). Keyed by
+ * (communicator, rank, process). */
+#define NT_ROOT_CLAIMS 32
+typedef struct {
+  uint64_t comm_hash;
+  int32_t rank;
+  const void *proc; /* compared, never read */
+  double since_s;   /* arrival of its first report that showed it so */
+  bool seen;        /* a candidate in the last diagnosis */
+} nt_root_claim;
+
+/* A collectives row at the last diagnosis (alerts_slow.c): its sums then,
+ * so the next one sees the interval's operations, and how long they have
+ * stayed below NT_SLOW_SHARE of NCCL's prediction. Kept in the rows'
+ * order (nt_model_op_stats). */
+typedef struct {
+  nt_op_stat row;     /* identity and sums; row.comm_name not kept (NULL) */
+  double sample_s;    /* when they were taken */
+  double below_since; /* start of the first interval below, 0: not below */
+  double evidence_s;  /* end of the last interval with operations done */
+  /* that interval's, of its fastest rank (the one of `ranks` timed in it
+   * with the highest share) */
+  double share, predicted_us, measured_us;
+  int32_t fastest_rank;
+  uint32_t ranks;
+} nt_slow_hist;
+
+/* One rank's part of a collectives row at the last diagnosis
+ * (alerts_slow.c): its own sums, summed over its phases, so the next one
+ * sees the interval's operations of that rank alone. Keyed by (row, pid,
+ * process, rank), sorted so; only rows the model may judge (collectives
+ * without a kernel variant). */
+typedef struct {
+  uint64_t comm_hash;
+  uint64_t order;   /* func, bucket, algo, proto, pid packed: one compare sorts by them */
+  const void *proc; /* the process it was taken from (compared, never read) */
+  uint32_t pid;
+  int32_t rank, nranks, nnodes;
+  uint8_t func, bucket, algo, proto;
+  uint64_t count, bytes, done, done_bytes, time_ns;
+} nt_slow_rank;
+
+/* What the diagnosis remembers between calls (diag.h), and the
+ * per-process scratch of one call, kept so a steady job allocates nothing
+ * for it per call. */
+struct nt_diag {
+  uint64_t model; /* the serial of the model it follows; another one: starts over */
+  /* launch-count history per (communicator, function) (alerts_straggler.c) */
+  nt_top_hist *tops;
+  uint32_t ntops, tops_cap;
+  /* KernelPhase totals per rank (alerts_sync.c) */
+  nt_sync_hist *syncs;
+  uint32_t nsyncs, syncs_cap;
+  /* collectives rows against NCCL's prediction (alerts_slow.c) */
+  nt_slow_hist *slows;
+  uint32_t nslows;
+  /* ...and each rank's part of them: the last diagnosis' (slow_ranks) and
+   * a buffer the next one is built in, swapped after; both kept, so a
+   * steady job allocates nothing per diagnosis */
+  nt_slow_rank *slow_ranks, *slow_ranks_next;
+  uint32_t nslow_ranks, slow_ranks_cap, slow_ranks_next_cap;
+  /* roots waiting for their waiters' fresh reports (alerts_graph.c) */
+  nt_root_claim claims[NT_ROOT_CLAIMS];
+  uint32_t nclaims;
+  /* During one call, per process of the model (by its index): where its
+   * ranks start in the rank table, and whether a root alert names it. */
+  uint32_t *rank_base;
+  bool *is_root;
+  uint32_t procs_cap;
+};
 
 #define COLLAPSE_AT 4 /* more ranks of a communicator than this: one line for them */
 #define MAX_GROUPS  16
@@ -27,13 +137,12 @@ typedef struct {
 } stall_group;
 
 typedef struct {
-  nt_model_rank r;
-  proc_slot *slot;
-  bool silent;    /* stale or ended: its last snapshot is not now */
-  bool held;      /* its path held its messages back: not judged late (model.h) */
-  bool stuck;     /* a running channel without progress for the stall time */
-  int gpu_wait;   /* a stuck wait on its own GPU, NT_WAIT_NONE */
-  int first_wait; /* the wait of its oldest stuck channel */
+  nt_model_rank r; /* r.proc_index: its process in the model and the scratch */
+  bool silent;     /* stale or ended: its last snapshot is not now */
+  bool held;       /* its path held its messages back: not judged late (model.h) */
+  bool stuck;      /* a running channel without progress for the stall time */
+  int gpu_wait;    /* a stuck wait on its own GPU, NT_WAIT_NONE */
+  int first_wait;  /* the wait of its oldest stuck channel */
   double stuck_age;
   uint32_t queued, running; /* channels with ops in flight, by run state */
   double old_age;           /* oldest in-flight work older than the stall time; 0 none */
@@ -73,7 +182,8 @@ typedef struct {
 } root_info;
 
 typedef struct {
-  nt_model *m;
+  const nt_model *m;
+  nt_diag *d; /* the history, read and updated */
   rank_info *ranks;
   uint32_t n;
   uint32_t *edges, nedges;

@@ -30,7 +30,7 @@ static void silent_relays(ctx *c, bool *covered) {
   uint32_t n = 0;
   if (!by) return;
   for (uint32_t i = 0; i < c->m->nprocs; i++) {
-    nt_model_process *p = &c->m->procs[i]->pub;
+    const nt_model_process *p = &c->m->procs[i]->pub;
     if (p->cur && !p->ended && p->endpoint_pid == 0 && !nt_model_process_replaced(c->m, p))
       by[n++] = (by_source){p->endpoint, i};
   }
@@ -45,7 +45,7 @@ static void silent_relays(ctx *c, bool *covered) {
       if (since < age) age = since;
     }
     if (!all || end - g < 2) continue; /* one process: said as a process */
-    nt_model_process *first = &c->m->procs[by[g].index]->pub;
+    const nt_model_process *first = &c->m->procs[by[g].index]->pub;
     nt_alert *a = al_add(c, NT_ALERT_SILENT, P_SILENT, 0, NULL);
     if (!a) break;
     a->proc = first;
@@ -69,7 +69,7 @@ static int cmp_i32(const void *a, const void *b) {
 
 /* The communicator every one of v[0..n) has a rank in, the one with the
  * most ranks; NULL when there is none. */
-static const nt_comm_row *common_comm(nt_model_process *const *v, uint32_t n) {
+static const nt_comm_row *common_comm(const nt_model_process *const *v, uint32_t n) {
   const nt_comm_row *best = NULL;
   for (uint32_t k = 0; k < v[0]->cur->ncomms; k++) {
     const nt_comm_row *c = &v[0]->cur->comms[k];
@@ -93,7 +93,8 @@ static int32_t rank_in(const nt_model_process *p, uint64_t hash) {
 
 /* Who v[0..n) are, compactly: "ranks 0-1023 (1024 processes)" when they
  * all have a rank in one communicator, else "1024 processes on 8 hosts". */
-static void many_who(const ctx *c, nt_model_process *const *v, uint32_t n, char *buf, size_t cap) {
+static void many_who(const ctx *c, const nt_model_process *const *v, uint32_t n, char *buf,
+                     size_t cap) {
   const nt_comm_row *comm = common_comm(v, n);
   int32_t *ranks = comm ? malloc((size_t)n * sizeof *ranks) : NULL;
   if (ranks) {
@@ -122,12 +123,13 @@ static void many_who(const ctx *c, nt_model_process *const *v, uint32_t n, char 
 /* ---- silent ---- */
 
 static int cmp_host(const void *a, const void *b) {
-  const nt_model_process *x = *(nt_model_process *const *)a, *y = *(nt_model_process *const *)b;
+  const nt_model_process *x = *(const nt_model_process *const *)a,
+                         *y = *(const nt_model_process *const *)b;
   int h = strcmp(x->host, y->host);
   return h ? h : (x->pid > y->pid) - (x->pid < y->pid);
 }
 
-static void silent_one(ctx *c, nt_model_process *p) {
+static void silent_one(ctx *c, const nt_model_process *p) {
   nt_alert *a = al_add(c, NT_ALERT_SILENT, P_SILENT, 0, NULL);
   if (!a) return;
   char me[160];
@@ -139,7 +141,7 @@ static void silent_one(ctx *c, nt_model_process *p) {
 
 /* v[0..n): silent processes, by host: more than COLLAPSE_AT of one host
  * are one line. */
-static void silent_hosts(ctx *c, nt_model_process **v, uint32_t n) {
+static void silent_hosts(ctx *c, const nt_model_process **v, uint32_t n) {
   qsort(v, n, sizeof *v, cmp_host);
   for (uint32_t g = 0, end; g < n; g = end) {
     for (end = g; end < n && !strcmp(v[end]->host, v[g]->host); end++) continue;
@@ -207,14 +209,14 @@ static void drop_text(char *buf, size_t cap, uint64_t events, uint64_t ops, uint
 }
 
 static int cmp_kinds(const void *a, const void *b) {
-  unsigned x = drop_kinds(*(nt_model_process *const *)a);
-  unsigned y = drop_kinds(*(nt_model_process *const *)b);
+  unsigned x = drop_kinds(*(const nt_model_process *const *)a);
+  unsigned y = drop_kinds(*(const nt_model_process *const *)b);
   return x != y ? (x > y) - (x < y) : cmp_host(a, b);
 }
 
 /* v[0..n): processes with recent drops; by the kinds they dropped, more
  * than COLLAPSE_AT are one line. */
-static void drops(ctx *c, nt_model_process **v, uint32_t n) {
+static void drops(ctx *c, const nt_model_process **v, uint32_t n) {
   qsort(v, n, sizeof *v, cmp_kinds);
   for (uint32_t g = 0, end; g < n; g = end) {
     unsigned kinds = drop_kinds(v[g]);
@@ -252,8 +254,8 @@ static void drops(ctx *c, nt_model_process **v, uint32_t n) {
 void al_publishers(ctx *c) {
   uint32_t np = c->m->nprocs;
   bool *covered = calloc((size_t)np + 1, sizeof *covered);
-  nt_model_process **silent = malloc(((size_t)np + 1) * sizeof *silent);
-  nt_model_process **dropped = malloc(((size_t)np + 1) * sizeof *dropped);
+  const nt_model_process **silent = malloc(((size_t)np + 1) * sizeof *silent);
+  const nt_model_process **dropped = malloc(((size_t)np + 1) * sizeof *dropped);
   if (!covered || !silent || !dropped) {
     c->oom = true;
     free(covered);
@@ -264,10 +266,9 @@ void al_publishers(ctx *c) {
   silent_relays(c, covered);
   uint32_t ns = 0, nd = 0;
   for (uint32_t i = 0; i < np; i++) {
-    proc_slot *slot = c->m->procs[i];
-    nt_model_process *p = &slot->pub;
+    const nt_model_process *p = &c->m->procs[i]->pub;
     if (!p->cur || nt_model_process_replaced(c->m, p)) continue;
-    if (p->stale && !p->ended && !slot->is_root && !covered[i]) silent[ns++] = p;
+    if (p->stale && !p->ended && !c->d->is_root[i] && !covered[i]) silent[ns++] = p;
     if (p->drops_s > 0 && c->now_s - p->drops_s <= NT_DROPS_CLEAR_S && drop_kinds(p))
       dropped[nd++] = p;
   }

@@ -117,11 +117,12 @@ static bool listed(const uint64_t *v, uint32_t n, uint64_t x) {
   return false;
 }
 
-/* Each rank's part of the rows now, into m->slow_ranks_next: sorted, a
+/* Each rank's part of the rows now, into d->slow_ranks_next: sorted, a
  * rank's phases added up. Only of the communicators in judged (sorted):
  * those with a row the model knows; the others cost nothing (a job
  * without a topology, most of all). False when out of memory. */
-static bool take_parts(nt_model *m, const uint64_t *judged, uint32_t njudged, uint32_t *count) {
+static bool take_parts(const nt_model *m, nt_diag *d, const uint64_t *judged, uint32_t njudged,
+                       uint32_t *count) {
   size_t total = 0;
   *count = 0;
   if (!njudged) return true;
@@ -131,8 +132,8 @@ static bool take_parts(nt_model *m, const uint64_t *judged, uint32_t njudged, ui
   }
   if (total > MAX_RANK_PARTS) total = MAX_RANK_PARTS;
   if (!total) return true;
-  if (!room(&m->slow_ranks_next, &m->slow_ranks_next_cap, (uint32_t)total)) return false;
-  nt_slow_rank *v = m->slow_ranks_next;
+  if (!room(&d->slow_ranks_next, &d->slow_ranks_next_cap, (uint32_t)total)) return false;
+  nt_slow_rank *v = d->slow_ranks_next;
   uint32_t n = 0;
   for (uint32_t i = 0; i < m->nprocs && n < total; i++) {
     const nt_model_process *p = &m->procs[i]->pub;
@@ -194,7 +195,8 @@ typedef struct {
 } interval;
 
 /* One rank's operations since the last diagnosis (was: its part then). */
-static void judge_rank(nt_model *m, const nt_slow_rank *now, const nt_slow_rank *was, interval *v) {
+static void judge_rank(const nt_model *m, const nt_slow_rank *now, const nt_slow_rank *was,
+                       interval *v) {
   if (!was) { /* a new process or row: its operations may span many intervals */
     if (now->done) v->partial = true;
     return;
@@ -320,7 +322,8 @@ static void say(ctx *c, const nt_slow_hist *h, uint32_t first, uint32_t end, con
 #define MAX_ROWS 4096 /* the frame's statistics rows */
 
 void al_slow(ctx *c) {
-  nt_model *m = c->m;
+  const nt_model *m = c->m;
+  nt_diag *d = c->d;
   nt_op_stat *st = calloc(MAX_ROWS, sizeof *st);
   uint32_t n = st ? nt_model_op_stats(m, st, MAX_ROWS) : 0, nparts = 0;
   nt_slow_hist *h = n ? calloc(n, sizeof *h) : NULL;
@@ -332,19 +335,19 @@ void al_slow(ctx *c) {
     nt_model_op_model(m, &st[i], &pm);
     if (pm.known) judged[njudged++] = st[i].comm_hash;
   }
-  bool taken = h && judged && take_parts(m, judged, njudged, &nparts);
+  bool taken = h && judged && take_parts(m, d, judged, njudged, &nparts);
   free(judged);
   if (!taken) { /* no rows, or out of memory: nothing to follow */
     if (n) c->oom = true;
     free(st);
     free(h);
-    free(m->slows);
-    m->slows = NULL;
-    m->nslows = 0;
-    m->nslow_ranks = 0;
+    free(d->slows);
+    d->slows = NULL;
+    d->nslows = 0;
+    d->nslow_ranks = 0;
     return;
   }
-  const nt_slow_rank *was = m->slow_ranks, *now = m->slow_ranks_next;
+  const nt_slow_rank *was = d->slow_ranks, *now = d->slow_ranks_next;
   uint32_t j = 0, w = 0; /* cursors into now and was: both in the rows' order */
   for (uint32_t i = 0; i < n; i++) {
     h[i].row = st[i];
@@ -357,28 +360,28 @@ void al_slow(ctx *c) {
     while (j < nparts && part_of(&now[j], &st[i]) < 0) j++;
     for (; j < nparts && part_of(&now[j], &st[i]) == 0; j++) {
       if (!procs || !same_process(&now[j - 1], &now[j])) procs++;
-      while (w < m->nslow_ranks && rank_cmp(&was[w], &now[j]) < 0) w++;
-      bool known = w < m->nslow_ranks && rank_cmp(&was[w], &now[j]) == 0;
+      while (w < d->nslow_ranks && rank_cmp(&was[w], &now[j]) < 0) w++;
+      bool known = w < d->nslow_ranks && rank_cmp(&was[w], &now[j]) == 0;
       judge_rank(m, &now[j], known ? &was[w] : NULL, &v);
     }
     if (procs < st[i].ranks) v.partial = true; /* a process of the row not followed */
-    follow(&h[i], find(m->slows, m->nslows, &st[i]), &v, c->now_s);
+    follow(&h[i], find(d->slows, d->nslows, &st[i]), &v, c->now_s);
   }
   for (uint32_t i = 0, first = 0; i <= n; i++)
     if (i == n || st[i].comm_hash != st[first].comm_hash) {
       if (i > first) say(c, h, first, i, st);
       first = i;
     }
-  free(m->slows);
-  m->slows = h;
-  m->nslows = n;
+  free(d->slows);
+  d->slows = h;
+  d->nslows = n;
   /* this diagnosis' parts are the next one's past; the old buffer is reused */
-  nt_slow_rank *old = m->slow_ranks;
-  uint32_t old_cap = m->slow_ranks_cap;
-  m->slow_ranks = m->slow_ranks_next;
-  m->slow_ranks_cap = m->slow_ranks_next_cap;
-  m->nslow_ranks = nparts;
-  m->slow_ranks_next = old;
-  m->slow_ranks_next_cap = old_cap;
+  nt_slow_rank *old = d->slow_ranks;
+  uint32_t old_cap = d->slow_ranks_cap;
+  d->slow_ranks = d->slow_ranks_next;
+  d->slow_ranks_cap = d->slow_ranks_next_cap;
+  d->nslow_ranks = nparts;
+  d->slow_ranks_next = old;
+  d->slow_ranks_next_cap = old_cap;
   free(st);
 }

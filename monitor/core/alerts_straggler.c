@@ -7,22 +7,6 @@
 
 /* ---- stragglers ---- */
 
-void nt_alerts_free(nt_model *m) {
-  free(m->tops);
-  m->tops = NULL;
-  m->ntops = m->tops_cap = 0;
-  free(m->syncs); /* alerts_sync.c */
-  m->syncs = NULL;
-  m->nsyncs = m->syncs_cap = 0;
-  free(m->slows); /* alerts_slow.c */
-  m->slows = NULL;
-  m->nslows = 0;
-  free(m->slow_ranks);
-  free(m->slow_ranks_next);
-  m->slow_ranks = m->slow_ranks_next = NULL;
-  m->nslow_ranks = m->slow_ranks_cap = m->slow_ranks_next_cap = 0;
-}
-
 static int top_key_cmp(uint64_t hash, int func, const nt_top_hist *h) {
   if (h->comm_hash != hash) return h->comm_hash < hash ? 1 : -1;
   return h->func < func ? 1 : h->func > func ? -1 : 0;
@@ -33,15 +17,15 @@ static int top_cmp(const void *a, const void *b) {
   return top_key_cmp(x->comm_hash, x->func, b);
 }
 
-/* The history of (hash, func): the model keeps them sorted by key, and
+/* The history of (hash, func): the diagnosis (nt_diag) keeps them sorted by key, and
  * communicators are visited in hash order, so a cursor into the sorted
  * part finds each; a new one goes at the end (room made beforehand). */
 static nt_top_hist *top_hist(ctx *c, uint64_t hash, int func, uint32_t *cursor, uint32_t sorted) {
-  nt_model *m = c->m;
-  while (*cursor < sorted && top_key_cmp(hash, func, &m->tops[*cursor]) > 0) (*cursor)++;
-  if (*cursor < sorted && top_key_cmp(hash, func, &m->tops[*cursor]) == 0) return &m->tops[*cursor];
-  if (m->ntops == m->tops_cap) return NULL;
-  nt_top_hist *h = &m->tops[m->ntops++];
+  nt_diag *d = c->d;
+  while (*cursor < sorted && top_key_cmp(hash, func, &d->tops[*cursor]) > 0) (*cursor)++;
+  if (*cursor < sorted && top_key_cmp(hash, func, &d->tops[*cursor]) == 0) return &d->tops[*cursor];
+  if (d->ntops == d->tops_cap) return NULL;
+  nt_top_hist *h = &d->tops[d->ntops++];
   memset(h, 0, sizeof *h);
   h->comm_hash = hash;
   h->func = (uint8_t)func;
@@ -49,13 +33,13 @@ static nt_top_hist *top_hist(ctx *c, uint64_t hash, int func, uint32_t *cursor, 
 }
 
 /* Room for one more communicator's histories. */
-static bool top_room(nt_model *m) {
-  if (m->tops_cap - m->ntops >= NT_FUNC_COUNT) return true;
-  uint32_t cap = m->tops_cap ? 2 * m->tops_cap : 4 * NT_FUNC_COUNT;
-  nt_top_hist *x = realloc(m->tops, cap * sizeof *x);
+static bool top_room(nt_diag *d) {
+  if (d->tops_cap - d->ntops >= NT_FUNC_COUNT) return true;
+  uint32_t cap = d->tops_cap ? 2 * d->tops_cap : 4 * NT_FUNC_COUNT;
+  nt_top_hist *x = realloc(d->tops, cap * sizeof *x);
   if (!x) return false;
-  m->tops = x;
-  m->tops_cap = cap;
+  d->tops = x;
+  d->tops_cap = cap;
   return true;
 }
 
@@ -315,10 +299,10 @@ static bool has_root(const ctx *c, uint32_t g, uint32_t end) {
 }
 
 void al_stragglers(ctx *c) {
-  uint32_t sorted = c->m->ntops, cursor = 0;
+  uint32_t sorted = c->d->ntops, cursor = 0;
   /* Out of memory: every late rank said as a rank. */
   host_rank *v = malloc(((size_t)c->n + 1) * sizeof *v);
-  for (uint32_t i = 0; i < c->m->ntops; i++) c->m->tops[i].seen = false;
+  for (uint32_t i = 0; i < c->d->ntops; i++) c->d->tops[i].seen = false;
   /* Ranks are sorted by communicator: one group after another. */
   for (uint32_t g = 0; g < c->n;) {
     uint32_t end = g;
@@ -330,7 +314,7 @@ void al_stragglers(ctx *c) {
     uint64_t top[NT_FUNC_COUNT], least[NT_FUNC_COUNT];
     launch_range(c, g, end, top, least);
     nt_top_hist *hist[NT_FUNC_COUNT] = {NULL};
-    bool room = top_room(c->m);
+    bool room = top_room(c->d);
     for (int f = 0; f < NT_FUNC_COUNT && room; f++) {
       if (least[f] == UINT64_MAX) continue;
       hist[f] = top_hist(c, c->ranks[g].r.comm_hash, f, &cursor, sorted);
@@ -347,9 +331,9 @@ void al_stragglers(ctx *c) {
   free(v);
   /* Communicators gone: their history goes; the rest sorted by key. */
   uint32_t keep = 0;
-  bool added = c->m->ntops > sorted;
-  for (uint32_t i = 0; i < c->m->ntops; i++)
-    if (c->m->tops[i].seen) c->m->tops[keep++] = c->m->tops[i];
-  c->m->ntops = keep;
-  if (added && keep > 1) qsort(c->m->tops, keep, sizeof *c->m->tops, top_cmp);
+  bool added = c->d->ntops > sorted;
+  for (uint32_t i = 0; i < c->d->ntops; i++)
+    if (c->d->tops[i].seen) c->d->tops[keep++] = c->d->tops[i];
+  c->d->ntops = keep;
+  if (added && keep > 1) qsort(c->d->tops, keep, sizeof *c->d->tops, top_cmp);
 }

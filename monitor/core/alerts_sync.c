@@ -89,19 +89,19 @@ static int hist_cmp(const void *a, const void *b) {
   return hist_key_cmp(x->comm_hash, x->rank, x->pid, b);
 }
 
-/* The rank's samples: the model keeps them sorted by key and ranks come
+/* The rank's samples: the diagnosis (nt_diag) keeps them sorted by key and ranks come
  * in (hash, rank) order, so a cursor into the sorted part finds them; a
  * new one goes at the end (room made beforehand). */
 static nt_sync_hist *hist_of(ctx *c, const rank_info *ri, uint32_t *cursor, uint32_t sorted) {
-  nt_model *m = c->m;
+  nt_diag *d = c->d;
   uint64_t hash = ri->r.comm_hash;
   int32_t rank = ri->r.rank;
   uint32_t pid = ri->r.proc->pid;
-  while (*cursor < sorted && hist_key_cmp(hash, rank, pid, &m->syncs[*cursor]) > 0) (*cursor)++;
-  if (*cursor < sorted && hist_key_cmp(hash, rank, pid, &m->syncs[*cursor]) == 0)
-    return &m->syncs[*cursor];
-  if (m->nsyncs == m->syncs_cap) return NULL;
-  nt_sync_hist *h = &m->syncs[m->nsyncs++];
+  while (*cursor < sorted && hist_key_cmp(hash, rank, pid, &d->syncs[*cursor]) > 0) (*cursor)++;
+  if (*cursor < sorted && hist_key_cmp(hash, rank, pid, &d->syncs[*cursor]) == 0)
+    return &d->syncs[*cursor];
+  if (d->nsyncs == d->syncs_cap) return NULL;
+  nt_sync_hist *h = &d->syncs[d->nsyncs++];
   memset(h, 0, sizeof *h);
   h->comm_hash = hash;
   h->rank = rank;
@@ -110,14 +110,14 @@ static nt_sync_hist *hist_of(ctx *c, const rank_info *ri, uint32_t *cursor, uint
   return h;
 }
 
-static bool hist_room(nt_model *m, uint32_t more) {
-  if (m->syncs_cap - m->nsyncs >= more) return true;
-  uint32_t cap = m->syncs_cap ? 2 * m->syncs_cap : 64;
-  while (cap - m->nsyncs < more) cap *= 2;
-  nt_sync_hist *x = realloc(m->syncs, cap * sizeof *x);
+static bool hist_room(nt_diag *d, uint32_t more) {
+  if (d->syncs_cap - d->nsyncs >= more) return true;
+  uint32_t cap = d->syncs_cap ? 2 * d->syncs_cap : 64;
+  while (cap - d->nsyncs < more) cap *= 2;
+  nt_sync_hist *x = realloc(d->syncs, cap * sizeof *x);
   if (!x) return false;
-  m->syncs = x;
-  m->syncs_cap = cap;
+  d->syncs = x;
+  d->syncs_cap = cap;
   return true;
 }
 
@@ -280,15 +280,15 @@ static void sync_group(ctx *c, uint32_t g, uint32_t end, sync_rank *v, uint32_t 
 }
 
 void al_sync_phases(ctx *c) {
-  nt_model *m = c->m;
+  nt_diag *d = c->d;
   sync_rank *v = malloc(((size_t)c->n + 1) * sizeof *v);
-  if (!v || !hist_room(m, c->n)) {
+  if (!v || !hist_room(d, c->n)) {
     free(v);
     c->oom = true;
     return;
   }
-  uint32_t sorted = m->nsyncs, cursor = 0;
-  for (uint32_t i = 0; i < m->nsyncs; i++) m->syncs[i].seen = false;
+  uint32_t sorted = d->nsyncs, cursor = 0;
+  for (uint32_t i = 0; i < d->nsyncs; i++) d->syncs[i].seen = false;
   /* Ranks are sorted by communicator: one group after another. */
   for (uint32_t g = 0; g < c->n;) {
     uint32_t end = g;
@@ -299,9 +299,9 @@ void al_sync_phases(ctx *c) {
   free(v);
   /* Ranks gone: their samples go; the rest sorted by key. */
   uint32_t keep = 0;
-  bool added = m->nsyncs > sorted;
-  for (uint32_t i = 0; i < m->nsyncs; i++)
-    if (m->syncs[i].seen) m->syncs[keep++] = m->syncs[i];
-  m->nsyncs = keep;
-  if (added && keep > 1) qsort(m->syncs, keep, sizeof *m->syncs, hist_cmp);
+  bool added = d->nsyncs > sorted;
+  for (uint32_t i = 0; i < d->nsyncs; i++)
+    if (d->syncs[i].seen) d->syncs[keep++] = d->syncs[i];
+  d->nsyncs = keep;
+  if (added && keep > 1) qsort(d->syncs, keep, sizeof *d->syncs, hist_cmp);
 }

@@ -1,7 +1,8 @@
 /* Building a frame (frame.h): one pass over the model's processes and
  * ranks, copying each row once with what is derived from it. The job-wide
- * parts (alerts, statistics, environment, runs) come from the model's own
- * analysis, copied so that the frame outlives the model's next update. */
+ * parts (statistics, environment, runs) come from the model's readers and
+ * the alerts from the diagnosis (diag.h), copied so that the frame outlives
+ * the model's next update. */
 #include "frame.h"
 
 #include <stdio.h>
@@ -159,7 +160,7 @@ static bool add_op_sums(nt_frame *f, const nt_snapshot *s, uint32_t *first) {
   return true;
 }
 
-static bool add_proc(nt_frame *f, const nt_model_process *p, bool with_env) {
+static bool add_proc(nt_frame *f, const nt_model *m, const nt_model_process *p, bool with_env) {
   if (!RESERVE(f, procs, nprocs, 1)) return false;
   uint32_t pi = f->nprocs;
   nt_frame_proc *x = &f->procs[f->nprocs++];
@@ -169,6 +170,7 @@ static bool add_proc(nt_frame *f, const nt_model_process *p, bool with_env) {
   x->pid = p->pid;
   x->stale = p->stale;
   x->ended = p->ended;
+  x->replaced = nt_model_process_replaced(m, p);
   if (p->have_hello) {
     copy_str(x->nccl_version, sizeof x->nccl_version, p->hello.nccl_version);
     copy_str(x->plugin_version, sizeof x->plugin_version, p->hello.plugin_version);
@@ -356,9 +358,12 @@ static bool build_comms(nt_frame *f) {
 
 /* ---- the job ---- */
 
-static void build_alerts(nt_frame *f, nt_model *m) {
+static void build_alerts(nt_frame *f, const nt_model *m, nt_diag *d, bool per_rank) {
   nt_alert *a = calloc(NT_FRAME_MAX_ALERTS, sizeof *a);
-  uint32_t n = a ? nt_model_alerts(m, f->stall_ms, a, NT_FRAME_MAX_ALERTS, f->now_s) : 0;
+  uint32_t n = !a ? 0
+               : per_rank
+                   ? nt_diag_alerts_per_rank(d, m, f->stall_ms, a, NT_FRAME_MAX_ALERTS, f->now_s)
+                   : nt_diag_alerts(d, m, f->stall_ms, a, NT_FRAME_MAX_ALERTS, f->now_s);
   for (uint32_t i = 0; i < n; i++) {
     nt_frame_alert *x = &f->alerts[i];
     memset(x, 0, sizeof *x);
@@ -394,7 +399,7 @@ static void build_alerts(nt_frame *f, nt_model *m) {
   free(a);
 }
 
-static void build_stats(nt_frame *f, nt_model *m) {
+static void build_stats(nt_frame *f, const nt_model *m) {
   nt_op_stat *st = calloc(NT_FRAME_MAX_STATS, sizeof *st);
   uint32_t n = st ? nt_model_op_stats(m, st, NT_FRAME_MAX_STATS) : 0;
   for (uint32_t i = 0; i < n; i++) {
@@ -417,7 +422,7 @@ static uint32_t rank_of(const nt_frame *f, const uint32_t *by_proc, const uint32
   return UINT32_MAX;
 }
 
-static bool build_recent(nt_frame *f, nt_model *m, const proc_map *map, uint32_t per_rank) {
+static bool build_recent(nt_frame *f, const nt_model *m, const proc_map *map, uint32_t per_rank) {
   f->nrecent = 0;
   nt_recent_op *rec = calloc(NT_FRAME_MAX_RECENT, sizeof *rec);
   /* Ranks grouped by process (a counting sort): each op finds its rank. */
@@ -455,7 +460,7 @@ static bool build_recent(nt_frame *f, nt_model *m, const proc_map *map, uint32_t
 
 /* "host:pid=value" of up to three processes whose value is not the common
  * one, and how many more. */
-static void outliers(nt_model *m, const nt_env_row *r, char *buf, size_t cap) {
+static void outliers(const nt_model *m, const nt_env_row *r, char *buf, size_t cap) {
   size_t used = 0;
   int shown = 0, more = 0;
   buf[0] = '\0';
@@ -477,7 +482,7 @@ static void outliers(nt_model *m, const nt_env_row *r, char *buf, size_t cap) {
   if (more && used < cap) snprintf(buf + used, cap - used, "  and %d more", more);
 }
 
-static void build_env(nt_frame *f, nt_model *m) {
+static void build_env(nt_frame *f, const nt_model *m) {
   nt_env_row *rows = calloc(NT_FRAME_MAX_ENV, sizeof *rows);
   uint32_t n = rows ? nt_model_env(m, rows, NT_FRAME_MAX_ENV, true) : 0;
   f->env_differ = 0;
@@ -498,8 +503,16 @@ static void build_env(nt_frame *f, nt_model *m) {
   f->have_run_prev = nt_model_run_summary(m, true, f->run_prev);
 }
 
-static void build_viewer(nt_frame *f, nt_model *m) {
+static void build_viewer(nt_frame *f, const nt_model *m) {
   f->publishers = nt_model_nprocesses(m);
+  f->publishers_stale = f->publishers_ended = 0;
+  f->lost_messages = 0;
+  for (uint32_t i = 0; i < f->publishers; i++) {
+    const nt_model_process *p = nt_model_process_at(m, i);
+    f->publishers_ended += p->ended;
+    f->publishers_stale += p->stale && !p->ended;
+    f->lost_messages += p->lost_messages;
+  }
   f->messages = nt_model_total_messages(m);
   f->bad_messages = nt_model_total_bad(m);
   f->errors_total = nt_model_total_errors(m);
@@ -511,9 +524,6 @@ static void build_viewer(nt_frame *f, nt_model *m) {
   f->nerrors = 0;
   for (uint32_t i = 0; i < nt_model_nerrors(m) && i < NT_FRAME_ERRORS; i++)
     f->errors[f->nerrors++] = *nt_model_error_at(m, i);
-  f->lost_messages = 0;
-  for (uint32_t i = 0; i < f->publishers; i++)
-    f->lost_messages += nt_model_process_at(m, i)->lost_messages;
   f->nwatch = nt_model_watch_notes(m, f->watch, NT_WATCH_NOTES, f->now_s);
   nt_model_watch_totals(m, &f->watch_totals);
 }
@@ -533,7 +543,8 @@ static void clear_rows(nt_frame *f) {
   f->channel_count = 0;
 }
 
-int nt_frame_build(nt_frame *f, nt_model *m, const nt_frame_opts *o, double now_s) {
+int nt_frame_build(nt_frame *f, const nt_model *m, nt_diag *d, const nt_frame_opts *o,
+                   double now_s) {
   clear_rows(f);
   if (!f->first_build_s) f->first_build_s = now_s;
   f->now_s = now_s;
@@ -555,7 +566,7 @@ int nt_frame_build(nt_frame *f, nt_model *m, const nt_frame_opts *o, double now_
   if (ok) qsort(order, nordered, sizeof *order, cmp_proc);
   for (uint32_t i = 0; ok && i < nordered; i++) {
     map_put(&map, order[i], f->nprocs);
-    ok = add_proc(f, order[i], o->process_env);
+    ok = add_proc(f, m, order[i], o->process_env);
   }
   free(order);
   uint32_t n = ok ? nt_model_ranks(m, mr, NT_FRAME_MAX_RANKS) : 0;
@@ -565,7 +576,7 @@ int nt_frame_build(nt_frame *f, nt_model *m, const nt_frame_opts *o, double now_
   }
   ok = ok && build_comms(f);
   ok = ok && nt_frame_history_update(f, o->update_s);
-  build_alerts(f, m);
+  build_alerts(f, m, d, o->alerts_per_rank);
   build_stats(f, m);
   ok = build_recent(f, m, &map, o->recent_per_rank ? o->recent_per_rank : 8) && ok;
   build_env(f, m);

@@ -3,11 +3,13 @@
  *
  * The model holds raw snapshots; nt_frame_build turns them into rows with
  * their rates, states and validity (per process, rank, proxy thread,
- * channel, kernel channel, communicator), runs the diagnosis (alerts, which
- * track lateness, so exactly one build per tick calls it), and takes the
+ * channel, kernel channel, communicator), runs the diagnosis (diag.h: its
+ * own object, which tracks lateness, so exactly one build per tick gives
+ * it), and takes the
  * operation statistics, the environment table and the run comparison. The
- * outputs only format what is here, so the screen and the JSON cannot
- * disagree, and a new metric is added in one place.
+ * outputs only format what is here, so the screen, the JSON and the
+ * Prometheus exporter cannot disagree, and a new metric is added in one
+ * place. The build only reads the model.
  *
  * A frame owns copies of everything it shows (strings included): it stays
  * valid after the model changes or drops a process, so a paused screen
@@ -19,6 +21,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "diag.h"
 #include "model.h"
 
 #define NT_FRAME_ERRORS     8     /* newest model errors kept */
@@ -44,6 +47,8 @@ typedef struct {
   uint32_t recent_per_rank; /* done operations per rank in the recent list (0: 8) */
   double start_s;           /* the viewer's start (frame time 0); 0: the first build */
   double update_s;          /* how often the caller builds (the history's interval); 0: 1 s */
+  bool alerts_per_rank;     /* a node's late ranks one straggler alert each (the exporter's
+                               series per rank), not one line for the node */
 } nt_frame_opts;
 
 typedef struct {
@@ -56,6 +61,8 @@ typedef struct {
   char host[NT_MAX_HOST + 1];
   uint32_t pid;
   bool stale, ended;
+  bool replaced; /* of an earlier run, stale or ended (nt_model_process_replaced): its ranks
+                    are left out of ranks[] */
   char nccl_version[32], plugin_version[32]; /* "" before its hello */
   char clock[16];                            /* the plugin's event clock (nt_hello); "" unknown */
   nt_process_counters counters;
@@ -180,7 +187,8 @@ typedef struct {
   double time;  /* seconds since opts.start_s */
   uint32_t stall_ms;
   /* the viewer */
-  uint32_t publishers; /* processes known, with or without a snapshot */
+  uint32_t publishers;                         /* processes known, with or without a snapshot */
+  uint32_t publishers_stale, publishers_ended; /* of them (an ended one is not counted stale) */
   uint64_t messages, bad_messages, errors_total, refused, lost_messages;
   uint64_t refused_by[NT_REFUSE_COUNT];
   size_t memory_bytes, memory_budget;
@@ -236,9 +244,12 @@ typedef struct {
 nt_frame *nt_frame_new(void); /* NULL on allocation failure */
 void nt_frame_free(nt_frame *f);
 /* Builds the frame of the model now (ticks nothing: call nt_model_tick
- * first). Returns 0, or -1 when memory ran out (the frame is then empty,
- * still valid). Runs the diagnosis: once per tick. */
-int nt_frame_build(nt_frame *f, nt_model *m, const nt_frame_opts *o, double now_s);
+ * first); reads the model, never writes it. Returns 0, or -1 when memory
+ * ran out (the frame is then empty, still valid). Runs the diagnosis d
+ * (which remembers lateness: give the same d for the same model, and build
+ * once per tick). */
+int nt_frame_build(nt_frame *f, const nt_model *m, nt_diag *d, const nt_frame_opts *o,
+                   double now_s);
 
 /* Row helpers. */
 static inline const nt_frame_proc *nt_frame_proc_of(const nt_frame *f, const nt_frame_rank *r) {

@@ -25,6 +25,9 @@ nt_model *nt_model_new(void) {
   if (!m) return NULL;
   m->budget = NT_MODEL_DEFAULT_BUDGET;
   m->bytes = sizeof *m;
+  /* never 0, never reused: a diagnosis told another model starts over */
+  static _Atomic uint64_t serials;
+  m->serial = ++serials;
   return m;
 }
 
@@ -41,7 +44,6 @@ static void proc_free(proc_slot *p) {
 void nt_model_free(nt_model *m) {
   if (!m) return;
   nt_runs_free(m);
-  nt_alerts_free(m);
   nt_model_topologies_free(m);
   nt_model_graphs_free(m);
   nt_sources_free(m);
@@ -566,7 +568,7 @@ uint32_t nt_model_generation(const nt_model *m) {
 uint32_t nt_model_nprocesses(const nt_model *m) {
   return m->nprocs;
 }
-nt_model_process *nt_model_process_at(nt_model *m, uint32_t i) {
+const nt_model_process *nt_model_process_at(const nt_model *m, uint32_t i) {
   return i < m->nprocs ? &m->procs[i]->pub : NULL;
 }
 uint32_t nt_model_nerrors(const nt_model *m) {
@@ -602,15 +604,16 @@ bool nt_model_process_replaced(const nt_model *m, const nt_model_process *p) {
   return p->run != m->run && (p->ended || p->stale);
 }
 
-uint32_t nt_model_ranks(nt_model *m, nt_model_rank *out, uint32_t cap) {
+uint32_t nt_model_ranks(const nt_model *m, nt_model_rank *out, uint32_t cap) {
   uint32_t n = 0;
   for (uint32_t i = 0; i < m->nprocs; i++) {
-    nt_model_process *p = &m->procs[i]->pub;
+    const nt_model_process *p = &m->procs[i]->pub;
     if (!p->cur || nt_model_process_replaced(m, p)) continue;
     for (uint32_t k = 0; k < p->cur->ncomms && n < cap; k++) {
       const nt_comm_row *c = &p->cur->comms[k];
       nt_model_rank *r = &out[n++];
       r->proc = p;
+      r->proc_index = i;
       r->comm_index = (uint16_t)k;
       r->comm_hash = c->comm_hash;
       r->rank = c->rank;

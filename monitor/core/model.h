@@ -113,7 +113,8 @@ typedef struct {
 
 /* One rank: a (process, communicator) pair, the unit the views list. */
 typedef struct {
-  nt_model_process *proc;
+  const nt_model_process *proc;
+  uint32_t proc_index; /* proc's place in the model (nt_model_process_at) */
   uint16_t comm_index; /* into proc->cur->comms */
   uint64_t comm_hash;
   int32_t rank, nranks, nnodes;
@@ -167,10 +168,13 @@ void nt_model_tick(nt_model *m, double now_s);
 void nt_model_endpoint_gone(nt_model *m, const char *endpoint);
 
 /* The machine's topology: from --topology, or from a publisher's topology
- * message (NCCL_TOPO_DUMP_FILE). Every distinct file is kept (at most
- * NT_MODEL_TOPOLOGIES); the first that loads is shown until the user picks
- * another, or until its own source sends a new version. A bad one is a model
- * error, noted once per distinct file. Returns 0 when the file is held. */
+ * message (NCCL_TOPO_DUMP_FILE). Each source's latest file is kept (at most
+ * NT_MODEL_TOPOLOGIES sources; a file another source already sent is not
+ * kept twice), at its index for good: a source's new version replaces its
+ * file in place, so a reader that shows index i keeps showing that source
+ * (the topology view picks which, and computes its what-ifs on a copy of
+ * its own). A bad one is a model error, noted once per distinct file.
+ * Returns 0 when the file is held. */
 int nt_model_set_topology(nt_model *m, const char *xml, size_t len, const char *source,
                           double now_s);
 /* NCCL's channel graphs as a publisher forwarded them (NCCL_GRAPH_DUMP_FILE:
@@ -183,14 +187,17 @@ int nt_model_set_graphs(nt_model *m, const char *xml, size_t len, const char *so
  * when that source sent some, else the first received; NULL when none. */
 const nt_graph_dump *nt_model_graphs(const nt_model *m, const char *prefer, const char **source);
 
-/* The topology shown; NULL when none; `source` names where it came from. */
-nt_topo *nt_model_topology(nt_model *m, const char **source);
-/* Bumped each time the topology shown changes (views reset their what-ifs). */
-uint32_t nt_model_topology_generation(const nt_model *m);
-/* How many distinct topologies are held, and which is shown (0-based). */
-uint32_t nt_model_topology_count(const nt_model *m, uint32_t *shown);
-/* Shows the next (delta 1) or previous (-1) one; -1 when there is no other. */
-int nt_model_topology_pick(nt_model *m, int delta);
+/* How many sources' topologies are held. */
+uint32_t nt_model_topology_count(const nt_model *m);
+/* The i-th (in the order their sources first sent one; NULL past the end)
+ * as loaded: the model never computes it, and no reader may (load a copy
+ * from its file to compute what-ifs on). `source` names where it came from,
+ * `hash` (either may be NULL) tells one version of its file from another. */
+const nt_topo *nt_model_topology_at(const nt_model *m, uint32_t i, const char **source,
+                                    uint64_t *hash);
+/* The i-th's file as received; NULL when there is none or it could not be
+ * kept (out of memory). */
+const char *nt_model_topology_xml(const nt_model *m, uint32_t i, size_t *len);
 
 /* Reading. Pointers stay valid until the next apply/tick call. Whoever keeps
  * rank rows across those calls (a paused screen) must collect them again
@@ -198,14 +205,14 @@ int nt_model_topology_pick(nt_model *m, int delta);
  * dropped. */
 uint32_t nt_model_generation(const nt_model *m);
 uint32_t nt_model_nprocesses(const nt_model *m);
-nt_model_process *nt_model_process_at(nt_model *m, uint32_t i);
+const nt_model_process *nt_model_process_at(const nt_model *m, uint32_t i);
 /* A process of an earlier run (job) that ended or went silent: once a new
  * run has started, its ranks are the new run's business no longer. The
  * process list still shows it (marked) until it is dropped. */
 bool nt_model_process_replaced(const nt_model *m, const nt_model_process *p);
 /* Ranks sorted by (comm hash, rank), those of replaced processes left out;
  * returns how many were written. */
-uint32_t nt_model_ranks(nt_model *m, nt_model_rank *out, uint32_t cap);
+uint32_t nt_model_ranks(const nt_model *m, nt_model_rank *out, uint32_t cap);
 uint32_t nt_model_nerrors(const nt_model *m);
 const nt_model_error *nt_model_error_at(const nt_model *m, uint32_t i); /* 0 = newest */
 uint64_t nt_model_total_messages(const nt_model *m);
@@ -290,7 +297,7 @@ typedef struct {
 #define NT_WATCH_NOTES 4 /* the viewer's, and paths (folded beyond 2) */
 /* Gaps told now (ended within NT_WATCH_SHOW_S, or going on), the viewer's
  * first. */
-uint32_t nt_model_watch_notes(nt_model *m, nt_watch_note *out, uint32_t cap, double now_s);
+uint32_t nt_model_watch_notes(const nt_model *m, nt_watch_note *out, uint32_t cap, double now_s);
 typedef struct {
   uint32_t gaps;        /* the viewer's gaps so far */
   double paused_s;      /* their time */
@@ -335,7 +342,7 @@ typedef struct {
   double alg_bytes, bus_bytes;      /* of the done ones, see nt_alg_bytes */
   uint32_t last_proc_;              /* internal: the last process counted in `ranks` */
 } nt_op_stat;
-uint32_t nt_model_op_stats(nt_model *m, nt_op_stat *out, uint32_t cap);
+uint32_t nt_model_op_stats(const nt_model *m, nt_op_stat *out, uint32_t cap);
 /* What reported a row's operations: "coll" or "p2p" (NCCL's Coll and P2p
  * events), "collapi" (a collective with no Coll and no algorithm that is a
  * Broadcast: NCCL 2.29+ reports only its CollApi) or "ce" (any other such
@@ -371,7 +378,7 @@ typedef struct {
    * ("GPU3->NET3 PXB, narrowest hop PCI 0000:1a:00.0->NET3 24 GB/s"); "" none */
   char bottleneck[NT_OP_BOTTLENECK];
 } nt_op_model;
-void nt_model_op_model(nt_model *m, const nt_op_stat *r, nt_op_model *out);
+void nt_model_op_model(const nt_model *m, const nt_op_stat *r, nt_op_model *out);
 /* The algorithm as the views name it: NCCL's ("RING"), or for a
  * symmetric-kernel collective (NCCL 2.31, a kernel variant) "sym:" and
  * the variant's part after the function, as NCCL's own algo field has it
@@ -398,7 +405,7 @@ typedef struct {
   double time_s, alg_bytes, bus_bytes;
 } nt_phase_stat;
 /* At most NT_MAX_PHASES + 1 rows (every phase id and "no phase"). */
-uint32_t nt_model_phase_stats(nt_model *m, nt_phase_stat *out, uint32_t cap);
+uint32_t nt_model_phase_stats(const nt_model *m, nt_phase_stat *out, uint32_t cap);
 /* The note a phase table needs under it when its busy times may overlap
  * (some rank's phase spans several communicators): one line saying what
  * BUSY/rank adds up; NULL when no note is needed. */
@@ -408,7 +415,7 @@ const char *nt_phase_busy_note(const nt_phase_stat *ph, uint32_t n, char *buf, s
  * first), then done ones, newest first. At most `per_rank` done ones per
  * rank are taken. */
 typedef struct {
-  nt_model_process *proc;
+  const nt_model_process *proc;
   uint64_t comm_hash;
   int32_t rank, nranks;
   const char *comm_name;
@@ -417,7 +424,7 @@ typedef struct {
   const nt_oplog_row *op;
   double age_s; /* since it was enqueued, now */
 } nt_recent_op;
-uint32_t nt_model_recent_ops(nt_model *m, nt_recent_op *out, uint32_t cap, uint32_t per_rank,
+uint32_t nt_model_recent_ops(const nt_model *m, nt_recent_op *out, uint32_t cap, uint32_t per_rank,
                              double now_s);
 /* "32K-64K": the range of a size bucket. */
 const char *nt_fmt_bucket(int bucket, char *buf, size_t cap);
@@ -459,87 +466,6 @@ nt_topo_rings *nt_comm_rings_from_dump(const nt_comm_layout *l, const nt_graph_d
 nt_topo_rings *nt_comm_rings_from_graphs(const nt_comm_layout *l, const nt_topo *t,
                                          const nt_topo_graphs *g, char *why, size_t cap);
 
-/* ---- diagnosis (alerts.c) ---- */
-
-enum nt_alert_kind {
-  NT_ALERT_ROOT,      /* where the waits of stalled ranks end */
-  NT_ALERT_STALL,     /* a rank's channels stalled in a wait, on a peer */
-  NT_ALERT_HUNG_OP,   /* an operation in flight longer than the stall time */
-  NT_ALERT_STRAGGLER, /* a rank that launched fewer operations than the others */
-  NT_ALERT_SILENT,    /* a publisher that stopped sending (stale) */
-  NT_ALERT_DROPS,     /* the plugin dropped events or messages, or this viewer lost
-                         some while reading: within the last NT_DROPS_CLEAR_S */
-  NT_ALERT_SLOW,      /* collectives below NT_SLOW_SHARE of NCCL's own prediction for
-                         NT_SLOW_SUSTAIN_S (alerts_slow.c; never without a model) */
-  NT_ALERT_COUNT,
-};
-const char *nt_alert_kind_name(int kind); /* "root", "stall", ... */
-/* The slow alert: a collectives row whose operations, interval after
- * interval, reach less than this share of NCCL's predicted speed
- * (nt_model_op_model) on every rank timed in the interval (its fastest
- * rank below it), for at least this long. */
-#define NT_SLOW_SHARE     0.5
-#define NT_SLOW_SUSTAIN_S 10.0
-/* Rows NCCL's model predicts under this many microseconds per operation
- * are not judged: they are latency-bound, and what the model leaves out
- * (the kernel launch, the proxy thread waking, a few microseconds of
- * timestamps) is a fixed cost of the order of 10 us that halves the share
- * of a 20 us operation on a healthy machine, while it is a tenth or less
- * of one predicted at 100 us. */
-#define NT_SLOW_MIN_PREDICTED_US 100.0
-/* What an alert rests on beyond its kind: a straggler is late in its
- * launch counts (launches) or the others' kernels wait for it in their
- * sync phases (sync_phases, NCCL 2.31 KernelPhase; also added to a root
- * alert whose rank the others waited for before the hang). */
-enum nt_alert_evidence {
-  NT_EVIDENCE_NONE,
-  NT_EVIDENCE_LAUNCHES,
-  NT_EVIDENCE_SYNC_PHASES,
-  NT_EVIDENCE_COUNT,
-};
-const char *nt_alert_evidence_name(int evidence); /* "none", "launches", "sync_phases" */
-
-/* The most ranks one alert lists (a node's straggler line: every rank of
- * the communicator on that host); a host with more stays one line per
- * rank. */
-#define NT_ALERT_MAX_RANKS 64
-
-typedef struct {
-  int kind;
-  nt_model_process *proc;
-  uint64_t comm_hash;
-  int32_t rank, nranks;
-  int peer;       /* the rank waited on (stall), -1 none */
-  int wait;       /* enum nt_wait (stall, root), NT_WAIT_NONE */
-  int func;       /* enum nt_func (straggler, hung op) */
-  uint32_t count; /* channels (stall), ranks waiting (root), operations behind */
-  double age_s;   /* how long it has been so */
-  char text[256]; /* one line for people; every part sanitized */
-  int evidence;   /* enum nt_alert_evidence: what a straggler (or root) alert rests on */
-  /* Every rank it is about, lowest first: its rank (rank, proc: the
-   * first's), or for a node's straggler line every rank of the
-   * communicator on that host; none for a line about a process or a
-   * communicator's summary. */
-  int32_t ranks[NT_ALERT_MAX_RANKS];
-  uint32_t nlisted;
-  /* A consequence of a root (a stall or stuck operation of a rank that
-   * waits on it): the root alert's index in the same list, which comes
-   * before it; -1 for the others. The screen folds these under their
-   * root. */
-  int32_t under;
-} nt_alert;
-/* Alerts now, most important first (roots, stalls, hung operations,
- * stragglers, slow communicators, silent publishers, drops). Tracks how long ranks have been
- * behind, so call it once per frame. When two or more ranks of a
- * communicator are late by their launch counts on the same function and
- * they are all its ranks on one host, one straggler line names the node
- * (alerts_straggler.c). */
-uint32_t nt_model_alerts(nt_model *m, uint32_t stall_ms, nt_alert *out, uint32_t cap, double now_s);
-/* The same, a node's late ranks kept one straggler alert each (series per
- * rank: the Prometheus exporter). */
-uint32_t nt_model_alerts_per_rank(nt_model *m, uint32_t stall_ms, nt_alert *out, uint32_t cap,
-                                  double now_s);
-
 /* ---- environment and runs (runs.c) ---- */
 
 /* Every NCCL* variable of the current run's processes. */
@@ -551,7 +477,7 @@ typedef struct {
   bool differs;      /* not the same on every process */
 } nt_env_row;
 /* Sorted by name, differing ones first when differs_first. */
-uint32_t nt_model_env(nt_model *m, nt_env_row *out, uint32_t cap, bool differs_first);
+uint32_t nt_model_env(const nt_model *m, nt_env_row *out, uint32_t cap, bool differs_first);
 /* The value of `name` in process p, NULL when unset. */
 const char *nt_model_env_of(const nt_model_process *p, const char *name);
 
@@ -582,6 +508,6 @@ typedef struct {
 } nt_run_summary;
 /* The current run's summary (computed now) and the previous run's (kept
  * when it ended); false when there is none. */
-bool nt_model_run_summary(nt_model *m, bool previous, nt_run_summary *out);
+bool nt_model_run_summary(const nt_model *m, bool previous, nt_run_summary *out);
 
 #endif

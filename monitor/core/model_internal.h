@@ -1,90 +1,10 @@
 /* The model's own structures, shared by its files (model.c: applying
- * messages and reading; ops.c, alerts.c, runs.c: what is derived from them).
- * Nothing outside core/ (model*.c, ops.c, runs.c, the diagnosis alerts*.c) includes this. */
+ * messages and reading; ops.c, runs.c: what is derived from them; the
+ * diagnosis, alerts*.c, reads it). Nothing outside core/ includes this. */
 #ifndef NCCLTOP_MODEL_INTERNAL_H
 #define NCCLTOP_MODEL_INTERNAL_H
 
 #include "model.h"
-
-/* When the most advanced rank of a communicator reached each recent launch
- * count of one function (alerts.c): a rank's lateness is the time since
- * the others first launched more than it has. Samples are kept while some
- * rank is behind them; when full, every other one is dropped (the oldest
- * kept), so the history spans long lags coarsely. */
-#define NT_TOP_SAMPLES 32
-typedef struct {
-  uint64_t comm_hash;
-  uint8_t func;
-  bool seen; /* the communicator was in the last nt_model_alerts */
-  uint32_t n;
-  double t[NT_TOP_SAMPLES];
-  uint64_t top[NT_TOP_SAMPLES]; /* increasing */
-} nt_top_hist;
-
-/* Each rank's KernelPhase totals (NCCL 2.31) at a few recent moments
- * (alerts_sync.c): its sync share is taken over a window of seconds, not
- * one interval that may hold a single operation. Keyed by (communicator,
- * rank, process); samples oldest first. */
-#define NT_SYNC_SAMPLES 10
-typedef struct {
-  uint64_t comm_hash;
-  int32_t rank;
-  uint32_t pid;
-  const void *proc; /* the process it was taken from (compared, never read) */
-  bool seen;        /* the rank was in the last nt_model_alerts */
-  double named_s;   /* when its share was last below the threshold (viewer clock), 0 never */
-  double first_s;   /* when its current naming began (held or not), 0 never */
-  uint32_t n;
-  double t[NT_SYNC_SAMPLES]; /* when the snapshot summed arrived (viewer clock) */
-  uint64_t sync[NT_SYNC_SAMPLES], total[NT_SYNC_SAMPLES];
-} nt_sync_hist;
-
-/* A root that rests on the others' reports alone (alerts_graph.c): a rank
- * the waits end at that is not stuck itself (it progresses other work, is
- * queued, or has launched nothing). Its waiters' reports may be older than
- * its own (a stall that just ended looks like one for an interval), so it
- * is named only once each rank waiting on it directly has reported since
- * it first looked so (since_s, the viewer's clock). Keyed by
- * (communicator, rank, process). */
-#define NT_ROOT_CLAIMS 32
-typedef struct {
-  uint64_t comm_hash;
-  int32_t rank;
-  const void *proc; /* compared, never read */
-  double since_s;   /* arrival of its first report that showed it so */
-  bool seen;        /* a candidate in the last nt_model_alerts */
-} nt_root_claim;
-
-/* A collectives row at the last diagnosis (alerts_slow.c): its sums then,
- * so the next one sees the interval's operations, and how long they have
- * stayed below NT_SLOW_SHARE of NCCL's prediction. Kept in the rows'
- * order (nt_model_op_stats). */
-typedef struct {
-  nt_op_stat row;     /* identity and sums; row.comm_name not kept (NULL) */
-  double sample_s;    /* when they were taken */
-  double below_since; /* start of the first interval below, 0: not below */
-  double evidence_s;  /* end of the last interval with operations done */
-  /* that interval's, of its fastest rank (the one of `ranks` timed in it
-   * with the highest share) */
-  double share, predicted_us, measured_us;
-  int32_t fastest_rank;
-  uint32_t ranks;
-} nt_slow_hist;
-
-/* One rank's part of a collectives row at the last diagnosis
- * (alerts_slow.c): its own sums, summed over its phases, so the next one
- * sees the interval's operations of that rank alone. Keyed by (row, pid,
- * process, rank), sorted so; only rows the model may judge (collectives
- * without a kernel variant). */
-typedef struct {
-  uint64_t comm_hash;
-  uint64_t order;   /* func, bucket, algo, proto, pid packed: one compare sorts by them */
-  const void *proc; /* the process it was taken from (compared, never read) */
-  uint32_t pid;
-  int32_t rank, nranks, nnodes;
-  uint8_t func, bucket, algo, proto;
-  uint64_t count, bytes, done, done_bytes, time_ns;
-} nt_slow_rank;
 
 /* One distinct topology file received (or given with --topology). */
 typedef struct {
@@ -159,13 +79,10 @@ typedef struct {
   int32_t *match;     /* per cur channel row: the same key's index in prev, or -1 */
   uint32_t match_cap;
   uint32_t nmatch; /* entries of match that describe cur (0 when unknown) */
-  /* alerts.c, during one nt_model_alerts: where its ranks start in the
-   * analysis' rank table, and whether a root alert names it. */
-  uint32_t rank_base;
-  bool is_root;
 } proc_slot;
 
 struct nt_model {
+  uint64_t serial; /* unique in the process (a new model after a replay's seek is another) */
   proc_slot *procs[NT_MODEL_MAX_PROCESSES];
   uint32_t nprocs;
   uint32_t generation;
@@ -179,10 +96,9 @@ struct nt_model {
   double last_data_s, now_s; /* newest arrival; newest time any call gave */
   /* topologies (model_topo.c) */
   nt_model_topo_entry topos[NT_MODEL_TOPOLOGIES];
-  uint32_t ntopos, topo_shown;
+  uint32_t ntopos;
   uint64_t topo_failed[NT_MODEL_TOPO_FAILED]; /* hashes of files that did not load */
   uint32_t ntopo_failed, topo_failed_head;
-  uint32_t topo_generation;
   bool topo_full_noted;
   /* NCCL's graph dumps, one per source (model_graphs.c); files that did not
    * load are remembered in topo_failed too (a hash names the content) */
@@ -204,23 +120,6 @@ struct nt_model {
    * hello arrives or a process is added or dropped */
   uint64_t hellos;
   struct nt_env_cache *env_cache;
-  /* launch-count history per (communicator, function) (alerts.c) */
-  nt_top_hist *tops;
-  uint32_t ntops, tops_cap;
-  /* KernelPhase totals per rank (alerts_sync.c) */
-  nt_sync_hist *syncs;
-  uint32_t nsyncs, syncs_cap;
-  /* collectives rows against NCCL's prediction (alerts_slow.c) */
-  nt_slow_hist *slows;
-  uint32_t nslows;
-  /* ...and each rank's part of them: the last diagnosis' (slow_ranks) and
-   * a buffer the next one is built in, swapped after; both kept, so a
-   * steady job allocates nothing per diagnosis */
-  nt_slow_rank *slow_ranks, *slow_ranks_next;
-  uint32_t nslow_ranks, slow_ranks_cap, slow_ranks_next_cap;
-  /* roots waiting for their waiters' fresh reports (alerts_graph.c) */
-  nt_root_claim claims[NT_ROOT_CLAIMS];
-  uint32_t nclaims;
   nt_watch_state watch; /* model_watch.c */
 };
 
@@ -252,8 +151,6 @@ int nt_buf_fit(nt_snapshot *s, const nt_snapshot *src);
 void nt_runs_process_added(nt_model *m, proc_slot *p);
 void nt_runs_tick(nt_model *m);
 void nt_runs_free(nt_model *m);
-/* alerts.c: frees the launch-count history. */
-void nt_alerts_free(nt_model *m);
 /* model_topo.c: frees every topology held (and the predictions made from
  * them). */
 void nt_model_topologies_free(nt_model *m);
@@ -284,6 +181,15 @@ void nt_watch_counters(proc_slot *p, const nt_process_counters *was, double now_
 double nt_watch_since(const nt_model *m, double t, double now_s);
 /* How long a publisher may stay silent before it is stale. */
 double nt_stale_limit(const nt_model_process *p);
+
+/* The model's caches (NCCL's model per communicator, ops_model.c; the
+ * current run's variables table, runs.c) keep what is a function of the
+ * model's content alone, to save work: a reader that fills them through a
+ * const model changes nothing any reader can see. This is the one place
+ * const is cast away, and only those two caches may use it. */
+static inline nt_model *nt_model_cache_of(const nt_model *m) {
+  return (nt_model *)m;
+}
 
 /* A process entry's slot (the entry is the slot's first member). */
 static inline proc_slot *slot_of(const nt_model_process *p) {

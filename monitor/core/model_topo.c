@@ -1,14 +1,15 @@
-/* The topologies the model holds: every distinct file received (publishers
+/* The topologies the model holds: each source's latest file (publishers
  * send NCCL_TOPO_DUMP_FILE every few seconds; --topology gives one), at most
- * NT_MODEL_TOPOLOGIES of them, one of which is shown.
+ * NT_MODEL_TOPOLOGIES sources.
  *
- * What is shown does not move by itself: the first file that loads stays on
- * screen until the user picks another, so two publishers on different
- * machines (or with different dump files) cannot make the view flip every
- * second. The one exception is the shown file's own source sending a new
- * version (NCCL rewrote the dump; the plugin re-reads it when it changes):
- * that replaces it. A file that does not load is noted once and remembered
- * by its hash, so re-sending it costs neither a parse nor a new error. */
+ * A source keeps its index: its new version (NCCL rewrote the dump; the
+ * plugin re-reads it when it changes) replaces its file in place, and a
+ * source never moves, so the view, which shows an index (the first until
+ * the user picks another), cannot flip between two publishers on different
+ * machines (or with different dump files) every second. A file that does
+ * not load is noted once and remembered by its hash, so re-sending it costs
+ * neither a parse nor a new error. Readers only read: what-ifs are computed
+ * on the reader's own copy, loaded from the file kept here. */
 #include "model_internal.h"
 
 #include <stdio.h>
@@ -76,34 +77,25 @@ int nt_model_set_topology(nt_model *m, const char *xml, size_t len, const char *
   if (m->topos[i].xml) memcpy(m->topos[i].xml, xml, len);
   m->topos[i].xml_len = m->topos[i].xml ? len : 0;
   m->topo_sets++;
-  if (m->ntopos == 1 || i == m->topo_shown) {
-    m->topo_shown = i;
-    m->topo_generation++;
-  }
   return 0;
 }
 
-nt_topo *nt_model_topology(nt_model *m, const char **source) {
-  bool any = m->ntopos > 0;
-  if (source) *source = any ? m->topos[m->topo_shown].source : "";
-  return any ? m->topos[m->topo_shown].topo : NULL;
-}
-
-uint32_t nt_model_topology_generation(const nt_model *m) {
-  return m->topo_generation;
-}
-
-uint32_t nt_model_topology_count(const nt_model *m, uint32_t *shown) {
-  if (shown) *shown = m->topo_shown;
+uint32_t nt_model_topology_count(const nt_model *m) {
   return m->ntopos;
 }
 
-int nt_model_topology_pick(nt_model *m, int delta) {
-  if (m->ntopos < 2) return -1;
-  int n = (int)m->ntopos, next = ((int)m->topo_shown + delta % n + n) % n;
-  m->topo_shown = (uint32_t)next;
-  m->topo_generation++;
-  return next;
+const nt_topo *nt_model_topology_at(const nt_model *m, uint32_t i, const char **source,
+                                    uint64_t *hash) {
+  bool held = i < m->ntopos;
+  if (source) *source = held ? m->topos[i].source : "";
+  if (hash) *hash = held ? m->topos[i].hash : 0;
+  return held ? m->topos[i].topo : NULL;
+}
+
+const char *nt_model_topology_xml(const nt_model *m, uint32_t i, size_t *len) {
+  bool held = i < m->ntopos && m->topos[i].xml;
+  *len = held ? m->topos[i].xml_len : 0;
+  return held ? m->topos[i].xml : NULL;
 }
 
 void nt_model_topologies_free(nt_model *m) {

@@ -204,7 +204,7 @@ static void add_path(nt_watch_note *n, const src_slot *src, double now_s, bool f
   if (!fold || ago < n->ago_s) n->ago_s = ago;
 }
 
-uint32_t nt_model_watch_notes(nt_model *m, nt_watch_note *out, uint32_t cap, double now_s) {
+uint32_t nt_model_watch_notes(const nt_model *m, nt_watch_note *out, uint32_t cap, double now_s) {
   const nt_watch_state *w = &m->watch;
   uint32_t n = 0;
   if (!cap) return 0;

@@ -131,7 +131,7 @@ static int stat_in_cmp(const void *a, const void *b) {
 }
 
 /* Sorted, then added up run by run: O(rows log rows) for any job size. */
-uint32_t nt_model_op_stats(nt_model *m, nt_op_stat *out, uint32_t cap) {
+uint32_t nt_model_op_stats(const nt_model *m, nt_op_stat *out, uint32_t cap) {
   size_t total = 0;
   for (uint32_t i = 0; i < m->nprocs; i++) {
     const nt_model_process *p = &m->procs[i]->pub;
@@ -141,7 +141,7 @@ uint32_t nt_model_op_stats(nt_model *m, nt_op_stat *out, uint32_t cap) {
   if (!in) return 0;
   size_t n_in = 0;
   for (uint32_t i = 0; i < m->nprocs; i++) {
-    nt_model_process *p = &m->procs[i]->pub;
+    const nt_model_process *p = &m->procs[i]->pub;
     const nt_snapshot *s = p->cur;
     if (!s || p->run != m->run) continue; /* an earlier run's: see the run summaries */
     for (uint32_t k = 0; k < s->nops; k++) {
@@ -218,7 +218,7 @@ static void count_comm(nt_phase_stat *o, phase_comms *pc, uint32_t proc, uint16_
   if (pc->n > o->comms) o->comms = pc->n;
 }
 
-uint32_t nt_model_phase_stats(nt_model *m, nt_phase_stat *out, uint32_t cap) {
+uint32_t nt_model_phase_stats(const nt_model *m, nt_phase_stat *out, uint32_t cap) {
   uint32_t n = 0;
   phase_comms pcs[NT_MAX_PHASES + 1];
   if (cap > NT_MAX_PHASES + 1) cap = NT_MAX_PHASES + 1;
@@ -285,11 +285,11 @@ static int recent_cmp(const void *a, const void *b) {
   return x->rank - y->rank;
 }
 
-uint32_t nt_model_recent_ops(nt_model *m, nt_recent_op *out, uint32_t cap, uint32_t per_rank,
+uint32_t nt_model_recent_ops(const nt_model *m, nt_recent_op *out, uint32_t cap, uint32_t per_rank,
                              double now_s) {
   uint32_t n = 0;
   for (uint32_t i = 0; i < m->nprocs && n < cap; i++) {
-    nt_model_process *p = &m->procs[i]->pub;
+    const nt_model_process *p = &m->procs[i]->pub;
     const nt_snapshot *s = p->cur;
     if (!s || p->run != m->run) continue;
     /* Ages were taken when the snapshot was; it has aged since (unless the

@@ -329,7 +329,8 @@ static int tune_coll(int func) {
   }
 }
 
-void nt_model_op_model(nt_model *m, const nt_op_stat *r, nt_op_model *out) {
+void nt_model_op_model(const nt_model *model, const nt_op_stat *r, nt_op_model *out) {
+  nt_model *m = nt_model_cache_of(model); /* the computed models only */
   memset(out, 0, sizeof *out);
   out->ratio = -1;
   int coll = tune_coll(r->func);

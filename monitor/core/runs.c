@@ -41,7 +41,7 @@ static uint64_t fnv(const char *s, uint64_t h) {
 
 /* The run's variables into *out (malloc'd, the caller frees); how many,
  * and the processes of the run with a hello in *nprocs. -1: no memory. */
-static int env_table(nt_model *m, uint32_t run, env_name **out, uint32_t *nprocs) {
+static int env_table(const nt_model *m, uint32_t run, env_name **out, uint32_t *nprocs) {
   size_t total = 0;
   *out = NULL;
   *nprocs = 0;
@@ -131,7 +131,8 @@ struct nt_env_cache {
   uint64_t hellos;
 };
 
-static int current_env(nt_model *m, env_name **names) {
+static int current_env(const nt_model *model, env_name **names) {
+  nt_model *m = nt_model_cache_of(model); /* the cache only */
   struct nt_env_cache *c = m->env_cache;
   if (!c && !(c = m->env_cache = calloc(1, sizeof *c))) return -1;
   if (!c->names || c->generation != m->generation || c->run != m->run || c->hellos != m->hellos) {
@@ -146,7 +147,7 @@ static int current_env(nt_model *m, env_name **names) {
   return c->n;
 }
 
-uint32_t nt_model_env(nt_model *m, nt_env_row *out, uint32_t cap, bool differs_first) {
+uint32_t nt_model_env(const nt_model *m, nt_env_row *out, uint32_t cap, bool differs_first) {
   env_name *names;
   uint32_t n = 0;
   int nn = current_env(m, &names);
@@ -164,7 +165,7 @@ uint32_t nt_model_env(nt_model *m, nt_env_row *out, uint32_t cap, bool differs_f
 
 /* ---- runs ---- */
 
-static void summarize(nt_model *m, uint32_t run, nt_run_summary *s) {
+static void summarize(const nt_model *m, uint32_t run, nt_run_summary *s) {
   memset(s, 0, sizeof *s);
   s->id = run;
   env_name *names = NULL;
@@ -281,7 +282,7 @@ void nt_runs_free(nt_model *m) {
   m->prev_run = m->ended_run = NULL;
 }
 
-bool nt_model_run_summary(nt_model *m, bool previous, nt_run_summary *out) {
+bool nt_model_run_summary(const nt_model *m, bool previous, nt_run_summary *out) {
   if (previous) {
     if (!m->prev_run || m->run < 2) return false;
     *out = *m->prev_run;

@@ -422,14 +422,14 @@ void nt_frame_text(FILE *out, const nt_frame *f) {
   fputc('\n', out);
 }
 
-int nt_batch_print(FILE *out, nt_model *m, const nt_options *o, double now_s) {
+int nt_batch_print(FILE *out, const nt_model *m, nt_diag *d, const nt_options *o, double now_s) {
   static nt_frame *f;
   if (!f && !(f = nt_frame_new())) return -1;
   nt_frame_opts fo = {.stall_ms = o->stall_ms,
                       .process_env = o->json,
                       .start_s = o->start_s,
                       .update_s = o->delay_ms / 1000.0};
-  if (nt_frame_build(f, m, &fo, now_s) != 0) return -1;
+  if (nt_frame_build(f, m, d, &fo, now_s) != 0) return -1;
   int rc = 0;
   if (o->json) {
     static nt_jo w; /* its buffer is kept: the next frame is about as big */

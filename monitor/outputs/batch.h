@@ -9,8 +9,9 @@
 #include "../options.h"
 
 /* Batch output: one frame of the model as text or one JSON line to `out`
- * (builds a frame: once per tick, it runs the diagnosis). */
-int nt_batch_print(FILE *out, nt_model *m, const nt_options *o, double now_s);
+ * (builds a frame: once per tick, it runs the diagnosis d, the caller's,
+ * kept for the model's life). */
+int nt_batch_print(FILE *out, const nt_model *m, nt_diag *d, const nt_options *o, double now_s);
 /* A built frame as one JSON object, written into `out` (emptied first; its
  * buffer is reused), the keys in batch.c; NULL out of memory. Or as the
  * text batch frame. */

@@ -1,10 +1,11 @@
-/* `nccltop exporter`: the model and analysis the monitor uses, as
- * Prometheus' text exposition format (version 0.0.4) over HTTP
- * (libmicrohttpd) and/or as a node_exporter textfile.
+/* `nccltop exporter`: the frame the monitor shows, as Prometheus' text
+ * exposition format (version 0.0.4) over HTTP (libmicrohttpd) and/or as a
+ * node_exporter textfile.
  *
- * nt_exporter_render (exporter_render.c) writes one exposition of the model;
- * exporter.c runs the source, renders once per interval and serves the
- * latest text (its entry point: commands.h). Tests call the renderer on a
+ * nt_exporter_render (exporter_render.c) writes one exposition of a frame;
+ * exporter.c runs the source, builds a frame once per interval (with
+ * nt_exporter_frame_opts, on its own nt_diag), renders it and serves the
+ * latest text (its entry point: commands.h). Tests build the frame of a
  * model they fill themselves. */
 #ifndef NCCLTOP_EXPORTER_H
 #define NCCLTOP_EXPORTER_H
@@ -13,7 +14,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "../core/model.h"
+#include "../core/frame.h"
 
 /* The default --listen: loopback only. 19788 is outside the range Prometheus'
  * default port allocations list hands out (9100-9999), so it cannot clash
@@ -29,9 +30,11 @@ typedef struct {
   double render_seconds; /* the previous render's duration */
 } nt_exporter_opts;
 
-/* Writes the exposition of the model now to f (alerts are computed, once:
- * call it once per frame). 0, or -1 when f failed. */
-int nt_exporter_render(FILE *f, nt_model *m, const nt_exporter_opts *o, double now_s);
+/* How the frame an exposition shows is built: the stall time, and the
+ * alerts per rank (a node's late ranks keep a series each). */
+nt_frame_opts nt_exporter_frame_opts(const nt_exporter_opts *o);
+/* Writes the exposition of a frame built so to f. 0, or -1 when f failed. */
+int nt_exporter_render(FILE *f, const nt_frame *fr, const nt_exporter_opts *o);
 
 /* Writes v as a label value: backslash, double quote and line feed escaped
  * as the exposition format wants; bytes that are not printable ASCII or

@@ -1,7 +1,10 @@
-/* One Prometheus exposition (text format 0.0.4) of the model: the numbers
- * `nccltop -b --json` prints, from the same functions (nt_model_ranks,
- * nt_model_proxy_shares, nt_model_channel_rates, nt_model_channel_stalled,
- * nt_model_op_stats, nt_model_alerts), in base units (seconds, bytes).
+/* One Prometheus exposition (text format 0.0.4) of a frame (frame.h): the
+ * numbers the screen and `nccltop -b --json` show, read from the same
+ * frame, never from the model (rates, stalled channels, operations in
+ * flight and their ages, statistics with NCCL's prediction, alerts), in
+ * base units (seconds, bytes). The one difference is asked for when the
+ * frame is built (nt_exporter_frame_opts): the alerts are per rank, a
+ * node's late ranks a series each.
  *
  * Families are written one after the other, each with # HELP and # TYPE and
  * all of its samples together, as the format wants. Label values come from
@@ -27,11 +30,6 @@
 #include <string.h>
 
 #include "exporter.h"
-#include "../core/model.h"
-
-#define MAX_RANKS  65536
-#define MAX_ALERTS 256
-#define MAX_STATS  4096
 
 void nt_prom_label_value(FILE *f, const char *v) {
   for (const unsigned char *p = (const unsigned char *)v; *p; p++) {
@@ -109,16 +107,17 @@ static const char *hex16(uint64_t v, char *buf) {
 }
 
 /* host, pid, rank, comm_hash, comm_name of a rank. */
-static void rank_labels(sample *s, const nt_model_rank *r) {
+static void rank_labels(sample *s, const nt_frame *fr, const nt_frame_rank *r) {
   char hex[17];
-  lab(s, "host", r->proc->host);
-  lab_int(s, "pid", r->proc->pid);
+  const nt_frame_proc *p = nt_frame_proc_of(fr, r);
+  lab(s, "host", p->host);
+  lab_int(s, "pid", p->pid);
   lab_int(s, "rank", r->rank);
   lab(s, "comm_hash", hex16(r->comm_hash, hex));
   lab(s, "comm_name", r->comm_name);
 }
 
-static void proc_labels(sample *s, const nt_model_process *p) {
+static void proc_labels(sample *s, const nt_frame_proc *p) {
   lab(s, "host", p->host);
   lab_int(s, "pid", p->pid);
 }
@@ -129,17 +128,9 @@ static const char *dir_name(int dir) {
 
 /* ---- the job and the viewer ---- */
 
-static void job_families(FILE *f, nt_model *m) {
-  uint32_t live = 0, stale = 0, ended = 0;
-  for (uint32_t i = 0; i < nt_model_nprocesses(m); i++) {
-    const nt_model_process *p = nt_model_process_at(m, i);
-    if (p->ended)
-      ended++;
-    else if (p->stale)
-      stale++;
-    else
-      live++;
-  }
+static void job_families(FILE *f, const nt_frame *fr) {
+  uint32_t stale = fr->publishers_stale, ended = fr->publishers_ended;
+  uint32_t live = fr->publishers - stale - ended;
   family(f, "nccltop_publishers", "gauge",
          "Publishing processes the exporter knows, by state (live, stale: silent, ended).");
   static const char *const st[3] = {"live", "stale", "ended"};
@@ -151,20 +142,20 @@ static void job_families(FILE *f, nt_model *m) {
   }
   family(f, "nccltop_messages_total", "counter", "Messages taken from publishers.");
   sample s = open_sample(f, "nccltop_messages_total");
-  value(&s, (double)nt_model_total_messages(m));
+  value(&s, (double)fr->messages);
   family(f, "nccltop_bad_messages_total", "counter", "Messages that failed to decode.");
   s = open_sample(f, "nccltop_bad_messages_total");
-  value(&s, (double)nt_model_total_bad(m));
+  value(&s, (double)fr->bad_messages);
   family(f, "nccltop_refused_messages_total", "counter",
          "Messages refused (a publisher over its limits), by reason.");
   for (int i = 0; i < NT_REFUSE_COUNT; i++) {
     s = open_sample(f, "nccltop_refused_messages_total");
     lab(&s, "reason", nt_refusal_name(i));
-    value(&s, (double)nt_model_refused(m, i));
+    value(&s, (double)fr->refused_by[i]);
   }
   family(f, "nccltop_model_bytes", "gauge", "Bytes the exporter's model holds (--max-memory).");
   s = open_sample(f, "nccltop_model_bytes");
-  value(&s, (double)nt_model_bytes(m));
+  value(&s, (double)fr->memory_bytes);
 }
 
 /* ---- per process ---- */
@@ -192,41 +183,37 @@ static const counter_def plugin_counters[] = {
      offsetof(nt_process_counters, reclaimed_ops)},
 };
 
-static void process_families(FILE *f, nt_model *m) {
-  uint32_t np = nt_model_nprocesses(m);
+/* The frame's processes are those with a snapshot, as these families
+ * always counted. */
+static void process_families(FILE *f, const nt_frame *fr) {
   family(f, "nccltop_publisher_info", "gauge",
          "1 per publishing process, with its NCCL and plugin versions and profiler ABI.");
-  for (uint32_t i = 0; i < np; i++) {
-    const nt_model_process *p = nt_model_process_at(m, i);
-    if (!p->cur) continue;
+  for (uint32_t i = 0; i < fr->nprocs; i++) {
+    const nt_frame_proc *p = &fr->procs[i];
     sample s = open_sample(f, "nccltop_publisher_info");
     proc_labels(&s, p);
-    lab(&s, "nccl_version", p->have_hello ? p->hello.nccl_version : "");
-    lab(&s, "plugin_version", p->have_hello ? p->hello.plugin_version : "");
-    lab(&s, "clock", p->have_hello ? p->hello.clock : "");
-    lab_int(&s, "abi", p->cur->process.abi_version);
+    lab(&s, "nccl_version", p->nccl_version); /* "" before its hello */
+    lab(&s, "plugin_version", p->plugin_version);
+    lab(&s, "clock", p->clock);
+    lab_int(&s, "abi", p->counters.abi_version);
     lab(&s, "state", p->ended ? "ended" : p->stale ? "stale" : "live");
     value(&s, 1);
   }
   family(f, "nccltop_lost_messages_total", "counter",
          "Snapshots of a publisher that never arrived (gaps in its sequence numbers).");
-  for (uint32_t i = 0; i < np; i++) {
-    const nt_model_process *p = nt_model_process_at(m, i);
-    if (!p->cur) continue;
+  for (uint32_t i = 0; i < fr->nprocs; i++) {
     sample s = open_sample(f, "nccltop_lost_messages_total");
-    proc_labels(&s, p);
-    value(&s, (double)p->lost_messages);
+    proc_labels(&s, &fr->procs[i]);
+    value(&s, (double)fr->procs[i].lost_messages);
   }
   for (size_t k = 0; k < sizeof plugin_counters / sizeof plugin_counters[0]; k++) {
     const counter_def *d = &plugin_counters[k];
     family(f, d->name, "counter", d->help);
-    for (uint32_t i = 0; i < np; i++) {
-      const nt_model_process *p = nt_model_process_at(m, i);
-      if (!p->cur) continue;
+    for (uint32_t i = 0; i < fr->nprocs; i++) {
       uint64_t v;
-      memcpy(&v, (const char *)&p->cur->process + d->offset, sizeof v);
+      memcpy(&v, (const char *)&fr->procs[i].counters + d->offset, sizeof v);
       sample s = open_sample(f, d->name);
-      proc_labels(&s, p);
+      proc_labels(&s, &fr->procs[i]);
       value(&s, (double)v);
     }
   }
@@ -234,41 +221,35 @@ static void process_families(FILE *f, nt_model *m) {
 
 /* ---- per rank ---- */
 
-static void proxy_family(FILE *f, nt_model *m, const nt_model_rank *ranks, uint32_t n) {
+static void proxy_sample(FILE *f, const nt_frame *fr, const nt_frame_proxy *x, int k) {
+  sample s = open_sample(f, "nccltop_proxy_state_seconds_total");
+  if (x->rank >= 0) {
+    rank_labels(&s, fr, &fr->ranks[x->rank]);
+  } else {
+    proc_labels(&s, &fr->procs[x->proc]);
+    lab(&s, "rank", "");
+    lab(&s, "comm_hash", "");
+    lab(&s, "comm_name", "");
+  }
+  lab_int(&s, "tid", x->row.tid);
+  lab(&s, "state", nt_proxy_state_name(k));
+  value(&s, (double)x->row.state_ns[k] / 1e9);
+}
+
+static void proxy_family(FILE *f, const nt_frame *fr) {
   family(f, "nccltop_proxy_state_seconds_total", "counter",
          "Time NCCL's proxy progress thread spent in each state (idle, active, sleep, wakeup, "
          "append); threads of no communicator have empty rank labels.");
-  for (uint32_t i = 0; i < n; i++) {
-    const nt_snapshot *sn = ranks[i].proc->cur;
-    for (uint32_t t = 0; t < sn->nproxy; t++) {
-      const nt_proxy_row *row = &sn->proxy[t];
-      if (row->comm_index != ranks[i].comm_index) continue;
-      for (int k = 0; k < NT_PROXY_NSTATES; k++) {
-        sample s = open_sample(f, "nccltop_proxy_state_seconds_total");
-        rank_labels(&s, &ranks[i]);
-        lab_int(&s, "tid", row->tid);
-        lab(&s, "state", nt_proxy_state_name(k));
-        value(&s, (double)row->state_ns[k] / 1e9);
-      }
-    }
+  for (uint32_t i = 0; i < fr->nranks; i++) {
+    const nt_frame_rank *r = &fr->ranks[i];
+    for (uint32_t t = r->proxy0; t < r->proxy0 + r->nproxy; t++)
+      for (int k = 0; k < NT_PROXY_NSTATES; k++) proxy_sample(f, fr, &fr->proxy[t], k);
   }
-  for (uint32_t i = 0; i < nt_model_nprocesses(m); i++) {
-    const nt_model_process *p = nt_model_process_at(m, i);
-    if (!p->cur || nt_model_process_replaced(m, p)) continue;
-    for (uint32_t t = 0; t < p->cur->nproxy; t++) {
-      const nt_proxy_row *row = &p->cur->proxy[t];
-      if (row->comm_index != NT_NO_COMM) continue;
-      for (int k = 0; k < NT_PROXY_NSTATES; k++) {
-        sample s = open_sample(f, "nccltop_proxy_state_seconds_total");
-        proc_labels(&s, p);
-        lab(&s, "rank", "");
-        lab(&s, "comm_hash", "");
-        lab(&s, "comm_name", "");
-        lab_int(&s, "tid", row->tid);
-        lab(&s, "state", nt_proxy_state_name(k));
-        value(&s, (double)row->state_ns[k] / 1e9);
-      }
-    }
+  for (uint32_t i = 0; i < fr->nprocs; i++) {
+    const nt_frame_proc *p = &fr->procs[i];
+    if (p->replaced) continue; /* an earlier run's: its ranks are not shown either */
+    for (uint32_t t = p->proxy0; t < p->proxy0 + p->nproxy; t++)
+      for (int k = 0; k < NT_PROXY_NSTATES; k++) proxy_sample(f, fr, &fr->proxy[t], k);
   }
 }
 
@@ -289,10 +270,10 @@ static const struct {
      "Bytes per second over the publisher's last interval (the monitor's rate)."},
 };
 
-static void channel_sample(FILE *f, int fam, const nt_model_rank *r, int dir, int channel, int peer,
-                           int wait_k, double v) {
+static void channel_sample(FILE *f, int fam, const nt_frame *fr, const nt_frame_rank *r, int dir,
+                           int channel, int peer, int wait_k, double v) {
   sample s = open_sample(f, ch_fam[fam].name);
-  rank_labels(&s, r);
+  rank_labels(&s, fr, r);
   lab(&s, "dir", dir_name(dir));
   if (channel >= 0) {
     lab_int(&s, "channel", channel);
@@ -302,85 +283,71 @@ static void channel_sample(FILE *f, int fam, const nt_model_rank *r, int dir, in
   value(&s, v);
 }
 
-static double channel_value(const nt_model_process *p, const nt_channel_row *c, int fam, int k) {
-  double sps, bps;
+/* The frame's numbers: the rates are the ones the screen and the JSON show. */
+static double channel_value(const nt_frame_channel *c, int fam, int k) {
   switch (fam) {
-  case CH_WAIT: return (double)c->wait_ns[k] / 1e9;
-  case CH_STEPS: return (double)c->steps;
-  case CH_BYTES: return (double)c->bytes;
-  default: nt_model_channel_rates(p, c, &sps, &bps); return fam == CH_STEPS_RATE ? sps : bps;
+  case CH_WAIT: return (double)c->row.wait_ns[k] / 1e9;
+  case CH_STEPS: return (double)c->row.steps;
+  case CH_BYTES: return (double)c->row.bytes;
+  case CH_STEPS_RATE: return c->steps_per_s;
+  default: return c->bytes_per_s;
   }
 }
 
-static void channel_families(FILE *f, const nt_model_rank *ranks, uint32_t n, bool per_channel) {
+static void channel_families(FILE *f, const nt_frame *fr, bool per_channel) {
   for (int fam = 0; fam < CH_FAMILIES; fam++) {
     family(f, ch_fam[fam].name, ch_fam[fam].type, ch_fam[fam].help);
     int nk = fam == CH_WAIT ? 3 : 1;
-    for (uint32_t i = 0; i < n; i++) {
-      const nt_model_process *p = ranks[i].proc;
-      const nt_snapshot *sn = p->cur;
+    for (uint32_t i = 0; i < fr->nranks; i++) {
+      const nt_frame_rank *r = &fr->ranks[i];
       for (int dir = 0; dir < 2; dir++) {
         for (int k = 0; k < nk; k++) {
           double sum = 0;
           bool any = false;
-          for (uint32_t c = 0; c < sn->nchannels; c++) {
-            const nt_channel_row *row = &sn->channels[c];
-            if (row->comm_index != ranks[i].comm_index || row->dir != dir) continue;
-            double v = channel_value(p, row, fam, k);
+          for (uint32_t c = r->chan0; c < r->chan0 + r->nchan; c++) {
+            const nt_frame_channel *ch = &fr->channels[c];
+            if (ch->row.dir != dir) continue;
+            double v = channel_value(ch, fam, k);
             if (per_channel)
-              channel_sample(f, fam, &ranks[i], dir, row->channel, row->peer,
+              channel_sample(f, fam, fr, r, dir, ch->row.channel, ch->row.peer,
                              fam == CH_WAIT ? k : -1, v);
             sum += v;
             any = true;
           }
           if (any && !per_channel)
-            channel_sample(f, fam, &ranks[i], dir, -1, -1, fam == CH_WAIT ? k : -1, sum);
+            channel_sample(f, fam, fr, r, dir, -1, -1, fam == CH_WAIT ? k : -1, sum);
         }
       }
     }
   }
 }
 
-static void rank_gauges(FILE *f, const nt_model_rank *ranks, uint32_t n, uint32_t stall_ms,
-                        double now_s) {
+/* The frame's verdicts per rank: its stalled channels (the screen's count),
+ * its operations in flight and their ages, its launch counts. */
+static void rank_gauges(FILE *f, const nt_frame *fr) {
   family(f, "nccltop_channels_stalled", "gauge",
          "Channels with running operations whose step has not moved for --stall-ms.");
-  for (uint32_t i = 0; i < n; i++) {
-    const nt_snapshot *sn = ranks[i].proc->cur;
-    uint32_t stalled = 0;
-    for (uint32_t c = 0; c < sn->nchannels; c++)
-      if (sn->channels[c].comm_index == ranks[i].comm_index)
-        stalled += nt_model_channel_stalled(&sn->channels[c], stall_ms);
+  for (uint32_t i = 0; i < fr->nranks; i++) {
     sample s = open_sample(f, "nccltop_channels_stalled");
-    rank_labels(&s, &ranks[i]);
-    value(&s, stalled);
+    rank_labels(&s, fr, &fr->ranks[i]);
+    value(&s, fr->ranks[i].stalled);
   }
   family(f, "nccltop_operations_in_flight", "gauge",
          "Operations in flight (the plugin's recent-operation log).");
-  for (uint32_t i = 0; i < n; i++) {
-    const nt_snapshot *sn = ranks[i].proc->cur;
-    uint32_t fl = 0;
-    for (uint32_t k = 0; k < sn->noplog; k++)
-      fl +=
-          sn->oplog[k].comm_index == ranks[i].comm_index && sn->oplog[k].state == NT_OPS_IN_FLIGHT;
+  for (uint32_t i = 0; i < fr->nranks; i++) {
     sample s = open_sample(f, "nccltop_operations_in_flight");
-    rank_labels(&s, &ranks[i]);
-    value(&s, fl);
+    rank_labels(&s, fr, &fr->ranks[i]);
+    value(&s, fr->ranks[i].nops);
   }
   family(f, "nccltop_operation_oldest_in_flight_seconds", "gauge",
          "Age of the oldest operation in flight, 0 when none is.");
-  for (uint32_t i = 0; i < n; i++) {
-    const nt_model_process *p = ranks[i].proc;
-    const nt_snapshot *sn = p->cur;
-    double since = p->ended || now_s < p->cur_time_s ? 0 : now_s - p->cur_time_s, oldest = 0;
-    for (uint32_t k = 0; k < sn->noplog; k++) {
-      const nt_oplog_row *op = &sn->oplog[k];
-      if (op->comm_index != ranks[i].comm_index || op->state != NT_OPS_IN_FLIGHT) continue;
-      double age = (double)op->age_ns / 1e9 + since;
-      if (age > oldest) oldest = age;
-    }
+  for (uint32_t i = 0; i < fr->nranks; i++) {
+    const nt_frame_rank *r = &fr->ranks[i];
+    double oldest = 0;
+    for (uint32_t k = r->op0; k < r->op0 + r->nops; k++)
+      if (fr->ops[k].age_s > oldest) oldest = fr->ops[k].age_s;
     sample s = open_sample(f, "nccltop_operation_oldest_in_flight_seconds");
-    rank_labels(&s, &ranks[i]);
+    rank_labels(&s, fr, r);
     value(&s, oldest);
   }
   static const char *const seq_names[2] = {"nccltop_rank_operations_launched_total",
@@ -390,13 +357,12 @@ static void rank_gauges(FILE *f, const nt_model_rank *ranks, uint32_t n, uint32_
       "Operations of the rank done, per function."};
   for (int w = 0; w < 2; w++) {
     family(f, seq_names[w], "counter", seq_help[w]);
-    for (uint32_t i = 0; i < n; i++) {
-      const nt_snapshot *sn = ranks[i].proc->cur;
-      for (uint32_t k = 0; k < sn->nseq; k++) {
-        const nt_seq_row *q = &sn->seq_rows[k];
-        if (q->comm_index != ranks[i].comm_index) continue;
+    for (uint32_t i = 0; i < fr->nranks; i++) {
+      const nt_frame_rank *r = &fr->ranks[i];
+      for (uint32_t k = r->seq0; k < r->seq0 + r->nseq; k++) {
+        const nt_seq_row *q = &fr->seq[k].row;
         sample s = open_sample(f, seq_names[w]);
-        rank_labels(&s, &ranks[i]);
+        rank_labels(&s, fr, r);
         lab(&s, "collective", nt_func_name(q->func));
         value(&s, (double)(w ? q->done : q->launched));
       }
@@ -422,21 +388,22 @@ static void inspector_size(int bucket, char *buf, size_t cap) {
   snprintf(buf, cap, "%.0f-%.0f%s", lo, lo + 1, units[u]);
 }
 
-static int32_t nnodes_of(uint64_t hash, const nt_model_rank *ranks, uint32_t n) {
-  for (uint32_t i = 0; i < n; i++)
-    if (ranks[i].comm_hash == hash) return ranks[i].nnodes;
+static int32_t nnodes_of(uint64_t hash, const nt_frame *fr) {
+  for (uint32_t i = 0; i < fr->nranks; i++)
+    if (fr->ranks[i].comm_hash == hash) return fr->ranks[i].nnodes;
   return 0;
 }
 
 /* The host of every rank of the communicator here, "" when they are on
  * several (the Inspector's `node`, left out then). */
-static const char *node_of(uint64_t hash, const nt_model_rank *ranks, uint32_t n) {
+static const char *node_of(uint64_t hash, const nt_frame *fr) {
   const char *host = "";
-  for (uint32_t i = 0; i < n; i++) {
-    if (ranks[i].comm_hash != hash) continue;
+  for (uint32_t i = 0; i < fr->nranks; i++) {
+    if (fr->ranks[i].comm_hash != hash) continue;
+    const char *h = nt_frame_proc_of(fr, &fr->ranks[i])->host;
     if (!host[0])
-      host = ranks[i].proc->host;
-    else if (strcmp(host, ranks[i].proc->host) != 0)
+      host = h;
+    else if (strcmp(host, h) != 0)
       return "";
   }
   return host;
@@ -479,10 +446,8 @@ static void op_labels(sample *s, const nt_op_stat *r) {
   lab(s, "message_size", nt_fmt_bucket(r->bucket, size, sizeof size));
 }
 
-static void op_families(FILE *f, nt_model *m, const nt_model_rank *ranks, uint32_t n,
-                        bool inspector) {
-  nt_op_stat *st = calloc(MAX_STATS, sizeof *st);
-  uint32_t ns = st ? nt_model_op_stats(m, st, MAX_STATS) : 0;
+static void op_families(FILE *f, const nt_frame *fr, bool inspector) {
+  uint32_t ns = fr->nstats;
   static const struct {
     const char *name, *help;
     bool p2p, bw;
@@ -501,13 +466,13 @@ static void op_families(FILE *f, nt_model *m, const nt_model_rank *ranks, uint32
   for (int k = 0; inspector && k < 4; k++) {
     family(f, insp[k].name, "gauge", insp[k].help);
     for (uint32_t i = 0; i < ns; i++) {
-      const nt_op_stat *r = &st[i];
+      const nt_op_stat *r = &fr->stats[i].st;
       if (!r->done || (r->kind == NT_OP_P2P) != insp[k].p2p) continue; /* untimed: unknown */
       double v =
           insp[k].bw ? nt_stat_algbw(r->bus_bytes, r->time_s) : r->time_s * 1e6 / (double)r->done;
       if (isnan(v)) continue; /* no rank count (NCCL 2.26): unknown, no sample */
       sample s = open_sample(f, insp[k].name);
-      inspector_labels(&s, r, nnodes_of(r->comm_hash, ranks, n), node_of(r->comm_hash, ranks, n));
+      inspector_labels(&s, r, nnodes_of(r->comm_hash, fr), node_of(r->comm_hash, fr));
       value(&s, v);
     }
   }
@@ -525,7 +490,7 @@ static void op_families(FILE *f, nt_model *m, const nt_model_rank *ranks, uint32
   for (int k = 0; k < 5; k++) {
     family(f, ops[k].name, "counter", ops[k].help);
     for (uint32_t i = 0; i < ns; i++) {
-      const nt_op_stat *r = &st[i];
+      const nt_op_stat *r = &fr->stats[i].st;
       double v = k == 0   ? (double)r->count
                  : k == 1 ? (double)r->done
                  : k == 2 ? (double)r->bytes
@@ -537,8 +502,8 @@ static void op_families(FILE *f, nt_model *m, const nt_model_rank *ranks, uint32
       value(&s, v);
     }
   }
-  /* NCCL's own prediction (nt_model_op_model): rows it does not cover have
-   * no sample (unknown, never 0) */
+  /* NCCL's own prediction (the frame's, nt_model_op_model): rows it does
+   * not cover have no sample (unknown, never 0) */
   static const struct {
     const char *name, *help;
   } model[2] = {
@@ -549,35 +514,33 @@ static void op_families(FILE *f, nt_model *m, const nt_model_rank *ranks, uint32
        "Measured performance as a share of NCCL's prediction: predicted over measured mean "
        "time (0.58 is 58% of model)."},
   };
-  nt_op_model *pred = ns ? calloc(ns, sizeof *pred) : NULL;
-  for (uint32_t i = 0; pred && i < ns; i++) nt_model_op_model(m, &st[i], &pred[i]);
-  for (int k = 0; pred && k < 2; k++) {
+  for (int k = 0; k < 2; k++) {
     family(f, model[k].name, "gauge", model[k].help);
     for (uint32_t i = 0; i < ns; i++) {
-      if (!pred[i].known || (k == 1 && pred[i].ratio < 0)) continue;
+      const nt_op_model *pred = &fr->stats[i].model;
+      if (!pred->known || (k == 1 && pred->ratio < 0)) continue;
       sample s = open_sample(f, model[k].name);
-      op_labels(&s, &st[i]);
-      value(&s, k == 0 ? pred[i].time_us * 1e-6 : pred[i].ratio);
+      op_labels(&s, &fr->stats[i].st);
+      value(&s, k == 0 ? pred->time_us * 1e-6 : pred->ratio);
     }
   }
-  free(pred);
-  free(st);
 }
 
 /* ---- diagnosis ---- */
 
-static void alert_labels(sample *s, const nt_alert *a) {
+static void alert_labels(sample *s, const nt_frame_alert *a) {
   char hex[17];
-  lab(s, "host", a->proc ? a->proc->host : "");
-  lab_int(s, "pid", a->proc ? a->proc->pid : 0);
+  lab(s, "host", a->has_proc ? a->host : "");
+  lab_int(s, "pid", a->has_proc ? a->pid : 0);
   lab(s, "comm_hash", hex16(a->comm_hash, hex));
   lab_int(s, "rank", a->rank);
 }
 
-static void alert_families(FILE *f, nt_model *m, uint32_t stall_ms, double now_s) {
-  nt_alert *al = calloc(MAX_ALERTS, sizeof *al);
-  /* Per rank: a node's late ranks keep a series each. */
-  uint32_t na = al ? nt_model_alerts_per_rank(m, stall_ms, al, MAX_ALERTS, now_s) : 0;
+/* The frame's alerts, built per rank (nt_exporter_frame_opts): a node's late
+ * ranks keep a series each. */
+static void alert_families(FILE *f, const nt_frame *fr) {
+  const nt_frame_alert *al = fr->alerts;
+  uint32_t na = fr->nalerts;
   family(f, "nccltop_alerts", "gauge",
          "Alerts now, by kind (root, stall, hung_op, straggler, silent, drops, slow).");
   for (int k = 0; k < NT_ALERT_COUNT; k++) {
@@ -604,8 +567,8 @@ static void alert_families(FILE *f, nt_model *m, uint32_t stall_ms, double now_s
   for (int k = 0; k < 5; k++) {
     family(f, fams[k].name, "gauge", fams[k].help);
     for (uint32_t i = 0; i < na; i++) {
-      const nt_alert *a = &al[i];
-      if (a->kind != fams[k].kind || !a->proc) continue;
+      const nt_frame_alert *a = &al[i];
+      if (a->kind != fams[k].kind || !a->has_proc) continue;
       sample s = open_sample(f, fams[k].name);
       alert_labels(&s, a);
       if (a->kind == NT_ALERT_ROOT)
@@ -615,20 +578,20 @@ static void alert_families(FILE *f, nt_model *m, uint32_t stall_ms, double now_s
       value(&s, fams[k].what == 0 ? a->rank : fams[k].what == 1 ? a->count : a->age_s);
     }
   }
-  free(al);
 }
 
-int nt_exporter_render(FILE *f, nt_model *m, const nt_exporter_opts *o, double now_s) {
-  nt_model_rank *ranks = calloc(MAX_RANKS, sizeof *ranks);
-  uint32_t n = ranks ? nt_model_ranks(m, ranks, MAX_RANKS) : 0;
-  job_families(f, m);
-  process_families(f, m);
-  proxy_family(f, m, ranks, n);
-  channel_families(f, ranks, n, o->per_channel);
-  rank_gauges(f, ranks, n, o->stall_ms, now_s);
-  op_families(f, m, ranks, n, o->inspector);
-  alert_families(f, m, o->stall_ms, now_s);
-  free(ranks);
+nt_frame_opts nt_exporter_frame_opts(const nt_exporter_opts *o) {
+  return (nt_frame_opts){.stall_ms = o->stall_ms, .alerts_per_rank = true};
+}
+
+int nt_exporter_render(FILE *f, const nt_frame *fr, const nt_exporter_opts *o) {
+  job_families(f, fr);
+  process_families(f, fr);
+  proxy_family(f, fr);
+  channel_families(f, fr, o->per_channel);
+  rank_gauges(f, fr);
+  op_families(f, fr, o->inspector);
+  alert_families(f, fr);
   family(f, "nccltop_exporter_renders_total", "counter", "Expositions the exporter rendered.");
   sample s = open_sample(f, "nccltop_exporter_renders_total");
   value(&s, (double)o->renders);

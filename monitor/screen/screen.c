@@ -317,8 +317,9 @@ void nt_screen_draw(nt_screen *s) {
 int nt_screen_run(nt_feed *feed, const nt_options *o) {
   static nt_screen s;
   memset(&s, 0, sizeof s);
-  if (!(s.f = nt_frame_new())) {
+  if (!(s.f = nt_frame_new()) || !(s.diag = nt_diag_new())) {
     fprintf(stderr, "nccltop: out of memory\n");
+    nt_frame_free(s.f);
     return 1;
   }
   nt_frame_opts fo = {.stall_ms = o->stall_ms, .start_s = o->start_s};
@@ -339,6 +340,7 @@ int nt_screen_run(nt_feed *feed, const nt_options *o) {
   bool have_shell = tcgetattr(STDOUT_FILENO, &shell) == 0;
   if (!initscr()) {
     nt_frame_free(s.f);
+    nt_diag_free(s.diag);
     return 1;
   }
   if (have_shell) save_leave_sequence(&shell);
@@ -388,7 +390,7 @@ int nt_screen_run(nt_feed *feed, const nt_options *o) {
         /* The history's interval is the update's, in the model's clock: a
          * replay at x4 updates every 4 x -d of the recording. */
         fo.update_s = o->delay_ms / 1000.0 * nt_feed_rate(feed);
-        nt_frame_build(s.f, m, &fo, s.now);
+        nt_frame_build(s.f, m, s.diag, &fo, s.now);
         nt_screen_sample(&s);
         built = true;
       }
@@ -402,8 +404,10 @@ int nt_screen_run(nt_feed *feed, const nt_options *o) {
   }
   endwin();
   nt_view_graphs_free(&s);
+  nt_view_topo_free(&s);
   nt_term_restore_clear(); /* after: a signal meanwhile still restores it */
   if (s.settings_err[0]) fprintf(stderr, "nccltop: settings not saved: %s\n", s.settings_err);
   nt_frame_free(s.f);
+  nt_diag_free(s.diag);
   return 0;
 }

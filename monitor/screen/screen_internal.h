@@ -84,9 +84,14 @@ typedef struct {
   /* The header's mode word if the feed has one (nt_feed_mode), else NULL. */
   const char *feed_mode;
   nt_proxy_history hist[NT_SCREEN_MAX_HISTORY];
-  /* topology view */
+  /* topology view: which of the model's topologies it shows, and its own
+   * copy of it that the what-ifs are computed on (the model's is never
+   * touched) */
   nt_topo_env topo_env;
-  uint32_t topo_gen;
+  uint32_t topo_pick; /* the model's index shown (t: the next) */
+  uint64_t topo_hash; /* the file `topo` is a copy of; 0 none (load it) */
+  nt_topo *topo;      /* the view's copy, NULL none */
+  char topo_err[256]; /* why the copy or a what-if could not be computed, "" none */
   int trow, tcol, ttop, tleft;
   uint32_t topo_serial;      /* bumped at each recompute (a new file, a what-if) */
   bool topo_graphs;          /* R: the channels NCCL builds instead of the paths */
@@ -101,6 +106,7 @@ typedef struct {
   /* The frame shown (frame.h): built at each update, kept as it is while
    * paused (it owns its copies: the model may drop what it showed). */
   nt_frame *f;
+  nt_diag *diag; /* the frames' diagnosis of the model (it follows a replay's new one) */
   int rows, cols;
   /* Where each part goes this frame (layout.h); views draw in lay.list,
    * from its first line down to `bottom` (exclusive: the detail panel or
@@ -214,6 +220,7 @@ void nt_view_topo(nt_screen *s, int y);
 /* The topology view's channels face (view_graphs.c); t may be NULL. */
 void nt_view_graphs(nt_screen *s, nt_topo *t, const char *topo_source, int y);
 void nt_view_graphs_free(nt_screen *s);
+void nt_view_topo_free(nt_screen *s); /* the view's copy of the topology */
 /* Cursor and what-if keys of the topology view; false if not handled. */
 bool nt_topo_view_action(nt_screen *s, int action);
 int nt_state_attr(const nt_screen *s, int proxy_state);

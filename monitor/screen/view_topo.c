@@ -1,9 +1,15 @@
 /* The topology view: NCCL's path matrix of the machine (rows and columns
  * GPUs and NIC ports), scrollable, the pair under the cursor explained hop
  * by hop with its bottleneck, and what-if toggles for NCCL's variables that
- * recompute the matrix at once and mark the cells that changed. */
+ * recompute the matrix at once and mark the cells that changed.
+ *
+ * It only reads the model: which of its topologies is shown (s->topo_pick)
+ * and the copy the what-ifs are computed on (s->topo, loaded from the
+ * file the model keeps) are the screen's, and a what-if that cannot be
+ * computed is said here, not noted in the model. */
 #include <curses.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "../core/model.h"
@@ -28,12 +34,9 @@ static void recompute(nt_screen *s, nt_topo *t, bool mark) {
   if (ne > NT_TOPO_VIEW_MAX) ne = NT_TOPO_VIEW_MAX;
   for (int i = 0; i < ne; i++)
     for (int j = 0; j < ne; j++) nt_topo_pair_at(t, i, j, &before[i * ne + j]);
-  char err[256];
   s->topo_serial++;
-  if (nt_topo_compute(t, &s->topo_env, err, sizeof err) != 0) {
-    nt_model_note_error(s->m, "topology", err, s->now);
-    return;
-  }
+  s->topo_err[0] = '\0';
+  if (nt_topo_compute(t, &s->topo_env, s->topo_err, sizeof s->topo_err) != 0) return;
   for (int i = 0; i < ne; i++)
     for (int j = 0; j < ne; j++) {
       nt_topo_pair p;
@@ -42,18 +45,38 @@ static void recompute(nt_screen *s, nt_topo *t, bool mark) {
     }
 }
 
-/* A new topology arrived: start from NCCL's defaults. */
-static nt_topo *current(nt_screen *s) {
-  nt_topo *t = nt_model_topology(s->m, NULL);
-  uint32_t gen = nt_model_topology_generation(s->m);
-  if (t && gen != s->topo_gen) {
-    s->topo_gen = gen;
+/* The view's copy of the topology picked; NULL when the model holds none
+ * (or the copy could not be made: s->topo_err says why). Another file (a
+ * new version from its source, another pick, a replay's new model) is
+ * loaded again and starts from NCCL's defaults. */
+static nt_topo *current(nt_screen *s, const char **source) {
+  uint32_t n = nt_model_topology_count(s->m);
+  if (s->topo_pick >= n) s->topo_pick = 0;
+  uint64_t hash = 0;
+  const char *src = "";
+  if (!nt_model_topology_at(s->m, s->topo_pick, &src, &hash)) hash = 0;
+  if (source) *source = src;
+  if (hash != s->topo_hash) {
+    nt_topo_free(s->topo);
+    s->topo = NULL;
+    s->topo_hash = hash;
+    s->topo_err[0] = '\0';
+    size_t len = 0;
+    const char *xml = hash ? nt_model_topology_xml(s->m, s->topo_pick, &len) : NULL;
+    if (hash && !xml) snprintf(s->topo_err, sizeof s->topo_err, "no copy of %s kept", src);
+    if (xml) s->topo = nt_topo_load_buffer(xml, len, src, s->topo_err, sizeof s->topo_err);
     nt_topo_env_defaults(&s->topo_env);
     memset(s->topo_changed, 0, sizeof s->topo_changed);
     s->trow = s->tcol = 0;
-    recompute(s, t, false);
+    if (s->topo) recompute(s, s->topo, false);
   }
-  return t;
+  return s->topo;
+}
+
+void nt_view_topo_free(nt_screen *s) {
+  nt_topo_free(s->topo);
+  s->topo = NULL;
+  s->topo_hash = 0;
 }
 
 static int next_level(int level, bool allow_default) {
@@ -80,15 +103,20 @@ static bool channels_action(nt_screen *s, int action) {
 }
 
 bool nt_topo_view_action(nt_screen *s, int action) {
-  /* The view resets itself when it sees the new generation. */
-  if (action == NT_ACT_TOPO_NEXT) return nt_model_topology_pick(s->m, 1) >= 0;
+  /* The view loads the next one when it sees its file differ. */
+  if (action == NT_ACT_TOPO_NEXT) {
+    uint32_t n = nt_model_topology_count(s->m);
+    if (n < 2) return false;
+    s->topo_pick = (s->topo_pick + 1) % n;
+    return true;
+  }
   if (action == NT_ACT_TOPO_CHANNELS) {
     s->topo_graphs = !s->topo_graphs;
     s->gr_top = 0;
     return true;
   }
   if (s->topo_graphs && channels_action(s, action)) return true;
-  nt_topo *t = current(s);
+  nt_topo *t = current(s, NULL);
   if (!t) return false;
   nt_topo_env *e = &s->topo_env;
   int ne = nendpoints(t);
@@ -181,10 +209,15 @@ static void explain(nt_screen *s, nt_topo *t, int y) {
 
 void nt_view_topo(nt_screen *s, int y) {
   const char *source = "";
-  nt_topo *t = current(s);
-  nt_model_topology(s->m, &source);
+  nt_topo *t = current(s, &source);
   if (!t && s->topo_graphs) {
     nt_view_graphs(s, NULL, "", y); /* NCCL's dump needs no topology */
+    return;
+  }
+  if (!t && s->topo_err[0]) {
+    char line[320];
+    snprintf(line, sizeof line, "topology not shown: %s", s->topo_err);
+    mvaddnstr(y, 0, line, s->cols);
     return;
   }
   if (!t) {
@@ -196,13 +229,17 @@ void nt_view_topo(nt_screen *s, int y) {
   }
   char line[512], wi[256], which[48] = "";
   whatif_line(s, wi, sizeof wi);
-  uint32_t shown, n = nt_model_topology_count(s->m, &shown);
-  if (n > 1) snprintf(which, sizeof which, " (%u of %u, t: next)", shown + 1, n);
+  uint32_t n = nt_model_topology_count(s->m);
+  if (n > 1) snprintf(which, sizeof which, " (%u of %u, t: next)", s->topo_pick + 1, n);
   /* The file's name, not its directory: the what-ifs must fit 80 columns. */
   const char *base = strrchr(source, '/');
   snprintf(line, sizeof line, "topology %s%s  %d GPUs, %d NICs  %s", base ? base + 1 : source,
            which, nt_topo_ngpus(t), nt_topo_nnets(t), wi);
   mvaddnstr(y++, 0, line, s->cols);
+  if (s->topo_err[0]) { /* a what-if NCCL's rules cannot compute: the matrix is the last one */
+    snprintf(line, sizeof line, "what-if not computed: %s", s->topo_err);
+    mvaddnstr(y++, 0, line, s->cols);
+  }
   if (s->topo_graphs) {
     nt_view_graphs(s, t, source, y);
     return;
