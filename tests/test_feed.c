@@ -13,6 +13,7 @@
 #include "../monitor/commands/cli.h"
 #include "../monitor/core/model.h"
 #include "../monitor/feeds/clock.h"
+#include "../monitor/core/diag.h"
 #include "../monitor/feeds/feed.h"
 #include "../monitor/feeds/recording.h"
 #include "../monitor/outputs/batch.h"
@@ -113,7 +114,10 @@ static char *frame_json(nt_feed *f, double now) {
   if (!out) return NULL;
   nt_model *m = nt_feed_model(f);
   nt_model_tick(m, now);
-  int rc = nt_batch_print(out, m, &o, now);
+  /* A diagnosis of its own: each frame compared is a first look. */
+  nt_diag *d = nt_diag_new();
+  int rc = d ? nt_batch_print(out, m, d, &o, now) : -1;
+  nt_diag_free(d);
   if (fclose(out) != 0 || rc != 0) {
     free(text);
     return NULL;
