@@ -30,9 +30,10 @@
  * threshold every few seconds, and an alert that came and went with it
  * every frame told nothing. A rank named stays named while it is below the
  * threshold again within SYNC_HOLD_S (its line says when it last was); one
- * that has not been for SYNC_HOLD_S is dropped. Raising is not delayed,
- * but only a naming that lasted SYNC_RAISE_S is held: one moment's outlier
- * (ranks enqueuing ahead) must not become an alert for five seconds. */
+ * that has not been for SYNC_HOLD_S is dropped. A naming is shown only
+ * once it has lasted SYNC_RAISE_S (two looks at the default half-second
+ * frames): one look's outlier (ranks enqueuing ahead, one window's jitter)
+ * is never an alert, not even for a frame. */
 #include "alerts_internal.h"
 
 /* A rank's share counts only when its phases add up to at least this much
@@ -61,8 +62,9 @@
  * seconds in the 2.31 demos), short enough that a straggler that caught up
  * is forgotten within a window and a half. */
 #define SYNC_HOLD_S 5.0
-/* How long a naming must have lasted before the hold keeps it: more than
- * one evaluation's outlier (a straggler that matters stays far longer). */
+/* How long a naming must have lasted before it is shown (and then held):
+ * more than one evaluation's outlier; a straggler that matters stays far
+ * longer. */
 #define SYNC_RAISE_S 0.5
 
 typedef struct {
@@ -233,7 +235,7 @@ static void many(ctx *c, const sync_rank *v, uint32_t named, double med) {
 /* Whether a rank named before is still held (see the hysteresis above). */
 static bool held(const ctx *c, const nt_sync_hist *h) {
   return h->named_s > 0 && c->now_s - h->named_s <= SYNC_HOLD_S &&
-         (h->named_s == c->now_s || h->named_s - h->first_s >= SYNC_RAISE_S);
+         h->named_s - h->first_s >= SYNC_RAISE_S;
 }
 
 static void sync_group(ctx *c, uint32_t g, uint32_t end, sync_rank *v, uint32_t *cursor,
