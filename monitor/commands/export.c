@@ -32,6 +32,7 @@
 
 #include "commands.h"
 #include "../core/diag.h"
+#include "../core/frame.h"
 #include "../core/model.h"
 #include "../feeds/recording.h"
 
@@ -365,26 +366,33 @@ typedef struct {
   uint64_t key;
 } alert_seen;
 
-static void add_alerts(exporter *x, const nt_model *m, nt_diag *d, uint32_t stall_ms, double now_s,
-                       double rel_s, uint64_t *prev, uint32_t *nprev) {
-  static nt_alert alerts[256];
-  uint32_t n = nt_diag_alerts(d, m, stall_ms, alerts, 256, now_s);
+static void add_alerts(exporter *x, const nt_model *m, nt_diag *d, nt_frame *f, uint32_t stall_ms,
+                       double now_s, double rel_s, uint64_t *prev, uint32_t *nprev) {
+  /* The alerts as every reader sees them: the frame's. */
+  nt_frame_opts fo = {.stall_ms = stall_ms, .update_s = ALERT_PERIOD_S};
+  if (nt_frame_build(f, m, d, &fo, now_s) != 0) return; /* memory: the next look */
+  uint32_t n = f->nalerts < 256 ? f->nalerts : 256;
   uint64_t cur[256];
   for (uint32_t i = 0; i < n; i++) {
-    const nt_alert *a = &alerts[i];
-    uint64_t parts[4] = {(uint64_t)a->kind, a->comm_hash, (uint64_t)(int64_t)a->rank,
-                         (uint64_t)(uintptr_t)a->proc};
+    const nt_frame_alert *a = &f->alerts[i];
+    uint64_t parts[5] = {(uint64_t)a->kind, a->comm_hash, (uint64_t)(int64_t)a->rank,
+                         a->has_proc ? a->pid : 0,
+                         fnv(1469598103934665603ull, a->host, strlen(a->host))};
     cur[i] = fnv(1469598103934665603ull, parts, sizeof parts);
     bool was = false;
     for (uint32_t k = 0; k < *nprev; k++) was |= prev[k] == cur[i];
     if (was) continue;
     int pid = 0;
-    if (a->proc) {
-      char key[sizeof((trace_rank *)0)->key];
-      snprintf(key, sizeof key, "%s|%s|%u", a->proc->endpoint, a->proc->host, a->proc->pid);
-      for (uint32_t k = 0; k < x->nranks; k++)
-        if (x->ranks[k].comm_hash == a->comm_hash && !strcmp(x->ranks[k].key, key))
+    if (a->has_proc) {
+      /* A rank's key is "endpoint|host|pid": its host and pid say which. */
+      char tail[sizeof((trace_rank *)0)->key];
+      int tl = snprintf(tail, sizeof tail, "|%s|%u", a->host, a->pid);
+      for (uint32_t k = 0; tl > 0 && k < x->nranks; k++) {
+        size_t kl = strlen(x->ranks[k].key);
+        if (x->ranks[k].comm_hash == a->comm_hash && kl >= (size_t)tl &&
+            !strcmp(x->ranks[k].key + kl - (size_t)tl, tail))
           pid = x->ranks[k].tid;
+      }
     }
     char name[64];
     snprintf(name, sizeof name, "alert: %s", nt_alert_kind_name(a->kind));
@@ -480,6 +488,7 @@ int nt_export_main(int argc, char **argv) {
   x.ranks = calloc(MAX_RANKS, sizeof *x.ranks);
   nt_model *m = nt_model_new();
   nt_diag *d = nt_diag_new(); /* the alerts' history: its own, beside the model */
+  nt_frame *f = nt_frame_new();
   nt_rec_applier *ap = nt_rec_applier_new();
   if ((x.out = fdopen(of.fd, "w"))) of.fd = -1; /* the stream closes it */
   int rc = 0;
@@ -487,7 +496,7 @@ int nt_export_main(int argc, char **argv) {
   if (!x.out) {
     fprintf(stderr, "nccltop export: cannot write %s: %s\n", out_path, strerror(errno));
     rc = 1;
-  } else if (!x.ranks || !m || !d || !ap) {
+  } else if (!x.ranks || !m || !d || !f || !ap) {
     fprintf(stderr, "nccltop export: out of memory\n");
     rc = 1;
     broken = true;
@@ -508,7 +517,7 @@ int nt_export_main(int argc, char **argv) {
     if (s) add_snapshot(&x, m, r.endpoint, s);
     if (rel >= next_alert) {
       nt_model_tick(m, now);
-      add_alerts(&x, m, d, stall_ms, now, rel, prev, &nprev);
+      add_alerts(&x, m, d, f, stall_ms, now, rel, prev, &nprev);
       next_alert = rel + ALERT_PERIOD_S;
     }
   }
@@ -533,6 +542,7 @@ int nt_export_main(int argc, char **argv) {
             x.nranks, x.slices, x.counters, x.instants, out_path,
             x.unplaced ? " (some left out: see above)" : "");
   nt_rec_applier_free(ap);
+  nt_frame_free(f);
   nt_diag_free(d);
   nt_model_free(m);
   nt_rec_close_reader(rd);

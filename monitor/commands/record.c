@@ -16,6 +16,7 @@
 #include "../feeds/clock.h"
 #include "commands.h"
 #include "../core/diag.h"
+#include "../core/frame.h"
 #include "../core/model.h"
 #include "../options.h"
 #include "recorder.h"
@@ -348,6 +349,7 @@ typedef struct {
   nt_recorder *r;
   const nt_model *m; /* read only: the drive loop feeds it */
   nt_diag *diag;     /* the black box's own diagnosis of m */
+  nt_frame *frame;   /* what it looks at: the frame, as every reader */
   const char *path;
   bool force;
   double start;
@@ -375,9 +377,10 @@ static int rec_tick(void *ctx, double now) {
   rec_run *x = ctx;
   nt_recorder *r = x->r;
   if (!r->blackbox || r->w) return 0;
-  nt_alert alerts[64];
-  uint32_t n = nt_diag_alerts(x->diag, x->m, x->stall_ms, alerts, 64, now);
-  for (uint32_t i = 0; i < n; i++) {
+  nt_frame_opts fo = {.stall_ms = x->stall_ms, .start_s = x->start, .update_s = ALERT_PERIOD_S};
+  if (nt_frame_build(x->frame, x->m, x->diag, &fo, now) != 0) return 0; /* memory: next time */
+  const nt_frame_alert *alerts = x->frame->alerts;
+  for (uint32_t i = 0; i < x->frame->nalerts; i++) {
     if (x->until != NT_ALERT_COUNT && alerts[i].kind != x->until) continue;
     if (!(r->w = nt_rec_create(x->path, x->start, x->force, r->err, sizeof r->err))) {
       r->failed = true;
@@ -528,10 +531,13 @@ int nt_record_main(int argc, char **argv) {
   double start = nt_now_s();
   nt_model *m = nt_model_new();
   nt_diag *diag = nt_diag_new();
+  nt_frame *frame = nt_frame_new();
   nt_recorder *r = recorder_new(path, start);
-  nt_source *src = m && diag && r ? nt_source_open(&o, err, sizeof err) : NULL;
+  bool made = m && diag && frame && r;
+  nt_source *src = made ? nt_source_open(&o, err, sizeof err) : NULL;
   if (!src) {
-    fprintf(stderr, "nccltop record: %s\n", m && diag && r ? err : "out of memory");
+    fprintf(stderr, "nccltop record: %s\n", made ? err : "out of memory");
+    nt_frame_free(frame);
     nt_diag_free(diag);
     nt_model_free(m);
     recorder_free(r);
@@ -551,6 +557,7 @@ int nt_record_main(int argc, char **argv) {
   rec_run run = {.r = r,
                  .m = m,
                  .diag = diag,
+                 .frame = frame,
                  .path = path,
                  .force = force,
                  .start = start,
@@ -589,6 +596,7 @@ int nt_record_main(int argc, char **argv) {
             until == NT_ALERT_COUNT ? "matching" : nt_alert_kind_name(until));
   }
   recorder_free(r);
+  nt_frame_free(frame);
   nt_diag_free(diag);
   nt_model_free(m);
   return rc;
