@@ -7,66 +7,9 @@
  */
 #include <stdio.h>
 #include <stdlib.h>
-#include <time.h>
 
-#include "../proto/nccltop_proto.h"
+#include "busy_snapshot.h"
 #include "../monitor/core/model.h"
-
-#define COMMS    4
-#define CHANNELS 32
-
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-/* What one busy rank's plugin publishes: counters in the ranges a long job
- * reaches, so no field encodes as a trivial zero. */
-static void fill(nt_snapshot *s) {
-  snprintf(s->host, sizeof s->host, "gpu-node-017");
-  s->pid = 4242;
-  s->interval_ms = 100;
-  s->mono_ns = 86400ull * 1000000000ull;
-  s->wall_ns = 1760000000ull * 1000000000ull;
-  s->process = (nt_process_counters){
-      .events = 123456789012ull, .reclaimed_ops = 3, .event_mask = 0x3e, .abi_version = 5};
-  s->ncomms = COMMS;
-  for (uint32_t k = 0; k < COMMS; k++) {
-    s->comms[k] = (nt_comm_row){.comm_hash = 0x9e3779b97f4a7c15ull * (k + 1),
-                                .rank = 3,
-                                .nranks = 16,
-                                .nnodes = 2,
-                                .colls_enqueued = 1000000 + k,
-                                .p2ps_enqueued = 2000 * k};
-    nt_proxy_row *p = &s->proxy[s->nproxy++];
-    *p = (nt_proxy_row){.comm_index = (uint16_t)k,
-                        .tid = 100 + k,
-                        .state = 1,
-                        .state_age_ns = 1500000,
-                        .appends = 900000,
-                        .appended_ops = 14400000,
-                        .wakeups = 850000};
-    for (int i = 0; i < NT_PROXY_NSTATES; i++)
-      p->state_ns[i] = 3000000000000ull / (uint64_t)(i + 1);
-    for (int c = 0; c < CHANNELS; c++)
-      for (int d = 0; d < 2; d++)
-        s->channels[s->nchannels++] = (nt_channel_row){
-            .comm_index = (uint16_t)k,
-            .channel = (uint8_t)c,
-            .dir = (uint8_t)d,
-            .peer = d ? 2 : 4,
-            .wait_ns = {40000000000ull + (uint64_t)c, 90000000000ull, 25000000000ull},
-            .steps = 123456789,
-            .bytes = 64ull << 30,
-            .ops_started = 1000000,
-            .ops_done = 999998,
-            .cur_step = 5,
-            .cur_wait = 1,
-            .cur_wait_age_ns = 20000,
-            .progress_age_ns = 20000};
-  }
-}
 
 int main(int argc, char **argv) {
   int n = argc > 1 ? atoi(argv[1]) : 20000;
@@ -79,7 +22,7 @@ int main(int argc, char **argv) {
   uint8_t *buf = NULL;
   int rc = 1;
   if (!s || !out || !m) goto done;
-  fill(s);
+  bench_fill_busy(s, false);
   size_t cap = nt_snapshot_encoded_max(s);
   buf = malloc(cap);
   size_t len = buf ? nt_snapshot_encode(s, buf, cap) : 0;
@@ -88,14 +31,14 @@ int main(int argc, char **argv) {
     goto done;
   }
   char err[256];
-  double t0 = now_s();
+  double t0 = bench_now_s();
   for (int i = 0; i < n; i++)
     if (nt_snapshot_decode(buf, len, out, err, sizeof err) != 0) {
       fprintf(stderr, "bench_decode: %s\n", err);
       goto done;
     }
-  double decode = n / (now_s() - t0);
-  t0 = now_s();
+  double decode = n / (bench_now_s() - t0);
+  t0 = bench_now_s();
   for (int i = 0; i < n; i++) {
     if (nt_snapshot_decode(buf, len, out, err, sizeof err) != 0) {
       fprintf(stderr, "bench_decode: %s\n", err);
@@ -109,10 +52,10 @@ int main(int argc, char **argv) {
       goto done;
     }
   }
-  double both = n / (now_s() - t0);
+  double both = n / (bench_now_s() - t0);
   printf("snapshot of %zu bytes (%d comms x %d channels x send+recv, %u proxy threads), %d "
          "iterations\n",
-         len, COMMS, CHANNELS, s->nproxy, n);
+         len, BUSY_COMMS, BUSY_CHANNELS, s->nproxy, n);
   printf("| step | messages/s | budget |\n|---|---|---|\n");
   printf("| decode | %.0f | %s |\n", decode, decode > 200000 ? "ok (> 200,000)" : "UNDER BUDGET");
   printf("| decode + model update | %.0f | %s |\n", both,
