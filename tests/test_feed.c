@@ -4,15 +4,21 @@
  * delivers both when its controls jump to the end and when it is polled on
  * its own clock; the in-memory feed applies only what its clock reached;
  * the live feed and the replay answer the calls the screen makes without
- * it asking which kind it holds. */
+ * it asking which kind it holds; a recording played in steps by the
+ * headless loop (replay -b) ticks at exactly the recording's times, at any
+ * speed: every -d from its start with a quiet day skipped, or at its
+ * recorded frame marks. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "testlib.h"
 #include "../monitor/commands/cli.h"
 #include "../monitor/core/model.h"
 #include "../monitor/feeds/clock.h"
+#include "../monitor/feeds/drive.h"
 #include "../monitor/core/diag.h"
 #include "../monitor/feeds/feed.h"
 #include "../monitor/feeds/recording.h"
@@ -301,6 +307,167 @@ static void replay_controls_move_its_model_and_the_live_feed_has_none(void) {
   CHECK(now >= t0 && now <= t1); /* the wall clock */
 }
 
+/* ---- played in steps by the headless loop ---- */
+
+#define MAX_TICKS 64
+#define DAY       86400.0
+
+/* What the loop's ticks saw: the time, and the messages in the model. */
+typedef struct {
+  nt_feed *feed;
+  int n;
+  double at[MAX_TICKS];
+  uint64_t messages[MAX_TICKS];
+  double give_up; /* wall time: a replay that waits for its quiet day fails, not hangs */
+} tick_log;
+
+static int note_tick(void *ctx, double now) {
+  tick_log *t = ctx;
+  if (t->n < MAX_TICKS) {
+    t->at[t->n] = now;
+    t->messages[t->n] = nt_model_total_messages(nt_feed_model(t->feed));
+  }
+  return ++t->n > MAX_TICKS;
+}
+
+static int in_time(void *ctx, double now) {
+  (void)now;
+  return nt_now_s() > ((tick_log *)ctx)->give_up;
+}
+
+/* The loop's ticks over the recording in steps at `speed` (0: max). */
+static bool drive_steps(double speed, double delay_s, tick_log *t) {
+  nt_options o;
+  nt_options_defaults(&o);
+  char err[700];
+  memset(t, 0, sizeof *t);
+  if (!(t->feed = nt_feed_replay_steps(path, &o, speed, err, sizeof err)))
+    return fprintf(stderr, "    %s\n", err), false;
+  t->give_up = nt_now_s() + 30;
+  nt_drive d = {.delay_s = delay_s, .on_tick = note_tick, .between = in_time, .ctx = t};
+  bool clock_at_start = nt_feed_now(t->feed) == START;
+  int rc = nt_drive_run(t->feed, &d);
+  bool problem = nt_feed_replay_problem(t->feed, err, sizeof err) || err[0];
+  nt_feed_free(t->feed);
+  if (rc || problem || !clock_at_start) fprintf(stderr, "    rc %d, %d ticks, %s\n", rc, t->n, err);
+  return !rc && !problem && clock_at_start && t->n <= MAX_TICKS;
+}
+
+/* The snapshots received up to `when`. */
+static uint64_t snapshots_by(double when) {
+  uint64_t n = 0;
+  for (int k = 0; k < NSNAP; k++)
+    for (int p = 0; p < 2; p++) n += at(p, k) <= when;
+  return n;
+}
+
+/* The recording, and a day later one record more (an endpoint gone). */
+static bool write_recording_with_a_quiet_day(void) {
+  char err[600];
+  nt_rec_writer *w = nt_rec_create(path, START, false, err, sizeof err);
+  if (!w) return fprintf(stderr, "    %s\n", err), false;
+  double last;
+  bool ok = hand_all(w, NULL, &last);
+  char ep[64];
+  endpoint_of(0, ep, sizeof ep);
+  nt_rec_record gone = {.type = NT_REC_GONE, .endpoint = ep};
+  if (ok && nt_rec_write(w, &gone, START + DAY, err, sizeof err) != 0) ok = false;
+  if (nt_rec_close(w, err, sizeof err) != 0) ok = false;
+  if (!ok) fprintf(stderr, "    %s\n", err);
+  return ok;
+}
+
+/* Every -d (0.3 s: not a binary fraction, so a clock that drifted would
+ * show) from the recording's start: the ticks are the grid's own sums, not
+ * times near them; each sees exactly the records up to it; the quiet
+ * interval after the data is shown once, then the day is skipped to the
+ * interval that holds its record, which is the last tick. At x50 the same
+ * ticks, and the day costs no wall time (waiting for it would take half an
+ * hour: the loop gives up after 30 s and the test fails). */
+static void a_replay_in_steps_ticks_every_delay_of_the_recording(void) {
+  CHECK(write_recording_with_a_quiet_day());
+  tick_log fast, paced;
+  CHECK(drive_steps(0, 0.3, &fast));
+  double grid = START;
+  int on_grid = 0, right_records = 0;
+  for (int i = 0; i < fast.n && i < MAX_TICKS; i++) {
+    if (i < fast.n - 1) grid += 0.3;
+    on_grid += i < fast.n - 1 && fast.at[i] == grid; /* the very double: no drift */
+    right_records += fast.messages[i] == snapshots_by(fast.at[i]);
+  }
+  double last_data = at(1, NSNAP - 1), day = START + DAY;
+  if (on_grid != fast.n - 1 || right_records != fast.n)
+    for (int i = 0; i < fast.n && i < MAX_TICKS; i++)
+      fprintf(stderr, "    tick %d at %.9f: %llu messages\n", i, fast.at[i],
+              (unsigned long long)fast.messages[i]);
+  /* 1000.3 .. 1004.2 (the first after the last snapshot), 1004.5 (quiet),
+   * then the day's. */
+  CHECK_EQ_U64(fast.n, 16);
+  CHECK_EQ_U64(on_grid, fast.n - 1);
+  CHECK_EQ_U64(right_records, fast.n);
+  CHECK(fast.at[13] >= last_data && fast.at[12] < last_data);
+  double steps = (fast.at[15] - START) / 0.3;
+  CHECK(fast.at[15] > day - 1e-6 && fast.at[15] < day + 0.3 && fabs(steps - round(steps)) < 1e-6);
+
+  CHECK(drive_steps(50, 0.3, &paced));
+  bool same = paced.n == fast.n;
+  for (int i = 0; same && i < fast.n; i++)
+    same = paced.at[i] == fast.at[i] && paced.messages[i] == fast.messages[i];
+  CHECK(same);
+}
+
+/* A recording of the batch monitor (-b --record): a tick at each frame
+ * mark, at its very time, after the records before it and before the one
+ * received in the same nanosecond after it; a mark repeated is one tick;
+ * none after the last mark. The same at x50. */
+static void a_replay_in_steps_ticks_at_its_recorded_frame_marks(void) {
+  static uint8_t buf[1 << 16];
+  char err[600], ep[2][64];
+  nt_rec_writer *w = nt_rec_create(path, START, false, err, sizeof err);
+  bool ok = w && nt_rec_set_flags(w, NT_REC_FLAG_FRAMES, err, sizeof err) == 0;
+  for (int k = 0; ok && k < NSNAP; k++)
+    for (int p = 0; ok && p < 2; p++) {
+      endpoint_of(p, ep[p], sizeof ep[p]);
+      nt_rec_record mark = {.type = NT_REC_FRAME, .endpoint = ""};
+      if (p == 0 && k % 10 == 0 && k) /* twice, at the next snapshot's time */
+        for (int twice = 0; ok && twice < 2; twice++)
+          ok = nt_rec_write(w, &mark, at(0, k), err, sizeof err) == 0;
+      size_t n = encode(p, k, buf, sizeof buf);
+      nt_rec_record r = {.type = NT_REC_MESSAGE,
+                         .pid = 4242 + (uint32_t)p,
+                         .endpoint = ep[p],
+                         .topic = NT_TOPIC_SNAPSHOT,
+                         .topic_len = strlen(NT_TOPIC_SNAPSHOT),
+                         .body = buf,
+                         .body_len = n};
+      ok = ok && n && nt_rec_write(w, &r, at(p, k), err, sizeof err) == 0;
+    }
+  if (w && nt_rec_close(w, err, sizeof err) != 0) ok = false;
+  if (!ok) fprintf(stderr, "    %s\n", err);
+  CHECK(ok);
+  /* The marks' times as a reader gives them back. */
+  double marks[3];
+  int nmarks = 0;
+  nt_rec_reader *rd = nt_rec_open(path, err, sizeof err);
+  nt_rec_record x;
+  while (rd && nt_rec_next(rd, &x, err, sizeof err) == 1)
+    if (x.type == NT_REC_FRAME && nmarks < 3 &&
+        (!nmarks || nt_rec_time_s(nt_rec_header_of(rd), x.t_ns) > marks[nmarks - 1]))
+      marks[nmarks++] = nt_rec_time_s(nt_rec_header_of(rd), x.t_ns);
+  nt_rec_close_reader(rd);
+  CHECK_EQ_U64(nmarks, 3);
+  for (int speed = 0; speed <= 50; speed += 50) {
+    tick_log t;
+    CHECK(drive_steps(speed, 1.0, &t));
+    if (t.n != 3) fprintf(stderr, "    x%d: %d ticks\n", speed, t.n);
+    CHECK_EQ_U64(t.n, 3);
+    for (int i = 0; i < 3 && i < t.n; i++) {
+      CHECK(t.at[i] == marks[i]);
+      CHECK_EQ_U64(t.messages[i], 2 * 10 * (i + 1)); /* not the one at the mark's time */
+    }
+  }
+}
+
 int main(void) {
   if (!mkdtemp(dir)) return perror("mkdtemp"), 1;
   snprintf(path, sizeof path, "%s/feed.ntrec", dir);
@@ -312,6 +479,10 @@ int main(void) {
   TEST_RUN(a_replay_polled_to_its_end_shows_the_in_memory_feeds_frame);
   unlink(path);
   TEST_RUN(replay_controls_move_its_model_and_the_live_feed_has_none);
+  unlink(path);
+  TEST_RUN(a_replay_in_steps_ticks_every_delay_of_the_recording);
+  unlink(path);
+  TEST_RUN(a_replay_in_steps_ticks_at_its_recorded_frame_marks);
   unlink(path);
   rmdir(dir);
   return TEST_DONE();

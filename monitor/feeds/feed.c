@@ -5,6 +5,17 @@ int nt_feed_poll(nt_feed *f, int timeout_ms) {
   return f->ops->poll(f, timeout_ms);
 }
 
+double nt_feed_next_tick(nt_feed *f, double planned, double delay_s) {
+  return f->ops->next_tick ? f->ops->next_tick(f, planned, delay_s) : planned;
+}
+
+int nt_feed_advance(nt_feed *f, double to, int timeout_ms) {
+  if (f->ops->advance) return f->ops->advance(f, to, timeout_ms);
+  /* Wall milliseconds until `to`: the feed's clock may run faster. */
+  int wait_ms = (int)((to - nt_feed_now(f)) / nt_feed_rate(f) * 1000) + 1;
+  return nt_feed_poll(f, wait_ms < timeout_ms ? wait_ms : timeout_ms);
+}
+
 nt_model *nt_feed_model(nt_feed *f) {
   return f->ops->model(f);
 }

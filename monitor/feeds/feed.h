@@ -25,6 +25,22 @@ typedef struct nt_feed nt_feed;
  * errors (or, for a replay, its status). */
 int nt_feed_poll(nt_feed *f, int timeout_ms);
 
+/* The headless loop's two calls (drive.h), both in the feed's clock.
+ * nt_feed_next_tick: when the loop's next tick is due, given the one it
+ * planned (ticks delay_s apart). Most feeds keep the plan; a recording
+ * played in steps (nt_feed_replay_steps) moves it past a quiet stretch, or
+ * to its next recorded frame mark, and answers INFINITY once it has played
+ * to its end (the loop then ends). A plan at or before the feed's clock is
+ * the tick about to be made: it is kept. */
+double nt_feed_next_tick(nt_feed *f, double planned, double delay_s);
+/* Reads the feed on toward its clock reaching `to`, waiting at most
+ * timeout_ms of wall time. Live and a replay on its own clock poll (their
+ * clock runs by itself; the rate turns the wait into wall time); a
+ * recording played in steps, once `to` is due in wall time (at once at the
+ * fastest speed), applies every record up to `to` and sets its clock to
+ * exactly `to`. Returns the messages applied. */
+int nt_feed_advance(nt_feed *f, double to, int timeout_ms);
+
 /* The model the feed fills. Read it again after every nt_feed_poll and
  * nt_feed_control: a replay's seek builds a new one. */
 nt_model *nt_feed_model(nt_feed *f);
@@ -80,6 +96,26 @@ nt_feed *nt_feed_live_new(struct nt_source *src, nt_model *m);
 #define NT_REPLAY_WARMUP_S 30.0
 nt_feed *nt_feed_replay_open(const char *path, const nt_options *o, double speed, char *err,
                              size_t errlen);
+
+/* A recording played in steps, for the headless loop (replay -b): its
+ * clock starts at the recording's start and moves only by
+ * nt_feed_advance, to exactly the time asked, so frames are built at the
+ * recording's own times. speed: x the recorded pace (the wall time
+ * between ticks is their distance in the recording / speed, counted from
+ * the first tick); 0: no waiting. Ticks: every delay_s, a quiet stretch
+ * (no record in two intervals in a row) skipped to the interval that holds
+ * the next record at no wall time; or, in a recording of the batch monitor
+ * (NT_REC_FLAG_FRAMES), at its recorded frame marks, each after the
+ * records before it and none after it (a mark no later than the one
+ * before is the same frame: skipped). nt_feed_poll applies nothing (the
+ * clock stands until advanced); it has no controls. NULL with one line in
+ * err. */
+nt_feed *nt_feed_replay_steps(const char *path, const nt_options *o, double speed, char *err,
+                              size_t errlen);
+/* A replay's read problem so far: "" when none, else one line (a truncated
+ * end's note, or the corruption reading stopped at). true when it was
+ * corruption (not a cut end). "" and false for another kind of feed. */
+bool nt_feed_replay_problem(const nt_feed *f, char *buf, size_t cap);
 
 /* The in-memory feed (for tests): messages handed to it with their receive
  * times are applied by nt_feed_poll once the feed's clock (set by the test,

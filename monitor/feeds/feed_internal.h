@@ -15,6 +15,9 @@ typedef struct {
   const char *mode;                         /* nt_feed_mode: NULL, or the kind's word */
   bool (*control)(nt_feed *f, int control); /* NULL: the kind has none */
   void (*free)(nt_feed *f);
+  /* NULL: the plan kept; polling with the wait the rate gives (feed.c). */
+  double (*next_tick)(nt_feed *f, double planned, double delay_s);
+  int (*advance)(nt_feed *f, double to, int timeout_ms);
 } nt_feed_ops;
 
 struct nt_feed {

@@ -2,7 +2,13 @@
  * clock, which the screen reads as it reads the live feed. Its controls:
  * pause, seek (a backward seek, or a long forward one, rebuilds the model
  * from the chunk NT_REPLAY_WARMUP_S before the target: the file's index),
- * and the speed doubled or halved. */
+ * and the speed doubled or halved.
+ *
+ * Played in steps (nt_feed_replay_steps, for replay -b and the headless
+ * loop), the same reader and model run on another clock: one that stands
+ * until the loop advances it to exactly the next tick's time, so frames are
+ * built at the recording's times whatever the speed and however slow a
+ * frame is. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,6 +43,22 @@ typedef struct {
   double base_rel, base_wall, speed;
   bool paused;
   double last_tick_rel;
+  bool corrupt; /* reading stopped at corruption, not at a (cut) end */
+  /* Played in steps: the clock is step_s (the viewer's seconds, as ticks
+   * are: a record is due when nt_rec_time_s <= the step, the very
+   * comparison the live loop's times make). */
+  bool steps, frames; /* frames: ticks at the FRAME marks */
+  double step_s;
+  bool quiet; /* the last step applied no record */
+  bool ended; /* every record was read by the last step */
+  /* Wall pacing: a tick's wall time is pace_wall + (its time - pace_s) /
+   * speed; pace_s is the first tick's, moved on by every skipped stretch. */
+  bool anchored;
+  double pace_wall, pace_s;
+  /* The frame mark taken (read past) for the next tick. */
+  bool have_mark, any_mark;
+  double mark_s;
+  uint64_t mark_ns;
 } nt_replay;
 
 static double rec_rel(const nt_replay *r) {
@@ -52,6 +74,7 @@ static void advance(nt_replay *r) {
     return;
   }
   r->done = true;
+  r->corrupt = rc < 0;
   if (err[0]) snprintf(r->error, sizeof r->error, "%s", err);
 }
 
@@ -101,11 +124,12 @@ static void rebuild(nt_replay *r, double rel) {
     from = r->idx[i].offset;
   char err[700];
   r->error[0] = '\0';
+  r->corrupt = false;
   r->done = r->have = false;
   r->last_tick_rel = -1e9;
   if (nt_rec_seek(r->rd, from, err, sizeof err) != 0) {
     snprintf(r->error, sizeof r->error, "%s", err);
-    r->done = true;
+    r->done = r->corrupt = true;
     return;
   }
   advance(r);
@@ -220,11 +244,13 @@ static void fmt_clock(double s, char *buf, size_t cap) {
 static void replay_status(const nt_feed *f, char *buf, size_t cap) {
   const nt_replay *r = (const nt_replay *)f;
   char now[32], end[32], speed[32];
-  double rel = clock_rel(r);
+  double rel = r->steps ? r->step_s - r->start_s : clock_rel(r);
   if (r->done && rel > r->end_rel) rel = r->end_rel;
   fmt_clock(rel, now, sizeof now);
   fmt_clock(r->end_rel, end, sizeof end);
-  if (r->speed >= 1)
+  if (r->speed <= 0)
+    snprintf(speed, sizeof speed, "max");
+  else if (r->speed >= 1)
     snprintf(speed, sizeof speed, "x%g", r->speed);
   else
     snprintf(speed, sizeof speed, "x1/%g", 1 / r->speed);
@@ -245,17 +271,19 @@ static const nt_feed_ops replay_ops = {
     .free = replay_free,
 };
 
-nt_feed *nt_feed_replay_open(const char *path, const nt_options *o, double speed, char *err,
-                             size_t errlen) {
+/* The feed with its reader at the first record; the seek index only for
+ * the kind that seeks (ops). NULL with one line in err. */
+static nt_replay *open_replay(const char *path, const nt_options *o, const nt_feed_ops *ops,
+                              char *err, size_t errlen) {
   nt_replay *r = calloc(1, sizeof *r);
   if (!r) return snprintf(err, errlen, "out of memory"), NULL;
-  r->base.ops = &replay_ops;
+  r->base.ops = ops;
   r->budget = (size_t)o->max_memory_mib << 20;
   snprintf(r->path, sizeof r->path, "%s", path);
-  r->idx = calloc(MAX_SEEK_POINTS, sizeof *r->idx);
+  if (ops->control) r->idx = calloc(MAX_SEEK_POINTS, sizeof *r->idx);
   r->ap = nt_rec_applier_new();
   r->m = new_model(r->budget);
-  if (!r->idx || !r->ap || !r->m) {
+  if ((ops->control && !r->idx) || !r->ap || !r->m) {
     snprintf(err, errlen, "out of memory");
     replay_free(&r->base);
     return NULL;
@@ -265,16 +293,160 @@ nt_feed *nt_feed_replay_open(const char *path, const nt_options *o, double speed
     return NULL;
   }
   r->start_s = nt_rec_time_s(nt_rec_header_of(r->rd), 0);
-  r->nidx = nt_rec_index(r->rd, r->idx, MAX_SEEK_POINTS);
+  if (r->idx) r->nidx = nt_rec_index(r->rd, r->idx, MAX_SEEK_POINTS);
   /* The end as far as the chunk headers say (a closed last chunk gives its
    * last time); reading moves it on. */
   if (r->nidx) r->end_rel = (double)r->idx[r->nidx - 1].first_ns / 1e9;
   r->last_tick_rel = -1e9;
   advance(r);
+  return r;
+}
+
+nt_feed *nt_feed_replay_open(const char *path, const nt_options *o, double speed, char *err,
+                             size_t errlen) {
+  nt_replay *r = open_replay(path, o, &replay_ops, err, errlen);
+  if (!r) return NULL;
   /* Start at the first message, not at the recorder's start. */
   r->first_rel = r->have ? rec_rel(r) : 0;
   set_clock(r, r->first_rel);
   /* --speed: 1/16..64 (0, "max": 64). */
   r->speed = speed <= 0 || speed > 64 ? 64 : speed < 1.0 / 16 ? 1.0 / 16 : speed;
   return &r->base;
+}
+
+/* ---- played in steps ---- */
+
+static double rec_abs(const nt_replay *r) {
+  return nt_rec_time_s(nt_rec_header_of(r->rd), r->rec.t_ns);
+}
+
+/* Applies the records received up to `until`, with no model tick between
+ * them: the loop ticks at every step, as the live loop did. */
+static int apply_to(nt_replay *r, double until) {
+  int n = 0;
+  for (; r->have && rec_abs(r) <= until; n++) {
+    nt_rec_apply(r->ap, r->m, &r->rec, rec_abs(r));
+    advance(r);
+  }
+  return n;
+}
+
+/* Reads on to the next frame mark, applying the records before it, and
+ * takes it; INFINITY when none is left. The batch monitor never printed
+ * two frames in the same nanosecond (it would be the same frame), so a
+ * mark no later than the one before is passed over: the ticks are at most
+ * the distinct times the file gives, not the records it decompresses to
+ * (a file of one FRAME record repeated millions of times is one frame). */
+static double next_mark(nt_replay *r) {
+  while (r->have && !nt_quit_requested()) {
+    if (r->rec.type == NT_REC_FRAME && (!r->any_mark || r->rec.t_ns > r->mark_ns)) {
+      r->any_mark = r->have_mark = true;
+      r->mark_ns = r->rec.t_ns;
+      r->mark_s = rec_abs(r);
+      advance(r);
+      return r->mark_s;
+    }
+    nt_rec_apply(r->ap, r->m, &r->rec, rec_abs(r)); /* a mark passed over: nothing */
+    advance(r);
+  }
+  return INFINITY;
+}
+
+/* A plan after the clock on the -d grid: past a quiet stretch (no record
+ * in the interval just stepped, none in the planned one), on to the
+ * interval that holds the next record. A quiet stretch is so shown by its
+ * first frame only, however long (a black box written a day after its
+ * recorder started), and costs no wall time. */
+static double grid_tick(nt_replay *r, double planned, double delay) {
+  if (r->ended) return INFINITY; /* the tick after the last record was made */
+  if (!r->quiet || !r->have || rec_abs(r) <= planned) return planned;
+  double t = rec_abs(r), to = planned + floor((t - planned) / delay) * delay;
+  while (to < t) to += delay;
+  r->pace_s += to - planned;
+  return to;
+}
+
+static double steps_next_tick(nt_feed *f, double planned, double delay) {
+  nt_replay *r = (nt_replay *)f;
+  double wall = nt_now_s(), next;
+  if (planned <= r->step_s) /* the clock is there: the tick is about to be made */
+    next = planned;
+  else if (r->frames) /* the mark taken, until the clock reaches it */
+    next = r->have_mark && r->mark_s > r->step_s ? r->mark_s : next_mark(r);
+  else
+    next = grid_tick(r, planned, delay);
+  if (!r->anchored && isfinite(next)) { /* the first tick is at once */
+    r->anchored = true;
+    r->pace_wall = wall;
+    r->pace_s = next;
+  }
+  return next;
+}
+
+static int steps_advance(nt_feed *f, double to, int timeout_ms) {
+  nt_replay *r = (nt_replay *)f;
+  if (to <= r->step_s) return 0;
+  if (r->speed > 0 && r->anchored) {
+    double due = r->pace_wall + (to - r->pace_s) / r->speed, left = due - nt_now_s();
+    if (left > 0) {
+      double wait = timeout_ms / 1000.0 < left ? timeout_ms / 1000.0 : left;
+      struct timespec ts = {(time_t)wait, (long)((wait - (time_t)wait) * 1e9)};
+      nanosleep(&ts, NULL);
+      if (nt_now_s() < due) return 0; /* not due yet: the loop looks again */
+    }
+  }
+  /* At a frame mark everything before it was applied when it was taken;
+   * what came after it, even in the same nanosecond, waits for the next. */
+  int n = r->frames ? 0 : apply_to(r, to);
+  r->quiet = n == 0;
+  r->step_s = to;
+  r->ended = r->done;
+  return n;
+}
+
+/* The clock stands until advanced: nothing more is due. */
+static int steps_poll(nt_feed *f, int timeout_ms) {
+  (void)f;
+  (void)timeout_ms;
+  return 0;
+}
+
+static double steps_now(nt_feed *f) {
+  return ((nt_replay *)f)->step_s;
+}
+
+static double steps_rate(const nt_feed *f) {
+  const nt_replay *r = (const nt_replay *)f;
+  return r->speed > 0 ? r->speed : INFINITY;
+}
+
+static const nt_feed_ops steps_ops = {
+    .poll = steps_poll,
+    .model = replay_model,
+    .now = steps_now,
+    .rate = steps_rate,
+    .status = replay_status,
+    .mode = "REPLAY",
+    .free = replay_free,
+    .next_tick = steps_next_tick,
+    .advance = steps_advance,
+};
+
+nt_feed *nt_feed_replay_steps(const char *path, const nt_options *o, double speed, char *err,
+                              size_t errlen) {
+  nt_replay *r = open_replay(path, o, &steps_ops, err, errlen);
+  if (!r) return NULL;
+  r->steps = true;
+  r->frames = nt_rec_header_of(r->rd)->flags & NT_REC_FLAG_FRAMES;
+  r->step_s = r->start_s;
+  r->speed = speed > 0 ? speed : 0;
+  return &r->base;
+}
+
+bool nt_feed_replay_problem(const nt_feed *f, char *buf, size_t cap) {
+  if (cap) buf[0] = '\0';
+  if (f->ops != &replay_ops && f->ops != &steps_ops) return false;
+  const nt_replay *r = (const nt_replay *)f;
+  snprintf(buf, cap, "%s", r->error);
+  return r->corrupt;
 }
