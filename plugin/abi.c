@@ -114,6 +114,32 @@ static inline nt_nccl_result own_start_v4(void *ctx, void **h, void *dv) {
 
 /* v5, v6 and v7 share the offsets of everything v5 and v6 have (pinned in
  * nccl_profiler_abi.h): one reader for the three layouts. */
+
+/* The starts with few fields (ProxyOp, KernelCh; Group, GroupApi and
+ * KernelLaunch carry none we read) return here with their fields only: no
+ * nt_ev to zero. The other types go on. */
+#define NT_START_FEW_V5(ctx, h, d)                                                                 \
+  do {                                                                                             \
+    switch ((d)->type) {                                                                           \
+    case NT_EV_PROXY_OP: {                                                                         \
+      struct nt_proxy_op_ev op_ = {.parent = (d)->parentObj,                                       \
+                                   .rank = (d)->rank,                                              \
+                                   .pid = (d)->proxyOp.pid,                                        \
+                                   .channel = (d)->proxyOp.channelId,                              \
+                                   .peer = (d)->proxyOp.peer,                                      \
+                                   .is_send = (d)->proxyOp.isSend};                                \
+      return nt_start_proxy_op(ctx, h, &op_);                                                      \
+    }                                                                                              \
+    case NT_EV_KERNEL_CH:                                                                          \
+      return nt_start_kernel_ch(ctx, h, (d)->parentObj, (d)->kernelCh.channelId,                   \
+                                (d)->kernelCh.pTimer);                                             \
+    case NT_EV_GROUP:                                                                              \
+    case NT_EV_GROUP_API:                                                                          \
+    case NT_EV_KERNEL_LAUNCH: return nt_start_bare(ctx, h, (uint32_t)(d)->type);                   \
+    default: break;                                                                                \
+    }                                                                                              \
+  } while (0)
+
 #define NT_READ_V5(ev, d)                                                                          \
   do {                                                                                             \
     NT_READ_COMMON(ev, d);                                                                         \
@@ -153,6 +179,7 @@ static inline nt_nccl_result own_start_v5(void *ctx, void **h, void *dv) {
    * and the proxy thread's control bursts): no nt_ev to zero. */
   if (d->type == NT_EV_PROXY_STEP) return nt_start_step(h, d->parentObj, d->proxyStep.step);
   if (d->type == NT_EV_PROXY_CTRL) return nt_start_ctrl(ctx, h);
+  NT_START_FEW_V5(ctx, h, d);
   struct nt_ev ev = {.type = d->type > UINT32_MAX ? 0 : (uint32_t)d->type};
   if (ev.type == NT_EV_KERNEL_PHASE) ev.type = 0;
   NT_READ_V5(ev, d);
@@ -169,6 +196,7 @@ static inline nt_nccl_result own_start_v7(void *ctx, void **h, void *dv) {
   }
   if (d->type == NT_EV_PROXY_STEP) return nt_start_step(h, d->parentObj, d->proxyStep.step);
   if (d->type == NT_EV_PROXY_CTRL) return nt_start_ctrl(ctx, h);
+  NT_START_FEW_V5(ctx, h, d);
   struct nt_ev ev = {.type = d->type > UINT32_MAX ? 0 : (uint32_t)d->type};
   NT_READ_V5(ev, d);
   switch (ev.type) {

@@ -107,7 +107,7 @@ static struct nt_kernel_event *kevent_alloc(struct nt_thread *t) {
   return NULL;
 }
 
-static void *start_proxy_op(struct nt_thread *t, void *context, const struct nt_ev *ev) {
+static void *start_proxy_op(struct nt_thread *t, void *context, const struct nt_proxy_op_ev *ev) {
   /* PXN: another process's op, run by our proxy thread. Its context and
    * parent are pointers into that process: never dereference them. Its
    * steps, bytes and waits are this thread's work: they go to a row of the
@@ -206,7 +206,8 @@ static void *start_proxy_step(struct nt_thread *t, void *parent, int step) {
   return s;
 }
 
-static void *start_kernel_ch(struct nt_thread *t, void *context, const struct nt_ev *ev) {
+static void *start_kernel_ch(struct nt_thread *t, void *context, void *parent, int channel,
+                             uint64_t ptimer) {
   struct nt_context *c = nt_context_check(context);
   struct nt_kernel_event *e = c ? kevent_alloc(t) : NULL;
   if (!e) {
@@ -220,15 +221,15 @@ static void *start_kernel_ch(struct nt_thread *t, void *context, const struct nt
   f->kind = NT_K_KERNEL;
   f->self = f;
   e->ctx = c;
-  e->task = nt_task_attach(t, ev->parent);
+  e->task = nt_task_attach(t, parent);
   if (e->task) {
     atomic_fetch_add_explicit(&e->task->kernel_children, 1, memory_order_relaxed);
     /* The kernel reached this channel's work: running. */
     atomic_store_explicit(&e->task->begun, 1, memory_order_relaxed);
     atomic_store_explicit(&e->task->last_progress_ns, nt_clock_ns(), memory_order_relaxed);
   }
-  e->channel = (uint8_t)ev->channel;
-  e->start_ptimer = ev->ptimer;
+  e->channel = (uint8_t)channel;
+  e->start_ptimer = ptimer;
   e->stop_ptimer = 0;
   atomic_store_explicit(&e->in_use, 1, memory_order_relaxed);
   return f;
@@ -272,9 +273,20 @@ nt_nccl_result nt_start(void *context, void **handle, const struct nt_ev *ev) {
   NT_ADD(t->events, 1);
   switch (ev->type) {
   case NT_EV_PROXY_STEP: *handle = start_proxy_step(t, ev->parent, ev->step); break;
-  case NT_EV_PROXY_OP: *handle = start_proxy_op(t, context, ev); break;
+  case NT_EV_PROXY_OP: {
+    struct nt_proxy_op_ev op = {.parent = ev->parent,
+                                .rank = ev->rank,
+                                .pid = ev->pid,
+                                .channel = ev->channel,
+                                .peer = ev->peer,
+                                .is_send = ev->is_send};
+    *handle = start_proxy_op(t, context, &op);
+    break;
+  }
   case NT_EV_PROXY_CTRL: *handle = start_ctrl(t, context); break;
-  case NT_EV_KERNEL_CH: *handle = start_kernel_ch(t, context, ev); break;
+  case NT_EV_KERNEL_CH:
+    *handle = start_kernel_ch(t, context, ev->parent, ev->channel, ev->ptimer);
+    break;
   case NT_EV_KERNEL_PHASE: *handle = start_kernel_phase(t, ev); break;
   case NT_EV_COLL:
   case NT_EV_P2P: *handle = nt_op_start(t, context, ev); break;
@@ -283,14 +295,53 @@ nt_nccl_result nt_start(void *context, void **handle, const struct nt_ev *ev) {
     *handle = &nt_ignored_handle;
     break;
   case NT_EV_GROUP_API:
+  case NT_EV_KERNEL_LAUNCH: *handle = nt_api_start_bare(t, context, ev->type); break;
   case NT_EV_COLL_API:
-  case NT_EV_P2P_API:
-  case NT_EV_KERNEL_LAUNCH: *handle = nt_api_start(t, context, ev); break;
+  case NT_EV_P2P_API: *handle = nt_api_start(t, context, ev); break;
   case NT_EV_NET_PLUGIN: *handle = nt_net_start(t, context, ev); break;
   case NT_EV_CE_COLL:
   case NT_EV_CE_SYNC:
   case NT_EV_CE_BATCH: *handle = nt_ce_start(t, context, ev); break;
   default: NT_ADD(t->unknown_events, 1); break;
+  }
+  return NT_NCCL_SUCCESS;
+}
+
+/* The start of a call that has a handle to give: the calling thread's
+ * state, counted, or NULL (inert, no handle, or no slot). */
+static inline struct nt_thread *start_begin(void **handle) {
+  if (handle) *handle = NULL;
+  if (inert() || !handle) return NULL;
+  struct nt_thread *t = nt_thread_self();
+  if (NT_UNLIKELY(!t)) {
+    atomic_fetch_add_explicit(&nt_g.slotless_events, 1, memory_order_relaxed);
+    return NULL;
+  }
+  NT_ADD(t->events, 1);
+  return t;
+}
+
+nt_nccl_result nt_start_proxy_op(void *context, void **handle, const struct nt_proxy_op_ev *op) {
+  struct nt_thread *t = start_begin(handle);
+  if (t) *handle = start_proxy_op(t, context, op);
+  return NT_NCCL_SUCCESS;
+}
+
+nt_nccl_result nt_start_kernel_ch(void *context, void **handle, void *parent, int channel,
+                                  uint64_t ptimer) {
+  struct nt_thread *t = start_begin(handle);
+  if (t) *handle = start_kernel_ch(t, context, parent, channel, ptimer);
+  return NT_NCCL_SUCCESS;
+}
+
+nt_nccl_result nt_start_bare(void *context, void **handle, uint32_t type) {
+  struct nt_thread *t = start_begin(handle);
+  if (!t) return NT_NCCL_SUCCESS;
+  if (type == NT_EV_GROUP) {
+    t->group_serial++;
+    *handle = &nt_ignored_handle;
+  } else {
+    *handle = nt_api_start_bare(t, context, type);
   }
   return NT_NCCL_SUCCESS;
 }

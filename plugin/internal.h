@@ -478,6 +478,19 @@ nt_nccl_result nt_start(void *context, void **handle, const struct nt_ev *ev);
 nt_nccl_result nt_start_step(void **handle, void *parent, int step);
 /* ProxyCtrl, the proxy thread's bursts: the same, no nt_ev. */
 nt_nccl_result nt_start_ctrl(void *context, void **handle);
+/* What a ProxyOp start reads of its descriptor. */
+struct nt_proxy_op_ev {
+  void *parent;
+  int rank;
+  pid_t pid;
+  int channel, peer, is_send;
+};
+/* ProxyOp, KernelCh, and Group, GroupApi and KernelLaunch (`type`, which
+ * carry nothing we read): nt_start without an nt_ev to zero (v5+). */
+nt_nccl_result nt_start_proxy_op(void *context, void **handle, const struct nt_proxy_op_ev *op);
+nt_nccl_result nt_start_kernel_ch(void *context, void **handle, void *parent, int channel,
+                                  uint64_t ptimer);
+nt_nccl_result nt_start_bare(void *context, void **handle, uint32_t type);
 nt_nccl_result nt_stop(void *handle);
 /* count: AppendEnd's appended proxy ops; a v3 (2.26) Send/RecvDone's
  * steps of the op done so far. */
@@ -505,6 +518,8 @@ static inline int nt_live_mask(void) {
 void *nt_op_start(struct nt_thread *t, void *context, const struct nt_ev *ev);
 void nt_op_stop(struct nt_task *k);
 void *nt_api_start(struct nt_thread *t, void *context, const struct nt_ev *ev);
+/* GroupApi and KernelLaunch, whose descriptors carry nothing we read. */
+void *nt_api_start_bare(struct nt_thread *t, void *context, uint32_t type);
 void nt_api_stop(struct nt_api *a);
 /* A task of `ev` (Coll or P2p shaped) in t's pool, LIVE, not counted as
  * launched; it waits for the children `mask` lets come (0: none). NULL when

@@ -166,10 +166,10 @@ void nt_task_detach(struct nt_task *k, uint64_t now, bool untimed, uint64_t gpu_
 }
 
 /* API events: counted per communicator; CollApi and P2pApi also timed. */
-void *nt_api_start(struct nt_thread *t, void *context, const struct nt_ev *ev) {
+void *nt_api_start_bare(struct nt_thread *t, void *context, uint32_t type) {
   struct nt_context *c = nt_context_check(context);
   if (!c) return &nt_ignored_handle;
-  switch (ev->type) {
+  switch (type) {
   case NT_EV_GROUP_API:
     atomic_fetch_add_explicit(&c->group_api, 1, memory_order_relaxed);
     nt_bcast_close(t); /* a new call: the last one's group is over */
@@ -178,6 +178,14 @@ void *nt_api_start(struct nt_thread *t, void *context, const struct nt_ev *ev) {
   case NT_EV_KERNEL_LAUNCH:
     atomic_fetch_add_explicit(&c->kernel_launches, 1, memory_order_relaxed);
     return &nt_ignored_handle;
+  default: return &nt_ignored_handle;
+  }
+}
+
+void *nt_api_start(struct nt_thread *t, void *context, const struct nt_ev *ev) {
+  struct nt_context *c = nt_context_check(context);
+  if (!c) return &nt_ignored_handle;
+  switch (ev->type) {
   case NT_EV_COLL_API:
   case NT_EV_P2P_API:
     atomic_fetch_add_explicit(ev->type == NT_EV_COLL_API ? &c->coll_api : &c->p2p_api, 1,
