@@ -115,12 +115,20 @@ static inline nt_nccl_result own_start_v4(void *ctx, void **h, void *dv) {
 /* v5, v6 and v7 share the offsets of everything v5 and v6 have (pinned in
  * nccl_profiler_abi.h): one reader for the three layouts. */
 
-/* The starts with few fields (ProxyOp, KernelCh; Group, GroupApi and
- * KernelLaunch carry none we read) return here with their fields only: no
- * nt_ev to zero. The other types go on. */
+/* The starts with few fields return here with their fields only: no
+ * nt_ev to zero. The most frequent on the network path (ProxyStep, a third
+ * of NCCL's calls, and the proxy thread's control bursts) first, then
+ * ProxyOp, KernelCh, and Group, GroupApi and KernelLaunch, which carry none
+ * we read. A NULL descriptor gets no handle. The other types go on. */
 #define NT_START_FEW_V5(ctx, h, d)                                                                 \
   do {                                                                                             \
+    if (!(d)) {                                                                                    \
+      if (h) *(h) = NULL;                                                                          \
+      return NT_NCCL_SUCCESS;                                                                      \
+    }                                                                                              \
     switch ((d)->type) {                                                                           \
+    case NT_EV_PROXY_STEP: return nt_start_step(h, (d)->parentObj, (d)->proxyStep.step);           \
+    case NT_EV_PROXY_CTRL: return nt_start_ctrl(ctx, h);                                           \
     case NT_EV_PROXY_OP: {                                                                         \
       struct nt_proxy_op_ev op_ = {.parent = (d)->parentObj,                                       \
                                    .rank = (d)->rank,                                              \
@@ -169,17 +177,9 @@ static inline nt_nccl_result own_start_v4(void *ctx, void **h, void *dv) {
 
 static inline nt_nccl_result own_start_v5(void *ctx, void **h, void *dv) {
   nt_descr_v5 *d = dv;
-  if (!d) {
-    if (h) *h = NULL;
-    return NT_NCCL_SUCCESS;
-  }
+  NT_START_FEW_V5(ctx, h, d);
   /* v5 widened type to 64 bits; anything above our bits is unknown. A v6
    * plugin never gets KernelPhase (2.31's v6 shim drops it). */
-  /* The most frequent starts on the network path (a third of NCCL's calls,
-   * and the proxy thread's control bursts): no nt_ev to zero. */
-  if (d->type == NT_EV_PROXY_STEP) return nt_start_step(h, d->parentObj, d->proxyStep.step);
-  if (d->type == NT_EV_PROXY_CTRL) return nt_start_ctrl(ctx, h);
-  NT_START_FEW_V5(ctx, h, d);
   struct nt_ev ev = {.type = d->type > UINT32_MAX ? 0 : (uint32_t)d->type};
   if (ev.type == NT_EV_KERNEL_PHASE) ev.type = 0;
   NT_READ_V5(ev, d);
@@ -190,12 +190,6 @@ static inline nt_nccl_result own_start_v5(void *ctx, void **h, void *dv) {
  * symmetric-kernel collectives and the kernel phases. */
 static inline nt_nccl_result own_start_v7(void *ctx, void **h, void *dv) {
   nt_descr_v7 *d = dv;
-  if (!d) {
-    if (h) *h = NULL;
-    return NT_NCCL_SUCCESS;
-  }
-  if (d->type == NT_EV_PROXY_STEP) return nt_start_step(h, d->parentObj, d->proxyStep.step);
-  if (d->type == NT_EV_PROXY_CTRL) return nt_start_ctrl(ctx, h);
   NT_START_FEW_V5(ctx, h, d);
   struct nt_ev ev = {.type = d->type > UINT32_MAX ? 0 : (uint32_t)d->type};
   NT_READ_V5(ev, d);

@@ -261,16 +261,29 @@ static void *start_ctrl(struct nt_thread *t, void *context) {
   return &t->ctrl;
 }
 
-nt_nccl_result nt_start(void *context, void **handle, const struct nt_ev *ev) {
-  if (handle) *handle = NULL;
-  if (inert() || !handle) return NT_NCCL_SUCCESS;
+/* The calling thread's state, its call counted; NULL (counted apart,
+ * never tracked) for a thread beyond the slots. */
+static inline __attribute__((always_inline)) struct nt_thread *call_thread(void) {
   struct nt_thread *t = nt_thread_self();
   if (NT_UNLIKELY(!t)) {
-    /* More threads than slots: counted (rare), never tracked. */
     atomic_fetch_add_explicit(&nt_g.slotless_events, 1, memory_order_relaxed);
-    return NT_NCCL_SUCCESS;
+    return NULL;
   }
   NT_ADD(t->events, 1);
+  return t;
+}
+
+/* The start of a call that has a handle to give: the calling thread's
+ * state, counted, or NULL (inert, no handle, or no slot). */
+static inline __attribute__((always_inline)) struct nt_thread *start_begin(void **handle) {
+  if (handle) *handle = NULL;
+  if (inert() || !handle) return NULL;
+  return call_thread();
+}
+
+nt_nccl_result nt_start(void *context, void **handle, const struct nt_ev *ev) {
+  struct nt_thread *t = start_begin(handle);
+  if (!t) return NT_NCCL_SUCCESS;
   switch (ev->type) {
   case NT_EV_PROXY_STEP: *handle = start_proxy_step(t, ev->parent, ev->step); break;
   case NT_EV_PROXY_OP: {
@@ -307,20 +320,6 @@ nt_nccl_result nt_start(void *context, void **handle, const struct nt_ev *ev) {
   return NT_NCCL_SUCCESS;
 }
 
-/* The start of a call that has a handle to give: the calling thread's
- * state, counted, or NULL (inert, no handle, or no slot). */
-static inline struct nt_thread *start_begin(void **handle) {
-  if (handle) *handle = NULL;
-  if (inert() || !handle) return NULL;
-  struct nt_thread *t = nt_thread_self();
-  if (NT_UNLIKELY(!t)) {
-    atomic_fetch_add_explicit(&nt_g.slotless_events, 1, memory_order_relaxed);
-    return NULL;
-  }
-  NT_ADD(t->events, 1);
-  return t;
-}
-
 nt_nccl_result nt_start_proxy_op(void *context, void **handle, const struct nt_proxy_op_ev *op) {
   struct nt_thread *t = start_begin(handle);
   if (t) *handle = start_proxy_op(t, context, op);
@@ -347,27 +346,15 @@ nt_nccl_result nt_start_bare(void *context, void **handle, uint32_t type) {
 }
 
 nt_nccl_result nt_start_step(void **handle, void *parent, int step) {
-  if (handle) *handle = NULL;
-  if (inert() || !handle) return NT_NCCL_SUCCESS;
-  struct nt_thread *t = nt_thread_self();
-  if (NT_UNLIKELY(!t)) {
-    atomic_fetch_add_explicit(&nt_g.slotless_events, 1, memory_order_relaxed);
-    return NT_NCCL_SUCCESS;
-  }
-  NT_ADD(t->events, 1);
+  struct nt_thread *t = start_begin(handle);
+  if (!t) return NT_NCCL_SUCCESS;
   *handle = start_proxy_step(t, parent, step);
   return NT_NCCL_SUCCESS;
 }
 
 nt_nccl_result nt_start_ctrl(void *context, void **handle) {
-  if (handle) *handle = NULL;
-  if (inert() || !handle) return NT_NCCL_SUCCESS;
-  struct nt_thread *t = nt_thread_self();
-  if (NT_UNLIKELY(!t)) {
-    atomic_fetch_add_explicit(&nt_g.slotless_events, 1, memory_order_relaxed);
-    return NT_NCCL_SUCCESS;
-  }
-  NT_ADD(t->events, 1);
+  struct nt_thread *t = start_begin(handle);
+  if (!t) return NT_NCCL_SUCCESS;
   *handle = start_ctrl(t, context);
   return NT_NCCL_SUCCESS;
 }
@@ -576,13 +563,8 @@ static NT_COLD void stop_kernel_phase(struct nt_thread *t, struct nt_kphase_ev *
 
 nt_nccl_result nt_stop(void *handle) {
   if (inert() || !handle) return NT_NCCL_SUCCESS;
-  struct nt_thread *t = nt_thread_self();
-  if (NT_UNLIKELY(!t)) {
-    /* More threads than slots: counted (rare), never tracked. */
-    atomic_fetch_add_explicit(&nt_g.slotless_events, 1, memory_order_relaxed);
-    return NT_NCCL_SUCCESS;
-  }
-  NT_ADD(t->events, 1);
+  struct nt_thread *t = call_thread();
+  if (!t) return NT_NCCL_SUCCESS;
   switch (nt_handle_kind(handle)) {
   case NT_K_STEP: {
     struct nt_step *s = handle;
@@ -648,13 +630,8 @@ static __attribute__((noinline)) void record_op(struct nt_thread *t, void *handl
 nt_nccl_result nt_record(void *handle, int state, uint64_t trans_size, bool has_size, int count,
                          uint64_t ptimer) {
   if (inert() || !handle) return NT_NCCL_SUCCESS;
-  struct nt_thread *t = nt_thread_self();
-  if (NT_UNLIKELY(!t)) {
-    /* More threads than slots: counted (rare), never tracked. */
-    atomic_fetch_add_explicit(&nt_g.slotless_events, 1, memory_order_relaxed);
-    return NT_NCCL_SUCCESS;
-  }
-  NT_ADD(t->events, 1);
+  struct nt_thread *t = call_thread();
+  if (!t) return NT_NCCL_SUCCESS;
   switch (nt_handle_kind(handle)) {
   case NT_K_STEP: {
     struct nt_step *s = handle;
