@@ -37,6 +37,8 @@ SIM_SRC := $(wildcard sim/*.c)
 TOPO_SRC := $(wildcard topo/*.c)
 MONITOR_SRC := $(filter-out monitor/commands/main.c,$(wildcard monitor/*/*.c))
 TEST_SRC := $(wildcard tests/test_*.c)
+# Set-up the tests share (tests/lib/*.c), compiled once and linked into each.
+TESTLIB_SRC := $(wildcard tests/lib/*.c)
 BENCH_SRC := $(wildcard bench/*.c)
 
 obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
@@ -49,6 +51,7 @@ SIM_OBJ := $(call obj,$(SIM_SRC))
 TOPO_OBJ := $(call obj,$(TOPO_SRC))
 MONITOR_OBJ := $(call obj,$(MONITOR_SRC))
 VIEWER_OBJ := $(MONITOR_OBJ) $(SIM_OBJ) $(TOPO_OBJ) $(PROTO_OBJ)
+TESTLIB_OBJ := $(call obj,$(TESTLIB_SRC))
 
 PLUGIN_SO := $(BUILD)/libnccl-profiler-nccltop.so
 NCCLTOP := $(BUILD)/nccltop
@@ -115,9 +118,9 @@ SIM_EXPORTS := -Wl,--export-dynamic-symbol=ncclGetVersion
 $(NCCLTOP): $(BUILD)/obj/monitor/commands/main.o $(VIEWER_OBJ)
 	$(CC) $(LDSAN) $(LDFLAGS) $(SIM_EXPORTS) -o $@ $^ $(LIBS_VIEWER)
 
-$(BUILD)/tests/%: tests/%.c $(VIEWER_OBJ) | build-deps
+$(BUILD)/tests/%: tests/%.c $(TESTLIB_OBJ) $(VIEWER_OBJ) | build-deps
 	@mkdir -p $(dir $@)
-	$(CC) $(NT_CPPFLAGS) $(NT_CFLAGS) -o $@ $< $(VIEWER_OBJ) $(LDSAN) $(LDFLAGS) $(SIM_EXPORTS) $(LIBS_VIEWER) -lvterm -lutil
+	$(CC) $(NT_CPPFLAGS) $(NT_CFLAGS) -o $@ $< $(TESTLIB_OBJ) $(VIEWER_OBJ) $(LDSAN) $(LDFLAGS) $(SIM_EXPORTS) $(LIBS_VIEWER) -lvterm -lutil
 
 $(BUILD)/bench/%: bench/%.c $(VIEWER_OBJ) | build-deps
 	@mkdir -p $(dir $@)
@@ -155,7 +158,7 @@ TEST_TIMEOUT ?= 600
 SLOW_TESTS := test_hostile_viewer test_job_limits test_relay_attacks test_sync_phases_e2e \
   test_endpoint_race test_demo_nodes test_exporter_flood test_watcher_e2e test_record \
   test_diagnosis_e2e test_sim_versions test_faults_restart test_hostile_peer test_relay \
-  test_topo_graphs
+  test_topo_graphs test_topo_graphs_machines
 TESTS_SLOW_FIRST := $(foreach t,$(SLOW_TESTS),$(filter $(BUILD)/tests/$(t),$(TESTS))) \
   $(filter-out $(patsubst %,$(BUILD)/tests/%,$(SLOW_TESTS)),$(TESTS))
 check: deps $(PLUGIN_SO) $(TEST_SO) $(STUCK_SO) $(NCCLTOP) $(TESTS) $(FIXTURES) gpu-build

@@ -59,15 +59,35 @@ static inline bool complete(const nt_sim_config *cfg, const cJSON *frame) {
   return true;
 }
 
-static inline bool job_start(job *j, double linger_s) {
+/* Makes j's directories: the job's endpoint directory, an empty one the
+ * viewers are pointed at (they see only what comes through --connect), and
+ * the relay's log in the latter. */
+static inline bool job_dirs(job *j) {
   memset(j, 0, sizeof *j);
   snprintf(j->dir, sizeof j->dir, "/tmp/nccltop-relay-XXXXXX");
   snprintf(j->empty, sizeof j->empty, "/tmp/nccltop-relayv-XXXXXX");
   if (!mkdtemp(j->dir) || !mkdtemp(j->empty)) return false;
   snprintf(j->log, sizeof j->log, "%s/relay.log", j->empty);
+  return true;
+}
+
+/* The simulator's defaults for a job publishing into j->dir through the
+ * plugin's test build, quiet, a snapshot every 50 ms. */
+static inline void job_config(job *j) {
   static char plugin[PATH_MAX + 64];
   snprintf(plugin, sizeof plugin, "%s/tests/libnccl-profiler-nccltop-test.so", rh_bindir);
   nt_sim_defaults(&j->cfg);
+  j->cfg.plugin = plugin;
+  j->cfg.dir = j->dir;
+  j->cfg.interval_ms = 50;
+  j->cfg.quiet = true;
+}
+
+/* The deterministic job (3 ranks, 2 channels, 5 iterations), its ranks
+ * lingering linger_s after the last one. */
+static inline bool job_start(job *j, double linger_s) {
+  if (!job_dirs(j)) return false;
+  job_config(j);
   j->cfg.ranks = 3;
   j->cfg.comms = 1;
   j->cfg.channels = 2;
@@ -75,12 +95,18 @@ static inline bool job_start(job *j, double linger_s) {
   j->cfg.iterations = 5;
   j->cfg.deterministic = true;
   j->cfg.linger_s = linger_s;
-  j->cfg.plugin = plugin;
-  j->cfg.dir = j->dir;
-  j->cfg.interval_ms = 50;
-  j->cfg.quiet = true;
   j->sim = nt_sim_spawn(&j->cfg);
   return j->sim > 0;
+}
+
+/* A relay of j->dir (stderr in j->log, one extra option or NULL) on a free
+ * 127.0.0.1 port: its endpoint in ep, the port in *port (NULL: not
+ * wanted); its pid, or -1 when no port was free. */
+static inline pid_t job_relay(const job *j, const char *extra, char ep[64], unsigned *port) {
+  unsigned p = rh_free_port();
+  snprintf(ep, 64, "tcp://127.0.0.1:%u", p);
+  if (port) *port = p;
+  return p ? rh_relay(NULL, j->log, j->dir, p, extra, NULL, NULL) : -1;
 }
 
 static inline void job_stop(job *j) {

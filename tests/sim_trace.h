@@ -282,6 +282,25 @@ static inline void parse_line(const char *l, int n) {
 
 /* Forgets the previous trace. Only what was used is cleared: wiping the
  * whole (large) trace each time is slow under ASan. */
+/* The first event of the trace that pred holds for, or NULL. */
+static inline const ev_t *first_event(bool (*pred)(const ev_t *)) {
+  for (int i = 0; i < tr.nev; i++)
+    if (pred(&tr.ev[i])) return &tr.ev[i];
+  return NULL;
+}
+
+/* The trace line l with the value after `key` (up to a space or the line's
+ * end) replaced by val; l itself when key is absent. In a static buffer. */
+static inline const char *with_value(const char *l, const char *key, const char *val) {
+  static char out[2048];
+  const char *p = strstr(l, key);
+  if (!p) return l;
+  p += strlen(key);
+  size_t len = strcspn(p, " \n");
+  snprintf(out, sizeof out, "%.*s%s%s", (int)(p - l), l, val, p + len);
+  return out;
+}
+
 static inline void reset(void) {
   for (int i = 0; i < tr.nev; i++)
     if (tr.ev[i].slot) tr.table[tr.ev[i].slot - 1] = 0;

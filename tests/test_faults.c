@@ -148,34 +148,28 @@ static int count_entries(const char *path) {
   return n;
 }
 
-/* Threads of ours or of ZeroMQ still alive in this process. */
-static int publisher_threads(void) {
+/* Threads of this process whose name starts with `prefix`. */
+static int threads_named(const char *prefix) {
   DIR *d = opendir("/proc/self/task");
   int n = 0;
   for (struct dirent *e; d && (e = readdir(d));) {
     char path[300], name[32] = "";
     snprintf(path, sizeof path, "/proc/self/task/%s/comm", e->d_name);
     FILE *f = e->d_name[0] != '.' ? fopen(path, "r") : NULL;
-    if (f && fgets(name, sizeof name, f))
-      n += !strncmp(name, "nccltop-pub", 11) || !strncmp(name, "ZMQbg", 5);
+    if (f && fgets(name, sizeof name, f)) n += !strncmp(name, prefix, strlen(prefix));
     if (f) fclose(f);
   }
   if (d) closedir(d);
   return n;
 }
 
+/* Threads of ours or of ZeroMQ still alive in this process. */
+static int publisher_threads(void) {
+  return threads_named("nccltop-pub") + threads_named("ZMQbg");
+}
+
 static int zeromq_threads(void) {
-  DIR *d = opendir("/proc/self/task");
-  int n = 0;
-  for (struct dirent *e; d && (e = readdir(d));) {
-    char path[300], name[32] = "";
-    snprintf(path, sizeof path, "/proc/self/task/%s/comm", e->d_name);
-    FILE *f = e->d_name[0] != '.' ? fopen(path, "r") : NULL;
-    if (f && fgets(name, sizeof name, f)) n += !strncmp(name, "ZMQbg", 5);
-    if (f) fclose(f);
-  }
-  if (d) closedir(d);
-  return n;
+  return threads_named("ZMQbg");
 }
 
 static bool become_nobody(void) {

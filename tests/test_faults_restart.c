@@ -150,14 +150,20 @@ static bool wait_ended(viewer *v, pid_t pid, double timeout_s) {
   return false;
 }
 
+/* A private endpoint directory, base/ep (0700), that the publishers this
+ * test starts use (NCCLTOP_DIR); false when it cannot be made. */
+static bool private_dir(char *base, char *dir, size_t cap) {
+  if (!mkdtemp(base)) return false;
+  snprintf(dir, cap, "%s/ep", base);
+  if (mkdir(dir, 0700) != 0) return false;
+  return setenv("NCCLTOP_DIR", dir, 1) == 0;
+}
+
 /* ---- cases ---- */
 
 static void a_publisher_replaced_under_the_same_pid_is_picked_up(void) {
   char base[] = "/tmp/nccltop-restart-XXXXXX", dir[128];
-  CHECK(mkdtemp(base) != NULL);
-  snprintf(dir, sizeof dir, "%s/ep", base);
-  CHECK(mkdir(dir, 0700) == 0);
-  setenv("NCCLTOP_DIR", dir, 1);
+  CHECK(private_dir(base, dir, sizeof dir));
   viewer v;
   CHECK(viewer_start(&v, dir, "200", "2000"));
   pid_t pub = spawn_publisher("first", "second");
@@ -217,10 +223,7 @@ static bool can_choose_pids(void) {
  * ended. */
 static void pid_reuse(bool fast) {
   char base[] = "/tmp/nccltop-reuse-XXXXXX", dir[128];
-  CHECK(mkdtemp(base) != NULL);
-  snprintf(dir, sizeof dir, "%s/ep", base);
-  CHECK(mkdir(dir, 0700) == 0);
-  setenv("NCCLTOP_DIR", dir, 1);
+  CHECK(private_dir(base, dir, sizeof dir));
   viewer v;
   CHECK(viewer_start(&v, dir, "200", "2000"));
   pid_t old = spawn_publisher("before-kill", "");

@@ -24,6 +24,9 @@
 #include "testlib.h"
 #include "test_diag.h"
 #include "scenario_harness.h"
+#include "lib/local_view.h"
+#include "lib/proc_status.h"
+#include "lib/test_publisher.h"
 #include "../monitor/outputs/batch.h"
 #include "../monitor/commands/cli.h"
 #include "../monitor/feeds/clock.h"
@@ -52,53 +55,6 @@ static pid_t start_job(const char *dir, const char *ranks, bool deterministic) {
   return pid;
 }
 
-/* ---- hostile publishers ---- */
-
-static void *bind_pub(void *zctx, const char *addr) {
-  void *s = zmq_socket(zctx, ZMQ_XPUB);
-  int zero = 0;
-  if (!s) return NULL;
-  /* No send limit: every hostile message reaches the viewer. */
-  if (zmq_setsockopt(s, ZMQ_LINGER, &zero, sizeof zero) != 0 ||
-      zmq_setsockopt(s, ZMQ_SNDHWM, &zero, sizeof zero) != 0 || zmq_bind(s, addr) != 0) {
-    zmq_close(s);
-    return NULL;
-  }
-  return s;
-}
-
-static int send2(void *s, const char *topic, const void *data, size_t len) {
-  if (zmq_send(s, topic, strlen(topic), ZMQ_SNDMORE) < 0) return -1;
-  return zmq_send(s, data, len, 0) < 0 ? -1 : 0;
-}
-
-static uint8_t wire[NT_MAX_MESSAGE_BYTES];
-
-static int send_snapshot(void *s, const nt_snapshot *snap) {
-  size_t n = nt_snapshot_encode(snap, wire, sizeof wire);
-  return n ? send2(s, NT_TOPIC_SNAPSHOT, wire, n) : -1;
-}
-
-static int send_hello(void *s, uint32_t pid, const char *host, const char *version) {
-  static nt_hello h;
-  memset(&h, 0, sizeof h);
-  h.major = NT_PROTO_MAJOR;
-  h.pid = pid;
-  snprintf(h.host, sizeof h.host, "%s", host);
-  snprintf(h.nccl_version, sizeof h.nccl_version, "%s", version);
-  char buf[4096];
-  size_t n = nt_hello_encode(&h, buf, sizeof buf);
-  return n ? send2(s, NT_TOPIC_HELLO, buf, n) : -1;
-}
-
-static int send_comm(void *s, uint32_t pid, uint64_t hash, const char *name) {
-  nt_comm_info c = {.pid = pid, .comm_hash = hash, .nranks = 2};
-  snprintf(c.name, sizeof c.name, "%s", name);
-  char buf[512];
-  size_t n = nt_comm_encode(&c, buf, sizeof buf);
-  return n ? send2(s, NT_TOPIC_COMM, buf, n) : -1;
-}
-
 /* A small snapshot of (pid, host). */
 static nt_snapshot *small(uint32_t pid, const char *host, uint64_t seq, uint64_t mono_ns) {
   nt_snapshot *s = nt_snapshot_new();
@@ -119,29 +75,9 @@ static nt_snapshot *small(uint32_t pid, const char *host, uint64_t seq, uint64_t
 
 /* ---- the viewer: source and model in this process ---- */
 
-typedef struct {
-  nt_model *m;
-  nt_source *src;
-  nt_options o;
-} view;
-
-static bool view_open(view *v, const char *dir) {
-  char err[256];
-  nt_options_defaults(&v->o);
-  v->o.dir = dir;
-  v->m = nt_model_new();
-  v->src = v->m ? nt_source_open(&v->o, err, sizeof err) : NULL;
-  return v->src != NULL;
-}
-
-static void view_close(view *v) {
-  nt_source_close(v->src);
-  nt_model_free(v->m);
-}
-
 /* Polls (ticking the model) until done(v, arg) or `seconds` pass. */
-typedef bool (*view_cond)(view *v, const void *arg);
-static bool poll_until(view *v, view_cond done, const void *arg, double seconds) {
+typedef bool (*view_cond)(local_view *v, const void *arg);
+static bool poll_until(local_view *v, view_cond done, const void *arg, double seconds) {
   double end = now_s() + seconds;
   while (now_s() < end) {
     nt_source_poll(v->src, v->m, 20);
@@ -151,7 +87,7 @@ static bool poll_until(view *v, view_cond done, const void *arg, double seconds)
   return false;
 }
 
-static void poll_for(view *v, double seconds) {
+static void poll_for(local_view *v, double seconds) {
   double end = now_s() + seconds;
   while (now_s() < end) {
     nt_source_poll(v->src, v->m, 20);
@@ -160,7 +96,7 @@ static void poll_for(view *v, double seconds) {
 }
 
 /* The process of `pid` known through its own local endpoint. */
-static const nt_model_process *local_proc(view *v, uint32_t pid) {
+static const nt_model_process *local_proc(local_view *v, uint32_t pid) {
   for (uint32_t i = 0; i < nt_model_nprocesses(v->m); i++) {
     const nt_model_process *p = nt_model_process_at(v->m, i);
     if (p->pid == pid && p->endpoint_pid == pid) return p;
@@ -168,21 +104,21 @@ static const nt_model_process *local_proc(view *v, uint32_t pid) {
   return NULL;
 }
 
-static uint32_t count_pid(view *v, uint32_t pid) {
+static uint32_t count_pid(local_view *v, uint32_t pid) {
   uint32_t n = 0;
   for (uint32_t i = 0; i < nt_model_nprocesses(v->m); i++)
     n += nt_model_process_at(v->m, i)->pid == pid;
   return n;
 }
 
-static uint32_t from_source(view *v, const char *endpoint) {
+static uint32_t from_source(local_view *v, const char *endpoint) {
   uint32_t n = 0;
   for (uint32_t i = 0; i < nt_model_nprocesses(v->m); i++)
     n += strcmp(nt_model_process_at(v->m, i)->endpoint, endpoint) == 0;
   return n;
 }
 
-static bool ranks_live(view *v, const void *arg) {
+static bool ranks_live(local_view *v, const void *arg) {
   uint32_t want = *(const uint32_t *)arg, n = 0;
   for (uint32_t i = 0; i < nt_model_nprocesses(v->m); i++) {
     const nt_model_process *p = nt_model_process_at(v->m, i);
@@ -191,7 +127,7 @@ static bool ranks_live(view *v, const void *arg) {
   return n >= want;
 }
 
-static int errors_with(view *v, const char *source, const char *text) {
+static int errors_with(local_view *v, const char *source, const char *text) {
   int n = 0;
   for (uint32_t i = 0; i < nt_model_nerrors(v->m); i++) {
     const nt_model_error *e = nt_model_error_at(v->m, i);
@@ -201,7 +137,7 @@ static int errors_with(view *v, const char *source, const char *text) {
 }
 
 /* The name the model shows for a process's first communicator. */
-static const char *comm_name(view *v, const nt_model_process *p) {
+static const char *comm_name(local_view *v, const nt_model_process *p) {
   static nt_model_rank r[4096];
   uint32_t n = nt_model_ranks(v->m, r, 4096);
   for (uint32_t i = 0; i < n; i++)
@@ -209,36 +145,11 @@ static const char *comm_name(view *v, const nt_model_process *p) {
   return NULL;
 }
 
-static bool subscribed(view *v, void *pub) {
-  uint8_t msg[64];
-  for (int i = 0; i < 250; i++) {
-    nt_source_poll(v->src, v->m, 20);
-    if (zmq_recv(pub, msg, sizeof msg, ZMQ_DONTWAIT) > 0 && msg[0] == 1) return true;
-  }
-  return false;
-}
-
-static pid_t idle_child(void) {
-  pid_t pid = fork();
-  if (pid == 0) {
-    alarm(120); /* never outlive a test that failed before reaping it */
-    pause();
-    _exit(0);
-  }
-  return pid;
-}
-
-static void reap(pid_t pid) {
-  if (pid <= 0) return;
-  kill(pid, SIGKILL);
-  waitpid(pid, NULL, 0);
-}
-
 /* A job of `ranks` under a fresh view, up and named; victim: rank 0. */
 typedef struct {
   char dir[64];
   pid_t job;
-  view v;
+  local_view v;
   void *zctx;
 } bench;
 
@@ -252,11 +163,11 @@ static bool bench_start(bench *b, uint32_t ranks) {
   b->job = start_job(b->dir, n, false);
   b->zctx = zmq_ctx_new();
   return b->job > 0 && b->zctx && wait_publishers(b->dir, (int)ranks, 10) &&
-         view_open(&b->v, b->dir) && poll_until(&b->v, ranks_live, &ranks, 10);
+         local_view_open(&b->v, b->dir, NULL) && poll_until(&b->v, ranks_live, &ranks, 10);
 }
 
 static void bench_stop(bench *b) {
-  if (b->v.src) view_close(&b->v);
+  if (b->v.src) local_view_close(&b->v);
   stop_group(&b->job);
   if (b->zctx) zmq_ctx_term(b->zctx);
   remove_dir(b->dir);
@@ -271,12 +182,12 @@ static void a_local_socket_cannot_speak_for_another_pid(void) {
   bench b;
   bool ok = bench_start(&b, 2);
   CHECK(ok);
-  pid_t other = idle_child();
+  pid_t other = tp_idle_child();
   char ep[256];
   void *bad = NULL;
   if (ok && other > 0 && nt_endpoint_for_pid(b.dir, (uint32_t)other, ep, sizeof ep) == 0)
-    bad = bind_pub(b.zctx, ep);
-  ok = ok && bad && subscribed(&b.v, bad);
+    bad = tp_bind(b.zctx, ep);
+  ok = ok && bad && tp_subscribed(bad, b.v.src, b.v.m);
   CHECK(ok);
   const nt_model_process *victim = NULL;
   for (uint32_t i = 0; ok && i < nt_model_nprocesses(b.v.m) && !victim; i++)
@@ -292,13 +203,13 @@ static void a_local_socket_cannot_speak_for_another_pid(void) {
     nt_snapshot *s = small(pid, host, 1ull << 60, victim->cur->mono_ns + 1000);
     CHECK(s != NULL);
     for (int round = 0; s && round < 3; round++) { /* said once, however often sent */
-      CHECK(send_hello(bad, pid, host, "evil") == 0);
-      CHECK(send_comm(bad, pid, hash, "evil") == 0);
+      CHECK(tp_send_hello(bad, pid, host, "evil") == 0);
+      CHECK(tp_send_comm(bad, pid, hash, "evil") == 0);
       s->final = 0;
-      CHECK(send_snapshot(bad, s) == 0);
+      CHECK(tp_send_snapshot(bad, s) == 0);
       s->final = 1;
       s->seq++;
-      CHECK(send_snapshot(bad, s) == 0);
+      CHECK(tp_send_snapshot(bad, s) == 0);
     }
     nt_snapshot_free(s);
     poll_for(&b.v, 1.5);
@@ -314,17 +225,17 @@ static void a_local_socket_cannot_speak_for_another_pid(void) {
     CHECK(errors_with(&b.v, ep, "(pid: pid ") == 1);
     /* The hostile socket's own pid is its to speak for. */
     s = small((uint32_t)other, "hostile", 5, 1000);
-    CHECK(s && send_snapshot(bad, s) == 0);
+    CHECK(s && tp_send_snapshot(bad, s) == 0);
     nt_snapshot_free(s);
     poll_for(&b.v, 0.3);
     CHECK(local_proc(&b.v, (uint32_t)other) != NULL);
   }
   if (bad) zmq_close(bad);
-  reap(other);
+  tp_reap(other);
   bench_stop(&b);
 }
 
-static const nt_model_process *proc_of(view *v, const char *endpoint, uint32_t pid) {
+static const nt_model_process *proc_of(local_view *v, const char *endpoint, uint32_t pid) {
   for (uint32_t i = 0; i < nt_model_nprocesses(v->m); i++) {
     const nt_model_process *p = nt_model_process_at(v->m, i);
     if (p->pid == pid && strcmp(p->endpoint, endpoint) == 0) return p;
@@ -341,9 +252,10 @@ static void connect_sources_live_in_namespaces_of_their_own(void) {
   char ea[128], eb[128];
   snprintf(ea, sizeof ea, "ipc://%s/relay-a", b.dir); /* not <pid>.sock: never scanned */
   snprintf(eb, sizeof eb, "ipc://%s/relay-b", b.dir);
-  void *ra = ok ? bind_pub(b.zctx, ea) : NULL, *rb = ok ? bind_pub(b.zctx, eb) : NULL;
+  void *ra = ok ? tp_bind(b.zctx, ea) : NULL, *rb = ok ? tp_bind(b.zctx, eb) : NULL;
   ok = ok && ra && rb && nt_source_connect(b.v.src, b.v.m, ea) == 0 &&
-       nt_source_connect(b.v.src, b.v.m, eb) == 0 && subscribed(&b.v, ra) && subscribed(&b.v, rb);
+       nt_source_connect(b.v.src, b.v.m, eb) == 0 && tp_subscribed(ra, b.v.src, b.v.m) &&
+       tp_subscribed(rb, b.v.src, b.v.m);
   CHECK(ok);
   const nt_model_process *victim = NULL;
   for (uint32_t i = 0; ok && i < nt_model_nprocesses(b.v.m) && !victim; i++)
@@ -363,8 +275,8 @@ static void connect_sources_live_in_namespaces_of_their_own(void) {
     if (a && c) {
       a->final = 1;
       a->comms[0].comm_hash = hash;
-      CHECK(send_comm(ra, pid, hash, "evil") == 0 && send_snapshot(ra, a) == 0);
-      CHECK(send_snapshot(rb, c) == 0);
+      CHECK(tp_send_comm(ra, pid, hash, "evil") == 0 && tp_send_snapshot(ra, a) == 0);
+      CHECK(tp_send_snapshot(rb, c) == 0);
     }
     poll_for(&b.v, 1.0);
     victim = local_proc(&b.v, pid);
@@ -391,7 +303,7 @@ static void connect_sources_live_in_namespaces_of_their_own(void) {
   bench_stop(&b);
 }
 
-static bool unseen_gone(view *v, const void *arg) {
+static bool unseen_gone(local_view *v, const void *arg) {
   return from_source(v, arg) == 0;
 }
 
@@ -400,15 +312,15 @@ static bool unseen_gone(view *v, const void *arg) {
 static void a_comm_flood_cannot_fill_the_table(void) {
   char dir[] = "/tmp/nccltop-flood-XXXXXX", ea[128], el[256];
   CHECK(mkdtemp(dir) != NULL);
-  view v;
+  local_view v;
   void *zctx = zmq_ctx_new();
-  pid_t other = idle_child(), job = -1;
+  pid_t other = tp_idle_child(), job = -1;
   snprintf(ea, sizeof ea, "ipc://%s/flood", dir);
-  bool ok = zctx && other > 0 && view_open(&v, dir) &&
+  bool ok = zctx && other > 0 && local_view_open(&v, dir, NULL) &&
             nt_endpoint_for_pid(dir, (uint32_t)other, el, sizeof el) == 0;
-  void *fc = ok ? bind_pub(zctx, ea) : NULL, *fl = ok ? bind_pub(zctx, el) : NULL;
-  ok = ok && fc && fl && nt_source_connect(v.src, v.m, ea) == 0 && subscribed(&v, fc) &&
-       subscribed(&v, fl);
+  void *fc = ok ? tp_bind(zctx, ea) : NULL, *fl = ok ? tp_bind(zctx, el) : NULL;
+  ok = ok && fc && fl && nt_source_connect(v.src, v.m, ea) == 0 && tp_subscribed(fc, v.src, v.m) &&
+       tp_subscribed(fl, v.src, v.m);
   CHECK(ok);
   const uint32_t flood = 4400;
   /* When the entries kept (the first NT_MODEL_MAX_PER_CONNECT; the rest
@@ -416,8 +328,8 @@ static void a_comm_flood_cannot_fill_the_table(void) {
    * after that at the earliest, however long the rest of the flood takes. */
   double flooded = 0;
   for (uint32_t i = 0; ok && i < flood; i++) {
-    CHECK(send_comm(fc, 100000 + i, 0xf100d + i, "flood") == 0);
-    CHECK(send_comm(fl, 200000 + i, 0xf100d + i, "flood") == 0);
+    CHECK(tp_send_comm(fc, 100000 + i, 0xf100d + i, "flood") == 0);
+    CHECK(tp_send_comm(fl, 200000 + i, 0xf100d + i, "flood") == 0);
     if (i % 200 == 199) {
       nt_source_poll(v.src, v.m, 5);
       if (!flooded && from_source(&v, ea) == NT_MODEL_MAX_PER_CONNECT) flooded = now_s();
@@ -447,9 +359,9 @@ static void a_comm_flood_cannot_fill_the_table(void) {
   stop_group(&job);
   if (fc) zmq_close(fc);
   if (fl) zmq_close(fl);
-  if (v.src) view_close(&v);
+  if (v.src) local_view_close(&v);
   if (zctx) zmq_ctx_term(zctx);
-  reap(other);
+  tp_reap(other);
   remove_dir(dir);
 }
 
@@ -492,14 +404,7 @@ static nt_snapshot *full_size(void) {
 
 /* VmHWM or VmRSS of this process, bytes. */
 static double vm(const char *key) {
-  FILE *f = fopen("/proc/self/status", "r");
-  char line[256];
-  double kb = -1;
-  size_t n = strlen(key);
-  while (f && fgets(line, sizeof line, f))
-    if (strncmp(line, key, n) == 0) kb = atof(line + n + 1);
-  if (f) fclose(f);
-  return kb * 1024;
+  return proc_status_kb(getpid(), key) * 1024.0;
 }
 
 #if defined(__SANITIZE_ADDRESS__)
@@ -515,13 +420,13 @@ static void fake_full_size_publishers_cost_a_bounded_budget(void) {
   char dir[] = "/tmp/nccltop-fakes-XXXXXX", ea[128];
   CHECK(mkdtemp(dir) != NULL);
   snprintf(ea, sizeof ea, "ipc://%s/fakes", dir);
-  view v;
+  local_view v;
   void *zctx = zmq_ctx_new();
   nt_snapshot *s = full_size();
-  bool ok = zctx && s && view_open(&v, dir);
+  bool ok = zctx && s && local_view_open(&v, dir, NULL);
   if (ok) nt_model_set_budget(v.m, budget);
-  void *pub = ok ? bind_pub(zctx, ea) : NULL;
-  ok = ok && pub && nt_source_connect(v.src, v.m, ea) == 0 && subscribed(&v, pub);
+  void *pub = ok ? tp_bind(zctx, ea) : NULL;
+  ok = ok && pub && nt_source_connect(v.src, v.m, ea) == 0 && tp_subscribed(pub, v.src, v.m);
   CHECK(ok);
   poll_for(&v, 0.1);
   double hwm0 = vm("VmHWM"), rss0 = vm("VmRSS");
@@ -531,7 +436,7 @@ static void fake_full_size_publishers_cost_a_bounded_budget(void) {
   uint64_t msgs0 = ok ? nt_model_total_messages(v.m) : 0;
   for (; ok && sent < 4096 && now_s() < end; sent++) {
     s->pid = 10000 + sent;
-    CHECK(send_snapshot(pub, s) == 0);
+    CHECK(tp_send_snapshot(pub, s) == 0);
     /* In step: what ZeroMQ queues is not the model's to answer for. */
     for (int i = 0; i < 400 && nt_model_total_messages(v.m) < msgs0 + sent + 1; i++)
       nt_source_poll(v.src, v.m, 5);
@@ -560,20 +465,20 @@ static void fake_full_size_publishers_cost_a_bounded_budget(void) {
   }
   /* The attack took only its source's half: a local process that starts
    * now, with snapshots as big, is kept. */
-  pid_t later = idle_child();
+  pid_t later = tp_idle_child();
   char lep[256];
   void *lp = NULL;
   if (ok && later > 0 && nt_endpoint_for_pid(dir, (uint32_t)later, lep, sizeof lep) == 0)
-    lp = bind_pub(zctx, lep);
-  CHECK(lp && subscribed(&v, lp));
+    lp = tp_bind(zctx, lep);
+  CHECK(lp && tp_subscribed(lp, v.src, v.m));
   s->pid = (uint32_t)later;
-  CHECK(lp && send_snapshot(lp, s) == 0);
+  CHECK(lp && tp_send_snapshot(lp, s) == 0);
   for (int i = 0; lp && i < 200 && !local_proc(&v, (uint32_t)later); i++)
     nt_source_poll(v.src, v.m, 20);
   const nt_model_process *lq = local_proc(&v, (uint32_t)later);
   CHECK(lq && lq->cur && lq->cur->nchannels == NT_MAX_CHANNEL_ROWS);
   if (lp) zmq_close(lp);
-  reap(later);
+  tp_reap(later);
   /* A JSON batch frame of all that stays under its cap, and says what it
    * left out. */
   char *text = NULL;
@@ -595,7 +500,7 @@ static void fake_full_size_publishers_cost_a_bounded_budget(void) {
   free(text);
   nt_snapshot_free(s);
   if (pub) zmq_close(pub);
-  if (v.src) view_close(&v);
+  if (v.src) local_view_close(&v);
   if (zctx) zmq_ctx_term(zctx);
   remove_dir(dir);
 }
@@ -606,7 +511,7 @@ static uint64_t mono_now_ns(void) {
   return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-static bool seq_is(view *v, const void *arg) {
+static bool seq_is(local_view *v, const void *arg) {
   const uint64_t *want = arg;
   const nt_model_process *p = local_proc(v, (uint32_t)want[0]);
   return p && p->cur && p->cur->seq == want[1];
@@ -617,30 +522,30 @@ static bool seq_is(view *v, const void *arg) {
 static void seq_and_clock_jumps_are_refused_and_restarts_kept(void) {
   char dir[] = "/tmp/nccltop-jump-XXXXXX", ep[256];
   CHECK(mkdtemp(dir) != NULL);
-  view v;
+  local_view v;
   void *zctx = zmq_ctx_new();
-  pid_t me = idle_child();
-  bool ok = zctx && me > 0 && view_open(&v, dir) &&
+  pid_t me = tp_idle_child();
+  bool ok = zctx && me > 0 && local_view_open(&v, dir, NULL) &&
             nt_endpoint_for_pid(dir, (uint32_t)me, ep, sizeof ep) == 0;
-  void *pub = ok ? bind_pub(zctx, ep) : NULL;
-  ok = ok && pub && subscribed(&v, pub);
+  void *pub = ok ? tp_bind(zctx, ep) : NULL;
+  ok = ok && pub && tp_subscribed(pub, v.src, v.m);
   CHECK(ok);
   nt_snapshot *s = small((uint32_t)me, "node", 1, mono_now_ns());
   CHECK(s != NULL);
   if (ok && s) {
     uint64_t want[2] = {(uint64_t)me, 2};
-    CHECK(send_snapshot(pub, s) == 0);
+    CHECK(tp_send_snapshot(pub, s) == 0);
     s->seq = 2, s->mono_ns = mono_now_ns();
-    CHECK(send_snapshot(pub, s) == 0);
+    CHECK(tp_send_snapshot(pub, s) == 0);
     CHECK(poll_until(&v, seq_is, want, 3));
     s->seq = 2 + 1000000000ull; /* a billion intervals in no time */
     s->mono_ns = mono_now_ns();
-    CHECK(send_snapshot(pub, s) == 0);
+    CHECK(tp_send_snapshot(pub, s) == 0);
     s->seq = 3;
     s->mono_ns = mono_now_ns() + 86400ull * 1000000000ull; /* a day ahead */
-    CHECK(send_snapshot(pub, s) == 0);
+    CHECK(tp_send_snapshot(pub, s) == 0);
     s->seq = 3, s->mono_ns = mono_now_ns();
-    CHECK(send_snapshot(pub, s) == 0);
+    CHECK(tp_send_snapshot(pub, s) == 0);
     want[1] = 3;
     CHECK(poll_until(&v, seq_is, want, 3));
     const nt_model_process *p = local_proc(&v, (uint32_t)me);
@@ -650,7 +555,7 @@ static void seq_and_clock_jumps_are_refused_and_restarts_kept(void) {
     CHECK(errors_with(&v, ep, "seq_jump") == 1 && errors_with(&v, ep, "clock_jump") == 1);
     /* A new incarnation: seq starts over, its clock went on. */
     s->seq = 1, s->mono_ns = mono_now_ns(), s->channels[0].steps = 77;
-    CHECK(send_snapshot(pub, s) == 0);
+    CHECK(tp_send_snapshot(pub, s) == 0);
     want[1] = 1;
     CHECK(poll_until(&v, seq_is, want, 3));
     CHECK(p && p->restarts == 1 && p->cur->channels[0].steps == 77);
@@ -658,7 +563,7 @@ static void seq_and_clock_jumps_are_refused_and_restarts_kept(void) {
      * jump: 300 sequence numbers at once are within the slack. */
     nap_ms(300);
     s->seq = 301, s->mono_ns = mono_now_ns();
-    CHECK(send_snapshot(pub, s) == 0);
+    CHECK(tp_send_snapshot(pub, s) == 0);
     want[1] = 301;
     CHECK(poll_until(&v, seq_is, want, 3));
     CHECK(p && p->lost_messages == 299);
@@ -666,9 +571,9 @@ static void seq_and_clock_jumps_are_refused_and_restarts_kept(void) {
   }
   nt_snapshot_free(s);
   if (pub) zmq_close(pub);
-  if (v.src) view_close(&v);
+  if (v.src) local_view_close(&v);
   if (zctx) zmq_ctx_term(zctx);
-  reap(me);
+  tp_reap(me);
   remove_dir(dir);
 }
 
@@ -677,9 +582,9 @@ static void the_simulators_virtual_clock_is_never_refused(void) {
   char dir[] = "/tmp/nccltop-virt-XXXXXX";
   CHECK(mkdtemp(dir) != NULL);
   pid_t job = start_job(dir, "2", true);
-  view v = {0};
+  local_view v = {0};
   uint32_t ranks = 2;
-  bool ok = job > 0 && wait_publishers(dir, 2, 10) && view_open(&v, dir) &&
+  bool ok = job > 0 && wait_publishers(dir, 2, 10) && local_view_open(&v, dir, NULL) &&
             poll_until(&v, ranks_live, &ranks, 10);
   CHECK(ok);
   poll_for(&v, 2.0);
@@ -689,7 +594,7 @@ static void the_simulators_virtual_clock_is_never_refused(void) {
   CHECK(snaps > 10);
   CHECK(ok && nt_model_total_refused(v.m) == 0);
   stop_group(&job);
-  if (v.src) view_close(&v);
+  if (v.src) local_view_close(&v);
   remove_dir(dir);
 }
 

@@ -14,6 +14,7 @@
 #include <zmq.h>
 
 #include "testlib.h"
+#include "lib/test_publisher.h"
 #include "../monitor/feeds/hostlist.h"
 #include "../monitor/commands/cli.h"
 #include "../monitor/core/model.h"
@@ -28,24 +29,7 @@ static double now(void) {
   return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-/* An XPUB on 127.0.0.1 and a free port; its port in *port. */
-static void *bind_relay(void *z, int *port) {
-  void *s = zmq_socket(z, ZMQ_XPUB);
-  int zero = 0;
-  char ep[64];
-  size_t n = sizeof ep;
-  if (!s || zmq_setsockopt(s, ZMQ_LINGER, &zero, sizeof zero) || zmq_bind(s, "tcp://127.0.0.1:*") ||
-      zmq_getsockopt(s, ZMQ_LAST_ENDPOINT, ep, &n)) {
-    if (s) zmq_close(s);
-    return NULL;
-  }
-  const char *colon = strrchr(ep, ':');
-  *port = colon ? atoi(colon + 1) : 0;
-  return s;
-}
-
 static int send_snapshot(void *s, uint32_t pid, const char *host) {
-  static uint8_t wire[1 << 16];
   nt_snapshot *snap = nt_snapshot_new();
   if (!snap) return -1;
   snap->major = NT_PROTO_MAJOR;
@@ -57,10 +41,9 @@ static int send_snapshot(void *s, uint32_t pid, const char *host) {
   snap->interval_ms = 100;
   snap->ncomms = 1;
   snap->comms[0] = (nt_comm_row){.comm_hash = 0x5eed, .rank = 0, .nranks = 1, .nnodes = 1};
-  size_t n = nt_snapshot_encode(snap, wire, sizeof wire);
+  int rc = tp_send_snapshot(s, snap);
   nt_snapshot_free(snap);
-  if (!n || zmq_send(s, NT_TOPIC_SNAPSHOT, strlen(NT_TOPIC_SNAPSHOT), ZMQ_SNDMORE) < 0) return -1;
-  return zmq_send(s, wire, n, 0) < 0 ? -1 : 0;
+  return rc;
 }
 
 static uint32_t from_host(nt_model *m, const char *host) {
@@ -76,7 +59,7 @@ static void hosts_and_hostfile_reach_every_relay(void) {
   void *relay[RELAYS] = {0};
   int port[RELAYS];
   bool ok = true;
-  for (int k = 0; k < RELAYS && ok; k++) ok = (relay[k] = bind_relay(z, &port[k])) != NULL;
+  for (int k = 0; k < RELAYS && ok; k++) ok = (relay[k] = tp_bind_tcp(z, &port[k])) != NULL;
   /* The first ten in --hosts, the rest in the file with a repeat and a comment. */
   char hosts[512] = "", path[] = "/tmp/nccltop-hosts-XXXXXX", want[1024];
   for (int k = 0; k < 10; k++)

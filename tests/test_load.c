@@ -21,23 +21,12 @@
 
 #include "scenario_harness.h"
 #include "vterm_harness.h"
+#include "lib/proc_status.h"
 
 static char dir[] = "/tmp/nccltop-loadtest-XXXXXX";
 static int ranks = 256;
 static double window_s = 8;
 static pid_t job = -1;
-
-static long proc_kb(pid_t pid, const char *key) {
-  char path[64], line[256];
-  snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
-  FILE *f = fopen(path, "r");
-  long v = -1;
-  size_t n = strlen(key);
-  while (f && fgets(line, sizeof line, f))
-    if (!strncmp(line, key, n) && line[n] == ':') v = atol(line + n + 1);
-  if (f) fclose(f);
-  return v;
-}
 
 static double proc_cpu_s(pid_t pid) {
   char path[64];
@@ -49,15 +38,6 @@ static double proc_cpu_s(pid_t pid) {
     ut = st = 0;
   if (f) fclose(f);
   return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
-}
-
-/* The viewer's ASan (if it has one) keeps freed memory only briefly, so its
- * RSS shows what the viewer holds, not ASan's quarantine. */
-static void quiet_asan_quarantine(void) {
-  const char *old = getenv("ASAN_OPTIONS");
-  char buf[512];
-  snprintf(buf, sizeof buf, "%s%squarantine_size_mb=4", old ? old : "", old && *old ? ":" : "");
-  setenv("ASAN_OPTIONS", buf, 1);
 }
 
 /* ---- batch ---- */
@@ -95,7 +75,7 @@ static void batch_viewer_keeps_every_publisher_on_time(void) {
   /* One more second for every process's second snapshot buffer, then the
    * measured window. */
   for (double end = now_s() + 1; all_at >= 0 && now_s() < end;) cJSON_Delete(viewer_frame(&v, end));
-  long rss0 = proc_kb(v.pid, "VmRSS");
+  long rss0 = proc_status_kb(v.pid, "VmRSS");
   double cpu0 = proc_cpu_s(v.pid), w0 = now_s();
   int frames = 0, fewest = ranks, most_stale = 0, frames_with_stale = 0, ended = 0;
   double max_gap = 0, last_arrival = w0, first_t = -1, last_t = 0, first_m = 0, last_m = 0;
@@ -121,7 +101,7 @@ static void batch_viewer_keeps_every_publisher_on_time(void) {
     lost = i.lost;
   }
   double cpu = proc_cpu_s(v.pid) - cpu0, wall = now_s() - w0;
-  long rss1 = proc_kb(v.pid, "VmRSS"), hwm = proc_kb(v.pid, "VmHWM");
+  long rss1 = proc_status_kb(v.pid, "VmRSS"), hwm = proc_status_kb(v.pid, "VmHWM");
   viewer_stop(&v);
   double rate = last_t > first_t ? (last_m - first_m) / (last_t - first_t) : 0;
   fprintf(stderr,
@@ -195,7 +175,9 @@ int main(void) {
   if (e && atoi(e) > 0) ranks = atoi(e) > 1024 ? 1024 : atoi(e);
   if ((e = getenv("NCCLTOP_LOAD_SECONDS")) && atof(e) > 0) window_s = atof(e);
   if (!mkdtemp(dir)) return perror("mkdtemp"), 1;
-  quiet_asan_quarantine();
+  /* the viewer's ASan (if it has one) keeps freed memory only briefly, so
+   * its RSS shows what the viewer holds, not ASan's quarantine */
+  free(asan_small_quarantine());
   nt_sim_config c;
   base_config(&c, dir);
   c.ranks = ranks;

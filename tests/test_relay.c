@@ -20,10 +20,8 @@
 static void two_viewers_through_a_relay_see_what_a_direct_one_sees(void) {
   job j;
   bool started = job_start(&j, 30);
-  unsigned port = rh_free_port();
-  char ep[64];
-  snprintf(ep, sizeof ep, "tcp://127.0.0.1:%u", port);
-  pid_t relay = started && port ? rh_relay(NULL, j.log, j.dir, port, NULL, NULL, NULL) : -1;
+  char ep[64] = "";
+  pid_t relay = started ? job_relay(&j, NULL, ep, NULL) : -1;
   static rh_viewer direct, a, b;
   bool ok = relay > 0 &&
             rh_viewer_start(&direct, NULL, 80, 100, "--dir", j.dir, NULL, NULL, NULL, NULL) &&
@@ -57,10 +55,8 @@ static void two_viewers_through_a_relay_see_what_a_direct_one_sees(void) {
 static void a_late_viewer_gets_full_snapshots(void) {
   job j;
   bool started = job_start(&j, 30);
-  unsigned port = rh_free_port();
-  char ep[64];
-  snprintf(ep, sizeof ep, "tcp://127.0.0.1:%u", port);
-  pid_t relay = started && port ? rh_relay(NULL, j.log, j.dir, port, NULL, NULL, NULL) : -1;
+  char ep[64] = "";
+  pid_t relay = started ? job_relay(&j, NULL, ep, NULL) : -1;
   static rh_viewer first, late;
   bool ok = relay > 0 &&
             rh_viewer_start(&first, NULL, 80, 100, "--dir", j.empty, "--connect", ep, NULL, NULL);
@@ -101,10 +97,9 @@ static void a_late_viewer_gets_full_snapshots(void) {
 static void a_viewer_recovers_when_the_relay_restarts(void) {
   job j;
   bool started = job_start(&j, 40);
-  unsigned port = rh_free_port();
-  char ep[64];
-  snprintf(ep, sizeof ep, "tcp://127.0.0.1:%u", port);
-  pid_t relay = started && port ? rh_relay(NULL, j.log, j.dir, port, NULL, NULL, NULL) : -1;
+  unsigned port = 0;
+  char ep[64] = "";
+  pid_t relay = started ? job_relay(&j, NULL, ep, &port) : -1;
   static rh_viewer v;
   bool ok = relay > 0 &&
             rh_viewer_start(&v, NULL, 200, 100, "--dir", j.empty, "--connect", ep, NULL, NULL);
@@ -169,34 +164,21 @@ static void a_relay_feeds_a_relay(void) {
  * connected throughout, sees both jobs' processes. */
 static void publishers_come_and_go(void) {
   job j;
-  memset(&j, 0, sizeof j);
-  snprintf(j.dir, sizeof j.dir, "/tmp/nccltop-relay-XXXXXX");
-  snprintf(j.empty, sizeof j.empty, "/tmp/nccltop-relayv-XXXXXX");
-  bool made = mkdtemp(j.dir) && mkdtemp(j.empty);
-  snprintf(j.log, sizeof j.log, "%s/relay.log", j.empty);
-  unsigned port = rh_free_port();
-  char ep[64];
-  snprintf(ep, sizeof ep, "tcp://127.0.0.1:%u", port);
-  pid_t relay = made && port ? rh_relay(NULL, j.log, j.dir, port, NULL, NULL, NULL) : -1;
+  bool made = job_dirs(&j);
+  char ep[64] = "";
+  pid_t relay = made ? job_relay(&j, NULL, ep, NULL) : -1;
   static rh_viewer v;
   bool ok = relay > 0 && rh_wait_file(j.log, "forwarding", 10) &&
             rh_viewer_start(&v, NULL, 300, 100, "--dir", j.empty, "--connect", ep, NULL, NULL);
-  static char plugin[PATH_MAX + 64];
-  snprintf(plugin, sizeof plugin, "%s/tests/libnccl-profiler-nccltop-test.so", rh_bindir);
   int seen_max = 0, nended = 0;
   double ended_pids[8];
   bool ended_seen = false;
   for (int round = 0; ok && round < 2; round++) {
-    nt_sim_config cfg;
-    nt_sim_defaults(&cfg);
-    cfg.ranks = 2;
-    cfg.comms = 1;
-    cfg.duration_s = 2;
-    cfg.plugin = plugin;
-    cfg.dir = j.dir;
-    cfg.interval_ms = 50;
-    cfg.quiet = true;
-    pid_t sim = nt_sim_spawn(&cfg);
+    job_config(&j);
+    j.cfg.ranks = 2;
+    j.cfg.comms = 1;
+    j.cfg.duration_s = 2;
+    pid_t sim = nt_sim_spawn(&j.cfg);
     double deadline = rh_now() + 12;
     cJSON *f;
     ended_seen = false;
@@ -250,28 +232,16 @@ static void publishers_come_and_go(void) {
  * and the stopped one, once resumed, shows its loss as lost_messages. */
 static void a_stopped_viewer_costs_only_its_own_messages(void) {
   job j;
-  memset(&j, 0, sizeof j);
-  snprintf(j.dir, sizeof j.dir, "/tmp/nccltop-relay-XXXXXX");
-  snprintf(j.empty, sizeof j.empty, "/tmp/nccltop-relayv-XXXXXX");
-  bool made = mkdtemp(j.dir) && mkdtemp(j.empty);
-  snprintf(j.log, sizeof j.log, "%s/relay.log", j.empty);
-  static char plugin[PATH_MAX + 64];
-  snprintf(plugin, sizeof plugin, "%s/tests/libnccl-profiler-nccltop-test.so", rh_bindir);
-  nt_sim_config cfg;
-  nt_sim_defaults(&cfg);
-  cfg.ranks = 4;
-  cfg.comms = 2;
-  cfg.channels = 8;
-  cfg.duration_s = 25;
-  cfg.plugin = plugin;
-  cfg.dir = j.dir;
-  cfg.interval_ms = 10;
-  cfg.quiet = true;
-  pid_t sim = made ? nt_sim_spawn(&cfg) : -1;
-  unsigned port = rh_free_port();
-  char ep[64];
-  snprintf(ep, sizeof ep, "tcp://127.0.0.1:%u", port);
-  pid_t relay = sim > 0 && port ? rh_relay(NULL, j.log, j.dir, port, "-q", NULL, NULL) : -1;
+  bool made = job_dirs(&j);
+  job_config(&j);
+  j.cfg.ranks = 4;
+  j.cfg.comms = 2;
+  j.cfg.channels = 8;
+  j.cfg.duration_s = 25;
+  j.cfg.interval_ms = 10;
+  pid_t sim = made ? nt_sim_spawn(&j.cfg) : -1;
+  char ep[64] = "";
+  pid_t relay = sim > 0 ? job_relay(&j, "-q", ep, NULL) : -1;
   static rh_viewer a, b;
   bool ok = relay > 0 &&
             rh_viewer_start(&a, NULL, 400, 100, "--dir", j.empty, "--connect", ep, NULL, NULL) &&

@@ -10,6 +10,7 @@
 #include "relay_harness.h"
 #include "testlib.h"
 #include "relay_job.h"
+#include "lib/proc_status.h"
 #include "../proto/nccltop_proto.h"
 #include "../sim/sim.h"
 
@@ -42,18 +43,6 @@ static bool relay_inbox(const char *dir, char *ep, size_t cap) {
   }
   if (d) closedir(d);
   return found;
-}
-
-static long status_kb(pid_t pid, const char *field) {
-  char path[64], line[256];
-  snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
-  FILE *f = fopen(path, "re");
-  long kb = -1;
-  size_t n = strlen(field);
-  while (f && fgets(line, sizeof line, f))
-    if (!strncmp(line, field, n) && line[n] == ':') kb = atol(line + n + 1);
-  if (f) fclose(f);
-  return kb;
 }
 
 static int count_lines_with(const char *path, const char *s) {
@@ -123,15 +112,9 @@ static pid_t hostile_viewer(const char *ep, double secs, bool distinct_only, con
  * ranks' CPU from 0.8 s to 7.8 s per 10 s.) */
 static void subscriptions_stop_at_the_relay(void) {
   job j;
-  memset(&j, 0, sizeof j);
-  snprintf(j.dir, sizeof j.dir, "/tmp/nccltop-relay-XXXXXX");
-  snprintf(j.empty, sizeof j.empty, "/tmp/nccltop-relayv-XXXXXX");
-  bool made = mkdtemp(j.dir) && mkdtemp(j.empty);
-  snprintf(j.log, sizeof j.log, "%s/relay.log", j.empty);
-  unsigned port = rh_free_port();
-  char ep[64], inbox[PATH_MAX + 16] = "";
-  snprintf(ep, sizeof ep, "tcp://127.0.0.1:%u", port);
-  pid_t relay = made && port ? rh_relay(NULL, j.log, j.dir, port, NULL, NULL, NULL) : -1;
+  bool made = job_dirs(&j);
+  char ep[64] = "", inbox[PATH_MAX + 16] = "";
+  pid_t relay = made ? job_relay(&j, NULL, ep, NULL) : -1;
   bool up = relay > 0 && rh_wait_file(j.log, "publishers connect to", 10) &&
             relay_inbox(j.dir, inbox, sizeof inbox);
   int go[2] = {-1, -1};
@@ -207,39 +190,18 @@ static void subscriptions_stop_at_the_relay(void) {
  * in 7 of 8 runs). */
 static void a_subscription_flood_costs_bounded_memory(void) {
   job j;
-  memset(&j, 0, sizeof j);
-  snprintf(j.dir, sizeof j.dir, "/tmp/nccltop-relay-XXXXXX");
-  snprintf(j.empty, sizeof j.empty, "/tmp/nccltop-relayv-XXXXXX");
-  bool made = mkdtemp(j.dir) && mkdtemp(j.empty);
-  snprintf(j.log, sizeof j.log, "%s/relay.log", j.empty);
-  static char plugin[PATH_MAX + 64];
-  snprintf(plugin, sizeof plugin, "%s/tests/libnccl-profiler-nccltop-test.so", rh_bindir);
-  nt_sim_config cfg;
-  nt_sim_defaults(&cfg);
-  cfg.ranks = 4;
-  cfg.comms = 1;
-  cfg.duration_s = 9;
-  cfg.plugin = plugin;
-  cfg.dir = j.dir;
-  cfg.interval_ms = 50;
-  cfg.quiet = true;
-  pid_t sim = made ? nt_sim_spawn(&cfg) : -1;
-  unsigned port = rh_free_port();
-  char ep[64];
-  snprintf(ep, sizeof ep, "tcp://127.0.0.1:%u", port);
-  /* A sanitized relay keeps what it frees in ASan's quarantine (256 MB by
-   * default): kept small, its peak memory shows what it holds. */
-  const char *asan = getenv("ASAN_OPTIONS");
-  char *asan_old = asan ? strdup(asan) : NULL, asan_new[512];
-  snprintf(asan_new, sizeof asan_new, "%s%squarantine_size_mb=4", asan ? asan : "",
-           asan && *asan ? ":" : "");
-  setenv("ASAN_OPTIONS", asan_new, 1);
-  pid_t relay = sim > 0 && port ? rh_relay(NULL, j.log, j.dir, port, "-q", NULL, NULL) : -1;
-  if (asan_old)
-    setenv("ASAN_OPTIONS", asan_old, 1);
-  else
-    unsetenv("ASAN_OPTIONS");
-  free(asan_old);
+  bool made = job_dirs(&j);
+  job_config(&j);
+  j.cfg.ranks = 4;
+  j.cfg.comms = 1;
+  j.cfg.duration_s = 9;
+  pid_t sim = made ? nt_sim_spawn(&j.cfg) : -1;
+  char ep[64] = "";
+  /* A sanitized relay with a small quarantine: its peak memory shows what
+   * it holds. */
+  char *asan_old = asan_small_quarantine();
+  pid_t relay = sim > 0 ? job_relay(&j, "-q", ep, NULL) : -1;
+  asan_options_restore(asan_old);
   static rh_viewer v;
   bool ok = relay > 0 &&
             rh_viewer_start(&v, NULL, 400, 250, "--dir", j.empty, "--connect", ep, NULL, NULL);
@@ -252,7 +214,7 @@ static void a_subscription_flood_costs_bounded_memory(void) {
     cJSON_Delete(f);
     if (procs >= 4) break;
   }
-  long hwm0 = status_kb(relay, "VmHWM");
+  long hwm0 = proc_status_kb(relay, "VmHWM");
   pid_t flood = m_before > 0 ? hostile_viewer(ep, 4, true, NULL) : -1;
   deadline = rh_now() + 4;
   while (flood > 0 && (f = rh_viewer_frame(&v, deadline))) {
@@ -260,7 +222,7 @@ static void a_subscription_flood_costs_bounded_memory(void) {
     cJSON_Delete(f);
   }
   if (flood > 0) rh_wait(flood, 10);
-  long hwm1 = status_kb(relay, "VmHWM");
+  long hwm1 = proc_status_kb(relay, "VmHWM");
   /* The job ends (9 s); the relay must outlive it. */
   int sim_rc = sim > 0 ? rh_wait(sim, 20) : -1;
   rh_sleep_ms(3000);
@@ -363,10 +325,8 @@ static pid_t other_user_subscriber(const char *ep, double secs, int out_fd) {
 static void another_user_gets_nothing_from_a_keyless_relay(void) {
   job j;
   bool started = job_start(&j, 30);
-  unsigned port = rh_free_port();
-  char ep[64];
-  snprintf(ep, sizeof ep, "tcp://127.0.0.1:%u", port);
-  pid_t relay = started && port ? rh_relay(NULL, j.log, j.dir, port, NULL, NULL, NULL) : -1;
+  char ep[64] = "";
+  pid_t relay = started ? job_relay(&j, NULL, ep, NULL) : -1;
   static rh_viewer v;
   bool ok = relay > 0 &&
             rh_viewer_start(&v, NULL, 80, 100, "--dir", j.empty, "--connect", ep, NULL, NULL);

@@ -15,27 +15,12 @@ static char nccltop[PATH_MAX + 16];
 
 /* ---- reading the screen by line ---- */
 
-/* Pumps until `ok(t, arg)` holds (read again on every pump: a read may
- * catch a line half redrawn), or the deadline; says what the screen shows
- * when it never did. */
-static bool wait_until(vt_term *t, double seconds, bool (*ok)(vt_term *, const void *),
-                       const void *arg, const char *what) {
-  double end = vt_now() + seconds;
-  do {
-    vt_pump(t, 50);
-    vt_text(t);
-    if (ok(t, arg)) return true;
-  } while (vt_now() < end);
-  fprintf(stderr, "    never: %s; the screen shows:\n%s\n", what, t->text);
-  return false;
-}
-
 static bool has_row(vt_term *t, const void *needles) {
   return row_with(t, needles) >= 0;
 }
 
 static bool wait_row(vt_term *t, double seconds, const char *const *needles) {
-  return wait_until(t, seconds, has_row, needles, needles[0]);
+  return vt_wait_until(t, seconds, has_row, needles, needles[0]);
 }
 
 static bool lacks_row(vt_term *t, const void *needles) {
@@ -43,40 +28,7 @@ static bool lacks_row(vt_term *t, const void *needles) {
 }
 
 static bool wait_no_row(vt_term *t, double seconds, const char *const *needles) {
-  return wait_until(t, seconds, lacks_row, needles, "a row gone");
-}
-
-/* `nccltop demo` in a private TMPDIR (its endpoint directory). */
-typedef struct {
-  vt_term t;
-  char tmp[64], env_tmp[96];
-  bool started;
-} demo_term;
-
-static bool demo_start(demo_term *d, int rows, int cols, char *const *extra) {
-  snprintf(d->tmp, sizeof d->tmp, "/tmp/nccltop-habits-XXXXXX");
-  if (!mkdtemp(d->tmp)) return false;
-  snprintf(d->env_tmp, sizeof d->env_tmp, "TMPDIR=%s", d->tmp);
-  char *argv[32] = {nccltop, "demo"};
-  int n = 2;
-  for (int i = 0; extra[i] && n < 30; i++) argv[n++] = extra[i];
-  argv[n] = NULL;
-  char *env[] = {d->env_tmp, NULL};
-  d->started = vt_start(&d->t, rows, cols, argv, env) == 0;
-  return d->started;
-}
-
-/* q quits (exit status 0); the directory goes whatever happened. */
-static bool demo_stop(demo_term *d, bool ok) {
-  if (d->started) {
-    vt_send(&d->t, "q");
-    if (ok) ok = vt_wait_exit(&d->t, 15) == 0;
-    vt_stop(&d->t);
-  }
-  char cmd[160];
-  snprintf(cmd, sizeof cmd, "rm -rf %s", d->tmp);
-  if (system(cmd) != 0) fprintf(stderr, "    cannot remove %s\n", d->tmp);
-  return ok;
+  return vt_wait_until(t, seconds, lacks_row, needles, "a row gone");
 }
 
 /* ---- help ---- */
@@ -133,17 +85,18 @@ static bool help_ends_on_a_full_page(vt_term *t, const void *arg) {
  * last page (it left one line); q closes the help without quitting, as
  * any other key does, and the scroll keys scroll it. */
 static void help_fits_80_columns_and_any_key_closes_it(void) {
-  demo_term d;
-  bool ok = demo_start(&d, 100, 80, (char *[]){"--ranks", "2", "--comms", "1", "-d", "200", NULL});
+  vt_demo d;
+  bool ok = vt_demo_start(&d, nccltop, 100, 80,
+                          (char *[]){"--ranks", "2", "--comms", "1", "-d", "200", NULL});
   if (ok) {
     vt_send(&d.t, "h");
     ok = vt_wait_for(&d.t, "[help]", 20) &&
-         wait_until(&d.t, 10, help_is_whole, NULL, "every help sentence whole at 80 columns");
+         vt_wait_until(&d.t, 10, help_is_whole, NULL, "every help sentence whole at 80 columns");
   }
   if (ok) {
     vt_resize(&d.t, 24, 80);
     vt_send(&d.t, "\033OF"); /* End */
-    ok = wait_until(&d.t, 5, help_ends_on_a_full_page, NULL, "End: a full last page");
+    ok = vt_wait_until(&d.t, 5, help_ends_on_a_full_page, NULL, "End: a full last page");
   }
   if (ok) {
     vt_send(&d.t, "\033OH"); /* Home scrolls, the help stays */
@@ -162,7 +115,7 @@ static void help_fits_80_columns_and_any_key_closes_it(void) {
     vt_send(&d.t, "x");
     ok = ok && wait_row(&d.t, 5, ROW("[collectives]"));
   }
-  CHECK(demo_stop(&d, ok));
+  CHECK(vt_demo_stop(&d, ok));
 }
 
 /* ---- the collectives view at 80 columns, and the filter ---- */
@@ -195,17 +148,18 @@ static bool shows_filtered(vt_term *t, const void *arg) {
  * and processes (only the proxy and channel views applied it), and the
  * header counts the ranks it keeps. */
 static void collectives_name_their_communicator_and_the_filter_applies_everywhere(void) {
-  demo_term d;
-  bool ok = demo_start(&d, 24, 80, (char *[]){"--ranks", "4", "--comms", "2", "-d", "200", NULL});
+  vt_demo d;
+  bool ok = vt_demo_start(&d, nccltop, 24, 80,
+                          (char *[]){"--ranks", "4", "--comms", "2", "-d", "200", NULL});
   if (ok) {
     vt_send(&d.t, "4");
     ok = wait_row(&d.t, 20, ROW("[collectives]")) &&
-         wait_until(&d.t, 20, both_comms_named, NULL, "a COMM column at 80 columns");
+         vt_wait_until(&d.t, 20, both_comms_named, NULL, "a COMM column at 80 columns");
   }
   if (ok) {
     vt_send(&d.t, "\\comm-1\r");
     filtered w = {"ranks 4/8", ROW("sim-comm-1 ", "AllReduce"), ROW("sim-comm-0"), NULL, -1};
-    ok = wait_until(&d.t, 10, shows_filtered, &w, "only sim-comm-1 in the collectives");
+    ok = vt_wait_until(&d.t, 10, shows_filtered, &w, "only sim-comm-1 in the collectives");
   }
   if (ok) {
     /* End: the operations in flight and just done, at the bottom. Sent
@@ -229,9 +183,9 @@ static void collectives_name_their_communicator_and_the_filter_applies_everywher
     ok = wait_row(&d.t, 5, ROW("sim-comm-0"));
     vt_send(&d.t, "\\0/4 sim-comm-1\r1");
     filtered w = {"ranks 1/8", ROW("sim-comm-1 ", "4/4"), ROW("sim-comm-0"), ROW(":", " live"), 1};
-    ok = ok && wait_until(&d.t, 10, shows_filtered, &w, "one communicator and one process");
+    ok = ok && vt_wait_until(&d.t, 10, shows_filtered, &w, "one communicator and one process");
   }
-  CHECK(demo_stop(&d, ok));
+  CHECK(vt_demo_stop(&d, ok));
 }
 
 /* ---- sort: the mark, the menu, the inverse; the channel grid ---- */
@@ -268,7 +222,7 @@ static bool shows_sorted(vt_term *t, const void *arg) {
 static bool wait_sorted(vt_term *t, const char *header, const char *const *title,
                         const char *first) {
   sorted_by w = {header, title, first};
-  return wait_until(t, 10, shows_sorted, &w, header);
+  return vt_wait_until(t, 10, shows_sorted, &w, header);
 }
 
 /* The sort menu's entry `name` is drawn reversed (its cursor). */
@@ -291,10 +245,10 @@ static bool menu_on(vt_term *t, const void *name) {
  * (v, the last rank first). The proxy view marks its % columns in text
  * (IDLE% was only reversed) and offers HOST:PID once. */
 static void sort_is_marked_and_has_a_menu_and_an_inverse(void) {
-  demo_term d;
-  bool ok =
-      demo_start(&d, 24, 80,
-                 (char *[]){"--ranks", "12", "--comms", "1", "--channels", "8", "-d", "200", NULL});
+  vt_demo d;
+  bool ok = vt_demo_start(
+      &d, nccltop, 24, 80,
+      (char *[]){"--ranks", "12", "--comms", "1", "--channels", "8", "-d", "200", NULL});
   if (ok) {
     vt_send(&d.t, "3");
     ok = wait_row(&d.t, 30, ROW("[channels]")) &&
@@ -310,11 +264,11 @@ static void sort_is_marked_and_has_a_menu_and_an_inverse(void) {
   }
   if (ok) {
     vt_send(&d.t, "\033[17~"); /* F6: the menu, on host */
-    ok = wait_until(&d.t, 5, menu_on, "host", "the sort menu on host");
+    ok = vt_wait_until(&d.t, 5, menu_on, "host", "the sort menu on host");
   }
   if (ok) {
     vt_send(&d.t, "\033OA"); /* Up: stalled first */
-    ok = wait_until(&d.t, 5, menu_on, "stalled first", "the menu's cursor on stalled first");
+    ok = vt_wait_until(&d.t, 5, menu_on, "stalled first", "the menu's cursor on stalled first");
   }
   if (ok) {
     vt_send(&d.t, "\r"); /* Enter picks it and closes the menu */
@@ -323,7 +277,7 @@ static void sort_is_marked_and_has_a_menu_and_an_inverse(void) {
   }
   if (ok) {
     vt_send(&d.t, "\033[17~"); /* F6, Esc: closed, nothing changed */
-    ok = wait_until(&d.t, 5, menu_on, "stalled first", "the menu on stalled first");
+    ok = vt_wait_until(&d.t, 5, menu_on, "stalled first", "the menu on stalled first");
     vt_send(&d.t, "\033");
     ok = ok && wait_no_row(&d.t, 5, ROW("Sort by")) &&
          wait_sorted(&d.t, "sort stalled first", ROW("RANK  COMM ", " HOST !^"), NULL);
@@ -340,7 +294,7 @@ static void sort_is_marked_and_has_a_menu_and_an_inverse(void) {
     vt_send(&d.t, "<<"); /* STATE, then host: HOST:PID's order, offered once */
     ok = wait_sorted(&d.t, "sort host", ROW("RANK", "HOST:PID^"), NULL);
   }
-  CHECK(demo_stop(&d, ok));
+  CHECK(vt_demo_stop(&d, ok));
 }
 
 static bool grid_aligned_with_more_to_the_right(vt_term *t, const void *arg) {
@@ -364,21 +318,21 @@ static bool grid_scrolled_both_ways(vt_term *t, const void *arg) {
  * columns shifted), a host as wide as its name (18 for "vm"), so five channels fit, and ">" says
  * more lie to the right (nothing said so; "<" came only after scrolling). */
 static void channel_grid_aligned_and_says_more_to_the_right(void) {
-  demo_term d;
-  bool ok =
-      demo_start(&d, 24, 80,
-                 (char *[]){"--ranks", "12", "--comms", "1", "--channels", "8", "-d", "200", NULL});
+  vt_demo d;
+  bool ok = vt_demo_start(
+      &d, nccltop, 24, 80,
+      (char *[]){"--ranks", "12", "--comms", "1", "--channels", "8", "-d", "200", NULL});
   if (ok) {
     vt_send(&d.t, "3");
     ok = wait_row(&d.t, 30, ROW("[channels]")) &&
-         wait_until(&d.t, 10, grid_aligned_with_more_to_the_right, NULL,
-                    "the grid aligned, five channels, > at the right");
+         vt_wait_until(&d.t, 10, grid_aligned_with_more_to_the_right, NULL,
+                       "the grid aligned, five channels, > at the right");
   }
   if (ok) {
     vt_send(&d.t, "\033OC\033OC\033OC\033OC\033OC\033OC"); /* Right to channel 6 */
-    ok = wait_until(&d.t, 10, grid_scrolled_both_ways, NULL, "< and > once scrolled");
+    ok = vt_wait_until(&d.t, 10, grid_scrolled_both_ways, NULL, "< and > once scrolled");
   }
-  CHECK(demo_stop(&d, ok));
+  CHECK(vt_demo_stop(&d, ok));
 }
 
 /* ---- the channel details at 80x24 ---- */
@@ -396,8 +350,9 @@ static bool details_end_shown(vt_term *t, const void *arg) {
  * what window the wait times cover, and scroll to their last line with
  * PgDn (recv_gpu_wait fell off the bottom). */
 static void channel_details_name_the_communicator_and_scroll(void) {
-  demo_term d;
-  bool ok = demo_start(&d, 24, 80, (char *[]){"--ranks", "4", "--comms", "2", "-d", "200", NULL});
+  vt_demo d;
+  bool ok = vt_demo_start(&d, nccltop, 24, 80,
+                          (char *[]){"--ranks", "4", "--comms", "2", "-d", "200", NULL});
   if (ok) {
     vt_send(&d.t, "3");
     ok = wait_row(&d.t, 30, ROW("[channels]")) && wait_row(&d.t, 10, ROW("0/4 ", "/"));
@@ -417,7 +372,7 @@ static void channel_details_name_the_communicator_and_scroll(void) {
     } while (!ok && vt_now() < end);
     if (!ok) fprintf(stderr, "    the details' end never showed:\n%s\n", d.t.text);
   }
-  CHECK(demo_stop(&d, ok));
+  CHECK(vt_demo_stop(&d, ok));
 }
 
 /* ---- the mouse ---- */
@@ -457,7 +412,7 @@ static bool header_says(vt_term *t, const void *what) {
 }
 
 static bool wait_header(vt_term *t, const char *what) {
-  return wait_until(t, 10, header_says, what, what);
+  return vt_wait_until(t, 10, header_says, what, what);
 }
 
 static bool proxy_cursor_on(vt_term *t, const void *rank) {
@@ -471,8 +426,9 @@ static bool proxy_cursor_on(vt_term *t, const void *rank) {
  * view; Help opens the help), the wheel scrolls, and in the help any click
  * closes it. */
 static void mouse_sorts_selects_scrolls_and_clicks_the_key_bar(void) {
-  demo_term d;
-  bool ok = demo_start(&d, 24, 100, (char *[]){"--ranks", "4", "--comms", "1", "-d", "200", NULL});
+  vt_demo d;
+  bool ok = vt_demo_start(&d, nccltop, 24, 100,
+                          (char *[]){"--ranks", "4", "--comms", "1", "-d", "200", NULL});
   if (ok) {
     vt_send(&d.t, "2");
     ok =
@@ -481,7 +437,7 @@ static void mouse_sorts_selects_scrolls_and_clicks_the_key_bar(void) {
   ok = ok && click_on(&d.t, ROW("RANK", "IDLE%")) && wait_header(&d.t, "sort IDLE%");
   ok = ok && click_on(&d.t, ROW("RANK", "IDLE%")) && wait_header(&d.t, "sort IDLE% (inverted)");
   ok = ok && click_on(&d.t, ROW("2/4 ", "sim-comm-0")) &&
-       wait_until(&d.t, 10, proxy_cursor_on, "2/4 ", "the cursor on the row clicked");
+       vt_wait_until(&d.t, 10, proxy_cursor_on, "2/4 ", "the cursor on the row clicked");
   ok = ok && click_on(&d.t, ROW("F1Help", "Sort")) &&
        wait_row(&d.t, 10, ROW("Sort by (Enter, Esc)"));
   ok = ok && click_on(&d.t, ROW(" host ")) && wait_header(&d.t, "sort host (inverted)") &&
@@ -502,7 +458,7 @@ static void mouse_sorts_selects_scrolls_and_clicks_the_key_bar(void) {
     mouse(&d.t, 0, 10, 10);
     ok = wait_header(&d.t, "[channels]");
   }
-  CHECK(demo_stop(&d, ok));
+  CHECK(vt_demo_stop(&d, ok));
 }
 
 /* ---- the key bar ---- */
@@ -510,8 +466,9 @@ static void mouse_sorts_selects_scrolls_and_clicks_the_key_bar(void) {
 /* Enter opens details only in the channels view: only there does the key
  * bar offer it (newcomer run 3, finding 24). */
 static void the_key_bar_offers_enter_only_where_it_opens_details(void) {
-  demo_term d;
-  bool ok = demo_start(&d, 24, 100, (char *[]){"--ranks", "4", "--comms", "1", "-d", "200", NULL});
+  vt_demo d;
+  bool ok = vt_demo_start(&d, nccltop, 24, 100,
+                          (char *[]){"--ranks", "4", "--comms", "1", "-d", "200", NULL});
   ok = ok && wait_header(&d.t, "[overview]") && wait_row(&d.t, 10, ROW("F1Help", "F10Quit")) &&
        wait_no_row(&d.t, 2, ROW("F1Help", "Detail"));
   if (ok) vt_send(&d.t, "3");
@@ -520,21 +477,21 @@ static void the_key_bar_offers_enter_only_where_it_opens_details(void) {
   ok = ok && wait_header(&d.t, "[collectives]") && wait_no_row(&d.t, 10, ROW("F1Help", "Detail"));
   if (ok) vt_send(&d.t, "2");
   ok = ok && wait_header(&d.t, "[proxy threads]") && wait_no_row(&d.t, 10, ROW("F1Help", "Detail"));
-  CHECK(demo_stop(&d, ok));
+  CHECK(vt_demo_stop(&d, ok));
 }
 
 /* --hide-columns: the collectives leave out what the user named. */
 static void hidden_columns_stay_hidden(void) {
-  demo_term d;
-  bool ok = demo_start(&d, 24, 120,
-                       (char *[]){"--ranks", "2", "--comms", "1", "-d", "200", "--hide-columns",
-                                  "done,Model%", NULL});
+  vt_demo d;
+  bool ok = vt_demo_start(&d, nccltop, 24, 120,
+                          (char *[]){"--ranks", "2", "--comms", "1", "-d", "200", "--hide-columns",
+                                     "done,Model%", NULL});
   if (ok) vt_send(&d.t, "4");
   ok = ok && wait_header(&d.t, "[collectives]") &&
        wait_row(&d.t, 30, ROW("COMMUNICATOR", "COUNT", "AVG TIME", "BUSBW")) &&
        wait_no_row(&d.t, 5, ROW("COMMUNICATOR", "DONE")) &&
        wait_no_row(&d.t, 5, ROW("COMMUNICATOR", "MODEL%"));
-  CHECK(demo_stop(&d, ok));
+  CHECK(vt_demo_stop(&d, ok));
 }
 
 int main(void) {

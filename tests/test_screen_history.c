@@ -83,61 +83,26 @@ static bool history_shown(vt_term *t, const void *arg) {
   return n >= w->want && len > 4 && strcmp(line + len - 3, "B/s") == 0;
 }
 
-static bool wait_until(vt_term *t, double seconds, bool (*ok)(vt_term *, const void *),
-                       const void *arg, const char *what) {
-  double end = vt_now() + seconds;
-  do {
-    vt_pump(t, 50);
-    vt_text(t);
-    if (ok(t, arg)) return true;
-  } while (vt_now() < end);
-  fprintf(stderr, "    never: %s; the screen shows:\n%s\n", what, t->text);
-  return false;
-}
-
-/* `nccltop demo` in a private TMPDIR, until q and its exit. */
-typedef struct {
-  vt_term t;
-  char tmp[64], env_tmp[96];
-  bool started;
-} demo_term;
-
-static bool demo_start(demo_term *d, int rows, int cols, bool ascii) {
-  snprintf(d->tmp, sizeof d->tmp, "/tmp/nccltop-history-XXXXXX");
-  if (!mkdtemp(d->tmp)) return false;
-  snprintf(d->env_tmp, sizeof d->env_tmp, "TMPDIR=%s", d->tmp);
-  char *argv[] = {nccltop, "demo", "--ranks", "4", "--comms", "1", ascii ? "--ascii" : NULL, NULL};
-  char *env[] = {d->env_tmp, NULL};
-  d->started = vt_start(&d->t, rows, cols, argv, env) == 0;
-  return d->started && vt_wait_for(&d->t, "sim-comm-0", 30);
-}
-
-static bool demo_stop(demo_term *d, bool ok) {
-  if (d->started) {
-    vt_send(&d->t, "q");
-    if (ok) ok = vt_wait_exit(&d->t, 15) == 0;
-    vt_stop(&d->t);
-  }
-  char cmd[160];
-  snprintf(cmd, sizeof cmd, "rm -rf %s", d->tmp);
-  if (system(cmd) != 0) fprintf(stderr, "    cannot remove %s\n", d->tmp);
-  return ok;
+/* `nccltop demo` with 4 ranks and one communicator, its first row shown. */
+static bool demo_start(vt_demo *d, int rows, int cols, bool ascii) {
+  char *extra[] = {"--ranks", "4", "--comms", "1", ascii ? "--ascii" : NULL, NULL};
+  return vt_demo_start(d, nccltop, rows, cols, extra) && vt_wait_for(&d->t, "sim-comm-0", 30);
 }
 
 static void sparkline_at_120_columns(void) {
-  demo_term d = {0};
+  vt_demo d = {0};
   spark_want w = {.ascii = false, .want = 3};
   bool ok = demo_start(&d, 24, 120, false) &&
-            wait_until(&d.t, 30, history_shown, &w, "3 samples of bus bandwidth");
-  CHECK(demo_stop(&d, ok));
+            vt_wait_until(&d.t, 30, history_shown, &w, "3 samples of bus bandwidth");
+  CHECK(vt_demo_stop(&d, ok));
 }
 
 static void ascii_levels_when_not_utf8(void) {
-  demo_term d = {0};
+  vt_demo d = {0};
   spark_want w = {.ascii = true, .want = 2};
   bool ok = demo_start(&d, 24, 120, true) &&
-            wait_until(&d.t, 30, history_shown, &w, "2 ASCII samples of bus bandwidth");
-  CHECK(demo_stop(&d, ok));
+            vt_wait_until(&d.t, 30, history_shown, &w, "2 ASCII samples of bus bandwidth");
+  CHECK(vt_demo_stop(&d, ok));
 }
 
 /* At 80 columns the history goes first: the header and the line are those
@@ -154,10 +119,10 @@ static bool narrow_without_history(vt_term *t, const void *arg) {
 }
 
 static void history_dropped_first_at_80_columns(void) {
-  demo_term d = {0};
+  vt_demo d = {0};
   bool ok = demo_start(&d, 24, 80, false) &&
-            wait_until(&d.t, 30, narrow_without_history, NULL, "the 80-column overview");
-  CHECK(demo_stop(&d, ok));
+            vt_wait_until(&d.t, 30, narrow_without_history, NULL, "the 80-column overview");
+  CHECK(vt_demo_stop(&d, ok));
 }
 
 int main(void) {

@@ -17,21 +17,9 @@
 #include <fcntl.h>
 
 #include "../sim/scenario.h"
+#include "lib/scenario_tweaks.h"
 
 /* ---- running the simulator under the recorder with a scenario ---- */
-
-typedef void (*tweak_fn)(nt_sim_config *c);
-
-static void tw_pxn(nt_sim_config *c) {
-  c->pxn = true;
-}
-static void tw_collnet(nt_sim_config *c) {
-  c->collnet = true;
-}
-static void tw_ce(nt_sim_config *c) {
-  c->ce = true;
-  c->nccl_version = 229;
-}
 
 static char kept[96]; /* the trace of the last run_kept */
 
@@ -458,22 +446,6 @@ static const char *altered(const nt_sim_config *c, int n, const char *repl, cons
   return altered_drop(c, n, repl, insert, 0);
 }
 
-/* Line n with the value after `key` replaced by `val`. */
-static const char *with_field(int n, const char *key, const char *val) {
-  static char out[600];
-  const char *l = lines[n - 1], *p = strstr(l, key);
-  if (!p) return l;
-  p += strlen(key);
-  size_t len = strcspn(p, " \n");
-  snprintf(out, sizeof out, "%.*s%s%s", (int)(p - l), l, val, p + len);
-  return out;
-}
-
-static const ev_t *first(bool (*pred)(const ev_t *)) {
-  for (int i = 0; i < tr.nev; i++)
-    if (pred(&tr.ev[i])) return &tr.ev[i];
-  return NULL;
-}
 static bool is_foreign_op(const ev_t *e) {
   return e->type == NT_EV_PROXY_OP && e->oppid != e->pid;
 }
@@ -495,7 +467,7 @@ static void grammar_refuses_bad_foreign_ops(void) {
   nt_sim_config c;
   CHECK(run_kept(&o, tw_pxn, &c) == 0 && read_kept());
   CHECK_STR(grammar_problem(&c), "none");
-  const ev_t *f = first(is_foreign_op);
+  const ev_t *f = first_event(is_foreign_op);
   CHECK(f != NULL);
   int line = f->line, pid = f->pid;
   long tid = f->tid;
@@ -506,11 +478,11 @@ static void grammar_refuses_bad_foreign_ops(void) {
     if (tr.ctx[i].pid == pid) exec = &tr.ctx[i];
   CHECK(exec != NULL);
   snprintf(buf, sizeof buf, "0x%llx", exec->ctx);
-  CHECK(strcmp(altered(&c, line, with_field(line, "ctx=", buf), NULL), "none"));
+  CHECK(strcmp(altered(&c, line, with_value(lines[line - 1], "ctx=", buf), NULL), "none"));
   /* a parent that is no Coll of the originating process */
-  CHECK(strcmp(altered(&c, line, with_field(line, "parent=", "0x1"), NULL), "none"));
+  CHECK(strcmp(altered(&c, line, with_value(lines[line - 1], "parent=", "0x1"), NULL), "none"));
   /* a receive run by another process */
-  CHECK(strcmp(altered(&c, line, with_field(line, "send=", "0"), NULL), "none"));
+  CHECK(strcmp(altered(&c, line, with_value(lines[line - 1], "send=", "0"), NULL), "none"));
   /* on another thread than the executor's proxy thread */
   snprintf(buf, sizeof buf, "%d %ld ", pid, tid + 100000);
   char moved[600];
@@ -518,7 +490,7 @@ static void grammar_refuses_bad_foreign_ops(void) {
   snprintf(moved, sizeof moved, "%s%s", buf, rest);
   CHECK(strcmp(altered(&c, line, moved, NULL), "none"));
   /* a pid of no process of the job */
-  CHECK(strcmp(altered(&c, line, with_field(line, " pid=", "1"), NULL), "none"));
+  CHECK(strcmp(altered(&c, line, with_value(lines[line - 1], " pid=", "1"), NULL), "none"));
   unlink(kept);
 }
 
@@ -527,7 +499,7 @@ static void grammar_refuses_bad_collnet_ops(void) {
   nt_sim_config c;
   CHECK(run_kept(&o, tw_collnet, &c) == 0 && read_kept());
   CHECK_STR(grammar_problem(&c), "none");
-  const ev_t *cn = first(is_collnet_op), *ring = first(is_ring_op);
+  const ev_t *cn = first_event(is_collnet_op), *ring = first_event(is_ring_op);
   CHECK(cn && ring);
   int cl = cn->line, rl = ring->stop_line;
   char stop[128], rec[160], step[300];
@@ -542,8 +514,8 @@ static void grammar_refuses_bad_collnet_ops(void) {
   /* a ring op NCCL's net transport never stopped */
   CHECK(strcmp(altered(&c, rl, NULL, NULL), "none"));
   /* a CollNet op that says isSend 1, or another peer than CollNet's */
-  CHECK(strcmp(altered(&c, cl, with_field(cl, "send=", "1"), NULL), "none"));
-  CHECK(strcmp(altered(&c, cl, with_field(cl, "peer=", "1"), NULL), "none"));
+  CHECK(strcmp(altered(&c, cl, with_value(lines[cl - 1], "send=", "1"), NULL), "none"));
+  CHECK(strcmp(altered(&c, cl, with_value(lines[cl - 1], "peer=", "1"), NULL), "none"));
   /* a CollNet op that is stopped, gets InProgress, or has a step */
   CHECK(strcmp(altered(&c, cl, lines[cl - 1], stop), "none"));
   CHECK(strcmp(altered(&c, cl, lines[cl - 1], rec), "none"));
@@ -556,7 +528,7 @@ static void grammar_refuses_bad_ce_events(void) {
   nt_sim_config c;
   CHECK(run_kept(&o, tw_ce, &c) == 0 && read_kept());
   CHECK_STR(grammar_problem(&c), "none");
-  const ev_t *sync = first(is_ce_sync), *coll = first(is_ce_coll);
+  const ev_t *sync = first_event(is_ce_sync), *coll = first_event(is_ce_coll);
   CHECK(sync && coll);
   int sl = sync->line, cl = coll->line, stop_line = coll->stop_line;
   char stop[600];
@@ -564,9 +536,9 @@ static void grammar_refuses_bad_ce_events(void) {
   char buf[64], rec[160];
   /* a CeSync outside its CeColl: parented to the CollApi */
   snprintf(buf, sizeof buf, "0x%llx", coll->parent);
-  CHECK(strcmp(altered(&c, sl, with_field(sl, "parent=", buf), NULL), "none"));
+  CHECK(strcmp(altered(&c, sl, with_value(lines[sl - 1], "parent=", buf), NULL), "none"));
   /* a CeColl under no CollApi, or with a state */
-  CHECK(strcmp(altered(&c, cl, with_field(cl, "parent=", "0x2"), NULL), "none"));
+  CHECK(strcmp(altered(&c, cl, with_value(lines[cl - 1], "parent=", "0x2"), NULL), "none"));
   snprintf(rec, sizeof rec,
            "%d %ld %llu record h=0x%llx state=22 args=1 size=0 appended=0 ptimer=0\n", coll->pid,
            coll->tid, coll->t, coll->h);

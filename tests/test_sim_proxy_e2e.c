@@ -6,6 +6,7 @@
  * under the recorder in test_sim_proxy.c. */
 #include "scenario_harness.h"
 #include "../sim/scenario.h"
+#include "lib/scenario_tweaks.h"
 
 /* ---- end to end: the real plugin and `nccltop -b --json` ---- */
 
@@ -244,17 +245,6 @@ static void end_to_end(void (*tw)(nt_sim_config *), int ranks, frame_check check
   tw(&c);
   held_since = 0;
   CHECK(run_until(&c, dir, check, 20, label));
-}
-
-static void tw_pxn(nt_sim_config *c) {
-  c->pxn = true;
-}
-static void tw_collnet(nt_sim_config *c) {
-  c->collnet = true;
-}
-static void tw_ce(nt_sim_config *c) {
-  c->ce = true;
-  c->nccl_version = 229;
 }
 
 static void end_to_end_pxn(void) {

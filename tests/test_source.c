@@ -11,6 +11,8 @@
 #include <zmq.h>
 
 #include "testlib.h"
+#include "lib/local_view.h"
+#include "lib/test_publisher.h"
 #include "../monitor/commands/cli.h"
 #include "../monitor/feeds/clock.h"
 #include "../monitor/core/model.h"
@@ -40,54 +42,6 @@ static size_t encode(const nt_snapshot *s, uint8_t *buf, size_t cap) {
   return s ? nt_snapshot_encode(s, buf, cap) : 0;
 }
 
-static void *publisher(void *zctx, const char *addr) {
-  void *s = zmq_socket(zctx, ZMQ_XPUB);
-  int zero = 0;
-  if (!s) return NULL;
-  if (zmq_setsockopt(s, ZMQ_LINGER, &zero, sizeof zero) != 0 || zmq_bind(s, addr) != 0) {
-    zmq_close(s);
-    return NULL;
-  }
-  return s;
-}
-
-static void *pid_publisher(void *zctx, const char *dir, pid_t pid) {
-  char ep[256];
-  return nt_endpoint_for_pid(dir, (uint32_t)pid, ep, sizeof ep) == 0 ? publisher(zctx, ep) : NULL;
-}
-
-static int send2(void *s, const char *topic, const void *data, size_t len) {
-  if (zmq_send(s, topic, strlen(topic), ZMQ_SNDMORE) < 0) return -1;
-  return zmq_send(s, data, len, 0) < 0 ? -1 : 0;
-}
-
-/* Polls the source until the publisher has seen a subscription (XPUB hands
- * it up as a message starting with 1). */
-static bool subscribed(void *pub, nt_source *src, nt_model *m) {
-  uint8_t msg[64];
-  for (int i = 0; i < 250; i++) {
-    nt_source_poll(src, m, 20);
-    if (zmq_recv(pub, msg, sizeof msg, ZMQ_DONTWAIT) > 0 && msg[0] == 1) return true;
-  }
-  return false;
-}
-
-static pid_t idle_child(void) {
-  pid_t pid = fork();
-  if (pid == 0) {
-    alarm(120); /* never outlive a test that failed before reaping it */
-    pause();
-    _exit(0);
-  }
-  return pid;
-}
-
-static void reap(pid_t pid) {
-  if (pid <= 0) return;
-  kill(pid, SIGKILL);
-  waitpid(pid, NULL, 0);
-}
-
 static void remove_dir(const char *dir) {
   char cmd[128];
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
@@ -113,45 +67,38 @@ static int count_errors(nt_model *m, const char *source, const char *text, bool 
 static void bad_messages_are_reported_and_good_publishers_kept(void) {
   char dir[] = "/tmp/nccltop-src-XXXXXX", bad_ep[256];
   CHECK(mkdtemp(dir) != NULL);
-  pid_t other = idle_child(); /* a live pid to name the second publisher's socket */
+  pid_t other = tp_idle_child(); /* a live pid to name the second publisher's socket */
   CHECK(other > 0);
   void *zctx = zmq_ctx_new();
-  void *good = pid_publisher(zctx, dir, getpid()), *bad = pid_publisher(zctx, dir, other);
+  void *good = tp_bind_pid(zctx, dir, getpid()), *bad = tp_bind_pid(zctx, dir, other);
   nt_endpoint_for_pid(dir, (uint32_t)other, bad_ep, sizeof bad_ep);
-  nt_options o;
-  nt_options_defaults(&o);
-  o.dir = dir;
-  char err[256];
-  nt_model *m = nt_model_new();
-  nt_source *src = nt_source_open(&o, err, sizeof err);
-  bool ok = good && bad && m && src && subscribed(good, src, m) && subscribed(bad, src, m);
+  local_view v;
+  bool opened = local_view_open(&v, dir, NULL);
+  nt_model *m = v.m;
+  nt_source *src = v.src;
+  bool ok = good && bad && opened && tp_subscribed(good, src, m) && tp_subscribed(bad, src, m);
   static uint8_t buf[1 << 16], v9[1 << 16];
   nt_snapshot *g1 = snap((uint32_t)getpid(), "good", 1, 42);
   nt_snapshot *b1 = snap((uint32_t)other, "other", 1, 7);
   size_t n = encode(g1, buf, sizeof buf);
-  char hello[1024], comm[512];
-  nt_hello h = {.major = NT_PROTO_MAJOR, .pid = (uint32_t)getpid()};
-  snprintf(h.host, sizeof h.host, "good");
-  snprintf(h.nccl_version, sizeof h.nccl_version, "2.28.9");
-  nt_comm_info ci = {.pid = (uint32_t)getpid(), .comm_hash = HASH, .name = "world", .nranks = 2};
-  size_t hn = nt_hello_encode(&h, hello, sizeof hello), cn = nt_comm_encode(&ci, comm, sizeof comm);
-  if (ok && n && hn && cn) {
-    ok = send2(good, NT_TOPIC_HELLO, hello, hn) == 0 && send2(good, NT_TOPIC_COMM, comm, cn) == 0 &&
-         send2(good, NT_TOPIC_SNAPSHOT, buf, n) == 0;
-    send2(bad, NT_TOPIC_SNAPSHOT, "garbage", 7);
-    send2(bad, NT_TOPIC_SNAPSHOT, buf, n / 2); /* truncated */
+  if (ok && n) {
+    ok = tp_send_hello(good, (uint32_t)getpid(), "good", "2.28.9") == 0 &&
+         tp_send_comm(good, (uint32_t)getpid(), HASH, "world") == 0 &&
+         tp_send2(good, NT_TOPIC_SNAPSHOT, buf, n) == 0;
+    tp_send2(bad, NT_TOPIC_SNAPSHOT, "garbage", 7);
+    tp_send2(bad, NT_TOPIC_SNAPSHOT, buf, n / 2); /* truncated */
     memcpy(v9, buf, n);
     v9[4] = 9; /* major version 9 */
-    send2(bad, NT_TOPIC_SNAPSHOT, v9, n);
+    tp_send2(bad, NT_TOPIC_SNAPSHOT, v9, n);
     zmq_send(bad, NT_TOPIC_SNAPSHOT, strlen(NT_TOPIC_SNAPSHOT), ZMQ_SNDMORE);
     zmq_send(bad, "a", 1, ZMQ_SNDMORE);
     zmq_send(bad, "b", 1, 0);                                       /* three frames */
     zmq_send(bad, NT_TOPIC_SNAPSHOT, strlen(NT_TOPIC_SNAPSHOT), 0); /* one frame */
-    send2(bad, "nccltop.bogus\x1b[2J", "x", 1);
-    send2(bad, "nccltop.future", "x", 1); /* a newer publisher's topic: skipped, no error */
-    send2(bad, NT_TOPIC_HELLO, "{\"v\":\"1.0\"", 10);
+    tp_send2(bad, "nccltop.bogus\x1b[2J", "x", 1);
+    tp_send2(bad, "nccltop.future", "x", 1); /* a newer publisher's topic: skipped, no error */
+    tp_send2(bad, NT_TOPIC_HELLO, "{\"v\":\"1.0\"", 10);
     size_t bn = encode(b1, buf, sizeof buf); /* and then a good one from the same publisher */
-    send2(bad, NT_TOPIC_SNAPSHOT, buf, bn);
+    tp_send2(bad, NT_TOPIC_SNAPSHOT, buf, bn);
     for (int i = 0; i < 250 && (nt_model_nerrors(m) < 7 || nt_model_nprocesses(m) < 2); i++)
       nt_source_poll(src, m, 20);
   }
@@ -184,9 +131,9 @@ static void bad_messages_are_reported_and_good_publishers_kept(void) {
   g1->seq = 2, g1->channels[0].steps = 43;
   b1->seq = 2, b1->channels[0].steps = 8;
   n = encode(g1, buf, sizeof buf);
-  CHECK(send2(good, NT_TOPIC_SNAPSHOT, buf, n) == 0);
+  CHECK(tp_send2(good, NT_TOPIC_SNAPSHOT, buf, n) == 0);
   n = encode(b1, buf, sizeof buf);
-  CHECK(send2(bad, NT_TOPIC_SNAPSHOT, buf, n) == 0);
+  CHECK(tp_send2(bad, NT_TOPIC_SNAPSHOT, buf, n) == 0);
   for (int i = 0; i < 250 && (p->cur->seq != 2 || q->cur->seq != 2); i++)
     nt_source_poll(src, m, 20);
   CHECK_EQ_U64(p->cur->channels[0].steps, 43);
@@ -195,45 +142,41 @@ static void bad_messages_are_reported_and_good_publishers_kept(void) {
   CHECK_EQ_U64(nt_model_total_bad(m), 7);
   nt_snapshot_free(g1);
   nt_snapshot_free(b1);
-  nt_source_close(src);
-  nt_model_free(m);
+  local_view_close(&v);
   zmq_close(good);
   zmq_close(bad);
   zmq_ctx_term(zctx);
-  reap(other);
+  tp_reap(other);
   remove_dir(dir);
 }
 
 static void a_dead_publisher_is_dropped_and_its_data_kept_as_ended(void) {
   char dir[] = "/tmp/nccltop-src-XXXXXX";
   CHECK(mkdtemp(dir) != NULL);
-  pid_t child = idle_child();
+  pid_t child = tp_idle_child();
   CHECK(child > 0);
   void *zctx = zmq_ctx_new();
-  void *pub = pid_publisher(zctx, dir, child);
-  nt_options o;
-  nt_options_defaults(&o);
-  o.dir = dir;
-  char err[256];
-  nt_model *m = nt_model_new();
-  nt_source *src = nt_source_open(&o, err, sizeof err);
-  bool ok = pub && m && src && subscribed(pub, src, m);
+  void *pub = tp_bind_pid(zctx, dir, child);
+  local_view v;
+  bool opened = local_view_open(&v, dir, NULL);
+  nt_model *m = v.m;
+  nt_source *src = v.src;
+  bool ok = pub && opened && tp_subscribed(pub, src, m);
   static uint8_t buf[1 << 16];
   nt_snapshot *s = snap((uint32_t)child, "node", 1, 5);
   size_t n = encode(s, buf, sizeof buf);
-  ok = ok && n && send2(pub, NT_TOPIC_SNAPSHOT, buf, n) == 0;
+  ok = ok && n && tp_send2(pub, NT_TOPIC_SNAPSHOT, buf, n) == 0;
   for (int i = 0; ok && i < 250 && nt_model_nprocesses(m) == 0; i++) nt_source_poll(src, m, 20);
   CHECK(ok);
   CHECK(nt_source_nendpoints(src) == 1);
-  reap(child); /* its socket file stays: only the pid tells */
+  tp_reap(child); /* its socket file stays: only the pid tells */
   for (int i = 0; i < 100 && nt_source_nendpoints(src) == 1; i++) nt_source_poll(src, m, 20);
   CHECK(nt_source_nendpoints(src) == 0);
   const nt_model_process *p = find_pid(m, (uint32_t)child);
   CHECK(p && p->ended);
   CHECK(p->cur && p->cur->channels[0].steps == 5); /* still visible */
   nt_snapshot_free(s);
-  nt_source_close(src);
-  nt_model_free(m);
+  local_view_close(&v);
   zmq_close(pub);
   zmq_ctx_term(zctx);
   remove_dir(dir);
@@ -244,19 +187,16 @@ static void connect_endpoints_are_subscribed_too(void) {
   CHECK(mkdtemp(dir) != NULL);
   snprintf(relay, sizeof relay, "ipc://%s/relay", dir); /* not a <pid>.sock name */
   void *zctx = zmq_ctx_new();
-  void *pub = publisher(zctx, relay);
-  nt_options o;
-  nt_options_defaults(&o);
-  o.dir = dir;
-  o.connect[o.nconnect++] = relay;
-  char err[256];
-  nt_model *m = nt_model_new();
-  nt_source *src = nt_source_open(&o, err, sizeof err);
-  bool ok = pub && m && src && subscribed(pub, src, m);
+  void *pub = tp_bind(zctx, relay);
+  local_view v;
+  bool opened = local_view_open(&v, dir, relay);
+  nt_model *m = v.m;
+  nt_source *src = v.src;
+  bool ok = pub && opened && tp_subscribed(pub, src, m);
   static uint8_t buf[1 << 16];
   nt_snapshot *s = snap(4000001, "remote-node", 1, 9); /* a pid that is not ours */
   size_t n = encode(s, buf, sizeof buf);
-  ok = ok && n && send2(pub, NT_TOPIC_SNAPSHOT, buf, n) == 0;
+  ok = ok && n && tp_send2(pub, NT_TOPIC_SNAPSHOT, buf, n) == 0;
   for (int i = 0; ok && i < 250 && nt_model_nprocesses(m) == 0; i++) nt_source_poll(src, m, 20);
   CHECK(ok);
   const nt_model_process *p = find_pid(m, 4000001);
@@ -265,8 +205,7 @@ static void connect_endpoints_are_subscribed_too(void) {
   for (int i = 0; i < 60; i++) nt_source_poll(src, m, 20); /* past a directory scan */
   CHECK(nt_source_nendpoints(src) == 1 && !p->ended);
   nt_snapshot_free(s);
-  nt_source_close(src);
-  nt_model_free(m);
+  local_view_close(&v);
   zmq_close(pub);
   zmq_ctx_term(zctx);
   remove_dir(dir);
@@ -277,14 +216,11 @@ static void a_silent_connect_endpoint_is_noted_once(void) {
   char dir[] = "/tmp/nccltop-src-XXXXXX", nobody[128];
   CHECK(mkdtemp(dir) != NULL);
   snprintf(nobody, sizeof nobody, "ipc://%s/nobody", dir);
-  nt_options o;
-  nt_options_defaults(&o);
-  o.dir = dir;
-  o.connect[o.nconnect++] = nobody;
-  char err[256];
-  nt_model *m = nt_model_new();
-  nt_source *src = nt_source_open(&o, err, sizeof err);
-  CHECK(m && src);
+  local_view v;
+  bool opened = local_view_open(&v, dir, nobody);
+  nt_model *m = v.m;
+  nt_source *src = v.src;
+  CHECK(opened);
   double t0 = nt_now_s();
   while (nt_now_s() - t0 < 2.0) nt_source_poll(src, m, 50);
   CHECK(nt_model_nerrors(m) == 0); /* not yet: a publisher may be slow to answer */
@@ -298,8 +234,7 @@ static void a_silent_connect_endpoint_is_noted_once(void) {
                "resolve, or not reachable") != NULL);
   CHECK_EQ_U64(nt_model_total_bad(m), 0);
   CHECK(nt_source_nendpoints(src) == 1); /* still connected, still trying */
-  nt_source_close(src);
-  nt_model_free(m);
+  local_view_close(&v);
   remove_dir(dir);
 }
 
@@ -308,20 +243,17 @@ static void a_refused_directory_is_noted_once_not_as_a_bad_message(void) {
   CHECK(mkdtemp(base) != NULL);
   snprintf(dir, sizeof dir, "%s/open", base);
   CHECK(mkdir(dir, 0755) == 0 && chmod(dir, 0755) == 0);
-  nt_options o;
-  nt_options_defaults(&o);
-  o.dir = dir;
-  char err[256];
-  nt_model *m = nt_model_new();
-  nt_source *src = nt_source_open(&o, err, sizeof err);
-  CHECK(m && src);
+  local_view v;
+  bool opened = local_view_open(&v, dir, NULL);
+  nt_model *m = v.m;
+  nt_source *src = v.src;
+  CHECK(opened);
   double t0 = nt_now_s();
   while (nt_now_s() - t0 < 1.3) nt_source_poll(src, m, 50); /* two scans */
   CHECK(nt_model_nerrors(m) == 1);
   CHECK(strstr(nt_model_error_at(m, 0)->text, "accessible to other users") != NULL);
   CHECK_EQ_U64(nt_model_total_bad(m), 0);
-  nt_source_close(src);
-  nt_model_free(m);
+  local_view_close(&v);
   remove_dir(base);
 }
 
@@ -330,14 +262,12 @@ static void poll_returns_within_its_timeout(void) {
   char dir[] = "/tmp/nccltop-src-XXXXXX";
   CHECK(mkdtemp(dir) != NULL);
   void *zctx = zmq_ctx_new();
-  void *pub = pid_publisher(zctx, dir, getpid()); /* connected, silent */
-  nt_options o;
-  nt_options_defaults(&o);
-  o.dir = dir;
-  char err[256];
-  nt_model *m = nt_model_new();
-  nt_source *src = nt_source_open(&o, err, sizeof err);
-  CHECK(pub && m && src && subscribed(pub, src, m));
+  void *pub = tp_bind_pid(zctx, dir, getpid()); /* connected, silent */
+  local_view v;
+  bool opened = local_view_open(&v, dir, NULL);
+  nt_model *m = v.m;
+  nt_source *src = v.src;
+  CHECK(pub && opened && tp_subscribed(pub, src, m));
   double t0 = nt_now_s();
   int got = nt_source_poll(src, m, 100);
   double took = nt_now_s() - t0;
@@ -347,8 +277,7 @@ static void poll_returns_within_its_timeout(void) {
   CHECK(nt_source_poll(src, m, 0) == 0);
   CHECK(nt_source_poll(src, m, -1) == 0); /* never "forever" */
   CHECK(nt_now_s() - t0 < 2.0);
-  nt_source_close(src);
-  nt_model_free(m);
+  local_view_close(&v);
   zmq_close(pub);
   zmq_ctx_term(zctx);
   remove_dir(dir);

@@ -12,56 +12,7 @@
 #include <unistd.h>
 
 #include "testlib.h"
-#include "../topo/topo.h"
-
-static const char *shared_dir(void) {
-  const char *d = getenv("NCCLTOP_SHARED_TOPOLOGIES");
-  if (d && *d && access(d, R_OK) == 0) return d;
-  return access("../shared/topologies", R_OK) == 0 ? "../shared/topologies" : NULL;
-}
-
-static nt_topo *load(const char *dir, const char *file) {
-  char path[512], err[512];
-  snprintf(path, sizeof path, "%s/%s", dir, file);
-  nt_topo *t = nt_topo_load_file(path, err, sizeof err);
-  if (!t) fprintf(stderr, "    %s\n", err);
-  return t;
-}
-
-static bool compute(nt_topo *t, int version, const char *a, const char *b) {
-  nt_topo_env e;
-  char err[512];
-  nt_topo_env_defaults(&e);
-  e.version = version;
-  if ((a && nt_topo_env_set(&e, a, err, sizeof err) != 0) ||
-      (b && nt_topo_env_set(&e, b, err, sizeof err) != 0) ||
-      nt_topo_compute(t, &e, err, sizeof err) != 0) {
-    fprintf(stderr, "    %s\n", err);
-    return false;
-  }
-  return true;
-}
-
-static int idx(const nt_topo *t, const char *label) {
-  for (int i = 0; i < nt_topo_ngpus(t) + nt_topo_nnets(t); i++) {
-    nt_topo_endpoint e;
-    nt_topo_endpoint_at(t, i, &e);
-    if (!strcmp(e.label, label)) return i;
-  }
-  return -1;
-}
-
-static nt_topo_pair pair(const nt_topo *t, const char *a, const char *b) {
-  nt_topo_pair p;
-  memset(&p, 0, sizeof p);
-  p.type = -1;
-  nt_topo_pair_at(t, idx(t, a), idx(t, b), &p);
-  return p;
-}
-
-static bool near(double a, double b) {
-  return fabs(a - b) < 1e-3;
-}
+#include "lib/topo_fixture.h"
 
 /* The route as "GPU0 NVS GPU1 ..." for checks on the hops. */
 static const char *route(const nt_topo *t, const nt_topo_pair *p) {
@@ -87,46 +38,47 @@ static const char *route(const nt_topo *t, const nt_topo_pair *p) {
  * 2.5 GT/s x1 = 1 x 15 / 80 = 0.1875 GB/s, and NCCL takes it at face value;
  * the other socket is SYS over the Sapphire Rapids link (model 143: 22). */
 static void ibm_h100_nvswitch_matches_nccl(void) {
-  const char *dir = shared_dir();
-  nt_topo *t = load(dir, "ibm-gx3d-h100-8gpu-8nic.xml");
+  const char *dir = tf_shared_dir();
+  nt_topo *t = tf_load(dir, "ibm-gx3d-h100-8gpu-8nic.xml");
   CHECK(t != NULL);
   CHECK(nt_topo_ngpus(t) == 8 && nt_topo_nnets(t) == 8);
-  nt_topo_pair p = pair(t, "GPU0", "GPU5");
-  CHECK(p.type == NT_PATH_NVL && near(p.bw, 370.8) && p.hops == 2 && p.p2p && !p.p2p_read);
+  nt_topo_pair p = tf_pair(t, "GPU0", "GPU5");
+  CHECK(p.type == NT_PATH_NVL && tf_near(p.bw, 370.8) && p.hops == 2 && p.p2p && !p.p2p_read);
   CHECK_STR(route(t, &p), "GPU0 > NVS > GPU5");
   nt_topo_endpoint net0;
-  nt_topo_endpoint_at(t, idx(t, "NET0"), &net0);
+  nt_topo_endpoint_at(t, tf_endpoint(t, "NET0"), &net0);
   CHECK_STR(net0.name, "mlx5_7");
-  CHECK(net0.dev == 7 && net0.local_gpu == 0 && near(net0.speed_gbs, 25));
-  p = pair(t, "GPU0", "NET0");
-  CHECK(p.type == NT_PATH_PIX && near(p.bw, 25) && p.gdr && p.gdr_read && !p.pxn && p.hops == 3);
-  p = pair(t, "GPU0", "NET1");
-  CHECK(p.type == NT_PATH_PXN && near(p.bw, 25) && p.pxn && p.via_gpu == 1 && p.gdr && p.gdr_read);
+  CHECK(net0.dev == 7 && net0.local_gpu == 0 && tf_near(net0.speed_gbs, 25));
+  p = tf_pair(t, "GPU0", "NET0");
+  CHECK(p.type == NT_PATH_PIX && tf_near(p.bw, 25) && p.gdr && p.gdr_read && !p.pxn && p.hops == 3);
+  p = tf_pair(t, "GPU0", "NET1");
+  CHECK(p.type == NT_PATH_PXN && tf_near(p.bw, 25) && p.pxn && p.via_gpu == 1 && p.gdr &&
+        p.gdr_read);
   CHECK_STR(route(t, &p), "GPU0 > NVS > GPU1 > PCI 0000:ab:00.0 > NIC 0000:ad:00.0 > NET1");
-  p = pair(t, "NET1", "GPU0"); /* PXN is only GPU->NIC; back it is PCIe via CPU0 */
-  CHECK(p.type == NT_PATH_PHB && near(p.bw, 0.1875));
+  p = tf_pair(t, "NET1", "GPU0"); /* PXN is only GPU->NIC; back it is PCIe via CPU0 */
+  CHECK(p.type == NT_PATH_PHB && tf_near(p.bw, 0.1875));
   CHECK(!p.pxn && p.via_gpu == -1); /* and names no relay GPU */
-  p = pair(t, "NET0", "GPU4");
-  CHECK(p.type == NT_PATH_SYS && near(p.bw, 0.1875));
+  p = tf_pair(t, "NET0", "GPU4");
+  CHECK(p.type == NT_PATH_SYS && tf_near(p.bw, 0.1875));
   bool saw_spr = false;
-  for (int k = 0; k < p.hops; k++) saw_spr |= near(p.hop_bw[k], 22);
+  for (int k = 0; k < p.hops; k++) saw_spr |= tf_near(p.hop_bw[k], 22);
   CHECK(saw_spr);
   /* PXN off: GPU0->NET1 goes up the slow bridge through the CPU: PHB, and
    * GDR (level PXB) is off. */
-  CHECK(compute(t, NT_NCCL_228, "NCCL_PXN_DISABLE=1", NULL));
-  p = pair(t, "GPU0", "NET1");
-  CHECK(p.type == NT_PATH_PHB && near(p.bw, 0.1875) && !p.pxn && !p.gdr);
+  CHECK(tf_compute(t, NT_NCCL_228, "NCCL_PXN_DISABLE=1", NULL));
+  p = tf_pair(t, "GPU0", "NET1");
+  CHECK(p.type == NT_PATH_PHB && tf_near(p.bw, 0.1875) && !p.pxn && !p.gdr);
   /* GDR read off: 2.28 keeps PXN (send side without GDR read); 2.30 wants
    * GDR read on the relay for PXN, so the GPU goes up its own bridge. */
-  CHECK(compute(t, NT_NCCL_228, "NCCL_NET_GDR_READ=0", NULL));
-  p = pair(t, "GPU0", "NET1");
+  CHECK(tf_compute(t, NT_NCCL_228, "NCCL_NET_GDR_READ=0", NULL));
+  p = tf_pair(t, "GPU0", "NET1");
   CHECK(p.type == NT_PATH_PXN && p.gdr && !p.gdr_read);
-  CHECK(compute(t, NT_NCCL_230, "NCCL_NET_GDR_READ=0", NULL));
-  p = pair(t, "GPU0", "NET1");
-  CHECK(p.type == NT_PATH_PHB && !p.pxn && near(p.bw, 0.1875));
+  CHECK(tf_compute(t, NT_NCCL_230, "NCCL_NET_GDR_READ=0", NULL));
+  p = tf_pair(t, "GPU0", "NET1");
+  CHECK(p.type == NT_PATH_PHB && !p.pxn && tf_near(p.bw, 0.1875));
   /* 2.30 counts the GPU->DEV hops: GPU DEV NVS DEV GPU. */
-  p = pair(t, "GPU0", "GPU5");
-  CHECK(p.type == NT_PATH_NVL && p.hops == 4 && near(p.bw, 370.8));
+  p = tf_pair(t, "GPU0", "GPU5");
+  CHECK(p.type == NT_PATH_NVL && p.hops == 4 && tf_near(p.bw, 370.8));
   nt_topo_free(t);
 }
 
@@ -140,28 +92,28 @@ static void ibm_h100_nvswitch_matches_nccl(void) {
  * 10 GB/s between the sockets. GPU2's own NIC is NET2, so it reaches NET1
  * PXN through NET1's local GPU, GPU0. */
 static void simai_a100_broadcom_matches_nccl(void) {
-  const char *dir = shared_dir();
-  nt_topo *t = load(dir, "simai-8xa100-bcm-5nic.xml");
+  const char *dir = tf_shared_dir();
+  nt_topo *t = tf_load(dir, "simai-8xa100-bcm-5nic.xml");
   CHECK(t != NULL);
-  nt_topo_pair p = pair(t, "GPU0", "GPU1");
-  CHECK(p.type == NT_PATH_NVL && near(p.bw, 240) && p.p2p && p.p2p_read);
-  p = pair(t, "GPU0", "NET1");
-  CHECK(p.type == NT_PATH_PXB && near(p.bw, 24) && p.gdr && p.hops == 4);
+  nt_topo_pair p = tf_pair(t, "GPU0", "GPU1");
+  CHECK(p.type == NT_PATH_NVL && tf_near(p.bw, 240) && p.p2p && p.p2p_read);
+  p = tf_pair(t, "GPU0", "NET1");
+  CHECK(p.type == NT_PATH_PXB && tf_near(p.bw, 24) && p.gdr && p.hops == 4);
   CHECK_STR(route(t, &p), "GPU0 > PCI 0000:11:00.0 > PCI 0000:0c:00.0 > NIC 0000:1a:00.0 > NET1");
-  p = pair(t, "GPU0", "NET0");
+  p = tf_pair(t, "GPU0", "NET0");
   CHECK(p.type == NT_PATH_PHB && !p.gdr && !p.pxn);
   nt_topo_endpoint e;
-  nt_topo_endpoint_at(t, idx(t, "NET0"), &e);
+  nt_topo_endpoint_at(t, tf_endpoint(t, "NET0"), &e);
   CHECK(e.local_gpu == -1);
-  nt_topo_endpoint_at(t, idx(t, "NET1"), &e);
+  nt_topo_endpoint_at(t, tf_endpoint(t, "NET1"), &e);
   CHECK(e.local_gpu == 0);
-  p = pair(t, "GPU4", "NET0");
-  CHECK(p.type == NT_PATH_SYS && near(p.bw, 10));
-  p = pair(t, "GPU2", "NET1");
-  CHECK(p.type == NT_PATH_PXN && p.via_gpu == 0 && near(p.bw, 24));
+  p = tf_pair(t, "GPU4", "NET0");
+  CHECK(p.type == NT_PATH_SYS && tf_near(p.bw, 10));
+  p = tf_pair(t, "GPU2", "NET1");
+  CHECK(p.type == NT_PATH_PXN && p.via_gpu == 0 && tf_near(p.bw, 24));
   /* NCCL_P2P_READ_ENABLE=0 replaces the read flag; P2P stays. */
-  CHECK(compute(t, NT_NCCL_228, "NCCL_P2P_READ_ENABLE=0", NULL));
-  p = pair(t, "GPU0", "GPU1");
+  CHECK(tf_compute(t, NT_NCCL_228, "NCCL_P2P_READ_ENABLE=0", NULL));
+  p = tf_pair(t, "GPU0", "GPU1");
   CHECK(p.p2p && !p.p2p_read);
   nt_topo_free(t);
 }
@@ -176,28 +128,28 @@ static void simai_a100_broadcom_matches_nccl(void) {
  * detour is SYS in 3 hops; 2.30 picks by type: PHB through GPU1's DEV, 5
  * hops (GPU DEV DEV CPU DEV GPU). */
 static void azure_ncv4_nvlink_pairs_match_nccl(void) {
-  const char *dir = shared_dir();
-  nt_topo *t = load(dir, "azure-ncv4-4xa100-nvlink-pairs-2023.xml");
+  const char *dir = tf_shared_dir();
+  nt_topo *t = tf_load(dir, "azure-ncv4-4xa100-nvlink-pairs-2023.xml");
   CHECK(t != NULL);
-  nt_topo_pair p = pair(t, "GPU0", "GPU1");
-  CHECK(p.type == NT_PATH_NVL && near(p.bw, 240) && p.hops == 1 && p.p2p && p.p2p_read);
-  p = pair(t, "GPU0", "GPU2");
-  CHECK(p.type == NT_PATH_SYS && near(p.bw, 12) && !p.p2p);
+  nt_topo_pair p = tf_pair(t, "GPU0", "GPU1");
+  CHECK(p.type == NT_PATH_NVL && tf_near(p.bw, 240) && p.hops == 1 && p.p2p && p.p2p_read);
+  p = tf_pair(t, "GPU0", "GPU2");
+  CHECK(p.type == NT_PATH_SYS && tf_near(p.bw, 12) && !p.p2p);
   CHECK_STR(route(t, &p), "GPU0 > CPU0 > CPU2 > GPU2");
-  CHECK(compute(t, NT_NCCL_228, "NCCL_P2P_DISABLE=1", NULL));
-  p = pair(t, "GPU0", "GPU1");
-  CHECK(p.type == NT_PATH_SYS && near(p.bw, 12) && p.hops == 3 && !p.p2p);
-  CHECK(compute(t, NT_NCCL_230, "NCCL_P2P_DISABLE=1", NULL));
-  p = pair(t, "GPU0", "GPU1");
-  CHECK(p.type == NT_PATH_PHB && near(p.bw, 12) && p.hops == 5 && !p.p2p);
+  CHECK(tf_compute(t, NT_NCCL_228, "NCCL_P2P_DISABLE=1", NULL));
+  p = tf_pair(t, "GPU0", "GPU1");
+  CHECK(p.type == NT_PATH_SYS && tf_near(p.bw, 12) && p.hops == 3 && !p.p2p);
+  CHECK(tf_compute(t, NT_NCCL_230, "NCCL_P2P_DISABLE=1", NULL));
+  p = tf_pair(t, "GPU0", "GPU1");
+  CHECK(p.type == NT_PATH_PHB && tf_near(p.bw, 12) && p.hops == 5 && !p.p2p);
   nt_topo_free(t);
   /* The current file gives each GPU an NVLink to itself: it adds nothing. */
-  t = load(dir, "azure-ncv4-4xa100-pcie.xml");
+  t = tf_load(dir, "azure-ncv4-4xa100-pcie.xml");
   CHECK(t != NULL);
-  p = pair(t, "GPU0", "GPU1");
+  p = tf_pair(t, "GPU0", "GPU1");
   CHECK(p.type == NT_PATH_SYS && !p.p2p);
-  p = pair(t, "GPU0", "NET0"); /* eth0 under CPU0: link 5000, port 100 Gb/s */
-  CHECK(p.type == NT_PATH_PHB && near(p.bw, 12) && !p.gdr);
+  p = tf_pair(t, "GPU0", "NET0"); /* eth0 under CPU0: link 5000, port 100 Gb/s */
+  CHECK(p.type == NT_PATH_PHB && tf_near(p.bw, 12) && !p.gdr);
   nt_topo_free(t);
 }
 
@@ -207,21 +159,22 @@ static void azure_ncv4_nvlink_pairs_match_nccl(void) {
  * 2.30 only the GPU's local NIC (best bandwidth: tailscale0), so the Wi-Fi
  * stays PHB. Every gdr attribute is 0: no GDR. numaid -1 is kept. */
 static void gb10_c2c_gives_p2c(void) {
-  const char *dir = shared_dir();
-  nt_topo *t = load(dir, "nvidia-dgx-spark-gb10-c2c.xml");
+  const char *dir = tf_shared_dir();
+  nt_topo *t = tf_load(dir, "nvidia-dgx-spark-gb10-c2c.xml");
   CHECK(t != NULL);
   CHECK(nt_topo_ngpus(t) == 1 && nt_topo_nnets(t) == 2);
-  nt_topo_pair p = pair(t, "GPU0", "NET1");
-  CHECK(p.type == NT_PATH_P2C && near(p.bw, 1.25) && !p.gdr && !p.gdr_read);
-  CHECK(p.hops == 3 && near(p.hop_bw[0], 345) && p.hop_type[0] == NT_LINK_C2C && p.bottleneck == 2);
-  p = pair(t, "GPU0", "NET0");
-  CHECK(p.type == NT_PATH_P2C && near(p.bw, 0.375));
+  nt_topo_pair p = tf_pair(t, "GPU0", "NET1");
+  CHECK(p.type == NT_PATH_P2C && tf_near(p.bw, 1.25) && !p.gdr && !p.gdr_read);
+  CHECK(p.hops == 3 && tf_near(p.hop_bw[0], 345) && p.hop_type[0] == NT_LINK_C2C &&
+        p.bottleneck == 2);
+  p = tf_pair(t, "GPU0", "NET0");
+  CHECK(p.type == NT_PATH_P2C && tf_near(p.bw, 0.375));
   nt_topo_endpoint e;
   nt_topo_endpoint_at(t, 0, &e);
   CHECK(e.numa == -1 && e.sm == 121);
-  CHECK(compute(t, NT_NCCL_230, NULL, NULL));
-  CHECK(pair(t, "GPU0", "NET1").type == NT_PATH_P2C);
-  CHECK(pair(t, "GPU0", "NET0").type == NT_PATH_PHB);
+  CHECK(tf_compute(t, NT_NCCL_230, NULL, NULL));
+  CHECK(tf_pair(t, "GPU0", "NET1").type == NT_PATH_P2C);
+  CHECK(tf_pair(t, "GPU0", "NET0").type == NT_PATH_PHB);
   nt_topo_free(t);
 }
 
@@ -229,22 +182,22 @@ static void gb10_c2c_gives_p2c(void) {
  * GPU from them. Nebius's NICs: Gen5 x16 = 48 within a socket (PHB), 10
  * between Ice Lake sockets (SYS). */
 static void skeletons_have_no_gpu(void) {
-  const char *dir = shared_dir();
+  const char *dir = tf_shared_dir();
   static const char *const files[] = {"aws-p4d-24xl-skeleton.xml", "azure-ndv2-skeleton.xml",
                                       "azure-ndv4-skeleton.xml", "azure-ndv5-skeleton.xml"};
   for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
-    nt_topo *t = load(dir, files[i]);
+    nt_topo *t = tf_load(dir, files[i]);
     CHECK(t != NULL);
     CHECK(nt_topo_ngpus(t) == 0 && nt_topo_nnets(t) == 0 && nt_topo_nwarnings(t) > 0);
     nt_topo_free(t);
   }
-  nt_topo *t = load(dir, "nebius-h100-partial.xml");
+  nt_topo *t = tf_load(dir, "nebius-h100-partial.xml");
   CHECK(t != NULL);
   CHECK(nt_topo_ngpus(t) == 0 && nt_topo_nnets(t) == 8);
-  nt_topo_pair p = pair(t, "NET0", "NET1");
-  CHECK(p.type == NT_PATH_PHB && near(p.bw, 48));
-  p = pair(t, "NET0", "NET7");
-  CHECK(p.type == NT_PATH_SYS && near(p.bw, 10));
+  nt_topo_pair p = tf_pair(t, "NET0", "NET1");
+  CHECK(p.type == NT_PATH_PHB && tf_near(p.bw, 48));
+  p = tf_pair(t, "NET0", "NET7");
+  CHECK(p.type == NT_PATH_SYS && tf_near(p.bw, 10));
   nt_topo_free(t);
 }
 
@@ -259,15 +212,15 @@ static void check_routes(nt_topo *t, const char *file) {
       nt_topo_pair p;
       CHECK(nt_topo_pair_at(t, i, j, &p));
       if (i == j) {
-        CHECK(p.type == NT_PATH_LOC && p.hops == 0 && near(p.bw, 5000));
+        CHECK(p.type == NT_PATH_LOC && p.hops == 0 && tf_near(p.bw, 5000));
         continue;
       }
       CHECK(p.type != NT_PATH_DIS && !p.truncated && p.nhops_nodes == p.hops + 1);
       double min = 1e300;
       for (int k = 0; k < p.hops; k++) min = fmin(min, nt_topo_hop_bw(t, &p, k));
-      if (!near(min, p.bw))
+      if (!tf_near(min, p.bw))
         fprintf(stderr, "    %s %d->%d bw %g, slowest link %g\n", file, i, j, p.bw, min);
-      CHECK(near(min, p.bw) && near(p.hop_bw[p.bottleneck], p.bw));
+      CHECK(tf_near(min, p.bw) && tf_near(p.hop_bw[p.bottleneck], p.bw));
       nt_topo_node a, z;
       CHECK(nt_topo_node_at(t, p.route[0], &a) && nt_topo_node_at(t, p.route[p.hops], &z));
       CHECK(a.endpoint == i && z.endpoint == j);
@@ -278,7 +231,7 @@ static void check_routes(nt_topo *t, const char *file) {
         for (int l = 0; l < n.nlinks && !found; l++) {
           nt_topo_link link;
           CHECK(nt_topo_link_at(t, p.route[k], l, &link));
-          found = link.remote == p.route[k + 1] && near(link.bw, p.hop_bw[k]);
+          found = link.remote == p.route[k + 1] && tf_near(link.bw, p.hop_bw[k]);
         }
         CHECK(found);
       }
@@ -288,7 +241,7 @@ static void check_routes(nt_topo *t, const char *file) {
 /* Each override against the defaults of the same version. */
 static void check_overrides(nt_topo *t, int version) {
   int ng = nt_topo_ngpus(t), ne = ng + nt_topo_nnets(t);
-  CHECK(compute(t, version, NULL, NULL));
+  CHECK(tf_compute(t, version, NULL, NULL));
   for (int i = 0; i < ng && i < 64; i++)
     for (int j = 0; j < ne && j < 192; j++) {
       nt_topo_pair p;
@@ -301,7 +254,7 @@ static void check_overrides(nt_topo *t, int version) {
                                     "NCCL_NET_GDR_LEVEL=SYS", "NCCL_PXN_DISABLE=1",
                                     "NCCL_NET_GDR_READ=0",    "NCCL_NVB_DISABLE=1"};
   for (int o = 0; o < 8; o++) {
-    CHECK(compute(t, version, env[o], NULL));
+    CHECK(tf_compute(t, version, env[o], NULL));
     for (int i = 0; i < ne; i++)
       for (int j = 0; j < ne; j++) {
         nt_topo_pair p;
@@ -348,15 +301,15 @@ static void check_dir(const char *dir, int *files) {
   while ((de = readdir(d))) {
     size_t n = strlen(de->d_name);
     if (n < 4 || strcmp(de->d_name + n - 4, ".xml")) continue;
-    nt_topo *t = load(dir, de->d_name);
+    nt_topo *t = tf_load(dir, de->d_name);
     if (!t) closedir(d);
     CHECK(t != NULL);
     (*files)++;
     for (int v = 0; v < 2 && !tl_case_failed; v++) {
       int version = v ? NT_NCCL_230 : NT_NCCL_228;
-      if (compute(t, version, NULL, NULL)) check_routes(t, de->d_name);
+      if (tf_compute(t, version, NULL, NULL)) check_routes(t, de->d_name);
       if (!tl_case_failed) check_overrides(t, version);
-      if (!tl_case_failed && compute(t, version, NULL, NULL)) check_json(t);
+      if (!tl_case_failed && tf_compute(t, version, NULL, NULL)) check_json(t);
     }
     nt_topo_free(t);
     if (tl_case_failed) fprintf(stderr, "    in %s/%s\n", dir, de->d_name);
@@ -366,7 +319,7 @@ static void check_dir(const char *dir, int *files) {
 }
 
 static void every_real_file_keeps_the_invariants(void) {
-  const char *dir = shared_dir();
+  const char *dir = tf_shared_dir();
   int files = 0;
   check_dir(dir, &files);
   CHECK(files >= 11);
@@ -379,7 +332,7 @@ static void every_example_keeps_the_invariants(void) {
 }
 
 int main(void) {
-  if (shared_dir()) {
+  if (tf_shared_dir()) {
     TEST_RUN(ibm_h100_nvswitch_matches_nccl);
     TEST_RUN(simai_a100_broadcom_matches_nccl);
     TEST_RUN(azure_ncv4_nvlink_pairs_match_nccl);

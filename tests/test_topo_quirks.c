@@ -7,51 +7,11 @@
 #include <stdlib.h>
 
 #include "testlib.h"
-#include "../topo/topo.h"
+#include "lib/topo_fixture.h"
 
 /* The inline XML machines are string concatenations laid out like the XML
  * they spell; clang-format would scramble them. */
 /* clang-format off */
-
-static nt_topo *from(const char *xml) {
-  char err[512];
-  nt_topo *t = nt_topo_load_buffer(xml, strlen(xml), "inline.xml", err, sizeof err);
-  if (!t) fprintf(stderr, "    %s\n", err);
-  return t;
-}
-
-static int compute(nt_topo *t, int version, const char *a, char *err, size_t errlen) {
-  nt_topo_env e;
-  nt_topo_env_defaults(&e);
-  e.version = version;
-  if (a && nt_topo_env_set(&e, a, err, errlen) != 0) return -1;
-  return nt_topo_compute(t, &e, err, errlen);
-}
-
-static nt_topo_pair pair(const nt_topo *t, const char *a, const char *b) {
-  nt_topo_pair p;
-  memset(&p, 0, sizeof p);
-  p.type = -1;
-  int i = -1, j = -1;
-  for (int k = 0; k < nt_topo_ngpus(t) + nt_topo_nnets(t); k++) {
-    nt_topo_endpoint e;
-    nt_topo_endpoint_at(t, k, &e);
-    if (!strcmp(e.label, a)) i = k;
-    if (!strcmp(e.label, b)) j = k;
-  }
-  nt_topo_pair_at(t, i, j, &p);
-  return p;
-}
-
-static bool near(double a, double b) {
-  return fabs(a - b) < 1e-3;
-}
-
-static bool warned(const nt_topo *t, const char *what) {
-  for (int i = 0; i < nt_topo_nwarnings(t); i++)
-    if (strstr(nt_topo_warning(t, i), what)) return true;
-  return false;
-}
 
 #define SPR "<cpu numaid=\"%d\" arch=\"x86_64\" vendor=\"GenuineIntel\" familyid=\"6\" modelid=\"143\">"
 #define G5 "link_speed=\"32.0 GT/s PCIe\" link_width=\"16\""
@@ -74,13 +34,13 @@ static void broadcom_gen5_switches_fold(void) {
              NICPCI("0000:14:00.0", "mlx5_0", 0) "</pci></pci></cpu></system>",
              0, fold ? BCM("0000:11:00.0", "0x1100") : BCM("0000:11:00.0", "0x2100"),
              fold ? BCM("0000:13:00.0", "0x1100") : BCM("0000:13:00.0", "0x2100"));
-    nt_topo *t = from(xml);
+    nt_topo *t = tf_from_xml(xml);
     CHECK(t != NULL);
-    nt_topo_pair p = pair(t, "GPU0", "NET0");
+    nt_topo_pair p = tf_pair(t, "GPU0", "NET0");
     if (fold)
-      CHECK(p.type == NT_PATH_PIX && p.hops == 3 && near(p.bw, 48));
+      CHECK(p.type == NT_PATH_PIX && p.hops == 3 && tf_near(p.bw, 48));
     else
-      CHECK(p.type == NT_PATH_PXB && p.hops == 5 && near(p.bw, 48));
+      CHECK(p.type == NT_PATH_PXB && p.hops == 5 && tf_near(p.bw, 48));
     nt_topo_free(t);
   }
 }
@@ -101,11 +61,11 @@ static void pcilinks_join_switches(void) {
              NICPCI("0000:21:00.0", "mlx5_0", 0) "</pci></cpu></system>",
              0, 1, both ? "<pcilink target=\"0000:10:00.0\"/>" : "");
     if (both) {
-      nt_topo *t = from(xml);
+      nt_topo *t = tf_from_xml(xml);
       CHECK(t != NULL);
-      nt_topo_pair p = pair(t, "GPU0", "NET0");
-      CHECK(p.type == NT_PATH_PXB && p.hops == 4 && near(p.bw, 48) && p.gdr);
-      CHECK(near(p.hop_bw[1], 5000) && p.hop_type[1] == NT_LINK_LOC);
+      nt_topo_pair p = tf_pair(t, "GPU0", "NET0");
+      CHECK(p.type == NT_PATH_PXB && p.hops == 4 && tf_near(p.bw, 48) && p.gdr);
+      CHECK(tf_near(p.hop_bw[1], 5000) && p.hop_type[1] == NT_LINK_LOC);
       nt_topo_free(t);
     } else {
       char err[512];
@@ -127,12 +87,12 @@ static void cpu_level_nics_merge(void) {
            "<gpu dev=\"1\" sm=\"90\" rank=\"1\" gdr=\"1\"/></pci>"
            "<nic><net name=\"eth1\" dev=\"1\"/></nic></cpu></system>",
            0, 1);
-  nt_topo *t = from(xml);
+  nt_topo *t = tf_from_xml(xml);
   CHECK(t != NULL);
-  CHECK(warned(t, "every CPU-level <nic>"));
-  nt_topo_pair p = pair(t, "GPU1", "NET1");
-  CHECK(p.type == NT_PATH_SYS && near(p.bw, 1.25));
-  CHECK(pair(t, "GPU0", "NET1").type == NT_PATH_PHB);
+  CHECK(tf_warned(t, "every CPU-level <nic>"));
+  nt_topo_pair p = tf_pair(t, "GPU1", "NET1");
+  CHECK(p.type == NT_PATH_SYS && tf_near(p.bw, 1.25));
+  CHECK(tf_pair(t, "GPU0", "NET1").type == NT_PATH_PHB);
   nt_topo_free(t);
 }
 
@@ -151,13 +111,13 @@ static void power_nvlink_to_cpu(void) {
       "tclass=\"0x068001\"/></gpu></pci></cpu><cpu numaid=\"8\" arch=\"ppc64\">"
       "<pci busid=\"0035:03:00.0\" class=\"0x030200\" link_speed=\"8 GT/s\" link_width=\"16\">"
       "<gpu dev=\"2\" sm=\"70\" rank=\"2\" gdr=\"1\"/></pci></cpu></system>";
-  nt_topo *t = from(xml);
+  nt_topo *t = tf_from_xml(xml);
   CHECK(t != NULL);
-  nt_topo_pair p = pair(t, "GPU0", "GPU1");
-  CHECK(p.type == NT_PATH_NVL && near(p.bw, 60) && p.hops == 2 && p.p2p && p.via_gpu == -1);
-  p = pair(t, "GPU0", "GPU2");
-  CHECK(p.type == NT_PATH_SYS && near(p.bw, 12) && !p.p2p);
-  CHECK(near(p.hop_bw[1], 32));
+  nt_topo_pair p = tf_pair(t, "GPU0", "GPU1");
+  CHECK(p.type == NT_PATH_NVL && tf_near(p.bw, 60) && p.hops == 2 && p.p2p && p.via_gpu == -1);
+  p = tf_pair(t, "GPU0", "GPU2");
+  CHECK(p.type == NT_PATH_SYS && tf_near(p.bw, 12) && !p.p2p);
+  CHECK(tf_near(p.hop_bw[1], 32));
   nt_topo_free(t);
 }
 
@@ -180,16 +140,16 @@ static void what_nccl_does_not_create(void) {
            "<pci busid=\"0000:06:00.0\" class=\"0x060400\" " G5 "><nvlink target=\"x\" count=\"1\" "
            "tclass=\"0x068000\"/></pci></cpu><bar/></system>",
            0);
-  nt_topo *t = from(xml);
+  nt_topo *t = tf_from_xml(xml);
   CHECK(t != NULL);
   CHECK(nt_topo_ngpus(t) == 1 && nt_topo_nnets(t) == 0);
   nt_topo_endpoint e;
   nt_topo_endpoint_at(t, 0, &e);
   CHECK(e.rank == 1 && !strcmp(e.busid, "0000:02:00.0"));
-  CHECK(warned(t, "without rank") && warned(t, "<nvlink> of a GPU NCCL did not create"));
-  CHECK(warned(t, "<foo> inside <cpu>") && warned(t, "<gpu> inside <cpu>"));
-  CHECK(warned(t, "<nvlink> inside <pci>") && warned(t, "<bar> inside <system>"));
-  CHECK(warned(t, "GPU <pci> without <gpu>") && warned(t, "no <nic>"));
+  CHECK(tf_warned(t, "without rank") && tf_warned(t, "<nvlink> of a GPU NCCL did not create"));
+  CHECK(tf_warned(t, "<foo> inside <cpu>") && tf_warned(t, "<gpu> inside <cpu>"));
+  CHECK(tf_warned(t, "<nvlink> inside <pci>") && tf_warned(t, "<bar> inside <system>"));
+  CHECK(tf_warned(t, "GPU <pci> without <gpu>") && tf_warned(t, "no <nic>"));
   nt_topo_free(t);
 }
 
@@ -202,19 +162,19 @@ static void nccl_230_refuses_more(void) {
            "<system version=\"1\">" SPR "<pci busid=\"0000:01:00.0\" class=\"0x060400\" " G5 ">"
            "<gpu dev=\"0\" sm=\"90\" rank=\"0\" gdr=\"1\"/></pci></cpu></system>",
            0);
-  nt_topo *t = from(xml);
+  nt_topo *t = tf_from_xml(xml);
   CHECK(t != NULL && nt_topo_ngpus(t) == 1);
-  CHECK(compute(t, NT_NCCL_230, NULL, err, sizeof err) == -1 && strstr(err, "NCCL 2.30 fails"));
+  CHECK(tf_compute_err(t, NT_NCCL_230, NULL, NULL, err, sizeof err) == -1 && strstr(err, "NCCL 2.30 fails"));
   CHECK(!nt_topo_pair_at(t, 0, 0, &(nt_topo_pair){0}) && nt_topo_ngpus(t) == 0);
-  CHECK(compute(t, NT_NCCL_228, NULL, err, sizeof err) == 0 && nt_topo_ngpus(t) == 1);
+  CHECK(tf_compute_err(t, NT_NCCL_228, NULL, NULL, err, sizeof err) == 0 && nt_topo_ngpus(t) == 1);
   nt_topo_free(t);
   snprintf(xml, sizeof xml,
            "<system version=\"1\">" SPR GPUPCI("0000:01:00.1")
            "<gpu dev=\"0\" sm=\"90\" rank=\"0\" gdr=\"1\"/></pci></cpu></system>",
            0);
-  t = from(xml);
+  t = tf_from_xml(xml);
   CHECK(t != NULL);
-  CHECK(compute(t, NT_NCCL_230, NULL, err, sizeof err) == -1 && strstr(err, "MLOPart"));
+  CHECK(tf_compute_err(t, NT_NCCL_230, NULL, NULL, err, sizeof err) == -1 && strstr(err, "MLOPart"));
   nt_topo_free(t);
 }
 
@@ -240,30 +200,30 @@ static void mlopart_partitions(void) {
            "<nvlink target=\"0000:f0:00.0\" count=\"18\" tclass=\"0x068000\"/></gpu></pci>"
            NICPCI("0000:12:00.0", "mlx5_0", 0) "</pci></cpu></system>",
            0);
-  nt_topo *t = from(xml);
+  nt_topo *t = tf_from_xml(xml);
   CHECK(t != NULL);
-  CHECK(nt_topo_ngpus(t) == 2 && near(pair(t, "GPU0", "GPU1").bw, 721.8));
-  CHECK(pair(t, "GPU0", "NET0").gdr);
-  CHECK(compute(t, NT_NCCL_230, NULL, err, sizeof err) == 0);
+  CHECK(nt_topo_ngpus(t) == 2 && tf_near(tf_pair(t, "GPU0", "GPU1").bw, 721.8));
+  CHECK(tf_pair(t, "GPU0", "NET0").gdr);
+  CHECK(tf_compute_err(t, NT_NCCL_230, NULL, NULL, err, sizeof err) == 0);
   CHECK(nt_topo_ngpus(t) == 3);
-  nt_topo_pair p = pair(t, "GPU0", "GPU1");
-  CHECK(p.type == NT_PATH_LOC && near(p.bw, 2618) && p.hops == 3 && p.p2p);
-  p = pair(t, "GPU0", "GPU2");
-  CHECK(p.type == NT_PATH_NVL && near(p.bw, 360.9) && p.hops == 4);
-  CHECK(pair(t, "GPU0", "NET0").type == NT_PATH_PHB && !pair(t, "GPU0", "NET0").gdr);
-  CHECK(pair(t, "GPU1", "NET0").type == NT_PATH_PHB && !pair(t, "GPU1", "NET0").gdr);
-  p = pair(t, "GPU2", "NET0");
+  nt_topo_pair p = tf_pair(t, "GPU0", "GPU1");
+  CHECK(p.type == NT_PATH_LOC && tf_near(p.bw, 2618) && p.hops == 3 && p.p2p);
+  p = tf_pair(t, "GPU0", "GPU2");
+  CHECK(p.type == NT_PATH_NVL && tf_near(p.bw, 360.9) && p.hops == 4);
+  CHECK(tf_pair(t, "GPU0", "NET0").type == NT_PATH_PHB && !tf_pair(t, "GPU0", "NET0").gdr);
+  CHECK(tf_pair(t, "GPU1", "NET0").type == NT_PATH_PHB && !tf_pair(t, "GPU1", "NET0").gdr);
+  p = tf_pair(t, "GPU2", "NET0");
   CHECK(p.type == NT_PATH_PIX && p.gdr);
   nt_topo_endpoint e;
   nt_topo_endpoint_at(t, 3, &e);
   CHECK(e.local_gpu == 2 && e.numa == 0);
-  CHECK(compute(t, NT_NCCL_230, "NCCL_NET_GDR_MLOPART=1", err, sizeof err) == 0);
-  p = pair(t, "GPU0", "NET0");
-  CHECK(p.type == NT_PATH_PIX && p.gdr && pair(t, "GPU1", "NET0").type == NT_PATH_PIX);
-  CHECK(compute(t, NT_NCCL_230, "NCCL_TOPO_SPLIT_MLOPART=0", err, sizeof err) == 0);
-  p = pair(t, "GPU0", "GPU1");
-  CHECK(p.type == NT_PATH_LOC && near(p.bw, 5000) && p.hops == 2);
-  CHECK(near(pair(t, "GPU0", "GPU2").bw, 721.8) && !pair(t, "GPU0", "NET0").gdr);
+  CHECK(tf_compute_err(t, NT_NCCL_230, "NCCL_NET_GDR_MLOPART=1", NULL, err, sizeof err) == 0);
+  p = tf_pair(t, "GPU0", "NET0");
+  CHECK(p.type == NT_PATH_PIX && p.gdr && tf_pair(t, "GPU1", "NET0").type == NT_PATH_PIX);
+  CHECK(tf_compute_err(t, NT_NCCL_230, "NCCL_TOPO_SPLIT_MLOPART=0", NULL, err, sizeof err) == 0);
+  p = tf_pair(t, "GPU0", "GPU1");
+  CHECK(p.type == NT_PATH_LOC && tf_near(p.bw, 5000) && p.hops == 2);
+  CHECK(tf_near(tf_pair(t, "GPU0", "GPU2").bw, 721.8) && !tf_pair(t, "GPU0", "NET0").gdr);
   nt_topo_free(t);
 }
 
@@ -278,11 +238,11 @@ static void ranks_sharing_a_gpu(void) {
       "<gpu dev=\"0\" sm=\"90\" rank=\"1\" gdr=\"1\"/><gpu dev=\"0\" sm=\"90\" rank=\"2\" "
       "gdr=\"1\"/></pci></cpu></system>";
   char err[512];
-  nt_topo *t = from(xml);
+  nt_topo *t = tf_from_xml(xml);
   CHECK(t != NULL && nt_topo_ngpus(t) == 1);
-  CHECK(compute(t, NT_NCCL_230, NULL, err, sizeof err) == 0 && nt_topo_ngpus(t) == 3);
-  nt_topo_pair p = pair(t, "GPU1", "GPU2");
-  CHECK(p.type == NT_PATH_LOC && near(p.bw, 5000) && p.hops == 2 && p.p2p);
+  CHECK(tf_compute_err(t, NT_NCCL_230, NULL, NULL, err, sizeof err) == 0 && nt_topo_ngpus(t) == 3);
+  nt_topo_pair p = tf_pair(t, "GPU1", "GPU2");
+  CHECK(p.type == NT_PATH_LOC && tf_near(p.bw, 5000) && p.hops == 2 && p.p2p);
   CHECK(nt_topo_p2p_level(t, nt_topo_current_env(t)) == NT_PATH_SYS);
   nt_topo_free(t);
 }

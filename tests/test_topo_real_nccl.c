@@ -15,7 +15,6 @@
  * when ours printed the same way is the same text, or is within 0.1 or 1%
  * of it (the second count says how many needed that). */
 #include <ctype.h>
-#include <lzma.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -23,6 +22,7 @@
 #include <string.h>
 
 #include "testlib.h"
+#include "lib/xz_file.h"
 #include "../topo/topo.h"
 #include "../topo/tuning.h"
 
@@ -31,26 +31,6 @@
 #define MAX_LOG  (16u << 20)
 
 /* ---- the log ---- */
-
-static char *unxz(const char *path) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  size_t cap_in = 4u << 20;
-  uint8_t *in = malloc(cap_in);
-  size_t inlen = in ? fread(in, 1, cap_in, f) : 0;
-  fclose(f);
-  char *out = inlen ? malloc(MAX_LOG + 1) : NULL;
-  size_t inpos = 0, outpos = 0;
-  uint64_t limit = UINT64_MAX;
-  if (out && lzma_stream_buffer_decode(&limit, 0, NULL, in, &inpos, inlen, (uint8_t *)out, &outpos,
-                                       MAX_LOG) != LZMA_OK) {
-    free(out);
-    out = NULL;
-  }
-  free(in);
-  if (out) out[outpos] = '\0';
-  return out;
-}
 
 /* Each line's message: what follows "NCCL INFO ", else NULL. The line is
  * cut at its newline (the text is modified in place). */
@@ -218,7 +198,7 @@ static void parse_trees(logged *L, int rank, const char *msg) {
 static bool parse_rank(logged *L, const char *dir, int rank) {
   char path[512];
   snprintf(path, sizeof path, "%s/rank%d.nccl-log.xz", dir, rank);
-  char *text = unxz(path);
+  char *text = xz_read_file(path, MAX_LOG, NULL);
   if (!text) {
     fprintf(stderr, "    cannot read %s\n", path);
     return false;

@@ -327,23 +327,6 @@ static const char *broken(int version, int n, const char *repl, const char *inse
   return broken_edits(version, &e, 1, mask_changes);
 }
 
-/* Line n with the value after `key` replaced by `val`. */
-static const char *with_field(int n, const char *key, const char *val) {
-  static char out[2048];
-  const char *l = lines[n - 1], *p = strstr(l, key);
-  if (!p) return l;
-  p += strlen(key);
-  size_t len = strcspn(p, " \n");
-  snprintf(out, sizeof out, "%.*s%s%s", (int)(p - l), l, val, p + len);
-  return out;
-}
-
-static const ev_t *first(bool (*pred)(const ev_t *)) {
-  for (int i = 0; i < tr.nev; i++)
-    if (pred(&tr.ev[i])) return &tr.ev[i];
-  return NULL;
-}
-
 static bool is_group_api(const ev_t *e) {
   return e->type == NT_EV_GROUP_API;
 }
@@ -420,48 +403,50 @@ static void hand_broken_recordings_are_refused(void) {
   char buf[1024], val[64];
   const ev_t *e;
   /* an API event carrying the rank (NCCL leaves 0) */
-  CHECK((e = first(is_group_api)) != NULL);
+  CHECK((e = first_event(is_group_api)) != NULL);
   snprintf(val, sizeof val, "%d", x->rank ? x->rank : 1);
-  REFUSED(broken(v, e->line, with_field(e->line, " rank=", val), NULL, false),
+  REFUSED(broken(v, e->line, with_value(lines[e->line - 1], " rank=", val), NULL, false),
           "event type 256 with rank");
   /* a Coll with another rank than its communicator's */
-  CHECK((e = first(is_coll)) != NULL);
+  CHECK((e = first_event(is_coll)) != NULL);
   snprintf(val, sizeof val, "%d", x->rank + 1);
-  REFUSED(broken(v, e->line, with_field(e->line, " rank=", val), NULL, false),
+  REFUSED(broken(v, e->line, with_value(lines[e->line - 1], " rank=", val), NULL, false),
           "its communicator's");
   /* a record after a step's RecvFlushWait with a size NCCL did not set */
-  CHECK((e = first(is_later_recv_step)) != NULL);
+  CHECK((e = first_event(is_later_recv_step)) != NULL);
   snprintf(val, sizeof val, "%llu", e->size[1] + 1);
-  REFUSED(broken(v, e->rec_line[2], with_field(e->rec_line[2], "size=", val), NULL, false),
-          "NCCL would pass");
+  REFUSED(
+      broken(v, e->rec_line[2], with_value(lines[e->rec_line[2] - 1], "size=", val), NULL, false),
+      "NCCL would pass");
   /* AppendEnd counting fewer ops than were started inside */
-  CHECK((e = first(is_append)) != NULL);
+  CHECK((e = first_event(is_append)) != NULL);
   snprintf(val, sizeof val, "%d", ops_inside(e) - 1);
-  REFUSED(broken(v, e->rec_line[1], with_field(e->rec_line[1], "size=", val), NULL, false),
-          "AppendEnd says");
+  REFUSED(
+      broken(v, e->rec_line[1], with_value(lines[e->rec_line[1] - 1], "size=", val), NULL, false),
+      "AppendEnd says");
   /* a send step without SendPeerWait */
-  CHECK((e = first(is_send_step)) != NULL);
+  CHECK((e = first_event(is_send_step)) != NULL);
   REFUSED(broken(v, e->rec_line[1], NULL, NULL, false), "send step");
   /* a recv step, and an op, never stopped */
-  CHECK((e = first(is_recv_step)) != NULL);
+  CHECK((e = first_event(is_recv_step)) != NULL);
   REFUSED(broken(v, e->stop_line, NULL, NULL, false), "stopped 0 times");
-  CHECK((e = first(is_op)) != NULL);
+  CHECK((e = first_event(is_op)) != NULL);
   REFUSED(broken(v, e->stop_line, NULL, NULL, false), "stopped 0 times");
   /* a Coll stopped twice, or given a record after its stop */
-  CHECK((e = first(is_coll)) != NULL);
+  CHECK((e = first_event(is_coll)) != NULL);
   REFUSED(broken(v, e->stop_line, lines[e->stop_line - 1], lines[e->stop_line - 1], false),
           "stopped 2 times");
   snprintf(buf, sizeof buf, "record h=0x%llx state=19 args=1 size=0 appended=0 ptimer=0", e->h);
   REFUSED(broken(v, e->stop_line, lines[e->stop_line - 1], line_of(e, e->tid, buf), false),
           "record after stop");
   /* an AllGather counted in elements, a Coll Broadcast on 2.29 */
-  CHECK((e = first(is_allgather)) != NULL);
-  REFUSED(broken(v, e->line, with_field(e->line, " dtype=", "ncclFloat32"), NULL, false),
+  CHECK((e = first_event(is_allgather)) != NULL);
+  REFUSED(broken(v, e->line, with_value(lines[e->line - 1], " dtype=", "ncclFloat32"), NULL, false),
           "AllGather Coll");
-  CHECK((e = first(is_broadcast)) != NULL);
+  CHECK((e = first_event(is_broadcast)) != NULL);
   REFUSED(broken(229, 0, NULL, NULL, false), "Coll Broadcast on 2.29");
   /* a seqNumber going back */
-  const ev_t *c0 = first(is_coll);
+  const ev_t *c0 = first_event(is_coll);
   for (e = NULL; c0 && !e;) {
     for (int i = (int)(c0 - tr.ev) + 1; i < tr.nev && !e; i++)
       if (tr.ev[i].type == NT_EV_COLL && !strcmp(tr.ev[i].func, c0->func) && tr.ev[i].seq > c0->seq)
@@ -470,27 +455,27 @@ static void hand_broken_recordings_are_refused(void) {
   }
   CHECK(e != NULL);
   snprintf(val, sizeof val, "%d", c0->seq > 0 ? c0->seq - 1 : 0);
-  snprintf(buf, sizeof buf, "%s", with_field(e->line, "seq=", val));
+  snprintf(buf, sizeof buf, "%s", with_value(lines[e->line - 1], "seq=", val));
   REFUSED(broken(v, e->line, buf, NULL, false), "seqNumber");
   /* an AlltoAll CollApi (NCCL splits it into Send/Recv) */
-  CHECK((e = first(is_coll_api)) != NULL);
-  REFUSED(broken(v, e->line, with_field(e->line, "func=", "AlltoAll"), NULL, false),
+  CHECK((e = first_event(is_coll_api)) != NULL);
+  REFUSED(broken(v, e->line, with_value(lines[e->line - 1], "func=", "AlltoAll"), NULL, false),
           "CollApi AlltoAll");
   /* a P2p under a CollApi, a Coll under a GroupApi */
-  const ev_t *capi = first(is_coll_api), *gapi = first(is_group_api);
-  CHECK((e = first(is_p2p)) != NULL && capi && gapi);
+  const ev_t *capi = first_event(is_coll_api), *gapi = first_event(is_group_api);
+  CHECK((e = first_event(is_p2p)) != NULL && capi && gapi);
   snprintf(val, sizeof val, "0x%llx", capi->h);
-  REFUSED(broken(v, e->line, with_field(e->line, "parent=", val), NULL, false),
+  REFUSED(broken(v, e->line, with_value(lines[e->line - 1], "parent=", val), NULL, false),
           "P2p parent is not a finished P2pApi");
-  CHECK((e = first(is_coll)) != NULL);
+  CHECK((e = first_event(is_coll)) != NULL);
   snprintf(val, sizeof val, "0x%llx", gapi->h);
-  REFUSED(broken(v, e->line, with_field(e->line, "parent=", val), NULL, false),
+  REFUSED(broken(v, e->line, with_value(lines[e->line - 1], "parent=", val), NULL, false),
           "Coll parent is not a finished CollApi");
   /* a GroupApi of depth 0 */
-  REFUSED(broken(v, gapi->line, with_field(gapi->line, "depth=", "0"), NULL, false),
+  REFUSED(broken(v, gapi->line, with_value(lines[gapi->line - 1], "depth=", "0"), NULL, false),
           "GroupApi line");
   /* an op started while the proxy thread sleeps */
-  CHECK((e = first(is_sleep)) != NULL);
+  CHECK((e = first_event(is_sleep)) != NULL);
   snprintf(buf, sizeof buf,
            "start 8 h=0x7fff0001 ctx=0x%llx parent=0x0 rank=%d ch=0 peer=0 send=1 steps=1 "
            "chunk=1 pid=%d",
@@ -498,18 +483,19 @@ static void hand_broken_recordings_are_refused(void) {
   REFUSED(broken(v, e->rec_line[0], lines[e->rec_line[0] - 1], line_of(e, e->tid, buf), false),
           "no Append burst");
   /* an op whose peer is no rank of the communicator */
-  CHECK((e = first(is_op)) != NULL);
+  CHECK((e = first_event(is_op)) != NULL);
   snprintf(val, sizeof val, "%d", x->nranks);
-  REFUSED(broken(v, e->line, with_field(e->line, "peer=", val), NULL, false), "op peer");
+  REFUSED(broken(v, e->line, with_value(lines[e->line - 1], "peer=", val), NULL, false), "op peer");
   /* a step beyond its op's steps */
-  CHECK((e = first(is_recv_step)) != NULL);
-  REFUSED(broken(v, e->line, with_field(e->line, "step=", "99"), NULL, false), "step 99 of");
+  CHECK((e = first_event(is_recv_step)) != NULL);
+  REFUSED(broken(v, e->line, with_value(lines[e->line - 1], "step=", "99"), NULL, false),
+          "step 99 of");
   /* a KernelCh without its KernelChStop */
-  CHECK((e = first(is_kernel_ch)) != NULL);
+  CHECK((e = first_event(is_kernel_ch)) != NULL);
   REFUSED(broken(v, e->rec_line[0], NULL, NULL, false), "no KernelChStop");
   /* a CollApi on the proxy thread */
-  CHECK((e = first(is_coll_api)) != NULL);
-  long proxy = first(is_op)->tid;
+  CHECK((e = first_event(is_coll_api)) != NULL);
+  long proxy = first_event(is_op)->tid;
   char moved[2][1024];
   snprintf(moved[0], sizeof moved[0], "%s", line_of(e, proxy, strstr(lines[e->line - 1], "start")));
   snprintf(moved[1], sizeof moved[1], "%s",
@@ -517,7 +503,7 @@ static void hand_broken_recordings_are_refused(void) {
   edit both[2] = {{e->line, moved[0], NULL}, {e->stop_line, moved[1], NULL}};
   REFUSED(broken_edits(v, both, 2, false), "on the proxy thread");
   /* two Idle edges in a row */
-  CHECK((e = first(is_edge)) != NULL);
+  CHECK((e = first_event(is_edge)) != NULL);
   snprintf(buf, sizeof buf, "start 32 h=0x7fff0002 ctx=0x%llx parent=0x0 rank=0 ", e->ctx);
   char more[3][256];
   snprintf(more[0], sizeof more[0], "%s", line_of(e, e->tid, buf));
@@ -532,8 +518,9 @@ static void hand_broken_recordings_are_refused(void) {
   snprintf(buf, sizeof buf, "stop h=0x7fff0003");
   REFUSED(broken(v, 1, lines[0], line_of(&tr.ev[0], tr.ev[0].tid, buf), false),
           "handle never returned");
-  CHECK((e = first(is_coll)) != NULL);
-  REFUSED(broken(v, e->line, with_field(e->line, "ctx=", "0x1"), NULL, false), "unknown context");
+  CHECK((e = first_event(is_coll)) != NULL);
+  REFUSED(broken(v, e->line, with_value(lines[e->line - 1], "ctx=", "0x1"), NULL, false),
+          "unknown context");
   REFUSED(broken(v, nlines, lines[nlines - 1], lines[nlines - 1], false), "finalized 2 times");
 }
 
@@ -547,7 +534,7 @@ static void the_allowances_are_nccls_and_no_wider(void) {
   const ev_t *e;
   /* S3: a recv step slot started again, the first start never stopped and
    * without records: accepted from 2.27 on; with a record it is refused */
-  CHECK((e = first(is_recv_step)) != NULL);
+  CHECK((e = first_event(is_recv_step)) != NULL);
   snprintf(buf, sizeof buf, "start 16 h=0x7fff0004 ctx=0x%llx parent=0x%llx rank=%d step=%d",
            e->ctx, e->parent, x->rank, e->step);
   snprintf(ins, sizeof ins, "%s", line_of(e, e->tid, buf));
@@ -559,24 +546,24 @@ static void the_allowances_are_nccls_and_no_wider(void) {
   REFUSED(broken(v, before, lines[before - 1], two, false), "stopped 0 times");
   /* K3 (2.27 .. 2.30): a KernelCh stopped again after a KernelChStop on the
    * stale handle; no other event may be */
-  CHECK((e = first(is_kernel_ch)) != NULL);
+  CHECK((e = first_event(is_kernel_ch)) != NULL);
   snprintf(buf, sizeof buf, "record h=0x%llx state=22 args=1 size=0 appended=0 ptimer=%llu", e->h,
            e->ptimer_stop);
   snprintf(two, sizeof two, "%s%s", line_of(e, e->tid, buf), lines[e->stop_line - 1]);
   CHECK(v >= 227 && v <= 230);
   CHECK_STR(broken(v, e->stop_line, lines[e->stop_line - 1], two, false), "none");
   /* M4: a CollApi stopped again by a later call of its thread */
-  CHECK((e = first(is_coll_api)) != NULL);
+  CHECK((e = first_event(is_coll_api)) != NULL);
   CHECK_STR(broken(v, e->stop_line, lines[e->stop_line - 1], lines[e->stop_line - 1], false),
             "none");
   /* M2: a mask change between a ProxyCtrl start and its record drops the
    * record: refused for a job whose mask stays, accepted when it changes */
-  CHECK((e = first(is_sleep)) != NULL);
+  CHECK((e = first_event(is_sleep)) != NULL);
   REFUSED(broken(v, e->rec_line[1], NULL, NULL, false), "bad burst");
   CHECK_STR(broken(v, e->rec_line[1], NULL, NULL, true), "none");
   /* P2: a ProxyOp no net transport progresses (CE memcpy), never stopped,
    * without records or steps */
-  const ev_t *a = first(is_append);
+  const ev_t *a = first_event(is_append);
   CHECK(a != NULL);
   snprintf(buf, sizeof buf,
            "start 8 h=0x7fff0005 ctx=0x%llx parent=0x0 rank=%d ch=0 peer=0 send=0 steps=1 "
@@ -587,7 +574,7 @@ static void the_allowances_are_nccls_and_no_wider(void) {
   char count[64];
   snprintf(count, sizeof count, "%llu", a->size[1] + 1);
   char end[1024];
-  snprintf(end, sizeof end, "%s", with_field(a->rec_line[1], "size=", count));
+  snprintf(end, sizeof end, "%s", with_value(lines[a->rec_line[1] - 1], "size=", count));
   edit op_in[2] = {{a->rec_line[0], lines[a->rec_line[0] - 1], ins}, {a->rec_line[1], end, NULL}};
   CHECK_STR(broken_edits(v, op_in, 2, false), "none");
   /* ... but not one with a record (an InProgress: net progressed it) */

@@ -9,12 +9,13 @@
 #define NCCLTOP_TRACE_TRUTH_H
 
 #include <cjson/cJSON.h>
-#include <lzma.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "lib/xz_file.h"
 
 #define MAX_PH 12
 
@@ -40,27 +41,6 @@ typedef struct {
   int nph;
   cJSON *job;
 } rrank;
-
-static char *unxz(const char *path, size_t *len) {
-  size_t inlen;
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  uint8_t *in = malloc(4u << 20);
-  inlen = in ? fread(in, 1, 4u << 20, f) : 0;
-  fclose(f);
-  size_t cap = 64u << 20, inpos = 0, outpos = 0;
-  uint64_t limit = UINT64_MAX;
-  char *out = in && inlen ? malloc(cap + 1) : NULL;
-  if (out && lzma_stream_buffer_decode(&limit, 0, NULL, in, &inpos, inlen, (uint8_t *)out, &outpos,
-                                       cap) != LZMA_OK) {
-    free(out);
-    out = NULL;
-  }
-  free(in);
-  if (out) out[outpos] = '\0';
-  *len = outpos;
-  return out;
-}
 
 static const char *after(const char *l, const char *key) {
   const char *p = strstr(l, key);
@@ -107,7 +87,7 @@ static size_t hslot(const hmap *m, uint64_t h) {
 
 static bool read_rank(const char *path, rrank *r) {
   size_t len;
-  char *text = unxz(path, &len);
+  char *text = xz_read_file(path, 64u << 20, &len);
   if (!text) return false;
   size_t lines = 1;
   for (size_t i = 0; i < len; i++) lines += text[i] == '\n';

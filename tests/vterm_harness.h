@@ -140,6 +140,22 @@ static bool vt_wait_for(vt_term *t, const char *what, double seconds) {
   return false;
 }
 
+/* Pumps until `ok(t, arg)` holds (read again on every pump: a read may
+ * catch a line half redrawn), or the deadline; says what the screen shows
+ * when it never did (`what`: the condition in words). */
+__attribute__((unused)) static bool vt_wait_until(vt_term *t, double seconds,
+                                                  bool (*ok)(vt_term *, const void *),
+                                                  const void *arg, const char *what) {
+  double end = vt_now() + seconds;
+  do {
+    vt_pump(t, 50);
+    vt_text(t);
+    if (ok(t, arg)) return true;
+  } while (vt_now() < end);
+  fprintf(stderr, "    never: %s; the screen shows:\n%s\n", what, t->text);
+  return false;
+}
+
 /* The build directory this test binary lives in (build/<cfg>/tests/x ->
  * build/<cfg>), where nccltop and the plugin are. */
 __attribute__((unused)) static void vt_build_dir(char *buf, size_t cap) {
@@ -242,5 +258,44 @@ __attribute__((unused)) static int count_rows(const vt_term *t, const char *cons
 
 /* Needles for row_with: ROW("COUNT", "AVG TIME"). */
 #define ROW(...) ((const char *const[]){__VA_ARGS__, NULL})
+
+/* `nccltop demo` on a terminal, in a private TMPDIR (its endpoint
+ * directory). */
+typedef struct {
+  vt_term t;
+  char tmp[64], env_tmp[96];
+  bool started;
+} vt_demo;
+
+/* Starts `nccltop demo EXTRA...` (extra: NULL-terminated) on a rows x cols
+ * terminal; false when it did not start. */
+__attribute__((unused)) static bool vt_demo_start(vt_demo *d, char *nccltop, int rows, int cols,
+                                                  char *const *extra) {
+  snprintf(d->tmp, sizeof d->tmp, "/tmp/nccltop-demo-XXXXXX");
+  d->started = false;
+  if (!mkdtemp(d->tmp)) return false;
+  snprintf(d->env_tmp, sizeof d->env_tmp, "TMPDIR=%s", d->tmp);
+  char *argv[32] = {nccltop, "demo"};
+  int n = 2;
+  for (int i = 0; extra[i] && n < 30; i++) argv[n++] = extra[i];
+  argv[n] = NULL;
+  char *env[] = {d->env_tmp, NULL};
+  d->started = vt_start(&d->t, rows, cols, argv, env) == 0;
+  return d->started;
+}
+
+/* q quits (exit status 0, checked when ok); the directory goes whatever
+ * happened. ok, and false when the demo did not quit cleanly. */
+__attribute__((unused)) static bool vt_demo_stop(vt_demo *d, bool ok) {
+  if (d->started) {
+    vt_send(&d->t, "q");
+    if (ok) ok = vt_wait_exit(&d->t, 15) == 0;
+    vt_stop(&d->t);
+  }
+  char cmd[160];
+  snprintf(cmd, sizeof cmd, "rm -rf %s", d->tmp);
+  if (system(cmd) != 0) fprintf(stderr, "    cannot remove %s\n", d->tmp);
+  return ok;
+}
 
 #endif
