@@ -118,6 +118,9 @@ SIM_EXPORTS := -Wl,--export-dynamic-symbol=ncclGetVersion
 $(NCCLTOP): $(BUILD)/obj/monitor/commands/main.o $(VIEWER_OBJ)
 	$(CC) $(LDSAN) $(LDFLAGS) $(SIM_EXPORTS) -o $@ $^ $(LIBS_VIEWER)
 
+# Kept after the build (make deletes a pattern rule's intermediate files):
+# else every later make rebuilds them and relinks every test.
+.SECONDARY: $(TESTLIB_OBJ)
 $(BUILD)/tests/%: tests/%.c $(TESTLIB_OBJ) $(VIEWER_OBJ) | build-deps
 	@mkdir -p $(dir $@)
 	$(CC) $(NT_CPPFLAGS) $(NT_CFLAGS) -o $@ $< $(TESTLIB_OBJ) $(VIEWER_OBJ) $(LDSAN) $(LDFLAGS) $(SIM_EXPORTS) $(LIBS_VIEWER) -lvterm -lutil
