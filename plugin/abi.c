@@ -250,14 +250,16 @@ static inline nt_nccl_result own_record_v3(void *h, int state, void *av) {
 
 static inline nt_nccl_result own_record_v4(void *h, int state, void *av) {
   nt_state_args_v4 *a = av;
+  /* The union's members overlap: read each one only for its own states
+   * (a step's transSize only where the step path uses it). */
+  if (state >= NT_ST_STEP_SEND_GPU_WAIT && state <= NT_ST_STEP_RECV_GPU_WAIT)
+    return nt_record_step(h, state, a ? &a->proxyStep.transSize : NULL);
   if (!a) return nt_record(h, state, 0, false, 0, 0);
-  /* The union's members overlap: read each one only for its own states. */
   bool ctrl = state == NT_ST_CTRL_APPEND_END;
   /* v7's KernelPhaseStop carries its stop time where KernelChStop does. */
   bool kernel = state == NT_ST_KERNEL_CH_STOP || state == NT_ST_KERNEL_PHASE_STOP;
-  bool step = state >= NT_ST_STEP_SEND_GPU_WAIT && state <= NT_ST_STEP_RECV_GPU_WAIT;
-  return nt_record(h, state, step ? a->proxyStep.transSize : 0, step,
-                   ctrl ? a->proxyCtrl.appendedProxyOps : 0, kernel ? a->kernelCh.pTimer : 0);
+  return nt_record(h, state, 0, false, ctrl ? a->proxyCtrl.appendedProxyOps : 0,
+                   kernel ? a->kernelCh.pTimer : 0);
 }
 
 static nt_nccl_result record_v3(void *h, int state, nt_state_args_v3 *a) {

@@ -149,14 +149,16 @@ static void *start_proxy_op(struct nt_thread *t, void *context, const struct nt_
   op->row = row;
   op->is_net = 0;
   op->task = task;
-  for (int i = 0; i < NT_STEPS_PER_OP; i++) op->steps[i].active = 0;
+  /* No step of an earlier use is active: stop_op and the pool's take()
+   * ended them all (so the steps' lines are not touched here). */
+  op->live_steps = 0;
   atomic_store_explicit(&op->in_use, 1, memory_order_relaxed);
   NT_ADD(row->ops_started, 1);
   return f;
 }
 
 /* The op a handle of ours is the live face of, or NULL. */
-static struct nt_op *op_of(void *h) {
+static inline __attribute__((always_inline)) struct nt_op *op_of(void *h) {
   if (nt_handle_kind(h) != NT_K_OP) return NULL;
   struct nt_op *op = nt_oface_op(h);
   return atomic_load_explicit(&op->in_use, memory_order_relaxed) ? op : NULL;
@@ -177,7 +179,8 @@ static NT_COLD void op_first_step(struct nt_op *op) {
   if (op->task) nt_task_began(op->task, nt_clock_ns(), true);
 }
 
-static void *start_proxy_step(struct nt_thread *t, void *parent, int step) {
+static inline __attribute__((always_inline)) void *start_proxy_step(struct nt_thread *t,
+                                                                    void *parent, int step) {
   struct nt_op *op = op_of(parent);
   if (!op) {
     if (parent) NT_ADD(t->unknown_events, 1);
@@ -201,6 +204,7 @@ static void *start_proxy_step(struct nt_thread *t, void *parent, int step) {
    * here, except for the op's first step, which starts its operation. */
   s->since_ns = 0;
   s->active = 1;
+  op->live_steps |= (uint16_t)(1u << ((unsigned)step % NT_STEPS_PER_OP));
   if (NT_UNLIKELY(!op->stepped)) op_first_step(op); /* its operation's execution begins */
   atomic_store_explicit(&op->row->cur_step, step, memory_order_relaxed);
   return s;
@@ -456,7 +460,7 @@ static bool past_first_wait(int wait) {
 }
 
 static inline __attribute__((always_inline)) void
-record_step(struct nt_thread *t, struct nt_step *s, int state, uint64_t size, bool has_size) {
+record_step(struct nt_thread *t, struct nt_step *s, int state, const size_t *size) {
   int wait = step_wait_of(state);
   struct nt_chan_row *row = s->op->row;
   /* A wait of the other direction means a confused caller: ignore it. */
@@ -473,9 +477,9 @@ record_step(struct nt_thread *t, struct nt_step *s, int state, uint64_t size, bo
   s->since_ns = now;
   /* transSize is current only at these states; elsewhere it still holds the
    * previous step's size. */
-  if (has_size && !s->bytes_counted &&
+  if (size && !s->bytes_counted &&
       (state == NT_ST_STEP_SEND_WAIT || state == NT_ST_STEP_RECV_FLUSH_WAIT)) {
-    NT_ADD(row->bytes, size);
+    NT_ADD(row->bytes, *size);
     s->bytes_counted = 1;
   }
   atomic_store_explicit(&row->cur_step, s->step, memory_order_relaxed);
@@ -490,6 +494,7 @@ static inline __attribute__((always_inline)) void stop_step(struct nt_step *s, u
   struct nt_chan_row *row = s->op->row;
   step_close_wait(s, row, now);
   s->active = 0;
+  s->op->live_steps &= (uint16_t) ~(1u << ((unsigned)s->step % NT_STEPS_PER_OP));
   NT_ADD(row->steps, 1);
   NT_SET(row->last_progress_ns, now);
   op_progress(s->op, now);
@@ -502,8 +507,8 @@ static NT_COLD void stop_op(struct nt_op *op) {
   /* An op stops when all its steps are done, in the same proxy pass: a
    * step still open here is one NCCL did not stop (V4), done by now. */
   uint64_t now = nt_clock_ns(); /* one read for the op and the steps it ends */
-  for (int i = 0; i < NT_STEPS_PER_OP; i++)
-    if (op->steps[i].active) stop_step(&op->steps[i], now);
+  for (unsigned live = op->live_steps; live; live &= live - 1)
+    stop_step(&op->steps[__builtin_ctz(live)], now);
   NT_ADD(op->row->ops_done, 1);
   if (op->begun) NT_ADD(op->row->begun_done, 1);
   NT_SET(op->row->last_progress_ns, now);
@@ -561,22 +566,15 @@ static NT_COLD void stop_kernel_phase(struct nt_thread *t, struct nt_kphase_ev *
                               d, memory_order_relaxed);
 }
 
-nt_nccl_result nt_stop(void *handle) {
-  if (inert() || !handle) return NT_NCCL_SUCCESS;
-  struct nt_thread *t = call_thread();
-  if (!t) return NT_NCCL_SUCCESS;
-  switch (nt_handle_kind(handle)) {
-  case NT_K_STEP: {
-    struct nt_step *s = handle;
-    if (s->active) stop_step(s, nt_clock_ns()); /* the clock only for a live step */
-    break;
-  }
+/* The stops of everything but steps and proxy-control bursts: out of the
+ * hot path's line. */
+static NT_COLD void stop_other(struct nt_thread *t, void *handle, int kind) {
+  switch (kind) {
   case NT_K_OP: {
     struct nt_op *op = op_of(handle);
     if (op) stop_op(op);
     break;
   }
-  case NT_K_CTRL: stop_ctrl(t); break;
   case NT_K_KERNEL: stop_kernel(t, handle); break;
   case NT_K_PHASE: stop_kernel_phase(t, handle); break;
   case NT_K_TASK: nt_op_stop(handle); break;
@@ -584,6 +582,24 @@ nt_nccl_result nt_stop(void *handle) {
   case NT_K_NET: nt_net_stop(handle); break;
   case NT_K_IGNORED: break;
   default: NT_ADD(t->unknown_events, 1); break;
+  }
+}
+
+nt_nccl_result nt_stop(void *handle) {
+  if (inert() || !handle) return NT_NCCL_SUCCESS;
+  struct nt_thread *t = call_thread();
+  if (!t) return NT_NCCL_SUCCESS;
+  /* Steps and control bursts are most of the stops NCCL makes: tested
+   * first, one predictable branch each, instead of an indirect jump that
+   * real (irregular) call sequences mispredict. */
+  int kind = nt_handle_kind(handle);
+  if (NT_LIKELY(kind == NT_K_STEP)) {
+    struct nt_step *s = handle;
+    if (s->active) stop_step(s, nt_clock_ns()); /* the clock only for a live step */
+  } else if (kind == NT_K_CTRL) {
+    stop_ctrl(t);
+  } else {
+    stop_other(t, handle, kind);
   }
   return NT_NCCL_SUCCESS;
 }
@@ -618,7 +634,7 @@ static __attribute__((noinline)) void record_op(struct nt_thread *t, void *handl
       }
       if (s->wait == NT_WAIT_SEND_GPU && (!next || s->step < next->step)) next = s;
     }
-    if (next) record_step(t, next, NT_ST_STEP_SEND_PEER_WAIT, 0, false);
+    if (next) record_step(t, next, NT_ST_STEP_SEND_PEER_WAIT, NULL);
   }
   /* 2.26 says after each step done how many are; it stops only the first
    * of those done in one pass (V4): the others end here, exactly. */
@@ -627,23 +643,12 @@ static __attribute__((noinline)) void record_op(struct nt_thread *t, void *handl
       if (op->steps[i].active && op->steps[i].step < count) stop_step(&op->steps[i], nt_clock_ns());
 }
 
-nt_nccl_result nt_record(void *handle, int state, uint64_t trans_size, bool has_size, int count,
-                         uint64_t ptimer) {
-  if (inert() || !handle) return NT_NCCL_SUCCESS;
-  struct nt_thread *t = call_thread();
-  if (!t) return NT_NCCL_SUCCESS;
-  switch (nt_handle_kind(handle)) {
-  case NT_K_STEP: {
-    struct nt_step *s = handle;
-    if (s->active) record_step(t, s, state, trans_size, has_size);
-    break;
-  }
-  case NT_K_CTRL:
-    if (handle == &t->ctrl)
-      record_ctrl(t, state, count);
-    else
-      NT_ADD(t->unknown_events, 1); /* another thread's burst: not ours to change */
-    break;
+/* The state records of everything but steps and this thread's control
+ * bursts: out of the hot path's line. */
+static NT_COLD void record_other(struct nt_thread *t, void *handle, int kind, int state,
+                                 uint64_t trans_size, bool has_size, int count, uint64_t ptimer) {
+  switch (kind) {
+  case NT_K_CTRL: NT_ADD(t->unknown_events, 1); break; /* another thread's burst: not ours */
   case NT_K_KERNEL:
     if (state == NT_ST_KERNEL_CH_STOP) nt_kface_event(handle)->stop_ptimer = ptimer;
     break;
@@ -656,6 +661,40 @@ nt_nccl_result nt_record(void *handle, int state, uint64_t trans_size, bool has_
   case NT_K_API:
   case NT_K_IGNORED: break; /* group API states */
   default: NT_ADD(t->unknown_events, 1); break;
+  }
+}
+
+nt_nccl_result nt_record(void *handle, int state, uint64_t trans_size, bool has_size, int count,
+                         uint64_t ptimer) {
+  if (inert() || !handle) return NT_NCCL_SUCCESS;
+  struct nt_thread *t = call_thread();
+  if (!t) return NT_NCCL_SUCCESS;
+  /* Step states are most of the records NCCL makes: tested first (see
+   * nt_stop). */
+  int kind = nt_handle_kind(handle);
+  if (NT_LIKELY(kind == NT_K_STEP)) {
+    struct nt_step *s = handle;
+    size_t size = (size_t)trans_size;
+    if (s->active) record_step(t, s, state, has_size ? &size : NULL);
+  } else if (kind == NT_K_CTRL && handle == &t->ctrl) {
+    record_ctrl(t, state, count);
+  } else {
+    record_other(t, handle, kind, state, trans_size, has_size, count, ptimer);
+  }
+  return NT_NCCL_SUCCESS;
+}
+
+nt_nccl_result nt_record_step(void *handle, int state, const size_t *trans_size) {
+  if (inert() || !handle) return NT_NCCL_SUCCESS;
+  struct nt_thread *t = call_thread();
+  if (!t) return NT_NCCL_SUCCESS;
+  int kind = nt_handle_kind(handle);
+  if (NT_LIKELY(kind == NT_K_STEP)) {
+    struct nt_step *s = handle;
+    if (s->active) record_step(t, s, state, trans_size);
+  } else {
+    /* A step state on another kind of handle: what nt_record does. */
+    record_other(t, handle, kind, state, trans_size ? *trans_size : 0, trans_size != NULL, 0, 0);
   }
   return NT_NCCL_SUCCESS;
 }

@@ -45,6 +45,9 @@
 #define NT_POOL_PROBES            8
 #define NT_EXPORT                 __attribute__((visibility("default")))
 
+/* The names a Coll or P2p carries (nt_name_index). */
+enum { NT_NAME_FUNC, NT_NAME_ALGO, NT_NAME_PROTO, NT_NAME_DTYPE, NT_NAME_KINDS };
+
 /* Handle kinds: the first byte of every handle. */
 enum nt_kind {
   NT_K_NONE = 0,
@@ -243,6 +246,10 @@ struct nt_op {
    * mask; 2.26's per-step op states), so it will be stopped (proxyop_pool.c). */
   uint8_t is_net;
   uint8_t stepped; /* a step of it started: its task's first_step_ns is set */
+  /* Its steps now active, one bit per slot (a step's own `active` says the
+   * same): what ends with the op is found here, in the op's first line,
+   * instead of by reading its 16 steps (8 cache lines, cold by then). */
+  uint16_t live_steps;
   uint64_t start_ns;
   uint64_t v3_bytes;         /* NCCL 2.26: the op's running transSize counted so far */
   uint64_t progress_told_ns; /* last progress time written to its task */
@@ -345,6 +352,12 @@ struct nt_thread {
   /* Owner only: the group the thread is in (each Group event starts one);
    * p2p operations of one group run in one kernel. */
   uint32_t group_serial;
+  /* Owner only: the last name NCCL passed for each of a Coll's function,
+   * algorithm, protocol and datatype, and what it meant (nt_name_index). */
+  struct nt_name_memo {
+    const char *name;
+    uint8_t index;
+  } name_memo[NT_NAME_KINDS];
   /* Owner only: the open group's Broadcasts counted from their CollApi. */
   struct nt_task *bcast_pending[NT_BCAST_PENDING];
   uint32_t nbcast_pending;
@@ -496,6 +509,9 @@ nt_nccl_result nt_stop(void *handle);
  * steps of the op done so far. */
 nt_nccl_result nt_record(void *handle, int state, uint64_t trans_size, bool has_size, int count,
                          uint64_t ptimer);
+/* A ProxyStep state (v4+), the most frequent record: its transSize is read
+ * (through trans_size, NULL none) only at the states that carry one. */
+nt_nccl_result nt_record_step(void *handle, int state, const size_t *trans_size);
 extern unsigned char nt_ignored_handle;
 /* The kind of a handle of ours (in the region, aligned, and holding its own
  * address at offset 8), NT_K_NONE for anything else: NCCL hands some handles
@@ -515,6 +531,11 @@ static inline int nt_live_mask(void) {
 }
 
 /* ops.c: Coll/P2p operations and API events (called by events.c). */
+/* What NCCL's name for a function, algorithm, protocol or datatype
+ * (NT_NAME_*) means, as nt_func_from_name and the others say; NCCL passes
+ * the same literal again and again, so the last one a thread saw is
+ * confirmed with one compare instead of looked up. */
+int nt_name_index(struct nt_thread *t, int kind, const char *name);
 void *nt_op_start(struct nt_thread *t, void *context, const struct nt_ev *ev);
 void nt_op_stop(struct nt_task *k);
 void *nt_api_start(struct nt_thread *t, void *context, const struct nt_ev *ev);

@@ -24,6 +24,21 @@ static struct nt_task *task_alloc(struct nt_thread *t) {
   return NULL;
 }
 
+int nt_name_index(struct nt_thread *t, int kind, const char *name) {
+  static int (*const lookup[NT_NAME_KINDS])(const char *) = {
+      nt_func_from_name, nt_algo_from_name, nt_proto_from_name, nt_dtype_from_name};
+  static const char *(*const spell[NT_NAME_KINDS])(int) = {nt_func_name, nt_algo_name,
+                                                           nt_proto_name, nt_dtype_name};
+  struct nt_name_memo *m = &t->name_memo[kind];
+  /* The same pointer, still spelling what it did (a caller's buffer may
+   * have changed since): one strcmp. */
+  if (name && name == m->name && strcmp(name, spell[kind](m->index)) == 0) return m->index;
+  int index = lookup[kind](name);
+  m->name = name;
+  m->index = (uint8_t)index;
+  return index;
+}
+
 /* The earliest of what its children report (several proxy threads may
  * start children of one operation). */
 static void store_min(_Atomic uint64_t *p, uint64_t v) {
@@ -52,10 +67,10 @@ struct nt_task *nt_task_open(struct nt_thread *t, struct nt_context *c, const st
   k->kind = NT_K_TASK;
   k->self = k;
   k->op_kind = coll ? NT_OP_COLL : NT_OP_P2P;
-  k->func = (uint8_t)nt_func_from_name(ev->op.func);
-  k->algo = (uint8_t)(coll ? nt_algo_from_name(ev->op.algo) : NT_ALGO_NONE);
-  k->proto = (uint8_t)(coll ? nt_proto_from_name(ev->op.proto) : NT_PR_NONE);
-  k->dtype = (uint8_t)nt_dtype_from_name(ev->op.datatype);
+  k->func = (uint8_t)nt_name_index(t, NT_NAME_FUNC, ev->op.func);
+  k->algo = (uint8_t)(coll ? nt_name_index(t, NT_NAME_ALGO, ev->op.algo) : NT_ALGO_NONE);
+  k->proto = (uint8_t)(coll ? nt_name_index(t, NT_NAME_PROTO, ev->op.proto) : NT_PR_NONE);
+  k->dtype = (uint8_t)nt_name_index(t, NT_NAME_DTYPE, ev->op.datatype);
   /* NCCL 2.31's userTag (the user's own name for the call) wins. */
   k->phase = ev->user_tag ? nt_phase_of_tag(ev->user_tag) : nt_phase_now();
   if (!k->phase) k->phase = nt_phase_now();
@@ -117,7 +132,7 @@ void *nt_op_start(struct nt_thread *t, void *context, const struct nt_ev *ev) {
   bool coll = ev->type == NT_EV_COLL;
   atomic_fetch_add_explicit(coll ? &c->colls : &c->p2ps, 1, memory_order_relaxed);
   uint64_t now = nt_clock_ns();
-  int func = nt_func_from_name(ev->op.func);
+  int func = nt_name_index(t, NT_NAME_FUNC, ev->op.func);
   if (coll && func == NT_FUNC_BROADCAST) nt_bcast_claim(t, c, ev->parent);
   /* Collectives carry NCCL's per-function sequence number (the counter RAS
    * compares); p2p operations are counted. */

@@ -56,6 +56,7 @@ static struct nt_op *take(struct nt_thread *t, struct nt_op *op, uint64_t now) {
     op->steps[i].self = NULL;
     op->steps[i].active = 0;
   }
+  op->live_steps = 0;
   if (op->row) NT_ADD(op->row->ops_done, 1);
   if (op->row && op->begun) NT_ADD(op->row->begun_done, 1);
   if (op->task) {

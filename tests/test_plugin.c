@@ -481,6 +481,54 @@ static void case_concurrent_threads_lose_nothing(void) {
   CHECK_EQ_U64(H.snap->comms[1].colls_enqueued, 2000);
 }
 
+/* NCCL passes the same name literals on every Coll, and the plugin
+ * remembers the last one it looked up per thread; a caller whose buffer
+ * at the same address now spells another name gets that name's meaning. */
+static void one_coll(void *ctx, const char *func, const char *algo, const char *proto,
+                     const char *dtype) {
+  nt_descr_v5 d = ph_simple(NT_EV_COLL);
+  d.coll.func = func;
+  d.coll.count = 256;
+  d.coll.datatype = dtype;
+  d.coll.algo = algo;
+  d.coll.proto = proto;
+  void *h = NULL, *op = NULL;
+  H.v5->startEvent(ctx, &h, &d);
+  nt_descr_v5 o = ph_op(0, 1, 1, h);
+  H.v5->startEvent(ctx, &op, &o);
+  H.v5->stopEvent(op);
+  H.v5->stopEvent(h);
+}
+
+static void case_names_are_read_anew_when_a_buffer_changes(void) {
+  void *ctx = setup();
+  CHECK(ctx != NULL);
+  char func[16] = "AllReduce", algo[16] = "RING", proto[16] = "LL", dtype[16] = "ncclFloat32";
+  one_coll(ctx, func, algo, proto, dtype);
+  one_coll(ctx, func, algo, proto, dtype); /* remembered */
+  strcpy(func, "AllGather");
+  strcpy(algo, "TREE");
+  strcpy(proto, "SIMPLE");
+  strcpy(dtype, "ncclInt8"); /* 256 x 1 byte */
+  one_coll(ctx, func, algo, proto, dtype);
+  uint64_t ar = 0, ag = 0;
+  for (int tries = 0; tries < 50 && ar + ag < 3; tries++) {
+    CHECK(ph_latest(&H) == 0);
+    ar = ag = 0;
+    for (uint32_t i = 0; i < H.snap->nops; i++) {
+      const nt_op_row *r = &H.snap->ops[i];
+      if (r->func == NT_FUNC_ALLREDUCE && r->algo == NT_ALGO_RING && r->proto == NT_PR_LL &&
+          r->bytes == 2 * 256 * 4)
+        ar += r->count;
+      if (r->func == NT_FUNC_ALLGATHER && r->algo == NT_ALGO_TREE && r->proto == NT_PR_SIMPLE &&
+          r->bytes == 256)
+        ag += r->count;
+    }
+  }
+  CHECK_EQ_U64(ar, 2);
+  CHECK_EQ_U64(ag, 1);
+}
+
 /* Operations enqueued on application threads while their proxy-op
  * children start and stop on proxy threads and the publisher retires them:
  * each completes once, none is lost. (Under ThreadSanitizer: make tsan.) */
@@ -623,6 +671,7 @@ PH_CHILD(forked_child_never_touches_the_plugin)
 PH_CHILD(v4_init_argument_order)
 PH_CHILD(concurrent_threads_lose_nothing)
 PH_CHILD(operations_complete_once_across_threads)
+PH_CHILD(names_are_read_anew_when_a_buffer_changes)
 PH_CHILD(nccl_topology_dump_is_forwarded)
 PH_CHILD(exited_proxy_threads_keep_their_rows)
 
@@ -645,6 +694,7 @@ int main(void) {
   TEST_RUN(v4_init_argument_order);
   TEST_RUN(concurrent_threads_lose_nothing);
   TEST_RUN(operations_complete_once_across_threads);
+  TEST_RUN(names_are_read_anew_when_a_buffer_changes);
   TEST_RUN(nccl_topology_dump_is_forwarded);
   TEST_RUN(exited_proxy_threads_keep_their_rows);
   return TEST_DONE();
