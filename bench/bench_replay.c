@@ -37,8 +37,13 @@
 #include "alloc_count.h"
 
 #define MAX_RANKS 4
-#define LOOPS     8
-#define REPS      5
+/* -DLOOPS=N -DREPS=N: shorter runs (bench/instructions.sh under callgrind). */
+#ifndef LOOPS
+#define LOOPS 8
+#endif
+#ifndef REPS
+#define REPS 5
+#endif
 
 /* ---- a rank's calls, compiled once ---- */
 

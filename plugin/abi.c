@@ -252,7 +252,8 @@ static inline nt_nccl_result own_record_v4(void *h, int state, void *av) {
   nt_state_args_v4 *a = av;
   /* The union's members overlap: read each one only for its own states
    * (a step's transSize only where the step path uses it). */
-  if (state >= NT_ST_STEP_SEND_GPU_WAIT && state <= NT_ST_STEP_RECV_GPU_WAIT)
+  if ((state >= NT_ST_STEP_SEND_GPU_WAIT && state <= NT_ST_STEP_RECV_GPU_WAIT) ||
+      state == NT_ST_STEP_SEND_PEER_WAIT)
     return nt_record_step(h, state, a ? &a->proxyStep.transSize : NULL);
   if (!a) return nt_record(h, state, 0, false, 0, 0);
   bool ctrl = state == NT_ST_CTRL_APPEND_END;
