@@ -43,7 +43,7 @@ void nt_launch_note(struct nt_context *c, int func, bool has_seq, uint64_t seq, 
  * before a Coll could come. */
 void nt_bcast_api(struct nt_thread *t, struct nt_context *c, const struct nt_ev *ev) {
   if (c->abi < 6 || nt_name_index(t, NT_NAME_FUNC, ev->op.func) != NT_FUNC_BROADCAST) return;
-  uint64_t now = nt_clock_ns();
+  uint64_t now = nt_now();
   nt_launch_note(c, NT_FUNC_BROADCAST, false, 0, now);
   struct nt_ev e = *ev;
   e.type = NT_EV_COLL;

@@ -19,7 +19,7 @@ void *nt_ce_start(struct nt_thread *t, void *context, const struct nt_ev *ev) {
     return &nt_ignored_handle;
   }
   if (ev->type != NT_EV_CE_COLL) return &nt_ignored_handle; /* CeSync, CeBatch: counted */
-  uint64_t now = nt_clock_ns();
+  uint64_t now = nt_now();
   nt_launch_note(c, nt_func_from_name(ev->op.func), false, 0, now);
   struct nt_task *k = nt_task_open(t, c, ev, now, 0);
   if (!k) {

@@ -33,7 +33,7 @@
 #include "internal.h"
 #include "nccltop_plugin.h"
 
-struct nt_clock nt_clk;
+struct nt_clock nt_clk = {.epoch = 1};
 
 #ifdef NT_TEST_HOOKS
 uint64_t (*_Atomic nt_sim_clock)(void);
@@ -60,10 +60,12 @@ uint64_t nt_clock_mono_ns(void) {
 static pthread_mutex_t calib_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct {
   uint64_t first_ticks, first_ns; /* the first pair: the rate's baseline */
-  uint64_t next_ns;               /* when to recalibrate */
-  double ns_per_tick;             /* the measured rate */
-  uint64_t hz;                    /* ticks per second, for the log line */
-  const char *why;                /* why CLOCK_MONOTONIC, when it is */
+  /* When to recalibrate: peeked at without the lock (the test hook
+   * recalibrates from another thread than the publisher's). */
+  _Atomic uint64_t next_ns;
+  double ns_per_tick; /* the measured rate */
+  uint64_t hz;        /* ticks per second, for the log line */
+  const char *why;    /* why CLOCK_MONOTONIC, when it is */
 } cal;
 
 /* A (ticks, ns) pair read as close together as we can: the tightest of a
@@ -102,18 +104,44 @@ static void publish(uint64_t base_ticks, uint64_t base_ns, double ns_per_tick) {
   NT_SET(c->mult, (uint64_t)(ns_per_tick * 4294967296.0 + 0.5));
   NT_SET(c->limit, UINT64_MAX);
   atomic_store_explicit(&c->gen, gen + 2, memory_order_release);
+  atomic_store_explicit(&nt_clk.cur, cur ^ 1, memory_order_release);
+  /* The new epoch before the old record's end: a thread still on its copy
+   * of the old calibration (which has no end) sees the new epoch by the
+   * time a reader of the shared old record is held at that end; else one
+   * thread reading both ways could see its time go back. */
+  atomic_fetch_add_explicit(&nt_clk.epoch, 1, memory_order_release);
   if (atomic_load_explicit(&nt_clk.source, memory_order_relaxed) == NT_CLOCK_TICKS) {
     gen = atomic_load_explicit(&old->gen, memory_order_relaxed);
     NT_SEQ_WRITE_BEGIN(old->gen, gen);
     NT_SET(old->limit, base_ticks);
     atomic_store_explicit(&old->gen, gen + 2, memory_order_release);
   }
-  atomic_store_explicit(&nt_clk.cur, cur ^ 1, memory_order_release);
 }
 
 static void use_monotonic(const char *why) {
   cal.why = why;
   atomic_store_explicit(&nt_clk.source, NT_CLOCK_MONOTONIC, memory_order_release);
+  atomic_fetch_add_explicit(&nt_clk.epoch, 1, memory_order_release); /* no copy is current */
+}
+
+uint64_t nt_clock_refresh(struct nt_clock_copy *k, uint64_t ticks) {
+  for (int tries = 0; tries < 64; tries++) {
+    uint32_t epoch = atomic_load_explicit(&nt_clk.epoch, memory_order_acquire);
+    if (atomic_load_explicit(&nt_clk.source, memory_order_acquire) != NT_CLOCK_TICKS) break;
+    struct nt_clock_cal *c =
+        &nt_clk.cal[atomic_load_explicit(&nt_clk.cur, memory_order_acquire) & 1];
+    uint32_t gen = atomic_load_explicit(&c->gen, memory_order_acquire);
+    uint64_t bt = NT_GET(c->base_ticks), bn = NT_GET(c->base_ns), m = NT_GET(c->mult);
+    if ((gen & 1) || NT_SEQ_READ_RECHECK(c->gen) != gen) continue;
+    /* Labelled with the epoch read before it: a copy of a newer record
+     * than its label is read anew at the next call, never the reverse. */
+    k->base_ticks = bt, k->base_ns = bn, k->mult = m;
+    k->epoch = epoch;
+    uint64_t d = ticks > bt ? ticks - bt : 0;
+    return bn + (uint64_t)(((unsigned __int128)d * m) >> 32);
+  }
+  k->epoch = 0; /* CLOCK_MONOTONIC (or a writer that would not let go): none */
+  return nt_clock_mono_ns();
 }
 
 /* Whether this CPU's counter can stand in for CLOCK_MONOTONIC; if not,
@@ -179,7 +207,7 @@ void nt_clock_init(int choice) {
       cal.first_ticks = t0, cal.first_ns = n0;
       cal.ns_per_tick = rate;
       cal.hz = (uint64_t)(1e9 / rate);
-      cal.next_ns = n1 + RECAL_NS;
+      atomic_store_explicit(&cal.next_ns, n1 + RECAL_NS, memory_order_relaxed);
       publish(t1, n1, rate);
       atomic_store_explicit(&nt_clk.source, NT_CLOCK_TICKS, memory_order_release);
     }
@@ -195,7 +223,7 @@ void nt_clock_init(int choice) {
 
 void nt_clock_tick(uint64_t mono_now, bool force) {
   if (atomic_load_explicit(&nt_clk.source, memory_order_acquire) != NT_CLOCK_TICKS) return;
-  if (!force && mono_now < cal.next_ns) return; /* unlocked peek: the publisher's own field */
+  if (!force && mono_now < atomic_load_explicit(&cal.next_ns, memory_order_relaxed)) return;
   pthread_mutex_lock(&calib_lock);
   if (atomic_load_explicit(&nt_clk.source, memory_order_acquire) != NT_CLOCK_TICKS) {
     pthread_mutex_unlock(&calib_lock);
@@ -224,7 +252,7 @@ void nt_clock_tick(uint64_t mono_now, bool force) {
    * the current one will be: no reader is past that point yet. */
   uint64_t from = nt_ticks() + (uint64_t)((double)HANDOVER_NS / cal.ns_per_tick);
   publish(from, convert(c, from), cal.ns_per_tick * (1.0 + slew));
-  cal.next_ns = n + RECAL_NS;
+  atomic_store_explicit(&cal.next_ns, n + RECAL_NS, memory_order_relaxed);
   pthread_mutex_unlock(&calib_lock);
 }
 
@@ -239,6 +267,11 @@ const char *nt_clock_name(void) {
  * its source, and a recalibration now. */
 NT_EXPORT uint64_t nccltop_test_clock_ns(void) {
   return nt_clock_ticks_or_mono();
+}
+/* The same through a thread's own copy, as the event path reads it. */
+NT_EXPORT uint64_t nccltop_test_clock_copy_ns(void) {
+  static __thread struct nt_clock_copy copy;
+  return nt_clock_ns_copy(&copy);
 }
 NT_EXPORT const char *nccltop_test_clock_source(void) {
   return nt_clock_name();

@@ -26,9 +26,21 @@ struct nt_clock_cal {
 struct nt_clock {
   _Atomic int source;   /* NT_CLOCK_*; MONOTONIC until nt_clock_init says otherwise */
   _Atomic uint32_t cur; /* the record readers use */
+  /* Bumped (release) after each new calibration and when the source
+   * changes: a thread's copy of an older epoch is read anew. Starts at 1:
+   * a zeroed copy is never current. */
+  _Atomic uint32_t epoch;
   struct nt_clock_cal cal[2];
 } __attribute__((aligned(64)));
 extern struct nt_clock nt_clk;
+/* A thread's own copy of the current calibration (the event path's: in
+ * its thread slot, beside what the call writes anyway). Checking one
+ * shared word for a new epoch is cheaper than reading the shared record
+ * under its seqlock at every call. epoch 0: none. */
+struct nt_clock_copy {
+  uint32_t epoch;
+  uint64_t base_ticks, base_ns, mult;
+};
 #if defined(__x86_64__)
 #define NT_HAVE_TICKS 1
 #define NT_TICKS_NAME "tsc"
@@ -82,6 +94,27 @@ static inline uint64_t nt_clock_ns(void) {
   if (NT_UNLIKELY(fn != NULL)) return fn();
 #endif
   return nt_clock_ticks_or_mono();
+}
+/* The cold half of nt_clock_ns_copy: copies the current calibration into
+ * k (or marks k none while the source is CLOCK_MONOTONIC) and reads the
+ * time at `ticks`. */
+uint64_t nt_clock_refresh(struct nt_clock_copy *k, uint64_t ticks);
+/* nt_clock_ns through a thread's own copy of the calibration. The counter
+ * is read first: a calibration stays right up to where its successor
+ * takes over, 20 us after the publisher begins to publish it (clock.c
+ * HANDOVER_NS) and long after the new epoch is visible, so a reading taken
+ * before the epoch check may use the copy it checks (as a reader of the
+ * shared record may, until the record's limit is set). */
+static inline uint64_t nt_clock_ns_copy(struct nt_clock_copy *k) {
+#ifdef NT_TEST_HOOKS
+  uint64_t (*fn)(void) = atomic_load_explicit(&nt_sim_clock, memory_order_relaxed);
+  if (NT_UNLIKELY(fn != NULL)) return fn();
+#endif
+  uint64_t ticks = nt_ticks();
+  if (NT_UNLIKELY(atomic_load_explicit(&nt_clk.epoch, memory_order_acquire) != k->epoch))
+    return nt_clock_refresh(k, ticks);
+  uint64_t d = ticks > k->base_ticks ? ticks - k->base_ticks : 0;
+  return k->base_ns + (uint64_t)(((unsigned __int128)d * k->mult) >> 32);
 }
 /* At the first init (NCCL's thread): picks the source, first calibration,
  * one log line saying which. */

@@ -99,7 +99,7 @@ static struct nt_kernel_event *kevent_alloc(struct nt_thread *t) {
     if (kevent_dead(e)) {
       e->faces[e->cur_face].self = NULL;
       e->ph.self = NULL;
-      if (e->task) nt_task_detach(e->task, nt_clock_ns(), true, 0);
+      if (e->task) nt_task_detach(e->task, nt_now(), true, 0);
       e->task = NULL;
       return e;
     }
@@ -124,7 +124,7 @@ static void *start_proxy_op(struct nt_thread *t, void *context, const struct nt_
   bool never = false;
   struct nt_task *task = foreign ? NULL : nt_proxyop_parent(t, ev->parent, &never);
   if (never) return NULL; /* NCCL never stops it (P2, proxyop_pool.c) */
-  uint64_t now = nt_clock_ns();
+  uint64_t now = nt_clock_ns_copy(&t->clk);
   struct nt_op *op = nt_proxyop_alloc(t, now);
   int dir = ev->is_send ? NT_DIR_SEND : NT_DIR_RECV;
   int relay = foreign ? (ev->rank >= 0 ? ev->rank : INT32_MAX) : -1;
@@ -171,12 +171,12 @@ static void stop_step(struct nt_step *s, uint64_t now);
 
 /* The rare end of a step NCCL never stopped: out of the start's line. */
 static NT_COLD void stop_step_unstopped(struct nt_step *s) {
-  stop_step(s, nt_clock_ns());
+  stop_step(s, nt_now());
 }
 
 static NT_COLD void op_first_step(struct nt_op *op) {
   op->stepped = 1;
-  if (op->task) nt_task_began(op->task, nt_clock_ns(), true);
+  if (op->task) nt_task_began(op->task, nt_now(), true);
 }
 
 static inline __attribute__((always_inline)) void *start_proxy_step(struct nt_thread *t,
@@ -230,7 +230,7 @@ static void *start_kernel_ch(struct nt_thread *t, void *context, void *parent, i
     atomic_fetch_add_explicit(&e->task->kernel_children, 1, memory_order_relaxed);
     /* The kernel reached this channel's work: running. */
     atomic_store_explicit(&e->task->begun, 1, memory_order_relaxed);
-    atomic_store_explicit(&e->task->last_progress_ns, nt_clock_ns(), memory_order_relaxed);
+    atomic_store_explicit(&e->task->last_progress_ns, nt_now(), memory_order_relaxed);
   }
   e->channel = (uint8_t)channel;
   e->start_ptimer = ptimer;
@@ -283,6 +283,17 @@ static inline __attribute__((always_inline)) struct nt_thread *start_begin(void 
   if (handle) *handle = NULL;
   if (inert() || !handle) return NULL;
   return call_thread();
+}
+
+/* The start of a call on a handle NCCL got from us (a record or a stop):
+ * the calling thread's state, counted, and the handle's kind; NULL (inert,
+ * no handle, or no slot) for nothing to do. */
+static inline __attribute__((always_inline)) struct nt_thread *handle_begin(void *handle,
+                                                                            int *kind) {
+  if (inert() || !handle) return NULL;
+  struct nt_thread *t = call_thread();
+  if (t) *kind = nt_handle_kind(handle);
+  return t;
 }
 
 nt_nccl_result nt_start(void *context, void **handle, const struct nt_ev *ev) {
@@ -379,7 +390,7 @@ static void ctrl_enter(struct nt_thread *t, int state, uint64_t now) {
 /* Idle and Active are edges that set the thread's base state; Sleep,
  * Wakeup and Append are bursts laid over it until AppendEnd or the stop. */
 static void record_ctrl(struct nt_thread *t, int state, int appended) {
-  uint64_t now = nt_clock_ns();
+  uint64_t now = nt_clock_ns_copy(&t->clk);
   int base = atomic_load_explicit(&t->base_state, memory_order_relaxed);
   int overlay = atomic_load_explicit(&t->overlay, memory_order_relaxed);
   switch (state) {
@@ -412,7 +423,8 @@ static void record_ctrl(struct nt_thread *t, int state, int appended) {
 static void stop_ctrl(struct nt_thread *t) {
   if (atomic_load_explicit(&t->overlay, memory_order_relaxed) == NT_PROXY_UNKNOWN) return;
   atomic_store_explicit(&t->overlay, NT_PROXY_UNKNOWN, memory_order_relaxed);
-  ctrl_enter(t, atomic_load_explicit(&t->base_state, memory_order_relaxed), nt_clock_ns());
+  ctrl_enter(t, atomic_load_explicit(&t->base_state, memory_order_relaxed),
+             nt_clock_ns_copy(&t->clk));
 }
 
 /* --- proxy steps --- */
@@ -471,7 +483,7 @@ record_step(struct nt_thread *t, struct nt_step *s, int state, const size_t *siz
   /* NCCL records SendPeerWait again each time the receiver has not given
    * credit yet: the first one starts the wait, repeats change nothing. */
   if (wait == s->wait) return;
-  uint64_t now = nt_clock_ns();
+  uint64_t now = nt_clock_ns_copy(&t->clk);
   step_close_wait(s, row, now);
   s->wait = (uint8_t)wait;
   s->since_ns = now;
@@ -506,7 +518,7 @@ static NT_COLD void stop_op(struct nt_op *op) {
   op->faces[op->cur_face].self = NULL; /* its handle is stale from now on */
   /* An op stops when all its steps are done, in the same proxy pass: a
    * step still open here is one NCCL did not stop (V4), done by now. */
-  uint64_t now = nt_clock_ns(); /* one read for the op and the steps it ends */
+  uint64_t now = nt_now(); /* one read for the op and the steps it ends */
   for (unsigned live = op->live_steps; live; live &= live - 1)
     stop_step(&op->steps[__builtin_ctz(live)], now);
   NT_ADD(op->row->ops_done, 1);
@@ -544,7 +556,7 @@ static NT_COLD void stop_kernel(struct nt_thread *t, struct nt_kface *f) {
       NT_SET(row->last_ns, d);
     }
   }
-  if (e->task) nt_task_detach(e->task, nt_clock_ns(), false, d);
+  if (e->task) nt_task_detach(e->task, nt_now(), false, d);
   e->task = NULL;
   atomic_store_explicit(&e->in_use, 0, memory_order_release);
 }
@@ -586,16 +598,15 @@ static NT_COLD void stop_other(struct nt_thread *t, void *handle, int kind) {
 }
 
 nt_nccl_result nt_stop(void *handle) {
-  if (inert() || !handle) return NT_NCCL_SUCCESS;
-  struct nt_thread *t = call_thread();
+  int kind;
+  struct nt_thread *t = handle_begin(handle, &kind);
   if (!t) return NT_NCCL_SUCCESS;
   /* Steps and control bursts are most of the stops NCCL makes: tested
    * first, one predictable branch each, instead of an indirect jump that
    * real (irregular) call sequences mispredict. */
-  int kind = nt_handle_kind(handle);
   if (NT_LIKELY(kind == NT_K_STEP)) {
     struct nt_step *s = handle;
-    if (s->active) stop_step(s, nt_clock_ns()); /* the clock only for a live step */
+    if (s->active) stop_step(s, nt_clock_ns_copy(&t->clk)); /* the clock only for a live step */
   } else if (kind == NT_K_CTRL) {
     stop_ctrl(t);
   } else {
@@ -640,7 +651,7 @@ static __attribute__((noinline)) void record_op(struct nt_thread *t, void *handl
    * of those done in one pass (V4): the others end here, exactly. */
   if ((state == NT_ST_V3_OP_SEND_DONE || state == NT_ST_V3_OP_RECV_DONE) && count > 0)
     for (int i = 0; i < NT_STEPS_PER_OP; i++)
-      if (op->steps[i].active && op->steps[i].step < count) stop_step(&op->steps[i], nt_clock_ns());
+      if (op->steps[i].active && op->steps[i].step < count) stop_step(&op->steps[i], nt_now());
 }
 
 /* The state records of everything but steps and this thread's control
@@ -666,12 +677,11 @@ static NT_COLD void record_other(struct nt_thread *t, void *handle, int kind, in
 
 nt_nccl_result nt_record(void *handle, int state, uint64_t trans_size, bool has_size, int count,
                          uint64_t ptimer) {
-  if (inert() || !handle) return NT_NCCL_SUCCESS;
-  struct nt_thread *t = call_thread();
+  int kind;
+  struct nt_thread *t = handle_begin(handle, &kind);
   if (!t) return NT_NCCL_SUCCESS;
   /* Step states are most of the records NCCL makes: tested first (see
    * nt_stop). */
-  int kind = nt_handle_kind(handle);
   if (NT_LIKELY(kind == NT_K_STEP)) {
     struct nt_step *s = handle;
     size_t size = (size_t)trans_size;
@@ -685,10 +695,9 @@ nt_nccl_result nt_record(void *handle, int state, uint64_t trans_size, bool has_
 }
 
 nt_nccl_result nt_record_step(void *handle, int state, const size_t *trans_size) {
-  if (inert() || !handle) return NT_NCCL_SUCCESS;
-  struct nt_thread *t = call_thread();
+  int kind;
+  struct nt_thread *t = handle_begin(handle, &kind);
   if (!t) return NT_NCCL_SUCCESS;
-  int kind = nt_handle_kind(handle);
   if (NT_LIKELY(kind == NT_K_STEP)) {
     struct nt_step *s = handle;
     if (s->active) record_step(t, s, state, trans_size);

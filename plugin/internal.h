@@ -342,6 +342,7 @@ struct nt_thread {
   nt_counter appends, appended_ops, wakeups;
   /* Process counters, summed by the publisher. */
   nt_counter events, dropped_events, unknown_events, foreign_ops, reclaimed_ops, dropped_rows;
+  struct nt_clock_copy clk; /* owner only: the clock's calibration (clock.h) */
   nt_counter dropped_ops, net_events;
   nt_counter never_stopped_ops;   /* ProxyOps of CollNet operations: not tracked (P2) */
   _Atomic uint64_t late_children; /* counted by any thread a late child arrives on */
@@ -455,6 +456,15 @@ extern __thread struct nt_thread *nt_self NT_TLS_FAST;
 static inline struct nt_thread *nt_thread_self(void) {
   struct nt_thread *t = nt_self;
   return NT_LIKELY(t != NULL) ? t : nt_thread_claim();
+}
+/* The time now (CLOCK_MONOTONIC ns) on the calling thread: read through
+ * its slot's own copy of the clock's calibration where it has a slot,
+ * else through the shared record (the publisher). One way per thread:
+ * the two ways take up a new calibration at moments a few microseconds
+ * apart, so a thread mixing them could see its time go back. */
+static inline uint64_t nt_now(void) {
+  struct nt_thread *t = nt_self;
+  return NT_LIKELY(t != NULL) ? nt_clock_ns_copy(&t->clk) : nt_clock_ns();
 }
 /* Whether h points into the slot region (inline: every stop and record asks). */
 static inline bool nt_handle_in_region(const void *h) {

@@ -93,7 +93,7 @@ void *nt_net_start(struct nt_thread *t, void *context, const struct nt_ev *ev) {
   e->self = e;
   e->row = row;
   e->bytes = bytes;
-  e->start_ns = nt_clock_ns();
+  e->start_ns = nt_now();
   atomic_fetch_add_explicit(&row->started, 1, memory_order_relaxed);
   atomic_store_explicit(&e->in_use, 1, memory_order_release);
   return e;
@@ -110,7 +110,7 @@ void nt_net_stop(struct nt_net_event *e) {
   uint64_t bytes = e->bytes, start = e->start_ns;
   uint8_t one = 1;
   if (!atomic_compare_exchange_strong(&e->in_use, &one, 0)) return;
-  uint64_t now = nt_clock_ns();
+  uint64_t now = nt_now();
   atomic_fetch_add_explicit(&r->count, 1, memory_order_relaxed);
   atomic_fetch_add_explicit(&r->bytes, bytes, memory_order_relaxed);
   if (now > start) atomic_fetch_add_explicit(&r->busy_ns, now - start, memory_order_relaxed);

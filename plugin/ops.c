@@ -131,7 +131,7 @@ void *nt_op_start(struct nt_thread *t, void *context, const struct nt_ev *ev) {
   }
   bool coll = ev->type == NT_EV_COLL;
   atomic_fetch_add_explicit(coll ? &c->colls : &c->p2ps, 1, memory_order_relaxed);
-  uint64_t now = nt_clock_ns();
+  uint64_t now = nt_now();
   int func = nt_name_index(t, NT_NAME_FUNC, ev->op.func);
   if (coll && func == NT_FUNC_BROADCAST) nt_bcast_claim(t, c, ev->parent);
   /* Collectives carry NCCL's per-function sequence number (the counter RAS
@@ -208,7 +208,7 @@ void *nt_api_start(struct nt_thread *t, void *context, const struct nt_ev *ev) {
     if (ev->graph_captured) atomic_fetch_add_explicit(&c->graph_captured, 1, memory_order_relaxed);
     if (ev->type == NT_EV_COLL_API) nt_bcast_api(t, c, ev);
     t->api.ctx = c;
-    t->api.start_ns = nt_clock_ns();
+    t->api.start_ns = nt_now();
     atomic_store_explicit(&t->api.mask, nt_live_mask(), memory_order_relaxed);
     return &t->api;
   default: return &nt_ignored_handle;
@@ -226,7 +226,7 @@ void nt_api_stop(struct nt_api *a) {
   struct nt_context *c = a->ctx;
   if (!c) return;
   a->ctx = NULL;
-  uint64_t now = nt_clock_ns();
+  uint64_t now = nt_now();
   if (now > a->start_ns)
     atomic_fetch_add_explicit(&c->api_ns, now - a->start_ns, memory_order_relaxed);
 }
