@@ -16,10 +16,6 @@
  * generating their children. */
 unsigned char nt_ignored_handle = NT_K_IGNORED;
 
-static inline bool inert(void) {
-  return NT_UNLIKELY(atomic_load_explicit(&nt_g.inert, memory_order_relaxed) != 0);
-}
-
 /* Relay rows (PXN) mix the relayed rank into the key and are told apart
  * from ordinary ones by their relay_rank as well (chan_row compares it). */
 static uint64_t row_key(const struct nt_context *c, int channel, int dir, int peer, int relay) {
@@ -270,7 +266,10 @@ static void *start_ctrl(struct nt_thread *t, void *context) {
 static inline __attribute__((always_inline)) struct nt_thread *call_thread(void) {
   struct nt_thread *t = nt_thread_self();
   if (NT_UNLIKELY(!t)) {
-    atomic_fetch_add_explicit(&nt_g.slotless_events, 1, memory_order_relaxed);
+    /* Inert, no thread has a slot: nothing to count (nor a shared counter
+     * for every thread to contend on). */
+    if (!atomic_load_explicit(&nt_g.inert, memory_order_relaxed))
+      atomic_fetch_add_explicit(&nt_g.slotless_events, 1, memory_order_relaxed);
     return NULL;
   }
   NT_ADD(t->events, 1);
@@ -281,8 +280,8 @@ static inline __attribute__((always_inline)) struct nt_thread *call_thread(void)
  * state, counted, or NULL (inert, no handle, or no slot). */
 static inline __attribute__((always_inline)) struct nt_thread *start_begin(void **handle) {
   if (handle) *handle = NULL;
-  if (inert() || !handle) return NULL;
-  return call_thread();
+  if (!handle) return NULL;
+  return call_thread(); /* NULL while inert: no thread has a slot then */
 }
 
 /* The start of a call on a handle NCCL got from us (a record or a stop):
@@ -290,8 +289,8 @@ static inline __attribute__((always_inline)) struct nt_thread *start_begin(void 
  * no handle, or no slot) for nothing to do. */
 static inline __attribute__((always_inline)) struct nt_thread *handle_begin(void *handle,
                                                                             int *kind) {
-  if (inert() || !handle) return NULL;
-  struct nt_thread *t = call_thread();
+  if (!handle) return NULL;
+  struct nt_thread *t = call_thread(); /* NULL while inert: no thread has a slot */
   if (t) *kind = nt_handle_kind(handle);
   return t;
 }

@@ -469,7 +469,8 @@ static inline uint64_t nt_now(void) {
 /* Whether h points into the slot region (inline: every stop and record asks). */
 static inline bool nt_handle_in_region(const void *h) {
   uintptr_t base = (uintptr_t)nt_g.threads, p = (uintptr_t)h;
-  return base && p >= base && p < base + sizeof(struct nt_thread) * NT_MAX_THREADS;
+  /* One compare for both ends: below base, p - base wraps to a huge value. */
+  return base && p - base < sizeof(struct nt_thread) * NT_MAX_THREADS;
 }
 
 /* events.c: the hot path, on a version-neutral view of the descriptor. */
@@ -528,8 +529,10 @@ extern unsigned char nt_ignored_handle;
  * back unchecked (net plugin stops), and PXN or a replayed CUDA graph can
  * hand us stale or foreign pointers. Inline: every stop and record asks. */
 static inline int nt_handle_kind(const void *h) {
-  if (h == &nt_ignored_handle) return NT_K_IGNORED;
-  if (!nt_handle_in_region(h) || ((uintptr_t)h & 7)) return NT_K_NONE;
+  /* The ignored handle is static, outside the region: asked for only
+   * there, off the path of the handles NCCL gives back most. */
+  if (!nt_handle_in_region(h) || ((uintptr_t)h & 7))
+    return h == &nt_ignored_handle ? NT_K_IGNORED : NT_K_NONE;
   const void *self;
   memcpy(&self, (const char *)h + 8, sizeof self);
   return self == h ? *(const uint8_t *)h : NT_K_NONE;

@@ -32,6 +32,9 @@ static _Atomic bool fork_noted;
 static void after_fork_child(void) {
   atomic_store(&forked_from, (uint32_t)nt_g.pid);
   atomic_store(&nt_g.inert, 1);
+  /* The only thread of the child: it claims no slot again (nt_thread_claim
+   * refuses while inert), so every call it makes ends at its first test. */
+  nt_self = NULL;
 }
 
 /* One line, the first time a forked child creates a communicator. */
@@ -94,7 +97,9 @@ static bool take(struct nt_thread *t, int want) {
 }
 
 struct nt_thread *nt_thread_claim(void) {
-  if (!nt_g.threads) return NULL;
+  /* Inert (a forked child, or no region): no slot, so the event path
+   * stops at its thread lookup without a test of its own. */
+  if (!nt_g.threads || atomic_load_explicit(&nt_g.inert, memory_order_relaxed)) return NULL;
   /* Threads come and go (CUDA callback threads, NCCL's group threads), so
    * an orphaned slot is adopted before a free one is used; its counters
    * stay. A dead proxy thread's slot is kept as long as possible: its final
