@@ -287,10 +287,39 @@ static void what_cannot_be_connected_says_why(void) {
   nt_graph_dump_free(d);
 }
 
+/* More communicators than the model looks at (256): the ones left out are
+ * counted once each, however many processes are in them. 10 processes in
+ * pairs, each pair in 64 communicators of 2 ranks: 320 communicators. */
+static void communicators_left_out_are_counted_once(void) {
+  nt_model *m = nt_model_new();
+  CHECK(m != NULL);
+  for (int p = 0; m && p < 10; p++) {
+    nt_snapshot *s = snap(p & 1, 2, 1, "zeta");
+    CHECK(s != NULL);
+    if (!s) break;
+    s->pid = 2000 + (uint32_t)p;
+    s->ncomms = 64;
+    for (int k = 0; k < 64; k++)
+      s->comms[k] = (nt_comm_row){.comm_hash = HASH + 1 + (uint64_t)(p / 2) * 64 + (uint64_t)k,
+                                  .rank = p & 1,
+                                  .nranks = 2,
+                                  .nnodes = 1};
+    CHECK(nt_model_apply_snapshot(m, "ep", 0, s, 1.0) == 0);
+    nt_snapshot_free(s);
+  }
+  nt_comm_layout l[2];
+  uint32_t more = 0, n = m ? nt_model_comm_layouts(m, l, 2, &more) : 0;
+  CHECK_EQ_U64(n, 2);
+  CHECK_EQ_U64(more, 320 - 2);
+  for (uint32_t i = 0; i < n; i++) nt_comm_layout_free(&l[i]);
+  nt_model_free(m);
+}
+
 int main(void) {
   TEST_RUN(nodes_are_hosts_in_the_order_of_their_lowest_rank);
   TEST_RUN(the_dump_connects_over_the_real_ranks_as_connect_cc);
   TEST_RUN(computed_graphs_follow_the_ranks_hosts);
   TEST_RUN(what_cannot_be_connected_says_why);
+  TEST_RUN(communicators_left_out_are_counted_once);
   return TEST_DONE();
 }

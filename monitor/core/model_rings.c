@@ -151,9 +151,27 @@ out:
   free(hosts);
 }
 
+static int hash_order(const void *a, const void *b) {
+  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+  return (x > y) - (x < y);
+}
+
+/* How many distinct values v[0..n) holds (sorts v). */
+static uint32_t distinct(uint64_t *v, size_t n) {
+  if (n == 0) return 0;
+  qsort(v, n, sizeof *v, hash_order);
+  uint32_t d = 0;
+  for (size_t i = 0; i < n; i++) d += i == 0 || v[i] != v[i - 1];
+  return d;
+}
+
 uint32_t nt_model_comm_layouts(nt_model *m, nt_comm_layout *out, uint32_t cap, uint32_t *more) {
   static comm_seen seen[MAX_SEEN];
-  uint32_t n = 0, extra = 0;
+  uint32_t n = 0;
+  /* The communicators past MAX_SEEN, a row per process in one: counted
+   * once each at the end. */
+  uint64_t *over = NULL;
+  size_t nover = 0, over_cap = 0;
   for (uint32_t i = 0; i < m->nprocs; i++) {
     const nt_model_process *p = &m->procs[i]->pub;
     if (!live(m, p)) continue;
@@ -163,7 +181,13 @@ uint32_t nt_model_comm_layouts(nt_model *m, nt_comm_layout *out, uint32_t cap, u
       while (j < n && seen[j].hash != c->comm_hash) j++;
       if (j == n) {
         if (n == MAX_SEEN) {
-          extra++;
+          if (nover == over_cap) {
+            size_t grown = over_cap ? 2 * over_cap : 256;
+            uint64_t *g = realloc(over, grown * sizeof *over);
+            if (!g) continue; /* out of memory: this one goes uncounted */
+            over = g, over_cap = grown;
+          }
+          over[nover++] = c->comm_hash;
           continue;
         }
         seen[n++] = (comm_seen){c->comm_hash, c->nranks, c->nnodes, 0, "", p};
@@ -185,7 +209,8 @@ uint32_t nt_model_comm_layouts(nt_model *m, nt_comm_layout *out, uint32_t cap, u
     env_of(seen[i].proc, &l->env);
     lay_out(m, l);
   }
-  if (more) *more = n - w + extra;
+  if (more) *more = n - w + distinct(over, nover);
+  free(over);
   return w;
 }
 
