@@ -497,7 +497,10 @@ record_step(struct nt_thread *t, struct nt_step *s, int state, const size_t *siz
   atomic_store_explicit(&row->cur_wait, (uint8_t)wait, memory_order_relaxed);
   NT_SET(row->cur_since_ns, now);
   NT_SET(row->last_progress_ns, now);
-  if (past_first_wait(wait) || s->op->begun) op_progress(s->op, now);
+  /* Begun first: true for all but an op's first steps, so the branch is
+   * predictable, where the wait's kind is not (callgrind --branch-sim on
+   * the recordings: 13% fewer mispredicted branches per call). */
+  if (s->op->begun || past_first_wait(wait)) op_progress(s->op, now);
 }
 
 static inline __attribute__((always_inline)) void stop_step(struct nt_step *s, uint64_t now) {
