@@ -195,18 +195,6 @@ __attribute__((unused)) static double job_stop_report(job_t *j, char *buf, size_
   return ms;
 }
 
-__attribute__((unused)) static long status_kb(pid_t pid, const char *field) {
-  char path[64], line[256];
-  snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
-  FILE *f = fopen(path, "r");
-  long kb = -1;
-  size_t n = strlen(field);
-  while (f && fgets(line, sizeof line, f))
-    if (strncmp(line, field, n) == 0 && line[n] == ':') kb = strtol(line + n + 1, NULL, 10);
-  if (f) fclose(f);
-  return kb;
-}
-
 /* ---- a legitimate viewer: a SUB socket, as monitor/feeds/source.c has ------------- */
 
 typedef struct {

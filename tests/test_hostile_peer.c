@@ -10,6 +10,7 @@
  * controls every byte. Everything stays on 127.0.0.1 and in temporary
  * directories, and every wait is bounded.
  */
+#include "lib/proc_status.h"
 #include "hostile_job.h"
 
 /* Peak RSS (VmHWM) the job may gain while attacked (without the bounds,
@@ -169,7 +170,7 @@ static void attack_job(job_t *j, attack_t *a) {
   CHECK(viewer_open(&v, j->dir) == 0);
   viewer_pump(&v, 1.0);
   uint64_t before_snaps = v.snapshots, before_events = v.last_events;
-  long hwm0 = status_kb(j->pid, "VmHWM");
+  long hwm0 = proc_status_kb(j->pid, "VmHWM");
   pthread_t t;
   CHECK(pthread_create(&t, NULL, attacker, a) == 0);
   double t0 = now_s();
@@ -178,11 +179,11 @@ static void attack_job(job_t *j, attack_t *a) {
   pthread_join(t, NULL);
   double attack_s = now_s() - t0;
   uint64_t during = v.snapshots - s0, during_events = v.last_events;
-  long hwm1 = status_kb(j->pid, "VmHWM");
+  long hwm1 = proc_status_kb(j->pid, "VmHWM");
   uint64_t s1 = v.snapshots;
   viewer_pump(&v, 1.5);
   uint64_t after = v.snapshots - s1;
-  long hwm2 = status_kb(j->pid, "VmHWM");
+  long hwm2 = proc_status_kb(j->pid, "VmHWM");
   viewer_close(&v);
   fprintf(stderr,
           "    %u distinct subscriptions sent over %u connections, then 1 GiB announced: %zu "

@@ -48,28 +48,6 @@ static void model_of_the_graphs(void) {
   nt_topo_free(t);
 }
 
-/* Runs nt_topo_main with stdout and stderr in files; returns the status. */
-static int run_cli(const char *out, const char *errf, int argc, const char **argv) {
-  fflush(stdout);
-  fflush(stderr);
-  int saved = dup(1), saved_err = dup(2);
-  int fd = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-  int fe = open(errf, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-  if (saved < 0 || saved_err < 0 || fd < 0 || fe < 0) return -100;
-  dup2(fd, 1);
-  dup2(fe, 2);
-  close(fd);
-  close(fe);
-  int rc = nt_topo_main(argc, (char **)argv);
-  fflush(stdout);
-  fflush(stderr);
-  dup2(saved, 1);
-  dup2(saved_err, 2);
-  close(saved);
-  close(saved_err);
-  return rc;
-}
-
 static char *slurp(const char *path) {
   FILE *f = fopen(path, "r");
   if (!f) return NULL;
@@ -97,8 +75,8 @@ static void cli_graphs(void) {
   close(fd);
   close(fe);
   const char *ex = "examples/topologies/nvswitch-8gpu-8nic.xml";
-  CHECK(run_cli(out, errf, 6, (const char *[]){"topo", ex, "--graphs", "--nodes", "2", "--json"}) ==
-        0);
+  CHECK(tf_run_cli(out, errf, 6,
+                   (const char *[]){"topo", ex, "--graphs", "--nodes", "2", "--json"}) == 0);
   char *s = slurp(out);
   cJSON *j = s ? cJSON_Parse(s) : NULL;
   CHECK(j != NULL);
@@ -149,7 +127,7 @@ static void cli_graphs(void) {
     cJSON_Delete(j);
   }
   free(s);
-  CHECK(run_cli(out, errf, 3, (const char *[]){"topo", ex, "--graphs"}) == 0);
+  CHECK(tf_run_cli(out, errf, 3, (const char *[]){"topo", ex, "--graphs"}) == 0);
   s = slurp(out);
   CHECK(s && strstr(s, "ring search") && strstr(s, "rings (from rank 0)"));
   CHECK(s && strstr(s, "NCCL's model (tuning.cc)") && strstr(s, "NCCL's pick by size") &&
@@ -157,9 +135,9 @@ static void cli_graphs(void) {
   free(s);
   /* a tuning variable (NCCL_PROTO) reaches the model; the channel limit
    * reaches both the graphs and the model */
-  CHECK(run_cli(out, errf, 8,
-                (const char *[]){"topo", ex, "--graphs", "--env", "NCCL_PROTO=Simple", "--env",
-                                 "NCCL_MAX_NCHANNELS=4", "--json"}) == 0);
+  CHECK(tf_run_cli(out, errf, 8,
+                   (const char *[]){"topo", ex, "--graphs", "--env", "NCCL_PROTO=Simple", "--env",
+                                    "NCCL_MAX_NCHANNELS=4", "--json"}) == 0);
   s = slurp(out);
   j = s ? cJSON_Parse(s) : NULL;
   CHECK(j != NULL);
@@ -172,8 +150,8 @@ static void cli_graphs(void) {
   }
   free(s);
   /* a list NCCL refuses (its init fails): the graphs, no model, one line, 1 */
-  CHECK(run_cli(out, errf, 5,
-                (const char *[]){"topo", ex, "--graphs", "--env", "NCCL_ALGO=Rign"}) == 1);
+  CHECK(tf_run_cli(out, errf, 5,
+                   (const char *[]){"topo", ex, "--graphs", "--env", "NCCL_ALGO=Rign"}) == 1);
   CHECK(lines_in(errf) == 1);
   s = slurp(out);
   CHECK(s && strstr(s, "rings (from rank 0)") && !strstr(s, "NCCL's model"));
@@ -190,7 +168,7 @@ static void cli_graphs(void) {
     int argc = 0;
     for (int k = 0; k < 5 && bad[i][k]; k++)
       argv[argc++] = !strcmp(bad[i][k], "X") ? ex : bad[i][k];
-    CHECK(run_cli(out, errf, argc, argv) == 2);
+    CHECK(tf_run_cli(out, errf, argc, argv) == 2);
     CHECK(lines_in(errf) == 1);
   }
   /* no GPU: one error line, exit 1 */
@@ -201,7 +179,7 @@ static void cli_graphs(void) {
                     "vendor=\"GenuineIntel\" familyid=\"6\" modelid=\"106\"></cpu></system>\n";
   CHECK(write(fd, xml, strlen(xml)) == (ssize_t)strlen(xml));
   close(fd);
-  CHECK(run_cli(out, errf, 3, (const char *[]){"topo", nogpu, "--graphs"}) == 1);
+  CHECK(tf_run_cli(out, errf, 3, (const char *[]){"topo", nogpu, "--graphs"}) == 1);
   CHECK(lines_in(errf) == 1);
   unlink(nogpu);
   unlink(out);

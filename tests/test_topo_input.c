@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "testlib.h"
+#include "lib/topo_fixture.h"
 #include "../topo/topo.h"
 
 /* The inline XML machines are string concatenations laid out like the XML
@@ -318,27 +319,6 @@ static void pxn_disable_two_keeps_pxn(void) {
   nt_topo_free(t);
 }
 
-/* Runs nt_topo_main with stdout in a file; returns the exit status. */
-static int run_cli(const char *out, int argc, const char **argv) {
-  fflush(stdout);
-  fflush(stderr);
-  int saved = dup(1), saved_err = dup(2), fd = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-  int null = open("/dev/null", O_WRONLY);
-  if (saved < 0 || saved_err < 0 || fd < 0 || null < 0) return -100;
-  dup2(fd, 1);
-  dup2(null, 2); /* usage and error messages: not part of the test log */
-  close(fd);
-  close(null);
-  int rc = nt_topo_main(argc, (char **)argv);
-  fflush(stdout);
-  fflush(stderr);
-  dup2(saved, 1);
-  dup2(saved_err, 2);
-  close(saved);
-  close(saved_err);
-  return rc;
-}
-
 /* The compact form: every matrix line of an 8 GPU x 8 NIC box within 80
  * columns, kind numbers in the cells, the kinds with the full marks
  * listed; --compact with --full is a usage error. */
@@ -348,8 +328,8 @@ static void cli_compact_form_fits_80_columns(void) {
   CHECK(fd >= 0);
   close(fd);
   const char *ex = "examples/topologies/nvswitch-8gpu-8nic.xml";
-  CHECK(run_cli(out, 4, (const char *[]){"topo", ex, "--compact", "--full"}) == 2);
-  CHECK(run_cli(out, 3, (const char *[]){"topo", ex, "--compact"}) == 0);
+  CHECK(tf_run_cli(out, NULL, 4, (const char *[]){"topo", ex, "--compact", "--full"}) == 2);
+  CHECK(tf_run_cli(out, NULL, 3, (const char *[]){"topo", ex, "--compact"}) == 0);
   FILE *f = fopen(out, "r");
   CHECK(f != NULL);
   char line[512], all[1 << 14] = "";
@@ -371,20 +351,6 @@ static void cli_compact_form_fits_80_columns(void) {
   CHECK(strstr(all, "1  NVL 370.8*") && strstr(all, "3  PXN 48*rx") && strstr(all, "x the GPU"));
 }
 
-/* What nt_topo_main says on stderr (into `out`); returns the exit status. */
-static int run_cli_stderr(const char *out, int argc, const char **argv) {
-  fflush(stderr);
-  int saved = dup(2), fd = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-  if (saved < 0 || fd < 0) return -100;
-  dup2(fd, 2);
-  close(fd);
-  int rc = nt_topo_main(argc, (char **)argv);
-  fflush(stderr);
-  dup2(saved, 2);
-  close(saved);
-  return rc;
-}
-
 static bool file_is(const char *path, const char *want) {
   char text[4096] = "";
   FILE *f = fopen(path, "r");
@@ -403,11 +369,11 @@ static void cli_mistakes_are_one_line(void) {
   CHECK(fd >= 0);
   close(fd);
   const char *ex = "examples/topologies/pcie-2socket-4gpu.xml";
-  CHECK(run_cli_stderr(out, 3, (const char *[]){"topo", ex, "--bogus"}) == 2);
+  CHECK(tf_run_cli("/dev/null", out, 3, (const char *[]){"topo", ex, "--bogus"}) == 2);
   CHECK(file_is(out, "nccltop topo: unexpected argument '--bogus'; try 'nccltop topo --help'\n"));
-  CHECK(run_cli_stderr(out, 1, (const char *[]){"topo"}) == 2);
+  CHECK(tf_run_cli("/dev/null", out, 1, (const char *[]){"topo"}) == 2);
   CHECK(file_is(out, "nccltop topo: which topology file? try 'nccltop topo --help'\n"));
-  CHECK(run_cli(out, 2, (const char *[]){"topo", ex}) == 0);
+  CHECK(tf_run_cli(out, NULL, 2, (const char *[]){"topo", ex}) == 0);
   char text[256] = "";
   FILE *f = fopen(out, "r");
   CHECK(f != NULL);
@@ -433,7 +399,7 @@ static void columns_in_the_environment_choose_the_form(void) {
       setenv("COLUMNS", cols[k], 1);
     else
       unsetenv("COLUMNS");
-    CHECK(run_cli(out, 2, (const char *[]){"topo", ex}) == 0);
+    CHECK(tf_run_cli(out, NULL, 2, (const char *[]){"topo", ex}) == 0);
     FILE *f = fopen(out, "r");
     CHECK(f != NULL);
     char line[512];
@@ -452,14 +418,14 @@ static void cli_exit_codes_and_output(void) {
   CHECK(fd >= 0);
   close(fd);
   const char *ex = "examples/topologies/grace-c2c.xml";
-  CHECK(run_cli(out, 1, (const char *[]){"topo"}) == 2);
-  CHECK(run_cli(out, 2, (const char *[]){"topo", "--help"}) == 0);
-  CHECK(run_cli(out, 4, (const char *[]){"topo", ex, "--nccl-version", "2.29"}) == 2);
-  CHECK(run_cli(out, 3, (const char *[]){"topo", ex, "--frobnicate"}) == 2);
-  CHECK(run_cli(out, 4, (const char *[]){"topo", ex, "--env", "NCCL_P2P_LEVEL=pxb"}) == 2);
-  CHECK(run_cli(out, 3, (const char *[]){"topo", ex, "--env"}) == 2);
-  CHECK(run_cli(out, 2, (const char *[]){"topo", "/nonexistent.xml"}) == 1);
-  CHECK(run_cli(out, 4, (const char *[]){"topo", ex, "--env", "NCCL_P2P_DISABLE=1"}) == 0);
+  CHECK(tf_run_cli(out, NULL, 1, (const char *[]){"topo"}) == 2);
+  CHECK(tf_run_cli(out, NULL, 2, (const char *[]){"topo", "--help"}) == 0);
+  CHECK(tf_run_cli(out, NULL, 4, (const char *[]){"topo", ex, "--nccl-version", "2.29"}) == 2);
+  CHECK(tf_run_cli(out, NULL, 3, (const char *[]){"topo", ex, "--frobnicate"}) == 2);
+  CHECK(tf_run_cli(out, NULL, 4, (const char *[]){"topo", ex, "--env", "NCCL_P2P_LEVEL=pxb"}) == 2);
+  CHECK(tf_run_cli(out, NULL, 3, (const char *[]){"topo", ex, "--env"}) == 2);
+  CHECK(tf_run_cli(out, NULL, 2, (const char *[]){"topo", "/nonexistent.xml"}) == 1);
+  CHECK(tf_run_cli(out, NULL, 4, (const char *[]){"topo", ex, "--env", "NCCL_P2P_DISABLE=1"}) == 0);
   FILE *f = fopen(out, "r");
   CHECK(f != NULL);
   char text[1 << 14];
@@ -468,7 +434,7 @@ static void cli_exit_codes_and_output(void) {
   text[n] = '\0';
   CHECK(strstr(text, "GPU0") && strstr(text, "P2P level LOC") && strstr(text, "Legend"));
   CHECK(strstr(text, "NET1   mlx5_1") != NULL);
-  CHECK(run_cli(out, 4, (const char *[]){"topo", ex, "--json", "--nccl-version=2.30"}) == 0);
+  CHECK(tf_run_cli(out, NULL, 4, (const char *[]){"topo", ex, "--json", "--nccl-version=2.30"}) == 0);
   f = fopen(out, "r");
   CHECK(f != NULL);
   n = fread(text, 1, sizeof text - 1, f);

@@ -1,6 +1,7 @@
 /* See topo_fixture.h. */
 #include "topo_fixture.h"
 
+#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -81,4 +82,25 @@ nt_topo_graphs *tf_graphs(nt_topo *t, int version, int nodes, const char *a, con
   nt_topo_graphs *g = nt_topo_graphs_compute(t, nodes, err, sizeof err);
   if (!g) fprintf(stderr, "    %s\n", err);
   return g;
+}
+
+int tf_run_cli(const char *out, const char *errf, int argc, const char **argv) {
+  fflush(stdout);
+  fflush(stderr);
+  int saved = dup(1), saved_err = dup(2);
+  int fd = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  int fe = errf ? open(errf, O_WRONLY | O_CREAT | O_TRUNC, 0600) : open("/dev/null", O_WRONLY);
+  if (saved < 0 || saved_err < 0 || fd < 0 || fe < 0) return -100;
+  dup2(fd, 1);
+  dup2(fe, 2);
+  close(fd);
+  close(fe);
+  int rc = nt_topo_main(argc, (char **)argv);
+  fflush(stdout);
+  fflush(stderr);
+  dup2(saved, 1);
+  dup2(saved_err, 2);
+  close(saved);
+  close(saved_err);
+  return rc;
 }

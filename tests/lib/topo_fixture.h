@@ -39,6 +39,11 @@ bool tf_near(double a, double b);
 /* Whether one of t's warnings contains what. */
 bool tf_warned(const nt_topo *t, const char *what);
 
+/* Runs `nccltop topo` (nt_topo_main) with its stdout in the file `out` and
+ * its stderr in `errf` (NULL: thrown away); its exit status, -100 when the
+ * files cannot be opened. */
+int tf_run_cli(const char *out, const char *errf, int argc, const char **argv);
+
 /* Computes t under version and up to two variables, then its graphs over
  * `nodes` nodes; NULL (said) on error. */
 nt_topo_graphs *tf_graphs(nt_topo *t, int version, int nodes, const char *a, const char *b);
