@@ -99,22 +99,34 @@ static inline uint64_t nt_clock_ns(void) {
  * k (or marks k none while the source is CLOCK_MONOTONIC) and reads the
  * time at `ticks`. */
 uint64_t nt_clock_refresh(struct nt_clock_copy *k, uint64_t ticks);
-/* nt_clock_ns through a thread's own copy of the calibration. The counter
- * is read first: a calibration stays right up to where its successor
- * takes over, 20 us after the publisher begins to publish it (clock.c
- * HANDOVER_NS) and long after the new epoch is visible, so a reading taken
- * before the epoch check may use the copy it checks (as a reader of the
- * shared record may, until the record's limit is set). */
-static inline uint64_t nt_clock_ns_copy(struct nt_clock_copy *k) {
-#ifdef NT_TEST_HOOKS
-  uint64_t (*fn)(void) = atomic_load_explicit(&nt_sim_clock, memory_order_relaxed);
-  if (NT_UNLIKELY(fn != NULL)) return fn();
-#endif
+/* The time at `ticks` when nt_clock_copy_try could not tell it: the test
+ * build's simulated clock, else nt_clock_refresh. */
+uint64_t nt_clock_ns_slow(struct nt_clock_copy *k, uint64_t ticks);
+/* The fast half of nt_clock_ns_copy, for the event path's own split: true
+ * with *v the time now; false with *v the counter's reading, to be read
+ * through nt_clock_ns_slow (in a tail-called cold path, so the hot one
+ * makes no call). The counter is read first: a calibration stays right up
+ * to where its successor takes over, 20 us after the publisher begins to
+ * publish it (clock.c HANDOVER_NS) and long after the new epoch is
+ * visible, so a reading taken before the epoch check may use the copy it
+ * checks (as a reader of the shared record may, until the record's limit
+ * is set). */
+static inline bool nt_clock_copy_try(const struct nt_clock_copy *k, uint64_t *v) {
   uint64_t ticks = nt_ticks();
+  *v = ticks;
+#ifdef NT_TEST_HOOKS
+  if (NT_UNLIKELY(atomic_load_explicit(&nt_sim_clock, memory_order_relaxed) != NULL)) return false;
+#endif
   if (NT_UNLIKELY(atomic_load_explicit(&nt_clk.epoch, memory_order_acquire) != k->epoch))
-    return nt_clock_refresh(k, ticks);
+    return false;
   uint64_t d = ticks > k->base_ticks ? ticks - k->base_ticks : 0;
-  return k->base_ns + (uint64_t)(((unsigned __int128)d * k->mult) >> 32);
+  *v = k->base_ns + (uint64_t)(((unsigned __int128)d * k->mult) >> 32);
+  return true;
+}
+/* nt_clock_ns through a thread's own copy of the calibration. */
+static inline uint64_t nt_clock_ns_copy(struct nt_clock_copy *k) {
+  uint64_t v;
+  return nt_clock_copy_try(k, &v) ? v : nt_clock_ns_slow(k, v);
 }
 /* At the first init (NCCL's thread): picks the source, first calibration,
  * one log line saying which. */

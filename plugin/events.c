@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <string.h>
 
+#include "event_entry.h"
 #include "internal.h"
 
 /* Handle for events we count but do not track (Group, GroupApi,
@@ -175,20 +176,9 @@ static NT_COLD void op_first_step(struct nt_op *op) {
   if (op->task) nt_task_began(op->task, nt_now(), true);
 }
 
-static inline __attribute__((always_inline)) void *start_proxy_step(struct nt_thread *t,
-                                                                    void *parent, int step) {
-  struct nt_op *op = op_of(parent);
-  if (!op) {
-    if (parent) NT_ADD(t->unknown_events, 1);
-    return NULL;
-  }
-  struct nt_step *s = &op->steps[(unsigned)step % NT_STEPS_PER_OP];
-  /* Its slot still holds an earlier step NCCL never stopped (V4: 2.26
-   * stops only the first of the recv steps done in one pass). NCCL keeps
-   * at most 8 steps of an op in flight, so that step is done: counted,
-   * its wait ending now, in the pass that reuses its slot. The same step
-   * started again (its irecv could not be posted) just replaces itself. */
-  if (NT_UNLIKELY(s->active && s->step != step)) stop_step_unstopped(s);
+/* A step takes its slot (start_proxy_step's checks done). */
+static inline __attribute__((always_inline)) void *step_fill(struct nt_op *op, struct nt_step *s,
+                                                             int step) {
   op->is_net = 1;
   s->kind = NT_K_STEP;
   s->self = s;
@@ -201,9 +191,36 @@ static inline __attribute__((always_inline)) void *start_proxy_step(struct nt_th
   s->since_ns = 0;
   s->active = 1;
   op->live_steps |= (uint16_t)(1u << ((unsigned)step % NT_STEPS_PER_OP));
-  if (NT_UNLIKELY(!op->stepped)) op_first_step(op); /* its operation's execution begins */
   atomic_store_explicit(&op->row->cur_step, step, memory_order_relaxed);
   return s;
+}
+
+/* Its slot still holds an earlier step NCCL never stopped (V4: 2.26 stops
+ * only the first of the recv steps done in one pass). NCCL keeps at most 8
+ * steps of an op in flight, so that step is done: counted, its wait ending
+ * now, in the pass that reuses its slot. The same step started again (its
+ * irecv could not be posted) just replaces itself. */
+static inline bool step_slot_busy(const struct nt_step *s, int step) {
+  return s->active && s->step != step;
+}
+
+/* The rare starts: a slot NCCL never freed, or the op's first step (its
+ * operation's execution begins). */
+static NT_COLD void *start_step_cold(struct nt_op *op, struct nt_step *s, int step) {
+  if (step_slot_busy(s, step)) stop_step_unstopped(s);
+  if (!op->stepped) op_first_step(op);
+  return step_fill(op, s, step);
+}
+
+static void *start_proxy_step(struct nt_thread *t, void *parent, int step) {
+  struct nt_op *op = op_of(parent);
+  if (!op) {
+    if (parent) NT_ADD(t->unknown_events, 1);
+    return NULL;
+  }
+  struct nt_step *s = &op->steps[(unsigned)step % NT_STEPS_PER_OP];
+  if (NT_UNLIKELY(step_slot_busy(s, step) || !op->stepped)) return start_step_cold(op, s, step);
+  return step_fill(op, s, step);
 }
 
 static void *start_kernel_ch(struct nt_thread *t, void *context, void *parent, int channel,
@@ -254,47 +271,6 @@ static void *start_kernel_phase(struct nt_thread *t, const struct nt_ev *ev) {
   return p;
 }
 
-static void *start_ctrl(struct nt_thread *t, void *context) {
-  struct nt_context *c = nt_context_check(context);
-  if (c) atomic_store_explicit(&t->ctrl_ctx, c, memory_order_relaxed);
-  atomic_store_explicit(&t->is_proxy, 1, memory_order_relaxed);
-  return &t->ctrl;
-}
-
-/* The calling thread's state, its call counted; NULL (counted apart,
- * never tracked) for a thread beyond the slots. */
-static inline __attribute__((always_inline)) struct nt_thread *call_thread(void) {
-  struct nt_thread *t = nt_thread_self();
-  if (NT_UNLIKELY(!t)) {
-    /* Inert, no thread has a slot: nothing to count (nor a shared counter
-     * for every thread to contend on). */
-    if (!atomic_load_explicit(&nt_g.inert, memory_order_relaxed))
-      atomic_fetch_add_explicit(&nt_g.slotless_events, 1, memory_order_relaxed);
-    return NULL;
-  }
-  NT_ADD(t->events, 1);
-  return t;
-}
-
-/* The start of a call that has a handle to give: the calling thread's
- * state, counted, or NULL (inert, no handle, or no slot). */
-static inline __attribute__((always_inline)) struct nt_thread *start_begin(void **handle) {
-  if (handle) *handle = NULL;
-  if (!handle) return NULL;
-  return call_thread(); /* NULL while inert: no thread has a slot then */
-}
-
-/* The start of a call on a handle NCCL got from us (a record or a stop):
- * the calling thread's state, counted, and the handle's kind; NULL (inert,
- * no handle, or no slot) for nothing to do. */
-static inline __attribute__((always_inline)) struct nt_thread *handle_begin(void *handle,
-                                                                            int *kind) {
-  if (!handle) return NULL;
-  struct nt_thread *t = call_thread(); /* NULL while inert: no thread has a slot */
-  if (t) *kind = nt_handle_kind(handle);
-  return t;
-}
-
 nt_nccl_result nt_start(void *context, void **handle, const struct nt_ev *ev) {
   struct nt_thread *t = start_begin(handle);
   if (!t) return NT_NCCL_SUCCESS;
@@ -310,7 +286,7 @@ nt_nccl_result nt_start(void *context, void **handle, const struct nt_ev *ev) {
     *handle = start_proxy_op(t, context, &op);
     break;
   }
-  case NT_EV_PROXY_CTRL: *handle = start_ctrl(t, context); break;
+  case NT_EV_PROXY_CTRL: *handle = nt_ctrl_start(t, context); break;
   case NT_EV_KERNEL_CH:
     *handle = start_kernel_ch(t, context, ev->parent, ev->channel, ev->ptimer);
     break;
@@ -359,71 +335,30 @@ nt_nccl_result nt_start_bare(void *context, void **handle, uint32_t type) {
   return NT_NCCL_SUCCESS;
 }
 
-nt_nccl_result nt_start_step(void **handle, void *parent, int step) {
+static NT_COLD nt_nccl_result start_step_entry_slow(void **handle, void *parent, int step) {
   struct nt_thread *t = start_begin(handle);
-  if (!t) return NT_NCCL_SUCCESS;
+  if (t) *handle = start_proxy_step(t, parent, step);
+  return NT_NCCL_SUCCESS;
+}
+
+static NT_COLD nt_nccl_result start_step_slow(struct nt_thread *t, void **handle, void *parent,
+                                              int step) {
   *handle = start_proxy_step(t, parent, step);
   return NT_NCCL_SUCCESS;
 }
 
-nt_nccl_result nt_start_ctrl(void *context, void **handle) {
-  struct nt_thread *t = start_begin(handle);
-  if (!t) return NT_NCCL_SUCCESS;
-  *handle = start_ctrl(t, context);
+/* start_proxy_step, its rare cases (and anything but a live op's step) a
+ * tail call. */
+nt_nccl_result nt_start_step(void **handle, void *parent, int step) {
+  struct nt_thread *t = nt_self;
+  if (NT_UNLIKELY(!t || !handle)) return start_step_entry_slow(handle, parent, step);
+  NT_ADD(t->events, 1);
+  struct nt_op *op = op_of(parent);
+  struct nt_step *s = op ? &op->steps[(unsigned)step % NT_STEPS_PER_OP] : NULL;
+  if (NT_UNLIKELY(!op || step_slot_busy(s, step) || !op->stepped))
+    return start_step_slow(t, handle, parent, step);
+  *handle = step_fill(op, s, step);
   return NT_NCCL_SUCCESS;
-}
-
-/* --- proxy control: a small state machine per thread, under its seqlock --- */
-
-static void ctrl_enter(struct nt_thread *t, int state, uint64_t now) {
-  uint32_t seq = atomic_load_explicit(&t->seq, memory_order_relaxed);
-  NT_SEQ_WRITE_BEGIN(t->seq, seq);
-  int cur = atomic_load_explicit(&t->cur_state, memory_order_relaxed);
-  uint64_t since = NT_GET(t->since_ns);
-  if (cur < NT_PROXY_NSTATES && now > since) NT_ADD(t->state_ns[cur], now - since);
-  atomic_store_explicit(&t->cur_state, (uint8_t)state, memory_order_relaxed);
-  NT_SET(t->since_ns, now);
-  atomic_store_explicit(&t->seq, seq + 2, memory_order_release);
-}
-
-/* Idle and Active are edges that set the thread's base state; Sleep,
- * Wakeup and Append are bursts laid over it until AppendEnd or the stop. */
-static void record_ctrl(struct nt_thread *t, int state, int appended) {
-  uint64_t now = nt_clock_ns_copy(&t->clk);
-  int base = atomic_load_explicit(&t->base_state, memory_order_relaxed);
-  int overlay = atomic_load_explicit(&t->overlay, memory_order_relaxed);
-  switch (state) {
-  case NT_ST_CTRL_IDLE:
-  case NT_ST_CTRL_ACTIVE:
-    base = state == NT_ST_CTRL_IDLE ? NT_PROXY_IDLE : NT_PROXY_ACTIVE;
-    atomic_store_explicit(&t->base_state, (uint8_t)base, memory_order_relaxed);
-    if (overlay == NT_PROXY_UNKNOWN) ctrl_enter(t, base, now);
-    return;
-  case NT_ST_CTRL_SLEEP: overlay = NT_PROXY_SLEEP; break;
-  case NT_ST_CTRL_WAKEUP:
-    overlay = NT_PROXY_WAKEUP;
-    NT_ADD(t->wakeups, 1);
-    /* Sleep happens only when the thread has nothing to do. */
-    atomic_store_explicit(&t->base_state, NT_PROXY_IDLE, memory_order_relaxed);
-    break;
-  case NT_ST_CTRL_APPEND: overlay = NT_PROXY_APPEND; break;
-  case NT_ST_CTRL_APPEND_END:
-    NT_ADD(t->appends, 1);
-    if (appended > 0) NT_ADD(t->appended_ops, (uint64_t)appended);
-    atomic_store_explicit(&t->overlay, NT_PROXY_UNKNOWN, memory_order_relaxed);
-    ctrl_enter(t, base, now);
-    return;
-  default: NT_ADD(t->unknown_events, 1); return;
-  }
-  atomic_store_explicit(&t->overlay, (uint8_t)overlay, memory_order_relaxed);
-  ctrl_enter(t, overlay, now);
-}
-
-static void stop_ctrl(struct nt_thread *t) {
-  if (atomic_load_explicit(&t->overlay, memory_order_relaxed) == NT_PROXY_UNKNOWN) return;
-  atomic_store_explicit(&t->overlay, NT_PROXY_UNKNOWN, memory_order_relaxed);
-  ctrl_enter(t, atomic_load_explicit(&t->base_state, memory_order_relaxed),
-             nt_clock_ns_copy(&t->clk));
 }
 
 /* --- proxy steps --- */
@@ -470,19 +405,10 @@ static bool past_first_wait(int wait) {
   return wait != NT_WAIT_SEND_GPU && wait != NT_WAIT_RECV_NET;
 }
 
+/* A step enters `wait` (from `state`) at `now`. */
 static inline __attribute__((always_inline)) void
-record_step(struct nt_thread *t, struct nt_step *s, int state, const size_t *size) {
-  int wait = step_wait_of(state);
+record_step_at(struct nt_step *s, int wait, int state, const size_t *size, uint64_t now) {
   struct nt_chan_row *row = s->op->row;
-  /* A wait of the other direction means a confused caller: ignore it. */
-  if (wait == NT_WAIT_NONE || (wait >= NT_WAIT_RECV_NET) != (row->dir == NT_DIR_RECV)) {
-    NT_ADD(t->unknown_events, 1);
-    return;
-  }
-  /* NCCL records SendPeerWait again each time the receiver has not given
-   * credit yet: the first one starts the wait, repeats change nothing. */
-  if (wait == s->wait) return;
-  uint64_t now = nt_clock_ns_copy(&t->clk);
   step_close_wait(s, row, now);
   s->wait = (uint8_t)wait;
   s->since_ns = now;
@@ -501,6 +427,36 @@ record_step(struct nt_thread *t, struct nt_step *s, int state, const size_t *siz
    * predictable, where the wait's kind is not (callgrind --branch-sim on
    * the recordings: 13% fewer mispredicted branches per call). */
   if (s->op->begun || past_first_wait(wait)) op_progress(s->op, now);
+}
+
+/* record_step when the thread's clock copy is out of date: its reading
+ * made through the shared record, out of the hot path. */
+static NT_COLD nt_nccl_result record_step_slow_clock(struct nt_thread *t, struct nt_step *s,
+                                                     int state, const size_t *size,
+                                                     uint64_t ticks) {
+  record_step_at(s, step_wait_of(state), state, size, nt_clock_ns_slow(&t->clk, ticks));
+  return NT_NCCL_SUCCESS;
+}
+
+/* A state of a live step of ours. Every rare case leaves by a tail call, so
+ * the path that NCCL takes at most calls makes no call of its own (and
+ * saves no register to make one). */
+static inline __attribute__((always_inline)) nt_nccl_result
+record_step(struct nt_thread *t, struct nt_step *s, int state, const size_t *size) {
+  int wait = step_wait_of(state);
+  /* A wait of the other direction means a confused caller: ignore it. */
+  if (wait == NT_WAIT_NONE || (wait >= NT_WAIT_RECV_NET) != (s->op->dir == NT_DIR_RECV)) {
+    NT_ADD(t->unknown_events, 1);
+    return NT_NCCL_SUCCESS;
+  }
+  /* NCCL records SendPeerWait again each time the receiver has not given
+   * credit yet: the first one starts the wait, repeats change nothing. */
+  if (wait == s->wait) return NT_NCCL_SUCCESS;
+  uint64_t now;
+  if (NT_UNLIKELY(!nt_clock_copy_try(&t->clk, &now)))
+    return record_step_slow_clock(t, s, state, size, now);
+  record_step_at(s, wait, state, size, now);
+  return NT_NCCL_SUCCESS;
 }
 
 static inline __attribute__((always_inline)) void stop_step(struct nt_step *s, uint64_t now) {
@@ -599,21 +555,43 @@ static NT_COLD void stop_other(struct nt_thread *t, void *handle, int kind) {
   }
 }
 
-nt_nccl_result nt_stop(void *handle) {
+/* The stops of all but a live step's: out of nt_stop's path, a tail call. */
+static NT_COLD nt_nccl_result stop_not_step(struct nt_thread *t, void *handle, int kind) {
+  if (kind == NT_K_CTRL) return nt_ctrl_stop(t);
+  if (kind != NT_K_STEP)
+    stop_other(t, handle, kind);
+  else if (((struct nt_step *)handle)->active)
+    stop_step(handle, nt_clock_ns_copy(&t->clk));
+  return NT_NCCL_SUCCESS;
+}
+
+static NT_COLD nt_nccl_result stop_step_slow_clock(struct nt_thread *t, struct nt_step *s,
+                                                   uint64_t ticks) {
+  stop_step(s, nt_clock_ns_slow(&t->clk, ticks));
+  return NT_NCCL_SUCCESS;
+}
+
+/* A call from a thread without its slot yet (or with no handle): the
+ * general way in. */
+static NT_COLD nt_nccl_result stop_entry_slow(void *handle) {
   int kind;
   struct nt_thread *t = handle_begin(handle, &kind);
-  if (!t) return NT_NCCL_SUCCESS;
-  /* Steps and control bursts are most of the stops NCCL makes: tested
-   * first, one predictable branch each, instead of an indirect jump that
-   * real (irregular) call sequences mispredict. */
-  if (NT_LIKELY(kind == NT_K_STEP)) {
-    struct nt_step *s = handle;
-    if (s->active) stop_step(s, nt_clock_ns_copy(&t->clk)); /* the clock only for a live step */
-  } else if (kind == NT_K_CTRL) {
-    stop_ctrl(t);
-  } else {
-    stop_other(t, handle, kind);
-  }
+  return t ? stop_not_step(t, handle, kind) : NT_NCCL_SUCCESS;
+}
+
+nt_nccl_result nt_stop(void *handle) {
+  struct nt_thread *t = nt_self;
+  if (NT_UNLIKELY(!t || !handle)) return stop_entry_slow(handle);
+  NT_ADD(t->events, 1);
+  int kind = nt_handle_kind(handle);
+  /* A live step's stop is most of the stops NCCL makes: its path alone is
+   * inline, one predictable branch; the rest (control bursts included) is a
+   * tail call. The clock only for a live step. */
+  struct nt_step *s = handle;
+  if (NT_UNLIKELY(kind != NT_K_STEP || !s->active)) return stop_not_step(t, handle, kind);
+  uint64_t now;
+  if (NT_UNLIKELY(!nt_clock_copy_try(&t->clk, &now))) return stop_step_slow_clock(t, s, now);
+  stop_step(s, now);
   return NT_NCCL_SUCCESS;
 }
 
@@ -677,35 +655,68 @@ static NT_COLD void record_other(struct nt_thread *t, void *handle, int kind, in
   }
 }
 
-nt_nccl_result nt_record(void *handle, int state, uint64_t trans_size, bool has_size, int count,
-                         uint64_t ptimer) {
-  int kind;
-  struct nt_thread *t = handle_begin(handle, &kind);
-  if (!t) return NT_NCCL_SUCCESS;
-  /* Step states are most of the records NCCL makes: tested first (see
-   * nt_stop). */
-  if (NT_LIKELY(kind == NT_K_STEP)) {
+/* nt_record's records on a handle of `kind`: a step's (v3: NCCL 2.26's
+ * step states come this way), the thread's own burst's, or the rest. */
+static nt_nccl_result record_kind(struct nt_thread *t, void *handle, int kind, int state,
+                                  uint64_t trans_size, bool has_size, int count, uint64_t ptimer) {
+  if (kind == NT_K_STEP) {
     struct nt_step *s = handle;
     size_t size = (size_t)trans_size;
     if (s->active) record_step(t, s, state, has_size ? &size : NULL);
   } else if (kind == NT_K_CTRL && handle == &t->ctrl) {
-    record_ctrl(t, state, count);
+    return nt_ctrl_record(t, state, count);
   } else {
     record_other(t, handle, kind, state, trans_size, has_size, count, ptimer);
   }
   return NT_NCCL_SUCCESS;
 }
 
-nt_nccl_result nt_record_step(void *handle, int state, const size_t *trans_size) {
+static NT_COLD nt_nccl_result record_entry_slow(void *handle, int state, uint64_t trans_size,
+                                                bool has_size, int count, uint64_t ptimer) {
   int kind;
   struct nt_thread *t = handle_begin(handle, &kind);
   if (!t) return NT_NCCL_SUCCESS;
-  if (NT_LIKELY(kind == NT_K_STEP)) {
-    struct nt_step *s = handle;
-    if (s->active) record_step(t, s, state, trans_size);
-  } else {
-    /* A step state on another kind of handle: what nt_record does. */
+  return record_kind(t, handle, kind, state, trans_size, has_size, count, ptimer);
+}
+
+/* The records that are not a step's state (v4+): the proxy thread's
+ * bursts most, then ops' and kernel channels'. */
+nt_nccl_result nt_record(void *handle, int state, uint64_t trans_size, bool has_size, int count,
+                         uint64_t ptimer) {
+  struct nt_thread *t = nt_self;
+  if (NT_UNLIKELY(!t || !handle))
+    return record_entry_slow(handle, state, trans_size, has_size, count, ptimer);
+  NT_ADD(t->events, 1);
+  if (handle == &t->ctrl) return nt_ctrl_record(t, state, count);
+  return record_kind(t, handle, nt_handle_kind(handle), state, trans_size, has_size, count, ptimer);
+}
+
+/* A step state on a handle that is not a live step: what nt_record does. */
+static NT_COLD nt_nccl_result record_step_not_step(struct nt_thread *t, void *handle, int kind,
+                                                   int state, const size_t *trans_size) {
+  if (kind != NT_K_STEP)
     record_other(t, handle, kind, state, trans_size ? *trans_size : 0, trans_size != NULL, 0, 0);
-  }
   return NT_NCCL_SUCCESS;
+}
+
+static NT_COLD nt_nccl_result record_step_entry_slow(void *handle, int state,
+                                                     const size_t *trans_size) {
+  int kind;
+  struct nt_thread *t = handle_begin(handle, &kind);
+  if (!t) return NT_NCCL_SUCCESS;
+  struct nt_step *s = handle;
+  if (kind != NT_K_STEP || !s->active)
+    return record_step_not_step(t, handle, kind, state, trans_size);
+  return record_step(t, s, state, trans_size);
+}
+
+nt_nccl_result nt_record_step(void *handle, int state, const size_t *trans_size) {
+  struct nt_thread *t = nt_self;
+  if (NT_UNLIKELY(!t || !handle)) return record_step_entry_slow(handle, state, trans_size);
+  NT_ADD(t->events, 1);
+  int kind = nt_handle_kind(handle);
+  struct nt_step *s = handle;
+  if (NT_UNLIKELY(kind != NT_K_STEP || !s->active))
+    return record_step_not_step(t, handle, kind, state, trans_size);
+  return record_step(t, s, state, trans_size);
 }

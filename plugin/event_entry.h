@@ -1,0 +1,53 @@
+/* How a call of NCCL's enters the event path (events.c, proxy_ctrl.c):
+ * the calling thread's slot, its call counted, and the handle's kind.
+ * The hot entries (a step's start, state and stop) read nt_self
+ * themselves and come here only for what is rare: a thread without its
+ * slot yet, or no handle. */
+#ifndef NCCLTOP_PLUGIN_EVENT_ENTRY_H
+#define NCCLTOP_PLUGIN_EVENT_ENTRY_H
+
+#include "internal.h"
+
+/* The calling thread's state, its call counted; NULL (counted apart,
+ * never tracked) for a thread beyond the slots. */
+static inline __attribute__((always_inline)) struct nt_thread *call_thread(void) {
+  struct nt_thread *t = nt_thread_self();
+  if (NT_UNLIKELY(!t)) {
+    /* Inert, no thread has a slot: nothing to count (nor a shared counter
+     * for every thread to contend on). */
+    if (!atomic_load_explicit(&nt_g.inert, memory_order_relaxed))
+      atomic_fetch_add_explicit(&nt_g.slotless_events, 1, memory_order_relaxed);
+    return NULL;
+  }
+  NT_ADD(t->events, 1);
+  return t;
+}
+
+/* The start of a call that has a handle to give: the calling thread's
+ * state, counted, or NULL (inert, no handle, or no slot). */
+static inline __attribute__((always_inline)) struct nt_thread *start_begin(void **handle) {
+  if (handle) *handle = NULL;
+  if (!handle) return NULL;
+  return call_thread(); /* NULL while inert: no thread has a slot then */
+}
+
+/* The start of a call on a handle NCCL got from us (a record or a stop):
+ * the calling thread's state, counted, and the handle's kind; NULL (inert,
+ * no handle, or no slot) for nothing to do. */
+static inline __attribute__((always_inline)) struct nt_thread *handle_begin(void *handle,
+                                                                            int *kind) {
+  if (!handle) return NULL;
+  struct nt_thread *t = call_thread(); /* NULL while inert: no thread has a slot */
+  if (t) *kind = nt_handle_kind(handle);
+  return t;
+}
+
+/* proxy_ctrl.c: the proxy thread's control bursts (ProxyCtrl), a small
+ * state machine per thread under its seqlock. nt_start_ctrl (internal.h)
+ * is the ABI's way in; these are the event path's. */
+void *nt_ctrl_start(struct nt_thread *t, void *context);
+/* A state of the thread's own burst handle. */
+nt_nccl_result nt_ctrl_record(struct nt_thread *t, int state, int appended);
+nt_nccl_result nt_ctrl_stop(struct nt_thread *t);
+
+#endif
