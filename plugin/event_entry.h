@@ -1,5 +1,7 @@
-/* How a call of NCCL's enters the event path (events.c, proxy_ctrl.c):
- * the calling thread's slot, its call counted, and the handle's kind.
+/* What the event path's files (events.c, kernel_events.c, proxy_ctrl.c)
+ * share: how a call of NCCL's enters it (the calling thread's slot, its
+ * call counted, the handle's kind), the key of a thread's aggregate rows,
+ * and each other's entries.
  * The hot entries (a step's start, state and stop) read nt_self
  * themselves and come here only for what is rare: a thread without its
  * slot yet, or no handle. */
@@ -41,6 +43,30 @@ static inline __attribute__((always_inline)) struct nt_thread *handle_begin(void
   if (t) *kind = nt_handle_kind(handle);
   return t;
 }
+
+/* Relay rows (PXN) mix the relayed rank into the key and are told apart
+ * from ordinary ones by their relay_rank as well (chan_row compares it). */
+static inline uint64_t nt_row_key(const struct nt_context *c, int channel, int dir, int peer,
+                                  int relay) {
+  return 1 +
+         (((uint64_t)(unsigned)c->index << 48) | ((uint64_t)(channel & 0xFF) << 40) |
+          ((uint64_t)(dir & 1) << 32) | (uint32_t)peer) +
+         ((uint64_t)(uint32_t)(relay + 1) << 33);
+}
+
+static inline uint32_t nt_row_hash(uint64_t k) {
+  k ^= k >> 33;
+  k *= 0xff51afd7ed558ccdull;
+  k ^= k >> 33;
+  return (uint32_t)k;
+}
+
+/* kernel_events.c: KernelCh and KernelPhase (v7) events. */
+void *nt_kernel_ch_start(struct nt_thread *t, void *context, void *parent, int channel,
+                         uint64_t ptimer);
+void *nt_kernel_phase_start(struct nt_thread *t, const struct nt_ev *ev);
+void nt_kernel_ch_stop(struct nt_thread *t, struct nt_kface *f);
+void nt_kernel_phase_stop(struct nt_thread *t, struct nt_kphase_ev *p);
 
 /* proxy_ctrl.c: the proxy thread's control bursts (ProxyCtrl), a small
  * state machine per thread under its seqlock. nt_start_ctrl (internal.h)

@@ -17,30 +17,14 @@
  * generating their children. */
 unsigned char nt_ignored_handle = NT_K_IGNORED;
 
-/* Relay rows (PXN) mix the relayed rank into the key and are told apart
- * from ordinary ones by their relay_rank as well (chan_row compares it). */
-static uint64_t row_key(const struct nt_context *c, int channel, int dir, int peer, int relay) {
-  return 1 +
-         (((uint64_t)(unsigned)c->index << 48) | ((uint64_t)(channel & 0xFF) << 40) |
-          ((uint64_t)(dir & 1) << 32) | (uint32_t)peer) +
-         ((uint64_t)(uint32_t)(relay + 1) << 33);
-}
-
-static inline uint32_t hash_key(uint64_t k) {
-  k ^= k >> 33;
-  k *= 0xff51afd7ed558ccdull;
-  k ^= k >> 33;
-  return (uint32_t)k;
-}
-
 /* Find or insert the aggregate row of (context, channel, dir, peer) in this
  * thread's table. Only the owner inserts, so no CAS is needed: the key is
  * stored last, with release, for the publisher. */
 static struct nt_chan_row *chan_row(struct nt_thread *t, struct nt_context *c, int channel, int dir,
                                     int peer, int relay) {
-  uint64_t key = row_key(c, channel, dir, peer, relay);
+  uint64_t key = nt_row_key(c, channel, dir, peer, relay);
   if (!key) key = 1; /* 0 marks an empty slot */
-  uint32_t h = hash_key(key);
+  uint32_t h = nt_row_hash(key);
   for (uint32_t i = 0; i < 32; i++) {
     struct nt_chan_row *r = &t->chan[(h + i) % NT_CHAN_ROWS_PER_THREAD];
     uint64_t k = atomic_load_explicit(&r->key, memory_order_relaxed);
@@ -59,48 +43,6 @@ static struct nt_chan_row *chan_row(struct nt_thread *t, struct nt_context *c, i
     return r;
   }
   NT_ADD(t->dropped_rows, 1);
-  return NULL;
-}
-
-static struct nt_kernel_row *kernel_row(struct nt_thread *t, struct nt_context *c, int channel) {
-  uint64_t key = row_key(c, channel, 0, 0, -1);
-  uint32_t h = hash_key(key);
-  for (uint32_t i = 0; i < 32; i++) {
-    struct nt_kernel_row *r = &t->kernel[(h + i) % NT_KERNEL_ROWS_PER_THREAD];
-    uint64_t k = atomic_load_explicit(&r->key, memory_order_relaxed);
-    if (k == key) return r;
-    if (k != 0) continue;
-    r->ctx = c;
-    r->channel = (uint8_t)channel;
-    atomic_store_explicit(&r->key, key, memory_order_release);
-    return r;
-  }
-  NT_ADD(t->dropped_rows, 1);
-  return NULL;
-}
-
-/* A kernel event NCCL will never stop: its communicator was finalized
- * mid-kernel (an abort: 2.31's profiler thread drops its KernelCh work,
- * older proxy threads leave their loop) and its operation has been retired
- * without it (retire.c `orphaned`), or it has none. Its slot is taken back
- * and its handle goes stale (K3). */
-static bool kevent_dead(const struct nt_kernel_event *e) {
-  if (atomic_load_explicit(&e->ctx->live, memory_order_relaxed)) return false;
-  return !e->task || (atomic_load_explicit(&e->task->st, memory_order_relaxed) & NT_TS_RETIRING);
-}
-
-static struct nt_kernel_event *kevent_alloc(struct nt_thread *t) {
-  for (uint32_t i = 0; i < NT_POOL_PROBES; i++) {
-    struct nt_kernel_event *e = &t->kevents[t->event_cursor++ % NT_EVENTS_PER_THREAD];
-    if (!atomic_load_explicit(&e->in_use, memory_order_acquire)) return e;
-    if (kevent_dead(e)) {
-      e->faces[e->cur_face].self = NULL;
-      e->ph.self = NULL;
-      if (e->task) nt_task_detach(e->task, nt_now(), true, 0);
-      e->task = NULL;
-      return e;
-    }
-  }
   return NULL;
 }
 
@@ -223,54 +165,6 @@ static void *start_proxy_step(struct nt_thread *t, void *parent, int step) {
   return step_fill(op, s, step);
 }
 
-static void *start_kernel_ch(struct nt_thread *t, void *context, void *parent, int channel,
-                             uint64_t ptimer) {
-  struct nt_context *c = nt_context_check(context);
-  struct nt_kernel_event *e = c ? kevent_alloc(t) : NULL;
-  if (!e) {
-    NT_ADD(t->dropped_events, 1);
-    return NULL;
-  }
-  /* A new face for each use: a stale handle of an earlier one stays
-   * invalid (K3). */
-  struct nt_kface *f = &e->faces[(e->cur_face + 1u) % NT_KERNEL_FACES];
-  e->cur_face = f->face = (uint8_t)(f - e->faces);
-  f->kind = NT_K_KERNEL;
-  f->self = f;
-  e->ctx = c;
-  e->task = nt_task_attach(t, parent);
-  if (e->task) {
-    atomic_fetch_add_explicit(&e->task->kernel_children, 1, memory_order_relaxed);
-    /* The kernel reached this channel's work: running. */
-    atomic_store_explicit(&e->task->begun, 1, memory_order_relaxed);
-    atomic_store_explicit(&e->task->last_progress_ns, nt_now(), memory_order_relaxed);
-  }
-  e->channel = (uint8_t)channel;
-  e->start_ptimer = ptimer;
-  e->stop_ptimer = 0;
-  atomic_store_explicit(&e->in_use, 1, memory_order_relaxed);
-  return f;
-}
-
-/* A KernelPhase (v7): a phase of the work of its parent, a live KernelCh
- * event of ours. */
-static void *start_kernel_phase(struct nt_thread *t, const struct nt_ev *ev) {
-  struct nt_kface *f = nt_handle_kind(ev->parent) == NT_K_KERNEL ? ev->parent : NULL;
-  struct nt_kernel_event *e = f ? nt_kface_event(f) : NULL;
-  if (!e || !atomic_load_explicit(&e->in_use, memory_order_relaxed) ||
-      ev->phase_id >= NT_KPHASE_COUNT) {
-    NT_ADD(t->unknown_events, 1);
-    return NULL;
-  }
-  struct nt_kphase_ev *p = &e->ph;
-  p->kind = NT_K_PHASE;
-  p->self = p;
-  p->phase = ev->phase_id;
-  p->start_ptimer = ev->ptimer;
-  p->stop_ptimer = 0;
-  return p;
-}
-
 nt_nccl_result nt_start(void *context, void **handle, const struct nt_ev *ev) {
   struct nt_thread *t = start_begin(handle);
   if (!t) return NT_NCCL_SUCCESS;
@@ -288,9 +182,9 @@ nt_nccl_result nt_start(void *context, void **handle, const struct nt_ev *ev) {
   }
   case NT_EV_PROXY_CTRL: *handle = nt_ctrl_start(t, context); break;
   case NT_EV_KERNEL_CH:
-    *handle = start_kernel_ch(t, context, ev->parent, ev->channel, ev->ptimer);
+    *handle = nt_kernel_ch_start(t, context, ev->parent, ev->channel, ev->ptimer);
     break;
-  case NT_EV_KERNEL_PHASE: *handle = start_kernel_phase(t, ev); break;
+  case NT_EV_KERNEL_PHASE: *handle = nt_kernel_phase_start(t, ev); break;
   case NT_EV_COLL:
   case NT_EV_P2P: *handle = nt_op_start(t, context, ev); break;
   case NT_EV_GROUP: /* ours to count the groups by, no handle */
@@ -319,7 +213,7 @@ nt_nccl_result nt_start_proxy_op(void *context, void **handle, const struct nt_p
 nt_nccl_result nt_start_kernel_ch(void *context, void **handle, void *parent, int channel,
                                   uint64_t ptimer) {
   struct nt_thread *t = start_begin(handle);
-  if (t) *handle = start_kernel_ch(t, context, parent, channel, ptimer);
+  if (t) *handle = nt_kernel_ch_start(t, context, parent, channel, ptimer);
   return NT_NCCL_SUCCESS;
 }
 
@@ -487,55 +381,6 @@ static NT_COLD void stop_op(struct nt_op *op) {
   atomic_store_explicit(&op->in_use, 0, memory_order_release);
 }
 
-/* Busy time is the union of a channel's intervals: every work of a batch
- * gets the batch's times (K2), so an interval inside the last one counted
- * adds nothing and one that overlaps it adds only what lies beyond. */
-static uint64_t busy_add(struct nt_kernel_row *row, uint64_t start, uint64_t stop) {
-  if (stop <= row->span_stop && start >= row->span_start) return 0;
-  uint64_t from = start < row->span_stop && start >= row->span_start ? row->span_stop : start;
-  if (start < row->span_start || start >= row->span_stop) row->span_start = start;
-  row->span_stop = stop;
-  return stop - from;
-}
-
-static NT_COLD void stop_kernel(struct nt_thread *t, struct nt_kface *f) {
-  struct nt_kernel_event *e = nt_kface_event(f);
-  f->self = NULL;    /* any later use of this handle is stale (K3) */
-  e->ph.self = NULL; /* and so is its phase handle */
-  if (!atomic_load_explicit(&e->in_use, memory_order_relaxed)) return;
-  struct nt_kernel_row *row = kernel_row(t, e->ctx, e->channel);
-  uint64_t d =
-      e->stop_ptimer > e->start_ptimer && e->start_ptimer ? e->stop_ptimer - e->start_ptimer : 0;
-  if (row) {
-    NT_ADD(row->count, 1);
-    if (d) {
-      uint64_t add = busy_add(row, e->start_ptimer, e->stop_ptimer);
-      if (add) NT_ADD(row->busy_ns, add);
-      NT_SET(row->last_ns, d);
-    }
-  }
-  if (e->task) nt_task_detach(e->task, nt_now(), false, d);
-  e->task = NULL;
-  atomic_store_explicit(&e->in_use, 0, memory_order_release);
-}
-
-/* A phase's GPU time goes to its channel's kernel row and to the
- * operation the channel's work belongs to. */
-static NT_COLD void stop_kernel_phase(struct nt_thread *t, struct nt_kphase_ev *p) {
-  p->self = NULL; /* stale from now on */
-  struct nt_kernel_event *e =
-      (struct nt_kernel_event *)(void *)((char *)p - offsetof(struct nt_kernel_event, ph));
-  if (!atomic_load_explicit(&e->in_use, memory_order_relaxed)) return;
-  if (!p->start_ptimer || p->stop_ptimer <= p->start_ptimer) return;
-  uint64_t d = p->stop_ptimer - p->start_ptimer;
-  struct nt_kernel_row *row = kernel_row(t, e->ctx, e->channel);
-  if (row) NT_ADD(row->phase_ns[p->phase], d);
-  if (e->task)
-    atomic_fetch_add_explicit(p->phase == NT_KPHASE_COMPUTE ? &e->task->compute_ns
-                                                            : &e->task->sync_ns,
-                              d, memory_order_relaxed);
-}
-
 /* The stops of everything but steps and proxy-control bursts: out of the
  * hot path's line. */
 static NT_COLD void stop_other(struct nt_thread *t, void *handle, int kind) {
@@ -545,8 +390,8 @@ static NT_COLD void stop_other(struct nt_thread *t, void *handle, int kind) {
     if (op) stop_op(op);
     break;
   }
-  case NT_K_KERNEL: stop_kernel(t, handle); break;
-  case NT_K_PHASE: stop_kernel_phase(t, handle); break;
+  case NT_K_KERNEL: nt_kernel_ch_stop(t, handle); break;
+  case NT_K_PHASE: nt_kernel_phase_stop(t, handle); break;
   case NT_K_TASK: nt_op_stop(handle); break;
   case NT_K_API: nt_api_stop(handle); break;
   case NT_K_NET: nt_net_stop(handle); break;
