@@ -70,7 +70,10 @@ static void add_channel(nt_snapshot *s, uint32_t limit, uint16_t ci, const struc
    * count: a race can only show work as just finished). */
   uint64_t begun = NT_GET(r->ops_begun), begun_done = NT_GET(r->begun_done);
   if (begun > begun_done) o->run_state = NT_RUN_RUNNING;
-  uint64_t last = NT_GET(r->last_progress_ns);
+  /* A step's state records set only cur_since_ns (one store fewer on the
+   * event path); stops and op events set last_progress_ns. */
+  uint64_t last = NT_GET(r->last_progress_ns), since_state = NT_GET(r->cur_since_ns);
+  if (since_state > last) last = since_state;
   if (last) {
     uint64_t age = now > last ? now - last : 0;
     /* The freshest of merged rows speaks for the key. */

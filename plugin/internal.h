@@ -105,7 +105,7 @@ enum { NT_LEARNING = 1, NT_LEARNED = 2 };
 struct nt_chan_row {
   nt_counter wait_ns[3];
   nt_counter steps, bytes;
-  nt_counter last_progress_ns; /* 0 = never */
+  nt_counter last_progress_ns; /* 0 = never; a state record sets only cur_since_ns (collect.c) */
   nt_counter cur_since_ns;
   _Atomic int32_t cur_step;
   _Atomic uint8_t cur_wait;
@@ -466,11 +466,15 @@ static inline uint64_t nt_now(void) {
   struct nt_thread *t = nt_self;
   return NT_LIKELY(t != NULL) ? nt_clock_ns_copy(&t->clk) : nt_clock_ns();
 }
-/* Whether h points into the slot region (inline: every stop and record asks). */
+/* Whether h points into the slot region with its kind and self (the
+ * first 16 bytes a handle check reads) inside it. Asked only by a thread
+ * that has a slot, so the region is mapped (nt_g.threads is set before the
+ * first slot is claimed, and never unset): no test of the base. Inline:
+ * every stop and record asks. */
 static inline bool nt_handle_in_region(const void *h) {
   uintptr_t base = (uintptr_t)nt_g.threads, p = (uintptr_t)h;
   /* One compare for both ends: below base, p - base wraps to a huge value. */
-  return base && p - base < sizeof(struct nt_thread) * NT_MAX_THREADS;
+  return p - base <= sizeof(struct nt_thread) * NT_MAX_THREADS - 16;
 }
 
 /* events.c: the hot path, on a version-neutral view of the descriptor. */
