@@ -128,12 +128,12 @@ static inline __attribute__((always_inline)) void *step_fill(struct nt_op *op, s
   s->step = step;
   s->wait = NT_WAIT_NONE;
   s->bytes_counted = 0;
-  /* A step's time starts at its first wait (record_step): no clock read
-   * here, except for the op's first step, which starts its operation. */
-  s->since_ns = 0;
+  /* A step's time starts at its first wait (record_step sets since_ns): no
+   * clock read here, except for the op's first step, which starts its
+   * operation. Nor is the row's current step set: the first wait, which
+   * NCCL records in the same pass, sets it with its wait. */
   s->active = 1;
   op->live_steps |= (uint16_t)(1u << ((unsigned)step % NT_STEPS_PER_OP));
-  atomic_store_explicit(&op->row->cur_step, step, memory_order_relaxed);
   return s;
 }
 
