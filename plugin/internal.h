@@ -47,6 +47,7 @@
 
 /* The names a Coll or P2p carries (nt_name_index). */
 enum { NT_NAME_FUNC, NT_NAME_ALGO, NT_NAME_PROTO, NT_NAME_DTYPE, NT_NAME_KINDS };
+#define NT_NAME_WAYS 8 /* names remembered per kind (nt_thread.name_memo) */
 
 /* Handle kinds: the first byte of every handle. */
 enum nt_kind {
@@ -353,11 +354,16 @@ struct nt_thread {
   /* Owner only: the group the thread is in (each Group event starts one);
    * p2p operations of one group run in one kernel. */
   uint32_t group_serial;
-  /* Owner only: the last name NCCL passed for each of a Coll's function,
-   * algorithm, protocol and datatype, and what it meant (nt_name_index). */
+  /* Owner only: the last few names NCCL passed for each of a Coll's
+   * function, algorithm, protocol and datatype, what each meant and how
+   * that is spelled (nt_name_index). A job alternates between a few
+   * functions and types (AllReduce, AllGather, Send, Recv...): one entry
+   * per kind missed a third of the lookups of the recordings. */
   struct nt_name_memo {
-    const char *name;
-    uint8_t index;
+    const char *name[NT_NAME_WAYS];
+    const char *spelled[NT_NAME_WAYS];
+    uint8_t index[NT_NAME_WAYS];
+    uint8_t next; /* the entry a new name takes */
   } name_memo[NT_NAME_KINDS];
   /* Owner only: the open group's Broadcasts counted from their CollApi. */
   struct nt_task *bcast_pending[NT_BCAST_PENDING];

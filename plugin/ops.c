@@ -30,12 +30,21 @@ int nt_name_index(struct nt_thread *t, int kind, const char *name) {
   static const char *(*const spell[NT_NAME_KINDS])(int) = {nt_func_name, nt_algo_name,
                                                            nt_proto_name, nt_dtype_name};
   struct nt_name_memo *m = &t->name_memo[kind];
-  /* The same pointer, still spelling what it did (a caller's buffer may
-   * have changed since): one strcmp. */
-  if (name && name == m->name && strcmp(name, spell[kind](m->index)) == 0) return m->index;
+  /* A pointer seen before, still spelling what it did (a caller's buffer
+   * may have changed since): one strcmp. */
+  if (name)
+    for (int i = 0; i < NT_NAME_WAYS; i++)
+      if (m->name[i] == name && strcmp(name, m->spelled[i]) == 0) return m->index[i];
   int index = lookup[kind](name);
-  m->name = name;
-  m->index = (uint8_t)index;
+  if (!name) return index;
+  /* A buffer that now spells another name keeps its one entry. */
+  int way = -1;
+  for (int i = 0; i < NT_NAME_WAYS; i++)
+    if (m->name[i] == name) way = i;
+  if (way < 0) way = m->next++ % NT_NAME_WAYS;
+  m->name[way] = name;
+  m->spelled[way] = spell[kind](index);
+  m->index[way] = (uint8_t)index;
   return index;
 }
 
