@@ -186,6 +186,49 @@ static void case_operations_without_children_are_only_enqueued(void) {
   CHECK(l && l->state == NT_OPS_ENQUEUED && l->timing == NT_TIMING_NONE);
 }
 
+/* A thread remembers the last 8 names of each kind it was passed
+ * (nt_name_index): six functions in turn, each in its own buffer, are each
+ * counted under their own name round after round, and a remembered buffer
+ * that now spells another name is read anew; ten in turn (more than it
+ * keeps) are each counted too. */
+static void case_many_names_in_turn_are_each_counted(void) {
+  void *ctx = setup(NULL);
+  CHECK(ctx != NULL);
+  static const char *const names[] = {"AllReduce", "AllGather", "ReduceScatter", "Reduce",
+                                      "AlltoAll",  "Gather",    "Scatter",       "Send",
+                                      "Recv",      "SendRecv"};
+  static const int funcs[] = {NT_FUNC_ALLREDUCE, NT_FUNC_ALLGATHER, NT_FUNC_REDUCESCATTER,
+                              NT_FUNC_REDUCE,    NT_FUNC_ALLTOALL,  NT_FUNC_GATHER,
+                              NT_FUNC_SCATTER,   NT_FUNC_SEND,      NT_FUNC_RECV,
+                              NT_FUNC_SENDRECV};
+  enum { N = sizeof names / sizeof names[0] };
+  char buf[N][16];
+  for (int i = 0; i < N; i++) snprintf(buf[i], sizeof buf[i], "%s", names[i]);
+  uint64_t seq = 0;
+  /* Rounds 0-2 take the first six, round 2 after buf[0] became "Gather";
+   * rounds 3-4 take all ten. */
+  for (int round = 0; round < 5; round++) {
+    if (round == 2) snprintf(buf[0], sizeof buf[0], "Gather");
+    for (int i = 0; i < (round < 3 ? 6 : N); i++) {
+      void *c = coll(ctx, buf[i], seq++, 64, "RING", "LL");
+      void *a = child_op(ctx, c, 0);
+      CHECK(c && a);
+      H.v5->stopEvent(c);
+      H.v5->stopEvent(a);
+    }
+  }
+  CHECK(ph_latest(&H) == 0);
+  for (int i = 0; i < N; i++) {
+    const nt_op_row *r = op_row(H.snap, funcs[i], 0);
+    uint64_t want = i >= 6                          ? 2
+                    : funcs[i] == NT_FUNC_ALLREDUCE ? 2
+                    : funcs[i] == NT_FUNC_GATHER    ? 8
+                                                    : 5;
+    CHECK(r != NULL);
+    if (r) CHECK_EQ_U64(r->count, want);
+  }
+}
+
 /* What never completes stays in flight, its age growing: a hang shows. */
 static void case_an_operation_that_never_completes_stays_in_flight(void) {
   void *ctx = setup(NULL);
@@ -555,6 +598,7 @@ int main(void) {
       {"kernel_channels_give_gpu_time", case_kernel_channels_give_gpu_time},
       {"operations_without_children_are_only_enqueued",
        case_operations_without_children_are_only_enqueued},
+      {"many_names_in_turn_are_each_counted", case_many_names_in_turn_are_each_counted},
       {"an_operation_that_never_completes_stays_in_flight",
        case_an_operation_that_never_completes_stays_in_flight},
       {"phases_attribute_operations", case_phases_attribute_operations},
