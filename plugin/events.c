@@ -408,7 +408,11 @@ static NT_COLD void stop_other(struct nt_thread *t, void *handle, int kind) {
 
 /* The stops of all but a live step's: out of nt_stop's path, a tail call. */
 static NT_COLD nt_nccl_result stop_not_step(struct nt_thread *t, void *handle, int kind) {
-  if (kind == NT_K_CTRL) return nt_ctrl_stop(t);
+  if (kind == NT_K_CTRL) {
+    if (handle == &t->ctrl) return nt_ctrl_stop(t);
+    NT_ADD(t->unknown_events, 1); /* another thread's burst: not ours to end */
+    return NT_NCCL_SUCCESS;
+  }
   if (kind != NT_K_STEP)
     stop_other(t, handle, kind);
   else if (((struct nt_step *)handle)->active)
@@ -434,6 +438,8 @@ nt_nccl_result nt_stop(void *handle) {
   struct nt_thread *t = nt_self;
   if (NT_UNLIKELY(!t || !handle)) return stop_entry_slow(handle);
   NT_ADD(t->events, 1);
+  /* The thread's own burst handle: no handle check needed. */
+  if (handle == &t->ctrl) return nt_ctrl_stop(t);
   int kind = nt_handle_kind(handle);
   /* A live step's stop is most of the stops NCCL makes: its path alone is
    * inline, one predictable branch; the rest (control bursts included) is a

@@ -24,8 +24,10 @@ nt_nccl_result nt_start_ctrl(void *context, void **handle) {
   return NT_NCCL_SUCCESS;
 }
 
-/* The thread enters `state` at `now`: the state it leaves gets its time. */
-static void ctrl_enter(struct nt_thread *t, int state, uint64_t now) {
+/* The thread enters `state` at `now`: the state it leaves gets its time.
+ * Inline: a call's register saves would cost as much as what it does. */
+static inline __attribute__((always_inline)) void ctrl_enter(struct nt_thread *t, int state,
+                                                             uint64_t now) {
   uint32_t seq = atomic_load_explicit(&t->seq, memory_order_relaxed);
   NT_SEQ_WRITE_BEGIN(t->seq, seq);
   int cur = atomic_load_explicit(&t->cur_state, memory_order_relaxed);
@@ -36,9 +38,20 @@ static void ctrl_enter(struct nt_thread *t, int state, uint64_t now) {
   atomic_store_explicit(&t->seq, seq + 2, memory_order_release);
 }
 
-static uint64_t ctrl_now(struct nt_thread *t) {
-  uint64_t v;
-  return nt_clock_copy_try(&t->clk, &v) ? v : nt_clock_ns_slow(&t->clk, v);
+static NT_COLD nt_nccl_result ctrl_enter_slow_clock(struct nt_thread *t, int state,
+                                                    uint64_t ticks) {
+  ctrl_enter(t, state, nt_clock_ns_slow(&t->clk, ticks));
+  return NT_NCCL_SUCCESS;
+}
+
+/* ctrl_enter now; an out-of-date clock copy leaves by a tail call, so the
+ * common path saves no register. */
+static inline __attribute__((always_inline)) nt_nccl_result ctrl_enter_now(struct nt_thread *t,
+                                                                           int state) {
+  uint64_t now;
+  if (NT_UNLIKELY(!nt_clock_copy_try(&t->clk, &now))) return ctrl_enter_slow_clock(t, state, now);
+  ctrl_enter(t, state, now);
+  return NT_NCCL_SUCCESS;
 }
 
 /* Idle and Active are edges that set the thread's base state; Sleep,
@@ -50,9 +63,9 @@ nt_nccl_result nt_ctrl_record(struct nt_thread *t, int state, int appended) {
     int base = state == NT_ST_CTRL_IDLE ? NT_PROXY_IDLE : NT_PROXY_ACTIVE;
     atomic_store_explicit(&t->base_state, (uint8_t)base, memory_order_relaxed);
     /* Under a burst the edge only changes what the burst's end returns to. */
-    if (atomic_load_explicit(&t->overlay, memory_order_relaxed) == NT_PROXY_UNKNOWN)
-      ctrl_enter(t, base, ctrl_now(t));
-    return NT_NCCL_SUCCESS;
+    if (atomic_load_explicit(&t->overlay, memory_order_relaxed) != NT_PROXY_UNKNOWN)
+      return NT_NCCL_SUCCESS;
+    return ctrl_enter_now(t, base);
   }
   switch (state) {
   case NT_ST_CTRL_APPEND: overlay = NT_PROXY_APPEND; break;
@@ -60,8 +73,7 @@ nt_nccl_result nt_ctrl_record(struct nt_thread *t, int state, int appended) {
     NT_ADD(t->appends, 1);
     if (appended > 0) NT_ADD(t->appended_ops, (uint64_t)appended);
     atomic_store_explicit(&t->overlay, NT_PROXY_UNKNOWN, memory_order_relaxed);
-    ctrl_enter(t, atomic_load_explicit(&t->base_state, memory_order_relaxed), ctrl_now(t));
-    return NT_NCCL_SUCCESS;
+    return ctrl_enter_now(t, atomic_load_explicit(&t->base_state, memory_order_relaxed));
   case NT_ST_CTRL_SLEEP: overlay = NT_PROXY_SLEEP; break;
   case NT_ST_CTRL_WAKEUP:
     overlay = NT_PROXY_WAKEUP;
@@ -72,14 +84,12 @@ nt_nccl_result nt_ctrl_record(struct nt_thread *t, int state, int appended) {
   default: NT_ADD(t->unknown_events, 1); return NT_NCCL_SUCCESS;
   }
   atomic_store_explicit(&t->overlay, (uint8_t)overlay, memory_order_relaxed);
-  ctrl_enter(t, overlay, ctrl_now(t));
-  return NT_NCCL_SUCCESS;
+  return ctrl_enter_now(t, overlay);
 }
 
 nt_nccl_result nt_ctrl_stop(struct nt_thread *t) {
   if (atomic_load_explicit(&t->overlay, memory_order_relaxed) == NT_PROXY_UNKNOWN)
     return NT_NCCL_SUCCESS;
   atomic_store_explicit(&t->overlay, NT_PROXY_UNKNOWN, memory_order_relaxed);
-  ctrl_enter(t, atomic_load_explicit(&t->base_state, memory_order_relaxed), ctrl_now(t));
-  return NT_NCCL_SUCCESS;
+  return ctrl_enter_now(t, atomic_load_explicit(&t->base_state, memory_order_relaxed));
 }
