@@ -48,7 +48,7 @@ void nt_bcast_api(struct nt_thread *t, struct nt_context *c, const struct nt_ev 
   struct nt_ev e = *ev;
   e.type = NT_EV_COLL;
   e.op.algo = e.op.proto = NULL; /* NCCL chose none we can see */
-  struct nt_task *k = nt_task_open(t, c, &e, now, 0);
+  struct nt_task *k = nt_task_open(t, c, &e, NT_FUNC_BROADCAST, now, 0);
   if (!k) {
     NT_ADD(t->dropped_ops, 1);
     return;

@@ -13,15 +13,16 @@
 #include "internal.h"
 
 void *nt_ce_start(struct nt_thread *t, void *context, const struct nt_ev *ev) {
-  struct nt_context *c = nt_context_check(context);
+  struct nt_context *c = nt_context_of(t, context);
   if (!c) {
     NT_ADD(t->unknown_events, 1);
     return &nt_ignored_handle;
   }
   if (ev->type != NT_EV_CE_COLL) return &nt_ignored_handle; /* CeSync, CeBatch: counted */
   uint64_t now = nt_now();
-  nt_launch_note(c, nt_func_from_name(ev->op.func), false, 0, now);
-  struct nt_task *k = nt_task_open(t, c, ev, now, 0);
+  int func = nt_name_index(t, NT_NAME_FUNC, ev->op.func);
+  nt_launch_note(c, func, false, 0, now);
+  struct nt_task *k = nt_task_open(t, c, ev, func, now, 0);
   if (!k) {
     NT_ADD(t->dropped_ops, 1);
     return &nt_ignored_handle;

@@ -54,7 +54,7 @@ static void *start_proxy_op(struct nt_thread *t, void *context, const struct nt_
    * marked with the rank the op belongs to. */
   bool foreign = ev->pid != nt_g.pid;
   struct nt_context *c = foreign ? atomic_load_explicit(&t->ctrl_ctx, memory_order_relaxed)
-                                 : nt_context_check(context);
+                                 : nt_context_of(t, context);
   if (foreign) NT_ADD(t->foreign_ops, 1);
   if (!c) {
     if (!foreign) NT_ADD(t->unknown_events, 1);

@@ -348,6 +348,10 @@ struct nt_thread {
   nt_counter never_stopped_ops;   /* ProxyOps of CollNet operations: not tracked (P2) */
   _Atomic uint64_t late_children; /* counted by any thread a late child arrives on */
   uint32_t op_cursor, event_cursor, task_cursor, net_cursor;
+  /* Owner only: the communicator this thread's last start named, once it
+   * passed nt_context_check (a context slot is never unmapped and stays
+   * ours once initialised, so a pointer that passed always passes). */
+  struct nt_context *ctx_memo;
   _Atomic uint32_t tasks_hw; /* task slots [0, tasks_hw) have been used */
   struct nt_ctrl ctrl;
   struct nt_api api, gapi;
@@ -443,6 +447,15 @@ nt_nccl_result nt_init(void **context, int *mask, const char *name, uint64_t has
                        int nranks, int rank, nt_nccl_logger logfn, int abi);
 nt_nccl_result nt_finalize(void *context);
 struct nt_context *nt_context_check(void *p); /* ours and live-or-finalized, else NULL */
+/* nt_context_check on the calling thread's start path: NCCL names the same
+ * communicator start after start, so the one last checked is taken as it
+ * is (one compare instead of a range, a division and an acquire load). */
+static inline struct nt_context *nt_context_of(struct nt_thread *t, void *context) {
+  if (context && context == (void *)t->ctx_memo) return t->ctx_memo;
+  struct nt_context *c = nt_context_check(context);
+  if (c) t->ctx_memo = c;
+  return c;
+}
 /* v3: the identity a Coll/P2p descriptor carries, kept from the first one. */
 void nt_context_learn(void *context, const char *name, uint64_t hash, int rank);
 /* The identity to publish (under contexts_lock): init's, or what v3 learned. */
@@ -565,11 +578,12 @@ void *nt_api_start(struct nt_thread *t, void *context, const struct nt_ev *ev);
 /* GroupApi and KernelLaunch, whose descriptors carry nothing we read. */
 void *nt_api_start_bare(struct nt_thread *t, void *context, uint32_t type);
 void nt_api_stop(struct nt_api *a);
-/* A task of `ev` (Coll or P2p shaped) in t's pool, LIVE, not counted as
- * launched; it waits for the children `mask` lets come (0: none). NULL when
- * the pool is full. */
+/* A task of `ev` (Coll or P2p shaped), of function `func` (the caller has
+ * looked its name up already), in t's pool, LIVE, not counted as launched;
+ * it waits for the children `mask` lets come (0: none). NULL when the pool
+ * is full. */
 struct nt_task *nt_task_open(struct nt_thread *t, struct nt_context *c, const struct nt_ev *ev,
-                             uint64_t now, int mask);
+                             int func, uint64_t now, int mask);
 
 /* api_ops.c: operations as the user called them (Broadcast on 2.29+, CE
  * collectives, graph replays). */

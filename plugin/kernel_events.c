@@ -52,7 +52,7 @@ static struct nt_kernel_event *kevent_alloc(struct nt_thread *t) {
 
 void *nt_kernel_ch_start(struct nt_thread *t, void *context, void *parent, int channel,
                          uint64_t ptimer) {
-  struct nt_context *c = nt_context_check(context);
+  struct nt_context *c = nt_context_of(t, context);
   struct nt_kernel_event *e = c ? kevent_alloc(t) : NULL;
   if (!e) {
     NT_ADD(t->dropped_events, 1);

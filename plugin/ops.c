@@ -69,14 +69,14 @@ static void store_max(_Atomic uint64_t *p, uint64_t v) {
 }
 
 struct nt_task *nt_task_open(struct nt_thread *t, struct nt_context *c, const struct nt_ev *ev,
-                             uint64_t now, int mask) {
+                             int func, uint64_t now, int mask) {
   struct nt_task *k = task_alloc(t);
   if (!k) return NULL;
   bool coll = ev->type != NT_EV_P2P;
   k->kind = NT_K_TASK;
   k->self = k;
   k->op_kind = coll ? NT_OP_COLL : NT_OP_P2P;
-  k->func = (uint8_t)nt_name_index(t, NT_NAME_FUNC, ev->op.func);
+  k->func = (uint8_t)func;
   k->algo = (uint8_t)(coll ? nt_name_index(t, NT_NAME_ALGO, ev->op.algo) : NT_ALGO_NONE);
   k->proto = (uint8_t)(coll ? nt_name_index(t, NT_NAME_PROTO, ev->op.proto) : NT_PR_NONE);
   k->dtype = (uint8_t)nt_name_index(t, NT_NAME_DTYPE, ev->op.datatype);
@@ -133,7 +133,7 @@ struct nt_task *nt_task_open(struct nt_thread *t, struct nt_context *c, const st
 }
 
 void *nt_op_start(struct nt_thread *t, void *context, const struct nt_ev *ev) {
-  struct nt_context *c = nt_context_check(context);
+  struct nt_context *c = nt_context_of(t, context);
   if (!c) {
     NT_ADD(t->unknown_events, 1);
     return &nt_ignored_handle; /* non-NULL: NCCL keeps producing the children */
@@ -152,7 +152,7 @@ void *nt_op_start(struct nt_thread *t, void *context, const struct nt_ev *ev) {
   int mask = nt_handle_kind(ev->parent) == NT_K_API
                  ? atomic_load_explicit(&((struct nt_api *)ev->parent)->mask, memory_order_relaxed)
                  : nt_live_mask();
-  struct nt_task *k = nt_task_open(t, c, ev, now, mask);
+  struct nt_task *k = nt_task_open(t, c, ev, func, now, mask);
   if (!k) {
     NT_ADD(t->dropped_ops, 1);
     return &nt_ignored_handle;
@@ -191,7 +191,7 @@ void nt_task_detach(struct nt_task *k, uint64_t now, bool untimed, uint64_t gpu_
 
 /* API events: counted per communicator; CollApi and P2pApi also timed. */
 void *nt_api_start_bare(struct nt_thread *t, void *context, uint32_t type) {
-  struct nt_context *c = nt_context_check(context);
+  struct nt_context *c = nt_context_of(t, context);
   if (!c) return &nt_ignored_handle;
   switch (type) {
   case NT_EV_GROUP_API:
@@ -207,7 +207,7 @@ void *nt_api_start_bare(struct nt_thread *t, void *context, uint32_t type) {
 }
 
 void *nt_api_start(struct nt_thread *t, void *context, const struct nt_ev *ev) {
-  struct nt_context *c = nt_context_check(context);
+  struct nt_context *c = nt_context_of(t, context);
   if (!c) return &nt_ignored_handle;
   switch (ev->type) {
   case NT_EV_COLL_API:
