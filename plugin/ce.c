@@ -10,6 +10,7 @@
  * time the same enqueueing. So the operation retires as "enqueued" with an
  * unknown duration, like intra-node work without kernelch. Its ceSeqNum
  * counts syncs, not operations: each CeColl is one launch of its function. */
+#include "event_entry.h"
 #include "internal.h"
 
 void *nt_ce_start(struct nt_thread *t, void *context, const struct nt_ev *ev) {

@@ -1,10 +1,10 @@
-/* What the event path's files (events.c, kernel_events.c, proxy_ctrl.c)
- * share: how a call of NCCL's enters it (the calling thread's slot, its
- * call counted, the handle's kind), the key of a thread's aggregate rows,
- * and each other's entries.
- * The hot entries (a step's start, state and stop) read nt_self
- * themselves and come here only for what is rare: a thread without its
- * slot yet, or no handle. */
+/* What the event path's files (events.c, kernel_events.c, proxy_ctrl.c,
+ * ops.c, ce.c) share: how a call of NCCL's enters it (the calling
+ * thread's slot, its call counted, the handle's kind), the communicator a
+ * thread checked last, the key of a thread's aggregate rows, and each
+ * other's entries. The hot entries (a step's start, state and stop) read
+ * nt_self themselves and come here only for what is rare: a thread
+ * without its slot yet, or no handle. */
 #ifndef NCCLTOP_PLUGIN_EVENT_ENTRY_H
 #define NCCLTOP_PLUGIN_EVENT_ENTRY_H
 
@@ -23,6 +23,16 @@ static inline __attribute__((always_inline)) struct nt_thread *call_thread(void)
   }
   NT_ADD(t->events, 1);
   return t;
+}
+
+/* nt_context_check on the calling thread's start path: NCCL names the same
+ * communicator start after start, so the one last checked is taken as it
+ * is (one compare instead of a range, a division and an acquire load). */
+static inline struct nt_context *nt_context_of(struct nt_thread *t, void *context) {
+  if (context && context == (void *)t->ctx_memo) return t->ctx_memo;
+  struct nt_context *c = nt_context_check(context);
+  if (c) t->ctx_memo = c;
+  return c;
 }
 
 /* The start of a call that has a handle to give: the calling thread's

@@ -447,15 +447,6 @@ nt_nccl_result nt_init(void **context, int *mask, const char *name, uint64_t has
                        int nranks, int rank, nt_nccl_logger logfn, int abi);
 nt_nccl_result nt_finalize(void *context);
 struct nt_context *nt_context_check(void *p); /* ours and live-or-finalized, else NULL */
-/* nt_context_check on the calling thread's start path: NCCL names the same
- * communicator start after start, so the one last checked is taken as it
- * is (one compare instead of a range, a division and an acquire load). */
-static inline struct nt_context *nt_context_of(struct nt_thread *t, void *context) {
-  if (context && context == (void *)t->ctx_memo) return t->ctx_memo;
-  struct nt_context *c = nt_context_check(context);
-  if (c) t->ctx_memo = c;
-  return c;
-}
 /* v3: the identity a Coll/P2p descriptor carries, kept from the first one. */
 void nt_context_learn(void *context, const char *name, uint64_t hash, int rank);
 /* The identity to publish (under contexts_lock): init's, or what v3 learned. */

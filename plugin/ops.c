@@ -10,6 +10,7 @@
  * a few string compares and stores per operation, one atomic per child
  * start and stop; nothing per step.
  */
+#include "event_entry.h"
 #include "internal.h"
 
 static struct nt_task *task_alloc(struct nt_thread *t) {
