@@ -372,7 +372,7 @@ static inline __attribute__((always_inline)) void stop_step(struct nt_step *s, u
     atomic_store_explicit(&row->cur_wait, NT_WAIT_NONE, memory_order_relaxed);
 }
 
-static NT_COLD void stop_op(struct nt_op *op) {
+static NT_COLD void stop_op(struct nt_thread *t, struct nt_op *op) {
   op->faces[op->cur_face].self = NULL; /* its handle is stale from now on */
   /* An op stops when all its steps are done, in the same proxy pass: a
    * step still open here is one NCCL did not stop (V4), done by now. */
@@ -384,7 +384,7 @@ static NT_COLD void stop_op(struct nt_op *op) {
   NT_SET(op->row->last_progress_ns, now);
   if (op->task) nt_task_detach(op->task, now, false, 0);
   op->task = NULL;
-  atomic_store_explicit(&op->in_use, 0, memory_order_release);
+  nt_proxyop_free(t, op);
 }
 
 /* The stops of everything but steps and proxy-control bursts: out of the
@@ -393,7 +393,7 @@ static NT_COLD void stop_other(struct nt_thread *t, void *handle, int kind) {
   switch (kind) {
   case NT_K_OP: {
     struct nt_op *op = op_of(handle);
-    if (op) stop_op(op);
+    if (op) stop_op(t, op);
     break;
   }
   case NT_K_KERNEL: nt_kernel_ch_stop(t, handle); break;

@@ -30,6 +30,7 @@
 #include "nccl_profiler_abi.h"
 #include "atomics.h"
 #include "clock.h"
+#include "recycle.h"
 
 #define NT_PLUGIN_VERSION         "0.2.0"
 #define NT_MAX_THREADS            256
@@ -43,7 +44,11 @@
 #define NT_NET_EVENTS_PER_THREAD  256
 #define NT_NET_ROWS_PER_THREAD    64
 #define NT_POOL_PROBES            8
-#define NT_EXPORT                 __attribute__((visibility("default")))
+/* Frees a slot waits out before recycle.h hands it out again: with its
+ * faces, how many stops a stale handle stays stale for (4 x 32, 8 x 64). */
+#define NT_OP_QUARANTINE    32
+#define NT_EVENT_QUARANTINE 64
+#define NT_EXPORT           __attribute__((visibility("default")))
 
 /* The names a Coll or P2p carries (nt_name_index). */
 enum { NT_NAME_FUNC, NT_NAME_ALGO, NT_NAME_PROTO, NT_NAME_DTYPE, NT_NAME_KINDS };
@@ -348,6 +353,8 @@ struct nt_thread {
   nt_counter never_stopped_ops;   /* ProxyOps of CollNet operations: not tracked (P2) */
   _Atomic uint64_t late_children; /* counted by any thread a late child arrives on */
   uint32_t op_cursor, event_cursor, task_cursor, net_cursor;
+  /* Owner only: op and kernel-event slots as they were freed (recycle.h). */
+  struct nt_recycle op_free, event_free;
   /* Owner only: the communicator this thread's last start named, once it
    * passed nt_context_check (a context slot is never unmapped and stays
    * ours once initialised, so a pointer that passed always passes). */
@@ -613,6 +620,8 @@ void nt_task_began(struct nt_task *k, uint64_t now, bool step);
  * operation (unreported) and the op is not tracked. */
 struct nt_task *nt_proxyop_parent(struct nt_thread *t, void *parent, bool *never);
 struct nt_op *nt_proxyop_alloc(struct nt_thread *t, uint64_t now);
+/* An op NCCL stopped gives its slot back. */
+void nt_proxyop_free(struct nt_thread *t, struct nt_op *op);
 /* The kernel event a face belongs to. */
 static inline struct nt_kernel_event *nt_kface_event(struct nt_kface *f) {
   return (struct nt_kernel_event *)(void *)(f - f->face);

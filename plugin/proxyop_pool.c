@@ -14,7 +14,9 @@
  * neither NT_STEPLESS_GRACE_MS after its start gives its slot up at once
  * (its operation is marked unreported too). So do the ops of a finalized
  * communicator (aborted: never progressed again) and any op older than
- * NCCLTOP_RECLAIM_MS. When the short probe
+ * NCCLTOP_RECLAIM_MS. A new op takes a slot freed a while ago (recycle.h),
+ * while the round robin that finds these ops goes on by one slot per op;
+ * when no freed slot waits, the short probe takes the next free one. When it
  * finds no slot, the whole pool is searched, and failing that the oldest
  * op that is not known to be a net op gives its slot up once
  * NT_STEPLESS_MIN_MS old, so net ops are never starved by ones that are
@@ -75,6 +77,18 @@ static struct nt_op *take(struct nt_thread *t, struct nt_op *op, uint64_t now) {
 
 struct nt_op *nt_proxyop_alloc(struct nt_thread *t, uint64_t now) {
   uint64_t reclaim_ns = (uint64_t)nt_g.cfg.reclaim_ms * 1000000ull;
+  /* The round robin goes on by one slot at every op, whichever slot the op
+   * then takes: an op NCCL never stops is reclaimed as soon as it would be
+   * if every op were handed out round robin. The next slot is fetched now,
+   * for the next op. */
+  struct nt_op *swept = &t->ops[t->op_cursor++ % NT_OPS_PER_THREAD];
+  __builtin_prefetch(&t->ops[t->op_cursor % NT_OPS_PER_THREAD].in_use);
+  if (atomic_load_explicit(&swept->in_use, memory_order_acquire) &&
+      reclaimable(swept, now, reclaim_ns))
+    return take(t, swept, now);
+  /* A slot freed a while ago, still in the cache (recycle.h). */
+  for (int slot; (slot = nt_recycle_take(&t->op_free, NT_OP_QUARANTINE)) >= 0;)
+    if (!atomic_load_explicit(&t->ops[slot].in_use, memory_order_acquire)) return &t->ops[slot];
   for (uint32_t i = 0; i < NT_POOL_PROBES; i++) {
     struct nt_op *op = &t->ops[t->op_cursor++ % NT_OPS_PER_THREAD];
     if (!atomic_load_explicit(&op->in_use, memory_order_acquire)) return op;
@@ -94,4 +108,12 @@ struct nt_op *nt_proxyop_alloc(struct nt_thread *t, uint64_t now) {
   if (oldest && now - oldest->start_ns > (uint64_t)NT_STEPLESS_MIN_MS * 1000000ull)
     return take(t, oldest, now);
   return NULL;
+}
+
+void nt_proxyop_free(struct nt_thread *t, struct nt_op *op) {
+  atomic_store_explicit(&op->in_use, 0, memory_order_release);
+  /* Only the pool's owner recycles: a stop on another thread leaves the
+   * slot to the round-robin probe. */
+  if (op >= t->ops && op < t->ops + NT_OPS_PER_THREAD)
+    nt_recycle_put(&t->op_free, (uint32_t)(op - t->ops));
 }

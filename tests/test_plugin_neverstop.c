@@ -274,6 +274,20 @@ static void case_net_ops_without_proxystep_keep_their_slot(void) {
   }
 }
 
+/* The stale-handle tests' live op, on channel 2, untouched by the stale
+ * calls: started and done once, its one step of 777 bytes counted. */
+static void new_op_is_whole(void) {
+  const nt_channel_row *r = NULL;
+  for (uint32_t i = 0; i < H.snap->nchannels; i++)
+    if (H.snap->channels[i].channel == 2) r = &H.snap->channels[i];
+  CHECK(r != NULL);
+  if (!r) return;
+  CHECK_EQ_U64(r->ops_started, 1);
+  CHECK_EQ_U64(r->ops_done, 1);
+  CHECK_EQ_U64(r->steps, 1);
+  CHECK_EQ_U64(r->bytes, 777);
+}
+
 /* An op older than NCCLTOP_RECLAIM_MS gives its slot to a new op, and NCCL
  * then stops the old one after all (a long hang that ended): its late state
  * record and stops, on the op and on its step, must leave the new op in
@@ -288,8 +302,18 @@ static void case_a_stale_op_handle_leaves_the_new_op_alone(void) {
   d = ph_step(old, 0);
   H.v5->startEvent(ctx, &old_step, &d);
   CHECK(old && old_step);
-  ph_now += 200 * 1000000ull;
-  for (int i = 0; i < 511; i++) CHECK(net_op(ctx, NULL, 1, 1)); /* the rest of the pool */
+  /* The rest of the pool, kept busy and younger than NCCLTOP_RECLAIM_MS:
+   * once the old op is older, its slot is the only one a new op can take,
+   * whatever order the pool hands slots out in. */
+  ph_now += 50 * 1000000ull;
+  static void *busy[511];
+  for (int i = 0; i < 511; i++) {
+    d = ph_op(1, 1, 1, NULL);
+    busy[i] = NULL;
+    H.v5->startEvent(ctx, &busy[i], &d);
+    CHECK(busy[i] != NULL);
+  }
+  ph_now += 70 * 1000000ull;
   void *op = NULL, *st = NULL;
   d = ph_op(2, 1, 1, NULL);
   H.v5->startEvent(ctx, &op, &d); /* takes the old op's slot */
@@ -306,17 +330,43 @@ static void case_a_stale_op_handle_leaves_the_new_op_alone(void) {
   H.v5->recordEventState(st, NT_ST_STEP_SEND_WAIT, &a);
   H.v5->stopEvent(st);
   H.v5->stopEvent(op);
+  for (int i = 0; i < 511; i++) H.v5->stopEvent(busy[i]);
   CHECK(ph_latest(&H) == 0);
   CHECK_EQ_U64(H.snap->process.reclaimed_ops, 1);
-  const nt_channel_row *r = NULL;
-  for (uint32_t i = 0; i < H.snap->nchannels; i++)
-    if (H.snap->channels[i].channel == 2) r = &H.snap->channels[i];
-  CHECK(r != NULL);
-  if (!r) return;
-  CHECK_EQ_U64(r->ops_started, 1);
-  CHECK_EQ_U64(r->ops_done, 1);
-  CHECK_EQ_U64(r->steps, 1);
-  CHECK_EQ_U64(r->bytes, 777);
+  new_op_is_whole();
+}
+
+/* A stopped op's slot is handed out again soon (recycle.h: it stays in
+ * the cache), but only after other slots freed since: a handle NCCL uses
+ * after its stop (K3's pattern) finds its own stale face, not the live op
+ * that took its slot, for many more ops than the 4 faces of one slot. */
+static void case_a_stopped_op_handle_stays_stale_while_slots_recycle(void) {
+  void *ctx = setup();
+  CHECK(ctx != NULL);
+  void *a = NULL;
+  nt_descr_v5 d = ph_op(0, 1, 1, NULL);
+  H.v5->startEvent(ctx, &a, &d);
+  CHECK(a != NULL);
+  H.v5->stopEvent(a);
+  /* 99 ops since: with each one taking the slot freed last, the next op
+   * would be the slot's 100th use, on the very face `a` was. */
+  for (int i = 0; i < 99; i++) CHECK(net_op(ctx, NULL, 1, 1));
+  void *b = NULL, *st = NULL;
+  d = ph_op(2, 1, 1, NULL);
+  H.v5->startEvent(ctx, &b, &d);
+  d = ph_step(b, 0);
+  H.v5->startEvent(ctx, &st, &d);
+  CHECK(b && st);
+  nt_state_args_v5 args = {.proxyStep = {.transSize = 4096}};
+  H.v5->recordEventState(a, NT_ST_OP_IN_PROGRESS, &args);
+  H.v5->stopEvent(a); /* stale: must not end b */
+  args.proxyStep.transSize = 777;
+  H.v5->recordEventState(st, NT_ST_STEP_SEND_WAIT, &args);
+  H.v5->stopEvent(st);
+  H.v5->stopEvent(b);
+  CHECK(ph_latest(&H) == 0);
+  CHECK_EQ_U64(H.snap->process.unknown_events, 2);
+  new_op_is_whole();
 }
 
 /* K2: every work of a batch gets the batch's times; busy time is the union
@@ -339,12 +389,18 @@ static void case_kernel_batch_busy_is_a_union(void) {
 static void case_stale_kernel_handle_is_harmless(void) {
   void *ctx = setup();
   CHECK(ctx != NULL);
-  void *first = NULL;
-  /* 256 events (the per-thread pool), so the next start reuses the slot */
-  for (int i = 0; i < 256; i++) {
-    void *h = ph_kernel_ch(&H, ctx, NULL, 0, 1000 + (uint64_t)i * 100, 1010 + (uint64_t)i * 100);
-    CHECK(h != NULL);
-    if (!i) first = h;
+  /* The first event stopped, 255 more kept running: the pool (256 per
+   * thread) has no other slot for the next start than the first's. */
+  void *first = ph_kernel_ch(&H, ctx, NULL, 0, 1000, 1010);
+  CHECK(first != NULL);
+  static void *running[255];
+  for (int i = 0; i < 255; i++) {
+    nt_descr_v5 r = ph_simple(NT_EV_KERNEL_CH);
+    r.kernelCh.channelId = 0;
+    r.kernelCh.pTimer = 1100 + (uint64_t)i * 100;
+    running[i] = NULL;
+    H.v5->startEvent(ctx, &running[i], &r);
+    CHECK(running[i] != NULL);
   }
   nt_descr_v5 d = ph_simple(NT_EV_KERNEL_CH);
   d.kernelCh.channelId = 1;
@@ -361,6 +417,11 @@ static void case_stale_kernel_handle_is_harmless(void) {
   H.v5->recordEventState(now, NT_ST_KERNEL_CH_STOP, &a);
   H.v5->stopEvent(now);
   H.v5->stopEvent(now); /* and its own stale stop */
+  for (int i = 0; i < 255; i++) {
+    nt_state_args_v5 r = {.kernelCh = {.pTimer = 1110 + (uint64_t)i * 100}};
+    H.v5->recordEventState(running[i], NT_ST_KERNEL_CH_STOP, &r);
+    H.v5->stopEvent(running[i]);
+  }
   CHECK(ph_latest(&H) == 0);
   const nt_kernel_row *k1 = NULL, *k0 = NULL;
   for (uint32_t i = 0; i < H.snap->nkernels; i++) {
@@ -406,6 +467,7 @@ PH_CHILD(dead_ops_do_not_starve_the_pool)
 PH_CHILD(young_stepless_ops_yield_when_the_pool_is_full)
 PH_CHILD(net_ops_without_proxystep_keep_their_slot)
 PH_CHILD(a_stale_op_handle_leaves_the_new_op_alone)
+PH_CHILD(a_stopped_op_handle_stays_stale_while_slots_recycle)
 PH_CHILD(kernel_batch_busy_is_a_union)
 PH_CHILD(stale_kernel_handle_is_harmless)
 PH_CHILD(missing_kernel_children_time_out)
@@ -419,6 +481,7 @@ int main(void) {
   TEST_RUN(young_stepless_ops_yield_when_the_pool_is_full);
   TEST_RUN(net_ops_without_proxystep_keep_their_slot);
   TEST_RUN(a_stale_op_handle_leaves_the_new_op_alone);
+  TEST_RUN(a_stopped_op_handle_stays_stale_while_slots_recycle);
   TEST_RUN(kernel_batch_busy_is_a_union);
   TEST_RUN(stale_kernel_handle_is_harmless);
   TEST_RUN(missing_kernel_children_time_out);
