@@ -69,7 +69,7 @@ static void *start_proxy_op(struct nt_thread *t, void *context, const struct nt_
   int relay = foreign ? (ev->rank >= 0 ? ev->rank : INT32_MAX) : -1;
   struct nt_chan_row *row = op ? chan_row(t, c, ev->channel, dir, ev->peer, relay) : NULL;
   if (!row) {
-    if (task) nt_task_detach(task, now, true, 0);
+    if (task) nt_task_detach(task, now, true, false, 0);
     NT_ADD(t->dropped_events, 1);
     return NULL;
   }
@@ -382,7 +382,7 @@ static NT_COLD void stop_op(struct nt_thread *t, struct nt_op *op) {
   NT_ADD(op->row->ops_done, 1);
   if (op->begun) NT_ADD(op->row->begun_done, 1);
   NT_SET(op->row->last_progress_ns, now);
-  if (op->task) nt_task_detach(op->task, now, false, 0);
+  if (op->task) nt_task_detach(op->task, now, false, false, 0);
   op->task = NULL;
   nt_proxyop_free(t, op);
 }

@@ -74,6 +74,12 @@ struct nt_context {
   _Atomic uint64_t magic; /* NT_CONTEXT_MAGIC once the slot has been used */
   int index;              /* fixed at the first init */
   _Atomic int live;       /* between init and finalize */
+  /* Its operations have had children: the rest will too (retire.c waits
+   * for them instead of calling an operation without any "enqueued").
+   * Every child start reads it: here in the line written only at init and
+   * finalize, not beside the API counters every call writes (a line moving
+   * between the enqueuing and the proxy thread at each child). */
+  _Atomic int has_children;
   int abi;
   uint64_t comm_hash;
   int32_t rank, nranks, nnodes;
@@ -88,9 +94,6 @@ struct nt_context {
   _Atomic uint64_t seq_top[NT_FUNC_COUNT];
   /* API events (profiler v5+). */
   _Atomic uint64_t group_api, coll_api, p2p_api, kernel_launches, graph_captured, api_ns;
-  /* Its operations have had children: the rest will too (retire.c waits
-   * for them instead of calling an operation without any "enqueued"). */
-  _Atomic int has_children;
   /* ABI v3 (NCCL 2.26) gives no identity at init but puts the
    * communicator's name, hash and rank on every Coll and P2p descriptor:
    * the first one fills these, once, on the event path (no lock: written
@@ -142,11 +145,28 @@ struct nt_kernel_row {
  * turns LIVE (release); children on proxy threads take and drop references
  * in `st`. It is done when it was stopped (enqueued), had children, and
  * none is open; the publisher then waits one quiet sweep (a late child can
- * reopen it) before it retires it into the statistics and frees the slot. */
-#define NT_TS_REFS     0xFFFFu
-#define NT_TS_STOPPED  (1u << 16)
-#define NT_TS_LIVE     (1u << 17)
-#define NT_TS_RETIRING (1u << 18)
+ * reopen it) before it retires it into the statistics and frees the slot.
+ *
+ * `st` also counts the children that came (and of them the KernelCh), so
+ * that a child's start is one atomic operation on a line the enqueuing
+ * thread wrote, and its stop one more: each such operation costs a proxy
+ * thread tens of nanoseconds (bench_replay on the recordings: 4 of them
+ * per child instead of 2 cost 4% of all the plugin's time). The lifecycle
+ * tests read NT_TS_STATE only. */
+#define NT_TS_REFS     0xFFFFull
+#define NT_TS_STOPPED  (1ull << 16)
+#define NT_TS_LIVE     (1ull << 17)
+#define NT_TS_RETIRING (1ull << 18)
+#define NT_TS_STATE    (NT_TS_REFS | NT_TS_STOPPED | NT_TS_LIVE | NT_TS_RETIRING)
+#define NT_TS_CHILD    (1ull << 20) /* children that came: bits 20..41 */
+#define NT_TS_KCHILD   (1ull << 42) /* of them KernelCh: bits 42..63 */
+#define NT_TS_COUNT    0x3FFFFFull  /* each count's width, where it stops */
+static inline uint32_t nt_ts_children(uint64_t st) {
+  return (uint32_t)((st / NT_TS_CHILD) & NT_TS_COUNT);
+}
+static inline uint32_t nt_ts_kernel_children(uint64_t st) {
+  return (uint32_t)(st / NT_TS_KCHILD);
+}
 struct nt_task {
   uint8_t kind; /* NT_K_TASK */
   uint8_t op_kind, func, algo, proto, dtype, phase, nchannels;
@@ -155,8 +175,7 @@ struct nt_task {
   uint8_t sym, variant;                /* NCCL 2.31 symmetric kernel, its variant id (0 none) */
   uint8_t expect_kernel, expect_proxy; /* which children the mask lets come */
   uint8_t quiet;                       /* publisher only: sweeps seen unchanged */
-  _Atomic uint32_t st;
-  _Atomic uint32_t children;
+  _Atomic uint64_t st;
   _Atomic uint8_t untimed; /* a child was reclaimed, not stopped: no duration */
   /* A Broadcast counted from its CollApi that a Coll turned out to report
    * (api_ops.c): retired without a trace. */
@@ -165,8 +184,7 @@ struct nt_task {
    * is not reported, so neither is a duration (unless kernelch gives one).
    * To be wired to the oplog's NT_OPF_UNREPORTED flag (proto 1.2). */
   _Atomic uint8_t unreported;
-  _Atomic uint32_t kernel_children; /* KernelCh children seen (K3: expected nchannels) */
-  uint8_t kwait, seen_kch;          /* publisher only: sweeps waiting for KernelCh */
+  uint8_t kwait, seen_kch; /* publisher only: sweeps waiting for KernelCh */
   /* Publisher only: sweeps its finalized communicator has left it with
    * children NCCL will never stop (an abort), and whether it was retired
    * with them still attached (retire.c `orphaned`). */
@@ -174,9 +192,14 @@ struct nt_task {
   struct nt_context *ctx;
   int32_t root_peer;
   uint64_t seq, count, bytes, enqueue_ns;
-  _Atomic uint64_t last_stop_ns; /* the latest child stop */
+  /* The latest stop of its ProxyOps and of its KernelCh. Each has one
+   * writer, so a store, not an atomic maximum: a communicator's ProxyOps all
+   * start and stop on its proxy thread (P1), its KernelCh on that thread up
+   * to 2.30 and on the profiler thread from 2.31 (K1). nt_task_last_stop. */
+  _Atomic uint64_t last_op_stop_ns, last_kernel_stop_ns;
   /* When its execution began: its first ProxyStep's start, else its first
-   * ProxyOp's (proxystep masked off); 0 until then (nt_task_began). */
+   * ProxyOp's (proxystep masked off); 0 until then (nt_task_began). One
+   * writer: the proxy thread (P1). */
   _Atomic uint64_t first_step_ns, first_op_ns;
   /* The group it was started in (its thread's group_serial, 0 none), and
    * whether it is a Send or Recv with itself (a local copy in the group's
@@ -189,7 +212,7 @@ struct nt_task {
    * progressed: what tells work the GPU has not reached from stuck work. */
   _Atomic uint8_t begun;
   _Atomic uint64_t last_progress_ns;
-  _Atomic uint64_t gpu_ns; /* the longest kernel channel (GPU time) */
+  _Atomic uint64_t gpu_ns; /* the longest kernel channel (GPU time); one writer too */
   /* KernelPhase GPU time of its channels (v7): sync (initial + final) and
    * compute, summed over channels. */
   _Atomic uint64_t sync_ns, compute_ns;
@@ -597,12 +620,19 @@ void nt_bcast_claim(struct nt_thread *t, struct nt_context *c, const void *paren
 void nt_bcast_close(struct nt_thread *t);
 /* CeColl, CeSync, CeBatch (v6). */
 void *nt_ce_start(struct nt_thread *t, void *context, const struct nt_ev *ev);
-/* A child (proxy op, kernel channel) of `parent`: a reference, or NULL when
- * parent is not a live operation of ours (a late child is counted). */
-struct nt_task *nt_task_attach(struct nt_thread *t, void *parent);
-/* untimed: the child was reclaimed, not stopped; gpu_ns: a kernel channel's
- * GPU time (0 for proxy ops). */
-void nt_task_detach(struct nt_task *k, uint64_t now, bool untimed, uint64_t gpu_ns);
+/* A child of `parent`, a ProxyOp or (kernel) a KernelCh: a reference, or
+ * NULL when parent is not a live operation of ours (a late child is
+ * counted). */
+struct nt_task *nt_task_attach(struct nt_thread *t, void *parent, bool kernel);
+/* The child's end at `now`: untimed, it was reclaimed, not stopped;
+ * gpu_ns: a kernel channel's GPU time (0 for a ProxyOp). */
+void nt_task_detach(struct nt_task *k, uint64_t now, bool untimed, bool kernel, uint64_t gpu_ns);
+/* When its last child stopped, of either kind (0: none did). */
+static inline uint64_t nt_task_last_stop(const struct nt_task *k) {
+  uint64_t op = atomic_load_explicit(&k->last_op_stop_ns, memory_order_relaxed);
+  uint64_t kernel = atomic_load_explicit(&k->last_kernel_stop_ns, memory_order_relaxed);
+  return op > kernel ? op : kernel;
+}
 /* A child began at now: its first step (step) or its ProxyOp. Once per
  * child, on the proxy thread. */
 void nt_task_began(struct nt_task *k, uint64_t now, bool step);

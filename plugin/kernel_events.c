@@ -46,7 +46,7 @@ static struct nt_kernel_event *kevent_alloc(struct nt_thread *t) {
     if (kevent_dead(e)) {
       e->faces[e->cur_face].self = NULL;
       e->ph.self = NULL;
-      if (e->task) nt_task_detach(e->task, nt_now(), true, 0);
+      if (e->task) nt_task_detach(e->task, nt_now(), true, true, 0);
       e->task = NULL;
       return e;
     }
@@ -69,9 +69,8 @@ void *nt_kernel_ch_start(struct nt_thread *t, void *context, void *parent, int c
   f->kind = NT_K_KERNEL;
   f->self = f;
   e->ctx = c;
-  e->task = nt_task_attach(t, parent);
+  e->task = nt_task_attach(t, parent, true);
   if (e->task) {
-    atomic_fetch_add_explicit(&e->task->kernel_children, 1, memory_order_relaxed);
     /* The kernel reached this channel's work: running. */
     atomic_store_explicit(&e->task->begun, 1, memory_order_relaxed);
     atomic_store_explicit(&e->task->last_progress_ns, nt_now(), memory_order_relaxed);
@@ -129,7 +128,7 @@ void nt_kernel_ch_stop(struct nt_thread *t, struct nt_kface *f) {
       NT_SET(row->last_ns, d);
     }
   }
-  if (e->task) nt_task_detach(e->task, nt_now(), false, d);
+  if (e->task) nt_task_detach(e->task, nt_now(), false, true, d);
   e->task = NULL;
   atomic_store_explicit(&e->in_use, 0, memory_order_release);
   /* Only the pool's owner recycles (recycle.h). */

@@ -49,24 +49,17 @@ int nt_name_index(struct nt_thread *t, int kind, const char *name) {
   return index;
 }
 
-/* The earliest of what its children report (several proxy threads may
- * start children of one operation). */
-static void store_min(_Atomic uint64_t *p, uint64_t v) {
+/* The earliest of what its children report, into a field only the
+ * calling thread writes: an operation's ProxyOps and ProxySteps all start
+ * on its communicator's proxy thread (P1), so a store, not an atomic
+ * minimum. */
+static void store_earlier(_Atomic uint64_t *p, uint64_t v) {
   uint64_t cur = atomic_load_explicit(p, memory_order_relaxed);
-  while ((!cur || v < cur) && !atomic_compare_exchange_weak_explicit(
-                                  p, &cur, v, memory_order_relaxed, memory_order_relaxed)) {
-  }
+  if (!cur || v < cur) atomic_store_explicit(p, v, memory_order_relaxed);
 }
 
 void nt_task_began(struct nt_task *k, uint64_t now, bool step) {
-  store_min(step ? &k->first_step_ns : &k->first_op_ns, now);
-}
-
-static void store_max(_Atomic uint64_t *p, uint64_t v) {
-  uint64_t cur = atomic_load_explicit(p, memory_order_relaxed);
-  while (v > cur && !atomic_compare_exchange_weak_explicit(p, &cur, v, memory_order_relaxed,
-                                                           memory_order_relaxed)) {
-  }
+  store_earlier(step ? &k->first_step_ns : &k->first_op_ns, now);
 }
 
 struct nt_task *nt_task_open(struct nt_thread *t, struct nt_context *c, const struct nt_ev *ev,
@@ -115,13 +108,12 @@ struct nt_task *nt_task_open(struct nt_thread *t, struct nt_context *c, const st
   k->bytes = ev->op.count * (uint64_t)nt_dtype_size(k->dtype);
   k->enqueue_ns = now;
   k->seen_stop_ns = 0;
-  atomic_store_explicit(&k->children, 0, memory_order_relaxed);
   atomic_store_explicit(&k->untimed, 0, memory_order_relaxed);
   atomic_store_explicit(&k->superseded, 0, memory_order_relaxed);
   atomic_store_explicit(&k->unreported, k->sym && !k->expect_kernel, memory_order_relaxed);
-  atomic_store_explicit(&k->kernel_children, 0, memory_order_relaxed);
   k->kwait = k->seen_kch = 0;
-  atomic_store_explicit(&k->last_stop_ns, 0, memory_order_relaxed);
+  atomic_store_explicit(&k->last_op_stop_ns, 0, memory_order_relaxed);
+  atomic_store_explicit(&k->last_kernel_stop_ns, 0, memory_order_relaxed);
   atomic_store_explicit(&k->first_step_ns, 0, memory_order_relaxed);
   atomic_store_explicit(&k->first_op_ns, 0, memory_order_relaxed);
   atomic_store_explicit(&k->gpu_ns, 0, memory_order_relaxed);
@@ -165,27 +157,37 @@ void nt_op_stop(struct nt_task *k) {
   atomic_fetch_or_explicit(&k->st, NT_TS_STOPPED, memory_order_release);
 }
 
-struct nt_task *nt_task_attach(struct nt_thread *t, void *parent) {
+struct nt_task *nt_task_attach(struct nt_thread *t, void *parent, bool kernel) {
   if (nt_handle_kind(parent) != NT_K_TASK) return NULL;
   struct nt_task *k = parent;
-  uint32_t st = atomic_load_explicit(&k->st, memory_order_acquire);
+  uint64_t st = atomic_load_explicit(&k->st, memory_order_acquire), to;
   do {
     if (!(st & NT_TS_LIVE) || (st & NT_TS_RETIRING) || (st & NT_TS_REFS) == NT_TS_REFS) {
       NT_ADD(t->late_children, 1); /* its operation was already retired */
       return NULL;
     }
-  } while (!atomic_compare_exchange_weak_explicit(&k->st, &st, st + 1, memory_order_acq_rel,
+    /* A reference and a child counted, in one operation; each count stops
+     * at its top rather than spill into the next. */
+    to = st + 1;
+    if (nt_ts_children(st) != NT_TS_COUNT) to += NT_TS_CHILD;
+    if (kernel && nt_ts_kernel_children(st) != NT_TS_COUNT) to += NT_TS_KCHILD;
+  } while (!atomic_compare_exchange_weak_explicit(&k->st, &st, to, memory_order_acq_rel,
                                                   memory_order_acquire));
-  atomic_fetch_add_explicit(&k->children, 1, memory_order_relaxed);
   if (!atomic_load_explicit(&k->ctx->has_children, memory_order_relaxed))
     atomic_store_explicit(&k->ctx->has_children, 1, memory_order_relaxed);
   return k;
 }
 
-void nt_task_detach(struct nt_task *k, uint64_t now, bool untimed, uint64_t gpu_ns) {
+/* A later time into a field only this thread writes (internal.h). */
+static void store_later(_Atomic uint64_t *p, uint64_t v) {
+  if (v > atomic_load_explicit(p, memory_order_relaxed))
+    atomic_store_explicit(p, v, memory_order_relaxed);
+}
+
+void nt_task_detach(struct nt_task *k, uint64_t now, bool untimed, bool kernel, uint64_t gpu_ns) {
   if (untimed) atomic_store_explicit(&k->untimed, 1, memory_order_relaxed);
-  if (gpu_ns) store_max(&k->gpu_ns, gpu_ns);
-  store_max(&k->last_stop_ns, now);
+  if (gpu_ns) store_later(&k->gpu_ns, gpu_ns);
+  store_later(kernel ? &k->last_kernel_stop_ns : &k->last_op_stop_ns, now);
   /* Release: whoever sees the count drop sees the stop time. */
   atomic_fetch_sub_explicit(&k->st, 1, memory_order_release);
 }

@@ -31,7 +31,7 @@ static bool never_stops_children(const struct nt_task *k) {
 
 struct nt_task *nt_proxyop_parent(struct nt_thread *t, void *parent, bool *never) {
   *never = false;
-  struct nt_task *k = nt_task_attach(t, parent);
+  struct nt_task *k = nt_task_attach(t, parent, false);
   if (!k || !never_stops_children(k)) return k;
   /* A child without a stop: counted, never open. */
   atomic_store_explicit(&k->unreported, 1, memory_order_relaxed);
@@ -67,7 +67,7 @@ static struct nt_op *take(struct nt_thread *t, struct nt_op *op, uint64_t now) {
       atomic_store_explicit(&op->task->unreported, 1, memory_order_relaxed);
       atomic_fetch_sub_explicit(&op->task->st, 1, memory_order_release);
     } else {
-      nt_task_detach(op->task, now, true, 0);
+      nt_task_detach(op->task, now, true, false, 0);
     }
   }
   op->task = NULL;

@@ -189,19 +189,18 @@ static void fill_log(nt_oplog_row *r, const struct nt_task *k) {
  * RETIRING with them, so no child attaches any more and its slot is not
  * reused while one still points at it. False if it is not to be retired. */
 static bool retiring(struct nt_task *k) {
-  uint32_t st = NT_TS_LIVE | NT_TS_STOPPED;
-  /* A child that attached since the sweep looked keeps it alive. */
-  if (!k->orphan)
-    return atomic_compare_exchange_strong_explicit(&k->st, &st, NT_TS_RETIRING,
-                                                   memory_order_acq_rel, memory_order_relaxed);
-  st = atomic_load_explicit(&k->st, memory_order_acquire);
+  uint64_t st = atomic_load_explicit(&k->st, memory_order_acquire);
   do {
-    if ((st & ~NT_TS_REFS) != (NT_TS_LIVE | NT_TS_STOPPED)) {
+    /* A child that attached since the sweep looked keeps it alive. */
+    if ((st & NT_TS_STATE & ~NT_TS_REFS) != (NT_TS_LIVE | NT_TS_STOPPED) ||
+        (!k->orphan && (st & NT_TS_REFS))) {
       k->orphan = 0;
       return false;
     }
-  } while (!atomic_compare_exchange_weak_explicit(&k->st, &st, NT_TS_RETIRING | (st & NT_TS_REFS),
-                                                  memory_order_acq_rel, memory_order_acquire));
+    /* The counts stay: the retiring sweep reads them. */
+  } while (!atomic_compare_exchange_weak_explicit(
+      &k->st, &st, (st & ~(NT_TS_LIVE | NT_TS_STOPPED)) | NT_TS_RETIRING, memory_order_acq_rel,
+      memory_order_acquire));
   return true;
 }
 
@@ -223,12 +222,12 @@ static struct group_span *group_of(uint32_t thread, uint32_t group) {
 static void note_group(const struct nt_task *k) {
   uint32_t thread = k->thread;
   if (k->op_kind != NT_OP_P2P || k->self_p2p || !k->group ||
-      !atomic_load_explicit(&k->children, memory_order_relaxed))
+      !nt_ts_children(atomic_load_explicit(&k->st, memory_order_relaxed)))
     return;
   uint64_t first = atomic_load_explicit(&k->first_step_ns, memory_order_relaxed);
   if (!first) first = atomic_load_explicit(&k->first_op_ns, memory_order_relaxed);
   if (!first) first = k->enqueue_ns;
-  uint64_t last = atomic_load_explicit(&k->last_stop_ns, memory_order_relaxed);
+  uint64_t last = nt_task_last_stop(k);
   struct group_span *g = group_of(thread, k->group);
   if (!g) {
     g = &R.groups[R.groups_next];
@@ -261,8 +260,8 @@ static void retire_as(struct nt_task *k, const struct group_span *g) {
   struct nt_context *c = k->ctx;
   int ci = c->index;
   uint32_t gen = gen_of(c);
-  uint32_t children = atomic_load_explicit(&k->children, memory_order_relaxed);
-  uint64_t last = atomic_load_explicit(&k->last_stop_ns, memory_order_relaxed);
+  uint32_t children = nt_ts_children(atomic_load_explicit(&k->st, memory_order_relaxed));
+  uint64_t last = nt_task_last_stop(k);
   uint64_t gpu = atomic_load_explicit(&k->gpu_ns, memory_order_relaxed);
   bool untimed = atomic_load_explicit(&k->untimed, memory_order_relaxed) || k->orphan;
   /* Only children NCCL never stops (P2): done, but when is not known,
@@ -357,7 +356,7 @@ static void retire_selves(enum nt_sweep how) {
 }
 
 static uint64_t order_of(const struct nt_task *k) {
-  uint64_t last = atomic_load_explicit(&k->last_stop_ns, memory_order_relaxed);
+  uint64_t last = nt_task_last_stop(k);
   return last ? last : k->enqueue_ns;
 }
 
@@ -376,7 +375,7 @@ static int by_end(const void *a, const void *b) {
  * the sweeps it has waited since the last one came. */
 static bool kernel_wait(struct nt_task *k, bool force) {
   if (!k->expect_kernel || force) return false;
-  uint32_t kch = atomic_load_explicit(&k->kernel_children, memory_order_relaxed);
+  uint32_t kch = nt_ts_kernel_children(atomic_load_explicit(&k->st, memory_order_relaxed));
   if (kch >= (k->nchannels ? k->nchannels : 1u)) return false;
   if (kch != k->seen_kch) {
     k->seen_kch = (uint8_t)kch;
@@ -424,8 +423,8 @@ void nt_retire_sweep(uint64_t now, enum nt_sweep how) {
     uint32_t hw = atomic_load_explicit(&t->tasks_hw, memory_order_acquire);
     for (uint32_t j = 0; j < hw && j < NT_TASKS_PER_THREAD && ncand < SWEEP_MAX; j++) {
       struct nt_task *k = &t->tasks[j];
-      uint32_t st = atomic_load_explicit(&k->st, memory_order_acquire);
-      if (st == NT_TS_RETIRING && k->orphan) {
+      uint64_t st = atomic_load_explicit(&k->st, memory_order_acquire);
+      if ((st & NT_TS_STATE) == NT_TS_RETIRING && k->orphan) {
         /* An orphan whose last child let go: its slot is free. */
         k->orphan = 0;
         atomic_store_explicit(&k->st, 0, memory_order_release);
@@ -439,19 +438,19 @@ void nt_retire_sweep(uint64_t now, enum nt_sweep how) {
         else
           R.live_full = true;
       }
-      if ((st & ~NT_TS_REFS) != (NT_TS_LIVE | NT_TS_STOPPED)) continue;
+      if ((st & NT_TS_STATE & ~NT_TS_REFS) != (NT_TS_LIVE | NT_TS_STOPPED)) continue;
       if (st & NT_TS_REFS) {
         if (orphaned(k, how)) R.cand[ncand++] = k;
         continue;
       }
-      if (k->self_p2p && !atomic_load_explicit(&k->children, memory_order_relaxed)) {
+      if (k->self_p2p && !nt_ts_children(st)) {
         R.selfcand[R.nself++] = k;
         continue;
       }
       /* A flush does not give up on KernelCh children; the last sweep does. */
       if (kernel_wait(k, how == NT_SWEEP_FINAL)) continue;
-      if (atomic_load_explicit(&k->children, memory_order_relaxed)) {
-        uint64_t last = atomic_load_explicit(&k->last_stop_ns, memory_order_relaxed);
+      if (nt_ts_children(st)) {
+        uint64_t last = nt_task_last_stop(k);
         if (force || (k->quiet && k->seen_stop_ns == last)) {
           R.cand[ncand++] = k;
         } else {
@@ -489,11 +488,11 @@ static uint32_t collect_inflight(nt_snapshot *s, const uint16_t *map, uint64_t n
     uint32_t hw = atomic_load_explicit(&t->tasks_hw, memory_order_acquire);
     for (uint32_t j = 0; j < hw && j < NT_TASKS_PER_THREAD && n < SWEEP_MAX; j++) {
       struct nt_task *k = &t->tasks[j];
-      uint32_t st = atomic_load_explicit(&k->st, memory_order_acquire);
+      uint64_t st = atomic_load_explicit(&k->st, memory_order_acquire);
       if (!(st & NT_TS_LIVE) || (st & NT_TS_RETIRING) || map[k->ctx->index] == NT_NO_COMM) continue;
       /* Finished ones wait for their sweep and show up retired; the rest
        * wait for children that will come, or have not all stopped. */
-      uint32_t children = atomic_load_explicit(&k->children, memory_order_relaxed);
+      uint32_t children = nt_ts_children(st);
       bool pending = (st & NT_TS_REFS) || !(st & NT_TS_STOPPED) ||
                      (children == 0 && (k->expect_kernel || k->expect_proxy));
       if (pending) R.cand[n++] = k;
@@ -511,11 +510,10 @@ static uint32_t collect_inflight(nt_snapshot *s, const uint16_t *map, uint64_t n
     struct nt_task *k = R.cand[a];
     nt_oplog_row *r = &s->oplog[s->noplog++];
     fill_log(r, k);
-    uint32_t st = atomic_load_explicit(&k->st, memory_order_relaxed);
-    uint32_t children = atomic_load_explicit(&k->children, memory_order_relaxed);
+    uint64_t st = atomic_load_explicit(&k->st, memory_order_relaxed);
     r->comm_index = map[k->ctx->index];
-    r->children = children;
-    r->children_open = st & NT_TS_REFS;
+    r->children = nt_ts_children(st);
+    r->children_open = (uint32_t)(st & NT_TS_REFS);
     if (r->children_open > r->children) r->children = r->children_open;
     r->state = NT_OPS_IN_FLIGHT;
     r->age_ns = now > k->enqueue_ns ? now - k->enqueue_ns : 0;
