@@ -11,7 +11,9 @@
 #include "chain.h"
 #include "internal.h"
 
-struct nt_global nt_g = {.contexts_lock = PTHREAD_MUTEX_INITIALIZER};
+/* Aligned: every call reads `threads`, which must not share a line with
+ * whatever the linker puts before it (the publisher's own state). */
+struct nt_global nt_g __attribute__((aligned(64))) = {.contexts_lock = PTHREAD_MUTEX_INITIALIZER};
 __thread struct nt_thread *nt_self NT_TLS_FAST;
 
 static pthread_mutex_t init_lock = PTHREAD_MUTEX_INITIALIZER;
