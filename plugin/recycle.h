@@ -13,7 +13,11 @@
  *
  * Owner only: a slot is put back only by the thread whose pool holds it,
  * and only that thread takes one; no atomics. A full ring drops the slot,
- * which the pool's round-robin probe still finds.
+ * which the pool's round-robin probe still finds. The probe (while no more
+ * than `quarantine` slots wait) may take a slot that is in the ring; freed
+ * again, it is in the ring twice and its older entry can hand it out
+ * sooner than the quarantine says. Its faces still hold a stale handle off
+ * for as many reuses as it has.
  */
 #ifndef NCCLTOP_PLUGIN_RECYCLE_H
 #define NCCLTOP_PLUGIN_RECYCLE_H
