@@ -37,9 +37,10 @@ static bool kevent_dead(const struct nt_kernel_event *e) {
 
 static struct nt_kernel_event *kevent_alloc(struct nt_thread *t) {
   /* A slot freed a while ago, still in the cache (recycle.h). */
-  for (int slot; (slot = nt_recycle_take(&t->event_free, NT_EVENT_QUARANTINE)) >= 0;)
-    if (!atomic_load_explicit(&t->kevents[slot].in_use, memory_order_acquire))
-      return &t->kevents[slot];
+  for (const struct nt_recycled *r; (r = nt_recycle_take(&t->event_free, NT_EVENT_QUARANTINE));) {
+    struct nt_kernel_event *e = &t->kevents[r->slot];
+    if (!atomic_load_explicit(&e->in_use, memory_order_acquire) && e->cur_face == r->face) return e;
+  }
   for (uint32_t i = 0; i < NT_POOL_PROBES; i++) {
     struct nt_kernel_event *e = &t->kevents[t->event_cursor++ % NT_EVENTS_PER_THREAD];
     if (!atomic_load_explicit(&e->in_use, memory_order_acquire)) return e;
@@ -133,7 +134,7 @@ void nt_kernel_ch_stop(struct nt_thread *t, struct nt_kface *f) {
   atomic_store_explicit(&e->in_use, 0, memory_order_release);
   /* Only the pool's owner recycles (recycle.h). */
   if (e >= t->kevents && e < t->kevents + NT_EVENTS_PER_THREAD)
-    nt_recycle_put(&t->event_free, (uint32_t)(e - t->kevents));
+    nt_recycle_put(&t->event_free, (uint32_t)(e - t->kevents), e->cur_face);
 }
 
 /* A phase's GPU time goes to its channel's kernel row and to the

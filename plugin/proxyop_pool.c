@@ -87,8 +87,11 @@ struct nt_op *nt_proxyop_alloc(struct nt_thread *t, uint64_t now) {
       reclaimable(swept, now, reclaim_ns))
     return take(t, swept, now);
   /* A slot freed a while ago, still in the cache (recycle.h). */
-  for (int slot; (slot = nt_recycle_take(&t->op_free, NT_OP_QUARANTINE)) >= 0;)
-    if (!atomic_load_explicit(&t->ops[slot].in_use, memory_order_acquire)) return &t->ops[slot];
+  for (const struct nt_recycled *e; (e = nt_recycle_take(&t->op_free, NT_OP_QUARANTINE));) {
+    struct nt_op *op = &t->ops[e->slot];
+    if (!atomic_load_explicit(&op->in_use, memory_order_acquire) && op->cur_face == e->face)
+      return op;
+  }
   for (uint32_t i = 0; i < NT_POOL_PROBES; i++) {
     struct nt_op *op = &t->ops[t->op_cursor++ % NT_OPS_PER_THREAD];
     if (!atomic_load_explicit(&op->in_use, memory_order_acquire)) return op;
@@ -115,5 +118,5 @@ void nt_proxyop_free(struct nt_thread *t, struct nt_op *op) {
   /* Only the pool's owner recycles: a stop on another thread leaves the
    * slot to the round-robin probe. */
   if (op >= t->ops && op < t->ops + NT_OPS_PER_THREAD)
-    nt_recycle_put(&t->op_free, (uint32_t)(op - t->ops));
+    nt_recycle_put(&t->op_free, (uint32_t)(op - t->ops), op->cur_face);
 }

@@ -14,10 +14,10 @@
  * Owner only: a slot is put back only by the thread whose pool holds it,
  * and only that thread takes one; no atomics. A full ring drops the slot,
  * which the pool's round-robin probe still finds. The probe (while no more
- * than `quarantine` slots wait) may take a slot that is in the ring; freed
- * again, it is in the ring twice and its older entry can hand it out
- * sooner than the quarantine says. Its faces still hold a stale handle off
- * for as many reuses as it has.
+ * than `quarantine` slots wait) may take a slot that is in the ring: each
+ * entry keeps the face the slot was freed with, and an entry whose slot
+ * has moved on since is passed over, so a slot comes back only through
+ * its latest free.
  */
 #ifndef NCCLTOP_PLUGIN_RECYCLE_H
 #define NCCLTOP_PLUGIN_RECYCLE_H
@@ -28,19 +28,23 @@
 
 struct nt_recycle {
   uint32_t head, tail; /* put at head, taken at tail */
-  uint16_t slot[NT_RECYCLE_SIZE];
+  struct nt_recycled {
+    uint16_t slot;
+    uint8_t face; /* the slot's face when it was freed */
+  } entry[NT_RECYCLE_SIZE];
 };
 
-static inline void nt_recycle_put(struct nt_recycle *r, uint32_t slot) {
-  if (r->head - r->tail < NT_RECYCLE_SIZE) r->slot[r->head++ % NT_RECYCLE_SIZE] = (uint16_t)slot;
+static inline void nt_recycle_put(struct nt_recycle *r, uint32_t slot, uint8_t face) {
+  if (r->head - r->tail < NT_RECYCLE_SIZE)
+    r->entry[r->head++ % NT_RECYCLE_SIZE] = (struct nt_recycled){(uint16_t)slot, face};
 }
 
-/* The slot freed longest ago, once more than `quarantine` wait; -1 else.
- * The caller checks it is still free: the round-robin probe may have taken
- * it since. */
-static inline int nt_recycle_take(struct nt_recycle *r, uint32_t quarantine) {
-  if (r->head - r->tail <= quarantine) return -1;
-  return r->slot[r->tail++ % NT_RECYCLE_SIZE];
+/* The entry freed longest ago, once more than `quarantine` wait; NULL
+ * else. The caller takes its slot only if it is free and still on the
+ * entry's face (not taken by the probe since). */
+static inline const struct nt_recycled *nt_recycle_take(struct nt_recycle *r, uint32_t quarantine) {
+  if (r->head - r->tail <= quarantine) return NULL;
+  return &r->entry[r->tail++ % NT_RECYCLE_SIZE];
 }
 
 #endif
