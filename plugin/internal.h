@@ -305,7 +305,13 @@ struct nt_thread {
    * passed nt_context_check (a context slot is never unmapped and stays
    * ours once initialised, so a pointer that passed always passes). */
   struct nt_context *ctx_memo;
-  _Atomic uint32_t tasks_hw; /* task slots [0, tasks_hw) have been used */
+  /* Task slots are taken round robin: the n-th taken (task_cursor, owner
+   * only) is tasks[n % NT_TASKS_PER_THREAD]. tasks_opened is the cursor
+   * as of the last task that turned LIVE (stored after it, release); the
+   * publisher reads only the window from task_swept (its own: every slot
+   * taken before it is free again) to tasks_opened (retire.c). */
+  _Atomic uint32_t tasks_opened;
+  uint32_t task_swept;
   struct nt_ctrl ctrl;
   struct nt_api api, gapi;
   /* Owner only: the group the thread is in (each Group event starts one);

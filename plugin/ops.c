@@ -15,11 +15,8 @@
 
 static struct nt_task *task_alloc(struct nt_thread *t) {
   for (uint32_t i = 0; i < NT_POOL_PROBES; i++) {
-    uint32_t slot = t->task_cursor++ % NT_TASKS_PER_THREAD;
-    struct nt_task *k = &t->tasks[slot];
+    struct nt_task *k = &t->tasks[t->task_cursor++ % NT_TASKS_PER_THREAD];
     if (atomic_load_explicit(&k->st, memory_order_acquire) != 0) continue;
-    if (slot >= atomic_load_explicit(&t->tasks_hw, memory_order_relaxed))
-      atomic_store_explicit(&t->tasks_hw, slot + 1, memory_order_release);
     return k;
   }
   return NULL;
@@ -122,6 +119,9 @@ struct nt_task *nt_task_open(struct nt_thread *t, struct nt_context *c, const st
   atomic_store_explicit(&k->begun, 0, memory_order_relaxed);
   atomic_store_explicit(&k->last_progress_ns, 0, memory_order_relaxed);
   atomic_store_explicit(&k->st, NT_TS_LIVE, memory_order_release);
+  /* After LIVE: a slot the publisher finds free inside its window is one
+   * it may leave behind for good. */
+  atomic_store_explicit(&t->tasks_opened, t->task_cursor, memory_order_release);
   return k;
 }
 

@@ -249,6 +249,32 @@ static void case_an_operation_that_never_completes_stays_in_flight(void) {
   CHECK(r == NULL); /* not retired: not counted as done */
 }
 
+/* The publisher reads only the task slots taken since the oldest one not
+ * free yet (retire.c task_window): an operation still going after the
+ * pool went round twice is still seen, and every later one is retired. */
+static void case_a_stuck_operation_outlasts_the_pools_rounds(void) {
+  void *ctx = setup(NULL);
+  CHECK(ctx != NULL);
+  void *c = coll(ctx, "AllReduce", 41, 1 << 20, "RING", "SIMPLE");
+  H.v5->stopEvent(c);
+  CHECK(child_op(ctx, c, 0) != NULL);
+  enum { N = 2 * 4096 + 2500 }; /* a window shorter than the pool would miss slot 0 */
+  for (int i = 0; i < N; i++) {
+    void *g = coll(ctx, "AllGather", (uint64_t)i, 64, "RING", "SIMPLE");
+    H.v5->stopEvent(g);
+    void *a = child_op(ctx, g, 1);
+    ph_now += 1000;
+    H.v5->stopEvent(a);
+    if (i % 1000 == 999) CHECK(ph_latest(&H) == 0);
+  }
+  CHECK(ph_latest(&H) == 0);
+  const nt_oplog_row *l = log_row(H.snap, NT_FUNC_ALLREDUCE, 41);
+  CHECK(l && l->state == NT_OPS_IN_FLIGHT && l->children_open == 1);
+  const nt_op_row *r = op_row(H.snap, NT_FUNC_ALLGATHER, 0);
+  CHECK(r && r->count == N && r->done == N);
+  CHECK_EQ_U64(H.snap->process.dropped_ops, 0);
+}
+
 static void case_phases_attribute_operations(void) {
   void *ctx = setup(NULL);
   CHECK(ctx != NULL);
@@ -601,6 +627,8 @@ int main(void) {
       {"many_names_in_turn_are_each_counted", case_many_names_in_turn_are_each_counted},
       {"an_operation_that_never_completes_stays_in_flight",
        case_an_operation_that_never_completes_stays_in_flight},
+      {"a_stuck_operation_outlasts_the_pools_rounds",
+       case_a_stuck_operation_outlasts_the_pools_rounds},
       {"phases_attribute_operations", case_phases_attribute_operations},
       {"phases_are_per_thread", case_phases_are_per_thread},
       {"p2p_operations_have_their_peer", case_p2p_operations_have_their_peer},
