@@ -277,9 +277,11 @@ static inline unsigned wait_index(int wait, int dir) {
   return (unsigned)wait - NT_WAIT_RECV_NET * (unsigned)dir;
 }
 
+/* The direction is the op's (its row's is the same, in the row's second
+ * line, which a step then need not touch). */
 static inline void step_close_wait(struct nt_step *s, struct nt_chan_row *row, uint64_t now) {
   if (s->wait != NT_WAIT_NONE && now > s->since_ns)
-    NT_ADD(row->wait_ns[wait_index(s->wait, row->dir)], now - s->since_ns);
+    NT_ADD(row->wait_ns[wait_index(s->wait, s->op->dir)], now - s->since_ns);
 }
 
 /* The op's first sign that the GPU reached it (a send step the GPU filled,

@@ -293,8 +293,11 @@ struct nt_thread {
   nt_counter state_ns[NT_PROXY_NSTATES];
   nt_counter appends, appended_ops, wakeups;
   /* Process counters, summed by the publisher. */
-  nt_counter events, dropped_events, unknown_events, foreign_ops, reclaimed_ops, dropped_rows;
+  nt_counter dropped_events, unknown_events, foreign_ops, reclaimed_ops, dropped_rows;
   struct nt_clock_copy clk; /* owner only: the clock's calibration (clock.h) */
+  /* Counted at every call: in the line of the clock copy, which nearly
+   * every call reads, so that a step's call touches one line of its slot. */
+  nt_counter events;
   nt_counter dropped_ops, net_events;
   nt_counter never_stopped_ops;   /* ProxyOps of CollNet operations: not tracked (P2) */
   _Atomic uint64_t late_children; /* counted by any thread a late child arrives on */
@@ -339,6 +342,12 @@ struct nt_thread {
   struct nt_net_row net[NT_NET_ROWS_PER_THREAD];
   struct nt_task tasks[NT_TASKS_PER_THREAD];
 };
+/* A step's call reads the clock copy and counts the call: one line. (The
+ * slot is 64-aligned: its rows are.) */
+_Static_assert(offsetof(struct nt_thread, clk) / 64 == offsetof(struct nt_thread, events) / 64 &&
+                   (offsetof(struct nt_thread, clk) + sizeof(struct nt_clock_copy) - 1) / 64 ==
+                       offsetof(struct nt_thread, events) / 64,
+               "the call counter and the clock copy share a line");
 
 /* Configuration from NCCLTOP_* variables, read at the first init. */
 /* Everything the plugin needs from the environment, copied at the first
