@@ -302,7 +302,6 @@ struct nt_thread {
   nt_counter never_stopped_ops;   /* ProxyOps of CollNet operations: not tracked (P2) */
   _Atomic uint64_t late_children; /* counted by any thread a late child arrives on */
   uint32_t op_cursor, event_cursor, task_cursor, net_cursor;
-  uint64_t op_swept_ns; /* owner only: the op pool's last sweep step (proxyop_pool.c) */
   /* Owner only: op and kernel-event slots as they were freed (recycle.h). */
   struct nt_recycle op_free, event_free;
   /* Owner only: the communicator this thread's last start named, once it
@@ -562,9 +561,6 @@ void *nt_ce_start(struct nt_thread *t, void *context, const struct nt_ev *ev);
  * their slot up to a new op. */
 #define NT_STEPLESS_GRACE_MS 1000
 #define NT_STEPLESS_MIN_MS   10 /* when the pool is full */
-/* The pool's sweep looks at one more slot at most this often: 512 slots
- * in about half a second. */
-#define NT_OP_SWEEP_NS 1000000ull
 /* A reference on the op's operation (nt_task_attach), or NULL; *never when
  * the operation's children are never stopped: then it is noted on the
  * operation (unreported) and the op is not tracked. */

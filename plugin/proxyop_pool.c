@@ -11,12 +11,11 @@
  * gets an op state on the proxy's first progress pass after the append,
  * whatever the mask (InProgress from 2.27, a posted state per step on
  * 2.26), and its first steps when the mask asks for them; an op with
- * neither NT_STEPLESS_GRACE_MS after its start gives its slot up when the
- * sweep comes to it (its operation is marked unreported too). So do the ops of a finalized
+ * neither NT_STEPLESS_GRACE_MS after its start gives its slot up at once
+ * (its operation is marked unreported too). So do the ops of a finalized
  * communicator (aborted: never progressed again) and any op older than
  * NCCLTOP_RECLAIM_MS. A new op takes a slot freed a while ago (recycle.h),
- * while the round robin that finds these ops (the sweep) goes on by one
- * slot at an op, at most one a millisecond (the pool in half a second);
+ * while the round robin that finds these ops goes on by one slot per op;
  * when no freed slot waits, the short probe takes the next free one. When it
  * finds no slot, the whole pool is searched, and failing that the oldest
  * op that is not known to be a net op gives its slot up once
@@ -78,20 +77,15 @@ static struct nt_op *take(struct nt_thread *t, struct nt_op *op, uint64_t now) {
 
 struct nt_op *nt_proxyop_alloc(struct nt_thread *t, uint64_t now) {
   uint64_t reclaim_ns = (uint64_t)nt_g.cfg.reclaim_ms * 1000000ull;
-  /* The round robin goes on by one slot at an op, whichever slot the op
-   * then takes, at most once per NT_OP_SWEEP_NS: an op NCCL never stops is
-   * reclaimed within half a second of when it could be, and a proxy thread
-   * starting ops faster than that does not read a cold slot at each one
-   * (bench_replay on the recordings: 2.3% of the plugin's time). The next
-   * slot is fetched now, for the next step of the sweep. */
-  if (now - t->op_swept_ns >= NT_OP_SWEEP_NS) {
-    t->op_swept_ns = now;
-    struct nt_op *swept = &t->ops[t->op_cursor++ % NT_OPS_PER_THREAD];
-    __builtin_prefetch(&t->ops[t->op_cursor % NT_OPS_PER_THREAD].in_use);
-    if (atomic_load_explicit(&swept->in_use, memory_order_acquire) &&
-        reclaimable(swept, now, reclaim_ns))
-      return take(t, swept, now);
-  }
+  /* The round robin goes on by one slot at every op, whichever slot the op
+   * then takes: an op NCCL never stops is reclaimed as soon as it would be
+   * if every op were handed out round robin. The next slot is fetched now,
+   * for the next op. */
+  struct nt_op *swept = &t->ops[t->op_cursor++ % NT_OPS_PER_THREAD];
+  __builtin_prefetch(&t->ops[t->op_cursor % NT_OPS_PER_THREAD].in_use);
+  if (atomic_load_explicit(&swept->in_use, memory_order_acquire) &&
+      reclaimable(swept, now, reclaim_ns))
+    return take(t, swept, now);
   /* A slot freed a while ago, still in the cache (recycle.h). */
   for (const struct nt_recycled *e; (e = nt_recycle_take(&t->op_free, NT_OP_QUARANTINE));) {
     struct nt_op *op = &t->ops[e->slot];
