@@ -229,13 +229,21 @@ static void case_many_names_in_turn_are_each_counted(void) {
   }
 }
 
+/* An AllReduce (seq 41) enqueued whose one ProxyOp never stops; *ctx its
+ * communicator (NULL if the set-up failed). */
+static void stuck_allreduce(void **ctx) {
+  *ctx = setup(NULL);
+  CHECK(*ctx != NULL);
+  void *c = coll(*ctx, "AllReduce", 41, 1 << 20, "RING", "SIMPLE");
+  H.v5->stopEvent(c);
+  CHECK(child_op(*ctx, c, 0) != NULL);
+}
+
 /* What never completes stays in flight, its age growing: a hang shows. */
 static void case_an_operation_that_never_completes_stays_in_flight(void) {
-  void *ctx = setup(NULL);
+  void *ctx;
+  stuck_allreduce(&ctx);
   CHECK(ctx != NULL);
-  void *c = coll(ctx, "AllReduce", 41, 1 << 20, "RING", "SIMPLE");
-  H.v5->stopEvent(c);
-  CHECK(child_op(ctx, c, 0) != NULL);
   for (int i = 0; i < 5; i++) {
     ph_now += 1000000000ull; /* 1 s a round */
     struct timespec ts = {0, 150000000};
@@ -253,11 +261,9 @@ static void case_an_operation_that_never_completes_stays_in_flight(void) {
  * free yet (retire.c task_window): an operation still going after the
  * pool went round twice is still seen, and every later one is retired. */
 static void case_a_stuck_operation_outlasts_the_pools_rounds(void) {
-  void *ctx = setup(NULL);
+  void *ctx;
+  stuck_allreduce(&ctx);
   CHECK(ctx != NULL);
-  void *c = coll(ctx, "AllReduce", 41, 1 << 20, "RING", "SIMPLE");
-  H.v5->stopEvent(c);
-  CHECK(child_op(ctx, c, 0) != NULL);
   enum { N = 2 * 4096 + 2500 }; /* a window shorter than the pool would miss slot 0 */
   for (int i = 0; i < N; i++) {
     void *g = coll(ctx, "AllGather", (uint64_t)i, 64, "RING", "SIMPLE");
