@@ -174,7 +174,7 @@ tsan: deps
 	  build/tsan/tests/libnccl-profiler-nccltop-test.so build/tsan/tests/test_plugin \
 	  build/tsan/tests/test_plugin_v3 build/tsan/tests/test_plugin_neverstop \
 	  build/tsan/tests/test_plugin_runstate build/tsan/tests/test_plugin_abort build/tsan/tests/test_chain \
-	  build/tsan/tests/test_chain_sim build/tsan/tests/test_clock \
+	  build/tsan/tests/test_chain_sim build/tsan/tests/test_clock build/tsan/tests/test_prefault \
 	  build/tsan/nccltop \
 	  build/tsan/tests/test_exporter build/tsan/tests/test_exporter_flood \
 	  $(patsubst %,build/tsan/tests/lib%.so,recorder recorder7 recorder_v3 recorder_v4 chain_refuser chain_noop)
@@ -188,6 +188,7 @@ tsan: deps
 	TSAN_OPTIONS="halt_on_error=1 suppressions=$(CURDIR)/tests/tsan.supp" build/tsan/tests/test_chain
 	TSAN_OPTIONS="halt_on_error=1 suppressions=$(CURDIR)/tests/tsan.supp" build/tsan/tests/test_chain_sim
 	TSAN_OPTIONS="halt_on_error=1 suppressions=$(CURDIR)/tests/tsan.supp" build/tsan/tests/test_clock
+	TSAN_OPTIONS="halt_on_error=1 suppressions=$(CURDIR)/tests/tsan.supp" build/tsan/tests/test_prefault
 
 # Fuzzing (libFuzzer, clang): `make fuzz FUZZ_SECONDS=N` runs each target N
 # seconds on the seed corpus in tests/fuzz/corpus/; new inputs go to build/fuzz/.

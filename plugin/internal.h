@@ -334,6 +334,9 @@ struct nt_thread {
   /* Owner only: the open group's Broadcasts counted from their CollApi. */
   struct nt_task *bcast_pending[NT_BCAST_PENDING];
   uint32_t nbcast_pending;
+  /* Publisher only: its task pool has been populated (prefault.c). In the
+   * padding before the rows. */
+  uint8_t tasks_faulted;
   struct nt_chan_row chan[NT_CHAN_ROWS_PER_THREAD];
   struct nt_kernel_row kernel[NT_KERNEL_ROWS_PER_THREAD];
   struct nt_op ops[NT_OPS_PER_THREAD];
@@ -684,6 +687,11 @@ void nt_local_close(struct nt_local *l);
  * take right now, each taken for a moment and given back. */
 unsigned nt_fds_free_up_to(unsigned want);
 unsigned nt_threads_free_up_to(unsigned want);
+
+/* prefault.c: a thread's task pool populated by the publisher at its next
+ * wake once the thread has opened an operation, instead of faulting in page
+ * by page on NCCL's thread. */
+void nt_prefault_pass(void); /* publisher thread only */
 
 /* publisher.c */
 int nt_publisher_start(void);

@@ -336,6 +336,10 @@ static void run(struct pub *p) {
       drain(p, o, n, items, now);
     }
     uint64_t flush = atomic_load(&flush_requested);
+    /* Pools first used since the last wake; after the flush request, so
+     * that a pool asked for before an nccltop_flush is populated when it
+     * returns. */
+    nt_prefault_pass();
     nt_local_scan(&p->local, context_of, p, now);
     if (p->zctx && p->connect_at_ns && now >= p->connect_at_ns) open_remote(p, now);
     bool due = now >= next_tick;
