@@ -3,7 +3,7 @@
  * reader, sim/trace_parse.c), against the clock-only plugin, in the same
  * process, repetitions interleaved; heap allocations per call after init.
  *
- * usage: bench_replay PLUGIN BASELINE_PLUGIN RECORDING_DIR...
+ * usage: bench_replay [--by-kind] PLUGIN BASELINE_PLUGIN RECORDING_DIR...
  *
  * Each recorded process (a rank) is replayed by one thread per recorded
  * thread (the application's, the proxy thread, a CUDA callback thread),
@@ -19,6 +19,9 @@
  * summed over the threads, over the calls they made. The calls are the
  * ones NCCL would make to the plugin under test (its activation mask, set
  * by NCCLTOP_EVENTS=all here): both plugins get exactly the same.
+ *
+ * --by-kind adds, per job, where the time goes by kind of call
+ * (call_kinds.h).
  */
 #include <dlfcn.h>
 #include <pthread.h>
@@ -35,6 +38,7 @@
 #include "../sim/trace_model.h"
 
 #include "alloc_count.h"
+#include "call_kinds.h"
 
 #define MAX_RANKS 4
 /* -DLOOPS=N -DREPS=N: shorter runs (bench/instructions.sh under callgrind). */
@@ -62,6 +66,7 @@ typedef struct {
   void *ctx[2];  /* start: its context in each plugin (kept here: reading the
                     recorded event would cost a cache miss per call) */
   nt_state_args_v5 args;
+  uint8_t kind; /* --by-kind (call_kinds.h) */
 } rop;
 
 typedef struct {
@@ -149,6 +154,10 @@ static int rank_build(rank *rk, const tr_proc *p, const nt_profiler_v5 *pl[2], i
       rop *o = &th->ops[th->nops++];
       o->ev = (uint32_t)c->ref;
       o->pgroup = -1;
+      o->kind = ck_kind(c->verb == TR_START    ? CK_START
+                        : c->verb == TR_RECORD ? CK_RECORD
+                                               : CK_STOP,
+                        e->type, c->state);
       if (c->verb == TR_START) {
         o->verb = R_START;
         o->type = e->type;
@@ -202,6 +211,7 @@ typedef struct {
   const plugins *pl;
   pthread_barrier_t *go, *done, *loop_gate;
   bool flusher;
+  ck_table *kinds; /* --by-kind: this worker's, else NULL */
 } worker;
 
 static uint64_t now_ns(clockid_t id) {
@@ -255,7 +265,9 @@ static void replay_once(worker *w) {
        * which reads it, and not the baseline, which does not). */
       nt_descr_v5 local = *d;
       void *h = NULL;
+      uint64_t k0 = w->kinds ? ck_now() : 0;
       errors += p->startEvent(o->ctx[w->plugin], &h, &local) != NT_NCCL_SUCCESS;
+      if (w->kinds) ck_add(w->kinds, w->plugin, o->kind, ck_now() - k0);
       calls++;
       rk->h[o->ev].h = h;
       atomic_store_explicit(&rk->h[o->ev].loop, w->loop, memory_order_release);
@@ -264,10 +276,12 @@ static void replay_once(worker *w) {
     void *h = handle_of(w, o->ev, o->from, &waited_wall, &waited_cpu);
     if (!h) continue; /* NCCL records and stops no NULL handle */
     nt_state_args_v5 a = o->args;
+    uint64_t k0 = w->kinds ? ck_now() : 0;
     if (o->verb == R_RECORD)
       errors += p->recordEventState(h, o->state, o->null_args ? NULL : &a) != NT_NCCL_SUCCESS;
     else
       errors += p->stopEvent(h) != NT_NCCL_SUCCESS;
+    if (w->kinds) ck_add(w->kinds, w->plugin, o->kind, ck_now() - k0);
     calls++;
   }
   w->wall_ns += (double)(now_ns(CLOCK_MONOTONIC) - t0 - waited_wall);
@@ -389,7 +403,7 @@ static double median(double *v, int n) {
 }
 
 /* One recording directory: rows of 1, 2, 4 ranks (as many as it has). */
-static int bench_job(const char *dir, const plugins *pl, long cpus) {
+static int bench_job(const char *dir, const plugins *pl, long cpus, bool by_kind) {
   tr_job job;
   char err[512];
   char *paths[1] = {(char *)dir};
@@ -424,6 +438,9 @@ static int bench_job(const char *dir, const plugins *pl, long cpus) {
     if (crew_start(&c, ranks, nr, pl) != 0) return -1;
     crew_round(&c, 0, false); /* warm-up: slots, rows, caches */
     crew_round(&c, 1, false);
+    ck_table *kinds = by_kind ? calloc((size_t)c.n, sizeof *kinds) : NULL;
+    if (by_kind && !kinds) return -1;
+    for (int i = 0; kinds && i < c.n; i++) c.w[i].kinds = &kinds[i];
     double a[REPS], b[REPS], ratio[REPS], cpu_ratio[REPS];
     uint64_t calls = 0, errors = 0;
     atomic_store(&allocations, 0);
@@ -444,6 +461,14 @@ static int bench_job(const char *dir, const plugins *pl, long cpus) {
     }
     int nthreads = c.n;
     crew_stop(&c);
+    if (kinds) {
+      for (int i = 1; i < nthreads; i++) ck_sum(&kinds[0], &kinds[i]);
+      char title[160];
+      snprintf(title, sizeof title, "%s, %d rank%s (%d threads)", base, nr, nr > 1 ? "s" : "",
+               nthreads);
+      ck_print(&kinds[0], title);
+      free(kinds);
+    }
     uint64_t allocs = atomic_load(&allocations);
     printf("| %s %d (%d) | %.1f | %.1f | %.2fx | %.2fx | %.3g (%llu / %llu)%s |\n", base, nr,
            nthreads, median(a, REPS), median(b, REPS), median(ratio, REPS), median(cpu_ratio, REPS),
@@ -462,8 +487,10 @@ static int bench_job(const char *dir, const plugins *pl, long cpus) {
 }
 
 int main(int argc, char **argv) {
+  bool by_kind = argc > 1 && strcmp(argv[1], "--by-kind") == 0;
+  if (by_kind) argc--, argv++;
   if (argc < 4) {
-    fprintf(stderr, "usage: bench_replay PLUGIN BASELINE_PLUGIN RECORDING_DIR...\n");
+    fprintf(stderr, "usage: bench_replay [--by-kind] PLUGIN BASELINE_PLUGIN RECORDING_DIR...\n");
     return 2;
   }
   char dir[] = "/tmp/nccltop-bench-XXXXXX";
@@ -487,7 +514,7 @@ int main(int argc, char **argv) {
   if (!alloc_ok) printf("warning: allocation counting does not see libc's own malloc calls\n");
   int status = 0;
   for (int i = 3; i < argc; i++)
-    if (bench_job(argv[i], &pl, cpus) != 0) status = 1;
+    if (bench_job(argv[i], &pl, cpus, by_kind) != 0) status = 1;
   if (rmdir(dir) != 0) fprintf(stderr, "bench: %s left non-empty\n", dir);
   return status;
 }
