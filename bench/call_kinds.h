@@ -79,10 +79,10 @@ static inline void ck_sum(ck_table *into, const ck_table *t) {
 }
 
 static const char *ck_type_name(unsigned bit) {
-  static const char *const names[] = {
-      "Group",     "Coll",     "P2p",          "ProxyOp", "ProxyStep", "ProxyCtrl",
-      "KernelCh",  "NetPlugin", "GroupApi",    "CollApi", "P2pApi",    "KernelLaunch",
-      "CeColl",    "CeSync",   "CeBatch",      "KernelPhase"};
+  static const char *const names[] = {"Group",     "Coll",      "P2p",      "ProxyOp",
+                                      "ProxyStep", "ProxyCtrl", "KernelCh", "NetPlugin",
+                                      "GroupApi",  "CollApi",   "P2pApi",   "KernelLaunch",
+                                      "CeColl",    "CeSync",    "CeBatch",  "KernelPhase"};
   return bit < sizeof names / sizeof names[0] ? names[bit] : "?";
 }
 

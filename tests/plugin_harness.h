@@ -246,4 +246,20 @@ __attribute__((unused)) static nt_descr_v5 ph_simple(uint64_t type) {
   return d;
 }
 
+/* A ring AllReduce of 1024 floats on one channel, number `seq`, started:
+ * its handle (the operation's task), NULL if the plugin gave none. */
+__attribute__((unused)) static void *ph_coll(ph_t *h, void *ctx, uint64_t seq) {
+  nt_descr_v5 d = ph_simple(NT_EV_COLL);
+  d.coll.seqNumber = seq;
+  d.coll.func = "AllReduce";
+  d.coll.count = 1024;
+  d.coll.datatype = "ncclFloat32";
+  d.coll.nChannels = 1;
+  d.coll.algo = "RING";
+  d.coll.proto = "SIMPLE";
+  void *e = NULL;
+  h->v5->startEvent(ctx, &e, &d);
+  return e;
+}
+
 #endif

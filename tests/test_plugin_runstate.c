@@ -18,20 +18,6 @@ static void *setup(void) {
   return ctx;
 }
 
-static void *coll(void *ctx) {
-  nt_descr_v5 d = ph_simple(NT_EV_COLL);
-  d.coll.seqNumber = 7;
-  d.coll.func = "AllReduce";
-  d.coll.count = 1024;
-  d.coll.datatype = "ncclFloat32";
-  d.coll.nChannels = 1;
-  d.coll.algo = "RING";
-  d.coll.proto = "SIMPLE";
-  void *h = NULL;
-  H.v5->startEvent(ctx, &h, &d);
-  return h;
-}
-
 static void *start(void *ctx, nt_descr_v5 d) {
   void *h = NULL;
   H.v5->startEvent(ctx, &h, &d);
@@ -61,7 +47,7 @@ static const nt_oplog_row *op_of(uint64_t seq) {
 static void case_a_send_is_queued_until_its_gpu_fills_a_step(void) {
   void *ctx = setup();
   CHECK(ctx != NULL);
-  void *task = coll(ctx);
+  void *task = ph_coll(&H, ctx, 7);
   CHECK(task != NULL);
   H.v5->stopEvent(task); /* "enqueued", not done (C1) */
   void *op = start(ctx, ph_op(2, 3, 1, task));

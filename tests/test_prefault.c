@@ -15,7 +15,7 @@
 #define MADV_POPULATE_WRITE 23
 #endif
 
-#define HASH 0xfeedfacecafe0031ull
+#define HASH      0xfeedfacecafe0031ull
 #define POOL_SPAN (512u * 1024u) /* inside the task pool, from its first slot */
 
 static ph_t H;
@@ -53,24 +53,10 @@ static bool all_resident(const void *from, size_t n) {
   return resident_pages(from, n) == (long)((b - a) / page);
 }
 
-static void *coll(void *ctx) {
-  nt_descr_v5 d = ph_simple(NT_EV_COLL);
-  d.coll.seqNumber = 1;
-  d.coll.func = "AllReduce";
-  d.coll.count = 1024;
-  d.coll.datatype = "ncclFloat32";
-  d.coll.nChannels = 1;
-  d.coll.algo = "RING";
-  d.coll.proto = "SIMPLE";
-  void *h = NULL;
-  H.v5->startEvent(ctx, &h, &d);
-  return h;
-}
-
 static void case_a_used_pool_is_resident_after_a_flush(void) {
   void *ctx = ph_setup(&H, HASH, 0, 2);
   CHECK(ctx != NULL);
-  void *task = coll(ctx);
+  void *task = ph_coll(&H, ctx, 1);
   CHECK(task != NULL);
   H.flush();
   /* Without the publisher's help only the page the first task is on would
@@ -110,7 +96,7 @@ static void *other_thread(void *ctx) {
 static void case_a_thread_that_never_enqueues_holds_no_task_pages(void) {
   void *ctx = ph_setup(&H, HASH, 0, 2);
   CHECK(ctx != NULL);
-  void *task = coll(ctx);
+  void *task = ph_coll(&H, ctx, 1);
   void *ctrl = NULL;
   nt_descr_v5 d = ph_simple(NT_EV_PROXY_CTRL);
   H.v5->startEvent(ctx, &ctrl, &d);
