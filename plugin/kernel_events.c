@@ -39,7 +39,12 @@ static struct nt_kernel_event *kevent_alloc(struct nt_thread *t) {
   /* A slot freed a while ago, still in the cache (recycle.h). */
   for (const struct nt_recycled *r; (r = nt_recycle_take(&t->event_free, NT_EVENT_QUARANTINE));) {
     struct nt_kernel_event *e = &t->kevents[r->slot];
-    if (!atomic_load_explicit(&e->in_use, memory_order_acquire) && e->cur_face == r->face) return e;
+    if (!atomic_load_explicit(&e->in_use, memory_order_acquire) && e->cur_face == r->face) {
+      /* The next one's line, as for ProxyOps (proxyop_pool.c). */
+      int next = nt_recycle_peek(&t->event_free, NT_EVENT_QUARANTINE);
+      if (next >= 0) __builtin_prefetch(&t->kevents[next].in_use, 1);
+      return e;
+    }
   }
   for (uint32_t i = 0; i < NT_POOL_PROBES; i++) {
     struct nt_kernel_event *e = &t->kevents[t->event_cursor++ % NT_EVENTS_PER_THREAD];

@@ -122,6 +122,16 @@ struct nt_task *nt_task_open(struct nt_thread *t, struct nt_context *c, const st
   /* After LIVE: a slot the publisher finds free inside its window is one
    * it may leave behind for good. */
   atomic_store_explicit(&t->tasks_opened, t->task_cursor, memory_order_release);
+  /* The next task's slot, asked for now for writing: it was last written
+   * 4096 operations ago, by this thread or the publisher that retired it,
+   * and its lines arrive while NCCL makes the calls between two operations
+   * (bench_replay --by-kind: a Coll start 25 to 80 ticks less). */
+  {
+    const char *next = (const char *)&t->tasks[t->task_cursor % NT_TASKS_PER_THREAD];
+    __builtin_prefetch(next, 1);
+    __builtin_prefetch(next + 64, 1);
+    __builtin_prefetch(next + 128, 1);
+  }
   return k;
 }
 

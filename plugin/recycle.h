@@ -47,4 +47,10 @@ static inline const struct nt_recycled *nt_recycle_take(struct nt_recycle *r, ui
   return &r->entry[r->tail++ % NT_RECYCLE_SIZE];
 }
 
+/* The slot the next take would return, if one waits (a hint: no state change). */
+static inline int nt_recycle_peek(const struct nt_recycle *r, uint32_t quarantine) {
+  if (r->head - r->tail <= quarantine) return -1;
+  return r->entry[r->tail % NT_RECYCLE_SIZE].slot;
+}
+
 #endif
