@@ -439,7 +439,11 @@ static int bench_job(const char *dir, const plugins *pl, long cpus, bool by_kind
     crew_round(&c, 0, false); /* warm-up: slots, rows, caches */
     crew_round(&c, 1, false);
     ck_table *kinds = by_kind ? calloc((size_t)c.n, sizeof *kinds) : NULL;
-    if (by_kind && !kinds) return -1;
+    if (by_kind && !kinds) {
+      fprintf(stderr, "bench: out of memory\n");
+      crew_stop(&c);
+      return -1;
+    }
     for (int i = 0; kinds && i < c.n; i++) c.w[i].kinds = &kinds[i];
     double a[REPS], b[REPS], ratio[REPS], cpu_ratio[REPS];
     uint64_t calls = 0, errors = 0;

@@ -16,10 +16,9 @@
  * kernel-event pools are reused from a short list of freed slots (recycle.h),
  * so most of their pages are never written; their round-robin sweep reads
  * those as the kernel's shared zero page, which stays in the cache, where
- * populated pages would be one cache miss each (bench_replay: ProxyOp starts
- * 6% slower). A thread that never enqueues holds no task pages. Where the
- * kernel refuses, the pool faults in as it is touched, as before, and the log
- * says so once.
+ * populated pages would be one cache miss each (bench_replay --by-kind:
+ * ProxyOp starts about 30 ticks slower). A thread that never enqueues holds no task pages. Where
+ * the kernel refuses, the pool faults in as it is touched, as before, and the log says so once.
  */
 #include <errno.h>
 #include <sys/mman.h>
