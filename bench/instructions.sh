@@ -32,5 +32,5 @@ for p in "$@"; do
         c = $0; sub(/.*\(/, "", c); sub(/x\).*/, "", c)
         calls += num(c); ir += num($1); d1 += num($5) + num($6); ll += num($8) + num($9) }
       END { if (!calls) { print "bench/instructions.sh: no ABI calls counted" > "/dev/stderr"; exit 1 }
-            printf "| %s | %d | %.1f | %.2f | %.2f |\n", p, calls, ir / calls, d1 / calls, ll / calls }'
+            printf "| %s | %d | %.1f | %.3f | %.3f |\n", p, calls, ir / calls, d1 / calls, ll / calls }'
 done

@@ -92,6 +92,7 @@ static void *start_proxy_op(struct nt_thread *t, void *context, const struct nt_
    * ended them all (so the steps' lines are not touched here). */
   op->live_steps = 0;
   atomic_store_explicit(&op->in_use, 1, memory_order_relaxed);
+  atomic_store_explicit(&t->op_since[op - t->ops], now | 1, memory_order_relaxed);
   NT_ADD(row->ops_started, 1);
   return f;
 }

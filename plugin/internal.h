@@ -304,6 +304,9 @@ struct nt_thread {
   uint32_t op_cursor, event_cursor, task_cursor, net_cursor;
   /* Owner only: op and kernel-event slots as they were freed (recycle.h). */
   struct nt_recycle op_free, event_free;
+  /* ops[i]'s start time while it is in use, 0 once freed (by any thread):
+   * the pool's round robin reads 8 ops per line here, not one op's line. */
+  _Atomic uint64_t op_since[NT_OPS_PER_THREAD];
   /* Owner only: the communicator this thread's last start named, once it
    * passed nt_context_check (a context slot is never unmapped and stays
    * ours once initialised, so a pointer that passed always passes). */

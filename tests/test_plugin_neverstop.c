@@ -3,6 +3,7 @@
  * communicator, and KernelCh done right (K2 batch timestamps, K3 missing
  * children and stale handles). Times come from a virtual clock. */
 #include <errno.h>
+#include <pthread.h>
 
 #include "testlib.h"
 #include "plugin_harness.h"
@@ -369,6 +370,58 @@ static void case_a_stopped_op_handle_stays_stale_while_slots_recycle(void) {
   new_op_is_whole();
 }
 
+/* NCCL stops its ProxyOps on the proxy thread that started them; a stop on
+ * another thread still frees the op's slot in its starter's pool (which
+ * the starter's round robin finds; proxyop_pool.c). Two rounds of 300 ops
+ * through a pool of 512: the second needs slots the other thread freed. */
+struct stopper {
+  void **ops;
+  int n;
+};
+
+static void *stop_ops(void *arg) {
+  struct stopper *s = arg;
+  for (int i = 0; i < s->n; i++) H.v5->stopEvent(s->ops[i]);
+  return NULL;
+}
+
+static void case_ops_stopped_on_another_thread_free_their_slots(void) {
+  void *ctx = setup();
+  CHECK(ctx != NULL);
+  enum { ROUND = 300 };
+  void *ops[ROUND];
+  uint64_t started = 0;
+  for (int round = 0; round < 2; round++) {
+    for (int i = 0; i < ROUND; i++) {
+      void *st = NULL;
+      nt_descr_v5 d = ph_op(round, 1, 1, NULL);
+      ops[i] = NULL;
+      H.v5->startEvent(ctx, &ops[i], &d);
+      started += ops[i] != NULL;
+      d = ph_step(ops[i], 0);
+      H.v5->startEvent(ctx, &st, &d);
+      nt_state_args_v5 a = {.proxyStep = {.transSize = 64}};
+      H.v5->recordEventState(st, NT_ST_STEP_SEND_WAIT, &a);
+      H.v5->stopEvent(st);
+    }
+    struct stopper s = {ops, ROUND};
+    pthread_t th;
+    CHECK(pthread_create(&th, NULL, stop_ops, &s) == 0);
+    CHECK(pthread_join(th, NULL) == 0);
+  }
+  CHECK_EQ_U64(started, 2 * ROUND);
+  CHECK(ph_latest(&H) == 0);
+  CHECK_EQ_U64(H.snap->process.dropped_events, 0);
+  CHECK_EQ_U64(H.snap->process.reclaimed_ops, 0); /* freed, not taken back */
+  uint64_t done = 0, steps = 0;
+  for (uint32_t i = 0; i < H.snap->nchannels; i++) {
+    done += H.snap->channels[i].ops_done;
+    steps += H.snap->channels[i].steps;
+  }
+  CHECK_EQ_U64(done, 2 * ROUND);
+  CHECK_EQ_U64(steps, 2 * ROUND);
+}
+
 /* K2: every work of a batch gets the batch's times; busy time is the union
  * of a channel's intervals, not their sum. */
 static void case_kernel_batch_busy_is_a_union(void) {
@@ -468,6 +521,7 @@ PH_CHILD(young_stepless_ops_yield_when_the_pool_is_full)
 PH_CHILD(net_ops_without_proxystep_keep_their_slot)
 PH_CHILD(a_stale_op_handle_leaves_the_new_op_alone)
 PH_CHILD(a_stopped_op_handle_stays_stale_while_slots_recycle)
+PH_CHILD(ops_stopped_on_another_thread_free_their_slots)
 PH_CHILD(kernel_batch_busy_is_a_union)
 PH_CHILD(stale_kernel_handle_is_harmless)
 PH_CHILD(missing_kernel_children_time_out)
@@ -482,6 +536,7 @@ int main(void) {
   TEST_RUN(net_ops_without_proxystep_keep_their_slot);
   TEST_RUN(a_stale_op_handle_leaves_the_new_op_alone);
   TEST_RUN(a_stopped_op_handle_stays_stale_while_slots_recycle);
+  TEST_RUN(ops_stopped_on_another_thread_free_their_slots);
   TEST_RUN(kernel_batch_busy_is_a_union);
   TEST_RUN(stale_kernel_handle_is_harmless);
   TEST_RUN(missing_kernel_children_time_out);
