@@ -7,6 +7,12 @@ BUILD=${1:-build}
 PLUGIN="$BUILD/libnccl-profiler-nccltop.so"
 BASELINE="$BUILD/bench/libnccl-profiler-clockonly.so"
 status=0
+# The plugin's ratios depend on the CPU and on what else uses its caches:
+# every table below is of this machine.
+cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo 2>/dev/null | head -n 1)
+clk=$(cat /sys/devices/system/clocksource/clocksource0/current_clocksource 2>/dev/null)
+echo "machine: ${cpu:-unknown CPU}, $(getconf _NPROCESSORS_ONLN) CPUs online, kernel clocksource ${clk:-unknown}, load average $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null)"
+echo
 echo "== plugin hot path (bench_plugin)"
 if [ ! -f "$PLUGIN" ]; then
   echo "($PLUGIN not built: comparing the baseline with itself)"
