@@ -6,6 +6,8 @@
 #include <stdlib.h>
 
 #include "testlib.h"
+#include "json_get.h"
+#include "batch_frame.h"
 #include "test_diag.h"
 #include "../monitor/outputs/batch.h"
 #include "../monitor/commands/cli.h"
@@ -99,46 +101,10 @@ static nt_model *filled_model(void) {
   return ok ? m : NULL;
 }
 
-/* One frame into a string (the caller frees it). */
-static char *frame(nt_model *m, bool json, double now) {
-  nt_options o;
-  nt_options_defaults(&o);
-  o.batch = true;
-  o.json = json;
-  o.start_s = 0.5;
-  char *buf = NULL;
-  size_t len = 0;
-  FILE *f = open_memstream(&buf, &len);
-  if (!f) return NULL;
-  int rc = nt_batch_print(f, m, test_diag(), &o, now);
-  fclose(f);
-  if (rc != 0) {
-    free(buf);
-    return NULL;
-  }
-  return buf;
-}
-
-static const cJSON *get(const cJSON *o, const char *k) {
-  return cJSON_GetObjectItemCaseSensitive(o, k);
-}
-static double num(const cJSON *o, const char *k) {
-  const cJSON *v = get(o, k);
-  return cJSON_IsNumber(v) ? v->valuedouble : -12345;
-}
-static const char *str(const cJSON *o, const char *k) {
-  const cJSON *v = get(o, k);
-  return cJSON_IsString(v) ? v->valuestring : "(missing)";
-}
-static int boolean(const cJSON *o, const char *k) {
-  const cJSON *v = get(o, k);
-  return cJSON_IsBool(v) ? cJSON_IsTrue(v) : -1;
-}
-
 static void json_frame_has_the_documented_names_and_exact_values(void) {
   nt_model *m = filled_model();
   CHECK(m != NULL);
-  char *text = frame(m, true, 2.0);
+  char *text = batch_frame(m, true, 2.0);
   nt_model_free(m);
   CHECK(text != NULL);
   size_t len = strlen(text);
@@ -252,7 +218,7 @@ static void json_frame_has_the_documented_names_and_exact_values(void) {
 static void json_frame_of_an_empty_model_is_valid(void) {
   nt_model *m = nt_model_new();
   CHECK(m != NULL);
-  char *text = frame(m, true, 0.5);
+  char *text = batch_frame(m, true, 0.5);
   nt_model_free(m);
   CHECK(text != NULL);
   cJSON *j = cJSON_Parse(text);
@@ -268,7 +234,7 @@ static void text_frame_has_the_proxy_and_channel_rows(void) {
   nt_model *m = filled_model();
   CHECK(m != NULL);
   nt_model_tick(m, 30.0); /* silent since 1.5: stale */
-  char *text = frame(m, false, 30.0);
+  char *text = batch_frame(m, false, 30.0);
   nt_model_free(m);
   CHECK(text != NULL);
   bool header = strstr(text, "publishers 1  ranks 1  messages 4  bad 1  errors 1") != NULL;
@@ -331,7 +297,7 @@ static void an_unknown_rank_count_is_unknown_in_text_and_json(void) {
       .func = NT_FUNC_ALLREDUCE, .launched = 8, .done = 7, .last_launch_age_ns = 2000000};
   CHECK(nt_model_apply_snapshot(m, "ipc:///d/4242.sock", 4242, a, 1.0) == 0);
   nt_snapshot_free(a);
-  char *text = frame(m, false, 1.0), *js = frame(m, true, 1.0);
+  char *text = batch_frame(m, false, 1.0), *js = batch_frame(m, true, 1.0);
   nt_model_free(m);
   CHECK(text && js);
   if (!text || !js) {

@@ -9,6 +9,7 @@
 
 #include "../monitor/screen/screen_internal.h"
 #include "testlib.h"
+#include "json_get.h"
 #include "test_diag.h"
 #include "../monitor/outputs/batch.h"
 #include "../monitor/commands/cli.h"
@@ -136,11 +137,6 @@ static void a_silent_rank_does_nothing_per_second(void) {
   CHECK(f->comms[0].done_per_s == 5.0);
   nt_frame_free(f);
   nt_model_free(m);
-}
-
-static double num(const cJSON *o, const char *key) {
-  const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
-  return cJSON_IsNumber(v) ? v->valuedouble : -12345.0;
 }
 
 static void the_json_carries_the_frames_numbers(void) {

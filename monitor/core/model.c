@@ -31,6 +31,10 @@ nt_model *nt_model_new(void) {
   return m;
 }
 
+uint64_t nt_model_serial(const nt_model *m) {
+  return m->serial;
+}
+
 static void proc_free(proc_slot *p) {
   if (!p) return;
   nt_buf_free(p->pub.cur);

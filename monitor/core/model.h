@@ -204,6 +204,9 @@ const char *nt_model_topology_xml(const nt_model *m, uint32_t i, size_t *len);
  * when nt_model_generation changes: it does whenever a process is added or
  * dropped. */
 uint32_t nt_model_generation(const nt_model *m);
+/* Which model this is: never 0, never reused by another (a replay's seek
+ * makes a new one), so whoever remembers what it told a model can tell. */
+uint64_t nt_model_serial(const nt_model *m);
 uint32_t nt_model_nprocesses(const nt_model *m);
 const nt_model_process *nt_model_process_at(const nt_model *m, uint32_t i);
 /* A process of an earlier run (job) that ended or went silent: once a new

@@ -67,7 +67,8 @@
  *     (the bus bandwidth of the operations completed in each of the last
  *     intervals, GB/s, oldest first, null: nothing completed; frame.h),
  *     "busbw_history_interval_s" (one interval)}]: the overview's lines,
- *  and "alerts", "collectives", "phases", "recent", "runs" (batch_ops.c)}
+ *  and "alerts", "collectives", "phases", "recent", "runs" (batch_ops.c),
+ *  "topologies" (batch_topo.c)}
  * Ranks are sorted by (comm, rank). Every counter is an exact JSON integer
  * (a reader that parses numbers as doubles, as jq does, rounds those past
  * 2^53: cumulative nanoseconds after 104 days); other numbers have at most
@@ -307,7 +308,8 @@ static void watcher_json(nt_jo *w, const nt_frame *f) {
   nt_jo_end(w);
 }
 
-const char *nt_frame_json(const nt_frame *f, nt_jo *w) {
+/* The frame with the model's topologies (none when m is NULL). */
+static const char *frame_json(const nt_frame *f, const nt_model *m, nt_jo *w) {
   nt_jo_reset(w);
   nt_jo_obj(w, NULL);
   nt_jo_num(w, "time_s", f->time);
@@ -351,8 +353,13 @@ const char *nt_frame_json(const nt_frame *f, nt_jo *w) {
   nt_jo_u64(w, "ranks", room.left_out_ranks);
   nt_jo_end(w);
   nt_batch_job_json(w, f);
+  nt_batch_topologies_json(w, m);
   nt_jo_end(w);
   return nt_jo_text(w);
+}
+
+const char *nt_frame_json(const nt_frame *f, nt_jo *w) {
+  return frame_json(f, NULL, w);
 }
 
 static const char *mark(const nt_frame_proc *p) {
@@ -433,7 +440,7 @@ int nt_batch_print(FILE *out, const nt_model *m, nt_diag *d, const nt_options *o
   int rc = 0;
   if (o->json) {
     static nt_jo w; /* its buffer is kept: the next frame is about as big */
-    const char *text = nt_frame_json(f, &w);
+    const char *text = frame_json(f, m, &w);
     rc = !text || fputs(text, out) < 0 || fputc('\n', out) == EOF ? -1 : 0;
   } else {
     nt_frame_text(out, f);

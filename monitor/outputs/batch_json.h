@@ -14,6 +14,10 @@ void nt_batch_rank_ops(nt_jo *w, const nt_frame *f, const nt_frame_rank *r);
 void nt_batch_process_ops(nt_jo *w, const nt_frame *f, const nt_frame_proc *p);
 /* Adds "alerts", "collectives", "phases", "recent" and "runs" to a frame. */
 void nt_batch_job_json(nt_jo *w, const nt_frame *f);
+/* Adds "topologies" to a frame: the model's topologies (none when m is
+ * NULL), each version's path model in the first frame that carries it
+ * (batch_topo.c). */
+void nt_batch_topologies_json(nt_jo *w, const nt_model *m);
 /* The text frame's alerts (first) and operation tables (after the rest). */
 void nt_batch_alerts_text(FILE *out, const nt_frame *f);
 void nt_batch_ops_text(FILE *out, const nt_frame *f);

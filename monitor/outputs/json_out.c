@@ -188,6 +188,11 @@ void nt_jo_bool(nt_jo *w, const char *key, bool v) {
   put(w, v ? "true" : "false", v ? 4 : 5);
 }
 
+void nt_jo_json(nt_jo *w, const char *key, const char *json) {
+  start(w, key);
+  put(w, json, strlen(json));
+}
+
 void nt_jo_null(nt_jo *w, const char *key) {
   start(w, key);
   put(w, "null", 4);

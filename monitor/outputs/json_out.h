@@ -49,6 +49,9 @@ void nt_jo_null(nt_jo *w, const char *key);
 void nt_jo_count(nt_jo *w, const char *key, int64_t v);
 /* A string that is unknown when empty: the string, or null. */
 void nt_jo_str_known(nt_jo *w, const char *key, const char *v);
+/* A value that is already JSON, written as it is: only for text this
+ * program made with a JSON writer (cJSON), never for text from outside. */
+void nt_jo_json(nt_jo *w, const char *key, const char *json);
 nt_jo_mark nt_jo_here(const nt_jo *w);
 void nt_jo_undo(nt_jo *w, nt_jo_mark m);
 /* The text (NUL-terminated), or NULL after running out of memory. */
