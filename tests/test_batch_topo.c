@@ -11,7 +11,7 @@
 #include "batch_frame.h"
 #include "../topo/topo.h"
 
-#define SWITCHED "examples/topologies/nvswitch-8gpu-8nic.xml"
+#define SWITCHED   "examples/topologies/nvswitch-8gpu-8nic.xml"
 #define TWO_SOCKET "examples/topologies/pcie-2socket-4gpu.xml"
 
 /* One JSON frame of m, parsed (the caller deletes it); NULL unless it is
@@ -43,7 +43,8 @@ static cJSON *expected_model(const char *file, const char *source) {
   free(xml);
   nt_topo_env env;
   nt_topo_env_defaults(&env);
-  char *text = t && nt_topo_compute(t, &env, err, sizeof err) == 0 ? nt_topo_to_json(t, &env) : NULL;
+  char *text =
+      t && nt_topo_compute(t, &env, err, sizeof err) == 0 ? nt_topo_to_json(t, &env) : NULL;
   nt_topo_free(t);
   cJSON *j = text ? cJSON_Parse(text) : NULL;
   free(text);

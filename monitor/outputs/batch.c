@@ -28,6 +28,7 @@
  *       "open": bool (the viewer's gap goes on), "ago_s" (since it ended),
  *       "resume_in_s" (settling until then; 0 settled), "lost_messages"}]:
  *       the gaps told now, the viewer's first (model.h: the watcher)},
+ *  "topologies": [the topologies the viewer holds (batch_topo.c)],
  *  "processes": [{"host", "pid", "stale": bool, "ended": bool, "nccl_version"
  *     (null: the process did not say, or NCCL did not answer), "plugin_version", "clock" (the
  *     plugin's event clock: "tsc", "cntvct", "monotonic"; null from an older plugin), "abi",
@@ -67,8 +68,7 @@
  *     (the bus bandwidth of the operations completed in each of the last
  *     intervals, GB/s, oldest first, null: nothing completed; frame.h),
  *     "busbw_history_interval_s" (one interval)}]: the overview's lines,
- *  and "alerts", "collectives", "phases", "recent", "runs" (batch_ops.c),
- *  "topologies" (batch_topo.c)}
+ *  and "alerts", "collectives", "phases", "recent", "runs" (batch_ops.c)}
  * Ranks are sorted by (comm, rank). Every counter is an exact JSON integer
  * (a reader that parses numbers as doubles, as jq does, rounds those past
  * 2^53: cumulative nanoseconds after 104 days); other numbers have at most
@@ -332,6 +332,9 @@ static const char *frame_json(const nt_frame *f, const nt_model *m, nt_jo *w) {
   }
   nt_jo_end(w);
   watcher_json(w, f);
+  /* Before the processes: the room they get is what the topologies left
+   * (at most a MiB each, batch_topo.c). */
+  nt_batch_topologies_json(w, m);
   frame_room room = {.limit = NT_JSON_FRAME_CAP - FRAME_REST_BYTES};
   nt_jo_arr(w, "processes");
   for (uint32_t i = 0; i < f->nprocs; i++) {
@@ -353,7 +356,6 @@ static const char *frame_json(const nt_frame *f, const nt_model *m, nt_jo *w) {
   nt_jo_u64(w, "ranks", room.left_out_ranks);
   nt_jo_end(w);
   nt_batch_job_json(w, f);
-  nt_batch_topologies_json(w, m);
   nt_jo_end(w);
   return nt_jo_text(w);
 }
