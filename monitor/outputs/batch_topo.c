@@ -2,8 +2,8 @@
  * of (what its publishers sent, NCCL_TOPO_DUMP_FILE; or --topology), as the
  * topology view has them:
  *
- *  "topologies": [{"source": where it came from (a publisher's host:pid or
- *     the --topology file), "hash": its content's hash (16 hex digits; a new
+ *  "topologies": [{"source": where it came from (a publisher's endpoint
+ *     and pid, or the --topology file), "hash": its content's hash (16 hex digits; a new
  *     version from the same source is a new hash), "gpus", "nics" (null
  *     while unknown), "model": NCCL's path model on it under NCCL's
  *     defaults, the object `nccltop topo FILE --json` prints, in the first
