@@ -1,10 +1,14 @@
 /* The JSON frame's "topologies" (monitor/outputs/batch_topo.c): each
  * topology the viewer holds, with NCCL's path model on it as `nccltop topo
- * FILE --json` prints it, in the first frame that carries that version and
- * null after; a new version or a new source brings its model once; a new
+ * FILE --json` prints it and its rings, trees and tuning model as `nccltop
+ * topo FILE --graphs --json` does, in the first frame that carries that
+ * version and null after; a new version or a new source brings its model once; a new
  * model (a replay's seek) starts over; no topology is an empty array. */
 #include <cjson/cJSON.h>
+#include <libgen.h>
+#include <limits.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "testlib.h"
 #include "json_get.h"
@@ -34,20 +38,21 @@ static bool give(nt_model *m, const char *file, const char *source, double now) 
   return ok;
 }
 
-/* What `nccltop topo FILE --json` prints for the file named `source`. */
-static cJSON *expected_model(const char *file, const char *source) {
-  char err[256];
-  size_t len = 0;
-  char *xml = nt_topo_read_file(file, &len, err, sizeof err);
-  nt_topo *t = xml ? nt_topo_load_buffer(xml, len, source, err, sizeof err) : NULL;
-  free(xml);
-  nt_topo_env env;
-  nt_topo_env_defaults(&env);
-  char *text =
-      t && nt_topo_compute(t, &env, err, sizeof err) == 0 ? nt_topo_to_json(t, &env) : NULL;
-  nt_topo_free(t);
-  cJSON *j = text ? cJSON_Parse(text) : NULL;
-  free(text);
+/* What `nccltop topo [--graphs] --json FILE` prints, parsed: the binary
+ * next to this test's directory. */
+static cJSON *command_json(const char *options, const char *file) {
+  char exe[PATH_MAX], cmd[2 * PATH_MAX];
+  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  exe[n > 0 ? n : 0] = '\0';
+  snprintf(cmd, sizeof cmd, "%s/../nccltop topo %s --json %s", dirname(exe), options, file);
+  FILE *p = popen(cmd, "r");
+  if (!p) return NULL;
+  char *buf = NULL;
+  size_t cap = 0;
+  ssize_t len = getline(&buf, &cap, p);
+  int rc = pclose(p);
+  cJSON *j = len > 0 && rc == 0 ? cJSON_Parse(buf) : NULL;
+  free(buf);
   return j;
 }
 
@@ -62,34 +67,40 @@ static int ntopologies(const cJSON *f) {
 
 static void a_topology_brings_its_model_once_per_version(void) {
   nt_model *m = nt_model_new();
-  CHECK(m && give(m, SWITCHED, "gpu-node-1:4242", 1.0));
-  cJSON *want = expected_model(SWITCHED, "gpu-node-1:4242");
+  /* named as the command names it: its path */
+  CHECK(m && give(m, SWITCHED, SWITCHED, 1.0));
+  cJSON *want = command_json("", SWITCHED), *want_graphs = command_json("--graphs", SWITCHED);
   cJSON *f1 = frame(m, 1.5), *f2 = frame(m, 2.5);
-  CHECK(want && f1 && f2);
+  CHECK(want && want_graphs && f1 && f2);
   CHECK_EQ_U64(ntopologies(f1), 1);
   const cJSON *t1 = topology(f1, 0), *t2 = topology(f2, 0);
-  CHECK_STR(str(t1, "source"), "gpu-node-1:4242");
+  CHECK_STR(str(t1, "source"), SWITCHED);
   CHECK_EQ_U64(strlen(str(t1, "hash")), 16);
   CHECK_EQ_U64(num(t1, "gpus"), 8);
   CHECK_EQ_U64(num(t1, "nics"), 8);
-  CHECK(cJSON_IsNull(get(t1, "model_error")));
-  /* the command's own document; 16 endpoints, every ordered pair */
+  /* the command's own documents; 16 endpoints, every ordered pair */
   CHECK(cJSON_Compare(get(t1, "model"), want, true));
   CHECK_EQ_U64(cJSON_GetArraySize(get(get(t1, "model"), "pairs")), 16 * 15);
-  /* the next frame: the same version, without its model */
+  CHECK(cJSON_IsNull(get(t1, "model_error")));
+  CHECK(cJSON_Compare(get(t1, "graphs"), want_graphs, true));
+  CHECK_EQ_U64(num(get(t1, "graphs"), "ranks"), 8);
+  CHECK(cJSON_IsNull(get(t1, "graphs_error")));
+  /* the next frame: the same version, without its documents */
   CHECK_EQ_U64(ntopologies(f2), 1);
   CHECK_STR(str(t2, "hash"), str(t1, "hash"));
   CHECK_EQ_U64(num(t2, "gpus"), 8);
   CHECK(cJSON_IsNull(get(t2, "model")));
+  CHECK(cJSON_IsNull(get(t2, "graphs")));
   CHECK(cJSON_IsNull(get(t2, "model_error")));
   /* a new version from the same source, then a second source */
-  CHECK(give(m, TWO_SOCKET, "gpu-node-1:4242", 3.0));
+  CHECK(give(m, TWO_SOCKET, SWITCHED, 3.0));
   cJSON *f3 = frame(m, 3.5);
   CHECK(f3 && ntopologies(f3) == 1);
   const cJSON *t3 = topology(f3, 0);
   CHECK(strcmp(str(t3, "hash"), str(t1, "hash")) != 0);
   CHECK_EQ_U64(num(t3, "gpus"), 4);
   CHECK(cJSON_IsObject(get(t3, "model")));
+  CHECK_EQ_U64(num(get(t3, "graphs"), "ranks"), 4);
   CHECK(give(m, SWITCHED, "gpu-node-2:77", 4.0));
   cJSON *f4 = frame(m, 4.5);
   CHECK(f4 && ntopologies(f4) == 2);
@@ -97,6 +108,7 @@ static void a_topology_brings_its_model_once_per_version(void) {
   CHECK_STR(str(topology(f4, 1), "source"), "gpu-node-2:77");
   CHECK(cJSON_IsObject(get(topology(f4, 1), "model")));
   cJSON_Delete(want);
+  cJSON_Delete(want_graphs);
   cJSON_Delete(f1);
   cJSON_Delete(f2);
   cJSON_Delete(f3);

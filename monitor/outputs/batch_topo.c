@@ -9,7 +9,11 @@
  *     defaults, the object `nccltop topo FILE --json` prints, in the first
  *     frame that carries this version from this source and null after (it
  *     does not change),
- *     "model_error": why there is no model (null when there is one)}]
+ *     "model_error": why there is no model (null when there is one),
+ *     "graphs": NCCL's ring and tree search on the machine as one node, the
+ *     rings and trees it connects and NCCL's tuning model of them, the object
+ *     `nccltop topo FILE --graphs --json` prints, carried as "model" is,
+ *     "graphs_error": why there are none (null when there are)}]
  *
  * The model is computed once per version, on a copy of the file the model
  * keeps, as the topology view computes it; a frame carries it once so that
@@ -25,16 +29,20 @@
  * newest last; the oldest is forgotten first (it is then carried once more
  * if it comes back). */
 #define TOPO_SENT_MAX 32
-/* A model bigger than this stays out of the frame (a frame keeps 4 MiB for
- * everything but its processes and ranks; batch.c). */
-#define TOPO_MODEL_MAX_BYTES (1u << 20)
+/* A document bigger than this stays out of the frame: what the topologies
+ * take comes off the processes' and ranks' share of the 64 MiB (batch.c). */
+#define TOPO_DOC_MAX_BYTES (1u << 20)
 
 typedef struct {
   uint64_t hash;
   char source[160];
-  int gpus, nics;  /* -1: unknown */
-  char error[160]; /* why it has no model; "" when it has one */
+  int gpus, nics;         /* -1: unknown */
+  char error[160];        /* why it has no model; "" when it has one */
+  char graphs_error[160]; /* why it has no graphs; "" when it has them (same size) */
 } topo_sent;
+
+_Static_assert(sizeof((topo_sent *)0)->error == sizeof((topo_sent *)0)->graphs_error,
+               "an error is copied whole from one to the other");
 
 static struct {
   uint64_t model; /* its serial: a new model (a replay's seek's) starts afresh */
@@ -53,40 +61,82 @@ static topo_sent *sent_add(uint64_t hash, const char *source) {
     memmove(&sent.v[0], &sent.v[1], (TOPO_SENT_MAX - 1) * sizeof sent.v[0]);
     sent.n--;
   }
-  sent.v[sent.n] = (topo_sent){.hash = hash, .gpus = -1, .nics = -1, .error = ""};
+  sent.v[sent.n] = (topo_sent){.hash = hash, .gpus = -1, .nics = -1};
   snprintf(sent.v[sent.n].source, sizeof sent.v[sent.n].source, "%s", source);
   return &sent.v[sent.n++];
 }
 
-/* The model of topology i under NCCL's defaults, as JSON text (the caller
- * frees), or NULL with err set. */
-static char *model_json(const nt_model *m, uint32_t i, const char *source, topo_sent *s) {
-  char *err = s->error;
-  size_t errlen = sizeof s->error;
+/* What a frame carries of a version the first time: its documents as JSON
+ * text (NULL: not carried; its topo_sent says why). */
+typedef struct {
+  char *model, *graphs;
+} topo_docs;
+
+/* Text over the frame's share is dropped, and why is said. */
+static char *bounded(char *json, const char *what, char *err, size_t errlen) {
+  if (!json) {
+    snprintf(err, errlen, "out of memory");
+    return NULL;
+  }
+  size_t n = strlen(json);
+  if (n <= TOPO_DOC_MAX_BYTES) return json;
+  snprintf(err, errlen, "its %s is %zu bytes, more than a frame carries", what, n);
+  free(json);
+  return NULL;
+}
+
+/* The rings, trees and tuning model of the machine as one node. */
+static char *graphs_json(nt_topo *t, char *err, size_t errlen) {
+  nt_topo_graphs *g = nt_topo_graphs_compute(t, 1, err, errlen);
+  if (!g) return NULL;
+  nt_tune_model *tm = malloc(sizeof *tm);
+  nt_tune_env tenv;
+  nt_tune_env_defaults(&tenv);
+  char why[256];
+  /* As `nccltop topo --graphs`: without a model (NCCL would refuse the
+   * tuning), the graphs alone. */
+  if (tm && nt_topo_graphs_tune(t, g, &tenv, tm, why, sizeof why) != 0) {
+    free(tm);
+    tm = NULL;
+  }
+  char *json = bounded(nt_topo_graphs_to_json(t, g, tm), "graphs", err, errlen);
+  free(tm);
+  nt_topo_graphs_free(g);
+  return json;
+}
+
+/* Topology i's documents under NCCL's defaults, computed on a copy of the
+ * file the model keeps (the model never computes its own). */
+static topo_docs docs_of(const nt_model *m, uint32_t i, const char *source, topo_sent *s) {
+  topo_docs d = {NULL, NULL};
   size_t len = 0;
   const char *xml = nt_model_topology_xml(m, i, &len);
   if (!xml) {
-    snprintf(err, errlen, "no copy of %s kept", source);
-    return NULL;
+    snprintf(s->error, sizeof s->error, "no copy of %s kept", source);
+    memcpy(s->graphs_error, s->error, sizeof s->graphs_error);
+    return d;
   }
-  nt_topo *t = nt_topo_load_buffer(xml, len, source, err, errlen);
-  if (!t) return NULL;
+  nt_topo *t = nt_topo_load_buffer(xml, len, source, s->error, sizeof s->error);
   nt_topo_env env;
   nt_topo_env_defaults(&env);
-  char *json = NULL;
-  if (nt_topo_compute(t, &env, err, errlen) == 0) {
+  if (t && nt_topo_compute(t, &env, s->error, sizeof s->error) == 0) {
     s->gpus = nt_topo_ngpus(t);
     s->nics = nt_topo_nnets(t);
-    json = nt_topo_to_json(t, &env);
-    if (!json) snprintf(err, errlen, "out of memory");
+    d.model = bounded(nt_topo_to_json(t, &env), "model", s->error, sizeof s->error);
+    d.graphs = graphs_json(t, s->graphs_error, sizeof s->graphs_error);
+  } else {
+    memcpy(s->graphs_error, s->error, sizeof s->graphs_error);
   }
   nt_topo_free(t);
-  if (json && strlen(json) > TOPO_MODEL_MAX_BYTES) {
-    snprintf(err, errlen, "its model is %zu bytes, more than a frame carries", strlen(json));
-    free(json);
-    json = NULL;
-  }
-  return json;
+  return d;
+}
+
+static void doc(nt_jo *w, const char *key, const char *json, const char *err_key, const char *err) {
+  if (json)
+    nt_jo_json(w, key, json);
+  else
+    nt_jo_null(w, key);
+  nt_jo_str_known(w, err_key, err);
 }
 
 void nt_batch_topologies_json(nt_jo *w, const nt_model *m) {
@@ -103,10 +153,10 @@ void nt_batch_topologies_json(nt_jo *w, const nt_model *m) {
     char hex[17];
     snprintf(hex, sizeof hex, "%016" PRIx64, hash);
     topo_sent *s = sent_find(hash, source);
-    char *json = NULL;
+    topo_docs d = {NULL, NULL};
     if (!s) {
       s = sent_add(hash, source);
-      json = model_json(m, i, source, s);
+      d = docs_of(m, i, source, s);
     }
     nt_jo_obj(w, NULL);
     nt_jo_str(w, "source", source);
@@ -118,13 +168,11 @@ void nt_batch_topologies_json(nt_jo *w, const nt_model *m) {
       nt_jo_u64(w, "gpus", (uint64_t)s->gpus);
       nt_jo_u64(w, "nics", (uint64_t)s->nics);
     }
-    if (json)
-      nt_jo_json(w, "model", json);
-    else
-      nt_jo_null(w, "model");
-    nt_jo_str_known(w, "model_error", s->error);
+    doc(w, "model", d.model, "model_error", s->error);
+    doc(w, "graphs", d.graphs, "graphs_error", s->graphs_error);
     nt_jo_end(w);
-    free(json);
+    free(d.model);
+    free(d.graphs);
   }
   nt_jo_end(w);
 }
