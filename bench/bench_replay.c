@@ -402,6 +402,17 @@ static double median(double *v, int n) {
   return v[n / 2];
 }
 
+/* Issue 28's budget: no more per call than a plugin that only reads the
+ * clock. Each row is judged as bench_plugin judges it: by wall time, or by
+ * CPU time where the threads outnumber the CPUs (wall time then measures
+ * the scheduler). */
+#define BUDGET_RATIO 1.0
+static struct {
+  int rows, within;
+  double worst;
+  uint64_t allocs;
+} verdict;
+
 /* One recording directory: rows of 1, 2, 4 ranks (as many as it has). */
 static int bench_job(const char *dir, const plugins *pl, long cpus, bool by_kind) {
   tr_job job;
@@ -479,7 +490,11 @@ static int bench_job(const char *dir, const plugins *pl, long cpus, bool by_kind
            (double)allocs / (double)(calls ? calls : 1), (unsigned long long)allocs,
            (unsigned long long)calls, errors ? ", some calls failed" : "");
     if (errors) status = -1;
-    (void)cpus;
+    double judged = median(nthreads + 1 > cpus ? cpu_ratio : ratio, REPS);
+    verdict.rows++;
+    verdict.within += judged <= BUDGET_RATIO;
+    if (judged > verdict.worst) verdict.worst = judged;
+    verdict.allocs += allocs;
     for (int r = 0; r < nr; r++)
       for (int k = 0; k < 2; k++)
         for (uint32_t x = 0; x < ranks[r].p->nctx; x++)
@@ -519,6 +534,11 @@ int main(int argc, char **argv) {
   int status = 0;
   for (int i = 3; i < argc; i++)
     if (bench_job(argv[i], &pl, cpus, by_kind) != 0) status = 1;
+  if (verdict.rows)
+    printf("\n%s: %d of %d rows at or below %.1fx the clock-only plugin (wall time, CPU time where "
+           "threads outnumber CPUs; the worst %.2fx), %llu allocations\n",
+           verdict.within == verdict.rows && !verdict.allocs ? "ok" : "OVER BUDGET", verdict.within,
+           verdict.rows, BUDGET_RATIO, verdict.worst, (unsigned long long)verdict.allocs);
   if (rmdir(dir) != 0) fprintf(stderr, "bench: %s left non-empty\n", dir);
   return status;
 }
