@@ -13,7 +13,10 @@
  *     "graphs": NCCL's ring and tree search on the machine as one node, the
  *     rings and trees it connects and NCCL's tuning model of them, the object
  *     `nccltop topo FILE --graphs --json` prints, carried as "model" is,
- *     "graphs_error": why there are none (null when there are)}]
+ *     "graphs_error": why there are none, or why they come without the
+ *     tuning model (null when they are whole)}]
+ * Written by the batch output's one thread: the record of what was carried
+ * is its own.
  *
  * The model is computed once per version, on a copy of the file the model
  * keeps, as the topology view computes it; a frame carries it once so that
@@ -92,10 +95,11 @@ static char *graphs_json(nt_topo *t, char *err, size_t errlen) {
   nt_tune_model *tm = malloc(sizeof *tm);
   nt_tune_env tenv;
   nt_tune_env_defaults(&tenv);
-  char why[256];
-  /* As `nccltop topo --graphs`: without a model (NCCL would refuse the
-   * tuning), the graphs alone. */
-  if (tm && nt_topo_graphs_tune(t, g, &tenv, tm, why, sizeof why) != 0) {
+  char why[256] = "out of memory";
+  /* As `nccltop topo --graphs`: without a tuning model (NCCL would refuse
+   * its variables), the graphs alone, and why. */
+  if (!tm || nt_topo_graphs_tune(t, g, &tenv, tm, why, sizeof why) != 0) {
+    snprintf(err, errlen, "no tuning model: %s", why);
     free(tm);
     tm = NULL;
   }
