@@ -161,7 +161,7 @@ TEST_TIMEOUT ?= 600
 SLOW_TESTS := test_hostile_viewer test_job_limits test_relay_attacks test_sync_phases_e2e \
   test_endpoint_race test_demo_nodes test_exporter_flood test_watcher_e2e test_record \
   test_diagnosis_e2e test_sim_versions test_faults_restart test_hostile_peer test_relay \
-  test_topo_graphs test_topo_graphs_machines
+  test_topo_graphs test_topo_graphs_machines test_batch_waiting
 TESTS_SLOW_FIRST := $(foreach t,$(SLOW_TESTS),$(filter $(BUILD)/tests/$(t),$(TESTS))) \
   $(filter-out $(patsubst %,$(BUILD)/tests/%,$(SLOW_TESTS)),$(TESTS))
 check: deps $(PLUGIN_SO) $(TEST_SO) $(STUCK_SO) $(NCCLTOP) $(TESTS) $(FIXTURES) gpu-build

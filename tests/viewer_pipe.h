@@ -15,7 +15,7 @@
 static char bindir[PATH_MAX];
 
 /* build/<cfg>/tests/x -> build/<cfg>: where nccltop and the plugins are. */
-static void find_bindir(void) {
+static inline void find_bindir(void) {
   char exe[PATH_MAX];
   ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
   exe[n > 0 ? n : 0] = '\0';
@@ -23,7 +23,7 @@ static void find_bindir(void) {
 }
 
 /* SIGTERM to the group, 3 s, then SIGKILL; reaped. */
-static void stop_group(pid_t pid) {
+static inline void stop_group(pid_t pid) {
   if (pid <= 0) return;
   kill(-pid, SIGTERM);
   for (int i = 0; i < 300; i++) {
@@ -36,7 +36,7 @@ static void stop_group(pid_t pid) {
 }
 
 /* `nccltop -b --json -n FRAMES -d 100 --dir DIR`, its stdout on a pipe. */
-static FILE *start_viewer_frames(const char *dir, const char *frames, pid_t *pid) {
+static inline FILE *start_viewer_frames(const char *dir, const char *frames, pid_t *pid) {
   int fds[2];
   if (pipe(fds) != 0) return NULL;
   *pid = fork();

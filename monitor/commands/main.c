@@ -108,12 +108,34 @@ typedef struct {
   nt_diag *d; /* the frames' diagnosis of m */
   const nt_options *o;
   nt_recorder *rec;
+  nt_feed *feed;
+  bool hinted; /* the "nothing received" line was printed */
 } batch_run;
 
 enum { BATCH_PRINT_FAILED = 1, BATCH_JOB_DONE = 2 };
 
+/* How long a batch run waits for its first message before it says where it
+ * looks: about what discovery and a publisher's first interval take. */
+#define NOTHING_YET_S 3.0
+
+/* Batch frames of nothing look like a job with no traffic: where the viewer
+ * looks and what a job needs, once, on stderr (the frames stay as they
+ * are, and a recording's replay prints the same ones). */
+static void hint_if_nothing_yet(batch_run *b, double now) {
+  if (b->hinted || nt_model_last_data_s(b->m) || now - b->o->start_s < NOTHING_YET_S) return;
+  b->hinted = true;
+  char watching[1024];
+  nt_feed_status(b->feed, watching, sizeof watching);
+  fprintf(stderr,
+          "nccltop: nothing received in %.0f s from %s: no NCCL process with the nccltop plugin "
+          "there yet (a job needs NCCL_PROFILER_PLUGIN=nccltop and this NCCLTOP_DIR, or a relay "
+          "at a --connect address); still waiting\n",
+          NOTHING_YET_S, watching);
+}
+
 static int batch_frame(void *ctx, double now) {
   batch_run *b = ctx;
+  hint_if_nothing_yet(b, now);
   if (nt_batch_print(stdout, b->m, b->d, b->o, now) != 0) return BATCH_PRINT_FAILED;
   nt_recorder_frame(b->rec, now); /* --record: replay prints its frames at these times */
   return 0;
@@ -149,7 +171,7 @@ static int batch_frames(batch_run *b, nt_feed *feed) {
 }
 
 static int run_batch(nt_feed *feed, const nt_options *o, nt_recorder *rec) {
-  batch_run b = {nt_feed_model(feed), nt_diag_new(), o, rec};
+  batch_run b = {nt_feed_model(feed), nt_diag_new(), o, rec, feed, false};
   if (!b.d) {
     fprintf(stderr, "nccltop: out of memory\n");
     return 1;

@@ -95,7 +95,7 @@ static char *graphs_json(nt_topo *t, char *err, size_t errlen) {
   nt_tune_model *tm = malloc(sizeof *tm);
   nt_tune_env tenv;
   nt_tune_env_defaults(&tenv);
-  char why[256] = "out of memory";
+  char why[128] = "out of memory"; /* with its prefix, within an error's 160 bytes */
   /* As `nccltop topo --graphs`: without a tuning model (NCCL would refuse
    * its variables), the graphs alone, and why. */
   if (!tm || nt_topo_graphs_tune(t, g, &tenv, tm, why, sizeof why) != 0) {
