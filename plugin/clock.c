@@ -92,8 +92,8 @@ static uint64_t convert(const struct nt_clock_cal *c, uint64_t ticks) {
 }
 
 /* Writes (base_ticks, base_ns, ns_per_tick) into the record not in use,
- * ends the current one at base_ticks (a reader still using it stops
- * there, where the new one starts), and makes the new one current. */
+ * makes it current, and ends the old one at base_ticks, where the new one
+ * starts (a reader of the old one past its end reads the new one). */
 static void publish(uint64_t base_ticks, uint64_t base_ns, double ns_per_tick) {
   uint32_t cur = atomic_load_explicit(&nt_clk.cur, memory_order_relaxed);
   struct nt_clock_cal *c = &nt_clk.cal[cur ^ 1], *old = &nt_clk.cal[cur];
@@ -229,7 +229,9 @@ void nt_clock_init(int choice) {
   pthread_mutex_unlock(&calib_lock);
 }
 
-void nt_clock_tick(uint64_t mono_now, bool force) {
+/* nt_clock_tick; late_ns: the test build's stand-in for a publisher that
+ * stalled that long between choosing the handover and publishing. */
+static void tick(uint64_t mono_now, bool force, uint64_t late_ns) {
   if (atomic_load_explicit(&nt_clk.source, memory_order_acquire) != NT_CLOCK_TICKS) return;
   if (!force && mono_now < atomic_load_explicit(&cal.next_ns, memory_order_relaxed)) return;
   pthread_mutex_lock(&calib_lock);
@@ -259,9 +261,14 @@ void nt_clock_tick(uint64_t mono_now, bool force) {
   /* The new calibration takes over a little ahead (HANDOVER_NS), where
    * the current one will be: no reader is past that point yet. */
   uint64_t from = nt_ticks() + (uint64_t)((double)HANDOVER_NS / cal.ns_per_tick);
+  from -= (uint64_t)((double)late_ns / cal.ns_per_tick);
   publish(from, convert(c, from), cal.ns_per_tick * (1.0 + slew));
   atomic_store_explicit(&cal.next_ns, n + RECAL_NS, memory_order_relaxed);
   pthread_mutex_unlock(&calib_lock);
+}
+
+void nt_clock_tick(uint64_t mono_now, bool force) {
+  tick(mono_now, force, 0);
 }
 
 const char *nt_clock_name(void) {
@@ -286,5 +293,17 @@ NT_EXPORT const char *nccltop_test_clock_source(void) {
 }
 NT_EXPORT void nccltop_test_clock_recalibrate(void) {
   nt_clock_tick(nt_clock_mono_ns(), true);
+}
+/* A recalibration whose publisher stalled late_ns after choosing where the
+ * new calibration takes over (the old record then ends late_ns back). */
+NT_EXPORT void nccltop_test_clock_recalibrate_late(uint64_t late_ns) {
+  tick(nt_clock_mono_ns(), true, late_ns);
+}
+/* The record a reader takes now, and a reading by a reader that took it. */
+NT_EXPORT unsigned nccltop_test_clock_record(void) {
+  return atomic_load_explicit(&nt_clk.cur, memory_order_acquire);
+}
+NT_EXPORT uint64_t nccltop_test_clock_ns_from(unsigned record) {
+  return nt_clock_ticks_from(record);
 }
 #endif

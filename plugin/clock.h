@@ -16,8 +16,9 @@ enum { NT_CLOCK_CHOICE_AUTO = 0, NT_CLOCK_CHOICE_TSC, NT_CLOCK_CHOICE_MONOTONIC 
 /* The counter's time may stray this far from CLOCK_MONOTONIC before the
  * plugin gives it up. */
 #define NT_CLOCK_TRUST_NS 5000000ll
-/* ns = base_ns + ((min(ticks, limit) - base_ticks) * mult) >> 32, ticks
- * before base_ticks counting as base_ticks: each calibration starts where
+/* ns = base_ns + ((ticks - base_ticks) * mult) >> 32 for ticks up to
+ * limit, ticks before base_ticks counting as base_ticks; past limit the
+ * record has ended and its successor is read. Each calibration starts where
  * the one before it stops (limit), so times never go back. */
 struct nt_clock_cal {
   _Atomic uint32_t gen; /* odd while the publisher writes it */
@@ -65,24 +66,35 @@ static inline uint64_t nt_ticks(void) {
 }
 #endif
 uint64_t nt_clock_mono_ns(void); /* clock_gettime(CLOCK_MONOTONIC) */
-static inline uint64_t nt_clock_ticks_or_mono(void) {
-  if (NT_LIKELY(atomic_load_explicit(&nt_clk.source, memory_order_relaxed) == NT_CLOCK_TICKS)) {
-    /* A reader never waits on the writer for long: a writer preempted (or
-     * stuck) mid-update must not stall NCCL's threads; after a few tries
-     * the call reads CLOCK_MONOTONIC instead (the same time scale). */
-    for (int tries = 0; tries < 64; tries++) {
-      struct nt_clock_cal *c = /* not const: under TSan the recheck is a read-modify-write */
-          &nt_clk.cal[atomic_load_explicit(&nt_clk.cur, memory_order_acquire) & 1];
-      uint32_t gen = atomic_load_explicit(&c->gen, memory_order_acquire);
-      uint64_t ticks = nt_ticks();
-      uint64_t bt = NT_GET(c->base_ticks), bn = NT_GET(c->base_ns), m = NT_GET(c->mult);
-      uint64_t lim = NT_GET(c->limit);
-      if (NT_UNLIKELY((gen & 1) || NT_SEQ_READ_RECHECK(c->gen) != gen)) continue;
-      if (ticks > lim) ticks = lim;
-      uint64_t d = ticks > bt ? ticks - bt : 0;
-      return bn + (uint64_t)(((unsigned __int128)d * m) >> 32);
-    }
+/* The counter's time through the shared record, starting with record
+ * `first` (the one `cur` named when the caller looked); the tries after a
+ * failed one look at `cur` again. */
+static inline uint64_t nt_clock_ticks_from(uint32_t first) {
+  /* A reader never waits on the writer for long: a writer preempted (or
+   * stuck) mid-update must not stall NCCL's threads; after a few tries
+   * the call reads CLOCK_MONOTONIC instead (the same time scale). */
+  for (int tries = 0; tries < 64; tries++) {
+    uint32_t cur = tries ? atomic_load_explicit(&nt_clk.cur, memory_order_acquire) : first;
+    struct nt_clock_cal *c = &nt_clk.cal[cur & 1]; /* not const: under TSan the recheck is an RMW */
+    uint32_t gen = atomic_load_explicit(&c->gen, memory_order_acquire);
+    uint64_t ticks = nt_ticks();
+    uint64_t bt = NT_GET(c->base_ticks), bn = NT_GET(c->base_ns), m = NT_GET(c->mult);
+    uint64_t lim = NT_GET(c->limit);
+    if (NT_UNLIKELY((gen & 1) || NT_SEQ_READ_RECHECK(c->gen) != gen)) continue;
+    /* Past the end of a record that ended: its successor was made current
+     * before the end was set (clock.c publish), so read that one. Never
+     * stop at the end: a reader that took the record just before a
+     * publisher that stalled mid-publish moved on would read the time the
+     * publisher chose as the handover, which can be long past. */
+    if (NT_UNLIKELY(ticks > lim)) continue;
+    uint64_t d = ticks > bt ? ticks - bt : 0;
+    return bn + (uint64_t)(((unsigned __int128)d * m) >> 32);
   }
+  return nt_clock_mono_ns();
+}
+static inline uint64_t nt_clock_ticks_or_mono(void) {
+  if (NT_LIKELY(atomic_load_explicit(&nt_clk.source, memory_order_relaxed) == NT_CLOCK_TICKS))
+    return nt_clock_ticks_from(atomic_load_explicit(&nt_clk.cur, memory_order_acquire));
   return nt_clock_mono_ns();
 }
 #ifdef NT_TEST_HOOKS

@@ -31,6 +31,11 @@ typedef struct {
   uint64_t (*copy_ns)(void); /* the same through a thread's own copy (the event path's) */
   const char *(*source)(void);
   void (*recalibrate)(void);
+  /* A recalibration by a publisher that stalled mid-publish; the record a
+   * reader takes now, and a reading by a reader that took a given one. */
+  void (*recalibrate_late)(uint64_t late_ns);
+  unsigned (*record)(void);
+  uint64_t (*ns_from)(unsigned record);
   const nt_profiler_v5 *v5;
   void *ctx;
 } clk;
@@ -59,7 +64,12 @@ static int clk_open(clk *c, const char *choice, char *dir, size_t dirlen) {
   c->copy_ns = (uint64_t(*)(void))dlsym(lib, "nccltop_test_clock_copy_ns");
   c->source = (const char *(*)(void))dlsym(lib, "nccltop_test_clock_source");
   c->recalibrate = (void (*)(void))dlsym(lib, "nccltop_test_clock_recalibrate");
-  if (!c->v5 || !c->clock_ns || !c->copy_ns || !c->source || !c->recalibrate) return -1;
+  c->recalibrate_late = (void (*)(uint64_t))dlsym(lib, "nccltop_test_clock_recalibrate_late");
+  c->record = (unsigned (*)(void))dlsym(lib, "nccltop_test_clock_record");
+  c->ns_from = (uint64_t(*)(unsigned))dlsym(lib, "nccltop_test_clock_ns_from");
+  if (!c->v5 || !c->clock_ns || !c->copy_ns || !c->source || !c->recalibrate ||
+      !c->recalibrate_late || !c->record || !c->ns_from)
+    return -1;
   int mask = 0;
   if (c->v5->init(&c->ctx, 0x1234, &mask, "clock", 1, 1, 0, NULL) != NT_NCCL_SUCCESS || !c->ctx)
     return -1;
@@ -175,6 +185,36 @@ static int counter_tracks_monotonic_child(void) {
   return rc;
 }
 
+/* A reader that took the shared record just before a recalibration whose
+ * publisher stalled (3 ms between choosing where the new calibration takes
+ * over and publishing it: the old record then ends 3 ms back) reads the new
+ * record, not the old one's end: its time is now, and no later reading is
+ * behind it. */
+#define LATE_NS 3000000ull
+static int a_reader_of_an_ended_record_reads_its_successor_child(void) {
+  clk c;
+  char dir[64];
+  if (clk_open(&c, "tsc", dir, sizeof dir) != 0) return 10;
+  int rc = 0;
+  for (int i = 0; i < 20 && !rc; i++) {
+    /* Each handover after the start of the calibration before it, as the
+     * publisher's 250 ms apart are. */
+    struct timespec gap = {0, 2 * (long)LATE_NS};
+    nanosleep(&gap, NULL);
+    unsigned took = c.record();
+    c.recalibrate_late(LATE_NS);
+    uint64_t m0 = mono(), t = c.ns_from(took), m1 = mono(), later = c.clock_ns();
+    if (t + LATE_NS / 3 < m0 || t > m1 + LATE_NS / 3) {
+      fprintf(stderr, "    try %d: %lld ns from CLOCK_MONOTONIC's\n", i,
+              t < m0 ? -(long long)(m0 - t) : (long long)(t - m1));
+      rc = 13;
+    }
+    if (later < t) rc = 14;
+  }
+  clk_close(&c, dir);
+  return rc;
+}
+
 static bool have_counter(void) {
 #if defined(__x86_64__) || defined(__aarch64__)
   return true;
@@ -185,6 +225,10 @@ static bool have_counter(void) {
 
 static void counter_tracks_monotonic(void) {
   CHECK_EQ_U64(in_child(counter_tracks_monotonic_child), 0);
+}
+
+static void a_reader_of_an_ended_record_reads_its_successor(void) {
+  CHECK_EQ_U64(in_child(a_reader_of_an_ended_record_reads_its_successor_child), 0);
 }
 
 /* ---- the choice ---- */
@@ -225,10 +269,14 @@ static void unknown_is_auto(void) {
 }
 
 int main(void) {
-  if (have_counter())
+  if (have_counter()) {
     TEST_RUN(counter_tracks_monotonic);
-  else
+    TEST_RUN(a_reader_of_an_ended_record_reads_its_successor);
+  } else {
     TEST_SKIP(counter_tracks_monotonic, "no CPU counter on this architecture");
+    TEST_SKIP(a_reader_of_an_ended_record_reads_its_successor,
+              "no CPU counter on this architecture");
+  }
   TEST_RUN(monotonic_when_asked);
   TEST_RUN(unknown_is_auto);
   return TEST_DONE();
