@@ -123,15 +123,16 @@ struct nt_op *nt_proxyop_alloc(struct nt_thread *t, uint64_t now) {
 }
 
 void nt_proxyop_free(struct nt_thread *t, struct nt_op *op) {
-  /* The pool that holds it may be another thread's. Its start time goes
-   * before the slot does: whoever sees the slot free (acquire) and takes it
-   * stores its own time after this. */
+  /* NCCL stops an op on the thread that started it (P1): its own pool. A
+   * stop elsewhere finds the pool that holds it from the slot region. */
+  bool own = op >= t->ops && op < t->ops + NT_OPS_PER_THREAD;
   struct nt_thread *owner =
-      nt_g.threads + ((uintptr_t)op - (uintptr_t)nt_g.threads) / sizeof(struct nt_thread);
+      own ? t : nt_g.threads + ((uintptr_t)op - (uintptr_t)nt_g.threads) / sizeof(struct nt_thread);
+  /* Its start time goes before the slot does: whoever sees the slot free
+   * (acquire) and takes it stores its own time after this. */
   atomic_store_explicit(&owner->op_since[op - owner->ops], 0, memory_order_relaxed);
   atomic_store_explicit(&op->in_use, 0, memory_order_release);
   /* Only the pool's owner recycles: a stop on another thread leaves the
    * slot to the round-robin probe. */
-  if (op >= t->ops && op < t->ops + NT_OPS_PER_THREAD)
-    nt_recycle_put(&t->op_free, (uint32_t)(op - t->ops), op->cur_face);
+  if (own) nt_recycle_put(&t->op_free, (uint32_t)(op - t->ops), op->cur_face);
 }
